@@ -1,0 +1,288 @@
+"""Run configuration: one frozen, fully validated dataclass (no TensorFlow here).
+
+A `RunConfig` is checked completely on construction, before any TF work, so
+that a bad value costs the user one line instead of a traceback from a worker.
+Machine-dependent checks (is there a GPU or TPU?) live in `check_runnable`,
+because a stored config must stay loadable on any machine.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+from engine.datasets_meta import dataset_info
+
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+DEVICE_TYPES = ("auto", "cpu", "gpu", "tpu")
+MODELS = ("mlp", "cnn", "resnet")
+OPTIMIZERS = ("adam", "sgd", "rmsprop")
+SCHEDULES = ("constant", "warmup_cosine", "warmup_step", "cyclic", "one_cycle")
+CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
+
+
+class ConfigError(ValueError):
+    """An invalid setting: `field`, the offending `value` and a `fix` for the user.
+
+    `str(err)` is one line: "<field>: <value!r> <problem>; <fix>".
+    """
+
+    def __init__(self, field_name: str, value: Any, problem: str, fix: str):
+        self.field = field_name
+        self.value = value
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{field_name}: {value!r} {problem}; {fix}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one training run.
+
+    Batch sizes are *global* (all replicas together); the per-replica batch is
+    ``batch_size // devices``.  Times are in seconds, rates in samples/s.
+
+    Raises:
+        ConfigError: on construction, for the first invalid field.
+    """
+
+    dataset: str = "digits"
+    model: str = "cnn"
+    precision: str = "float32"
+    device_type: str = "auto"
+    devices: int = 1
+    batch_size: int = 128
+    epochs: int = 10
+    steps_per_execution: int = 1
+    jit_compile: bool = False
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    momentum: float = 0.9
+    seed: int = 0
+    validation_fraction: float = 0.2
+    target_accuracy: Optional[float] = None
+    # Synthetic data (pure-throughput checks, as classic TF benchmark harnesses do).
+    synthetic_shape: tuple = (32, 32, 3)
+    synthetic_classes: int = 10
+    synthetic_samples: int = 2048
+    # Learning-rate schedule (Smith 2017; Smith & Topin 2018; Goyal et al. 2017).
+    schedule: str = "constant"
+    warmup_epochs: float = 0.0
+    max_lr: Optional[float] = None
+    scale_lr: bool = False
+    reference_batch_size: int = 128
+    cyclic_mode: str = "triangular"
+    half_cycle_epochs: float = 2.0
+    cyclic_gamma: float = 0.999
+    step_decay_epochs: float = 3.0
+    step_decay_rate: float = 0.1
+    one_cycle_pct_start: float = 0.3
+    one_cycle_div_factor: float = 25.0
+    one_cycle_final_div_factor: float = 1e4
+    reduce_on_plateau: bool = False
+    # Regularisers that change the targets.
+    label_smoothing: float = 0.0
+    mixup_alpha: float = 0.0
+    save_model: bool = False
+
+    def __post_init__(self):
+        _validate(self)
+
+    # --- derived values -------------------------------------------------
+    @property
+    def per_replica_batch_size(self) -> int:
+        """Samples each replica sees per step (global batch / replicas)."""
+        return self.batch_size // self.devices
+
+    def data_sizes(self) -> tuple[int, int]:
+        """(train samples, validation samples) after the split."""
+        info = dataset_info(self.dataset, self)
+        n_val = math.ceil(self.validation_fraction * info.samples)
+        return info.samples - n_val, n_val
+
+    def steps_per_epoch(self) -> int:
+        """Optimizer steps per epoch; a partial last batch counts as a step only
+        with one replica (with several, batches must be of equal size)."""
+        n_train, _ = self.data_sizes()
+        if self.devices > 1:
+            return n_train // self.batch_size
+        return math.ceil(n_train / self.batch_size)
+
+    def dropped_per_epoch(self) -> int:
+        """Training samples dropped each epoch to keep batches of equal size."""
+        n_train, _ = self.data_sizes()
+        return n_train % self.batch_size if self.devices > 1 else 0
+
+    # --- serialisation --------------------------------------------------
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["synthetic_shape"] = list(self.synthetic_shape)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        """Build from a dict; unknown keys raise ConfigError."""
+        known = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in known:
+                raise ConfigError(key, d[key], "is not a known setting",
+                                  f"use one of: {', '.join(sorted(known))}")
+        d = dict(d)
+        if "synthetic_shape" in d and d["synthetic_shape"] is not None:
+            d["synthetic_shape"] = tuple(d["synthetic_shape"])
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunConfig":
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes) -> "RunConfig":
+        """A copy with `changes` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _choice(name, value, options):
+    if value not in options:
+        raise ConfigError(name, value, "is not supported", f"use one of: {', '.join(options)}")
+
+
+def _int(name, value, lo, hi=None, fix=None):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, value, "is not a whole number", fix or f"use an integer >= {lo}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ConfigError(name, value, "is out of range", fix or f"use a value {rng}")
+
+
+def _num(name, value, lo, hi, lo_open=False, hi_open=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(name, value, "is not a finite number", f"use a number between {lo} and {hi}")
+    bad = (value <= lo if lo_open else value < lo) or (value >= hi if hi_open else value > hi)
+    if bad:
+        lb = "(" if lo_open else "["
+        hb = ")" if hi_open else "]"
+        raise ConfigError(name, value, "is out of range", f"use a value in {lb}{lo}, {hi}{hb}")
+
+
+def _bool(name, value):
+    if not isinstance(value, bool):
+        raise ConfigError(name, value, "must be true or false",
+                          "set it explicitly to true or false (Keras's 'auto' is not accepted)")
+
+
+def nearest_divisible(batch: int, replicas: int) -> tuple[int, int]:
+    """The nearest global batch sizes below and above `batch` divisible by `replicas`."""
+    lower = max(replicas, (batch // replicas) * replicas)
+    upper = lower + replicas if lower < batch else lower
+    if lower == upper:
+        upper = lower + replicas
+    return lower, upper
+
+
+def _validate(c: RunConfig) -> None:
+    dataset_info(c.dataset, c)  # raises ConfigError for unknown data sets
+    _choice("model", c.model, MODELS)
+    _choice("precision", c.precision, PRECISIONS)
+    _choice("device_type", c.device_type, DEVICE_TYPES)
+    _int("devices", c.devices, 1, 64, fix="use at least 1 device (replica)")
+    _int("epochs", c.epochs, 1, 10_000)
+    _int("batch_size", c.batch_size, 1, 1 << 20)
+    _int("steps_per_execution", c.steps_per_execution, 1, 100_000)
+    _bool("jit_compile", c.jit_compile)
+    _bool("scale_lr", c.scale_lr)
+    _bool("reduce_on_plateau", c.reduce_on_plateau)
+    _bool("save_model", c.save_model)
+    _choice("optimizer", c.optimizer, OPTIMIZERS)
+    _num("learning_rate", c.learning_rate, 0.0, 10.0, lo_open=True)
+    _num("momentum", c.momentum, 0.0, 1.0, hi_open=True)
+    _int("seed", c.seed, 0, 2**31 - 1)
+    _num("validation_fraction", c.validation_fraction, 0.0, 0.5, lo_open=True)
+    if c.target_accuracy is not None:
+        _num("target_accuracy", c.target_accuracy, 0.0, 1.0, lo_open=True)
+    if c.batch_size % c.devices:
+        lo, hi = nearest_divisible(c.batch_size, c.devices)
+        raise ConfigError("batch_size", c.batch_size,
+                          f"is not divisible by {c.devices} replicas",
+                          f"use {lo} or {hi} (global batch = per-replica batch x replicas)")
+    n_train, _ = c.data_sizes()
+    if c.batch_size > n_train:
+        raise ConfigError("batch_size", c.batch_size,
+                          f"is larger than the {n_train} training samples of {c.dataset}",
+                          f"use at most {n_train}")
+    spe = c.steps_per_epoch()
+    if c.steps_per_execution > spe:
+        raise ConfigError("steps_per_execution", c.steps_per_execution,
+                          f"is more than the {spe} steps in one epoch",
+                          f"use at most {spe}, or a smaller batch_size")
+    # Schedules.
+    _choice("schedule", c.schedule, SCHEDULES)
+    _num("warmup_epochs", c.warmup_epochs, 0.0, float(c.epochs))
+    if c.max_lr is not None:
+        _num("max_lr", c.max_lr, 0.0, 10.0, lo_open=True)
+    _int("reference_batch_size", c.reference_batch_size, 1)
+    _choice("cyclic_mode", c.cyclic_mode, CYCLIC_MODES)
+    _num("half_cycle_epochs", c.half_cycle_epochs, 0.0, 10_000.0, lo_open=True)
+    _num("cyclic_gamma", c.cyclic_gamma, 0.0, 1.0, lo_open=True)
+    _num("step_decay_epochs", c.step_decay_epochs, 0.0, 10_000.0, lo_open=True)
+    _num("step_decay_rate", c.step_decay_rate, 0.0, 1.0, lo_open=True)
+    _num("one_cycle_pct_start", c.one_cycle_pct_start, 0.0, 1.0, lo_open=True, hi_open=True)
+    _num("one_cycle_div_factor", c.one_cycle_div_factor, 1.0, 1e6)
+    _num("one_cycle_final_div_factor", c.one_cycle_final_div_factor, 1.0, 1e9)
+    if c.schedule in ("cyclic", "one_cycle") and c.max_lr is not None and c.max_lr < c.learning_rate:
+        raise ConfigError("max_lr", c.max_lr, f"is below learning_rate {c.learning_rate}",
+                          "set max_lr above the base learning_rate")
+    if c.reduce_on_plateau and c.schedule != "constant":
+        raise ConfigError("reduce_on_plateau", True, f"conflicts with schedule {c.schedule!r}",
+                          "use a plateau reducer only with schedule 'constant'")
+    _num("label_smoothing", c.label_smoothing, 0.0, 1.0, hi_open=True)
+    _num("mixup_alpha", c.mixup_alpha, 0.0, 100.0)
+
+
+def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
+    """Machine-dependent checks, still before any TF work.
+
+    `machine` is `engine.machine.quick_facts()` (GPU count, TPU presence, CPU
+    flags) and is looked up when omitted.
+
+    Returns: warnings (one line each) for allowed-but-slow settings.
+    Raises: ConfigError when the machine cannot run the config at all.
+    """
+    from engine.machine import quick_facts  # no TF: reads /proc, nvidia-smi, env
+
+    m = machine if machine is not None else quick_facts()
+    warnings: list[str] = []
+    if c.device_type == "tpu" and not m.get("tpu"):
+        raise ConfigError("device_type", "tpu", "was requested but No TPU detected",
+                          "use device_type cpu, gpu or auto")
+    if c.device_type == "gpu" and m.get("gpus", 0) == 0:
+        raise ConfigError("device_type", "gpu", "was requested but no GPU is visible",
+                          "use device_type cpu or auto, or install tensorflow[and-cuda]")
+    on_gpu = c.device_type == "gpu" or (c.device_type == "auto" and m.get("gpus", 0) > 0)
+    on_tpu = c.device_type == "tpu"
+    if c.precision == "mixed_float16" and not on_gpu and not on_tpu:
+        warnings.append("mixed_float16 on a CPU is emulated: expect it to be much slower than "
+                        "float32 (about 100x on one of our CPU machines)")
+    if c.precision == "mixed_bfloat16" and not on_gpu and not on_tpu and not m.get("cpu_bf16"):
+        warnings.append("mixed_bfloat16 on a CPU without native bf16 instructions "
+                        "(avx512_bf16/amx_bf16): expect it to be slower than float32")
+    physical = m.get("gpus", 0) if on_gpu else (0 if on_tpu else 1)
+    if not on_tpu and c.devices > physical:
+        kind = "GPU" if on_gpu else "CPU"
+        warnings.append(f"{c.devices} replicas will be simulated logical devices carved out of "
+                        f"{physical} physical {kind}: they share its cores, so expect no speedup")
+    return warnings
+
+
+def baseline_config(c: RunConfig) -> RunConfig:
+    """The like-for-like baseline of `c`: same data, model, global batch, epochs,
+    seed and optimizer; float32 on 1 device, steps_per_execution 1, no XLA,
+    constant learning rate, no label smoothing or mixup."""
+    return c.replace(precision="float32", devices=1, steps_per_execution=1, jit_compile=False,
+                     schedule="constant", warmup_epochs=0.0, scale_lr=False,
+                     reduce_on_plateau=False, label_smoothing=0.0, mixup_alpha=0.0,
+                     save_model=False)

@@ -1,0 +1,69 @@
+"""Throughput arithmetic: what the product is judged on, kept free of TF so it
+can be tested against hand-computed numbers.
+
+Definitions (see README "How SpeedLab measures"):
+- an *execution* is one call of the compiled train function, running
+  ``steps_per_execution`` batches (fewer at the end of an epoch);
+- samples/s of an execution = batches x global batch / its duration (s);
+- the first execution of a run (tracing, compilation, allocator and input
+  pipeline warm-up) is the *warm-up*, reported as ``warmup_sec`` and left out
+  of the steady state;
+- steady-state throughput = median samples/s over all later executions.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Optional, Sequence
+
+
+def execution_rate(batches: int, global_batch: int, duration_s: float) -> float:
+    """samples/s of one execution of `batches` batches of `global_batch` samples."""
+    if duration_s <= 0:
+        raise ValueError(f"duration must be > 0 s, got {duration_s}")
+    return batches * global_batch / duration_s
+
+
+def steady_state(durations_s: Sequence[float], batches: Sequence[int], global_batch: int,
+                 warmup_executions: int = 1) -> dict:
+    """Warm-up and steady-state figures of one run.
+
+    Args:
+        durations_s: seconds per execution, in order.
+        batches: batches in each execution (same length).
+        global_batch: samples per batch over all replicas.
+        warmup_executions: leading executions counted as warm-up (1).
+
+    Returns: dict with ``warmup_sec`` (s), ``samples_per_sec`` (median of the
+    steady executions, samples/s), ``samples_per_sec_mean`` (steady samples /
+    steady seconds), ``samples_per_sec_iqr`` ((q1, q3)), ``steady_executions``.
+    Throughputs are None when there is no steady execution.
+    """
+    if len(durations_s) != len(batches):
+        raise ValueError("durations and batches differ in length")
+    w = min(warmup_executions, len(durations_s))
+    rates = [execution_rate(b, global_batch, d) for b, d in zip(batches[w:], durations_s[w:])]
+    out = {"warmup_sec": float(sum(durations_s[:w])), "steady_executions": len(rates),
+           "samples_per_sec": None, "samples_per_sec_mean": None, "samples_per_sec_iqr": None}
+    if rates:
+        out["samples_per_sec"] = float(statistics.median(rates))
+        out["samples_per_sec_mean"] = sum(batches[w:]) * global_batch / sum(durations_s[w:])
+        if len(rates) >= 2:
+            q = statistics.quantiles(rates, n=4, method="inclusive")
+            out["samples_per_sec_iqr"] = (float(q[0]), float(q[2]))
+        else:
+            out["samples_per_sec_iqr"] = (rates[0], rates[0])
+    return out
+
+
+def speedup(baseline_rate: Optional[float], rate: Optional[float]) -> Optional[float]:
+    """Throughput speedup = rate / baseline_rate (None if either is missing)."""
+    if not baseline_rate or rate is None:
+        return None
+    return rate / baseline_rate
+
+
+def time_left(steps_done: int, total_steps: int, steady_rate_steps_per_s: Optional[float]) -> Optional[float]:
+    """Seconds left at the steady step rate (None before the rate is known)."""
+    if not steady_rate_steps_per_s or steady_rate_steps_per_s <= 0:
+        return None
+    return max(total_steps - steps_done, 0) / steady_rate_steps_per_s

@@ -1,0 +1,228 @@
+"""The run store: one SQLite file (WAL mode), the single source of truth.
+
+The worker writes as it trains; the dashboard and the CLI only read.  WAL lets
+readers in other processes see each committed batch of rows while the worker
+keeps writing.  Location: ``$SPEEDLAB_HOME/runs.sqlite`` (default ./.speedlab).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+SCHEMA_VERSION = 1
+ACTIVE_STATUSES = ("queued", "running")
+FINAL_STATUSES = ("completed", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    group_id TEXT,
+    role TEXT NOT NULL DEFAULT 'run',          -- 'run' | 'baseline'
+    config TEXT NOT NULL,                       -- RunConfig JSON
+    environment TEXT,                           -- JSON: versions, devices, CPU model
+    status TEXT NOT NULL,                       -- queued|running|completed|failed|cancelled
+    pid INTEGER, pid_started REAL,
+    started REAL, ended REAL,
+    plan TEXT,                                  -- JSON: steps per epoch, total steps, ...
+    summary TEXT,                               -- JSON: final figures
+    error TEXT, stderr_tail TEXT,
+    cancel_requested REAL                       -- time a cancel was asked for
+);
+CREATE TABLE IF NOT EXISTS executions (
+    run_id INTEGER NOT NULL, idx INTEGER NOT NULL,
+    epoch INTEGER NOT NULL, step INTEGER NOT NULL,   -- step = global steps done after it
+    batches INTEGER NOT NULL, t REAL NOT NULL,       -- t = wall s since training start
+    duration REAL NOT NULL, samples_per_sec REAL NOT NULL,
+    loss REAL, lr REAL, warmup INTEGER NOT NULL, data_wait REAL,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS epochs (
+    run_id INTEGER NOT NULL, epoch INTEGER NOT NULL, t REAL NOT NULL, step INTEGER,
+    loss REAL, accuracy REAL, val_loss REAL, val_accuracy REAL, lr REAL,
+    PRIMARY KEY (run_id, epoch)
+);
+CREATE TABLE IF NOT EXISTS system (
+    run_id INTEGER NOT NULL, t REAL NOT NULL,
+    cpu_percent REAL, rss_mb REAL, mem_percent REAL, gpu_mem_mb REAL
+);
+CREATE INDEX IF NOT EXISTS system_run ON system (run_id, t);
+"""
+
+EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
+             "loss", "lr", "warmup", "data_wait")
+EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr")
+SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb")
+
+
+class StoreError(RuntimeError):
+    """The store file is unusable (e.g. written by a newer schema)."""
+
+
+def home() -> Path:
+    """The SpeedLab folder: $SPEEDLAB_HOME, default ./.speedlab."""
+    return Path(os.environ.get("SPEEDLAB_HOME", ".speedlab")).resolve()
+
+
+def default_path() -> Path:
+    return home() / "runs.sqlite"
+
+
+class Store:
+    """Thin access layer over the SQLite file; one connection per instance.
+
+    Use one Store per thread (sqlite3 connections are not shared across threads).
+    """
+
+    def __init__(self, path: Optional[os.PathLike] = None):
+        self.path = Path(path) if path else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
+        self._migrate()
+
+    def _migrate(self):
+        self.conn.executescript(_SCHEMA)
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                              (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} has schema {row[0]}, newer than this SpeedLab "
+                             f"({SCHEMA_VERSION}); upgrade SpeedLab or use another SPEEDLAB_HOME")
+
+    def tx(self):
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT) as a context manager."""
+        return _Tx(self.conn)
+
+    def close(self):
+        self.conn.close()
+
+    def run_dir(self, run_id: int) -> Path:
+        """Folder for a run's files (worker log, saved model), next to the store."""
+        d = self.path.parent / "runs" / str(run_id)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # --- runs -----------------------------------------------------------
+    def create_run(self, config_json: str, role: str = "run", group_id: Optional[str] = None,
+                   status: str = "queued") -> int:
+        with self.tx():
+            cur = self.conn.execute(
+                "INSERT INTO runs (created, group_id, role, config, status) VALUES (?,?,?,?,?)",
+                (time.time(), group_id, role, config_json, status))
+            return int(cur.lastrowid)
+
+    def update_run(self, run_id: int, **cols):
+        """Set columns of a run; dict/list values are stored as JSON."""
+        if not cols:
+            return
+        vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
+        sets = ", ".join(f"{k}=?" for k in cols)
+        with self.tx():
+            self.conn.execute(f"UPDATE runs SET {sets} WHERE id=?", (*vals, run_id))
+
+    def finish_run(self, run_id: int, status: str, error: Optional[str] = None,
+                   only_if_active: bool = False, **cols) -> bool:
+        """Mark a run final. With only_if_active, leave an already-final run alone.
+
+        Returns: True when the row changed.
+        """
+        assert status in FINAL_STATUSES, status
+        vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
+        sets = "".join(f", {k}=?" for k in cols)
+        cond = " AND status IN ('queued','running')" if only_if_active else ""
+        with self.tx():
+            cur = self.conn.execute(
+                f"UPDATE runs SET status=?, error=?, ended=?{sets} WHERE id=?{cond}",
+                (status, error, time.time(), *vals, run_id))
+            return cur.rowcount > 0
+
+    def get_run(self, run_id: int) -> Optional[dict]:
+        row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        return _run_dict(row) if row else None
+
+    def list_runs(self, statuses: Optional[Iterable[str]] = None) -> list[dict]:
+        """All runs, newest first (optionally only those with the given statuses)."""
+        if statuses:
+            st = tuple(statuses)
+            q = f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(st))}) ORDER BY id DESC"
+            rows = self.conn.execute(q, st).fetchall()
+        else:
+            rows = self.conn.execute("SELECT * FROM runs ORDER BY id DESC").fetchall()
+        return [_run_dict(r) for r in rows]
+
+    def active_runs(self) -> list[dict]:
+        """Queued and running runs, oldest first."""
+        return list(reversed(self.list_runs(ACTIVE_STATUSES)))
+
+    def delete_run(self, run_id: int):
+        with self.tx():
+            for table in ("executions", "epochs", "system"):
+                self.conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+            self.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
+
+    # --- metrics --------------------------------------------------------
+    def add_metrics(self, run_id: int, executions: list[tuple] = (), epochs: list[tuple] = (),
+                    system: list[tuple] = ()):
+        """Append metric rows (tuples in EXEC_COLS / EPOCH_COLS / SYSTEM_COLS order) in one commit."""
+        with self.tx():
+            if executions:
+                self.conn.executemany(
+                    f"INSERT OR REPLACE INTO executions (run_id, {', '.join(EXEC_COLS)}) "
+                    f"VALUES ({','.join('?' * (len(EXEC_COLS) + 1))})",
+                    [(run_id, *r) for r in executions])
+            if epochs:
+                self.conn.executemany(
+                    f"INSERT OR REPLACE INTO epochs (run_id, {', '.join(EPOCH_COLS)}) "
+                    f"VALUES ({','.join('?' * (len(EPOCH_COLS) + 1))})",
+                    [(run_id, *r) for r in epochs])
+            if system:
+                self.conn.executemany(
+                    f"INSERT INTO system (run_id, {', '.join(SYSTEM_COLS)}) "
+                    f"VALUES ({','.join('?' * (len(SYSTEM_COLS) + 1))})",
+                    [(run_id, *r) for r in system])
+
+    def metrics(self, table: str, run_id: int) -> list[dict]:
+        """Rows of `table` ('executions', 'epochs' or 'system') for a run, in time order."""
+        cols = {"executions": EXEC_COLS, "epochs": EPOCH_COLS, "system": SYSTEM_COLS}[table]
+        order = {"executions": "idx", "epochs": "epoch", "system": "t"}[table]
+        rows = self.conn.execute(
+            f"SELECT {', '.join(cols)} FROM {table} WHERE run_id=? ORDER BY {order}",
+            (run_id,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def frame(self, table: str, run_id: int):
+        """Same as `metrics` as a pandas DataFrame (columns always present)."""
+        import pandas as pd
+
+        cols = {"executions": EXEC_COLS, "epochs": EPOCH_COLS, "system": SYSTEM_COLS}[table]
+        return pd.DataFrame(self.metrics(table, run_id), columns=list(cols))
+
+
+class _Tx:
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        return False
+
+
+def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+    d = dict(row)
+    for key in ("config", "environment", "plan", "summary"):
+        if d.get(key):
+            d[key] = json.loads(d[key])
+    return d
