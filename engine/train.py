@@ -1,0 +1,201 @@
+"""One measured training run inside a worker process (imports TensorFlow).
+
+Order matters: devices first (before anything initialises the TF runtime),
+then the dtype policy (before the model is built), then data, model, fit.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from engine.config import RunConfig
+
+
+class RunFailed(RuntimeError):
+    """Training ended in a way the user must see as `failed` (one-line message)."""
+
+
+@dataclass
+class Outcome:
+    """What `train` returns: final status ('completed' | 'cancelled' | 'failed'),
+    the summary dict, an error line, and the trained model (or None)."""
+
+    status: str
+    summary: dict
+    error: Optional[str] = None
+    model: object = None
+    extra: dict = field(default_factory=dict)
+
+
+def environment(setup) -> dict:
+    """Versions, devices and host, stored with every run (reproducibility)."""
+    import keras
+    import tensorflow as tf
+
+    from engine.machine import cpu_model
+
+    return {
+        "hostname": socket.gethostname(), "python": platform.python_version(),
+        "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_model": cpu_model(),
+        "logical_cores": os.cpu_count(), "device_kind": setup.kind, "devices": setup.device_names,
+        "physical_devices": setup.physical, "replicas_simulated": setup.simulated,
+    }
+
+
+def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
+          on_setup: Callable[[dict, dict], None] = lambda env, plan: None,
+          on_start: Optional[Callable[[float], None]] = None,
+          extra_callbacks: Optional[list] = None) -> Outcome:
+    """Run `cfg` to the end and measure it.
+
+    Args:
+        sink: receives metric rows (see engine.recorder.Recorder).
+        stop_event: set to stop at the next execution (status 'cancelled').
+        on_setup: called with (environment, plan) once devices, data and model exist.
+        on_start: called with the perf_counter origin when fit begins.
+
+    Returns: Outcome. Raises: engine.devices.DeviceError, RunFailed.
+    """
+    from engine import devices
+
+    setup = devices.configure(cfg.device_type, cfg.devices)  # first TF action
+
+    import keras
+    import tensorflow as tf
+
+    from engine import datasets, models, pipeline
+    from engine.measure import steady_state
+    from engine.recorder import Recorder
+
+    keras.mixed_precision.set_dtype_policy(cfg.precision)
+    keras.utils.set_random_seed(cfg.seed)
+    if setup.kind == "TPU" and cfg.batch_size % setup.replicas:
+        raise RunFailed(f"batch_size {cfg.batch_size} is not divisible by the TPU's "
+                        f"{setup.replicas} cores; use a multiple of {setup.replicas}")
+    t_setup = time.perf_counter()
+    data = datasets.load(cfg)
+    replicas = setup.replicas
+    train_ds = pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
+                                      replicas, cfg.seed, cfg.mixup_alpha)
+    val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas)
+    steps_per_epoch = cfg.steps_per_epoch()
+    lr, callbacks = _schedule(cfg, steps_per_epoch)
+    with setup.strategy.scope():
+        model = models.build(cfg.model, data.shape, data.classes)
+        model.compile(
+            optimizer=_optimizer(cfg, lr),
+            loss=_loss(cfg),
+            metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+            steps_per_execution=cfg.steps_per_execution,
+            jit_compile=cfg.jit_compile,  # always explicit, never Keras's "auto"
+        )
+    plan = {
+        "n_train": int(len(data.x_train)), "n_val": int(len(data.x_val)),
+        "steps_per_epoch": steps_per_epoch, "total_steps": steps_per_epoch * cfg.epochs,
+        "epochs": cfg.epochs, "global_batch_size": cfg.batch_size,
+        "per_replica_batch_size": cfg.batch_size // replicas, "replicas": replicas,
+        "replicas_simulated": setup.simulated, "device_kind": setup.kind,
+        "dropped_samples_per_epoch": cfg.dropped_per_epoch() if replicas > 1 else 0,
+        "compute_dtype": model.dtype_policy.compute_dtype,
+        "variable_dtype": model.dtype_policy.variable_dtype,
+        "effective_learning_rate": _initial_lr(cfg),
+        "setup_sec": time.perf_counter() - t_setup,
+    }
+    on_setup(environment(setup), plan)
+
+    rec = Recorder(cfg.batch_size, sink, stop_event, cfg.target_accuracy, on_start=on_start)
+    model.fit(train_ds, validation_data=val_ds, epochs=cfg.epochs, verbose=0, shuffle=False,
+              callbacks=[rec, *callbacks, *(extra_callbacks or [])])
+
+    st = steady_state(rec.durations, rec.batches, cfg.batch_size)
+    logs = rec.epoch_logs
+    summary = {
+        **st,
+        "wall_sec": rec.wall, "replicas": replicas, "replicas_simulated": setup.simulated,
+        "device_kind": setup.kind, "precision": cfg.precision,
+        "compute_dtype": plan["compute_dtype"], "variable_dtype": plan["variable_dtype"],
+        "loss_scale": _loss_scale(model), "steps_per_execution": cfg.steps_per_execution,
+        "jit_compile": cfg.jit_compile, "global_batch_size": cfg.batch_size,
+        "per_replica_batch_size": plan["per_replica_batch_size"],
+        "dropped_samples_per_epoch": plan["dropped_samples_per_epoch"],
+        "steps": rec.step, "executions": len(rec.durations),
+        "final_loss": _num(logs.get("loss")), "final_accuracy": _num(logs.get("accuracy")),
+        "final_val_loss": _num(logs.get("val_loss")),
+        "final_val_accuracy": _num(logs.get("val_accuracy")),
+        "target_accuracy": cfg.target_accuracy, "time_to_target_sec": rec.time_to_target,
+        "effective_learning_rate": plan["effective_learning_rate"],
+        "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing,
+        "mixup_alpha": cfg.mixup_alpha,
+        "train_accuracy_on_mixed_targets": cfg.mixup_alpha > 0,
+    }
+    if rec.nan_at:
+        e, s = rec.nan_at
+        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}", model)
+    if stop_event.is_set():
+        return Outcome("cancelled", summary, "cancelled by the user", model)
+    return Outcome("completed", summary, None, model)
+
+
+def _num(v):
+    return None if v is None else float(v)
+
+
+def _initial_lr(cfg: RunConfig) -> float:
+    try:
+        from engine.lr_math import effective_lr
+    except ImportError:
+        return cfg.learning_rate
+    return float(effective_lr(cfg))
+
+
+def _schedule(cfg: RunConfig, steps_per_epoch: int):
+    """(learning rate or LearningRateSchedule, extra callbacks)."""
+    if cfg.schedule == "constant" and cfg.warmup_epochs == 0 and not cfg.scale_lr \
+            and not cfg.reduce_on_plateau:
+        return cfg.learning_rate, []
+    from engine import schedules
+
+    callbacks = []
+    lr = schedules.build_schedule(cfg, steps_per_epoch)
+    if cfg.schedule == "one_cycle" and hasattr(schedules, "MomentumScheduler"):
+        callbacks.append(schedules.MomentumScheduler(cfg, steps_per_epoch))
+    if cfg.reduce_on_plateau:
+        import keras
+
+        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2))
+    return lr, callbacks
+
+
+def _optimizer(cfg: RunConfig, lr):
+    import keras
+
+    if cfg.optimizer == "sgd":
+        return keras.optimizers.SGD(learning_rate=lr, momentum=cfg.momentum)
+    if cfg.optimizer == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate=lr)
+    return keras.optimizers.Adam(learning_rate=lr)
+
+
+def _loss(cfg: RunConfig):
+    import keras
+
+    # The head is float32 softmax, so the loss is computed in float32 too.
+    return keras.losses.CategoricalCrossentropy(label_smoothing=cfg.label_smoothing)
+
+
+def _loss_scale(model) -> Optional[float]:
+    """Current dynamic loss scale for mixed_float16 (Keras wraps the optimizer in
+    compile: LossScaleOptimizer), else None."""
+    from keras.optimizers import LossScaleOptimizer
+
+    opt = model.optimizer
+    if isinstance(opt, LossScaleOptimizer):
+        import keras
+
+        return float(keras.ops.convert_to_numpy(opt.dynamic_scale))
+    return None
