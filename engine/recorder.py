@@ -28,6 +28,8 @@ class Recorder(keras.callbacks.Callback):
 
     Args:
         global_batch: samples per batch over all replicas.
+        steps_per_epoch: batches per epoch (Keras reports end_step as
+            begin + steps_per_execution - 1 even for a shorter last execution).
         sink: receives ('executions' | 'epochs', row tuple); rows follow
             engine.store.EXEC_COLS / EPOCH_COLS.
         stop_event: set (e.g. by SIGTERM) to stop training at the next execution.
@@ -40,12 +42,13 @@ class Recorder(keras.callbacks.Callback):
     ``epoch_logs`` (last epoch's logs), ``wall`` (s from train begin to end).
     """
 
-    def __init__(self, global_batch: int, sink: Callable[[str, tuple], None],
+    def __init__(self, global_batch: int, steps_per_epoch: int, sink: Callable[[str, tuple], None],
                  stop_event: Optional[threading.Event] = None,
                  target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[], float]] = None,
                  on_start: Optional[Callable[[float], None]] = None):
         super().__init__()
         self.global_batch = global_batch
+        self.steps_per_epoch = steps_per_epoch
         self.sink = sink
         self.stop_event = stop_event or threading.Event()
         self.target = target_accuracy
@@ -89,7 +92,7 @@ class Recorder(keras.callbacks.Callback):
         # Within an epoch, end-to-end spacing includes Keras's loop and callbacks.
         start = self._prev_end if self._prev_end is not None else self._t_begin
         self._prev_end = t_end
-        n = batch - self._begin_step + 1
+        n = min(batch + 1, self.steps_per_epoch) - self._begin_step
         dur = t_end - start
         self.step += n
         idx = len(self.durations)

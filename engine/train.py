@@ -108,7 +108,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     }
     on_setup(environment(setup), plan)
 
-    rec = Recorder(cfg.batch_size, sink, stop_event, cfg.target_accuracy, on_start=on_start)
+    rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, cfg.target_accuracy, on_start=on_start)
     model.fit(train_ds, validation_data=val_ds, epochs=cfg.epochs, verbose=0, shuffle=False,
               callbacks=[rec, *callbacks, *(extra_callbacks or [])])
 

@@ -1,0 +1,116 @@
+"""RunConfig validation: every bad value gets one line naming field, value and fix."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine.config import ConfigError, RunConfig, baseline_config, check_runnable, nearest_divisible
+
+
+def err(**kw) -> ConfigError:
+    with pytest.raises(ConfigError) as e:
+        RunConfig(**kw)
+    return e.value
+
+
+def test_defaults_are_valid_and_derived_sizes_match_digits():
+    c = RunConfig()
+    # 1,797 digits, ceil(0.2 * 1797) = 360 for validation.
+    assert c.data_sizes() == (1437, 360)
+    assert c.steps_per_epoch() == 12  # ceil(1437 / 128)
+    assert c.per_replica_batch_size == 128
+
+
+def test_multi_replica_drops_remainder_to_keep_batches_equal():
+    c = RunConfig(devices=2, batch_size=256)
+    assert c.steps_per_epoch() == 5  # floor(1437 / 256)
+    assert c.dropped_per_epoch() == 1437 - 5 * 256  # 157
+    assert c.per_replica_batch_size == 128
+
+
+@pytest.mark.parametrize("kw, field, fragment", [
+    (dict(devices=0), "devices", "at least 1"),
+    (dict(precision="float8"), "precision", "mixed_bfloat16"),
+    (dict(dataset="imagenet"), "dataset", "digits"),
+    (dict(model="vit"), "model", "resnet"),
+    (dict(steps_per_execution=13), "steps_per_execution", "at most 12"),
+    (dict(batch_size=2000), "batch_size", "at most 1437"),
+    (dict(jit_compile="auto"), "jit_compile", "true or false"),
+    (dict(learning_rate=0.0), "learning_rate", "(0.0, 10.0]"),
+    (dict(validation_fraction=0.9), "validation_fraction", "0.5"),
+    (dict(schedule="constant", reduce_on_plateau=True, warmup_epochs=0.0), None, None),
+    (dict(schedule="one_cycle", reduce_on_plateau=True), "reduce_on_plateau", "constant"),
+    (dict(synthetic_shape=(32, 32), dataset="synthetic"), "synthetic_shape", "H, W, C"),
+])
+def test_bad_values_name_field_value_and_fix(kw, field, fragment):
+    if field is None:
+        RunConfig(**kw)  # a plateau reducer with a constant LR is allowed
+        return
+    e = err(**kw)
+    assert e.field == field
+    assert fragment in str(e)
+    assert "\n" not in str(e)
+    assert str(e).startswith(f"{field}: ")
+
+
+def test_batch_not_divisible_suggests_nearest_valid_sizes():
+    e = err(devices=3, batch_size=128)
+    assert e.field == "batch_size"
+    assert "use 126 or 129" in str(e)
+    assert nearest_divisible(128, 3) == (126, 129)
+    assert nearest_divisible(130, 4) == (128, 132)
+
+
+def test_json_round_trip_and_unknown_keys_rejected():
+    c = RunConfig(precision="mixed_bfloat16", devices=2, batch_size=256, target_accuracy=0.9,
+                  dataset="synthetic", synthetic_shape=(16, 16, 3), synthetic_samples=512)
+    assert RunConfig.from_json(c.to_json()) == c
+    d = json.loads(c.to_json())
+    d["batchsize"] = 1
+    with pytest.raises(ConfigError) as e:
+        RunConfig.from_dict(d)
+    assert e.value.field == "batchsize"
+
+
+def test_config_is_frozen():
+    with pytest.raises(Exception):
+        RunConfig().devices = 4
+
+
+def test_baseline_is_like_for_like():
+    c = RunConfig(precision="mixed_bfloat16", devices=2, batch_size=256, steps_per_execution=4,
+                  jit_compile=True, schedule="one_cycle", label_smoothing=0.1, mixup_alpha=0.2)
+    b = baseline_config(c)
+    assert (b.precision, b.devices, b.steps_per_execution, b.jit_compile) == ("float32", 1, 1, False)
+    assert (b.schedule, b.label_smoothing, b.mixup_alpha) == ("constant", 0.0, 0.0)
+    assert (b.dataset, b.model, b.batch_size, b.epochs, b.seed) == (c.dataset, c.model, 256, c.epochs, c.seed)
+
+
+def test_machine_checks():
+    cpu_only = {"gpus": 0, "tpu": False, "cpu_bf16": False}
+    with pytest.raises(ConfigError, match="No TPU detected"):
+        check_runnable(RunConfig(device_type="tpu"), cpu_only)
+    with pytest.raises(ConfigError, match="no GPU is visible"):
+        check_runnable(RunConfig(device_type="gpu"), cpu_only)
+    w = check_runnable(RunConfig(precision="mixed_float16", devices=2, batch_size=128), cpu_only)
+    assert any("100x" in x for x in w) and any("simulated" in x for x in w)
+    assert check_runnable(RunConfig(precision="mixed_bfloat16"), {**cpu_only, "cpu_bf16": True}) == []
+    assert len(check_runnable(RunConfig(precision="mixed_bfloat16"), cpu_only)) == 1
+    two_gpus = {"gpus": 2, "tpu": False, "cpu_bf16": False}
+    assert check_runnable(RunConfig(precision="mixed_float16", devices=2, batch_size=128), two_gpus) == []
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--devices", "0"], "devices"),
+    (["--precision", "fp8"], "precision"),
+    (["--devices", "3", "--batch-size", "128"], "batch_size"),
+    (["--device-type", "tpu"], "device_type"),
+])
+def test_cli_rejects_bad_input_with_exit_2_and_one_line(argv, field, store_home):
+    out = subprocess.run([sys.executable, "-m", "engine", "run", *argv], capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (store_home / "runs.sqlite").exists() or "tensorflow" not in out.stderr

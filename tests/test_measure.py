@@ -1,0 +1,38 @@
+"""Throughput arithmetic against hand-computed values."""
+import pytest
+
+from engine.measure import execution_rate, speedup, steady_state, time_left
+
+
+def test_issue_example_20_executions_batch_64():
+    # First execution 5 s (warm-up), then 19 x 0.05 s of one batch of 64: 64 / 0.05 = 1280 samples/s.
+    r = steady_state([5.0] + [0.05] * 19, [1] * 20, 64)
+    assert r["warmup_sec"] == 5.0
+    assert r["samples_per_sec"] == pytest.approx(1280.0)
+    assert r["samples_per_sec_mean"] == pytest.approx(1280.0)
+    assert r["steady_executions"] == 19
+
+
+def test_steps_per_execution_and_partial_last_execution():
+    # Executions of 4 batches of 32 taking 0.1 s = 1280 samples/s; a partial one of 2 batches in 0.05 s
+    # is also 1280; one slow execution of 4 batches in 0.2 s = 640. Median of [1280, 1280, 640, 1280] = 1280.
+    r = steady_state([3.0, 0.1, 0.1, 0.2, 0.05], [4, 4, 4, 4, 2], 32)
+    assert r["samples_per_sec"] == pytest.approx(1280.0)
+    # Mean over steady time: (4+4+4+2)*32 / (0.1+0.1+0.2+0.05) = 448 / 0.45
+    assert r["samples_per_sec_mean"] == pytest.approx(448 / 0.45)
+    assert r["warmup_sec"] == 3.0
+
+
+def test_only_warmup_gives_no_steady_figure():
+    r = steady_state([2.0], [1], 64)
+    assert r["samples_per_sec"] is None and r["warmup_sec"] == 2.0
+
+
+def test_rate_speedup_time_left():
+    assert execution_rate(10, 256, 0.5) == 5120.0
+    with pytest.raises(ValueError):
+        execution_rate(1, 64, 0.0)
+    assert speedup(1000.0, 2500.0) == 2.5
+    assert speedup(None, 2500.0) is None
+    assert time_left(30, 130, 20.0) == 5.0
+    assert time_left(30, 130, None) is None

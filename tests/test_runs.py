@@ -1,0 +1,133 @@
+"""Real runs in worker processes on small data (CPU)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine import runner
+from engine.compare import compare
+from engine.config import RunConfig
+from engine.store import Store
+
+# Long enough to cancel or kill mid-run: 400 epochs of 3 steps on 64 synthetic 8x8 images.
+LONG = RunConfig(dataset="synthetic", synthetic_shape=(8, 8, 1), synthetic_samples=80,
+                 model="mlp", batch_size=16, epochs=400, validation_fraction=0.2)
+
+
+def run_and_wait(cfg, timeout=180):
+    (rid,) = runner.submit([cfg])
+    return runner.wait(rid, timeout_s=timeout)
+
+
+def wait_for_executions(rid, n, timeout=90):
+    s = Store()
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if len(s.metrics("executions", rid)) >= n:
+                return s.get_run(rid)
+            time.sleep(0.2)
+        raise TimeoutError(f"run {rid} wrote fewer than {n} executions")
+    finally:
+        s.close()
+
+
+def test_cli_digits_run_reaches_095_and_prints_json(store_home):
+    out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet",
+                          "--target-accuracy", "0.9"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout.strip().splitlines()[-1])
+    assert s["status"] == "completed" and s["error"] is None
+    assert s["final_val_accuracy"] >= 0.95
+    assert s["replicas"] == 1 and s["replicas_simulated"] is False
+    assert s["precision"] == "float32" and s["jit_compile"] is False and s["steps_per_execution"] == 1
+    assert s["steps"] == 120 and s["executions"] == 120  # 10 epochs x ceil(1437/128)
+    assert s["samples_per_sec"] > 0 and s["warmup_sec"] > 0 and s["wall_sec"] > s["warmup_sec"]
+    assert 0 < s["time_to_target_sec"] <= s["wall_sec"]
+    st = Store()
+    ex = st.metrics("executions", s["run_id"])
+    ep = st.metrics("epochs", s["run_id"])
+    assert len(ex) == 120 and [e["warmup"] for e in ex[:2]] == [1, 0]
+    assert [e["epoch"] for e in ep] == list(range(10))
+    assert ep[-1]["val_accuracy"] == pytest.approx(s["final_val_accuracy"])
+    assert len(st.metrics("system", s["run_id"])) >= 1
+    env = st.get_run(s["run_id"])["environment"]
+    assert env["tensorflow"].startswith("2.21") and env["hostname"]
+
+
+def test_two_simulated_replicas_then_one_back_to_back(store_home):
+    cfg = RunConfig(model="mlp", devices=2, batch_size=256, epochs=2, precision="mixed_bfloat16",
+                    steps_per_execution=2)
+    r2 = run_and_wait(cfg)
+    assert r2["status"] == "completed", r2["error"]
+    s = r2["summary"]
+    assert s["replicas"] == 2 and s["replicas_simulated"] is True
+    assert s["per_replica_batch_size"] == 128 and s["dropped_samples_per_epoch"] == 157
+    assert s["compute_dtype"] == "bfloat16" and s["variable_dtype"] == "float32"
+    assert s["loss_scale"] is None
+    assert s["steps"] == 10  # 2 epochs x floor(1437/256); executions of 2, 2, 1 steps each epoch
+    assert s["executions"] == 6
+    assert any("simulated" in w for w in s["warnings"])
+    r1 = run_and_wait(cfg.replace(devices=1, precision="float32"))
+    assert r1["status"] == "completed", r1["error"]
+    assert r1["summary"]["replicas"] == 1 and r1["summary"]["steps"] == 12  # 2 x ceil(1437/256)
+
+
+def test_mixed_float16_records_loss_scale(store_home):
+    r = run_and_wait(RunConfig(model="mlp", epochs=1, precision="mixed_float16"))
+    assert r["status"] == "completed", r["error"]
+    assert r["summary"]["compute_dtype"] == "float16" and r["summary"]["loss_scale"] > 0
+
+
+def test_second_launch_is_refused_and_cancel_keeps_partial_metrics(store_home):
+    (rid,) = runner.submit([LONG])
+    wait_for_executions(rid, 5)
+    with pytest.raises(runner.ActiveRunError, match=f"run {rid} is running"):
+        runner.submit([RunConfig()])
+    assert "stop requested" in runner.cancel(rid)
+    run = runner.wait(rid, timeout_s=60)
+    assert run["status"] == "cancelled"
+    st = Store()
+    n = len(st.metrics("executions", rid))
+    assert 5 <= n < 1200  # partial: 400 epochs x 3 steps were planned
+    assert run["summary"]["executions"] == n
+
+
+def test_killed_worker_ends_failed_with_reason(store_home):
+    (rid,) = runner.submit([LONG])
+    run = wait_for_executions(rid, 3)
+    os.kill(run["pid"], signal.SIGKILL)
+    run = runner.wait(rid, timeout_s=60)
+    assert run["status"] == "failed"
+    assert "killed by SIGKILL" in run["error"]
+    assert run["stderr_tail"] is not None
+    assert len(Store().metrics("executions", rid)) >= 3
+
+
+def test_baseline_launch_reuse_and_compare(store_home):
+    cfg = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5)
+    bid, rid, reused = runner.launch_with_baseline(cfg)
+    assert not reused and bid != rid
+    assert runner.wait(rid, timeout_s=180)["status"] == "completed"
+    st = Store()
+    base = st.get_run(bid)
+    assert base["role"] == "baseline" and base["status"] == "completed"
+    assert base["config"]["steps_per_execution"] == 1
+    c = compare(st, bid, rid)
+    b, r = base["summary"]["samples_per_sec"], st.get_run(rid)["summary"]["samples_per_sec"]
+    assert c["throughput_speedup"] == pytest.approx(r / b)
+    assert c["caveats"] == []
+    bid2, rid2, reused2 = runner.launch_with_baseline(cfg)
+    assert reused2 and bid2 == bid
+    runner.wait(rid2, timeout_s=180)
+
+
+def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
+    # Bypass the up-front check to prove the worker itself also fails cleanly.
+    monkeypatch.setattr(runner, "check_runnable", lambda c: [])
+    run = run_and_wait(RunConfig(device_type="tpu", epochs=1))
+    assert run["status"] == "failed" and run["error"] == "No TPU detected"

@@ -1,0 +1,70 @@
+"""The SQLite store: round trip, live reading from another process, schema guard."""
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from engine.config import RunConfig
+from engine.store import Store, StoreError
+
+
+def test_round_trip(store):
+    cfg = RunConfig(precision="mixed_bfloat16")
+    rid = store.create_run(cfg.to_json(), role="baseline", group_id="g1")
+    store.update_run(rid, status="running", plan={"total_steps": 120}, environment={"hostname": "h"})
+    store.add_metrics(rid, executions=[(0, 0, 1, 1, 0.9, 0.9, 142.2, 2.3, 1e-3, 1, None),
+                                       (1, 0, 2, 1, 1.0, 0.1, 1280.0, 2.1, 1e-3, 0, None)],
+                      epochs=[(0, 1.2, 2, 2.1, 0.3, 2.0, 0.4, 1e-3)],
+                      system=[(0.5, 95.0, 400.0, 20.0, None)])
+    store.finish_run(rid, "completed", summary={"samples_per_sec": 1280.0})
+    run = store.get_run(rid)
+    assert RunConfig.from_dict(run["config"]) == cfg
+    assert (run["status"], run["role"], run["group_id"]) == ("completed", "baseline", "g1")
+    assert run["plan"] == {"total_steps": 120} and run["summary"] == {"samples_per_sec": 1280.0}
+    ex = store.metrics("executions", rid)
+    assert [e["samples_per_sec"] for e in ex] == [142.2, 1280.0] and ex[0]["warmup"] == 1
+    assert store.frame("epochs", rid)["val_accuracy"].tolist() == [0.4]
+    assert store.frame("system", rid)["cpu_percent"].tolist() == [95.0]
+    # Finishing again only if active leaves the final state alone.
+    assert store.finish_run(rid, "failed", "x", only_if_active=True) is False
+    store.delete_run(rid)
+    assert store.get_run(rid) is None and store.metrics("executions", rid) == []
+
+
+def test_wal_mode(store):
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_reader_sees_rows_while_another_process_writes(store):
+    rid = store.create_run(RunConfig().to_json(), status="running")
+    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from engine.store import Store
+        s = Store({str(store.path)!r})
+        for i in range(40):
+            s.add_metrics({rid}, executions=[(i, 0, i + 1, 1, i * 0.05, 0.05, 1280.0, 1.0, 1e-3, 0, None)])
+            time.sleep(0.05)
+        s.finish_run({rid}, "completed")
+    """)])
+    seen = []
+    try:
+        while writer.poll() is None:
+            seen.append(len(store.metrics("executions", rid)))
+            time.sleep(0.1)
+    finally:
+        writer.wait(30)
+    assert store.get_run(rid)["status"] == "completed"
+    partial = [n for n in seen if 0 < n < 40]
+    assert len(partial) >= 3, seen  # progress was visible while the writer was still running
+    assert partial == sorted(partial)
+
+
+def test_newer_schema_is_refused(store_home):
+    s = Store()
+    s.conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    s.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store()
