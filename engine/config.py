@@ -236,6 +236,12 @@ def _validate(c: RunConfig) -> None:
     if c.schedule in ("cyclic", "one_cycle") and c.max_lr is not None and c.max_lr < c.learning_rate:
         raise ConfigError("max_lr", c.max_lr, f"is below learning_rate {c.learning_rate}",
                           "set max_lr above the base learning_rate")
+    if c.warmup_epochs > 0 and c.schedule in ("cyclic", "one_cycle"):
+        raise ConfigError("warmup_epochs", c.warmup_epochs, f"does not apply to schedule {c.schedule!r}",
+                          "set warmup_epochs to 0 (one_cycle ramps up by itself; cyclic starts at the base LR)")
+    if c.reduce_on_plateau and c.warmup_epochs > 0:
+        raise ConfigError("reduce_on_plateau", True, "conflicts with a learning-rate warmup",
+                          "set warmup_epochs to 0 or turn reduce_on_plateau off")
     if c.reduce_on_plateau and c.schedule != "constant":
         raise ConfigError("reduce_on_plateau", True, f"conflicts with schedule {c.schedule!r}",
                           "use a plateau reducer only with schedule 'constant'")
@@ -271,6 +277,11 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
         warnings.append("mixed_bfloat16 on a CPU without native bf16 instructions "
                         "(avx512_bf16/amx_bf16): expect it to be slower than float32")
     physical = m.get("gpus", 0) if on_gpu else (0 if on_tpu else 1)
+    if c.jit_compile and not on_tpu and c.devices > physical:
+        # TF cannot compile one XLA program over variables on logical devices of one
+        # physical device (https://www.tensorflow.org/xla/known_issues).
+        raise ConfigError("jit_compile", True, f"cannot run over {c.devices} simulated logical devices",
+                          "turn jit_compile off, or use as many devices as the machine has")
     if not on_tpu and c.devices > physical:
         kind = "GPU" if on_gpu else "CPU"
         warnings.append(f"{c.devices} replicas will be simulated logical devices carved out of "

@@ -47,48 +47,48 @@ def environment(setup) -> dict:
     }
 
 
-def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
-          on_setup: Callable[[dict, dict], None] = lambda env, plan: None,
-          on_start: Optional[Callable[[float], None]] = None,
-          extra_callbacks: Optional[list] = None) -> Outcome:
-    """Run `cfg` to the end and measure it.
+@dataclass
+class Prepared:
+    """A compiled model with its data: what `prepare` returns."""
 
-    Args:
-        sink: receives metric rows (see engine.recorder.Recorder).
-        stop_event: set to stop at the next execution (status 'cancelled').
-        on_setup: called with (environment, plan) once devices, data and model exist.
-        on_start: called with the perf_counter origin when fit begins.
+    model: object
+    train_ds: object
+    val_ds: object
+    callbacks: list
+    steps_per_epoch: int
+    plan: dict
 
-    Returns: Outcome. Raises: engine.devices.DeviceError, RunFailed.
+
+def prepare(cfg: RunConfig, setup, data=None) -> Prepared:
+    """Set the dtype policy and seed, build the tf.data pipelines, and build and
+    compile the model under `setup.strategy` (engine.devices.DeviceSetup).
+
+    `data` (engine.datasets.Split) is loaded from `cfg` when omitted.
+    Raises: RunFailed for a TPU batch that does not divide over its cores.
     """
-    from engine import devices
-
-    setup = devices.configure(cfg.device_type, cfg.devices)  # first TF action
-
     import keras
-    import tensorflow as tf
 
-    from engine import datasets, models, pipeline
-    from engine.measure import steady_state
-    from engine.recorder import Recorder
+    from engine import datasets, models, pipeline, schedules
 
-    keras.mixed_precision.set_dtype_policy(cfg.precision)
+    keras.mixed_precision.set_dtype_policy(cfg.precision)  # before the model is built
     keras.utils.set_random_seed(cfg.seed)
     if setup.kind == "TPU" and cfg.batch_size % setup.replicas:
         raise RunFailed(f"batch_size {cfg.batch_size} is not divisible by the TPU's "
                         f"{setup.replicas} cores; use a multiple of {setup.replicas}")
     t_setup = time.perf_counter()
-    data = datasets.load(cfg)
+    data = data if data is not None else datasets.load(cfg)
     replicas = setup.replicas
     train_ds = pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
                                       replicas, cfg.seed, cfg.mixup_alpha)
     val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas)
     steps_per_epoch = cfg.steps_per_epoch()
-    lr, callbacks = _schedule(cfg, steps_per_epoch)
+    callbacks = []
+    if cfg.reduce_on_plateau:
+        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2))
     with setup.strategy.scope():
         model = models.build(cfg.model, data.shape, data.classes)
         model.compile(
-            optimizer=_optimizer(cfg, lr),
+            optimizer=schedules.build_optimizer(cfg, steps_per_epoch),
             loss=_loss(cfg),
             metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
             steps_per_execution=cfg.steps_per_execution,
@@ -106,6 +106,32 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "effective_learning_rate": _initial_lr(cfg),
         "setup_sec": time.perf_counter() - t_setup,
     }
+    return Prepared(model, train_ds, val_ds, callbacks, steps_per_epoch, plan)
+
+
+def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
+          on_setup: Callable[[dict, dict], None] = lambda env, plan: None,
+          on_start: Optional[Callable[[float], None]] = None,
+          extra_callbacks: Optional[list] = None) -> Outcome:
+    """Run `cfg` to the end and measure it.
+
+    Args:
+        sink: receives metric rows (see engine.recorder.Recorder).
+        stop_event: set to stop at the next execution (status 'cancelled').
+        on_setup: called with (environment, plan) once devices, data and model exist.
+        on_start: called with the perf_counter origin when fit begins.
+
+    Returns: Outcome. Raises: engine.devices.DeviceError, RunFailed.
+    """
+    from engine import devices
+
+    setup = devices.configure(cfg.device_type, cfg.devices)  # first TF action
+    from engine.measure import steady_state
+    from engine.recorder import Recorder
+
+    prep = prepare(cfg, setup)
+    model, plan, callbacks, steps_per_epoch = prep.model, prep.plan, prep.callbacks, prep.steps_per_epoch
+    train_ds, val_ds, replicas = prep.train_ds, prep.val_ds, setup.replicas
     on_setup(environment(setup), plan)
 
     rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, cfg.target_accuracy, on_start=on_start)
@@ -146,39 +172,9 @@ def _num(v):
 
 
 def _initial_lr(cfg: RunConfig) -> float:
-    try:
-        from engine.lr_math import effective_lr
-    except ImportError:
-        return cfg.learning_rate
+    from engine.lr_math import effective_lr
+
     return float(effective_lr(cfg))
-
-
-def _schedule(cfg: RunConfig, steps_per_epoch: int):
-    """(learning rate or LearningRateSchedule, extra callbacks)."""
-    if cfg.schedule == "constant" and cfg.warmup_epochs == 0 and not cfg.scale_lr \
-            and not cfg.reduce_on_plateau:
-        return cfg.learning_rate, []
-    from engine import schedules
-
-    callbacks = []
-    lr = schedules.build_schedule(cfg, steps_per_epoch)
-    if cfg.schedule == "one_cycle" and hasattr(schedules, "MomentumScheduler"):
-        callbacks.append(schedules.MomentumScheduler(cfg, steps_per_epoch))
-    if cfg.reduce_on_plateau:
-        import keras
-
-        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2))
-    return lr, callbacks
-
-
-def _optimizer(cfg: RunConfig, lr):
-    import keras
-
-    if cfg.optimizer == "sgd":
-        return keras.optimizers.SGD(learning_rate=lr, momentum=cfg.momentum)
-    if cfg.optimizer == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=lr)
-    return keras.optimizers.Adam(learning_rate=lr)
 
 
 def _loss(cfg: RunConfig):

@@ -18,7 +18,9 @@ from engine.store import Store
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    # TF's graph errors start with boilerplate; keep the first line that says something.
+    noise = ("Graph execution error", "Detected at node", "[[", "Cf. ")
+    text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(noise)]
     first = text[0] if text else ""
     name = type(exc).__name__
     if name in ("DeviceError", "RunFailed"):  # already written for the user

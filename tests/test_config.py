@@ -114,3 +114,17 @@ def test_cli_rejects_bad_input_with_exit_2_and_one_line(argv, field, store_home)
     assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), out.stderr
     assert "Traceback" not in out.stderr
     assert not (store_home / "runs.sqlite").exists() or "tensorflow" not in out.stderr
+
+
+def test_xla_over_simulated_devices_is_rejected_up_front():
+    cpu_only = {"gpus": 0, "tpu": False, "cpu_bf16": False}
+    with pytest.raises(ConfigError, match="jit_compile: True cannot run over 2 simulated"):
+        check_runnable(RunConfig(jit_compile=True, devices=2, batch_size=128), cpu_only)
+    assert check_runnable(RunConfig(jit_compile=True, devices=2, batch_size=128),
+                          {"gpus": 2, "tpu": False, "cpu_bf16": False}) == []
+
+
+def test_schedule_conflicts_are_rejected():
+    assert err(schedule="one_cycle", warmup_epochs=1.0).field == "warmup_epochs"
+    assert err(reduce_on_plateau=True, warmup_epochs=1.0).field == "reduce_on_plateau"
+    assert err(schedule="cyclic", learning_rate=0.1, max_lr=0.01).field == "max_lr"
