@@ -1,0 +1,66 @@
+"""Quick benchmark: matrix planning, speedup arithmetic, and a tiny real matrix."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine import bench
+
+
+def test_plan_matrix_fits_the_machine():
+    cpu = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": False})
+    assert {c["precision"] for c in cpu} == {"float32"}  # no bf16/fp16 hardware: only float32 cells
+    assert len(cpu) == 4 and cpu[0] == {"precision": "float32", "steps_per_execution": 1,
+                                        "jit_compile": False, "devices": 1, "simulated": False}
+    bf16 = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
+    assert {c["precision"] for c in bf16} == {"float32", "mixed_bfloat16"} and len(bf16) == 8
+    gpus = bench.plan_matrix({"gpus": 4, "tpu": False, "cpu_bf16": False})
+    assert len(gpus) == 24 and {c["devices"] for c in gpus} == {1, 4}
+    assert not any(c["simulated"] for c in gpus)
+    full = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": False}, full=True)
+    assert any(c["simulated"] and c["devices"] == 2 for c in full)
+
+
+def test_summarize_speedups_and_spread():
+    cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False},
+             {"precision": "mixed_bfloat16", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False}]
+    samples = [{"cell": 0, "repeat": 0, "samples_per_sec": 1000.0, "warmup_sec": 1.0},
+               {"cell": 1, "repeat": 0, "samples_per_sec": 1500.0, "warmup_sec": 1.0},
+               {"cell": 0, "repeat": 1, "samples_per_sec": 800.0, "warmup_sec": 1.0},
+               {"cell": 1, "repeat": 1, "samples_per_sec": 1600.0, "warmup_sec": 1.0}]
+    r = bench.summarize(cells, samples)
+    # Repeat 0: 1500/1000 = 1.5; repeat 1: 1600/800 = 2.0; median 1.75.
+    assert r["cells"][1]["speedup"] == pytest.approx(1.75)
+    assert (r["cells"][1]["speedup_min"], r["cells"][1]["speedup_max"]) == (1.5, 2.0)
+    assert r["cells"][0]["speedup"] == 1.0 and r["cells"][0]["samples_per_sec"] == 900.0
+    assert r["best"]["precision"] == "mixed_bfloat16"
+
+
+def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):
+    cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False},
+             {"precision": "float32", "steps_per_execution": 4, "jit_compile": False, "devices": 1,
+              "simulated": False}]
+    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2}
+    seen = []
+    r = bench.run(repeats=1, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]
+    assert len(r["cells"]) == 2
+    assert r["cells"][0]["speedup"] == 1.0
+    assert r["cells"][1]["samples_per_sec"] > 0 and r["best"] is not None
+    bench.save(r)
+    assert bench.load_latest()["cells"][1]["steps_per_execution"] == 4
+
+
+def test_cli_bench_refuses_while_a_run_is_active(store_home):
+    from engine.config import RunConfig
+    from engine.store import Store
+
+    s = Store()
+    rid = s.create_run(RunConfig().to_json(), status="queued")
+    s.close()
+    out = subprocess.run([sys.executable, "-m", "engine", "bench", "--json"], capture_output=True, text=True)
+    assert out.returncode == 2 and f"run {rid} is queued" in out.stderr
