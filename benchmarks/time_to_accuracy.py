@@ -1,0 +1,78 @@
+"""Does tuning help? Time to a validation accuracy, baseline vs tuned, on digits.
+
+Runs the baseline and the tuned configuration through the engine, alternating
+REPEATS times in one invocation (so drift on a shared machine hits both), and
+prints the median time to the target validation accuracy (s since training
+start, warm-up included: that is what a user waits), the spread, the steady
+throughput, and the ratio.
+
+    python benchmarks/time_to_accuracy.py [--repeats 5] [--target 0.97]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine.config import RunConfig  # noqa: E402
+
+BASELINE = dict(model="cnn", batch_size=128, epochs=30, learning_rate=1e-3)
+TUNED = dict(model="cnn", batch_size=512, epochs=30, learning_rate=1e-3, scale_lr=True,
+             reference_batch_size=128, schedule="one_cycle", one_cycle_pct_start=0.25,
+             label_smoothing=0.1, precision="mixed_bfloat16", steps_per_execution=2)
+
+
+def measure(cfg: RunConfig, store_path) -> dict:
+    from engine import runner
+
+    (rid,) = runner.submit([cfg], store_path=store_path)
+    run = runner.wait(rid, store_path=store_path, timeout_s=900)
+    if run["status"] != "completed":
+        raise SystemExit(f"run failed: {run['error']}")
+    return run["summary"]
+
+
+def _fmt(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "never reached"
+    return f"median {statistics.median(xs):.2f} s (min {min(xs):.2f}, max {max(xs):.2f}, n={len(xs)})"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--target", type=float, default=0.97)
+    a = p.parse_args()
+    from engine.machine import cpu_model
+
+    base = RunConfig(**BASELINE, target_accuracy=a.target)
+    tuned = RunConfig(**TUNED, target_accuracy=a.target)
+    store = Path(tempfile.mkdtemp(prefix="speedlab-tta-")) / "runs.sqlite"
+    res = {"baseline": [], "tuned": []}
+    for i in range(a.repeats):
+        for name, cfg in (("baseline", base), ("tuned", tuned)):
+            s = measure(cfg.replace(seed=i), store)
+            res[name].append(s)
+            print(f"repeat {i + 1} {name:>8}: time to {a.target} = {s['time_to_target_sec']} s, "
+                  f"steady {s['samples_per_sec']:,.0f} samples/s, final val acc {s['final_val_accuracy']:.4f}",
+                  flush=True)
+    print(f"machine: {cpu_model()}")
+    print(f"baseline: {BASELINE}")
+    print(f"tuned:    {TUNED}")
+    for name in res:
+        tt = [s["time_to_target_sec"] for s in res[name]]
+        sps = statistics.median(s["samples_per_sec"] for s in res[name])
+        print(f"{name:>8}: time to {a.target}: {_fmt(tt)}; steady {sps:,.0f} samples/s")
+    tb = [s["time_to_target_sec"] for s in res["baseline"] if s["time_to_target_sec"]]
+    tt = [s["time_to_target_sec"] for s in res["tuned"] if s["time_to_target_sec"]]
+    if tb and tt:
+        print(f"time-to-accuracy speedup (median/median): {statistics.median(tb) / statistics.median(tt):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
