@@ -53,6 +53,7 @@ class RunConfig:
     precision: str = "float32"
     device_type: str = "auto"
     devices: int = 1
+    workers: int = 1
     batch_size: int = 128
     epochs: int = 10
     steps_per_execution: int = 1
@@ -92,9 +93,14 @@ class RunConfig:
 
     # --- derived values -------------------------------------------------
     @property
+    def replicas(self) -> int:
+        """Total replicas: devices per worker x workers."""
+        return self.devices * self.workers
+
+    @property
     def per_replica_batch_size(self) -> int:
         """Samples each replica sees per step (global batch / replicas)."""
-        return self.batch_size // self.devices
+        return self.batch_size // self.replicas
 
     def data_sizes(self) -> tuple[int, int]:
         """(train samples, validation samples) after the split."""
@@ -106,14 +112,14 @@ class RunConfig:
         """Optimizer steps per epoch; a partial last batch counts as a step only
         with one replica (with several, batches must be of equal size)."""
         n_train, _ = self.data_sizes()
-        if self.devices > 1:
+        if self.replicas > 1:
             return n_train // self.batch_size
         return math.ceil(n_train / self.batch_size)
 
     def dropped_per_epoch(self) -> int:
         """Training samples dropped each epoch to keep batches of equal size."""
         n_train, _ = self.data_sizes()
-        return n_train % self.batch_size if self.devices > 1 else 0
+        return n_train % self.batch_size if self.replicas > 1 else 0
 
     # --- serialisation --------------------------------------------------
     def to_dict(self) -> dict:
@@ -190,6 +196,7 @@ def _validate(c: RunConfig) -> None:
     _choice("precision", c.precision, PRECISIONS)
     _choice("device_type", c.device_type, DEVICE_TYPES)
     _int("devices", c.devices, 1, 64, fix="use at least 1 device (replica)")
+    _int("workers", c.workers, 1, 64, fix="use 1 (this process) or more worker processes")
     _int("epochs", c.epochs, 1, 10_000)
     _int("batch_size", c.batch_size, 1, 1 << 20)
     _int("steps_per_execution", c.steps_per_execution, 1, 100_000)
@@ -204,10 +211,10 @@ def _validate(c: RunConfig) -> None:
     _num("validation_fraction", c.validation_fraction, 0.0, 0.5, lo_open=True)
     if c.target_accuracy is not None:
         _num("target_accuracy", c.target_accuracy, 0.0, 1.0, lo_open=True)
-    if c.batch_size % c.devices:
-        lo, hi = nearest_divisible(c.batch_size, c.devices)
+    if c.batch_size % c.replicas:
+        lo, hi = nearest_divisible(c.batch_size, c.replicas)
         raise ConfigError("batch_size", c.batch_size,
-                          f"is not divisible by {c.devices} replicas",
+                          f"is not divisible by {c.replicas} replicas",
                           f"use {lo} or {hi} (global batch = per-replica batch x replicas)")
     n_train, _ = c.data_sizes()
     if c.batch_size > n_train:
@@ -277,6 +284,12 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
         warnings.append("mixed_bfloat16 on a CPU without native bf16 instructions "
                         "(avx512_bf16/amx_bf16): expect it to be slower than float32")
     physical = m.get("gpus", 0) if on_gpu else (0 if on_tpu else 1)
+    if c.workers > 1 and c.device_type == "tpu":
+        raise ConfigError("workers", c.workers, "cannot be combined with a TPU",
+                          "a TPU runs all its cores from one process: use workers 1")
+    if c.workers > 1 and not on_gpu and c.devices > 1:
+        raise ConfigError("devices", c.devices, f"per worker on a CPU with {c.workers} workers",
+                          "use devices 1 with several CPU workers (each worker is one replica)")
     if c.jit_compile and not on_tpu and c.devices > physical:
         # TF cannot compile one XLA program over variables on logical devices of one
         # physical device (https://www.tensorflow.org/xla/known_issues).
@@ -293,7 +306,7 @@ def baseline_config(c: RunConfig) -> RunConfig:
     """The like-for-like baseline of `c`: same data, model, global batch, epochs,
     seed and optimizer; float32 on 1 device, steps_per_execution 1, no XLA,
     constant learning rate, no label smoothing or mixup."""
-    return c.replace(precision="float32", devices=1, steps_per_execution=1, jit_compile=False,
+    return c.replace(precision="float32", devices=1, workers=1, steps_per_execution=1, jit_compile=False,
                      schedule="constant", warmup_epochs=0.0, scale_lr=False,
                      reduce_on_plateau=False, label_smoothing=0.0, mixup_alpha=0.0,
                      save_model=False)
@@ -305,7 +318,8 @@ FIELD_HELP = {
     "model": "mlp, cnn (small CNN for digits) or resnet (ResNet-style, for larger images)",
     "precision": "float32, mixed_float16 (loss scaling on) or mixed_bfloat16 (no loss scaling)",
     "device_type": "auto (GPU if present, else CPU), cpu, gpu or tpu",
-    "devices": "replicas for data parallelism; more than the machine has are simulated logical devices",
+    "devices": "replicas per worker for data parallelism; more than the machine has are simulated logical devices",
+    "workers": "worker processes joined by MultiWorkerMirroredStrategy (TF_CONFIG); replicas = devices x workers",
     "batch_size": "global batch size (all replicas together); per-replica batch = global / devices",
     "epochs": "passes over the training set",
     "steps_per_execution": "batches fused into one call of the compiled train step",

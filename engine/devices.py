@@ -24,7 +24,8 @@ class DeviceSetup:
     kind: 'CPU' | 'GPU' | 'TPU'; replicas: strategy.num_replicas_in_sync;
     simulated: True when replicas are logical devices carved out of one
     physical device (they share its compute, so expect no speedup);
-    physical: number of physical devices of that kind.
+    physical: number of physical devices of that kind (on this worker);
+    workers / task_index: multi-worker layout (1 / 0 in one process).
     """
 
     strategy: tf.distribute.Strategy
@@ -33,15 +34,25 @@ class DeviceSetup:
     simulated: bool
     physical: int
     device_names: list = field(default_factory=list)
+    workers: int = 1
+    task_index: int = 0
 
 
-def configure(device_type: str, n: int) -> DeviceSetup:
+# A collective that waits longer than this for a dead peer fails instead of hanging (s).
+COLLECTIVE_TIMEOUT_S = 60.0
+
+
+def configure(device_type: str, n: int, cluster=None) -> DeviceSetup:
     """Set up `n` replicas on `device_type` ('auto'|'cpu'|'gpu'|'tpu').
 
+    With `cluster` (engine.cluster.Cluster), `n` is the devices per worker and
+    the strategy is MultiWorkerMirroredStrategy over all workers.
     Raises: DeviceError("No TPU detected") and similar one-line errors.
     """
     if device_type == "tpu":
         return _tpu(n)
+    if cluster is not None and len(cluster.workers) > 1:
+        return _multi_worker(device_type, n, cluster)
     gpus = tf.config.list_physical_devices("GPU")
     kind = "GPU" if (device_type == "gpu" or (device_type == "auto" and gpus)) else "CPU"
     if kind == "GPU" and not gpus:
@@ -79,6 +90,33 @@ def configure(device_type: str, n: int) -> DeviceSetup:
         raise DeviceError(f"devices: asked for {n} replicas but the strategy has "
                           f"{strategy.num_replicas_in_sync}")
     return DeviceSetup(strategy, kind, n, simulated, physical, names)
+
+
+def _multi_worker(device_type: str, n: int, cluster) -> DeviceSetup:
+    """MultiWorkerMirroredStrategy from TF_CONFIG, with collective timeouts so that
+    a dead peer ends the run instead of hanging the others forever."""
+    import os
+
+    os.environ["TF_CONFIG"] = cluster.tf_config()  # read by the strategy's cluster resolver
+    gpus = tf.config.list_physical_devices("GPU")
+    kind = "GPU" if (device_type == "gpu" or (device_type == "auto" and gpus)) else "CPU"
+    if kind == "GPU":
+        if n > len(gpus):
+            raise DeviceError(f"devices: {n} per worker but this worker has {len(gpus)} GPUs")
+        tf.config.set_visible_devices(gpus[:n], "GPU")
+        for g in gpus[:n]:
+            tf.config.experimental.set_memory_growth(g, True)
+    elif gpus:
+        tf.config.set_visible_devices([], "GPU")
+    opts = tf.distribute.experimental.CommunicationOptions(timeout_seconds=COLLECTIVE_TIMEOUT_S)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=opts)
+    want = n * len(cluster.workers)
+    if strategy.num_replicas_in_sync != want:
+        raise DeviceError(f"workers: expected {want} replicas over {len(cluster.workers)} workers, "
+                          f"the strategy has {strategy.num_replicas_in_sync}")
+    names = [d.name for d in tf.config.list_logical_devices(kind)][:n]
+    return DeviceSetup(strategy, kind, want, False, len(gpus) if kind == "GPU" else 1, names,
+                       workers=len(cluster.workers), task_index=cluster.task_index)
 
 
 def _split_memory_mb(n: int) -> int:

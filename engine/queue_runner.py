@@ -42,40 +42,85 @@ def _describe_exit(code: int) -> str:
     return f"worker exited with code {code}"
 
 
-def run_one(store: Store, run_id: int) -> None:
-    """Run one claimed run in a fresh worker process and settle its final status."""
-    log_path = store.run_dir(run_id) / "worker.log"
+# A cancelled multi-worker run: SIGTERM, then SIGKILL after this long (s).
+PEER_GRACE_S = 5.0
+
+
+def _spawn(store: Store, run_id: int, extra: list, log_name: str) -> subprocess.Popen:
+    log_path = store.run_dir(run_id) / log_name
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "engine.worker", str(run_id), str(store.path)],
+        return subprocess.Popen([sys.executable, "-m", "engine.worker", str(run_id), str(store.path), *extra],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=worker_env())
+
+
+def run_one(store: Store, run_id: int) -> None:
+    """Run one claimed run in fresh worker process(es) and settle its final status.
+
+    A multi-worker run (config `workers` > 1) starts that many workers on free
+    loopback ports; task 0 is the chief. If any worker dies, the run ends
+    `failed` naming it and the others are killed at once (they would only block
+    in collectives); a cancel ends them with SIGTERM, then SIGKILL after a grace.
+    """
+    n = int(store.get_run(run_id)["config"].get("workers", 1))
+    if n > 1:
+        from engine.cluster import local
+
+        addrs = ",".join(local(n))
+        procs = [_spawn(store, run_id, ["--cluster", addrs, "--task-index", str(i)],
+                        "worker.log" if i == 0 else f"worker-{i}.log") for i in range(n)]
+    else:
+        procs = [_spawn(store, run_id, [], "worker.log")]
     try:
-        started = psutil.Process(proc.pid).create_time()
+        started = psutil.Process(procs[0].pid).create_time()
     except psutil.NoSuchProcess:
         started = None
-    store.update_run(run_id, pid=proc.pid, pid_started=started)
-    killed_for_cancel = False
-    while True:
-        try:
-            code = proc.wait(timeout=0.5)
-            break
-        except subprocess.TimeoutExpired:
-            pass
+    store.update_run(run_id, pid=procs[0].pid, pid_started=started)
+    codes: dict[int, int] = {}
+    failure = None
+    killed_at = None
+    while len(codes) < len(procs):
+        time.sleep(0.25)
+        for i, p in enumerate(procs):
+            if i not in codes and p.poll() is not None:
+                codes[i] = p.returncode
+                if p.returncode != 0 and failure is None:
+                    failure = (i, p.returncode)
         run = store.get_run(run_id)
         asked = run.get("cancel_requested")
-        if asked and time.time() - asked > CANCEL_GRACE_S and not killed_for_cancel:
-            proc.kill()
-            killed_for_cancel = True
+        if n > 1 and (failure or asked) and killed_at is None:
+            if failure and run["status"] == "running":
+                i, code = failure
+                tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
+                store.finish_run(run_id, "failed", f"worker {i} of {n}: {_describe_exit(code)}",
+                                 only_if_active=True, stderr_tail=tail)
+            for j, p in enumerate(procs):
+                if j not in codes:
+                    # A dead peer leaves the others blocked in collectives: nothing to save.
+                    p.kill() if failure else p.terminate()
+            killed_at = time.monotonic()
+        grace = PEER_GRACE_S if n > 1 else CANCEL_GRACE_S
+        since = (time.monotonic() - killed_at) if killed_at else (time.time() - asked if asked else 0)
+        if (killed_at or asked) and since > grace:
+            for j, p in enumerate(procs):
+                if j not in codes:
+                    p.kill()
+    _settle(store, run_id, codes.get(0, 0) if failure is None else failure[1], failure)
+
+
+def _settle(store: Store, run_id: int, code: int, failure) -> None:
     run = store.get_run(run_id)
-    if run["status"] in ("queued", "running"):
-        tail = read_tail(log_path)
-        if run.get("cancel_requested"):
-            store.finish_run(run_id, "cancelled", "cancelled (worker stopped by signal)",
-                             only_if_active=True, stderr_tail=tail)
-        else:
-            last = next((ln for ln in reversed((tail or "").splitlines()) if ln.strip()), "")
-            reason = _describe_exit(code) + (f": {last.strip()[:300]}" if last else "")
-            store.finish_run(run_id, "failed", reason, only_if_active=True, stderr_tail=tail)
+    if run["status"] not in ("queued", "running"):
+        return
+    i = failure[0] if failure else 0
+    tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
+    if run.get("cancel_requested"):
+        store.finish_run(run_id, "cancelled", "cancelled (worker stopped by signal)",
+                         only_if_active=True, stderr_tail=tail)
+        return
+    last = next((ln for ln in reversed((tail or "").splitlines()) if ln.strip()), "")
+    reason = _describe_exit(code) + (f": {last.strip()[:300]}" if last else "")
+    store.finish_run(run_id, "failed", reason, only_if_active=True, stderr_tail=tail)
 
 
 def main(argv=None) -> int:

@@ -143,14 +143,16 @@ class Writer(threading.Thread):
     `push(table, row)` is cheap and thread-safe (list.append under the GIL).
     System rows follow engine.store.SYSTEM_COLS: t (s since `t0`, a
     perf_counter value), worker CPU % (of one core), RSS (MB), system memory %,
-    GPU memory (MB) from `gpu_mem_fn`.
+    GPU memory (MB) from `gpu_mem_fn`, the worker's task index.
     """
 
-    def __init__(self, store_factory, run_id: int, gpu_mem_fn: Optional[Callable[[], Optional[float]]] = None):
+    def __init__(self, store_factory, run_id: int, gpu_mem_fn: Optional[Callable[[], Optional[float]]] = None,
+                 worker: int = 0):
         super().__init__(daemon=True, name="speedlab-writer")
         self.store_factory = store_factory
         self.run_id = run_id
         self.gpu_mem_fn = gpu_mem_fn
+        self.worker = worker
         self.rows = {"executions": [], "epochs": [], "system": []}
         self.t0 = None  # system samples start once training starts (set_t0)
         self._halt = threading.Event()
@@ -167,7 +169,7 @@ class Writer(threading.Thread):
     def sample(self):
         gpu = self.gpu_mem_fn() if self.gpu_mem_fn else None
         self.push("system", (time.perf_counter() - self.t0, self._proc.cpu_percent(None),
-                             self._proc.memory_info().rss / 2**20, psutil.virtual_memory().percent, gpu))
+                             self._proc.memory_info().rss / 2**20, psutil.virtual_memory().percent, gpu, self.worker))
 
     def flush(self, store):
         batch = {}

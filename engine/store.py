@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
@@ -49,15 +49,26 @@ CREATE TABLE IF NOT EXISTS epochs (
 );
 CREATE TABLE IF NOT EXISTS system (
     run_id INTEGER NOT NULL, t REAL NOT NULL,
-    cpu_percent REAL, rss_mb REAL, mem_percent REAL, gpu_mem_mb REAL
+    cpu_percent REAL, rss_mb REAL, mem_percent REAL, gpu_mem_mb REAL,
+    worker INTEGER NOT NULL DEFAULT 0             -- task index in a multi-worker run
 );
 CREATE INDEX IF NOT EXISTS system_run ON system (run_id, t);
+CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a multi-worker run
+    run_id INTEGER NOT NULL, task_index INTEGER NOT NULL, address TEXT, host TEXT,
+    pid INTEGER, status TEXT NOT NULL, error TEXT, updated REAL,
+    PRIMARY KEY (run_id, task_index)
+);
 """
+
+# Schema upgrades, applied in order to stores written by older versions.
+_MIGRATIONS = {
+    2: ["ALTER TABLE system ADD COLUMN worker INTEGER NOT NULL DEFAULT 0"],
+}
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
              "loss", "lr", "warmup", "data_wait")
 EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr")
-SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb")
+SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb", "worker")
 
 
 class StoreError(RuntimeError):
@@ -89,14 +100,22 @@ class Store:
         self._migrate()
 
     def _migrate(self):
-        self.conn.executescript(_SCHEMA)
+        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                              (str(SCHEMA_VERSION),))
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} has schema {row[0]}, newer than this SpeedLab "
+        found = int(row[0]) if row else None
+        if found is not None and found > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} has schema {found}, newer than this SpeedLab "
                              f"({SCHEMA_VERSION}); upgrade SpeedLab or use another SPEEDLAB_HOME")
+        with self.tx():
+            if found is not None:
+                for version in range(found + 1, SCHEMA_VERSION + 1):
+                    for stmt in _MIGRATIONS.get(version, []):
+                        self.conn.execute(stmt)
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    self.conn.execute(stmt)
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                              (str(SCHEMA_VERSION),))
 
     def tx(self):
         """A write transaction (BEGIN IMMEDIATE ... COMMIT) as a context manager."""
@@ -163,9 +182,25 @@ class Store:
         """Queued and running runs, oldest first."""
         return list(reversed(self.list_runs(ACTIVE_STATUSES)))
 
+    def set_worker(self, run_id: int, task_index: int, status: str, **cols):
+        """Record the status of one process of a multi-worker run."""
+        cols = {"status": status, "updated": time.time(), **cols}
+        names = ", ".join(cols)
+        with self.tx():
+            self.conn.execute(
+                f"INSERT INTO workers (run_id, task_index, {names}) VALUES (?, ?, {','.join('?' * len(cols))}) "
+                f"ON CONFLICT (run_id, task_index) DO UPDATE SET "
+                + ", ".join(f"{k}=excluded.{k}" for k in cols),
+                (run_id, task_index, *cols.values()))
+
+    def workers(self, run_id: int) -> list[dict]:
+        """Worker rows of a multi-worker run, by task index."""
+        rows = self.conn.execute("SELECT * FROM workers WHERE run_id=? ORDER BY task_index", (run_id,))
+        return [dict(r) for r in rows.fetchall()]
+
     def delete_run(self, run_id: int):
         with self.tx():
-            for table in ("executions", "epochs", "system"):
+            for table in ("executions", "epochs", "system", "workers"):
                 self.conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             self.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
 

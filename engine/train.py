@@ -94,11 +94,16 @@ def prepare(cfg: RunConfig, setup, data=None) -> Prepared:
             steps_per_execution=cfg.steps_per_execution,
             jit_compile=cfg.jit_compile,  # always explicit, never Keras's "auto"
         )
+    if setup.workers > 1:
+        from engine import multiworker
+
+        multiworker.apply(model, next(iter(train_ds)))
     plan = {
         "n_train": int(len(data.x_train)), "n_val": int(len(data.x_val)),
         "steps_per_epoch": steps_per_epoch, "total_steps": steps_per_epoch * cfg.epochs,
         "epochs": cfg.epochs, "global_batch_size": cfg.batch_size,
         "per_replica_batch_size": cfg.batch_size // replicas, "replicas": replicas,
+        "workers": setup.workers, "per_worker_batch_size": cfg.batch_size // setup.workers,
         "replicas_simulated": setup.simulated, "device_kind": setup.kind,
         "dropped_samples_per_epoch": cfg.dropped_per_epoch() if replicas > 1 else 0,
         "compute_dtype": model.dtype_policy.compute_dtype,
@@ -112,7 +117,7 @@ def prepare(cfg: RunConfig, setup, data=None) -> Prepared:
 def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
           on_setup: Callable[[dict, dict], None] = lambda env, plan: None,
           on_start: Optional[Callable[[float], None]] = None,
-          extra_callbacks: Optional[list] = None) -> Outcome:
+          extra_callbacks: Optional[list] = None, cluster=None) -> Outcome:
     """Run `cfg` to the end and measure it.
 
     Args:
@@ -120,12 +125,13 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         stop_event: set to stop at the next execution (status 'cancelled').
         on_setup: called with (environment, plan) once devices, data and model exist.
         on_start: called with the perf_counter origin when fit begins.
+        cluster: engine.cluster.Cluster for a multi-worker run (None: this process only).
 
     Returns: Outcome. Raises: engine.devices.DeviceError, RunFailed.
     """
     from engine import devices
 
-    setup = devices.configure(cfg.device_type, cfg.devices)  # first TF action
+    setup = devices.configure(cfg.device_type, cfg.devices, cluster)  # first TF action
     from engine.measure import steady_state
     from engine.recorder import Recorder
 
@@ -142,7 +148,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     logs = rec.epoch_logs
     summary = {
         **st,
-        "wall_sec": rec.wall, "replicas": replicas, "replicas_simulated": setup.simulated,
+        "wall_sec": rec.wall, "replicas": replicas, "workers": setup.workers, "replicas_simulated": setup.simulated,
         "device_kind": setup.kind, "precision": cfg.precision,
         "compute_dtype": plan["compute_dtype"], "variable_dtype": plan["variable_dtype"],
         "loss_scale": _loss_scale(model), "steps_per_execution": cfg.steps_per_execution,

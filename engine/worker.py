@@ -7,7 +7,9 @@ with one line; the traceback goes to the worker's log (stderr).
 """
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import sys
 import threading
 import traceback
@@ -31,25 +33,49 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv=None) -> int:
-    argv = argv if argv is not None else sys.argv[1:]
-    run_id, store_path = int(argv[0]), Path(argv[1])
+    """``RUN_ID STORE_PATH [--cluster H:P,H:P --task-index I]``; always exits 0 once
+    the outcome is in the store (a non-zero exit means the worker itself broke)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m engine.worker")
+    p.add_argument("run_id", type=int)
+    p.add_argument("store_path", type=Path)
+    p.add_argument("--cluster", help="host:port of every worker, comma-separated (multi-worker)")
+    p.add_argument("--task-index", type=int, default=0)
+    args = p.parse_args(argv)
+    run_id, store_path = args.run_id, args.store_path
+    cluster = None
+    if args.cluster:
+        from engine import cluster as cluster_mod
+
+        cluster = cluster_mod.parse(args.cluster, args.task_index)
+    chief = cluster is None or cluster.is_chief
     store = Store(store_path)
     run = store.get_run(run_id)
     if run is None or run["status"] != "running":
         return 0  # cancelled while queued, or claimed by nobody
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if cluster is None:
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Several workers must stop at the same step or their collectives hang, so a
+    # multi-worker run is cancelled by ending every process (default SIGTERM).
     cfg = RunConfig.from_dict(run["config"])
     warnings = (run.get("summary") or {}).get("warnings", [])
+    if cluster is not None:
+        store.set_worker(run_id, cluster.task_index, "running", pid=os.getpid(),
+                         address=cluster.workers[cluster.task_index], host=socket.gethostname())
 
     from engine.recorder import Writer
 
-    writer = Writer(lambda: Store(store_path), run_id)
+    writer = Writer(lambda: Store(store_path), run_id, worker=args.task_index if cluster else 0)
     writer.start()
+    # Only the chief writes the run's metrics; other workers write their system metrics.
+    sink = writer.push if chief else (lambda table, row: None)
 
     def on_setup(env, plan):
-        store.update_run(run_id, environment=env, plan=plan)
+        if chief:
+            store.update_run(run_id, environment=env, plan=plan)
         if plan["device_kind"] == "GPU":
             from engine.devices import gpu_memory_mb
 
@@ -60,9 +86,9 @@ def main(argv=None) -> int:
     try:
         from engine.train import train
 
-        out = train(cfg, writer.push, stop, on_setup=on_setup, on_start=writer.set_t0)
+        out = train(cfg, sink, stop, on_setup=on_setup, on_start=writer.set_t0, cluster=cluster)
         status, error, summary = out.status, out.error, out.summary
-        if out.status == "completed" and cfg.save_model:
+        if out.status == "completed" and cfg.save_model and chief:
             path = store.run_dir(run_id) / "model.keras"
             out.model.save(path)
             summary["model_path"] = str(path)
@@ -71,13 +97,13 @@ def main(argv=None) -> int:
         error = _one_line(exc)
     finally:
         writer.stop()
-    summary["warnings"] = warnings
-    summary["run_id"] = run_id
-    summary["status"] = status
-    summary["error"] = error
     if status == "completed" and stop.is_set():
         status = "cancelled"
-    store.finish_run(run_id, status, error, summary=summary)
+    if cluster is not None:
+        store.set_worker(run_id, cluster.task_index, status, error=error)
+    if chief:
+        summary.update(warnings=warnings, run_id=run_id, status=status, error=error)
+        store.finish_run(run_id, status, error, summary=summary)
     store.close()
     return 0
 

@@ -18,7 +18,7 @@ def test_round_trip(store):
     store.add_metrics(rid, executions=[(0, 0, 1, 1, 0.9, 0.9, 142.2, 2.3, 1e-3, 1, None),
                                        (1, 0, 2, 1, 1.0, 0.1, 1280.0, 2.1, 1e-3, 0, None)],
                       epochs=[(0, 1.2, 2, 2.1, 0.3, 2.0, 0.4, 1e-3)],
-                      system=[(0.5, 95.0, 400.0, 20.0, None)])
+                      system=[(0.5, 95.0, 400.0, 20.0, None, 0)])
     store.finish_run(rid, "completed", summary={"samples_per_sec": 1280.0})
     run = store.get_run(rid)
     assert RunConfig.from_dict(run["config"]) == cfg
@@ -68,3 +68,27 @@ def test_newer_schema_is_refused(store_home):
     s.close()
     with pytest.raises(StoreError, match="newer"):
         Store()
+
+
+def test_version_1_store_is_migrated(store_home):
+    import sqlite3
+
+    path = store_home / "runs.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE system (run_id INTEGER NOT NULL, t REAL NOT NULL, cpu_percent REAL, rss_mb REAL,
+                             mem_percent REAL, gpu_mem_mb REAL);
+        INSERT INTO system VALUES (7, 0.5, 50.0, 100.0, 10.0, NULL);
+    """)
+    conn.commit()
+    conn.close()
+    s = Store()
+    assert s.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert s.metrics("system", 7) == [{"t": 0.5, "cpu_percent": 50.0, "rss_mb": 100.0, "mem_percent": 10.0,
+                                       "gpu_mem_mb": None, "worker": 0}]
+    s.set_worker(7, 1, "running", pid=123, address="127.0.0.1:1")
+    s.set_worker(7, 1, "failed", error="boom")
+    (w,) = s.workers(7)
+    assert (w["status"], w["pid"], w["error"], w["address"]) == ("failed", 123, "boom", "127.0.0.1:1")
