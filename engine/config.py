@@ -284,6 +284,9 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
         warnings.append("mixed_bfloat16 on a CPU without native bf16 instructions "
                         "(avx512_bf16/amx_bf16): expect it to be slower than float32")
     physical = m.get("gpus", 0) if on_gpu else (0 if on_tpu else 1)
+    if on_tpu and c.steps_per_execution == 1:
+        # Each execution is a host round trip; TPUs idle between them.
+        warnings.append("on a TPU, fuse several steps per execution (e.g. steps_per_execution 32)")
     if c.workers > 1 and c.device_type == "tpu":
         raise ConfigError("workers", c.workers, "cannot be combined with a TPU",
                           "a TPU runs all its cores from one process: use workers 1")

@@ -128,3 +128,10 @@ def test_schedule_conflicts_are_rejected():
     assert err(schedule="one_cycle", warmup_epochs=1.0).field == "warmup_epochs"
     assert err(reduce_on_plateau=True, warmup_epochs=1.0).field == "reduce_on_plateau"
     assert err(schedule="cyclic", learning_rate=0.1, max_lr=0.01).field == "max_lr"
+
+
+def test_tpu_suggests_steps_per_execution():
+    tpu = {"gpus": 0, "tpu": True, "cpu_bf16": False}
+    w = check_runnable(RunConfig(device_type="tpu"), tpu)
+    assert any("steps_per_execution 32" in x for x in w)
+    assert check_runnable(RunConfig(device_type="tpu", steps_per_execution=4), tpu) == []
