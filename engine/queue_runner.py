@@ -42,8 +42,6 @@ def _describe_exit(code: int) -> str:
     return f"worker exited with code {code}"
 
 
-# A cancelled multi-worker run: SIGTERM, then SIGKILL after this long (s).
-PEER_GRACE_S = 5.0
 
 
 def _spawn(store: Store, run_id: int, extra: list, log_name: str) -> subprocess.Popen:
@@ -60,7 +58,7 @@ def run_one(store: Store, run_id: int) -> None:
     A multi-worker run (config `workers` > 1) starts that many workers on free
     loopback ports; task 0 is the chief. If any worker dies, the run ends
     `failed` naming it and the others are killed at once (they would only block
-    in collectives); a cancel ends them with SIGTERM, then SIGKILL after a grace.
+    in collectives); a cancel also ends all of them at once.
     """
     n = int(store.get_run(run_id)["config"].get("workers", 1))
     if n > 1:
@@ -84,7 +82,7 @@ def run_one(store: Store, run_id: int) -> None:
         for i, p in enumerate(procs):
             if i not in codes and p.poll() is not None:
                 codes[i] = p.returncode
-                if p.returncode != 0 and failure is None:
+                if p.returncode != 0 and failure is None and killed_at is None:  # not one we ended
                     failure = (i, p.returncode)
         run = store.get_run(run_id)
         asked = run.get("cancel_requested")
@@ -96,16 +94,22 @@ def run_one(store: Store, run_id: int) -> None:
                                  only_if_active=True, stderr_tail=tail)
             for j, p in enumerate(procs):
                 if j not in codes:
-                    # A dead peer leaves the others blocked in collectives: nothing to save.
-                    p.kill() if failure else p.terminate()
+                    # Workers block in collectives (TF ignores SIGTERM there) and must stop
+                    # at the same step anyway: end them at once; the chief's rows are
+                    # committed every 0.5 s.
+                    p.kill()
             killed_at = time.monotonic()
-        grace = PEER_GRACE_S if n > 1 else CANCEL_GRACE_S
-        since = (time.monotonic() - killed_at) if killed_at else (time.time() - asked if asked else 0)
-        if (killed_at or asked) and since > grace:
+        if n == 1 and asked and time.time() - asked > CANCEL_GRACE_S:
             for j, p in enumerate(procs):
                 if j not in codes:
                     p.kill()
     _settle(store, run_id, codes.get(0, 0) if failure is None else failure[1], failure)
+    final = store.get_run(run_id)["status"]
+    for w in store.workers(run_id):
+        if w["status"] == "running":
+            killed = failure is not None and w["task_index"] == failure[0]
+            store.set_worker(run_id, w["task_index"], "failed" if killed else final,
+                             error=_describe_exit(failure[1]) if killed else None)
 
 
 def _settle(store: Store, run_id: int, code: int, failure) -> None:

@@ -107,3 +107,19 @@ def test_engine_worker_cli_two_processes(store_home, tmp_path):
     assert chief["status"] == "completed" and chief["workers"] == 2 and chief["task_index"] == 0
     assert second["worker_status"] == "completed" and second["task_index"] == 1
     assert chief["final_val_accuracy"] > 0.5
+
+
+def test_cancel_multi_worker_run_ends_all_workers(store_home):
+    cfg = RunConfig(dataset="synthetic", synthetic_shape=(8, 8, 1), synthetic_samples=80, model="mlp",
+                    batch_size=16, epochs=400, workers=2)
+    (rid,) = runner.submit([cfg])
+    st = Store()
+    t0 = time.monotonic()
+    while len(st.metrics("executions", rid)) < 5:
+        assert time.monotonic() - t0 < 120, "run did not start"
+        time.sleep(0.2)
+    assert "stop requested" in runner.cancel(rid)
+    run = runner.wait(rid, timeout_s=60)
+    assert run["status"] == "cancelled"
+    assert [(w["task_index"], w["status"]) for w in st.workers(rid)] == [(0, "cancelled"), (1, "cancelled")]
+    assert len(st.metrics("executions", rid)) >= 5  # partial metrics kept
