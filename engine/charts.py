@@ -57,6 +57,8 @@ def run_label(run: Mapping) -> str:
     if devices > 1:
         simulated = summ.get("replicas_simulated", plan.get("replicas_simulated"))
         parts.append(f"{devices} dev" + (" (sim)" if simulated else ""))
+    if cfg.get("workers", 1) > 1:
+        parts.append(f"{cfg['workers']} workers")
     if cfg.get("steps_per_execution", 1) > 1:
         parts.append(f"spe {cfg['steps_per_execution']}")
     if cfg.get("jit_compile"):
@@ -75,8 +77,10 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None) -> str:
     if devices > 1 and summary.get("replicas_simulated"):
         dev += " (simulated)"
     parts = [cfg.get("dataset", "?"), cfg.get("model", "?"),
-             _PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision"))),
-             dev, f"batch {cfg.get('batch_size')}"]
+             _PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision"))), dev]
+    if cfg.get("workers", 1) > 1:
+        parts.append(f"{cfg['workers']} workers")
+    parts.append(f"batch {cfg.get('batch_size')}")
     if cfg.get("steps_per_execution", 1) > 1:
         parts.append(f"spe {cfg['steps_per_execution']}")
     if cfg.get("jit_compile"):
@@ -282,7 +286,8 @@ def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseli
                   annotation_text="baseline 1.0×", annotation_position="top",
                   annotation_font=dict(color=BASELINE_COLOR, size=13))
     _style(fig, x_title, "", title, height, legend=False)
-    top = max(1.25, float(bars["speedup"].max()) * 1.25) if len(bars) else 1.25
+    # Room right of the longest bar for its "1.23×" label.
+    top = max(1.4, float(bars["speedup"].max()) * 1.4) if len(bars) else 1.4
     fig.update_xaxes(range=[0, top])
     fig.update_yaxes(autorange="reversed", showline=False)
     return fig
@@ -303,23 +308,37 @@ def lr_figure(execs: pd.DataFrame, title: str = "Learning rate", height: int = 2
 
 
 def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = None,
-                      title: str = "Learning-rate preview", height: int = 260) -> go.Figure:
-    """The schedule the run will use: lr (left axis) and, when it varies,
-    momentum (right axis) against optimizer step; epoch boundaries as ticks."""
+                      title: Optional[str] = None, height: int = 240) -> go.Figure:
+    """The schedule the run will use: learning rate (left axis) and, when it
+    varies, momentum (right axis, dotted) against optimizer step; dotted
+    vertical lines at epoch boundaries. Sized for the narrow sidebar."""
     if preview is None or preview.empty:
         return empty_figure("no preview", height, STEP_TITLE, "learning rate", title)
-    fig = go.Figure(go.Scatter(x=preview["step"], y=preview["lr"], name="learning rate", mode="lines",
+    fig = go.Figure(go.Scatter(x=preview["step"], y=preview["lr"], name="learning rate (left)", mode="lines",
                                line=dict(color=PALETTE[0], width=2.5),
                                hovertemplate="lr %{y:.3g} at step %{x}<extra></extra>"))
     mom = preview["momentum"] if "momentum" in preview.columns else None
-    if mom is not None and mom.notna().any() and float(mom.max() - mom.min()) > 1e-12:
-        fig.add_trace(go.Scatter(x=preview["step"], y=mom, name="momentum", yaxis="y2", mode="lines",
+    moving = mom is not None and mom.notna().any() and float(mom.max() - mom.min()) > 1e-12
+    if moving:
+        fig.add_trace(go.Scatter(x=preview["step"], y=mom, name="momentum (right)", yaxis="y2", mode="lines",
                                  line=dict(color=PALETTE[1], width=2, dash="dot"),
                                  hovertemplate="momentum %{y:.3f} at step %{x}<extra></extra>"))
-        fig.update_layout(yaxis2=dict(title_text="momentum", overlaying="y", side="right",
-                                      showgrid=False))
-    _style(fig, STEP_TITLE, "learning rate", title, height, legend=len(fig.data) > 1)
-    fig.update_layout(yaxis=dict(exponentformat="power", rangemode="tozero"))
+    # Narrow: the legend names the axes (lr left, momentum right) instead of axis titles.
+    _style(fig, "step (steps)", "", title, height, legend=True)
+    small = dict(size=12, color="#374151")
+    fig.update_layout(margin=dict(l=8, r=8, t=(40 if title else 0) + (50 if moving else 28), b=44,
+                                  autoexpand=False),
+                      font=dict(size=12),
+                      legend=dict(font=dict(size=12), y=1.0, yanchor="bottom", x=0, xanchor="left"))
+    fig.update_xaxes(title_font=dict(size=13), tickfont=small)
+    # Tick labels inside the plot: the sidebar has no width to spare.
+    fig.update_yaxes(tickfont=small, tickformat=".2g", rangemode="tozero", ticklabelposition="inside")
+    if moving:
+        fig.update_layout(yaxis2=dict(overlaying="y", side="right", showgrid=False, tickfont=small,
+                                      tickformat=".2f", ticklabelposition="inside"))
+    if steps_per_epoch and len(preview) and preview["step"].max() / steps_per_epoch <= 30:
+        for k in range(1, int(preview["step"].max() // steps_per_epoch) + 1):
+            fig.add_vline(x=k * steps_per_epoch, line=dict(color="#D1D5DB", width=1, dash="dot"))
     return fig
 
 
@@ -345,7 +364,8 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs devic
     devices) and a well-tuned data-parallel reference (REFERENCE_SCALING).
 
     Args:
-        points: one row per run: devices, speedup (x), label, color, simulated
+        points: one row per run: devices (all replicas: devices per worker x
+            workers), speedup (x), label, color, simulated
             (bool: logical devices carved out of one physical device, drawn as
             open markers and labelled 'simulated').
     """

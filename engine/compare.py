@@ -54,7 +54,8 @@ def live_summary(store: Store, run: dict) -> dict:
     rows = store.metrics("executions", run["id"])
     gb = run["config"]["batch_size"]
     if rows:
-        summary.update(steady_state([x["duration"] for x in rows], [x["batches"] for x in rows], gb))
+        summary.update(steady_state([x["duration"] for x in rows], [x["batches"] for x in rows], gb,
+                                    warmup_flags=[x["warmup"] for x in rows]))
     epochs = store.metrics("epochs", run["id"])
     target = run["config"].get("target_accuracy")
     if target and "time_to_target_sec" not in summary:
@@ -65,9 +66,10 @@ def live_summary(store: Store, run: dict) -> dict:
 
 def progress(store: Store, run_id: int) -> Optional[dict]:
     """Live progress of a run: {'status', 'epoch' (1-based), 'epochs', 'step',
-    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec' (None
-    until the steady rate is known), 'samples_per_sec', 'loss'}; None if no
-    such run."""
+    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec' (steps
+    left at the steady step rate plus, per epoch left, the median time seen
+    between an epoch's last execution and its end: validation; None until the
+    steady rate is known), 'samples_per_sec', 'loss'}; None if no such run."""
     run = store.get_run(run_id)
     if run is None:
         return None
@@ -78,13 +80,27 @@ def progress(store: Store, run_id: int) -> Optional[dict]:
     step = last["step"] if last else 0
     steady = [x for x in rows if not x["warmup"]]
     steps_per_s = (sum(x["batches"] for x in steady) / sum(x["duration"] for x in steady)) if steady else None
+    left = time_left(step, total, steps_per_s)
+    if left is not None and run["status"] == "running":
+        left += (run["config"]["epochs"] - len(store.metrics("epochs", run_id))) * _epoch_overhead(store, run_id, rows)
     summ = live_summary(store, run)
     return {
         "status": run["status"], "epoch": (last["epoch"] + 1) if last else 0,
         "epochs": run["config"]["epochs"], "step": step, "total_steps": total,
         "fraction": min(step / total, 1.0) if total else 0.0,
         "elapsed_sec": last["t"] if last else 0.0,
-        "time_left_sec": time_left(step, total, steps_per_s),
+        "time_left_sec": left,
         "samples_per_sec": summ.get("samples_per_sec"),
         "loss": last["loss"] if last else None,
     }
+
+
+def _epoch_overhead(store: Store, run_id: int, rows: list[dict]) -> float:
+    """Median seconds from an epoch's last execution to the epoch's end (validation)."""
+    import statistics
+
+    last_t = {}
+    for x in rows:
+        last_t[x["epoch"]] = x["t"]
+    gaps = [e["t"] - last_t[e["epoch"]] for e in store.metrics("epochs", run_id) if e["epoch"] in last_t]
+    return max(statistics.median(gaps), 0.0) if gaps else 0.0

@@ -10,14 +10,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Optional
 
-from engine.datasets_meta import dataset_info
+from engine.datasets_meta import canonical, dataset_info
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 DEVICE_TYPES = ("auto", "cpu", "gpu", "tpu")
-MODELS = ("mlp", "cnn", "resnet")
+# keras.applications backbones and their native (ImageNet) input size, pixels a side.
+BACKBONES = {"mobilenetv2": 224, "resnet50": 224, "efficientnetb0": 224}
+MODELS = ("mlp", "cnn", "resnet", *BACKBONES)
+MIN_BACKBONE_SIZE = 32  # keras.applications' smallest accepted input (min_size=32)
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 SCHEDULES = ("constant", "warmup_cosine", "warmup_step", "cyclic", "one_cycle")
 CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
@@ -87,8 +90,27 @@ class RunConfig:
     label_smoothing: float = 0.0
     mixup_alpha: float = 0.0
     save_model: bool = False
+    # Data: original labels to keep (renumbered 0..k-1 in this order; empty = all),
+    # and input-pipeline options (engine.pipeline).
+    label_subset: tuple = ()
+    data_cache: bool = False
+    data_parallel_map: bool = True
+    data_prefetch: bool = True
+    # keras.applications backbones: input size (0 = the backbone's native size) and ImageNet weights.
+    image_size: int = 0
+    pretrained: bool = False
+    # Transfer learning (engine.transfer): start from a saved run's weights.
+    init_from: Optional[int] = None
+    freeze_epochs: int = 1
+    finetune_lr_factor: float = 0.1
 
     def __post_init__(self):
+        # Normalise before validating: a path must survive the worker's other
+        # working folder, and JSON gives lists where tuples are meant.
+        if isinstance(self.dataset, str):
+            object.__setattr__(self, "dataset", canonical(self.dataset))
+        if isinstance(self.label_subset, list):
+            object.__setattr__(self, "label_subset", tuple(self.label_subset))
         _validate(self)
 
     # --- derived values -------------------------------------------------
@@ -103,10 +125,23 @@ class RunConfig:
         return self.batch_size // self.replicas
 
     def data_sizes(self) -> tuple[int, int]:
-        """(train samples, validation samples) after the split."""
+        """(train samples, validation samples): the data set's own test split is the
+        validation data when it has one (validation_fraction is then unused)."""
         info = dataset_info(self.dataset, self)
+        if info.test_samples:
+            return info.samples, info.test_samples
         n_val = math.ceil(self.validation_fraction * info.samples)
         return info.samples - n_val, n_val
+
+    @property
+    def backbone(self) -> bool:
+        """Whether the model is a keras.applications backbone."""
+        return self.model in BACKBONES
+
+    @property
+    def input_size(self) -> int:
+        """Side (pixels) a backbone's input is resized to; 0 for the own models."""
+        return (self.image_size or BACKBONES[self.model]) if self.backbone else 0
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps per epoch; a partial last batch counts as a step only
@@ -125,6 +160,7 @@ class RunConfig:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["synthetic_shape"] = list(self.synthetic_shape)
+        d["label_subset"] = list(self.label_subset)
         return d
 
     def to_json(self) -> str:
@@ -139,8 +175,9 @@ class RunConfig:
                 raise ConfigError(key, d[key], "is not a known setting",
                                   f"use one of: {', '.join(sorted(known))}")
         d = dict(d)
-        if "synthetic_shape" in d and d["synthetic_shape"] is not None:
-            d["synthetic_shape"] = tuple(d["synthetic_shape"])
+        for key in ("synthetic_shape", "label_subset"):
+            if isinstance(d.get(key), list):
+                d[key] = tuple(d[key])
         return cls(**d)
 
     @classmethod
@@ -191,7 +228,9 @@ def nearest_divisible(batch: int, replicas: int) -> tuple[int, int]:
 
 
 def _validate(c: RunConfig) -> None:
-    dataset_info(c.dataset, c)  # raises ConfigError for unknown data sets
+    if not isinstance(c.label_subset, tuple):
+        raise ConfigError("label_subset", c.label_subset, "is not a list of labels", "give labels such as 5,6,7,8,9")
+    info = dataset_info(c.dataset, c)  # raises ConfigError for unknown or unusable data sets
     _choice("model", c.model, MODELS)
     _choice("precision", c.precision, PRECISIONS)
     _choice("device_type", c.device_type, DEVICE_TYPES)
@@ -254,6 +293,30 @@ def _validate(c: RunConfig) -> None:
                           "use a plateau reducer only with schedule 'constant'")
     _num("label_smoothing", c.label_smoothing, 0.0, 1.0, hi_open=True)
     _num("mixup_alpha", c.mixup_alpha, 0.0, 100.0)
+    # Data pipeline, backbones, transfer.
+    for name in ("data_cache", "data_parallel_map", "data_prefetch", "pretrained"):
+        _bool(name, getattr(c, name))
+    _int("image_size", c.image_size, 0, 1024, fix=f"use 0 (native size) or {MIN_BACKBONE_SIZE}..1024")
+    if c.image_size and not c.backbone:
+        raise ConfigError("image_size", c.image_size, f"applies only to keras.applications backbones, "
+                          f"not to model {c.model!r}", f"set it to 0, or use model {', '.join(BACKBONES)}")
+    if 0 < c.image_size < MIN_BACKBONE_SIZE:
+        raise ConfigError("image_size", c.image_size, f"is below the {MIN_BACKBONE_SIZE} pixels "
+                          "keras.applications backbones accept", f"use {MIN_BACKBONE_SIZE} or more")
+    if c.pretrained and not c.backbone:
+        raise ConfigError("pretrained", True, f"applies only to keras.applications backbones, not to "
+                          f"model {c.model!r}", f"turn it off, or use model {', '.join(BACKBONES)}")
+    if c.backbone and info.shape[2] not in (1, 3):
+        raise ConfigError("model", c.model, f"needs images with 1 or 3 channels; {c.dataset} has "
+                          f"{info.shape[2]}", "use mlp, cnn or resnet for this data")
+    if c.init_from is not None:
+        _int("init_from", c.init_from, 1, fix="give the id of a completed run that saved its model")
+        if c.pretrained:
+            raise ConfigError("init_from", c.init_from, "conflicts with pretrained ImageNet weights",
+                              "start from one or the other: turn pretrained off or drop init_from")
+    _int("freeze_epochs", c.freeze_epochs, 0, c.epochs,
+         fix=f"use 0 (never frozen) up to epochs ({c.epochs})")
+    _num("finetune_lr_factor", c.finetune_lr_factor, 0.0, 1.0, lo_open=True)
 
 
 def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
@@ -302,6 +365,18 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
         kind = "GPU" if on_gpu else "CPU"
         warnings.append(f"{c.devices} replicas will be simulated logical devices carved out of "
                         f"{physical} physical {kind}: they share its cores, so expect no speedup")
+    # Data, weights and source runs: files on this machine (or a download).
+    from engine import keras_data, transfer
+    from engine.datasets_meta import check_available
+
+    check_available(c.dataset)
+    if c.pretrained:
+        keras_data.check_weights(c.model, c.input_size)
+    if c.init_from is not None:
+        transfer.check_source(c)
+    if c.backbone and not on_gpu and not on_tpu and c.input_size >= 128:
+        warnings.append(f"{c.model} at {c.input_size}x{c.input_size} on a CPU is slow (seconds per batch); "
+                        "set image_size to 32-96 for a quick try")
     return warnings
 
 
@@ -312,13 +387,15 @@ def baseline_config(c: RunConfig) -> RunConfig:
     return c.replace(precision="float32", devices=1, workers=1, steps_per_execution=1, jit_compile=False,
                      schedule="constant", warmup_epochs=0.0, scale_lr=False,
                      reduce_on_plateau=False, label_smoothing=0.0, mixup_alpha=0.0,
-                     save_model=False)
+                     save_model=False, data_cache=False, data_parallel_map=True, data_prefetch=True)
 
 
 # One short help line per setting: used by the CLI's --help and the dashboard.
 FIELD_HELP = {
-    "dataset": "data set: digits (bundled real 8x8 images) or synthetic (random images, throughput only)",
-    "model": "mlp, cnn (small CNN for digits) or resnet (ResNet-style, for larger images)",
+    "dataset": "digits (bundled 8x8 images), synthetic (random, throughput only), mnist, fashion_mnist, "
+               "cifar10 (Keras cache or download), user:NAME (registered), or a path to a .npz, folder or .zip",
+    "model": "mlp, cnn (small CNN for digits), resnet (ResNet-style), or a keras.applications backbone: "
+             "mobilenetv2, resnet50, efficientnetb0",
     "precision": "float32, mixed_float16 (loss scaling on) or mixed_bfloat16 (no loss scaling)",
     "device_type": "auto (GPU if present, else CPU), cpu, gpu or tpu",
     "devices": "replicas per worker for data parallelism; more than the machine has are simulated logical devices",
@@ -331,7 +408,8 @@ FIELD_HELP = {
     "learning_rate": "base learning rate (before linear scaling)",
     "momentum": "SGD momentum",
     "seed": "random seed for the split, shuffling and weights",
-    "validation_fraction": "share of samples held out for validation (stratified)",
+    "validation_fraction": "share of samples held out for validation (stratified); unused when the "
+                           "data set has its own test split",
     "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy)",
     "synthetic_shape": "synthetic image shape H,W,C",
     "synthetic_classes": "synthetic class count",
@@ -353,4 +431,13 @@ FIELD_HELP = {
     "label_smoothing": "label smoothing epsilon (0 = off; Szegedy et al. 2016)",
     "mixup_alpha": "mixup Beta(alpha, alpha) (0 = off; Zhang et al. 2018)",
     "save_model": "save the trained model (.keras) next to the store",
+    "label_subset": "original labels to keep, renumbered 0..k-1 in this order, e.g. 5,6,7,8,9 (empty = all)",
+    "data_cache": "cache the preprocessed examples in memory after the first epoch",
+    "data_parallel_map": "preprocess examples on parallel threads (tf.data AUTOTUNE); off = one thread",
+    "data_prefetch": "prepare the next batches while the current step computes (tf.data prefetch)",
+    "image_size": "backbones only: resize images to this many pixels a side (0 = native 224; min 32)",
+    "pretrained": "backbones only: start from ImageNet weights (Keras cache or download)",
+    "init_from": "run id of a completed run that saved its model: start from its weights (transfer)",
+    "freeze_epochs": "transfer: epochs with the taken-over layers frozen before they are fine-tuned",
+    "finetune_lr_factor": "transfer: learning rate factor for fine-tuning after unfreezing (0.1 = 10x lower)",
 }

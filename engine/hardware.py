@@ -261,6 +261,12 @@ def _stale(facts: dict) -> bool:
     return gpu_diagnosis(facts) is not None or (facts.get("driver") or {}).get("gpus") != nvidia_gpus()
 
 
+def cached_facts() -> Optional[dict]:
+    """This machine's cached probe facts, or None; never starts the probe (the
+    dashboard calls this on every rerun)."""
+    return _load_cache(cache_path()).get(cache_key())
+
+
 def probe(timeout_s: float = 60, refresh: bool = False) -> dict:
     """Facts for this machine, from the cache or a fresh probe worker.
 

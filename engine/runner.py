@@ -70,8 +70,12 @@ def active_run(store: Store) -> Optional[dict]:
 
 
 def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
-           store_path: Optional[os.PathLike] = None, start: bool = True) -> list[int]:
+           store_path: Optional[os.PathLike] = None, start: bool = True,
+           baseline_id: Optional[int] = None) -> list[int]:
     """Queue `configs` to run one after another, each in a fresh worker.
+
+    A run with role 'baseline' becomes the baseline of the runs after it; the
+    others get `baseline_id` (when given) so the dashboard compares like with like.
 
     Returns: the new run ids, in order.
     Raises: ActiveRunError if a run is active; ConfigError if this machine
@@ -88,8 +92,10 @@ def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
         ids = []
         for cfg, role, warn in zip(configs, roles, warnings):
             rid = store.create_run(cfg.to_json(), role=role, group_id=group)
-            if warn:
-                store.update_run(rid, summary={"warnings": warn})
+            store.update_run(rid, baseline_id=rid if role == "baseline" else baseline_id,
+                             **({"summary": {"warnings": warn}} if warn else {}))
+            if role == "baseline":
+                baseline_id = rid
             ids.append(rid)
     finally:
         store.close()
@@ -145,7 +151,7 @@ def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = Non
     finally:
         store.close()
     if found:
-        (rid,) = submit([cfg], ["run"], store_path)
+        (rid,) = submit([cfg], ["run"], store_path, baseline_id=found["id"])
         return found["id"], rid, True
     if base_cfg == cfg:
         (rid,) = submit([cfg], ["baseline"], store_path)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS runs (
     plan TEXT,                                  -- JSON: steps per epoch, total steps, ...
     summary TEXT,                               -- JSON: final figures
     error TEXT, stderr_tail TEXT,
-    cancel_requested REAL                       -- time a cancel was asked for
+    cancel_requested REAL,                      -- time a cancel was asked for
+    baseline_id INTEGER                         -- the baseline this run is compared with
 );
 CREATE TABLE IF NOT EXISTS executions (
     run_id INTEGER NOT NULL, idx INTEGER NOT NULL,
@@ -60,10 +61,12 @@ CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a mu
 );
 """
 
-# Schema upgrades, applied in order to stores written by older versions.
-_MIGRATIONS = {
-    2: ["ALTER TABLE system ADD COLUMN worker INTEGER NOT NULL DEFAULT 0"],
-}
+# Columns added since schema 1: (version, table, column, declaration). Tables that
+# are missing altogether are created whole by _SCHEMA.
+_ADDED_COLUMNS = [
+    (2, "system", "worker", "INTEGER NOT NULL DEFAULT 0"),
+    (3, "runs", "baseline_id", "INTEGER"),
+]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
              "loss", "lr", "warmup", "data_wait")
@@ -103,17 +106,19 @@ class Store:
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         found = int(row[0]) if row else None
+        if found == SCHEMA_VERSION:
+            return  # readers open the store every second: no write lock when current
         if found is not None and found > SCHEMA_VERSION:
             raise StoreError(f"{self.path} has schema {found}, newer than this SpeedLab "
                              f"({SCHEMA_VERSION}); upgrade SpeedLab or use another SPEEDLAB_HOME")
         with self.tx():
-            if found is not None:
-                for version in range(found + 1, SCHEMA_VERSION + 1):
-                    for stmt in _MIGRATIONS.get(version, []):
-                        self.conn.execute(stmt)
             for stmt in _SCHEMA.split(";"):
                 if stmt.strip():
                     self.conn.execute(stmt)
+            for _version, table, column, decl in _ADDED_COLUMNS:
+                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
 
@@ -199,10 +204,14 @@ class Store:
         return [dict(r) for r in rows.fetchall()]
 
     def delete_run(self, run_id: int):
+        """Delete a run, its metrics and its folder (worker logs, saved model)."""
+        import shutil
+
         with self.tx():
             for table in ("executions", "epochs", "system", "workers"):
                 self.conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             self.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        shutil.rmtree(self.path.parent / "runs" / str(run_id), ignore_errors=True)
 
     # --- metrics --------------------------------------------------------
     def add_metrics(self, run_id: int, executions: list[tuple] = (), epochs: list[tuple] = (),

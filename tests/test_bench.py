@@ -1,5 +1,4 @@
 """Quick benchmark: matrix planning, speedup arithmetic, and a tiny real matrix."""
-import json
 import subprocess
 import sys
 

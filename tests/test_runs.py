@@ -121,9 +121,11 @@ def test_baseline_launch_reuse_and_compare(store_home):
     b, r = base["summary"]["samples_per_sec"], st.get_run(rid)["summary"]["samples_per_sec"]
     assert c["throughput_speedup"] == pytest.approx(r / b)
     assert c["caveats"] == []
+    assert st.get_run(rid)["baseline_id"] == bid and base["baseline_id"] == bid
     bid2, rid2, reused2 = runner.launch_with_baseline(cfg)
     assert reused2 and bid2 == bid
     runner.wait(rid2, timeout_s=180)
+    assert st.get_run(rid2)["baseline_id"] == bid
 
 
 def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):

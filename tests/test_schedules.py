@@ -4,7 +4,6 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TF is imported
 
-import math
 
 import keras
 import numpy as np

@@ -1,5 +1,4 @@
 """The SQLite store: round trip, live reading from another process, schema guard."""
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -30,8 +29,11 @@ def test_round_trip(store):
     assert store.frame("system", rid)["cpu_percent"].tolist() == [95.0]
     # Finishing again only if active leaves the final state alone.
     assert store.finish_run(rid, "failed", "x", only_if_active=True) is False
+    folder = store.run_dir(rid)
+    (folder / "worker.log").write_text("log")
     store.delete_run(rid)
     assert store.get_run(rid) is None and store.metrics("executions", rid) == []
+    assert not folder.exists()
 
 
 def test_wal_mode(store):
@@ -85,7 +87,8 @@ def test_version_1_store_is_migrated(store_home):
     conn.commit()
     conn.close()
     s = Store()
-    assert s.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert s.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert "baseline_id" in {r[1] for r in s.conn.execute("PRAGMA table_info(runs)")}
     assert s.metrics("system", 7) == [{"t": 0.5, "cpu_percent": 50.0, "rss_mb": 100.0, "mem_percent": 10.0,
                                        "gpu_mem_mb": None, "worker": 0}]
     s.set_worker(7, 1, "running", pid=123, address="127.0.0.1:1")

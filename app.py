@@ -1,0 +1,17 @@
+"""SpeedLab dashboard: ``streamlit run app.py``.
+
+Page config and navigation only; each page is one file in pages/. Adding a
+page is one line in PAGES. The app process never imports TensorFlow: runs
+execute in worker processes started by engine.runner.
+"""
+import streamlit as st
+
+st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",
+                   initial_sidebar_state="expanded")
+
+PAGES = [
+    st.Page("pages/train.py", title="Train", icon=":material/rocket_launch:", default=True),
+    st.Page("pages/runs.py", title="Runs", icon=":material/table_chart:"),
+]
+
+st.navigation(PAGES, position="top").run()

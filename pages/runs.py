@@ -1,0 +1,230 @@
+"""Runs: every stored run in one table with filters; overlay any runs' curves,
+see speedups against any baseline and scaling with device count, download
+CSVs, delete runs.
+
+UI only: the table comes from engine.cli.runs_frame, speedups from
+engine.compare, figures from engine.charts. No TensorFlow in this process.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+import pandas as pd
+import streamlit as st
+
+from engine import charts, runner
+from engine.cli import runs_frame
+from engine.compare import compare, live_summary
+from engine.store import ACTIVE_STATUSES, Store
+
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
+           ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
+log = logging.getLogger("speedlab.dashboard")
+TABLE_COLUMNS = {
+    "id": st.column_config.NumberColumn("run", format="#%d", width="small"),
+    "status": st.column_config.TextColumn("status", width="small"),
+    "role": st.column_config.TextColumn("role", width="small"),
+    "config": st.column_config.TextColumn("configuration", width="large"),
+    "samples_per_sec": st.column_config.NumberColumn("steady samples/s", format="%,.0f",
+                                                     help="median samples/s after the warm-up"),
+    "warmup_sec": st.column_config.NumberColumn("warm-up (s)", format="%.2f"),
+    "wall_sec": st.column_config.NumberColumn("wall (s)", format="%.1f"),
+    "val_accuracy": st.column_config.NumberColumn("final val acc", format="%.3f"),
+    "time_to_target_sec": st.column_config.NumberColumn("time to target (s)", format="%.2f"),
+    "error": st.column_config.TextColumn("error"),
+}
+
+
+@contextmanager
+def one_line_errors(what: str):
+    """An unexpected error becomes one line on the page (traceback to the
+    server log); the other sections still render."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
+        log.exception("%s failed", what)
+        first = (str(e).splitlines() or [""])[0][:300]
+        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
+
+
+def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
+    """engine.cli.runs_frame plus a one-line configuration summary."""
+    by_id = {r["id"]: r for r in runs}
+    df = df.copy()
+    for col in ("samples_per_sec", "warmup_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")  # None -> blank cell, not "None"
+    df["error"] = df["error"].fillna("")
+    df["config"] = [charts.config_summary(by_id[i]["config"], by_id[i].get("summary"))
+                    for i in df["id"]]
+    return df
+
+
+def filters(sb, df: pd.DataFrame) -> pd.DataFrame:
+    """Sidebar multiselects; an empty one means 'all'."""
+    sb.markdown("#### Filter runs")
+    view = df
+    for col, label in FILTERS:
+        options = sorted(df[col].dropna().unique().tolist(), key=str)
+        picked = sb.multiselect(label, options, key=f"filter_{col}", placeholder="all")
+        if picked:
+            view = view[view[col].isin(picked)]
+    return view
+
+
+def _label(by_id: dict, rid: int) -> str:
+    r = by_id[rid]
+    return f"{charts.run_label(r)} · {r['status']}"
+
+
+def _chief(df: pd.DataFrame) -> pd.DataFrame:
+    """System samples of the first process only: a multi-worker run samples every
+    worker, and their lines would interleave."""
+    return df[df["worker"].fillna(0) == 0] if "worker" in df.columns else df
+
+
+def _frames(store: Store, runs: list[dict], table_name: str) -> pd.DataFrame | None:
+    parts = [charts.tag(_chief(store.frame(table_name, r["id"])), charts.run_label(r),
+                        charts.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def overlay_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
+    """Loss and throughput curves of any picked runs, overlaid."""
+    st.markdown("### Overlay runs")
+    ids = view["id"].tolist()
+    newest_group = by_id[ids[0]]["group_id"] if ids else None
+    default = [i for i in ids if by_id[i]["group_id"] == newest_group][:6] or ids[:2]
+    picked = st.multiselect("Runs to overlay", ids, default=default, key="overlay",
+                            format_func=lambda i: _label(by_id, i))
+    if not picked:
+        st.caption("Pick runs above to overlay their loss and throughput curves.")
+        return
+    runs = [by_id[i] for i in sorted(picked)]
+    x = st.segmented_control("Loss against", ["wall time (s)", "step"], default="wall time (s)",
+                             key="overlay_x", required=True)
+    execs, epochs = _frames(store, runs, "executions"), _frames(store, runs, "epochs")
+    medians = {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
+    c1, c2 = st.columns(2, gap="medium")
+    c1.plotly_chart(charts.throughput_figure(execs, medians), key="overlay_throughput",
+                    config=PLOTLY_CONFIG)
+    c2.plotly_chart(charts.loss_figure(execs, epochs, x="step" if x == "step" else "t"),
+                    key="overlay_loss", config=PLOTLY_CONFIG)
+
+
+def _replicas(run: dict) -> int:
+    """All replicas of a run: devices per worker x worker processes."""
+    return run["config"]["devices"] * run["config"].get("workers", 1)
+
+
+def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
+    """Every other finished run's speedup over a picked baseline, and scaling."""
+    st.markdown("### Speedup and scaling")
+    done = view[(view["status"] == "completed") & view["samples_per_sec"].notna()]
+    if len(done) < 2:
+        st.caption("Speedups need at least two completed runs in the table (a baseline and a run).")
+        return
+    ids = done["id"].tolist()
+    baselines = [i for i in ids if by_id[i]["role"] == "baseline"]
+    base_id = st.selectbox("Baseline", ids, index=ids.index(baselines[0]) if baselines else 0,
+                           key="speedup_baseline", format_func=lambda i: _label(by_id, i))
+    base = by_id[base_id]
+    rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR, "speedup": 1.0,
+             "devices": _replicas(base),
+             "simulated": (base.get("summary") or {}).get("replicas_simulated"), "note": "baseline"}]
+    for rid in sorted(i for i in ids if i != base_id):
+        r = by_id[rid]
+        c = compare(store, base_id, rid)
+        rows.append({"label": charts.run_label(r), "color": charts.run_color(rid, r["role"]),
+                     "speedup": c["throughput_speedup"], "devices": _replicas(r),
+                     "simulated": (r.get("summary") or {}).get("replicas_simulated"),
+                     "note": "; ".join(c["caveats"]) or "like for like"})
+    bars = pd.DataFrame(rows)
+    c1, c2 = st.columns([1.2, 1], gap="medium")
+    c1.plotly_chart(charts.speedup_figure(bars, title=f"Speedup vs {charts.run_label(base)}"),
+                    key="speedup_bars", config=PLOTLY_CONFIG)
+    c2.plotly_chart(charts.scaling_figure(bars), key="scaling", config=PLOTLY_CONFIG)
+    c2.caption("Ideal: speedup = devices. Black diamonds: a well-tuned data-parallel setup "
+               "(2 devices 2.0x, 4 devices 3.8x, 8 devices 7.3x). Open circles are simulated "
+               "logical devices carved out of one physical device: they share its cores, so "
+               "expect no speedup from them.")
+    unlike = bars[~bars["note"].isin(["baseline", "like for like"])]
+    if len(unlike):
+        c1.caption(f":material/warning: {len(unlike)} run(s) are not like with like "
+                   "(different data, model or batch): hover a bar for why.")
+
+
+def export_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
+    """CSV downloads: the (filtered) table and any run's metrics."""
+    st.markdown("### Download")
+    c1, c2, c3, c4, c5 = st.columns([1.3, 2, 1, 1, 1], vertical_alignment="bottom")
+    c1.download_button("Table (CSV)", view.to_csv(index=False), "speedlab_runs.csv", "text/csv",
+                       icon=":material/download:", key="dl_table")
+    ids = view["id"].tolist()
+    rid = c2.selectbox("Run metrics", ids, key="export_run", format_func=lambda i: _label(by_id, i))
+    if rid is None:
+        return
+    for col, name in ((c3, "executions"), (c4, "epochs"), (c5, "system")):
+        col.download_button(f"{name} (CSV)", store.frame(name, rid).to_csv(index=False),
+                            f"speedlab_run{rid}_{name}.csv", "text/csv", key=f"dl_{name}",
+                            icon=":material/download:")
+
+
+def delete_section(store: Store, by_id: dict) -> None:
+    """Delete runs and their metrics; active runs are refused."""
+    st.markdown("### Delete runs")
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    picked = c1.multiselect("Runs to delete", list(by_id), key="delete_ids",
+                            format_func=lambda i: _label(by_id, i))
+    sure = c2.checkbox("I am sure", key="delete_sure")
+    if c3.button("Delete", icon=":material/delete:", key="delete", disabled=not picked or not sure):
+        busy = [i for i in picked if by_id[i]["status"] in ACTIVE_STATUSES]
+        if busy:
+            st.error(f"Run(s) {', '.join(f'#{i}' for i in busy)} are still active: stop them on the "
+                     "Train page first. Nothing was deleted.")
+            return
+        for i in picked:
+            store.delete_run(i)
+        st.session_state["runs_flash"] = f"Deleted run(s) {', '.join(f'#{i}' for i in picked)}."
+        for key in ("delete_ids", "delete_sure", "overlay", "speedup_baseline", "export_run"):
+            st.session_state.pop(key, None)  # they may name deleted runs
+        st.rerun()
+
+
+def main() -> None:
+    st.markdown("### SpeedLab · Runs")
+    flash = st.session_state.pop("runs_flash", None)
+    if flash:
+        st.success(flash, icon=":material/delete:")
+    store = Store()
+    try:
+        runner.reconcile(store)
+        runs = store.list_runs()
+        if not runs:
+            st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
+                    "Every run is kept here.", icon=":material/info:")
+            return
+        by_id = {r["id"]: r for r in runs}
+        df = table(runs, runs_frame(store))
+        view = filters(st.sidebar, df)
+        st.caption(f"{len(view)} of {len(df)} runs · throughput = steady-state median samples/s "
+                   "(warm-up excluded)")
+        st.dataframe(view, hide_index=True, column_config=TABLE_COLUMNS,
+                     column_order=list(TABLE_COLUMNS), key="runs_table")
+        if view.empty:
+            st.caption("No run matches the filters on the left.")
+        else:
+            for title, section in (("Overlay", overlay_section), ("Speedup", speedup_section),
+                                   ("Download", export_section)):
+                with one_line_errors(title):
+                    section(store, by_id, view)
+        with one_line_errors("Delete"):
+            delete_section(store, by_id)
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

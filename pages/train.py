@@ -1,0 +1,490 @@
+"""Train (landing page): set the speed-up options, launch a run next to its
+baseline, and watch throughput, loss and speedup live.
+
+UI only: validation, launching, speedups and figures all come from `engine`.
+Run state lives in the store (not in st.session_state), so reloading the tab
+or opening a second one re-attaches to the active run. The script never
+blocks on training: a fragment re-reads the store about once a second.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+import pandas as pd
+import streamlit as st
+
+from engine import charts, datasets_meta, runner
+from engine.compare import compare, live_summary, progress
+from engine.config import (DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS, PRECISIONS, SCHEDULES,
+                           ConfigError, RunConfig, check_runnable)
+from engine.machine import quick_facts
+from engine.store import ACTIVE_STATUSES, Store
+
+try:  # optional engine modules, written in parallel: their widgets are skipped if absent
+    from engine import lr_math
+except ImportError:
+    lr_math = None
+try:
+    from engine import hardware
+except ImportError:
+    hardware = None
+
+LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
+WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
+DEFAULTS = RunConfig()
+OPTIONAL = ("target_accuracy", "max_lr")  # None means "not set" for these fields
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+log = logging.getLogger("speedlab.dashboard")
+
+
+@contextmanager
+def one_line_errors(what: str):
+    """An unexpected error becomes one line on the page (the traceback goes to
+    the server log), so no traceback reaches the page and the live view keeps
+    refreshing on the next tick."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
+        log.exception("%s failed", what)
+        first = (str(e).splitlines() or [""])[0][:300]
+        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
+
+
+# --- controls -----------------------------------------------------------------
+
+class Form:
+    """Widgets bound to RunConfig fields: each gets a one-line help caption and
+    a placeholder right under it for the engine's message about that field."""
+
+    def __init__(self, container):
+        self.c = container
+        self.values: dict = {}
+        self.slots: dict = {}
+
+    def field(self, name: str, widget: str, label: str, **kw):
+        # Bound to the URL: a configuration is shareable and survives page switches.
+        kw.setdefault("key", name)
+        value = getattr(self.c, widget)(label, bind="query-params", persist_state="session", **kw)
+        self.values[name] = value
+        self.c.caption(FIELD_HELP[name])
+        self.slots[name] = self.c.empty()
+        return value
+
+    def select(self, name, label, options, **kw):
+        return self.field(name, "selectbox", label, options=options,
+                          index=list(options).index(getattr(DEFAULTS, name)), **kw)
+
+    def number(self, name, label, **kw):
+        kw.setdefault("value", getattr(DEFAULTS, name))
+        return self.field(name, "number_input", label, **kw)
+
+
+def controls(sb) -> Form:
+    """All settings, grouped, in the sidebar. Ranges are left to the engine so
+    its one-line message explains what is wrong and how to fix it."""
+    f = Form(sb)
+    sb.markdown("#### Data and model")
+    f.select("dataset", "Data set", dataset_options())
+    if f.values["dataset"] == "synthetic":
+        text = sb.text_input("Synthetic image shape (H,W,C)", "32,32,3", key="synthetic_shape",
+                             bind="query-params", persist_state="session")
+        try:
+            f.values["synthetic_shape"] = tuple(int(p) for p in text.split(","))
+        except ValueError:
+            f.values["synthetic_shape"] = (text,)  # the engine names the problem
+        f.slots["synthetic_shape"] = sb.empty()
+        f.number("synthetic_classes", "Synthetic classes", min_value=2, step=1)
+        f.number("synthetic_samples", "Synthetic samples", min_value=4, step=256)
+    f.select("model", "Model", MODELS)
+
+    sb.markdown("#### Speed options")
+    f.select("precision", "Precision", PRECISIONS)
+    f.select("device_type", "Device type", DEVICE_TYPES)
+    sb.caption(_machine_line())
+    f.number("devices", "Number of devices (replicas per worker)", min_value=1, step=1)
+    if "workers" in FIELD_HELP:
+        f.number("workers", "Worker processes", min_value=1, step=1)
+    f.number("batch_size", "Global batch size (samples)", min_value=1, step=32)
+    bs = f.values["batch_size"]
+    replicas = (f.values["devices"] or 1) * (f.values.get("workers") or 1)
+    if bs and bs % replicas == 0:
+        f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
+                                       f"{replicas} replica{'s' if replicas > 1 else ''}")
+    f.number("steps_per_execution", "Steps per execution", min_value=1, step=1)
+    f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
+
+    sb.markdown("#### Training")
+    f.number("epochs", "Epochs", min_value=1, step=1)
+    f.select("optimizer", "Optimizer", OPTIMIZERS)
+    f.number("learning_rate", "Learning rate", step=1e-4, format="%.5f")
+    if f.values["optimizer"] == "sgd":
+        f.number("momentum", "Momentum", step=0.05, format="%.2f")
+    f.number("target_accuracy", "Target validation accuracy (0-1, optional)", value=None, step=0.01,
+             format="%.2f", placeholder="none")
+    return f
+
+
+def schedule_controls(f: Form, sb) -> None:
+    """The 'Schedule and regularisation' expander (the LR preview is drawn
+    after validation, see lr_preview)."""
+    exp = sb.expander("Schedule and regularisation")
+    f.c = exp
+    f.select("schedule", "Learning-rate schedule", SCHEDULES)
+    f.number("warmup_epochs", "Warmup epochs", step=0.5, format="%.1f")
+    f.number("max_lr", "Max learning rate (cyclic / one_cycle)", value=None, step=1e-3,
+             format="%.4f", placeholder="10x the base")
+    f.field("scale_lr", "toggle", "Scale LR with batch size", value=DEFAULTS.scale_lr)
+    if f.values["scale_lr"]:
+        f.number("reference_batch_size", "Reference batch size", min_value=1, step=32)
+    f.number("label_smoothing", "Label smoothing", step=0.05, format="%.2f")
+    f.number("mixup_alpha", "Mixup alpha", step=0.1, format="%.2f")
+    f.c = sb
+    f.preview_slot = exp.container()
+
+
+def dataset_options() -> list[str]:
+    """Built-in data sets plus registered user data sets (when the engine has them)."""
+    try:
+        return list(datasets_meta.available_datasets())
+    except Exception:  # noqa: BLE001 - older engine, or an unreadable registry
+        return list(datasets_meta.DATASET_NAMES)
+
+
+def _machine_line() -> str:
+    m = quick_facts()
+    gpus = f"{m['gpus']} GPU ({', '.join(m['gpu_names'])})" if m["gpus"] else "no GPU"
+    return f"This machine: {m['logical_cores']} CPU cores, {gpus}" + (", TPU" if m["tpu"] else "")
+
+
+def validate(values: dict) -> tuple:
+    """(config or None, the engine's one-line error or None, the field it is
+    about, warnings). Never raises: no traceback may reach the page."""
+    for k, v in values.items():
+        if v is None and k not in OPTIONAL:
+            return None, f"{k}: the box is empty; enter a value (default {getattr(DEFAULTS, k)})", k, []
+    try:
+        cfg = RunConfig.from_dict(values)
+        return cfg, None, None, check_runnable(cfg)
+    except ConfigError as e:
+        return None, str(e), e.field, []
+    except Exception as e:  # noqa: BLE001 - e.g. an empty number box: one line, not a traceback
+        return None, f"{type(e).__name__}: {e}", None, []
+
+
+def _warning_field(line: str) -> str:
+    """Which control a check_runnable warning is about."""
+    return "devices" if "replica" in line else "precision" if "float16" in line else "device_type"
+
+
+def hardware_hints(cfg: RunConfig) -> dict:
+    """{field: one-line hint} from the cached hardware check (engine.hardware);
+    empty when no check has been run yet (probing starts TF: not done here)."""
+    if hardware is None:
+        return {}
+    try:
+        facts = hardware.cached_facts()
+        if not facts:
+            return {}
+        hints = {}
+        if cfg.precision != "float32":
+            hints["precision"] = hardware.option_hint(facts, cfg.precision, cfg.device_type)
+        if cfg.jit_compile:
+            hints["jit_compile"] = hardware.option_hint(facts, "jit_compile", cfg.device_type)
+        if cfg.devices > 1:
+            hints["devices"] = hardware.option_hint(facts, "devices", cfg.device_type)
+        return hints
+    except Exception:  # noqa: BLE001 - a stale or partial cache only costs the hints
+        return {}
+
+
+def lr_preview(cfg: RunConfig, container) -> None:
+    """The schedule's learning rate (and momentum) per step, from engine.lr_math."""
+    if lr_math is None or not hasattr(lr_math, "preview"):
+        return
+    try:
+        p = lr_math.preview(cfg, cfg.steps_per_epoch())
+        df = pd.DataFrame({k: p[k] for k in ("step", "lr", "momentum") if k in p})
+    except Exception as e:  # noqa: BLE001
+        container.caption(f"LR preview unavailable: {type(e).__name__}: {e}")
+        return
+    container.markdown("**Learning-rate preview**")
+    container.plotly_chart(charts.lr_preview_figure(df, cfg.steps_per_epoch()), key="lr_preview",
+                           config={**PLOTLY_CONFIG, "displayModeBar": False})
+
+
+# --- launching ------------------------------------------------------------------
+
+def active_message(run: dict) -> str:
+    return (f"Run #{run['id']} ({charts.run_label(run)}) is {run['status']}: one run at a time keeps "
+            "measurements clean. Wait for it to finish or press Stop.")
+
+
+def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
+    """Queue `cfg` (after its baseline, unless a matching one is stored), or
+    say which run is active instead."""
+    store = Store()
+    try:
+        active = runner.active_run(store)
+    finally:
+        store.close()
+    if active:
+        out.warning(active_message(active), icon=":material/hourglass_top:")
+        return
+    try:
+        if with_baseline:
+            bid, rid, reused = runner.launch_with_baseline(cfg)
+            if bid == rid:
+                msg = f"Queued run #{rid}: it is its own baseline (float32, 1 device, no options on)"
+            elif reused:
+                msg = f"Reusing stored baseline #{bid}; queued run #{rid}"
+            else:
+                msg = f"Queued baseline #{bid}, then run #{rid}"
+        else:
+            (rid,) = runner.submit([cfg])
+            msg = f"Queued run #{rid} (no baseline)"
+        out.success(msg, icon=":material/rocket_launch:")
+    except runner.ActiveRunError as e:  # another tab launched in between
+        out.warning(active_message(e.run), icon=":material/hourglass_top:")
+    except ConfigError as e:
+        out.error(str(e))
+    except Exception as e:  # noqa: BLE001
+        out.error(f"Could not launch: {type(e).__name__}: {e}")
+
+
+# --- the current comparison (from the store) ----------------------------------
+
+def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | None]:
+    """(runs of the newest group, oldest first; its baseline; its run).
+
+    A group holds the baseline and the run launched together. When the
+    baseline was reused from an earlier group, the newest matching stored
+    baseline stands in; when a config is its own baseline, both are the same run.
+    """
+    runs = store.list_runs()
+    if not runs:
+        return [], None, None
+    gid = runs[0]["group_id"]
+    group = [r for r in reversed(runs) if r["group_id"] == gid] if gid else [runs[0]]
+    base = next((r for r in group if r["role"] == "baseline"), None)
+    run = next((r for r in group if r["role"] == "run"), None) or base
+    if base is None and run is not None:
+        try:
+            base = runner.find_baseline(store, RunConfig.from_dict(run["config"]))
+        except ConfigError:
+            base = None
+    return group, base, run
+
+
+def _chief(df: pd.DataFrame) -> pd.DataFrame:
+    """System samples of the first process only: a multi-worker run samples every
+    worker, and their lines would interleave."""
+    return df[df["worker"].fillna(0) == 0] if "worker" in df.columns else df
+
+
+def _frames(store: Store, runs: list[dict]) -> dict[str, pd.DataFrame]:
+    """Executions, epochs and system rows of `runs`, tagged with label/colour."""
+    out = {}
+    for table in ("executions", "epochs", "system"):
+        parts = [charts.tag(_chief(store.frame(table, r["id"])), charts.run_label(r),
+                            charts.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+        parts = [p for p in parts if not p.empty]
+        out[table] = pd.concat(parts, ignore_index=True) if parts else None
+    return out
+
+
+def status_line(store: Store, run: dict) -> tuple[str, float | None]:
+    """(one markdown line about a run, progress fraction while it runs)."""
+    name = f"**{charts.run_label(run)}**"
+    st_ = run["status"]
+    if st_ == "queued":
+        return f":material/hourglass_empty: {name}: queued", None
+    p = progress(store, run["id"]) or {}
+    if st_ == "running":
+        if not p.get("total_steps"):
+            return f":material/settings: {name}: setting up (devices, data, model)", 0.0
+        left = p.get("time_left_sec")
+        left = ("warming up" if left is None else "< 1 s left" if left < 1 else f"{left:.0f} s left")
+        line = (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step "
+                f"{p['step']}/{p['total_steps']} · {p['elapsed_sec']:.1f} s elapsed · {left}")
+        return line, p["fraction"]
+    summ = live_summary(store, run)
+    sps = summ.get("samples_per_sec")
+    rate = f" · {sps:,.0f} samples/s" if sps else ""
+    if st_ == "completed":
+        wall = summ.get("wall_sec")
+        return (f":material/check_circle: {name}: completed"
+                + (f" in {wall:.1f} s" if wall else "") + rate), None
+    if st_ == "cancelled":
+        return (f":material/stop_circle: {name}: cancelled at step {p.get('step', 0)}/"
+                f"{p.get('total_steps') or '?'} (partial charts kept){rate}"), None
+    return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
+
+
+def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None) -> None:
+    """Status, Stop, speedup and the live charts of the current comparison."""
+    shown = [r for r in ([base] if base and base not in group else []) + group]
+    active = any(r["status"] in ACTIVE_STATUSES for r in group)
+    head, stop_col = st.columns([6, 1], vertical_alignment="center")
+    with head:
+        for r in shown:
+            line, frac = status_line(store, r)
+            if frac is not None:
+                st.progress(min(max(frac, 0.0), 1.0), text=line)
+            else:
+                st.markdown(line)
+    with stop_col:
+        if active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
+                                help="Cancel the active run(s); their metrics stay in the store"):
+            st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
+    for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
+        st.caption(f":material/info: {w}")
+
+    runs = [r for r in ([base] if base else []) + ([run] if run and run is not base else [])]
+    frames = _frames(store, runs)
+    medians = {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
+    cmp = compare(store, base["id"], run["id"]) if base and run and base["id"] != run["id"] else None
+
+    left, right = st.columns([1, 2.4], gap="medium")
+    with left:
+        speedup_panel(base, run, cmp)
+    with right:
+        st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
+                        config=PLOTLY_CONFIG)
+    c1, c2 = st.columns(2, gap="medium")
+    c1.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="t"), key="loss_t",
+                    config=PLOTLY_CONFIG)
+    c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step"),
+                    key="loss_step", config=PLOTLY_CONFIG)
+    s1, s2, s3 = st.columns(3, gap="medium")
+    s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
+    s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
+                                         "CPU"), key="cpu", config=PLOTLY_CONFIG)
+    s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "worker memory (RSS, MB)",
+                                         "Memory"), key="mem", config=PLOTLY_CONFIG)
+
+
+def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None:
+    """The big speedup number, time-to-target speedup and the bar vs 1.0."""
+    if base is None:
+        st.metric("Throughput speedup", "—", border=True)
+        st.caption("No baseline for this run: turn on **Compare with baseline** and launch again "
+                   "to measure the speedup.")
+        return
+    if cmp is None:  # the run is its own baseline
+        st.metric("Throughput speedup", "1.00×", border=True,
+                  help="This configuration is the baseline itself (float32, 1 device, no options).")
+        st.caption("This run is its own baseline: turn on a speed option (precision, devices, "
+                   "steps per execution, XLA) to compare.")
+        return
+    x = cmp["throughput_speedup"]
+    help_ = (f"steady-state samples/s of run #{run['id']} / baseline #{base['id']} "
+             "(medians over executions after the warm-up)")
+    if x is None:
+        st.metric("Throughput speedup", "—", border=True, help=help_)
+        st.caption("Waiting for both runs' steady-state throughput ...")
+    else:
+        st.metric("Throughput speedup", f"{x:.2f}×", delta=f"{(x - 1) * 100:+.0f}% vs baseline",
+                  border=True, help=help_)
+    tt = cmp.get("time_to_target_speedup")
+    target = (run.get("config") or {}).get("target_accuracy")
+    if tt is not None:
+        st.metric("Time-to-target speedup", f"{tt:.2f}×", border=True,
+                  help=f"baseline reached {target:.0%} validation accuracy in "
+                       f"{cmp['baseline_time_to_target_sec']:.2f} s, this run in "
+                       f"{cmp['time_to_target_sec']:.2f} s")
+    elif target:
+        st.caption(f"Time to {target:.0%} validation accuracy: not reached by both runs (yet).")
+    else:
+        st.caption("Set a target validation accuracy to also compare time to accuracy.")
+    if x is not None:
+        # Short names: the narrow column has no room for full labels; colours match the charts.
+        bars = pd.DataFrame([
+            {"label": f"baseline #{base['id']}", "color": charts.run_color(base["id"], "baseline"),
+             "speedup": 1.0, "note": charts.run_label(base)},
+            {"label": f"run #{run['id']}", "color": charts.run_color(run["id"], run["role"]),
+             "speedup": x, "note": "; ".join([charts.run_label(run), *cmp["caveats"]])}])
+        st.plotly_chart(charts.speedup_figure(bars, title=None, x_title="speedup (×)"),
+                        key="speedup_bars", config=PLOTLY_CONFIG)
+    for line in cmp["caveats"]:
+        st.caption(f":material/warning: {line}")
+
+
+def live_view(was_active: bool) -> None:
+    """Body of the live fragment: re-reads the store on every tick."""
+    with one_line_errors("Live view"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            group, base, run = current_comparison(store)
+            active = bool(store.active_runs())
+            if active != was_active:  # a run ended or started elsewhere: refresh the whole page
+                st.rerun()
+            if not group:
+                st.info("No runs yet: set options on the left and press **Launch**. The baseline "
+                        "(float32, 1 device) runs first, then your run; throughput, loss and the "
+                        "speedup appear here live.", icon=":material/arrow_back:")
+                return
+            render_comparison(store, group, base, run)
+        finally:
+            store.close()
+
+
+def watch() -> None:
+    """Idle watcher: re-attaches when a run starts from another tab or the CLI."""
+    store = Store()
+    try:
+        if store.active_runs():
+            st.rerun()
+    finally:
+        store.close()
+
+
+def main() -> None:
+    sb = st.sidebar
+    f = controls(sb)
+    schedule_controls(f, sb)
+    cfg, error, err_field, warnings = validate(f.values)
+    hints = hardware_hints(cfg) if cfg else {}
+    for name, hint in hints.items():
+        f.slots[name].caption(f":material/memory: {hint}")
+    for w in warnings:
+        f.slots.get(_warning_field(w), sb).warning(w, icon=":material/info:")
+    if error:
+        f.slots.get(err_field, sb).error(error, icon=":material/error:")
+    if cfg:
+        lr_preview(cfg, f.preview_slot)
+
+    st.markdown("### SpeedLab · Train")
+    c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
+    with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
+                              bind="query-params", persist_state="session",
+                              help="Run the float32, 1-device baseline first (or reuse a stored "
+                                   "one that matches) and report the speedup over it.")
+    clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
+                        disabled=cfg is None, width="stretch")
+    if cfg is None:
+        c3.error(f"Launch is disabled: {error}", icon=":material/block:")
+    else:
+        c3.caption(charts.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    messages = st.container()
+    if clicked and cfg is not None:
+        launch(cfg, with_baseline, messages)
+
+    active = False
+    with one_line_errors("Reading the store"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            active = bool(store.active_runs())
+        finally:
+            store.close()
+    # While a run is active the live view re-reads the store every second; when
+    # idle it is drawn once and a cheap watcher looks for new runs.
+    st.fragment(live_view, run_every=LIVE_REFRESH_S if active else None)(active)
+    if not active:
+        st.fragment(watch, run_every=WATCH_REFRESH_S)()
+
+
+if __name__ == "__main__":
+    main()

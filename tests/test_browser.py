@@ -1,0 +1,164 @@
+"""End to end in a real browser: `streamlit run app.py` headless on a free
+loopback port with a temporary store, Chromium driven by Python playwright.
+
+Launches a short digits run (mixed_bfloat16 on 2 devices, 3 epochs) with its
+baseline, waits for live throughput points and a speedup number, and saves
+screenshots under test-output/ (gitignored): train_live.png while it runs,
+train.png and runs.png when both runs are done.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "test-output"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1600, "height": 1000}
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"Chromium not found at {CHROMIUM}: install it (apt-get install chromium) to run "
+                "the browser test", allow_module_level=True)
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="Python playwright missing: pip install -r requirements-dev.txt")
+
+# JS: markers Plotly has drawn in the throughput chart (points on screen).
+THROUGHPUT_POINTS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (gd.layout && gd.layout.title && gd.layout.title.text) || '';
+    if (title.includes('Throughput per execution'))
+      return gd.querySelectorAll('.scatterlayer .trace .points path.point').length;
+  }
+  return 0;
+}"""
+SPEEDUP_VALUE = """() => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes('Throughput speedup'))
+      return m.querySelector('[data-testid="stMetricValue"]').innerText.trim();
+  }
+  return null;
+}"""
+PAGE_HEIGHT = """() => Math.max(...[...document.querySelectorAll(
+  '[data-testid="stMain"], [data-testid="stSidebarContent"]')].map(e => e.scrollHeight))"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def full_screenshot(page, path: Path) -> None:
+    """The whole page: Streamlit scrolls inside its main area, so grow the
+    viewport to the content instead of using full_page."""
+    height = page.evaluate(PAGE_HEIGHT)
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height + 40)})
+    page.wait_for_timeout(1500)  # Plotly relayouts to the new size
+    page.screenshot(path=str(path))
+    page.set_viewport_size(VIEWPORT)
+
+
+@pytest.fixture
+def server(store_home):
+    port = free_port()
+    log = open(store_home / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "SPEEDLAB_HOME": str(store_home), "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy():
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                return r.read() == b"ok"
+        except OSError:
+            return proc.poll() is not None and pytest.fail(
+                "streamlit exited:\n" + (store_home / "streamlit.log").read_text()[-3000:])
+
+    try:
+        wait_for(healthy, 60, "the streamlit server")
+        yield url
+    finally:
+        from engine import runner
+
+        runner.cancel_active()
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_launch_watch_and_review_in_chromium(server, store_home):
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            # The settings are bound to the URL, as a shared link would set them.
+            page.goto(server + "/?precision=mixed_bfloat16&devices=2&epochs=3")
+            launch = page.get_by_role("button", name="Launch")
+            launch.wait_for(timeout=60_000)
+            assert page.get_by_text("No runs yet: set options on the left").is_visible()
+            assert "mixed bf16 · 2 devices · batch 128 · 3 epochs" in page.inner_text("body")
+            launch.click()
+
+            wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) > 0, 120, "throughput points")
+            value = wait_for(lambda: page.evaluate(SPEEDUP_VALUE) not in (None, "—")
+                             and page.evaluate(SPEEDUP_VALUE), 120, "a speedup number")
+            assert re.fullmatch(r"\d+\.\d\d×", value), value
+            full_screenshot(page, OUT / "train_live.png")
+
+            store = Store(store_home / "runs.sqlite")
+            try:
+                wait_for(lambda: len(store.list_runs(["completed"])) == 2, 180, "both runs to complete")
+            finally:
+                store.close()
+            page.get_by_text("completed in").nth(1).wait_for(timeout=30_000)
+            page.wait_for_timeout(1500)
+            full_screenshot(page, OUT / "train.png")
+
+            # A reload re-attaches from the store (no state in the browser session).
+            page.reload()
+            value = wait_for(lambda: page.evaluate(SPEEDUP_VALUE) not in (None, "—")
+                             and page.evaluate(SPEEDUP_VALUE), 60, "the speedup after a reload")
+            assert re.fullmatch(r"\d+\.\d\d×", value), value
+            wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) > 0, 30, "throughput after a reload")
+
+            page.get_by_role("link", name="Runs").click()
+            page.get_by_text("Speedup and scaling").wait_for(timeout=60_000)
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
+                                   timeout=60_000)
+            page.wait_for_timeout(1500)
+            full_screenshot(page, OUT / "runs.png")
+            body = page.inner_text("body")
+            assert "2 of 2 runs" in body and "simulated" in body
+        finally:
+            browser.close()

@@ -1,0 +1,157 @@
+"""Chart builders (engine.charts): pure DataFrame -> Plotly figure, no Streamlit."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine import charts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def execs(n=50, rate=10_000.0, epochs=2, label="#2 mixed bf16", color="#D55E00", run_id=2):
+    """Executions in store layout: the first is a slow warm-up, then steady ones."""
+    dur = np.where(np.arange(n) == 0, 1.0, 128 / rate)
+    df = pd.DataFrame({
+        "idx": np.arange(n), "epoch": np.arange(n) * epochs // n, "step": np.arange(1, n + 1),
+        "batches": 1, "t": np.cumsum(dur), "duration": dur, "samples_per_sec": 128 / dur,
+        "loss": np.linspace(2.3, 0.3, n), "lr": 1e-3, "warmup": (np.arange(n) == 0).astype(int),
+        "data_wait": None})
+    return charts.tag(df, label, color, run_id)
+
+
+def epochs_frame(label="#2 mixed bf16", color="#D55E00", n=2):
+    df = pd.DataFrame({"epoch": range(n), "t": [1.5 * (i + 1) for i in range(n)],
+                       "step": [25 * (i + 1) for i in range(n)], "loss": [1.0, 0.5][:n],
+                       "accuracy": [0.7, 0.9][:n], "val_loss": [0.9, 0.4][:n],
+                       "val_accuracy": [0.75, 0.92][:n], "lr": 1e-3})
+    return charts.tag(df, label, color)
+
+
+def test_colours_are_stable_and_baselines_grey():
+    assert charts.run_color(5, "baseline") == charts.BASELINE_COLOR
+    assert charts.run_color(7) == charts.run_color(7, "run")
+    colours = {charts.run_color(i) for i in range(1, len(charts.PALETTE) + 1)}
+    assert len(colours) == len(charts.PALETTE) and charts.BASELINE_COLOR not in colours
+
+
+def test_labels_and_summaries_name_the_speed_options():
+    run = {"id": 6, "role": "run", "summary": {"replicas_simulated": True},
+           "config": {"precision": "mixed_bfloat16", "devices": 2, "steps_per_execution": 4,
+                      "jit_compile": True, "dataset": "digits", "model": "cnn", "batch_size": 128,
+                      "epochs": 3, "schedule": "constant"}}
+    assert charts.run_label(run) == "#6 mixed bf16 · 2 dev (sim) · spe 4 · XLA"
+    base = {"id": 5, "role": "baseline", "config": {"precision": "float32", "devices": 1}}
+    assert charts.run_label(base) == "#5 baseline fp32"
+    s = charts.config_summary(run["config"], run["summary"])
+    assert s == "digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · spe 4 · XLA · 3 epochs"
+
+
+def test_downsample_caps_points_and_keeps_warmup():
+    df = execs(n=10_000)
+    out = charts.downsample(df, max_points=2000)
+    assert len(out) <= 2001  # 2000 steady rows + the warm-up row
+    assert out["warmup"].sum() == 1
+    assert out["idx"].iloc[0] == 0 and out["idx"].iloc[-1] == 9_999
+    assert out["idx"].is_monotonic_increasing
+    small = execs(n=30)
+    assert len(charts.downsample(small)) == 30
+
+
+def test_throughput_figure_marks_warmup_and_median():
+    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=5000)
+    df = pd.concat([base, execs()])
+    fig = charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
+    assert fig.layout.xaxis.title.text == "wall time since training start (s)"
+    assert "samples/s" in fig.layout.yaxis.title.text
+    warm = [t for t in fig.data if t.legendgroup == "warmup"]
+    assert len(warm) == 2 and all(t.marker.symbol == "x-open" for t in warm)
+    assert sum(bool(t.showlegend is not False) for t in warm) == 1  # one legend entry
+    medians = [t for t in fig.data if t.line.dash == "dash"]
+    assert sorted(t.y[0] for t in medians) == [5000.0, 10_000.0]
+    steady = {t.name: t for t in fig.data if t.mode == "lines+markers"}
+    assert steady["#1 baseline fp32"].line.color == charts.BASELINE_COLOR
+    assert steady["#2 mixed bf16"].line.color == "#D55E00"
+    # The line breaks at the epoch boundary (no bridge over the validation pass).
+    assert np.isnan(np.asarray(steady["#2 mixed bf16"].y, dtype=float)).sum() == 1
+    fig.to_json()
+
+
+def test_throughput_figure_downsamples_long_runs():
+    fig = charts.throughput_figure(execs(n=20_000, epochs=4))
+    assert max(len(t.x) for t in fig.data) <= charts.MAX_POINTS + 4
+
+
+def test_loss_figure_against_time_and_step():
+    e, ep = execs(), epochs_frame()
+    ft = charts.loss_figure(e, ep, x="t")
+    fs = charts.loss_figure(e, ep, x="step")
+    assert ft.layout.xaxis.title.text.endswith("(s)")
+    assert fs.layout.xaxis.title.text.endswith("(steps)")
+    names = [t.name for t in fs.data]
+    assert names == ["#2 mixed bf16 train", "#2 mixed bf16 val"]
+    assert fs.data[1].line.dash == "dash" and list(fs.data[1].x) == [25, 50]
+
+
+def test_speedup_figure_puts_baseline_at_one():
+    bars = pd.DataFrame([{"label": "baseline", "color": charts.BASELINE_COLOR, "speedup": 1.0},
+                         {"label": "run", "color": "#D55E00", "speedup": 1.8, "note": "x"}])
+    fig = charts.speedup_figure(bars)
+    assert list(fig.data[0].x) == [1.0, 1.8]
+    assert list(fig.data[0].marker.color) == [charts.BASELINE_COLOR, "#D55E00"]
+    assert list(fig.data[0].text) == ["1.00×", "1.80×"]
+    assert any(s.x0 == 1.0 and s.x1 == 1.0 for s in fig.layout.shapes)
+    assert "×" in fig.layout.xaxis.title.text
+
+
+def test_scaling_figure_has_ideal_reference_and_simulated_points():
+    pts = pd.DataFrame([
+        {"label": "#1 baseline fp32", "color": charts.BASELINE_COLOR, "speedup": 1.0, "devices": 1,
+         "simulated": False},
+        {"label": "#2 mixed bf16 · 2 dev (sim)", "color": "#D55E00", "speedup": 0.9, "devices": 2,
+         "simulated": True}])
+    fig = charts.scaling_figure(pts)
+    ideal, ref = fig.data[0], fig.data[1]
+    assert list(ideal.x) == list(ideal.y)
+    assert dict(zip(ref.x, ref.y)) == charts.REFERENCE_SCALING
+    sim = fig.data[-1]
+    assert sim.marker.symbol == "circle-open" and "simulated" in sim.name and sim.text[0] == "simulated"
+    assert fig.data[-2].marker.symbol == "circle"
+    assert fig.layout.xaxis.title.text == "devices (replicas)"
+    assert "×" in fig.layout.yaxis.title.text
+
+
+def test_small_charts_and_empty_states():
+    e = execs()
+    assert charts.lr_figure(e).layout.xaxis.title.text == "optimizer step (steps)"
+    sysf = charts.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0],
+                                    "rss_mb": [800.0, 810.0], "mem_percent": [20.0, 21.0],
+                                    "gpu_mem_mb": [None, None]}), "#2", "#D55E00")
+    cpu = charts.system_figure(sysf, "cpu_percent", "worker CPU (% of one core)", "CPU")
+    assert list(cpu.data[0].y) == [90.0, 95.0] and "%" in cpu.layout.yaxis.title.text
+    for fig in (charts.throughput_figure(None), charts.loss_figure(None, None),
+                charts.lr_figure(None), charts.speedup_figure(pd.DataFrame()),
+                charts.system_figure(None, "rss_mb", "MB", "Memory"),
+                charts.system_figure(sysf, "gpu_mem_mb", "GPU memory (MB)", "GPU")):
+        assert not fig.data and fig.layout.annotations  # says what it waits for
+        fig.to_json()
+
+
+def test_lr_preview_shows_momentum_only_when_it_moves():
+    steps = np.arange(100)
+    flat = pd.DataFrame({"step": steps, "lr": np.full(100, 1e-3), "momentum": np.full(100, 0.9)})
+    assert len(charts.lr_preview_figure(flat).data) == 1
+    cyc = flat.assign(momentum=np.linspace(0.95, 0.85, 100))
+    fig = charts.lr_preview_figure(cyc)
+    assert len(fig.data) == 2 and fig.data[1].yaxis == "y2"
+
+
+def test_charts_module_imports_neither_streamlit_nor_tensorflow():
+    code = ("import sys, engine.charts; "
+            "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)

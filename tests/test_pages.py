@@ -1,0 +1,360 @@
+"""Dashboard pages under streamlit.testing.v1.AppTest: empty and filled stores,
+validation, launching (one tiny real run), the Runs page, and no TensorFlow
+in the app process."""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine import runner
+from engine.config import ConfigError, RunConfig, check_runnable
+from engine.measure import steady_state
+from engine.store import SYSTEM_COLS, Store
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+TIMEOUT = 60  # s per script run (first run imports pandas, plotly)
+
+
+# --- helpers -------------------------------------------------------------------
+
+def fake_run(store: Store, cfg: RunConfig, role="run", group="g1", rate=10_000.0, n_exec=None,
+             status="completed", simulated=False, ttt=None) -> int:
+    """Store a run as the worker would (plan, metrics, summary), without training.
+
+    One execution per step; the first is a 1 s warm-up; `rate` in samples/s.
+    """
+    rid = store.create_run(cfg.to_json(), role=role, group_id=group,
+                           status="running" if status != "queued" else "queued")
+    if status == "queued":
+        return rid
+    spe = cfg.steps_per_epoch()
+    total = spe * cfg.epochs
+    n = n_exec or total
+    plan = {"steps_per_epoch": spe, "total_steps": max(total, n), "epochs": cfg.epochs,
+            "replicas": cfg.devices, "replicas_simulated": simulated,
+            "per_replica_batch_size": cfg.per_replica_batch_size, "device_kind": "CPU"}
+    store.update_run(rid, plan=plan, environment={"hostname": os.uname().nodename})
+    bs, t, rows, durs = cfg.batch_size, 0.0, [], []
+    for i in range(n):
+        d = 1.0 if i == 0 else bs / rate * (1.0, 0.95, 1.05)[i % 3]  # noisy, median exact
+        t += d
+        durs.append(d)
+        rows.append((i, i * cfg.epochs // n, i + 1, 1, t, d, bs / d, 2.3 * math.exp(-3 * i / n),
+                     cfg.learning_rate, int(i == 0), None))
+    ep = [(e, t * (e + 1) / cfg.epochs, (e + 1) * n // cfg.epochs, 1.0 / (e + 1), 0.5 + 0.1 * e,
+           0.9 / (e + 1), 0.6 + 0.1 * e, cfg.learning_rate) for e in range(cfg.epochs)]
+    sample = {"cpu_percent": 95.0, "rss_mb": 800.0, "mem_percent": 20.0, "worker": 0}
+    sysrows = [tuple({**sample, "t": float(s)}.get(c) for c in SYSTEM_COLS) for s in range(int(t) + 2)]
+    store.add_metrics(rid, rows, ep, sysrows)
+    summary = {**steady_state(durs, [1] * n, bs), "wall_sec": t, "replicas": cfg.devices,
+               "replicas_simulated": simulated, "final_val_accuracy": 0.6 + 0.1 * (cfg.epochs - 1),
+               "time_to_target_sec": ttt, "warnings": []}
+    if status == "running":
+        store.update_run(rid, summary=summary, pid=os.getpid(), pid_started=_my_start())
+    else:
+        store.finish_run(rid, status, None if status == "completed" else "cancelled by the user",
+                         summary=summary)
+    return rid
+
+
+def _my_start() -> float:
+    import psutil
+
+    return psutil.Process().create_time()
+
+
+def finished_pair(store: Store, n_exec=None) -> tuple[int, int]:
+    """A baseline and a mixed_bfloat16 2-device (simulated) run, 1.5x faster."""
+    cfg = RunConfig(epochs=3, precision="mixed_bfloat16", devices=2, target_accuracy=0.7)
+    base = RunConfig(epochs=3, target_accuracy=0.7)
+    b = fake_run(store, base, "baseline", rate=8000.0, n_exec=n_exec, ttt=2.0)
+    r = fake_run(store, cfg, "run", rate=12_000.0, n_exec=n_exec, simulated=True, ttt=1.0)
+    return b, r
+
+
+def app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if page:
+        at.switch_page(page)
+    return at.run()
+
+
+def plotly_specs(at: AppTest) -> dict[str, dict]:
+    """{widget key: figure JSON} of every Plotly chart on the page."""
+    out = {}
+    for el in at.get("plotly_chart"):
+        key = el.proto.id.rsplit("-", 1)[-1]
+        out[key] = json.loads(el.proto.spec)
+    return out
+
+
+def values(v) -> list:
+    """A trace's data array: Plotly sends NumPy arrays as base64 typed arrays."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v or [])
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def no_errors(at: AppTest) -> None:
+    """No exception, and no section caught one (pages show those as '<what> failed: ...')."""
+    assert not at.exception, [e.value for e in at.exception]
+    caught = [e.value for e in at.error if " failed: " in e.value]
+    assert not caught, caught
+
+
+# --- Train page ------------------------------------------------------------------
+
+def test_train_page_empty_store(store_home):
+    at = app()
+    no_errors(at)
+    assert "No runs yet: set options on the left and press **Launch**" in texts(at.info)
+    launch = at.button(key="launch")
+    assert launch.label == "Launch" and not launch.disabled
+    assert at.toggle(key="with_baseline").value is True  # compare with baseline: on by default
+    assert set(plotly_specs(at)) <= {"lr_preview"}  # no run charts yet
+
+
+def test_train_page_shows_finished_comparison(store):
+    b, r = finished_pair(store)
+    at = app()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Throughput speedup"] == "1.50×"
+    assert metrics["Time-to-target speedup"] == "2.00×"
+    status = texts(at.markdown)
+    assert f"#{b} baseline fp32**: completed" in status and f"#{r} mixed bf16 · 2 dev (sim)**: completed" in status
+    specs = plotly_specs(at)
+    assert {"throughput", "loss_t", "loss_step", "lr", "cpu", "mem", "speedup_bars"} <= set(specs)
+    tp = specs["throughput"]
+    names = {t.get("name") for t in tp["data"]}
+    assert {f"#{b} baseline fp32", f"#{r} mixed bf16 · 2 dev (sim)", "warm-up (compile)"} <= names
+    assert tp["layout"]["yaxis"]["title"]["text"] == "throughput (samples/s)"
+    assert not [b for b in at.button if b.key == "stop"]  # nothing to stop
+
+
+def test_failed_and_cancelled_runs_keep_their_charts(store):
+    b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
+    r = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", status="cancelled")
+    at = app()
+    no_errors(at)
+    assert f"#{r} fp32 · spe 4**: cancelled at step" in texts(at.markdown)
+    assert "throughput" in plotly_specs(at)
+    store.finish_run(b, "failed", "out of memory: OOM when allocating; use a smaller batch_size")
+    at = app()
+    no_errors(at)
+    assert "failed: out of memory: OOM when allocating; use a smaller batch_size" in texts(at.markdown)
+
+
+def test_long_runs_are_downsampled_for_display(store):
+    finished_pair(store, n_exec=6000)
+    specs = plotly_specs(app())
+    for key in ("throughput", "loss_t", "loss_step", "lr"):
+        longest = max(len(values(t.get("x"))) for t in specs[key]["data"])
+        assert 1000 < longest <= 2000 + 3, key
+
+
+def test_invalid_settings_disable_launch_and_show_the_engine_message(store_home):
+    at = app()
+    at.number_input(key="devices").set_value(3).run()
+    no_errors(at)
+    with pytest.raises(ConfigError) as err:
+        RunConfig(devices=3)
+    msg = str(err.value)  # "batch_size: 128 is not divisible by 3 replicas; use 126 or 129 ..."
+    assert msg in texts(at.error)
+    assert at.button(key="launch").disabled
+    # Another field: steps per execution beyond one epoch.
+    at.number_input(key="devices").set_value(1)
+    at.number_input(key="steps_per_execution").set_value(1000).run()
+    assert "steps_per_execution: 1000 is more than the 12 steps in one epoch" in texts(at.error)
+    assert at.button(key="launch").disabled
+    at.number_input(key="steps_per_execution").set_value(4).run()
+    assert not at.error and not at.button(key="launch").disabled
+
+
+def test_missing_device_is_refused_before_launch(store_home):
+    from engine.machine import quick_facts
+
+    if quick_facts()["gpus"]:
+        pytest.skip("this machine has a GPU")
+    at = app()
+    at.selectbox(key="device_type").set_value("gpu").run()
+    no_errors(at)
+    assert "device_type: 'gpu' was requested but no GPU is visible" in texts(at.error)
+    assert at.button(key="launch").disabled
+
+
+def test_simulated_devices_are_explained(store_home):
+    at = app()
+    at.number_input(key="devices").set_value(2).run()
+    no_errors(at)
+    for w in check_runnable(RunConfig(devices=2)):  # e.g. "2 replicas will be simulated ..."
+        assert w in texts(at.warning)
+    assert "Per-replica batch: **64** samples on each of 2 replicas" in texts(at.markdown)
+
+
+def test_schedule_expander_previews_the_learning_rate(store_home):
+    pytest.importorskip("engine.lr_math")
+    at = app()
+    at.selectbox(key="schedule").set_value("one_cycle")
+    at.selectbox(key="optimizer").set_value("sgd").run()
+    no_errors(at)
+    spec = plotly_specs(at)["lr_preview"]
+    assert spec["data"][0]["name"] == "learning rate (left)" and len(spec["data"]) == 2  # lr + momentum
+    # A schedule conflict is shown next to its control and blocks Launch.
+    at.number_input(key="warmup_epochs").set_value(1.0).run()
+    assert "warmup_epochs: 1.0 does not apply to schedule 'one_cycle'" in texts(at.error)
+    assert at.button(key="launch").disabled
+
+
+def test_hardware_hint_from_the_cached_check(store_home):
+    hardware = pytest.importorskip("engine.hardware")
+    facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
+    (store_home / "hardware.json").write_text(json.dumps({hardware.cache_key(): facts}))
+    at = app()
+    at.selectbox(key="precision").set_value("mixed_bfloat16").run()
+    no_errors(at)
+    assert hardware.option_hint(facts, "mixed_bfloat16") in texts(at.caption)
+
+
+def test_active_run_reattaches_blocks_a_second_launch_and_stops(store):
+    rid = fake_run(store, RunConfig(epochs=2), "baseline", status="queued")
+    at = app()  # a fresh session (like a reload or a second tab) finds the run in the store
+    no_errors(at)
+    assert f"#{rid} baseline fp32**: queued" in texts(at.markdown)
+    at.button(key="launch").click().run()
+    assert f"Run #{rid} (#{rid} baseline fp32) is queued" in texts(at.warning)
+    assert len(store.list_runs()) == 1  # nothing new was queued
+    at.button(key="stop").click().run()
+    no_errors(at)
+    assert store.get_run(rid)["status"] == "cancelled"
+    at.run()
+    assert "cancelled" in texts(at.markdown)
+
+
+def test_running_run_shows_progress_and_live_speedup(store):
+    base = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
+    rid = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", rate=16_000.0,
+                   status="running")
+    at = app()
+    no_errors(at)
+    bar = at.get("progress")
+    assert bar and "epoch 3/3" in bar[0].proto.text and "s left" in bar[0].proto.text
+    assert {m.label: m.value for m in at.metric}["Throughput speedup"] == "2.00×"
+    assert at.button(key="stop")
+    store.finish_run(rid, "completed")  # keep the Stop button from signalling this process
+    assert base
+
+
+def test_real_run_launched_from_the_train_page(store_home):
+    """A tiny real baseline + run (digits, mlp, 2 epochs) through the page."""
+    at = app()
+    at.selectbox(key="model").set_value("mlp")
+    at.number_input(key="epochs").set_value(2)
+    at.number_input(key="steps_per_execution").set_value(4).run()
+    at.button(key="launch").click().run()
+    no_errors(at)
+    assert "Queued baseline #1, then run #2" in texts(at.success)
+    try:
+        for rid in (1, 2):
+            assert runner.wait(rid, poll_s=0.25, timeout_s=180)["status"] == "completed"
+    finally:
+        runner.cancel_active()
+    at = app()  # a new session re-attaches from the store
+    no_errors(at)
+    value = {m.label: m.value for m in at.metric}["Throughput speedup"]
+    assert value.endswith("×") and float(value[:-1]) > 0
+    specs = plotly_specs(at)
+    steady = [t for t in specs["throughput"]["data"] if t.get("mode") == "lines+markers"]
+    assert len(steady) == 2 and all(len(values(t["x"])) > 1 for t in steady)
+    assert any(t.get("name", "").endswith("val") for t in specs["loss_step"]["data"])
+
+
+# --- Runs page -------------------------------------------------------------------
+
+def test_runs_page_empty_store(store_home):
+    at = app("pages/runs.py")
+    no_errors(at)
+    assert "No runs yet" in texts(at.info)
+
+
+def test_runs_page_with_finished_runs(store):
+    b, r = finished_pair(store)
+    at = app("pages/runs.py")
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert list(table["id"]) == [r, b]
+    assert "mixed bf16 · 2 devices (simulated)" in table["config"].iloc[0]
+    specs = plotly_specs(at)
+    assert {"overlay_throughput", "overlay_loss", "speedup_bars", "scaling"} <= set(specs)
+    bars = specs["speedup_bars"]["data"][0]
+    assert [round(x, 3) for x in values(bars["x"])] == [1.0, 1.5]
+    scaling = specs["scaling"]["data"]
+    sim = [t for t in scaling if "simulated" in (t.get("name") or "")]
+    assert sim and values(sim[0]["x"]) == [2] and sim[0]["marker"]["symbol"] == "circle-open"
+    labels = [d.label for d in at.get("download_button")]
+    assert "Table (CSV)" in labels and "executions (CSV)" in labels
+    # Filters narrow the table.
+    at.multiselect(key="filter_precision").set_value(["float32"]).run()
+    assert list(at.dataframe[0].value["id"]) == [b]
+
+
+def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
+    b, r = finished_pair(store)
+    q = fake_run(store, RunConfig(epochs=2), "run", group="g2", status="queued")
+    at = app("pages/runs.py")
+    at.multiselect(key="delete_ids").set_value([q, r])
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    no_errors(at)
+    assert f"#{q} are still active" in texts(at.error)
+    assert {x["id"] for x in store.list_runs()} == {b, r, q}
+    at.multiselect(key="delete_ids").set_value([r])
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    no_errors(at)
+    assert f"Deleted run(s) #{r}." in texts(at.success)
+    assert {x["id"] for x in store.list_runs()} == {b, q}
+    assert store.frame("executions", r).empty
+
+
+# --- no TensorFlow in the app process ----------------------------------------------
+
+def test_pages_never_import_tensorflow(store_home):
+    """Import every page module, then render every page on a filled store, in a
+    fresh interpreter: neither may pull in TensorFlow or Keras."""
+    script = textwrap.dedent(f"""
+        import importlib.util, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from pathlib import Path
+        for path in sorted(Path({str(ROOT)!r}, "pages").glob("*.py")):
+            spec = importlib.util.spec_from_file_location("page_" + path.stem, path)
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        from engine.store import SYSTEM_COLS, Store
+        from test_pages import finished_pair, app
+        finished_pair(Store())
+        for page in [None] + [f"pages/{{p.name}}" for p in sorted(Path({str(ROOT)!r}, "pages").glob("*.py"))]:
+            at = app(page)
+            assert not at.exception, (page, [e.value for e in at.exception])
+        bad = [m for m in ("tensorflow", "keras") if m in sys.modules]
+        assert not bad, bad
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "SPEEDLAB_HOME": str(store_home)})
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
