@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -13,27 +12,9 @@ from engine.compare import compare
 from engine.config import RunConfig
 from engine.store import Store
 
-# Long enough to cancel or kill mid-run: 400 epochs of 3 steps on 64 synthetic 8x8 images.
-LONG = RunConfig(dataset="synthetic", synthetic_shape=(8, 8, 1), synthetic_samples=80,
-                 model="mlp", batch_size=16, epochs=400, validation_fraction=0.2)
-
-
 def run_and_wait(cfg, timeout=180):
     (rid,) = runner.submit([cfg])
     return runner.wait(rid, timeout_s=timeout)
-
-
-def wait_for_executions(rid, n, timeout=90):
-    s = Store()
-    try:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
-            if len(s.metrics("executions", rid)) >= n:
-                return s.get_run(rid)
-            time.sleep(0.2)
-        raise TimeoutError(f"run {rid} wrote fewer than {n} executions")
-    finally:
-        s.close()
 
 
 def test_cli_digits_run_reaches_095_and_prints_json(store_home):
@@ -83,29 +64,27 @@ def test_mixed_float16_records_loss_scale(store_home):
     assert r["summary"]["compute_dtype"] == "float16" and r["summary"]["loss_scale"] > 0
 
 
-def test_second_launch_is_refused_and_cancel_keeps_partial_metrics(store_home):
-    (rid,) = runner.submit([LONG])
-    wait_for_executions(rid, 5)
+def test_second_launch_is_refused_and_cancel_keeps_partial_metrics(start_long_run):
+    rid, st = start_long_run()
     with pytest.raises(runner.ActiveRunError, match=f"run {rid} is running"):
         runner.submit([RunConfig()])
     assert "stop requested" in runner.cancel(rid)
     run = runner.wait(rid, timeout_s=60)
     assert run["status"] == "cancelled"
-    st = Store()
     n = len(st.metrics("executions", rid))
     assert 5 <= n < 1200  # partial: 400 epochs x 3 steps were planned
     assert run["summary"]["executions"] == n
 
 
-def test_killed_worker_ends_failed_with_reason(store_home):
-    (rid,) = runner.submit([LONG])
-    run = wait_for_executions(rid, 3)
+def test_killed_worker_ends_failed_with_reason(start_long_run):
+    rid, st = start_long_run(n=3)
+    run = st.get_run(rid)
     os.kill(run["pid"], signal.SIGKILL)
     run = runner.wait(rid, timeout_s=60)
     assert run["status"] == "failed"
     assert "killed by SIGKILL" in run["error"]
     assert run["stderr_tail"] is not None
-    assert len(Store().metrics("executions", rid)) >= 3
+    assert len(st.metrics("executions", rid)) >= 3
 
 
 def test_baseline_launch_reuse_and_compare(store_home):
