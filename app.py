@@ -1,7 +1,9 @@
 """SpeedLab dashboard: ``streamlit run app.py``.
 
-Page config and navigation only; each page is one file in pages/. Adding a
-page is one line in PAGES. The app process never imports TensorFlow: runs
+Page config and navigation only; each page is one file in views/. Not pages/:
+next to st.navigation, a pages/ folder makes Streamlit run a page without
+app.py when its URL is opened directly or reloaded. Adding a page is one
+line in PAGES. The app process never imports TensorFlow: runs
 execute in worker processes started by engine.runner.
 """
 import streamlit as st
@@ -10,8 +12,9 @@ st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="
                    initial_sidebar_state="expanded")
 
 PAGES = [
-    st.Page("pages/train.py", title="Train", icon=":material/rocket_launch:", default=True),
-    st.Page("pages/runs.py", title="Runs", icon=":material/table_chart:"),
+    st.Page("views/train.py", title="Train", icon=":material/rocket_launch:", default=True),
+    st.Page("views/runs.py", title="Runs", icon=":material/table_chart:"),
+    st.Page("views/hardware.py", title="Hardware", icon=":material/memory:"),
 ]
 
 st.navigation(PAGES, position="top").run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -148,7 +149,9 @@ def save(result: dict) -> str:
     h = home()
     h.mkdir(parents=True, exist_ok=True)
     path = h / "bench-latest.json"
-    path.write_text(json.dumps({**result, "created": time.time()}))
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")  # atomic: the dashboard may be reading
+    tmp.write_text(json.dumps({**result, "created": time.time()}))
+    os.replace(tmp, path)
     return str(path)
 
 
@@ -165,3 +168,101 @@ def load_latest() -> Optional[dict]:
 def to_config_changes(cell: dict) -> dict:
     """RunConfig fields that reproduce `cell` on the Train page."""
     return {k: cell[k] for k in ("precision", "steps_per_execution", "jit_compile", "devices")}
+
+
+# --- in the background, for the dashboard ---------------------------------------
+PROGRESS_FILE = "bench-progress.json"
+LOG_FILE = "bench.log"
+
+
+def cell_name(cell: dict) -> str:
+    """'mixed bf16 · spe 8 · XLA on · 1 device' (tables, progress lines)."""
+    short = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
+    dev = f"{cell['devices']} device" + ("s" if cell["devices"] != 1 else "")
+    if cell.get("simulated"):
+        dev += " (simulated)"
+    return (f"{short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · "
+            f"XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
+
+
+def measure_order(cells: list[dict], repeats: int) -> list[tuple[int, int]]:
+    """(cell index, repeat) in the order `run` measures them: one worker per
+    device layout (fewest devices first), repeats interleaved within it."""
+    out = []
+    for devices in sorted({c["devices"] for c in cells}):
+        idx = [i for i, c in enumerate(cells) if c["devices"] == devices]
+        out += [(i, r) for r in range(repeats) for i in idx]
+    return out
+
+
+def progress_path():
+    """$SPEEDLAB_HOME/bench-progress.json: the background benchmark's state."""
+    from engine.store import home
+
+    return home() / PROGRESS_FILE
+
+
+def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict] = None) -> int:
+    """Start ``python -m engine bench --json --progress-file ...`` detached (its
+    own session: it outlives the caller) and return its pid. Follow it with
+    `read_progress`; the result is saved as usual (`load_latest`).
+
+    `matrix` ({'workload', 'cells'}, see the CLI's --matrix) replaces the
+    planned matrix (tests use a tiny one).
+
+    Raises: BenchError (one line) while a training run is queued or running, or
+    a benchmark or LR range test is already running.
+    """
+    from engine import background
+
+    why = background.busy()
+    if why:
+        raise BenchError(f"not started: {why}")
+    cells = matrix["cells"] if matrix else plan_matrix(quick_facts(), full)
+    path = progress_path()
+    log = path.parent / LOG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    extra = []
+    if matrix:
+        background.write_json(path.parent / "bench-matrix.json", matrix)
+        extra = ["--matrix", str(path.parent / "bench-matrix.json")]
+    background.write_json(path, {"state": "starting", "pid": None, "pid_started": None,
+                                 "started": time.time(), "done": 0, "total": len(cells) * repeats,
+                                 "current": None, "error": None, "full": full, "repeats": repeats,
+                                 "log": str(log)})
+    pid, pid_started = background.spawn(
+        ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
+         "--progress-file", str(path), *extra], log)
+    job = background.read_json(path) or {}
+    if job.get("pid") is None:  # the child has not written yet
+        background.write_json(path, {**job, "pid": pid, "pid_started": pid_started})
+    return pid
+
+
+def read_progress() -> Optional[dict]:
+    """The background benchmark's progress, or None if none was started here.
+
+    Returns: {'state': 'starting' | 'running' | 'done' | 'failed' | 'cancelled',
+    'done', 'total' (cells x repeats), 'current' (the cell being measured, a
+    `cell_name`), 'last' ({'cell', 'samples_per_sec'} of the last measured),
+    'error' (one line), 'started', 'elapsed' (s), 'pid', ...}. A job whose
+    process died unseen reads as 'failed' with its log's last error line.
+    """
+    from engine import background
+
+    return background.check(background.read_json(progress_path()), "benchmark")
+
+
+def cancel_background() -> bool:
+    """Stop the running background benchmark (its CLI and worker processes).
+    Returns whether one was running."""
+    from engine import background
+
+    path = progress_path()
+    job = background.read_json(path)
+    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
+        return False
+    background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
+                                 "finished": time.time()})
+    return True

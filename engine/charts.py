@@ -358,7 +358,7 @@ def system_figure(system: pd.DataFrame, column: str, y_title: str, title: str,
     return fig
 
 
-def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs devices",
+def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs replicas",
                    height: int = 400) -> go.Figure:
     """Measured speedup against device count, with the ideal line (speedup =
     devices) and a well-tuned data-parallel reference (REFERENCE_SCALING).
@@ -367,11 +367,14 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs devic
         points: one row per run: devices (all replicas: devices per worker x
             workers), speedup (x), label, color, simulated
             (bool: logical devices carved out of one physical device, drawn as
-            open markers and labelled 'simulated').
+            open markers and labelled 'simulated'); optional workers (int:
+            worker processes, drawn as squares), one_host (bool: all workers on
+            one host, sharing its cores: open squares) and layout (text by the
+            marker and in the legend, see `replica_layout`).
     """
     max_dev = max([8, *([int(points["devices"].max())] if points is not None and len(points) else [])])
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[1, max_dev], y=[1, max_dev], name="ideal (speedup = devices)",
+    fig.add_trace(go.Scatter(x=[1, max_dev], y=[1, max_dev], name="ideal (speedup = replicas)",
                              mode="lines", line=dict(color="#9CA3AF", width=2, dash="dot"),
                              hoverinfo="skip"))
     ref_x = list(REFERENCE_SCALING)
@@ -388,18 +391,213 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs devic
         pts = points.dropna(subset=["speedup"])
         for label, color, g in _groups(pts):
             sim = bool(g["simulated"].fillna(False).astype(bool).iloc[0]) if "simulated" in g else False
+            workers = int(g["workers"].fillna(1).iloc[0]) if "workers" in g else 1
+            shared = bool(g["one_host"].fillna(False).astype(bool).iloc[0]) if "one_host" in g else False
+            layout = str(g["layout"].iloc[0]) if "layout" in g and pd.notna(g["layout"].iloc[0]) else None
+            if layout:  # e.g. '2 workers × 1 device' or '2 devices (simulated)'
+                name, text = f"{label} ({layout})", layout if (sim or workers > 1) else ""
+            else:
+                name, text = label + (" (simulated devices)" if sim else ""), "simulated" if sim else ""
+            # Circles: devices in one process; squares: several worker processes.
+            # Open: replicas sharing one physical device or one host's cores.
+            symbol = ("square" if workers > 1 else "circle") + ("-open" if sim or shared else "")
             eff = 100 * g["speedup"] / g["devices"]
             fig.add_trace(go.Scatter(
-                x=g["devices"], y=g["speedup"], name=label + (" (simulated devices)" if sim else ""),
-                mode="markers+text", text=["simulated" if sim else ""] * len(g),
+                x=g["devices"], y=g["speedup"], name=name,
+                mode="markers+text", text=[text] * len(g),
                 textposition="bottom center", textfont=dict(color=color, size=13),
-                marker=dict(color=color, size=15, symbol="circle-open" if sim else "circle",
+                marker=dict(color=color, size=15, symbol=symbol,
                             line=dict(width=3, color=color)),
                 customdata=eff,
-                hovertemplate="%{y:.2f}× on %{x} devices (%{customdata:.0f}% efficiency)"
+                hovertemplate="%{y:.2f}× on %{x} replicas (%{customdata:.0f}% efficiency)"
                               "<extra>" + label + "</extra>"))
-    _style(fig, "devices (replicas)", "speedup vs baseline (×)", title, height)
+    _style(fig, "replicas (devices × workers)", "speedup vs baseline (×)", title, height)
     ticks = [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= max_dev]
     fig.update_xaxes(tickvals=ticks, range=[0.5, max_dev + 0.5])
     fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+# --- replica layouts (Runs page scaling) -----------------------------------------
+
+def replica_layout(cfg: Mapping, summary: Optional[Mapping] = None,
+                   hosts: Optional[int] = None) -> str:
+    """How a run's replicas were laid out, for scaling charts: '1 device',
+    '2 devices (simulated)', '2 workers × 1 device', '2 workers × 2 devices (one host)'.
+
+    Args:
+        cfg: the run's config (devices per worker, workers).
+        summary: its summary ('replicas_simulated': logical devices carved out
+            of one physical device).
+        hosts: distinct hosts its workers ran on, when known; 1 with several
+            workers adds '(one host)': they shared its cores.
+    """
+    summary = summary or {}
+    devices, workers = int(cfg.get("devices", 1)), int(cfg.get("workers", 1))
+    dev = f"{devices} device" + ("s" if devices != 1 else "")
+    if devices > 1 and summary.get("replicas_simulated"):
+        dev += " (simulated)"
+    if workers <= 1:
+        return dev
+    return f"{workers} workers × {dev}" + (" (one host)" if hosts == 1 else "")
+
+
+# --- quick benchmark (engine.bench) ------------------------------------------------
+
+BENCH_PRECISION_COLORS = {"float32": PALETTE[0], "mixed_bfloat16": PALETTE[1],
+                          "mixed_float16": PALETTE[2]}
+BEST_COLOR = REFERENCE_COLOR
+
+
+def bench_cell_name(cell: Mapping) -> str:
+    """'mixed bf16 · spe 8 · XLA on · 1 device' for tables and pickers."""
+    dev = f"{int(cell['devices'])} device" + ("s" if int(cell["devices"]) != 1 else "")
+    if cell.get("simulated"):
+        dev += " (simulated)"
+    return (f"{_PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
+            f"{int(cell['steps_per_execution'])} · XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
+
+
+def _is_bench_baseline(row) -> bool:
+    return (row["precision"] == "float32" and int(row["steps_per_execution"]) == 1
+            and not bool(row["jit_compile"]) and int(row["devices"]) == 1)
+
+
+def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each option combination",
+                 height: int = 440) -> go.Figure:
+    """Grouped bars of the quick benchmark: one group per (steps per execution,
+    XLA), one bar colour per precision (hatched: several replicas), the median
+    speedup over repeats with its min-max spread as error bars.
+
+    The baseline bar (float32, spe 1, XLA off, 1 device) is its own grey trace
+    and exactly 1.0 (a dashed line marks 1.0 across); the best bar has a thick
+    black outline, named in the legend.
+
+    Args:
+        cells: one row per cell (engine.bench.summarize()['cells']): precision,
+            steps_per_execution, jit_compile, devices, simulated, speedup,
+            speedup_min, speedup_max, samples_per_sec, repeats.
+    """
+    y_title = "speedup vs float32 baseline (×)"
+    x_title = "steps per execution (batches per call) · XLA"
+    if cells is None or cells.empty or cells["speedup"].isna().all():
+        return empty_figure("no benchmark result yet: press Run quick benchmark", height,
+                            x_title, y_title, title)
+    df = cells.dropna(subset=["speedup"]).reset_index(drop=True)
+    for col in ("speedup_min", "speedup_max"):
+        df[col] = df[col].fillna(df["speedup"]) if col in df else df["speedup"]
+    for col, default in (("samples_per_sec", np.nan), ("repeats", 1), ("simulated", False)):
+        if col not in df:
+            df[col] = default
+    df["group"] = [f"spe {int(s)} · XLA {'on' if x else 'off'}"
+                   for s, x in zip(df["steps_per_execution"], df["jit_compile"])]
+    order = [f"spe {s} · XLA {'on' if x else 'off'}" for s, x in
+             sorted({(int(s), bool(x)) for s, x in zip(df["steps_per_execution"], df["jit_compile"])})]
+    df["err_plus"] = (df["speedup_max"] - df["speedup"]).clip(lower=0)
+    df["err_minus"] = (df["speedup"] - df["speedup_min"]).clip(lower=0)
+    df["is_baseline"] = [_is_bench_baseline(r) for _, r in df.iterrows()]
+    best_i = int(df["speedup"].idxmax())
+    fig = go.Figure()
+
+    def bars(g: pd.DataFrame, name: str, slot: str, color: str, hatched: bool, legend: bool = True):
+        best = [i == best_i for i in g.index]
+        fig.add_trace(go.Bar(
+            x=g["group"], y=g["speedup"], name=name, offsetgroup=slot, legendgroup=name,
+            showlegend=legend,
+            marker=dict(color=color, pattern_shape="/" if hatched else "",
+                        line=dict(color=[BEST_COLOR if b else color for b in best],
+                                  width=[4 if b else 0 for b in best])),
+            error_y=dict(type="data", symmetric=False, array=g["err_plus"], arrayminus=g["err_minus"],
+                         color="#374151", thickness=1.5, width=4),
+            text=[f"{v:.2f}×" for v in g["speedup"]], textposition="inside", insidetextanchor="start",
+            textangle=0, textfont=dict(size=13, color="white"), cliponaxis=False,
+            customdata=np.stack([g["speedup_min"], g["speedup_max"], g["samples_per_sec"].fillna(0),
+                                 g["repeats"]], axis=-1),
+            hovertemplate=name + " · %{x}<br>speedup %{y:.2f}× (spread %{customdata[0]:.2f}–"
+                          "%{customdata[1]:.2f}× over %{customdata[3]:.0f} repeats)<br>"
+                          "%{customdata[2]:,.0f} samples/s<extra></extra>"))
+
+    for (prec, dev), g in df.groupby(["precision", "devices"], sort=False):
+        sim = bool(g["simulated"].fillna(False).astype(bool).any())
+        short = _PRECISION_SHORT.get(prec, prec)
+        slot = f"{prec}|{dev}"
+        name = short + (f" · {int(dev)} devices" + (" (simulated)" if sim else "") if int(dev) > 1 else "")
+        base = g[g["is_baseline"]]
+        if len(base):  # same slot as its precision's bars, own colour and legend entry
+            bars(base, "baseline (fp32, spe 1, XLA off)", slot, BASELINE_COLOR, False)
+        rest = g[~g["is_baseline"]]
+        if len(rest):
+            bars(rest, name, slot, BENCH_PRECISION_COLORS.get(prec, PALETTE[3]), int(dev) > 1)
+    b = df.loc[best_i]
+    # Legend-only entry that names the outlined bar.
+    fig.add_trace(go.Bar(x=[None], y=[None], name=f"best: {bench_cell_name(b)} ({b['speedup']:.2f}×)",
+                         marker=dict(color="white", line=dict(color=BEST_COLOR, width=3)),
+                         offsetgroup=f"{b['precision']}|{b['devices']}", hoverinfo="skip"))
+    fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, width=1.5, dash="dash"))
+    _style(fig, x_title, y_title, title, height)
+    top = float((df["speedup"] + df["err_plus"]).max())
+    fig.update_layout(barmode="group", bargap=0.22, bargroupgap=0.06,
+                      uniformtext=dict(minsize=10, mode="hide"))
+    fig.update_xaxes(categoryorder="array", categoryarray=order)
+    fig.update_yaxes(range=[0, max(1.3, top * 1.12)])
+    return fig
+
+
+# --- LR range test (engine.lr_find) -------------------------------------------------
+
+def lr_find_figure(sweep: pd.DataFrame, suggestion: Optional[float] = None,
+                   min_loss_lr: Optional[float] = None, title: Optional[str] = None,
+                   height: int = 300) -> go.Figure:
+    """Training loss against the learning rate of an LR range test (log x):
+    raw per-batch loss (thin, faint) and its smoothed curve (thick), the
+    suggested LR marked with a star and a dotted line, the LR of the minimum
+    smoothed loss with a small open circle (no legend entry: hover names it).
+    Sized for the narrow sidebar.
+
+    Args:
+        sweep: one row per step: lr, loss, smoothed (NaN/None where not finite).
+        suggestion: the suggested max LR (engine.lr_find.suggest()['suggested']).
+    """
+    x_title, y_title = "learning rate (log scale)", "loss (cross-entropy)"
+    if sweep is None or sweep.empty or pd.to_numeric(sweep["smoothed"], errors="coerce").isna().all():
+        return empty_figure("no sweep yet", height, x_title, y_title, title)
+    df = sweep.assign(loss=pd.to_numeric(sweep["loss"], errors="coerce"),
+                      smoothed=pd.to_numeric(sweep["smoothed"], errors="coerce"))
+    color = PALETTE[0]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=df["lr"], y=df["loss"], name="raw", mode="lines",
+                             line=dict(color="#93C5E8", width=1.2),
+                             hovertemplate="loss %{y:.3f} at lr %{x:.2e}<extra>one batch</extra>"))
+    fig.add_trace(go.Scatter(x=df["lr"], y=df["smoothed"], name="smoothed", mode="lines",
+                             line=dict(color=color, width=3),
+                             hovertemplate="smoothed %{y:.3f} at lr %{x:.2e}<extra></extra>"))
+    finite = df.dropna(subset=["smoothed"])
+    if min_loss_lr is not None and len(finite):
+        i = int((np.log(finite["lr"]) - np.log(min_loss_lr)).abs().idxmin())
+        fig.add_trace(go.Scatter(x=[finite.loc[i, "lr"]], y=[finite.loc[i, "smoothed"]], name="minimum",
+                                 mode="markers", showlegend=False,
+                                 marker=dict(color="white", size=10, symbol="circle",
+                                             line=dict(color=color, width=2.5)),
+                                 hovertemplate="minimum smoothed loss %{y:.3f} at lr %{x:.2e}"
+                                               "<extra></extra>"))
+    if suggestion is not None and len(finite):
+        i = int((np.log(finite["lr"]) - np.log(suggestion)).abs().idxmin())
+        fig.add_vline(x=float(suggestion), line=dict(color=PALETTE[1], width=1.5, dash="dot"))
+        fig.add_trace(go.Scatter(x=[suggestion], y=[finite.loc[i, "smoothed"]],
+                                 name="suggested", mode="markers",
+                                 marker=dict(color=PALETTE[1], size=16, symbol="star",
+                                             line=dict(color="white", width=1)),
+                                 hovertemplate="suggested max LR %{x:.2e}<extra></extra>"))
+    _style(fig, x_title, y_title, title, height, legend=True)
+    small = dict(size=12, color="#374151")
+    fig.update_layout(margin=dict(l=48, r=10, t=(40 if title else 0) + 64, b=44, autoexpand=False),
+                      font=dict(size=12),
+                      legend=dict(orientation="h", font=dict(size=12), y=1.0, yanchor="bottom",
+                                  x=0, xanchor="left"))
+    lo, hi = float(np.log10(df["lr"].min())), float(np.log10(df["lr"].max()))
+    fig.update_xaxes(type="log", exponentformat="power", dtick=2 if hi - lo > 4 else 1,
+                     range=[lo - 0.1, hi + 0.1], title_font=dict(size=13), tickfont=small)
+    top = float(finite["smoothed"].max()) * 1.15 if len(finite) else None
+    fig.update_yaxes(tickfont=small, tickformat=".2g", title_font=dict(size=12),
+                     range=[0, top] if top else None)
     return fig

@@ -17,7 +17,44 @@ def add_parser(sub) -> None:
     p.add_argument("--repeats", type=int, default=2, choices=range(1, 11), metavar="N",
                    help="measurements per cell, interleaved (1-10) [2]")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
+    p.add_argument("--progress-file", metavar="FILE",
+                   help="keep FILE (JSON, replaced atomically) up to date: state, cells done/total, "
+                        "the cell being measured, error (the dashboard reads it)")
+    p.add_argument("--matrix", metavar="FILE",
+                   help="measure a custom matrix instead: JSON {'workload': {model, synthetic_shape, "
+                        "batch_size, steps, epochs}, 'cells': [{precision, steps_per_execution, "
+                        "jit_compile, devices}, ...]}, the first cell being the baseline")
     p.set_defaults(func=main)
+
+
+def progress_writer(path):
+    """A function(**fields) that rewrites the progress file `path` (atomically)
+    with the job's state so far; a no-op without a path. Keeps 'started' and
+    'log' from a file that engine.bench.start_background wrote for this job."""
+    import os
+    import time
+    from pathlib import Path
+
+    if not path:
+        return lambda **fields: None
+    import psutil
+
+    from engine import background
+
+    prior = background.read_json(Path(path)) or {}
+    state = {"state": "running", "pid": os.getpid(), "pid_started": psutil.Process().create_time(),
+             "started": time.time(), "done": 0, "total": None, "current": None, "last": None,
+             "error": None}
+    if prior.get("state") == "starting":
+        state.update({k: prior[k] for k in ("started", "log", "full", "repeats") if k in prior})
+
+    def write(**fields):
+        state.update(fields, updated=time.time())
+        if state["state"] not in background.ACTIVE_STATES:
+            state.setdefault("finished", time.time())
+        background.write_json(Path(path), state)
+
+    return write
 
 
 def format_table(result: dict) -> str:
@@ -43,30 +80,69 @@ def format_table(result: dict) -> str:
 
 def main(args) -> int:
     from engine import bench
+    from engine.machine import quick_facts
     from engine.runner import active_run
     from engine.store import Store
 
+    write = progress_writer(getattr(args, "progress_file", None))
     store = Store()
     try:
         run = active_run(store)
     finally:
         store.close()
     if run:
-        print(f"error: run {run['id']} is {run['status']}: a benchmark now would spoil both measurements; "
-              f"wait or cancel it", file=sys.stderr)
+        msg = (f"run {run['id']} is {run['status']}: a benchmark now would spoil both measurements; "
+               f"wait or cancel it")
+        write(state="failed", error=msg)
+        print(f"error: {msg}", file=sys.stderr)
         return 2
 
-    def progress(done, total, sample):
+    facts = quick_facts()
+    workload = None
+    if getattr(args, "matrix", None):
+        try:
+            with open(args.matrix) as fh:
+                matrix = json.load(fh)
+            workload = matrix["workload"]
+            cells = [{"simulated": False, **c} for c in matrix["cells"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            msg = f"--matrix {args.matrix}: {type(e).__name__}: {e}"
+            write(state="failed", error=msg)
+            print(f"error: {msg}", file=sys.stderr)
+            return 2
+    else:
+        cells = bench.plan_matrix(facts, args.full)
+    order = bench.measure_order(cells, args.repeats)
+    total = len(order)
+
+    def current(done):
+        if done >= total:
+            return None
+        i, r = order[done]
+        return bench.cell_name(cells[i]) + (f", repeat {r + 1}/{args.repeats}" if args.repeats > 1 else "")
+
+    write(state="running", done=0, total=total, current=current(0), full=args.full, repeats=args.repeats)
+
+    def progress(done, total_, sample):
+        write(done=done, current=current(done),
+              last={"cell": bench.cell_name(cells[sample["cell"]]),
+                    "samples_per_sec": sample.get("samples_per_sec")})
         if not args.json or sys.stderr.isatty():
-            print(f"\r  measured {done}/{total} cells", end="", file=sys.stderr, flush=True)
+            print(f"\r  measured {done}/{total_} cells", end="", file=sys.stderr, flush=True)
 
     try:
-        result = bench.run(full=args.full, repeats=args.repeats, on_progress=progress)
+        result = bench.run(full=args.full, repeats=args.repeats, facts=facts, cells=cells,
+                           workload=workload, on_progress=progress)
     except bench.BenchError as e:
+        write(state="failed", error=str(e))
         print(f"\nerror: {e}", file=sys.stderr)
         return 1
+    except Exception as e:  # noqa: BLE001 - the progress file must not stay 'running'
+        write(state="failed", error=f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}")
+        raise
     print(file=sys.stderr)
     bench.save(result)
+    write(state="done", done=total, current=None)
     if args.json:
         print(json.dumps(result))
     else:

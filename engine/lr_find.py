@@ -265,3 +265,82 @@ def load_latest() -> Optional[dict]:
         return json.loads((home() / LATEST_FILE).read_text())
     except (OSError, ValueError):
         return None
+
+
+# --- in the background, for the dashboard ------------------------------------------
+PROGRESS_FILE = "lr-find-progress.json"
+LOG_FILE = "lr-find.log"
+CONFIG_FILE = "lr-find-config.json"
+
+
+def start_background(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0,
+                     steps: int = 100, timeout_s: float = 300) -> int:
+    """Start ``python -m engine lr-find --json --config FILE`` detached (its own
+    session: it outlives the caller) and return its pid. It saves its result
+    as `run` does (`load_latest`); follow it with `read_progress`.
+
+    Raises: ConfigError (bad sweep settings, or the machine cannot run cfg);
+        LRFindError (one line) while a training run is queued or running, or
+        a benchmark or another LR range test is running.
+    """
+    from engine import background
+    from engine.config import check_runnable
+    from engine.store import home
+
+    check_sweep(min_lr, max_lr, steps)
+    check_runnable(cfg)
+    why = background.busy()
+    if why:
+        raise LRFindError(f"not started: {why}")
+    h = home()
+    h.mkdir(parents=True, exist_ok=True)
+    cfg_path, log, path = h / CONFIG_FILE, h / LOG_FILE, h / PROGRESS_FILE
+    background.write_json(cfg_path, cfg.to_dict())
+    log.write_bytes(b"")
+    pid, pid_started = background.spawn(
+        ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
+         "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)], log)
+    background.write_json(path, {"state": "running", "pid": pid, "pid_started": pid_started,
+                                 "started": time.time(), "steps": int(steps), "min_lr": float(min_lr),
+                                 "max_lr": float(max_lr), "config": cfg.to_dict(), "log": str(log),
+                                 "error": None})
+    return pid
+
+
+def read_progress() -> Optional[dict]:
+    """The background LR range test's state, or None if none was started here.
+
+    Returns: {'state': 'running' | 'done' | 'failed' | 'cancelled', 'elapsed'
+    (s), 'steps', 'config', 'error' (one line, from the CLI's 'error:' line),
+    ...}. 'done' once its process ended and a result newer than its start is
+    saved (`load_latest`).
+    """
+    from engine import background
+    from engine.store import home
+
+    path = home() / PROGRESS_FILE
+    job = background.read_json(path)
+    if not job:
+        return None
+    if job.get("state") == "running" and not background.alive(job):
+        latest = load_latest() or {}
+        done = (latest.get("created") or 0) >= job.get("started", 0)
+        job.update(state="done" if done else "failed", finished=time.time(),
+                   error=None if done else ("the LR range test ended without a result: "
+                                            f"{background.last_error(job.get('log')) or 'no message'}"))
+        background.write_json(path, job)
+    return background.check(job, "LR range test")
+
+
+def cancel_background() -> bool:
+    """Stop the running background LR range test. Returns whether one was running."""
+    from engine import background
+    from engine.store import home
+
+    path = home() / PROGRESS_FILE
+    job = background.read_json(path)
+    if not job or job.get("state") != "running" or not background.stop(job):
+        return False
+    background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
+                                 "finished": time.time()})
+    return True

@@ -63,3 +63,83 @@ def test_cli_bench_refuses_while_a_run_is_active(store_home):
     s.close()
     out = subprocess.run([sys.executable, "-m", "engine", "bench", "--json"], capture_output=True, text=True)
     assert out.returncode == 2 and f"run {rid} is queued" in out.stderr
+
+
+TINY = {"workload": {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2},
+        "cells": [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1},
+                  {"precision": "float32", "steps_per_execution": 4, "jit_compile": False, "devices": 1}]}
+
+
+def test_background_benchmark_writes_progress_and_refuses_a_second(store_home):
+    """A tiny real matrix in a detached process: the progress file goes
+    starting/running -> done with cells done/total and the cell being measured."""
+    import time
+
+    from engine import background
+
+    pid = bench.start_background(repeats=1, matrix=TINY)
+    try:
+        with pytest.raises(bench.BenchError, match="quick benchmark is running"):
+            bench.start_background(repeats=1, matrix=TINY)
+        seen = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            p = bench.read_progress()
+            if not seen or seen[-1] != (p["state"], p["done"], p["current"]):
+                seen.append((p["state"], p["done"], p["current"]))
+            if p["state"] not in background.ACTIVE_STATES:
+                break
+            time.sleep(0.1)
+    finally:
+        background.stop({"pid": pid, "pid_started": None})
+    assert p["state"] == "done", (p, seen)
+    assert (p["done"], p["total"], p["current"], p["error"]) == (2, 2, None, None)
+    assert p["pid"] == pid and p["elapsed"] > 0
+    assert p["last"]["cell"] == "fp32 · spe 4 · XLA off · 1 device" and p["last"]["samples_per_sec"] > 0
+    assert ("running", 0, "fp32 · spe 1 · XLA off · 1 device") in seen
+    assert bench.load_latest()["cells"][1]["steps_per_execution"] == 4
+    assert not list(store_home.glob(".bench-progress.json.tmp*"))  # written atomically
+
+
+def test_background_benchmark_refused_while_a_run_is_active(store_home):
+    from engine.config import RunConfig
+    from engine.store import Store
+
+    s = Store()
+    rid = s.create_run(RunConfig().to_json(), status="queued")
+    s.close()
+    with pytest.raises(bench.BenchError, match=f"run #{rid} is queued"):
+        bench.start_background()
+    assert bench.read_progress() is None  # nothing was started
+
+
+def test_cli_progress_file_reports_a_refusal(store_home):
+    from engine.config import RunConfig
+    from engine.store import Store
+
+    s = Store()
+    rid = s.create_run(RunConfig().to_json(), status="queued")
+    s.close()
+    path = store_home / "progress.json"
+    out = subprocess.run([sys.executable, "-m", "engine", "bench", "--json", "--progress-file", str(path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    import json
+
+    p = json.loads(path.read_text())
+    assert p["state"] == "failed" and f"run {rid} is queued" in p["error"] and p["finished"]
+
+
+def test_a_benchmark_process_that_died_reads_as_failed(store_home):
+    from engine import background
+
+    log = store_home / "bench.log"
+    log.write_text("  measured 3/16 cells\nerror: benchmark worker exited with code -9: Killed\n")
+    background.write_json(bench.progress_path(), {"state": "running", "pid": 2 ** 22 + 12345,
+                                                  "pid_started": 1.0, "started": 1.0, "done": 3,
+                                                  "total": 16, "log": str(log)})
+    p = bench.read_progress()
+    assert p["state"] == "failed"
+    assert p["error"] == ("the benchmark process ended without a result: benchmark worker exited with "
+                          "code -9: Killed")
+    assert bench.cancel_background() is False  # nothing alive to stop

@@ -4,7 +4,8 @@ loopback port with a temporary store, Chromium driven by Python playwright.
 Launches a short digits run (mixed_bfloat16 on 2 devices, 3 epochs) with its
 baseline, waits for live throughput points and a speedup number, and saves
 screenshots under test-output/ (gitignored): train_live.png while it runs,
-train.png and runs.png when both runs are done.
+train.png and runs.png when both runs are done; hardware.png of the Hardware
+page with a (pre-written) quick-benchmark result.
 """
 from __future__ import annotations
 
@@ -160,5 +161,50 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             full_screenshot(page, OUT / "runs.png")
             body = page.inner_text("body")
             assert "2 of 2 runs" in body and "simulated" in body
+        finally:
+            browser.close()
+
+
+def test_hardware_page_with_a_finished_benchmark_in_chromium(server, store_home):
+    """The Hardware page (real probe) with a saved quick-benchmark result
+    (pre-written: the real one takes over a minute): cards, verdicts, chart,
+    table; 'Use this configuration' fills the Train page. Saves hardware.png."""
+    from engine import bench
+
+    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
+    rates = [3200, 2500, 3600, 2300, 4700, 2000, 5300, 1900]  # samples/s per cell, as measured on a 2-core CPU
+    samples = [{"cell": i, "repeat": r, "samples_per_sec": rates[i] * (1 + 0.04 * r * (-1) ** i), "warmup_sec": 1.0}
+               for r in range(2) for i in range(len(cells))]
+    result = bench.summarize(cells, samples)
+    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=68.0, repeats=2)
+    bench.save(result)
+
+    OUT.mkdir(exist_ok=True)
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            # Opened by URL, the page still runs inside app.py's navigation (the top nav shows).
+            page.goto(server + "/hardware")
+            page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)  # after the probe
+            page.get_by_role("link", name="Train", exact=True).wait_for(timeout=10_000)
+            page.goto(server + "/?epochs=3")
+            page.get_by_role("button", name="Launch").wait_for(timeout=60_000)
+            page.get_by_role("link", name="Hardware", exact=True).click()
+            page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)
+            page.get_by_role("button", name="Use this configuration").wait_for(timeout=30_000)
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1", timeout=30_000)
+            page.wait_for_timeout(1500)
+            full_screenshot(page, OUT / "hardware.png")
+            body = page.inner_text("body")
+            assert "Host CPU" in body and "Best configuration" in body
+            assert "mixed bf16 · spe 8 · XLA off · 1 device" in body
+
+            page.get_by_role("button", name="Use this configuration").click()
+            page.get_by_role("button", name="Launch").wait_for(timeout=30_000)
+            page.wait_for_function("location.search.includes('precision=mixed_bfloat16')", timeout=10_000)
+            assert "steps_per_execution=8" in page.url and "epochs=3" in page.url
+            summary = "digits · cnn · mixed bf16 · 1 device · batch 128 · spe 8 · 3 epochs"
+            page.get_by_text(summary).wait_for(timeout=10_000)
         finally:
             browser.close()

@@ -121,7 +121,7 @@ def test_scaling_figure_has_ideal_reference_and_simulated_points():
     sim = fig.data[-1]
     assert sim.marker.symbol == "circle-open" and "simulated" in sim.name and sim.text[0] == "simulated"
     assert fig.data[-2].marker.symbol == "circle"
-    assert fig.layout.xaxis.title.text == "devices (replicas)"
+    assert fig.layout.xaxis.title.text == "replicas (devices × workers)"
     assert "×" in fig.layout.yaxis.title.text
 
 
@@ -155,3 +155,87 @@ def test_charts_module_imports_neither_streamlit_nor_tensorflow():
             "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def test_scaling_figure_labels_multi_worker_runs():
+    run = {"devices": 1, "workers": 2}
+    assert charts.replica_layout(run) == "2 workers × 1 device"
+    assert charts.replica_layout(run, hosts=1) == "2 workers × 1 device (one host)"
+    assert charts.replica_layout({"devices": 2}, {"replicas_simulated": True}) == "2 devices (simulated)"
+    assert charts.replica_layout({"devices": 2, "workers": 2}, hosts=2) == "2 workers × 2 devices"
+    pts = pd.DataFrame([
+        {"label": "#1 baseline fp32", "color": charts.BASELINE_COLOR, "speedup": 1.0, "devices": 1,
+         "simulated": False, "workers": 1, "one_host": False, "layout": "1 device"},
+        {"label": "#2 fp32 · 2 workers", "color": "#D55E00", "speedup": 0.8, "devices": 2,
+         "simulated": False, "workers": 2, "one_host": True, "layout": "2 workers × 1 device (one host)"},
+        {"label": "#3 fp32 · 4 workers", "color": "#009E73", "speedup": 3.5, "devices": 4,
+         "simulated": False, "workers": 4, "one_host": False, "layout": "4 workers × 1 device"}])
+    fig = charts.scaling_figure(pts)
+    by = {t.name: t for t in fig.data}
+    one_host = by["#2 fp32 · 2 workers (2 workers × 1 device (one host))"]
+    assert list(one_host.x) == [2] and one_host.marker.symbol == "square-open"
+    assert one_host.text[0] == "2 workers × 1 device (one host)"
+    real = by["#3 fp32 · 4 workers (4 workers × 1 device)"]
+    assert real.marker.symbol == "square" and list(real.x) == [4]
+    assert by["#1 baseline fp32 (1 device)"].marker.symbol == "circle"
+    assert by["#1 baseline fp32 (1 device)"].text[0] == ""  # no label on the plain single device
+
+
+def bench_cells():
+    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.bench.summarize."""
+    def cell(p, s, x, sp, lo, hi, rate):
+        return {"precision": p, "steps_per_execution": s, "jit_compile": x, "devices": 1, "simulated": False,
+                "speedup": sp, "speedup_min": lo, "speedup_max": hi, "samples_per_sec": rate,
+                "warmup_sec": 1.0, "repeats": 2}
+    return pd.DataFrame([cell("float32", 1, False, 1.0, 1.0, 1.0, 1000.0),
+                         cell("float32", 8, False, 1.9, 1.7, 2.1, 1900.0),
+                         cell("float32", 8, True, 0.8, 0.7, 0.9, 800.0),
+                         cell("mixed_bfloat16", 1, False, 1.4, 1.2, 1.5, 1400.0)])
+
+
+def test_bench_figure_baseline_one_best_outlined_spread_as_error_bars():
+    fig = charts.bench_figure(bench_cells())
+    by = {t.name: t for t in fig.data}
+    base = by["baseline (fp32, spe 1, XLA off)"]
+    assert list(base.y) == [1.0] and base.marker.color == charts.BASELINE_COLOR
+    assert list(base.x) == ["spe 1 · XLA off"]
+    fp32 = by["fp32"]
+    assert list(fp32.x) == ["spe 8 · XLA off", "spe 8 · XLA on"] and list(fp32.y) == [1.9, 0.8]
+    assert fp32.marker.color == charts.BENCH_PRECISION_COLORS["float32"]
+    assert base.offsetgroup == fp32.offsetgroup  # the baseline sits in the fp32 slot
+    # Spread (min-max over repeats) as asymmetric error bars.
+    assert [round(v, 3) for v in fp32.error_y.array] == [0.2, 0.1]
+    assert [round(v, 3) for v in fp32.error_y.arrayminus] == [0.2, 0.1]
+    # Best cell: thick black outline, named in the legend.
+    assert list(fp32.marker.line.width) == [4, 0] and fp32.marker.line.color[0] == charts.BEST_COLOR
+    assert "best: fp32 · spe 8 · XLA off · 1 device (1.90×)" in by
+    bf16 = by["mixed bf16"]
+    assert bf16.marker.color == charts.BENCH_PRECISION_COLORS["mixed_bfloat16"] and list(bf16.y) == [1.4]
+    assert list(fig.layout.xaxis.categoryarray) == ["spe 1 · XLA off", "spe 8 · XLA off", "spe 8 · XLA on"]
+    assert fig.layout.yaxis.title.text == "speedup vs float32 baseline (×)"
+    assert "steps per execution" in fig.layout.xaxis.title.text
+    assert any(s.y0 == 1.0 and s.y1 == 1.0 for s in fig.layout.shapes)  # the 1.0 line
+    fig.to_json()
+    empty = charts.bench_figure(pd.DataFrame())
+    assert not empty.data and "Run quick benchmark" in empty.layout.annotations[0].text
+
+
+def test_lr_find_figure_log_axis_raw_smoothed_and_suggestion():
+    lrs = np.logspace(-6, 0, 60)
+    loss = 2.3 - 1.5 / (1 + np.exp(-(np.log10(lrs) + 3) * 3))
+    smoothed = pd.Series(loss).rolling(3, min_periods=1).mean()
+    df = pd.DataFrame({"lr": lrs, "loss": loss, "smoothed": smoothed})
+    df.loc[59, ["loss", "smoothed"]] = None  # a diverged, non-finite last step
+    fig = charts.lr_find_figure(df, suggestion=1e-3, min_loss_lr=lrs[50])
+    by = {t.name: t for t in fig.data}
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.title.text == "learning rate (log scale)"
+    assert fig.layout.yaxis.title.text == "loss (cross-entropy)"
+    assert len(by["raw"].x) == 60 and by["smoothed"].line.width > by["raw"].line.width
+    star = by["suggested"]
+    assert list(star.x) == [1e-3] and star.marker.symbol == "star"
+    assert any(s.x0 == 1e-3 for s in fig.layout.shapes)  # dotted line at the suggestion
+    assert by["minimum"].showlegend is False and list(by["minimum"].x) == [lrs[50]]
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > float(smoothed.max())
+    fig.to_json()
+    empty = charts.lr_find_figure(pd.DataFrame({"lr": [], "loss": [], "smoothed": []}))
+    assert not empty.data and empty.layout.annotations

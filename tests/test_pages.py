@@ -231,6 +231,126 @@ def test_hardware_hint_from_the_cached_check(store_home):
     assert hardware.option_hint(facts, "mixed_bfloat16") in texts(at.caption)
 
 
+def test_hardware_link_when_no_check_is_cached_and_verdicts_when_it_is(store_home):
+    hardware = pytest.importorskip("engine.hardware")
+    at = app()
+    no_errors(at)
+    link = at.get("page_link")
+    assert link and link[0].proto.label == "Run the hardware check" and link[0].proto.page == "hardware"
+    facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
+    (store_home / "hardware.json").write_text(json.dumps({hardware.cache_key(): facts}))
+    at = app()
+    assert not at.get("page_link")
+    captions = texts(at.caption)
+    # float32 selected: the faster low precision is suggested; XLA and devices judged too.
+    assert ":green-badge[tip] mixed_bfloat16 should be faster here" in captions
+    assert ":orange-badge[measure] " + hardware.option_hint(facts, "jit_compile") in captions
+    assert ":gray-badge[neutral] " + hardware.option_hint(facts, "devices") in captions
+
+
+def test_workers_times_devices_gives_the_replicas(store_home):
+    at = app()
+    at.number_input(key="workers").set_value(2).run()
+    no_errors(at)
+    assert "Per-replica batch: **64** samples on each of 2 replicas (1 device × 2 workers)" in texts(at.markdown)
+    assert "replicas = devices x workers" in texts(at.caption)  # the field's help
+    from engine.machine import quick_facts
+
+    if not quick_facts()["gpus"]:  # 2 devices x 2 workers on a CPU: refused by the engine
+        at.number_input(key="devices").set_value(2).run()
+        assert "devices: 2 per worker on a CPU with 2 workers" in texts(at.error)
+        assert at.button(key="launch").disabled
+
+
+def test_each_schedule_shows_its_own_settings_and_advanced_fields(store_home):
+    at = app()
+    keys = lambda: {w.key for w in [*at.number_input, *at.selectbox, *at.toggle]}  # noqa: E731
+    assert "reduce_on_plateau" in keys() and "cyclic_mode" not in keys()
+    assert {"seed", "validation_fraction"} <= keys()
+    at.toggle(key="reduce_on_plateau").set_value(True)
+    at.number_input(key="warmup_epochs").set_value(1.0).run()
+    assert "reduce_on_plateau: True conflicts with a learning-rate warmup" in texts(at.error)
+    at.toggle(key="reduce_on_plateau").set_value(False)
+    at.number_input(key="warmup_epochs").set_value(0.0)
+    at.selectbox(key="schedule").set_value("cyclic").run()
+    no_errors(at)
+    assert {"cyclic_mode", "half_cycle_epochs"} <= keys() and "cyclic_gamma" not in keys()
+    assert "reduce_on_plateau" not in keys()
+    at.selectbox(key="cyclic_mode").set_value("exp_range").run()
+    assert "cyclic_gamma" in keys()
+    at.selectbox(key="schedule").set_value("one_cycle").run()
+    assert {"one_cycle_pct_start", "one_cycle_div_factor", "one_cycle_final_div_factor"} <= keys()
+    at.number_input(key="one_cycle_pct_start").set_value(1.0).run()
+    assert "one_cycle_pct_start: 1.0 is out of range" in texts(at.error)
+    at.number_input(key="one_cycle_pct_start").set_value(0.25)
+    at.selectbox(key="schedule").set_value("warmup_step").run()
+    assert {"step_decay_epochs", "step_decay_rate"} <= keys()
+    at.number_input(key="seed").set_value(7)
+    at.number_input(key="validation_fraction").set_value(0.6).run()
+    assert "validation_fraction: 0.6 is out of range" in texts(at.error)
+    assert at.button(key="launch").disabled
+
+
+def lr_sweep(n=80, suggested=3e-3) -> dict:
+    """An LR range test result as engine.lr_find.run saves it."""
+    from engine import lr_find
+
+    lrs = [1e-6 * (1e6 ** (i / 99)) for i in range(n)]
+    loss = [2.3 - 1.8 / (1 + math.exp(-(math.log10(x) + 3) * 3)) for x in lrs]
+    res = {"lr": lrs, "loss": loss, "smoothed": loss, "stopped": "diverged", "config": RunConfig().to_dict(),
+           "suggestion": lr_find.suggest(lrs, loss), "created": 2e9}
+    res["suggestion"]["suggested"] = suggested
+    lr_find.save(res)
+    return res
+
+
+def test_lr_finder_chart_and_use_as_max_lr(store_home):
+    lr_sweep()
+    at = app()
+    at.selectbox(key="schedule").set_value("one_cycle").run()
+    no_errors(at)
+    spec = plotly_specs(at)["lr_find_chart"]
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    assert [t["name"] for t in spec["data"]] == ["raw", "smoothed", "minimum", "suggested"]
+    assert "Suggested max LR **0.003**" in texts(at.caption)
+    at.button(key="lr_find_use").click().run()
+    no_errors(at)
+    assert at.number_input(key="max_lr").value == pytest.approx(3e-3)
+    assert not at.error and not at.button(key="launch").disabled  # a valid config
+    # Another model than the sweep's: flagged, with what to do.
+    at.selectbox(key="model").set_value("mlp").run()
+    assert "This sweep used other settings (model)" in texts(at.caption)
+
+
+def test_lr_finder_runs_in_the_background(store_home):
+    """A real sweep (mlp on digits) started from the page; the page is not
+    blocked, and shows the chart once the detached process is done."""
+    import time
+
+    from engine import lr_find
+
+    at = app()
+    at.selectbox(key="model").set_value("mlp").run()
+    t0 = time.monotonic()
+    at.button(key="lr_find_start").click().run()
+    assert time.monotonic() - t0 < 5  # started, not waited for
+    no_errors(at)
+    try:
+        assert lr_find.read_progress()["state"] == "running"
+        assert "Sweeping the LR" in at.get("progress")[0].proto.text
+        assert at.button(key="lr_find_cancel")
+        deadline = time.monotonic() + 120
+        while lr_find.read_progress()["state"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        lr_find.cancel_background()
+    assert lr_find.read_progress()["state"] == "done", lr_find.read_progress()
+    at = app()
+    at.selectbox(key="model").set_value("mlp").run()
+    no_errors(at)
+    assert "lr_find_chart" in plotly_specs(at) and at.button(key="lr_find_use")
+
+
 def test_active_run_reattaches_blocks_a_second_launch_and_stops(store):
     rid = fake_run(store, RunConfig(epochs=2), "baseline", status="queued")
     at = app()  # a fresh session (like a reload or a second tab) finds the run in the store
@@ -287,14 +407,14 @@ def test_real_run_launched_from_the_train_page(store_home):
 # --- Runs page -------------------------------------------------------------------
 
 def test_runs_page_empty_store(store_home):
-    at = app("pages/runs.py")
+    at = app("views/runs.py")
     no_errors(at)
     assert "No runs yet" in texts(at.info)
 
 
 def test_runs_page_with_finished_runs(store):
     b, r = finished_pair(store)
-    at = app("pages/runs.py")
+    at = app("views/runs.py")
     no_errors(at)
     table = at.dataframe[0].value
     assert list(table["id"]) == [r, b]
@@ -313,10 +433,26 @@ def test_runs_page_with_finished_runs(store):
     assert list(at.dataframe[0].value["id"]) == [b]
 
 
+def test_runs_page_scaling_labels_multi_worker_runs(store):
+    b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
+    r = fake_run(store, RunConfig(epochs=3, workers=2), "run", rate=7000.0)
+    for i in range(2):
+        store.set_worker(r, i, "completed", host="hostA")
+    at = app("views/runs.py")
+    no_errors(at)
+    scaling = plotly_specs(at)["scaling"]
+    mw = [t for t in scaling["data"] if "2 workers" in (t.get("name") or "")]
+    assert mw and values(mw[0]["x"]) == [2]  # replicas = 1 device x 2 workers
+    assert mw[0]["text"][0] == "2 workers × 1 device (one host)"
+    assert mw[0]["marker"]["symbol"] == "square-open"  # one host: the workers share its cores
+    assert scaling["layout"]["xaxis"]["title"]["text"] == "replicas (devices × workers)"
+    assert b
+
+
 def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     b, r = finished_pair(store)
     q = fake_run(store, RunConfig(epochs=2), "run", group="g2", status="queued")
-    at = app("pages/runs.py")
+    at = app("views/runs.py")
     at.multiselect(key="delete_ids").set_value([q, r])
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
@@ -342,13 +478,13 @@ def test_pages_never_import_tensorflow(store_home):
         sys.path.insert(0, {str(ROOT)!r})
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
-        for path in sorted(Path({str(ROOT)!r}, "pages").glob("*.py")):
+        for path in sorted(Path({str(ROOT)!r}, "views").glob("*.py")):
             spec = importlib.util.spec_from_file_location("page_" + path.stem, path)
             spec.loader.exec_module(importlib.util.module_from_spec(spec))
         from engine.store import SYSTEM_COLS, Store
         from test_pages import finished_pair, app
         finished_pair(Store())
-        for page in [None] + [f"pages/{{p.name}}" for p in sorted(Path({str(ROOT)!r}, "pages").glob("*.py"))]:
+        for page in [None] + [f"views/{{p.name}}" for p in sorted(Path({str(ROOT)!r}, "views").glob("*.py"))]:
             at = app(page)
             assert not at.exception, (page, [e.value for e in at.exception])
         bad = [m for m in ("tensorflow", "keras") if m in sys.modules]

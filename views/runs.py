@@ -119,6 +119,18 @@ def _replicas(run: dict) -> int:
     return run["config"]["devices"] * run["config"].get("workers", 1)
 
 
+def _scaling_point(store: Store, run: dict) -> dict:
+    """Scaling-chart columns of a run: replicas, simulated devices, worker
+    processes, whether they all ran on one host, and the layout label
+    ('2 workers × 1 device (one host)')."""
+    workers = int(run["config"].get("workers", 1))
+    hosts = len({w["host"] for w in store.workers(run["id"]) if w.get("host")}) if workers > 1 else None
+    summary = run.get("summary") or {}
+    return {"devices": _replicas(run), "simulated": summary.get("replicas_simulated"),
+            "workers": workers, "one_host": hosts == 1,
+            "layout": charts.replica_layout(run["config"], summary, hosts or None)}
+
+
 def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     """Every other finished run's speedup over a picked baseline, and scaling."""
     st.markdown("### Speedup and scaling")
@@ -132,24 +144,23 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                            key="speedup_baseline", format_func=lambda i: _label(by_id, i))
     base = by_id[base_id]
     rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR, "speedup": 1.0,
-             "devices": _replicas(base),
-             "simulated": (base.get("summary") or {}).get("replicas_simulated"), "note": "baseline"}]
+             **_scaling_point(store, base), "note": "baseline"}]
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
         rows.append({"label": charts.run_label(r), "color": charts.run_color(rid, r["role"]),
-                     "speedup": c["throughput_speedup"], "devices": _replicas(r),
-                     "simulated": (r.get("summary") or {}).get("replicas_simulated"),
+                     "speedup": c["throughput_speedup"], **_scaling_point(store, r),
                      "note": "; ".join(c["caveats"]) or "like for like"})
     bars = pd.DataFrame(rows)
     c1, c2 = st.columns([1.2, 1], gap="medium")
     c1.plotly_chart(charts.speedup_figure(bars, title=f"Speedup vs {charts.run_label(base)}"),
                     key="speedup_bars", config=PLOTLY_CONFIG)
     c2.plotly_chart(charts.scaling_figure(bars), key="scaling", config=PLOTLY_CONFIG)
-    c2.caption("Ideal: speedup = devices. Black diamonds: a well-tuned data-parallel setup "
-               "(2 devices 2.0x, 4 devices 3.8x, 8 devices 7.3x). Open circles are simulated "
-               "logical devices carved out of one physical device: they share its cores, so "
-               "expect no speedup from them.")
+    c2.caption("Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
+               "diamonds: a well-tuned data-parallel setup (2 replicas 2.0x, 4 replicas 3.8x, 8 replicas "
+               "7.3x). Circles: devices in one process; squares: several worker processes. Open "
+               "markers share hardware: simulated logical devices carved out of one physical device, "
+               "or workers on one host sharing its cores, so expect no speedup from them.")
     unlike = bars[~bars["note"].isin(["baseline", "like for like"])]
     if len(unlike):
         c1.caption(f":material/warning: {len(unlike)} run(s) are not like with like "

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 import pandas as pd
 import streamlit as st
 
-from engine import charts, datasets_meta, runner
+from engine import background, charts, datasets_meta, lr_find, runner
 from engine.compare import compare, live_summary, progress
-from engine.config import (DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS, PRECISIONS, SCHEDULES,
-                           ConfigError, RunConfig, check_runnable)
+from engine.config import (CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS, PRECISIONS,
+                           SCHEDULES, ConfigError, RunConfig, check_runnable)
 from engine.machine import quick_facts
 from engine.store import ACTIVE_STATUSES, Store
 
@@ -34,6 +34,14 @@ LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
 OPTIONAL = ("target_accuracy", "max_lr")  # None means "not set" for these fields
+HARDWARE_PAGE = "views/hardware.py"
+VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
+                  "measure": "orange"}
+# LR range test: the sweep's range and length (engine.lr_find defaults).
+LR_SWEEP = {"min_lr": 1e-6, "max_lr": 1.0, "steps": 100}
+# Settings that change an LR sweep's curve: an older sweep with other values is flagged.
+LR_SWEEP_FIELDS = ("dataset", "model", "batch_size", "optimizer", "momentum", "precision", "devices",
+                   "label_smoothing", "mixup_alpha")
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 log = logging.getLogger("speedlab.dashboard")
 
@@ -99,6 +107,9 @@ def controls(sb) -> Form:
     f.select("model", "Model", MODELS)
 
     sb.markdown("#### Speed options")
+    if hardware is not None and _cached_facts() is None:
+        sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
+                     help="See which of these options should pay off on this machine (a few seconds)")
     f.select("precision", "Precision", PRECISIONS)
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
@@ -107,10 +118,13 @@ def controls(sb) -> Form:
         f.number("workers", "Worker processes", min_value=1, step=1)
     f.number("batch_size", "Global batch size (samples)", min_value=1, step=32)
     bs = f.values["batch_size"]
-    replicas = (f.values["devices"] or 1) * (f.values.get("workers") or 1)
+    devices, workers = f.values["devices"] or 1, f.values.get("workers") or 1
+    replicas = devices * workers
     if bs and bs % replicas == 0:
+        layout = (f" ({devices} device{'s' if devices > 1 else ''} × {workers} workers)"
+                  if workers > 1 else "")
         f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
-                                       f"{replicas} replica{'s' if replicas > 1 else ''}")
+                                       f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
     f.number("steps_per_execution", "Steps per execution", min_value=1, step=1)
     f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
 
@@ -126,21 +140,47 @@ def controls(sb) -> Form:
 
 
 def schedule_controls(f: Form, sb) -> None:
-    """The 'Schedule and regularisation' expander (the LR preview is drawn
-    after validation, see lr_preview)."""
+    """The 'Schedule and regularisation' expander: each schedule's own settings
+    appear when it is picked (the LR preview and the LR range test are drawn
+    after validation, see lr_preview and lr_finder)."""
     exp = sb.expander("Schedule and regularisation")
     f.c = exp
-    f.select("schedule", "Learning-rate schedule", SCHEDULES)
+    schedule = f.select("schedule", "Learning-rate schedule", SCHEDULES)
     f.number("warmup_epochs", "Warmup epochs", step=0.5, format="%.1f")
     f.number("max_lr", "Max learning rate (cyclic / one_cycle)", value=None, step=1e-3,
-             format="%.4f", placeholder="10x the base")
+             format="%.3g", placeholder="10x the base")
+    if schedule == "cyclic":
+        mode = f.select("cyclic_mode", "Cyclic mode", CYCLIC_MODES)
+        f.number("half_cycle_epochs", "Half cycle (epochs)", step=0.5, format="%.1f")
+        if mode == "exp_range":
+            f.number("cyclic_gamma", "Cyclic gamma (per step)", step=0.001, format="%.4f")
+    elif schedule == "one_cycle":
+        f.number("one_cycle_pct_start", "Ramp-up share of training", step=0.05, format="%.2f")
+        f.number("one_cycle_div_factor", "Start divisor (start LR = max LR / this)", step=5.0,
+                 format="%g")
+        f.number("one_cycle_final_div_factor", "Final divisor (final LR = start LR / this)",
+                 step=1000.0, format="%g")
+    elif schedule == "warmup_step":
+        f.number("step_decay_epochs", "Epochs between decays", step=0.5, format="%.1f")
+        f.number("step_decay_rate", "Decay factor", step=0.05, format="%.2f")
+    elif schedule == "constant":
+        f.field("reduce_on_plateau", "toggle", "Reduce LR on plateau", value=DEFAULTS.reduce_on_plateau)
     f.field("scale_lr", "toggle", "Scale LR with batch size", value=DEFAULTS.scale_lr)
     if f.values["scale_lr"]:
         f.number("reference_batch_size", "Reference batch size", min_value=1, step=32)
     f.number("label_smoothing", "Label smoothing", step=0.05, format="%.2f")
     f.number("mixup_alpha", "Mixup alpha", step=0.1, format="%.2f")
-    f.c = sb
     f.preview_slot = exp.container()
+    f.lr_find_slot = exp.container()
+    f.c = sb
+
+
+def advanced_controls(f: Form, sb) -> None:
+    """Seed and validation split, tucked away in a small 'Advanced' expander."""
+    f.c = sb.expander("Advanced")
+    f.number("seed", "Random seed", min_value=0, step=1)
+    f.number("validation_fraction", "Validation fraction (0-0.5)", step=0.05, format="%.2f")
+    f.c = sb
 
 
 def dataset_options() -> list[str]:
@@ -177,22 +217,37 @@ def _warning_field(line: str) -> str:
     return "devices" if "replica" in line else "precision" if "float16" in line else "device_type"
 
 
+def _cached_facts() -> dict | None:
+    """The cached hardware check, or None (probing starts TF: not done here)."""
+    try:
+        return hardware.cached_facts() if hardware is not None else None
+    except Exception:  # noqa: BLE001 - an unreadable cache is "no check yet"
+        return None
+
+
 def hardware_hints(cfg: RunConfig) -> dict:
-    """{field: one-line hint} from the cached hardware check (engine.hardware);
-    empty when no check has been run yet (probing starts TF: not done here)."""
-    if hardware is None:
+    """{field: one-line hint with a coloured verdict} from the cached hardware
+    check (engine.hardware), for precision, devices and XLA; empty when no
+    check has been run yet (the sidebar then links to the Hardware page)."""
+    facts = _cached_facts()
+    if not facts:
         return {}
     try:
-        facts = hardware.cached_facts()
-        if not facts:
-            return {}
-        hints = {}
+        by = {v["option"]: v for v in hardware.verdicts(facts, cfg.device_type)}
+
+        def line(option: str) -> str:
+            v = by[option]
+            return f":{VERDICT_COLORS.get(v['verdict'], 'gray')}-badge[{v['verdict']}] {v['reason']}"
+
+        hints = {"jit_compile": line("xla"), "devices": line("multi_device")}
         if cfg.precision != "float32":
-            hints["precision"] = hardware.option_hint(facts, cfg.precision, cfg.device_type)
-        if cfg.jit_compile:
-            hints["jit_compile"] = hardware.option_hint(facts, "jit_compile", cfg.device_type)
-        if cfg.devices > 1:
-            hints["devices"] = hardware.option_hint(facts, "devices", cfg.device_type)
+            hints["precision"] = line(cfg.precision)
+        else:
+            better = [o for o in ("mixed_bfloat16", "mixed_float16") if by[o]["verdict"] == "faster"]
+            hints["precision"] = (f":green-badge[tip] {better[0]} should be faster here: "
+                                  f"{by[better[0]]['reason']}" if better else
+                                  "float32: the baseline precision; no low-precision hardware judged "
+                                  "faster here")
         return hints
     except Exception:  # noqa: BLE001 - a stale or partial cache only costs the hints
         return {}
@@ -213,6 +268,76 @@ def lr_preview(cfg: RunConfig, container) -> None:
                            config={**PLOTLY_CONFIG, "displayModeBar": False})
 
 
+def use_max_lr(value: float) -> None:
+    """Button callback (runs before the controls are drawn): set the max LR control."""
+    st.session_state["max_lr"] = value
+
+
+def _sweep_differs(result: dict, cfg: RunConfig) -> list[str]:
+    """Settings (LR_SWEEP_FIELDS) in which a stored sweep differs from `cfg`."""
+    old = result.get("config") or {}
+    now = cfg.to_dict()
+    return [k for k in LR_SWEEP_FIELDS if k in old and old[k] != now.get(k)]
+
+
+def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
+    """Body of the LR range test fragment (in the schedule expander): the
+    button, the sweep's progress while it runs, then its loss-vs-LR chart and
+    'Use as max LR'. Re-reads lr-find-progress.json on every tick."""
+    with one_line_errors("LR range test"):
+        p = lr_find.read_progress()
+        running = bool(p) and p["state"] in background.ACTIVE_STATES
+        if running != was_running:  # started elsewhere, or finished: redraw the sidebar
+            st.rerun()
+        st.markdown("**Learning-rate range test**")
+        if running:
+            st.progress(min(p.get("elapsed", 0) / 60.0, 0.95),
+                        text=f":material/search: Sweeping the LR {LR_SWEEP['min_lr']:g} → "
+                             f"{LR_SWEEP['max_lr']:g} over up to {p.get('steps')} batches · "
+                             f"{p.get('elapsed', 0):.0f} s")
+            if st.button("Cancel the sweep", icon=":material/stop:", key="lr_find_cancel"):
+                lr_find.cancel_background()
+                st.rerun()
+            return
+        if st.button("Find learning rate", icon=":material/search:", key="lr_find_start",
+                     disabled=cfg is None, width="stretch",
+                     help=f"Train the current model for up to {LR_SWEEP['steps']} batches with the LR "
+                          f"rising from {LR_SWEEP['min_lr']:g} to {LR_SWEEP['max_lr']:g}, in the "
+                          "background (Smith 2017); suggests a max LR"):
+            try:
+                lr_find.start_background(cfg, **LR_SWEEP)
+                st.rerun()
+            except (ConfigError, lr_find.LRFindError) as e:
+                st.warning(str(e), icon=":material/hourglass_top:")
+                return
+        res = lr_find.load_latest()
+        if p and p["state"] == "failed" and (p.get("finished") or 0) > ((res or {}).get("created") or 0):
+            st.error(f"The LR range test failed: {p.get('error') or 'no message'}", icon=":material/error:")
+        if not res:
+            st.caption("Sweeps the learning rate upwards on your data and model and suggests the "
+                       "largest one that still trains well, as max LR for cyclic / one_cycle.")
+            return
+        sug = res.get("suggestion") or {}
+        df = pd.DataFrame({"lr": res["lr"], "loss": res["loss"], "smoothed": res["smoothed"]})
+        st.plotly_chart(charts.lr_find_figure(df, sug.get("suggested"), sug.get("min_loss_lr")),
+                        key="lr_find_chart", config={**PLOTLY_CONFIG, "displayModeBar": False})
+        differs = _sweep_differs(res, cfg) if cfg else []
+        if differs:
+            st.caption(f":material/info: This sweep used other settings ({', '.join(differs)}): "
+                       "press Find learning rate again for the current ones.")
+        value = sug.get("suggested")
+        if value is None:
+            st.caption(f"No suggestion: {sug.get('reason') or 'the sweep gave no finite loss'}")
+            return
+        value = float(f"{value:.3g}")
+        st.caption(f"Suggested max LR **{value:.3g}** ({sug.get('reason')})")
+        st.button(f"Use {value:.3g} as max LR", icon=":material/check:", key="lr_find_use",
+                  on_click=use_max_lr, args=(value,), width="stretch",
+                  help="Sets Max learning rate above; it is used by the cyclic and one_cycle schedules")
+        if cfg is not None and cfg.schedule not in ("cyclic", "one_cycle"):
+            st.caption("Max LR takes effect with the cyclic or one_cycle schedule.")
+
+
 # --- launching ------------------------------------------------------------------
 
 def active_message(run: dict) -> str:
@@ -230,6 +355,10 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
         store.close()
     if active:
         out.warning(active_message(active), icon=":material/hourglass_top:")
+        return
+    busy = background.busy()  # a benchmark or LR range test in the background
+    if busy:
+        out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
         return
     try:
         if with_baseline:
@@ -444,16 +573,21 @@ def main() -> None:
     sb = st.sidebar
     f = controls(sb)
     schedule_controls(f, sb)
+    advanced_controls(f, sb)
     cfg, error, err_field, warnings = validate(f.values)
     hints = hardware_hints(cfg) if cfg else {}
     for name, hint in hints.items():
-        f.slots[name].caption(f":material/memory: {hint}")
+        f.slots[name].caption(hint)
     for w in warnings:
         f.slots.get(_warning_field(w), sb).warning(w, icon=":material/info:")
     if error:
         f.slots.get(err_field, sb).error(error, icon=":material/error:")
     if cfg:
         lr_preview(cfg, f.preview_slot)
+    sweep = lr_find.read_progress()
+    sweeping = bool(sweep) and sweep["state"] in background.ACTIVE_STATES
+    with f.lr_find_slot:
+        st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
 
     st.markdown("### SpeedLab · Train")
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")

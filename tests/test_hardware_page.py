@@ -1,0 +1,194 @@
+"""The Hardware page under streamlit.testing.v1.AppTest: the probe's cards and
+verdicts (from fixed facts, never a real probe), the GPU diagnosis, the quick
+benchmark's progress, result, and 'Use this configuration' on the Train page."""
+from __future__ import annotations
+
+import json
+import os
+
+import psutil
+import pytest
+
+from engine import background, bench, hardware
+from engine.config import RunConfig
+from test_pages import app, no_errors, plotly_specs, texts, values
+
+PAGE = "views/hardware.py"
+
+
+def facts(gpus=(), flags=("avx512_bf16", "avx512f"), driver=None, cuda_build=True):
+    """Probe facts in engine.hardware_probe's layout; `gpus` is [(name, (major, minor), MiB)]."""
+    rows = [{"name": n, "compute_capability": list(cc), "memory_mib": mib} for n, cc, mib in gpus]
+    return {
+        "hostname": "testhost", "probed_at": 1_700_000_000.0, "probe_seconds": 3.2,
+        "host": {"cpu_model": "Test EPYC", "physical_cores": 4, "logical_cores": 8,
+                 "cpu_flags": list(flags), "ram_gib": 16.0, "os": "Linux", "arch": "x86_64"},
+        "software": {"python": "3.11.7", "tensorflow": "2.21.0", "keras": "3.15.1"},
+        "build": {"is_cuda_build": cuda_build, "cuda_version": "12.5.1", "cudnn_version": "9"},
+        "gpus": rows,
+        "driver": {"gpus": [g["name"] for g in rows] if driver is None else driver, "version": None},
+        "tpu": {"hint": False, "cores": 0, "error": None}, "errors": [],
+    }
+
+
+def cache(store_home, f: dict) -> None:
+    """Pre-write the probe cache for this machine, as `python -m engine hardware` would."""
+    hardware.cache_path().write_text(json.dumps({hardware.cache_key(): f}))
+
+
+def saved_result() -> dict:
+    """A quick-benchmark result through engine.bench.summarize (2 repeats), saved."""
+    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})  # 8 cells, cells[0] baseline
+    rates = {0: 1000.0, 1: 900.0, 2: 1500.0, 3: 800.0, 4: 1400.0, 5: 700.0, 6: 2200.0, 7: 1100.0}
+    samples = [{"cell": i, "repeat": r, "samples_per_sec": rates[i] * (1.0 + 0.1 * r), "warmup_sec": 1.0}
+               for r in range(2) for i in range(len(cells))]
+    result = bench.summarize(cells, samples)
+    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=70.0, repeats=2)
+    bench.save(result)
+    return result
+
+
+def test_renders_on_an_empty_store_without_a_cached_probe(store_home, monkeypatch):
+    """No cache yet: the page probes once (here a stand-in for the child process)
+    and shows the cards, the verdicts and how to start the benchmark."""
+    calls = []
+    monkeypatch.setattr(hardware, "run_probe", lambda timeout_s=60: calls.append(1) or facts())
+    at = app(PAGE)
+    no_errors(at)
+    assert calls == [1]
+    md = texts(at.markdown)
+    assert "**:material/memory: Host CPU**" in md and "Test EPYC" in md
+    assert ":green-badge[avx512_bf16]" in md and ":gray-badge[avx512f]" in md
+    assert "none visible to TensorFlow" in md
+    assert "TensorFlow 2.21.0 (CUDA 12.5.1, cuDNN 9 build)" in texts(at.caption)
+    table = next(m.value for m in at.markdown if m.value.startswith("| Option"))
+    assert "| Mixed precision bfloat16 | :green-badge[:material/trending_up: faster] |" in table
+    assert "| Mixed precision float16 | :red-badge[:material/trending_down: slower] |" in table
+    assert ":orange-badge[:material/straighten: measure]" in table  # XLA on a CPU
+    assert "No benchmark yet: press **Run quick benchmark**" in texts(at.info)
+    assert not at.button(key="bench_start").disabled
+    assert not plotly_specs(at)
+    at.run()  # the probe is cached now: no second probe on a rerun
+    assert calls == [1] and hardware.cached_facts()["hostname"] == "testhost"
+
+
+def test_failed_probe_is_one_line(store_home, monkeypatch):
+    def fail(timeout_s=60):
+        raise hardware.ProbeError("hardware probe failed (exit code 1); stderr tail:\nTraceback (most "
+                                  "recent call last):\n  File ...\nImportError: libcuda")
+
+    monkeypatch.setattr(hardware, "run_probe", fail)
+    at = app(PAGE)
+    assert not at.exception
+    err = texts(at.error)
+    assert "The hardware check failed: hardware probe failed (exit code 1); stderr tail:." in err
+    assert "Traceback" not in err and "\n" not in err
+    assert at.button(key="bench_start")  # the benchmark section still renders
+
+
+def test_gpu_cards_verdicts_per_device_and_diagnosis(store_home):
+    cache(store_home, facts(gpus=[("NVIDIA A100-SXM4-40GB", (8, 0), 40960), ("Tesla T4", (7, 5), 15360)]))
+    at = app(PAGE)
+    no_errors(at)
+    md = texts(at.markdown)
+    assert "**:material/developer_board: GPU 0**" in md and "NVIDIA A100-SXM4-40GB" in md
+    assert "Tesla T4" in md and "compute capability 7.5 · 15 GiB memory" in texts(at.caption)
+    assert ":green-badge[bfloat16 Tensor Cores: yes]" in md and ":gray-badge[bfloat16 Tensor Cores: no]" in md
+    table = next(m.value for m in at.markdown if m.value.startswith("| Option"))
+    assert "2 physical GPUs" in table  # several devices: faster
+    at.segmented_control(key="hw_device").set_value("cpu").run()
+    table = next(m.value for m in at.markdown if m.value.startswith("| Option"))
+    assert "this CPU has native bf16 (avx512_bf16): expect faster" in table
+    # The driver sees a GPU that TensorFlow does not: the diagnosis box with the fix.
+    broken = facts(driver=["Tesla T4"], cuda_build=False)
+    cache(store_home, broken)
+    at = app(PAGE)
+    assert hardware.gpu_diagnosis(broken) in texts(at.error)
+    assert "The driver shows Tesla T4" in texts(at.caption)
+
+
+def test_saved_benchmark_shows_chart_table_and_best(store_home):
+    cache(store_home, facts())
+    res = saved_result()
+    at = app(PAGE)
+    no_errors(at)
+    spec = plotly_specs(at)["bench_chart"]
+    by = {t["name"]: t for t in spec["data"]}
+    assert values(by["baseline (fp32, spe 1, XLA off)"]["y"]) == [1.0]
+    best = res["best"]
+    assert (best["precision"], best["steps_per_execution"], best["jit_compile"]) == ("mixed_bfloat16", 8, False)
+    assert f"best: mixed bf16 · spe 8 · XLA off · 1 device ({best['speedup']:.2f}×)" in by
+    assert spec["layout"]["yaxis"]["title"]["text"] == "speedup vs float32 baseline (×)"
+    table = at.dataframe[0].value
+    assert len(table) == 8 and list(table["best"]).count("★ best") == 1
+    assert table.loc[table["best"] == "★ best", "speedup"].iloc[0] == pytest.approx(best["speedup"])
+    assert {m.label: m.value for m in at.metric}["Best configuration"] == f"{best['speedup']:.2f}×"
+    assert at.selectbox(key="bench_pick").value == 6  # the best cell is preselected
+
+
+def test_use_this_configuration_fills_the_train_page(store_home):
+    cache(store_home, facts())
+    saved_result()
+    at = app()  # the Train page first, with other speed options set by hand
+    at.selectbox(key="precision").set_value("mixed_float16")
+    at.toggle(key="jit_compile").set_value(True)
+    at.number_input(key="epochs").set_value(3).run()
+    at.switch_page(PAGE)
+    at.run()
+    at.button(key="bench_use").click().run()
+    no_errors(at)
+    assert "SpeedLab · Train" in at.markdown[0].value
+    assert at.selectbox(key="precision").value == "mixed_bfloat16"
+    assert at.number_input(key="steps_per_execution").value == 8
+    assert at.toggle(key="jit_compile").value is False
+    assert at.number_input(key="devices").value == 1
+    assert at.number_input(key="epochs").value == 3  # the rest of the settings stay
+    assert at.query_params["precision"] == "mixed_bfloat16"
+    assert at.query_params["steps_per_execution"] == "8"
+
+
+def test_running_benchmark_shows_progress_and_blocks_a_second_start(store_home):
+    cache(store_home, facts())
+    me = psutil.Process()  # a live process stands in for the benchmark's
+    background.write_json(bench.progress_path(), {
+        "state": "running", "pid": os.getpid(), "pid_started": me.create_time(), "started": 1.0,
+        "done": 5, "total": 16, "current": "mixed bf16 · spe 1 · XLA off · 1 device, repeat 1/2",
+        "last": {"cell": "fp32 · spe 8 · XLA on · 1 device", "samples_per_sec": 2345.0}, "error": None})
+    at = app(PAGE)
+    no_errors(at)
+    bar = at.get("progress")[0].proto
+    assert bar.value == round(100 * 5 / 16) or abs(bar.value - 5 / 16) < 0.01
+    assert "Cell 6 of 16: measuring mixed bf16 · spe 1 · XLA off · 1 device, repeat 1/2" in bar.text
+    assert "Last measured: fp32 · spe 8 · XLA on · 1 device: 2,345 samples/s" in texts(at.caption)
+    assert at.button(key="bench_start").disabled and at.button(key="bench_cancel")
+    # The Train page refuses to launch meanwhile (both measurements would be spoilt).
+    at.switch_page("views/train.py")
+    at.run()
+    at.button(key="launch").click().run()
+    assert "Not launched: the quick benchmark is running (5/16 cells)" in texts(at.warning)
+    from engine.store import Store
+
+    s = Store()
+    try:
+        assert s.list_runs() == []
+    finally:
+        s.close()
+    background.write_json(bench.progress_path(), {"state": "done", "pid": None, "started": 1.0})
+
+
+def test_benchmark_refused_while_a_run_is_active_and_failures_shown(store):
+    cache(store.path.parent, facts())
+    rid = store.create_run(RunConfig().to_json(), status="queued")
+    at = app(PAGE)
+    at.button(key="bench_start").click().run()
+    no_errors(at)
+    assert f"not started: run #{rid} is queued" in texts(at.warning)
+    assert bench.read_progress() is None
+    store.finish_run(rid, "cancelled", "test")
+    # A failed benchmark (newer than any result) says why in one line.
+    background.write_json(bench.progress_path(), {"state": "failed", "pid": None, "started": 1.0,
+                                                  "finished": 2.0, "error": "benchmark worker exited "
+                                                  "with code 1: ResourceExhaustedError: OOM"})
+    at = app(PAGE)
+    assert ("The last benchmark failed: benchmark worker exited with code 1: ResourceExhaustedError: OOM"
+            in texts(at.error))

@@ -1,0 +1,347 @@
+"""Hardware: what this machine has (host CPU, GPUs, TPU, versions), which speed
+options should pay off on it, and a quick benchmark that measures them.
+
+UI only: the probe and its verdicts come from engine.hardware (the probe runs
+in a child process and is cached; this page never imports TensorFlow), the
+benchmark runs detached via engine.bench.start_background and is followed by a
+fragment that re-reads its progress file, figures come from engine.charts.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+
+import pandas as pd
+import streamlit as st
+
+from engine import bench, charts, hardware
+from engine.background import ACTIVE_STATES
+from engine.config import DEVICE_TYPES
+
+LIVE_REFRESH_S = 1.0   # while the benchmark runs
+WATCH_REFRESH_S = 3.0  # idle: notice a benchmark started from another tab
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+log = logging.getLogger("speedlab.dashboard")
+
+VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
+                  "measure": "orange"}
+VERDICT_ICONS = {"faster": ":material/trending_up:", "slower": ":material/trending_down:",
+                 "neutral": ":material/trending_flat:", "unavailable": ":material/block:",
+                 "measure": ":material/straighten:"}
+OPTION_NAMES = {"mixed_float16": "Mixed precision float16", "mixed_bfloat16": "Mixed precision bfloat16",
+                "xla": "XLA (jit_compile)", "multi_device": "Several devices (data parallel)",
+                "tpu": "TPU"}
+FLAG_MEANING = {"avx512_bf16": "bfloat16 dot products (AVX-512)",
+                "amx_bf16": "bfloat16 matrix tiles (AMX)",
+                "avx512_fp16": "float16 arithmetic (AVX-512)", "amx_fp16": "float16 matrix tiles (AMX)",
+                "avx512f": "AVX-512 foundation (wide float32 vectors)"}
+# The Train page's controls that a benchmark cell sets (widget key = RunConfig field).
+TRAIN_FIELDS = ("precision", "steps_per_execution", "jit_compile", "devices", "workers")
+BENCH_COLUMNS = {
+    "best": st.column_config.TextColumn("", width="small"),
+    "precision": st.column_config.TextColumn("precision"),
+    "steps_per_execution": st.column_config.NumberColumn("steps / execution", format="%d"),
+    "jit_compile": st.column_config.CheckboxColumn("XLA"),
+    "devices": st.column_config.NumberColumn("devices", format="%d"),
+    "samples_per_sec": st.column_config.NumberColumn("steady samples/s", format="%,.0f",
+                                                     help="median over repeats of each cell's steady "
+                                                          "median samples/s"),
+    "speedup": st.column_config.NumberColumn("speedup (×)", format="%.2f",
+                                             help="median over repeats of cell / baseline of the same "
+                                                  "repeat"),
+    "spread": st.column_config.TextColumn("spread (min–max ×)"),
+    "warmup_sec": st.column_config.NumberColumn("warm-up (s)", format="%.2f"),
+}
+
+
+@contextmanager
+def one_line_errors(what: str):
+    """An unexpected error becomes one line on the page (traceback to the
+    server log); the other sections still render."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
+        log.exception("%s failed", what)
+        first = (str(e).splitlines() or [""])[0][:300]
+        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
+
+
+# --- the probe -------------------------------------------------------------------
+
+def get_facts(refresh: bool) -> dict | None:
+    """Cached facts, or a fresh probe (a child process, a few seconds) when
+    there are none yet or `refresh`; None (after one line) when it fails."""
+    facts = None if refresh else hardware.cached_facts()
+    if facts is not None:
+        return facts
+    try:
+        with st.spinner("Checking this machine's CPU, GPUs and TPU in a separate process "
+                        "(a few seconds) ..."):
+            return hardware.probe(refresh=refresh)["facts"]
+    except hardware.ProbeError as e:
+        first = (str(e).splitlines() or [""])[0]
+        st.error(f"The hardware check failed: {first}. Run `python -m engine hardware --refresh` in a "
+                 "terminal for the details.", icon=":material/error:")
+        return None
+
+
+def badge(verdict: str) -> str:
+    color = VERDICT_COLORS.get(verdict, "gray")
+    return f":{color}-badge[{VERDICT_ICONS.get(verdict, '')} {verdict}]"
+
+
+def cpu_card(facts: dict) -> None:
+    h = facts.get("host") or {}
+    flags = list(h.get("cpu_flags") or [])
+    st.markdown("**:material/memory: Host CPU**")
+    st.markdown(h.get("cpu_model") or "unknown CPU")
+    st.caption(f"{h.get('physical_cores') or '?'} physical / {h.get('logical_cores') or '?'} logical "
+               f"cores · {h.get('ram_gib') or '?'} GiB RAM · {h.get('os') or '?'} {h.get('arch') or ''}")
+    native = [f for f in flags if f in hardware.CPU_BF16_FLAGS + hardware.CPU_FP16_FLAGS]
+    for f in flags:
+        color = "green" if f in native else "gray"
+        st.markdown(f":{color}-badge[{f}] :small[{FLAG_MEANING.get(f, '')}]")
+    if not native:
+        st.caption("No native bfloat16 or float16 instructions (avx512_bf16, amx_bf16, avx512_fp16, "
+                   "amx_fp16): low precision is emulated on this CPU.")
+
+
+def gpu_card(gpu: dict, index: int) -> None:
+    cc = gpu.get("compute_capability")
+    cc_text = ".".join(map(str, cc[:2])) if cc else "unknown"
+    st.markdown(f"**:material/developer_board: GPU {index}**")
+    st.markdown(gpu.get("name") or "unknown GPU")
+    mem = gpu.get("memory_mib")
+    st.caption(f"compute capability {cc_text} · "
+               + (f"{mem / 1024:.0f} GiB memory" if mem else "memory unknown"))
+    if cc:
+        major_minor = tuple(int(x) for x in cc[:2])
+        for dtype, need in (("float16", (7, 0)), ("bfloat16", (8, 0))):
+            ok = major_minor >= need
+            st.markdown(f":{'green' if ok else 'gray'}-badge[{dtype} Tensor Cores: "
+                        f"{'yes' if ok else 'no'}] :small[needs {need[0]}.{need[1]}+]")
+
+
+def no_gpu_card(facts: dict) -> None:
+    driver = (facts.get("driver") or {}).get("gpus") or []
+    st.markdown("**:material/developer_board_off: GPU**")
+    st.markdown("none visible to TensorFlow")
+    if driver:
+        st.caption(f"The driver shows {', '.join(sorted(set(driver)))}: see the box below.")
+    else:
+        st.caption("No NVIDIA driver or device found: training runs on the CPU.")
+
+
+def tpu_card(facts: dict) -> None:
+    tpu = facts.get("tpu") or {}
+    st.markdown("**:material/grid_view: TPU**")
+    if tpu.get("cores"):
+        st.markdown(f"{tpu['cores']} TPU cores")
+        st.caption("use device type tpu with mixed_bfloat16")
+    elif tpu.get("hint"):
+        st.markdown("hinted, but not reachable")
+        st.caption(tpu.get("error") or "TensorFlow reported no cores")
+    else:
+        st.markdown("none")
+        st.caption("No TPU on this machine.")
+
+
+def devices_section(facts: dict) -> None:
+    cards = [lambda: cpu_card(facts)]
+    gpus = facts.get("gpus") or []
+    cards += [(lambda g=g, i=i: gpu_card(g, i)) for i, g in enumerate(gpus)] or [lambda: no_gpu_card(facts)]
+    cards.append(lambda: tpu_card(facts))
+    per_row = 4
+    for start in range(0, len(cards), per_row):
+        cols = st.columns(per_row, gap="small")
+        for col, card in zip(cols, cards[start:start + per_row]):
+            with col.container(border=True, height="stretch"):
+                card()
+
+
+def versions_line(facts: dict) -> str:
+    sw, b = facts.get("software") or {}, facts.get("build") or {}
+    build = (f"CUDA {b.get('cuda_version')}, cuDNN {b.get('cudnn_version')} build"
+             if b.get("is_cuda_build") else "CPU-only build")
+    driver = (facts.get("driver") or {}).get("version")
+    parts = [f"Python {sw.get('python', '?')}", f"TensorFlow {sw.get('tensorflow', '?')} ({build})",
+             f"Keras {sw.get('keras', '?')}"]
+    if driver:
+        parts.append(f"NVIDIA driver {driver}")
+    return " · ".join(parts)
+
+
+def verdict_table(facts: dict, device: str) -> str:
+    """The verdicts as a Markdown table with coloured badges."""
+    rows = ["| Option | On this machine | Why |", "| --- | --- | --- |"]
+    for v in hardware.verdicts(facts, device):
+        reason = v["reason"].replace("|", "/")
+        rows.append(f"| {OPTION_NAMES.get(v['option'], v['option'])} | {badge(v['verdict'])} | {reason} |")
+    return "\n".join(rows)
+
+
+def probe_section() -> None:
+    head, btn = st.columns([6, 1], vertical_alignment="center")
+    head.markdown("### SpeedLab · Hardware")
+    refresh = btn.button("Re-check", icon=":material/refresh:", key="hw_recheck",
+                         help="Probe again (a few seconds), e.g. after installing GPU support", width="stretch")
+    facts = get_facts(refresh)
+    if facts is None:
+        return
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(facts.get("probed_at") or 0))
+    st.caption(f"Checked on **{facts.get('hostname', '?')}** at {when} in {facts.get('probe_seconds', '?')} s, "
+               "in a separate process (TensorFlow is never loaded by the dashboard itself). "
+               f"{versions_line(facts)}")
+    devices_section(facts)
+    diagnosis = hardware.gpu_diagnosis(facts)
+    if diagnosis:
+        st.error(diagnosis, icon=":material/warning:")
+    for err in facts.get("errors") or []:
+        st.warning(f"Probe: {err}", icon=":material/info:")
+
+    st.markdown("#### Which speed options should pay off")
+    left, right = st.columns([1, 3], vertical_alignment="center")
+    device = left.segmented_control("Judge for device type", DEVICE_TYPES, default="auto",
+                                    key="hw_device", required=True)
+    right.caption("auto = a GPU when TensorFlow lists one, else the CPU. These are expectations from "
+                  "the hardware (TensorFlow's mixed precision guide, Intel's oneDNN bf16 guide); the "
+                  "quick benchmark below measures them.")
+    st.markdown(verdict_table(facts, device or "auto"))
+
+
+# --- the quick benchmark -------------------------------------------------------------
+
+def bench_progress(was_running: bool) -> None:
+    """Body of the benchmark fragment: re-reads the progress file every tick."""
+    with one_line_errors("Benchmark progress"):
+        p = bench.read_progress()
+        running = bool(p) and p["state"] in ACTIVE_STATES
+        if running != was_running:  # started elsewhere, or finished: redraw the page
+            st.rerun()
+        if running:
+            done, total = p.get("done") or 0, p.get("total") or 0
+            what = (f"measuring {p['current']}" if p.get("current")
+                    else "starting the worker (TensorFlow, data, model)")
+            text = (f":material/speed: Cell {min(done + 1, total)} of {total}: {what} · "
+                    f"{p.get('elapsed', 0):.0f} s elapsed")
+            st.progress(done / total if total else 0.0, text=text)
+            last = p.get("last")
+            if last and last.get("samples_per_sec"):
+                st.caption(f"Last measured: {last['cell']}: {last['samples_per_sec']:,.0f} samples/s")
+            return
+        latest = bench.load_latest() or {}
+        newer = p and (p.get("finished") or 0) > (latest.get("created") or 0)
+        if p and newer and p["state"] == "failed":
+            st.error(f"The last benchmark failed: {p.get('error') or 'no message'}", icon=":material/error:")
+        elif p and newer and p["state"] == "cancelled":
+            st.caption(":material/stop_circle: The last benchmark was cancelled; the result below "
+                       "(if any) is from an earlier one.")
+
+
+def use_cell(cell: dict) -> None:
+    """Button callback: hand the cell's options to the Train page. Its controls
+    are bound to the URL, which seeds a control that has no value of its own
+    yet, so the values kept from an earlier visit are dropped first."""
+    changes = {**bench.to_config_changes(cell), "workers": 1}
+    for k in changes:
+        st.session_state.pop(k, None)
+    st.session_state["hw_use"] = changes
+
+
+def train_query_params(changes: dict) -> dict:
+    """The Train page's URL parameters for `changes` (widget values as the URL spells them)."""
+    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in changes.items()}
+
+
+def bench_table(cells: pd.DataFrame, best_i: int) -> pd.DataFrame:
+    df = cells.copy()
+    df["best"] = ["★ best" if i == best_i else "" for i in df.index]
+    df["precision"] = df["precision"].astype(str) + [" (simulated)" if s else ""
+                                                      for s in df.get("simulated", [False] * len(df))]
+    df["spread"] = [f"{a:.2f}–{b:.2f}" if pd.notna(a) and pd.notna(b) else "–"
+                    for a, b in zip(df["speedup_min"], df["speedup_max"])]
+    return df
+
+
+def bench_results(res: dict) -> None:
+    cells = pd.DataFrame(res.get("cells") or [])
+    if cells.empty or cells["speedup"].isna().all():
+        st.warning("The last benchmark has no measured cells: run it again.", icon=":material/info:")
+        return
+    best_i = int(cells["speedup"].idxmax())
+    best = res["cells"][best_i]
+    w = res.get("workload") or {}
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(res.get("created") or 0))
+    st.caption(f"Measured {when}: {w.get('model')} on synthetic "
+               f"{'x'.join(map(str, w.get('synthetic_shape') or []))} images, global batch "
+               f"{w.get('batch_size')}, {w.get('steps')} steps × {w.get('epochs')} epochs per cell, "
+               f"{res.get('repeats')} interleaved repeats, {res.get('wall_sec', 0):.0f} s in all. Each cell "
+               "is compared with the float32 baseline of the same repeat; error bars show the spread.")
+    chart, side = st.columns([2.4, 1], gap="medium")
+    chart.plotly_chart(charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
+    with side:
+        st.metric("Best configuration", f"{best['speedup']:.2f}×", border=True,
+                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline",
+                  help="median over repeats of its samples/s / the baseline's")
+        st.markdown(f"**{bench.cell_name(best)}**")
+        if best["speedup"] <= 1.0:
+            st.caption("Nothing beat the float32 baseline here: keep the defaults.")
+        order = list(range(len(res["cells"])))
+        pick = st.selectbox("Configuration to use", order, index=best_i, key="bench_pick",
+                            format_func=lambda i: (f"{bench.cell_name(res['cells'][i])}: "
+                                                   f"{res['cells'][i]['speedup']:.2f}×"
+                                                   if res["cells"][i]["speedup"] is not None
+                                                   else bench.cell_name(res["cells"][i])))
+        if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:",
+                     key="bench_use", on_click=use_cell, args=(res["cells"][pick],), width="stretch",
+                     help="Set precision, steps per execution, XLA and devices on the Train page "
+                          "(your data, model and batch stay)"):
+            changes = st.session_state.pop("hw_use", None) or {}
+            st.switch_page("views/train.py", query_params=train_query_params(changes))
+        st.caption("Measured on a small CNN: a larger model usually gains more from mixed precision "
+                   "and XLA, a tiny one more from steps per execution. Launch on the Train page to "
+                   "measure it on your own model.")
+    st.dataframe(bench_table(cells, best_i), hide_index=True, column_config=BENCH_COLUMNS,
+                 column_order=list(BENCH_COLUMNS), key="bench_table")
+
+
+def bench_section() -> None:
+    st.markdown("#### Quick benchmark")
+    st.caption("Measures every option combination that makes sense here (precision × steps per "
+               "execution × XLA, and several devices when there are) with short runs on synthetic "
+               "data, each against the float32 single-device baseline: about 1-2 minutes on a small "
+               "CPU. It runs in the background: you can leave this page and come back.")
+    p = bench.read_progress()
+    running = bool(p) and p["state"] in ACTIVE_STATES
+    c1, c2, c3 = st.columns([1.3, 1, 3.5], vertical_alignment="center")
+    if c1.button("Run quick benchmark", type="primary", icon=":material/speed:", key="bench_start",
+                 disabled=running, width="stretch"):
+        try:
+            bench.start_background(full=False, repeats=2)
+            st.rerun()
+        except bench.BenchError as e:
+            c3.warning(str(e), icon=":material/hourglass_top:")
+    if running and c2.button("Cancel", icon=":material/stop:", key="bench_cancel", width="stretch"):
+        bench.cancel_background()
+        st.rerun()
+    st.fragment(bench_progress, run_every=LIVE_REFRESH_S if running else WATCH_REFRESH_S)(running)
+    res = bench.load_latest()
+    if res:
+        bench_results(res)
+    elif not running:
+        st.info("No benchmark yet: press **Run quick benchmark** to measure which options speed up "
+                "training on this machine. Its result appears here as a chart and a table, with a "
+                "button that puts the best configuration on the Train page.", icon=":material/speed:")
+
+
+def main() -> None:
+    with one_line_errors("Hardware check"):
+        probe_section()
+    st.divider()
+    with one_line_errors("Quick benchmark"):
+        bench_section()
+
+
+if __name__ == "__main__":
+    main()
