@@ -342,7 +342,7 @@ def _plugins():
     import importlib
 
     mods = []
-    for name in ("engine.cli_hardware", "engine.cli_bench", "engine.cli_lr_find", "engine.cli_worker"):
+    for name in ("engine.cli_hardware", "engine.cli_bench", "engine.cli_lr_find", "engine.cli_worker", "engine.cli_demo", "engine.cli_data"):
         try:
             mods.append(importlib.import_module(name))
         except ModuleNotFoundError as e:

@@ -59,7 +59,9 @@ def live_summary(store: Store, run: dict) -> dict:
     epochs = store.metrics("epochs", run["id"])
     target = run["config"].get("target_accuracy")
     if target and "time_to_target_sec" not in summary:
-        hit = next((e for e in epochs if e["val_accuracy"] is not None and e["val_accuracy"] >= target), None)
+        # Same rule as the Recorder (engine.recorder.reached), without importing Keras here.
+        hit = next((e for e in epochs if e["val_accuracy"] is not None and e["val_accuracy"] >= target - 1e-6),
+                   None)
         summary["time_to_target_sec"] = hit["t"] if hit else None
     return summary
 

@@ -433,7 +433,8 @@ FIELD_HELP = {
     "save_model": "save the trained model (.keras) next to the store",
     "label_subset": "original labels to keep, renumbered 0..k-1 in this order, e.g. 5,6,7,8,9 (empty = all)",
     "data_cache": "cache the preprocessed examples in memory after the first epoch",
-    "data_parallel_map": "preprocess examples on parallel threads (tf.data AUTOTUNE); off = one thread",
+    "data_parallel_map": "preprocess uint8 images batch by batch on parallel threads (tf.data AUTOTUNE); "
+                         "off = one thread",
     "data_prefetch": "prepare the next batches while the current step computes (tf.data prefetch)",
     "image_size": "backbones only: resize images to this many pixels a side (0 = native 224; min 32)",
     "pretrained": "backbones only: start from ImageNet weights (Keras cache or download)",

@@ -7,7 +7,9 @@ Definitions (see README "How SpeedLab measures"):
 - samples/s of an execution = batches x global batch / its duration (s);
 - the first execution of a run (tracing, compilation, allocator and input
   pipeline warm-up) is the *warm-up*, reported as ``warmup_sec`` and left out
-  of the steady state;
+  of the steady state; so is the first execution after a recompile (a
+  transfer-learning run recompiles when it unfreezes its taken-over layers),
+  passed as per-execution warm-up flags;
 - steady-state throughput = median samples/s over all later executions.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ def execution_rate(batches: int, global_batch: int, duration_s: float) -> float:
 
 
 def steady_state(durations_s: Sequence[float], batches: Sequence[int], global_batch: int,
-                 warmup_executions: int = 1) -> dict:
+                 warmup_executions: int = 1, warmup_flags: Optional[Sequence] = None) -> dict:
     """Warm-up and steady-state figures of one run.
 
     Args:
@@ -32,21 +34,32 @@ def steady_state(durations_s: Sequence[float], batches: Sequence[int], global_ba
         batches: batches in each execution (same length).
         global_batch: samples per batch over all replicas.
         warmup_executions: leading executions counted as warm-up (1).
+        warmup_flags: per execution, truthy = warm-up (overrides
+            warmup_executions; e.g. the store's ``warmup`` column).
 
-    Returns: dict with ``warmup_sec`` (s), ``samples_per_sec`` (median of the
+    Returns: dict with ``warmup_sec`` (s, all warm-up executions together),
+    ``samples_per_sec`` (median of the
     steady executions, samples/s), ``samples_per_sec_mean`` (steady samples /
     steady seconds), ``samples_per_sec_iqr`` ((q1, q3)), ``steady_executions``.
     Throughputs are None when there is no steady execution.
     """
     if len(durations_s) != len(batches):
         raise ValueError("durations and batches differ in length")
-    w = min(warmup_executions, len(durations_s))
-    rates = [execution_rate(b, global_batch, d) for b, d in zip(batches[w:], durations_s[w:])]
-    out = {"warmup_sec": float(sum(durations_s[:w])), "steady_executions": len(rates),
+    if warmup_flags is None:
+        w = min(warmup_executions, len(durations_s))
+        warm = [i < w for i in range(len(durations_s))]
+    else:
+        if len(warmup_flags) != len(durations_s):
+            raise ValueError("warmup_flags and durations differ in length")
+        warm = [bool(f) for f in warmup_flags]
+    steady_d = [d for d, f in zip(durations_s, warm) if not f]
+    steady_b = [b for b, f in zip(batches, warm) if not f]
+    rates = [execution_rate(b, global_batch, d) for b, d in zip(steady_b, steady_d)]
+    out = {"warmup_sec": float(sum(d for d, f in zip(durations_s, warm) if f)), "steady_executions": len(rates),
            "samples_per_sec": None, "samples_per_sec_mean": None, "samples_per_sec_iqr": None}
     if rates:
         out["samples_per_sec"] = float(statistics.median(rates))
-        out["samples_per_sec_mean"] = sum(batches[w:]) * global_batch / sum(durations_s[w:])
+        out["samples_per_sec_mean"] = sum(steady_b) * global_batch / sum(steady_d)
         if len(rates) >= 2:
             q = statistics.quantiles(rates, n=4, method="inclusive")
             out["samples_per_sec_iqr"] = (float(q[0]), float(q[2]))

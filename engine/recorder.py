@@ -36,16 +36,26 @@ class Recorder(keras.callbacks.Callback):
         target_accuracy: validation accuracy whose first crossing time is kept.
         lr_fn: returns the current learning rate (float); default reads the optimizer.
         on_start: called with the perf_counter origin (s) when training begins.
+        data_wait_fn: returns the cumulative seconds training has waited for input
+            (engine.pipeline.DataWaitMeter.total); each execution's share is
+            stored as its `data_wait` (s). None: not measured (NULL).
 
-    After training: ``durations``/``batches`` (per execution, s / count),
-    ``nan_at`` ((epoch, step) or None), ``time_to_target`` (s or None),
-    ``epoch_logs`` (last epoch's logs), ``wall`` (s from train begin to end).
+    One Recorder may serve several consecutive `fit` calls (transfer learning
+    fits the frozen and the unfrozen phase separately): time, steps and
+    execution numbers continue, and `expect_warmup()` marks the next execution
+    as warm-up (a recompiled train step is traced again).
+
+    After training: ``durations``/``batches``/``warmups``/``data_waits`` (per
+    execution: s / count / flag / s or None), ``nan_at`` ((epoch, step) or None),
+    ``time_to_target`` (s or None), ``epoch_logs`` (last epoch's logs),
+    ``wall`` (s from the first train begin to the last train end).
     """
 
     def __init__(self, global_batch: int, steps_per_epoch: int, sink: Callable[[str, tuple], None],
                  stop_event: Optional[threading.Event] = None,
                  target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[], float]] = None,
-                 on_start: Optional[Callable[[float], None]] = None):
+                 on_start: Optional[Callable[[float], None]] = None,
+                 data_wait_fn: Optional[Callable[[], float]] = None):
         super().__init__()
         self.global_batch = global_batch
         self.steps_per_epoch = steps_per_epoch
@@ -54,8 +64,13 @@ class Recorder(keras.callbacks.Callback):
         self.target = target_accuracy
         self.lr_fn = lr_fn
         self.on_start = on_start
+        self.data_wait_fn = data_wait_fn
         self.durations: list[float] = []
         self.batches: list[int] = []
+        self.warmups: list[bool] = []
+        self.data_waits: list[Optional[float]] = []
+        self._warm_next = True
+        self._wait_seen = 0.0
         self.step = 0
         self.epoch = 0
         self.nan_at = None
@@ -69,7 +84,16 @@ class Recorder(keras.callbacks.Callback):
         """Seconds since training began."""
         return time.perf_counter() - self.t0
 
+    def expect_warmup(self):
+        """Flag the next execution as warm-up (e.g. the first after a recompile)."""
+        self._warm_next = True
+
     def on_train_begin(self, logs=None):
+        if self.data_wait_fn is not None:
+            # Keras may pull a batch before training (symbolic build): not a step's wait.
+            self._wait_seen = self.data_wait_fn()
+        if self.t0 is not None:  # a later fit of the same run: the clock keeps running
+            return
         self.t0 = time.perf_counter()
         if self.on_start:
             self.on_start(self.t0)
@@ -96,13 +120,20 @@ class Recorder(keras.callbacks.Callback):
         dur = t_end - start
         self.step += n
         idx = len(self.durations)
+        warm, self._warm_next = self._warm_next, False
+        wait = None
+        if self.data_wait_fn is not None:
+            total = self.data_wait_fn()
+            wait, self._wait_seen = max(0.0, total - self._wait_seen), total
         self.durations.append(dur)
         self.batches.append(n)
+        self.warmups.append(warm)
+        self.data_waits.append(wait)
         self.last_loss = loss
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
                                  execution_rate(n, self.global_batch, dur), _finite(loss), lr,
-                                 int(idx == 0), None))
+                                 int(warm), wait))
         if not math.isfinite(loss):
             self.nan_at = (self.epoch + 1, self.step)
             self.model.stop_training = True
@@ -117,7 +148,7 @@ class Recorder(keras.callbacks.Callback):
         self.sink("epochs", (epoch, t, self.step, _f(logs.get("loss")), _f(logs.get("accuracy")),
                              _f(logs.get("val_loss")), _f(val_acc), self._lr()))
         if self.target is not None and self.time_to_target is None and val_acc is not None \
-                and float(val_acc) >= self.target:
+                and reached(float(val_acc), self.target):
             self.time_to_target = t
 
     def _lr(self) -> Optional[float]:
@@ -127,6 +158,15 @@ class Recorder(keras.callbacks.Callback):
             return float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
         except Exception:  # an exotic optimizer without a readable LR: record none
             return None
+
+
+# Keras accuracies are float32: 171/180 correct reads 0.949999988, which must still count as 0.95.
+TARGET_TOLERANCE = 1e-6
+
+
+def reached(accuracy: float, target: float) -> bool:
+    """Whether `accuracy` (a float32 ratio) reaches `target`, up to float32 rounding."""
+    return accuracy >= target - TARGET_TOLERANCE
 
 
 def _f(v):

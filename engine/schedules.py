@@ -46,6 +46,36 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         return {"kind": self.kind, "params": dict(self.params)}
 
 
+@keras.saving.register_keras_serializable(package=_PKG)
+class Shifted(keras.optimizers.schedules.LearningRateSchedule):
+    """`schedule` read `offset` steps later: ``Shifted(s, k)(t) = s(t + k)``.
+
+    A fresh optimizer counts its steps from 0 (Adam's bias correction needs
+    that), so a later training phase (transfer learning's unfrozen phase) that
+    should continue a schedule where it stands reads it shifted instead.
+    """
+
+    def __init__(self, schedule, offset: int):
+        self.schedule = _as_schedule(schedule)
+        self.offset = int(offset)
+
+    def __call__(self, step):
+        return self.schedule(tf.cast(step, tf.float32) + float(self.offset))
+
+    def get_config(self):
+        return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "offset": self.offset}
+
+
+def shift(optimizer, offset: int):
+    """`optimizer` with its LR schedule and (one-cycle) momentum schedule read
+    `offset` steps later; a constant LR is left alone. Returns `optimizer`."""
+    if offset and isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        optimizer._learning_rate = Shifted(optimizer._learning_rate, offset)
+    if offset and getattr(optimizer, "momentum_schedule", None) is not None:
+        optimizer.momentum_schedule = Shifted(optimizer.momentum_schedule, offset)
+    return optimizer
+
+
 def _as_schedule(obj) -> Schedule:
     return keras.optimizers.schedules.deserialize(obj) if isinstance(obj, dict) else obj
 
