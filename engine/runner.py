@@ -51,10 +51,27 @@ def process_alive(pid: Optional[int], started: Optional[float]) -> bool:
         return False
 
 
+def queue_alive(store: Store) -> bool:
+    """True while a queue process holds this store's queue lock (it then settles
+    its runs' outcomes itself, with better reasons than `reconcile` can give)."""
+    import fcntl
+
+    with open(store.path.parent / "queue.lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
 def reconcile(store: Store) -> None:
     """Mark runs whose worker died unseen as failed (e.g. the machine's OOM killer
     took the worker and its queue process)."""
-    for run in store.list_runs(["running"]):
+    running = store.list_runs(["running"])
+    if not running or queue_alive(store):
+        return
+    for run in running:
         if run["pid"] and not process_alive(run["pid"], run["pid_started"]):
             tail = read_tail(store.run_dir(run["id"]) / "worker.log")
             store.finish_run(run["id"], "failed", "worker process ended without reporting "
