@@ -201,7 +201,8 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     on_setup(environment(setup), plan)
 
     rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, cfg.target_accuracy, on_start=on_start,
-                   data_wait_fn=prep.meter.total if prep.meter is not None else None)
+                   data_wait_fn=prep.meter.total if prep.meter is not None else None,
+                   lr_fn=_lr_table(cfg, steps_per_epoch))
     for i, phase in enumerate(prep.phases):
         if i > 0:
             if rec.nan_at or stop_event.is_set() or model.stop_training:
@@ -249,6 +250,21 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
+
+
+def _lr_table(cfg: RunConfig, steps_per_epoch: int):
+    """LR per step from the schedule's own formulas (engine.lr_math), so the
+    recorder need not read the optimizer every execution; None where the LR
+    can change at run time (plateau reducer, fine-tuning phases)."""
+    if cfg.reduce_on_plateau or cfg.init_from is not None or cfg.pretrained:
+        return None
+    import numpy as np
+
+    from engine.lr_math import lr_at
+
+    table = lr_at(cfg, np.arange(max(cfg.epochs * steps_per_epoch, 1)), steps_per_epoch)
+    last = len(table) - 1
+    return lambda step: table[min(max(step - 1, 0), last)]
 
 
 def _num(v):

@@ -112,3 +112,21 @@ def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
     monkeypatch.setattr(runner, "check_runnable", lambda c: [])
     run = run_and_wait(RunConfig(device_type="tpu", epochs=1))
     assert run["status"] == "failed" and run["error"] == "No TPU detected"
+
+
+def test_recorded_learning_rate_follows_the_schedule(store_home):
+    import numpy as np
+
+    from engine.lr_math import lr_at
+
+    cfg = RunConfig(model="mlp", epochs=2, schedule="warmup_cosine", warmup_epochs=1.0,
+                    steps_per_execution=4)
+    run = run_and_wait(cfg)
+    assert run["status"] == "completed", run["error"]
+    ex = Store().metrics("executions", run["id"])
+    steps = np.array([e["step"] for e in ex])
+    assert steps.tolist() == [4, 8, 12, 16, 20, 24]  # 12 steps per epoch in executions of 4
+    # The LR recorded with an execution is the one its last step used (optimizer iteration step - 1).
+    np.testing.assert_allclose([e["lr"] for e in ex], lr_at(cfg, steps - 1, 12), rtol=1e-6)
+    # Warmup: lr * (step + 1) / 12 at iteration 3 = 1e-3 * 4 / 12.
+    assert ex[0]["lr"] == pytest.approx(1e-3 * 4 / 12)
