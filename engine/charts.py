@@ -65,6 +65,8 @@ def run_label(run: Mapping) -> str:
         parts.append("XLA")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
+    if cfg.get("init_from") is not None:
+        parts.append(f"from #{cfg['init_from']}")
     return " · ".join(parts)
 
 
@@ -76,8 +78,17 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None) -> str:
     dev = f"{devices} device" + ("s" if devices != 1 else "")
     if devices > 1 and summary.get("replicas_simulated"):
         dev += " (simulated)"
-    parts = [cfg.get("dataset", "?"), cfg.get("model", "?"),
-             _PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision"))), dev]
+    data = str(cfg.get("dataset", "?"))
+    if cfg.get("label_subset"):
+        data += " labels " + ",".join(str(v) for v in cfg["label_subset"])
+    model = str(cfg.get("model", "?"))
+    if cfg.get("image_size"):
+        model += f" {cfg['image_size']}px"
+    if cfg.get("pretrained"):
+        model += " (ImageNet)"
+    if cfg.get("init_from") is not None:
+        model += f" from run #{cfg['init_from']}"
+    parts = [data, model, _PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision"))), dev]
     if cfg.get("workers", 1) > 1:
         parts.append(f"{cfg['workers']} workers")
     parts.append(f"batch {cfg.get('batch_size')}")
@@ -87,6 +98,13 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None) -> str:
         parts.append("XLA")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
+    # Input-pipeline options that differ from the defaults (cache off, parallel map and prefetch on).
+    if cfg.get("data_cache"):
+        parts.append("cache")
+    if cfg.get("data_parallel_map") is False:
+        parts.append("serial map")
+    if cfg.get("data_prefetch") is False:
+        parts.append("no prefetch")
     parts.append(f"{cfg.get('epochs')} epochs")
     return " · ".join(str(p) for p in parts)
 
@@ -600,4 +618,166 @@ def lr_find_figure(sweep: pd.DataFrame, suggestion: Optional[float] = None,
     top = float(finite["smoothed"].max()) * 1.15 if len(finite) else None
     fig.update_yaxes(tickfont=small, tickformat=".2g", title_font=dict(size=12),
                      range=[0, top] if top else None)
+    return fig
+
+
+# --- input pipeline: data wait vs compute (engine.pipeline) -------------------------
+
+WAIT_TITLE = "time per execution (s)"
+# Share of steady step time spent waiting for input above which a run is called
+# input-bound (and "partly input-bound" above the lower one).
+INPUT_BOUND_SHARE = 0.25
+PARTLY_INPUT_BOUND_SHARE = 0.10
+WAIT_ALPHA = 0.35  # data wait: the run's colour, light; compute: the run's colour, solid
+# Executions longer than this many times the 95th percentile are drawn off scale
+# (named in a note), so that one slow batch does not flatten the others.
+WAIT_SCALE_CAP = 3.0
+
+
+def tint(color: str, alpha: float) -> str:
+    """'#RRGGBB' as 'rgba(r, g, b, alpha)' (a light version of a run's colour
+    that legends show too, unlike marker opacity)."""
+    h = color.lstrip("#")
+    if len(h) != 6:
+        return color
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def data_wait_frame(execs: Optional[pd.DataFrame]) -> pd.DataFrame:
+    """Steady executions (warm-up left out) whose data wait was measured, with
+    'compute' = duration - data_wait (s, never below 0) and 'wait_share' added."""
+    cols = ["step", "t", "duration", "data_wait", "compute", "wait_share"]
+    if execs is None or execs.empty or "data_wait" not in execs.columns:
+        return pd.DataFrame(columns=cols)
+    df = execs.copy()
+    df["data_wait"] = pd.to_numeric(df["data_wait"], errors="coerce")
+    if "warmup" in df.columns:
+        df = df[~df["warmup"].fillna(0).astype(bool)]
+    df = df.dropna(subset=["data_wait"])
+    df["compute"] = (df["duration"] - df["data_wait"]).clip(lower=0.0)
+    df["wait_share"] = (df["data_wait"] / df["duration"].where(df["duration"] > 0)).fillna(0.0)
+    return df
+
+
+def data_wait_share(execs: Optional[pd.DataFrame]) -> Optional[float]:
+    """Total data wait / total time of the steady executions (the summary's
+    data_wait_share, computed from the rows so far); None when not measured."""
+    df = data_wait_frame(execs)
+    total = float(df["duration"].sum()) if len(df) else 0.0
+    return float(df["data_wait"].sum()) / total if total > 0 else None
+
+
+def data_wait_verdict(share: Optional[float]) -> Optional[tuple[str, str]]:
+    """(kind, one line) for a data-wait share: kind is 'input-bound',
+    'partly input-bound' or 'compute-bound'; None when there is no share."""
+    if share is None or not np.isfinite(share):
+        return None
+    pct = f"{100 * share:.0f}%"
+    if share >= INPUT_BOUND_SHARE:
+        return ("input-bound", f"input-bound: {pct} of step time waiting for data; try parallel map, "
+                               "prefetch or cache (Input pipeline)")
+    if share >= PARTLY_INPUT_BOUND_SHARE:
+        return ("partly input-bound", f"partly input-bound: {pct} of step time waiting for data")
+    return ("compute-bound", f"compute-bound: only {pct} of step time waiting for data")
+
+
+def data_wait_figure(execs: Optional[pd.DataFrame], title: Optional[str] = "Data wait vs compute",
+                     height: int = 320) -> go.Figure:
+    """Stacked bars per steady execution of one run against optimizer step:
+    the seconds the step waited for its input batches (bottom, the run's colour,
+    light) and the rest of the execution, compute = duration - data_wait (top,
+    solid); the bar height is the execution's duration (s). A few executions
+    far above the rest (WAIT_SCALE_CAP x the 95th percentile) go off scale, named
+    in a note, so that the split of the others stays readable.
+
+    Args:
+        execs: executions rows of one run (step, t, duration, data_wait, warmup)
+            tagged with label/color. Warm-up executions (compilation) are left
+            out; NULL data_wait (multi-worker, TPU) rows too.
+    """
+    df = data_wait_frame(execs)
+    if df.empty:
+        return empty_figure("no data wait measured yet", height, STEP_TITLE, WAIT_TITLE, title)
+    df = downsample(df, keep=None)
+    fig = go.Figure()
+    for label, color, g in _groups(df) if "label" in df.columns else [("run", PALETTE[0], df)]:
+        custom = np.stack([g["t"], 100 * g["wait_share"], g["duration"]], axis=-1)
+        fig.add_trace(go.Bar(
+            x=g["step"], y=g["data_wait"], name="waiting for data", legendgroup=f"{label} wait",
+            marker=dict(color=tint(color, WAIT_ALPHA), line=dict(width=0)), customdata=custom,
+            hovertemplate="step %{x}: waited %{y:.4f} s for data (%{customdata[1]:.0f}% of "
+                          "%{customdata[2]:.4f} s) at %{customdata[0]:.2f} s<extra>" + label + "</extra>"))
+        fig.add_trace(go.Bar(
+            x=g["step"], y=g["compute"], name="compute", legendgroup=f"{label} compute",
+            marker=dict(color=color, line=dict(width=0)), customdata=custom,
+            hovertemplate="step %{x}: computed %{y:.4f} s (execution %{customdata[2]:.4f} s) at "
+                          "%{customdata[0]:.2f} s<extra>" + label + "</extra>"))
+    _style(fig, STEP_TITLE, WAIT_TITLE, title, height)
+    fig.update_layout(barmode="stack", bargap=0.0 if len(df) > 60 else 0.15)
+    fig.update_yaxes(rangemode="tozero", tickformat="~g")
+    top = WAIT_SCALE_CAP * float(df["duration"].quantile(0.95))
+    over = df[df["duration"] > top]
+    if len(df) >= 20 and len(over) and top > 0:
+        fig.update_yaxes(range=[0, top])
+        n = len(over)
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
+                           showarrow=False, font=dict(size=12, color="#374151"),
+                           text=f"{n} execution{'s' if n > 1 else ''} off scale (up to "
+                                f"{float(over['duration'].max()):.3g} s): zoom out to see")
+    return fig
+
+
+# --- transfer learning (engine.transfer) ---------------------------------------------
+
+ACC_TITLE = "validation accuracy (fraction, 0-1)"
+
+
+def transfer_figure(curves: Optional[pd.DataFrame], target: Optional[float] = None,
+                    reached: Optional[Mapping[str, Optional[float]]] = None,
+                    title: Optional[str] = "Validation accuracy vs wall time",
+                    height: int = 400) -> go.Figure:
+    """Validation accuracy per epoch against wall time (s, from the start of
+    training, warm-up included), one line per run (fine-tuned vs from scratch),
+    the target as a dashed horizontal line, and a star where each run first
+    reached it (dotted down to the time axis).
+
+    Args:
+        curves: epochs rows (t, val_accuracy, epoch) tagged with label/color.
+        target: the target validation accuracy (fraction).
+        reached: {label: time to target (s) or None (not reached)}.
+    """
+    if curves is None or curves.empty or pd.to_numeric(curves["val_accuracy"], errors="coerce").isna().all():
+        return empty_figure("no validation accuracy yet", height, T_TITLE, ACC_TITLE, title)
+    fig = go.Figure()
+    reached = reached or {}
+    for label, color, g in _groups(curves):
+        g = g.assign(val_accuracy=pd.to_numeric(g["val_accuracy"], errors="coerce")).dropna(
+            subset=["val_accuracy"])
+        ep = (g["epoch"] + 1) if "epoch" in g.columns else pd.Series(range(1, len(g) + 1), index=g.index)
+        fig.add_trace(go.Scatter(
+            x=g["t"], y=g["val_accuracy"], name=label, legendgroup=label, mode="lines+markers",
+            line=dict(color=color, width=3), marker=dict(color=color, size=8), customdata=ep,
+            hovertemplate="val accuracy %{y:.3f} at %{x:.2f} s (epoch %{customdata})<extra>"
+                          + label + "</extra>"))
+        t_hit = reached.get(label)
+        if target is not None and t_hit is not None:
+            fig.add_trace(go.Scatter(
+                x=[t_hit, t_hit], y=[0, target], mode="lines", legendgroup=label, showlegend=False,
+                line=dict(color=color, width=1.5, dash="dot"), hoverinfo="skip"))
+            fig.add_trace(go.Scatter(
+                x=[t_hit], y=[target], mode="markers", legendgroup=label, showlegend=False,
+                marker=dict(color=color, size=18, symbol="star", line=dict(color="white", width=1)),
+                hovertemplate=f"reached {target:g} at %{{x:.2f}} s<extra>{label}</extra>"))
+            # The time at the foot of the dotted line (above the curves it would be clipped).
+            fig.add_annotation(x=t_hit, y=0, text=f"<b>{t_hit:.2f} s</b>", showarrow=False, xanchor="left",
+                               yanchor="bottom", xshift=4, yshift=2, font=dict(color=color, size=14),
+                               bgcolor="rgba(255,255,255,0.8)")
+    if target is not None:
+        fig.add_hline(y=target, line=dict(color=REFERENCE_COLOR, width=1.5, dash="dash"),
+                      annotation_text=f"target {target:g}", annotation_position="bottom right",
+                      annotation_font=dict(color=REFERENCE_COLOR, size=13))
+    _style(fig, T_TITLE, ACC_TITLE, title, height)
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(range=[0, 1.05], tickformat=".2f")
     return fig

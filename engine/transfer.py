@@ -250,3 +250,125 @@ def demo_pairs(store: Store) -> list[tuple[int, int]]:
                 pairs.append((r["id"], o["id"]))
                 break
     return pairs
+
+
+# --- the demonstration as a background job (for the dashboard; no TF) ---------------
+DEMO_JOB_FILE = "demo-transfer.json"
+DEMO_LOG_FILE = "demo-transfer.log"
+
+
+def demo_job_path() -> Path:
+    """$SPEEDLAB_HOME/demo-transfer.json: the background demo's state (engine.background)."""
+    from engine.store import home
+
+    return home() / DEMO_JOB_FILE
+
+
+def _demo_result(log_path) -> Optional[dict]:
+    """The JSON object the demo prints last (--json), read from its log; None if none."""
+    import json
+
+    try:
+        lines = Path(log_path).read_text(errors="replace").splitlines()
+    except (OSError, TypeError):
+        return None
+    for line in reversed(lines):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out = json.loads(line)
+                return out if isinstance(out, dict) else None
+            except ValueError:
+                return None
+    return None
+
+
+def read_demo_progress() -> Optional[dict]:
+    """The background transfer demo's state, or None if none was started here.
+
+    Returns: {'state': 'starting' | 'running' | 'done' | 'failed' | 'cancelled',
+    'elapsed' (s), 'error' (one line), 'result' (the demo's comparison, once
+    done), 'pid', 'log', ...}. 'done' once its process ended and printed its
+    result; 'failed' (with the log's last 'error:' line) otherwise.
+    """
+    import time
+
+    from engine import background
+
+    path = demo_job_path()
+    job = background.read_json(path)
+    if not job:
+        return None
+    if job.get("state") in background.ACTIVE_STATES and job.get("pid") and not background.alive(job):
+        result = _demo_result(job.get("log"))
+        done = result is not None and result.get("finetune_status") == "completed" \
+            and result.get("scratch_status") == "completed"
+        error = None if done else (
+            f"the transfer demo ended without a result: {background.last_error(job.get('log')) or 'no message'}"
+            if result is None else
+            f"the transfer demo's runs ended {result.get('finetune_status')} (fine-tuned run "
+            f"#{result.get('finetune_id')}) and {result.get('scratch_status')} (from scratch, run "
+            f"#{result.get('scratch_id')})")
+        if result:  # the job file keeps the figures, not the curves (those are in the store)
+            result = {k: v for k, v in result.items() if k != "curves"}
+        job.update(state="done" if done else "failed", finished=time.time(), result=result, error=error)
+        background.write_json(path, job)
+    return background.check(job, "transfer demo")
+
+
+def demo_busy() -> Optional[str]:
+    """One line while the background transfer demo runs (it queues three runs
+    one after another, with a short gap after pretraining), else None."""
+    from engine import background
+
+    job = read_demo_progress()
+    if job and job.get("state") in background.ACTIVE_STATES:
+        return (f"the transfer demo is running ({job.get('elapsed', 0):.0f} s so far, about a minute in all): "
+                "wait for it to end or stop it on the Runs page")
+    return None
+
+
+def start_demo_background(args: tuple = ()) -> int:
+    """Start ``python -m engine demo-transfer --json --quiet [args]`` detached
+    (its own session: it outlives the dashboard's script run); follow it with
+    `read_demo_progress`. Returns its pid.
+
+    Raises: TransferError (one line) while the demo already runs, a training
+    run is queued or running, or a benchmark or LR range test is running.
+    """
+    import time
+
+    from engine import background
+    from engine.store import home
+
+    why = demo_busy() or background.busy()
+    if why:
+        raise TransferError(f"not started: {why}")
+    h = home()
+    h.mkdir(parents=True, exist_ok=True)
+    log, path = h / DEMO_LOG_FILE, demo_job_path()
+    log.write_bytes(b"")
+    job = {"state": "starting", "pid": None, "pid_started": None, "started": time.time(), "log": str(log),
+           "args": list(args), "error": None}
+    background.write_json(path, job)
+    pid, pid_started = background.spawn(["demo-transfer", "--json", "--quiet", *map(str, args)], log)
+    background.write_json(path, {**job, "state": "running", "pid": pid, "pid_started": pid_started})
+    return pid
+
+
+def cancel_demo_background() -> bool:
+    """Stop the background transfer demo and cancel its queued or running runs.
+    Returns whether it was running."""
+    import time
+
+    from engine import background, runner
+
+    path = demo_job_path()
+    job = background.read_json(path)
+    if not job or job.get("state") not in background.ACTIVE_STATES:
+        return False
+    background.stop(job)
+    runner.cancel_active()
+    background.write_json(path, {**job, "state": "cancelled", "error": "stopped by the user",
+                                 "finished": time.time()})
+    return True

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from engine import charts
 
@@ -239,3 +240,80 @@ def test_lr_find_figure_log_axis_raw_smoothed_and_suggestion():
     fig.to_json()
     empty = charts.lr_find_figure(pd.DataFrame({"lr": [], "loss": [], "smoothed": []}))
     assert not empty.data and empty.layout.annotations
+
+
+def test_data_wait_figure_stacks_wait_and_compute_with_units():
+    """Hand-built executions: compute = duration - data_wait, warm-up and NULL waits left out."""
+    df = charts.tag(pd.DataFrame({
+        "idx": range(5), "epoch": 0, "step": [1, 2, 3, 4, 5], "batches": 1,
+        "t": [1.0, 1.1, 1.2, 1.3, 1.4], "duration": [1.0, 0.10, 0.08, 0.12, 0.10],
+        "samples_per_sec": 1.0, "loss": 1.0, "lr": 1e-3, "warmup": [1, 0, 0, 0, 0],
+        "data_wait": [0.5, 0.06, 0.02, None, 0.07]}), "#2 fp32", "#D55E00", 2)
+    fig = charts.data_wait_figure(df)
+    wait, compute = fig.data
+    assert (wait.name, compute.name) == ("waiting for data", "compute")
+    assert list(wait.x) == [2, 3, 5] == list(compute.x)
+    assert np.allclose(list(wait.y), [0.06, 0.02, 0.07])
+    assert np.allclose(list(compute.y), [0.10 - 0.06, 0.08 - 0.02, 0.10 - 0.07])
+    # One run, one colour: compute solid, data wait the same colour, light.
+    assert compute.marker.color == "#D55E00" and wait.marker.color == "rgba(213, 94, 0, 0.35)"
+    assert fig.layout.barmode == "stack"
+    assert fig.layout.yaxis.title.text == "time per execution (s)"
+    assert fig.layout.xaxis.title.text == "optimizer step (steps)"
+    fig.to_json()
+    share = charts.data_wait_share(df)
+    assert share == pytest.approx((0.06 + 0.02 + 0.07) / (0.10 + 0.08 + 0.10))
+    assert charts.data_wait_verdict(share) == (
+        "input-bound", "input-bound: 54% of step time waiting for data; try parallel map, prefetch or cache "
+                       "(Input pipeline)")
+    assert charts.data_wait_verdict(0.16)[1] == "partly input-bound: 16% of step time waiting for data"
+    assert charts.data_wait_verdict(0.07) == ("compute-bound", "compute-bound: only 7% of step time waiting for data")
+    assert charts.data_wait_verdict(None) is None
+    assert fig.layout.yaxis.range is None  # no cap on a few rows
+    # One slow execution among many: drawn off scale, named in a note.
+    many = pd.concat([df.iloc[[0]]] + [df.iloc[[1]].assign(step=i) for i in range(2, 40)]
+                     + [df.iloc[[1]].assign(step=40, duration=2.0, data_wait=1.9)], ignore_index=True)
+    capped = charts.data_wait_figure(many)
+    assert capped.layout.yaxis.range[1] == pytest.approx(3 * 0.10)
+    assert "1 execution off scale (up to 2 s)" in capped.layout.annotations[0].text
+    # Not measured (multi-worker, TPU): an empty chart that says so, and no share.
+    unmeasured = df.assign(data_wait=None)
+    assert charts.data_wait_share(unmeasured) is None
+    empty = charts.data_wait_figure(unmeasured)
+    assert not empty.data and empty.layout.annotations and empty.layout.yaxis.title.text.endswith("(s)")
+
+
+def test_transfer_figure_two_curves_target_line_and_time_to_target_stars():
+    ft = charts.tag(pd.DataFrame({"epoch": range(4), "t": [1.0, 1.8, 2.6, 3.4],
+                                  "val_accuracy": [0.29, 0.9, 0.96, 0.978]}), "run #2: fine-tuned", "#D55E00", 2)
+    sc = charts.tag(pd.DataFrame({"epoch": range(4), "t": [0.9, 1.75, 2.6, 3.4],
+                                  "val_accuracy": [0.85, 0.96, 0.98, None]}), "run #3: from scratch", "#009E73", 3)
+    fig = charts.transfer_figure(pd.concat([ft, sc]), 0.95, {"run #2: fine-tuned": 2.6, "run #3: from scratch": 1.75})
+    lines = {t.name: t for t in fig.data if t.mode == "lines+markers"}
+    assert list(lines) == ["run #2: fine-tuned", "run #3: from scratch"]
+    assert lines["run #2: fine-tuned"].line.color == "#D55E00"
+    assert list(lines["run #3: from scratch"].y) == [0.85, 0.96, 0.98]  # the missing point dropped
+    stars = [t for t in fig.data if t.marker.symbol == "star"]
+    assert sorted((t.x[0], t.y[0]) for t in stars) == [(1.75, 0.95), (2.6, 0.95)]
+    assert [a.text for a in fig.layout.annotations if a.y == 0] == ["<b>2.60 s</b>", "<b>1.75 s</b>"]
+    assert any(s.y0 == 0.95 and s.y1 == 0.95 for s in fig.layout.shapes)
+    assert fig.layout.xaxis.title.text == "wall time since training start (s)"
+    assert "validation accuracy" in fig.layout.yaxis.title.text
+    fig.to_json()
+    # Not reached: no star for that run.
+    fig = charts.transfer_figure(ft, 0.99, {"run #2: fine-tuned": None})
+    assert not [t for t in fig.data if t.marker.symbol == "star"]
+    assert not charts.transfer_figure(None).data
+
+
+def test_summaries_name_data_transfer_and_pipeline_options():
+    cfg = {"dataset": "digits", "model": "cnn", "precision": "float32", "devices": 1, "batch_size": 32,
+           "epochs": 12, "label_subset": [5, 6, 7, 8, 9], "init_from": 1, "data_cache": True,
+           "data_prefetch": False, "data_parallel_map": True}
+    assert charts.config_summary(cfg) == ("digits labels 5,6,7,8,9 · cnn from run #1 · fp32 · 1 device · "
+                                          "batch 32 · cache · no prefetch · 12 epochs")
+    assert charts.run_label({"id": 2, "config": cfg}) == "#2 fp32 · from #1"
+    bb = {"dataset": "cifar10", "model": "mobilenetv2", "image_size": 96, "pretrained": True,
+          "precision": "float32", "devices": 1, "batch_size": 64, "epochs": 3, "data_parallel_map": False}
+    assert charts.config_summary(bb) == ("cifar10 · mobilenetv2 96px (ImageNet) · fp32 · 1 device · batch 64 · "
+                                         "serial map · 3 epochs")

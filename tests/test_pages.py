@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import runner
+from engine import datasets_meta, runner
 from engine.config import ConfigError, RunConfig, check_runnable
 from engine.measure import steady_state
 from engine.store import SYSTEM_COLS, Store
@@ -29,10 +29,12 @@ TIMEOUT = 60  # s per script run (first run imports pandas, plotly)
 # --- helpers -------------------------------------------------------------------
 
 def fake_run(store: Store, cfg: RunConfig, role="run", group="g1", rate=10_000.0, n_exec=None,
-             status="completed", simulated=False, ttt=None) -> int:
+             status="completed", simulated=False, ttt=None, wait=None, val_acc=None) -> int:
     """Store a run as the worker would (plan, metrics, summary), without training.
 
-    One execution per step; the first is a 1 s warm-up; `rate` in samples/s.
+    One execution per step; the first is a 1 s warm-up; `rate` in samples/s;
+    `wait`: share of each execution spent waiting for data (None: not measured,
+    as multi-worker runs store it); `val_acc`: validation accuracy per epoch.
     """
     rid = store.create_run(cfg.to_json(), role=role, group_id=group,
                            status="running" if status != "queued" else "queued")
@@ -51,14 +53,15 @@ def fake_run(store: Store, cfg: RunConfig, role="run", group="g1", rate=10_000.0
         t += d
         durs.append(d)
         rows.append((i, i * cfg.epochs // n, i + 1, 1, t, d, bs / d, 2.3 * math.exp(-3 * i / n),
-                     cfg.learning_rate, int(i == 0), None))
+                     cfg.learning_rate, int(i == 0), None if wait is None else wait * d))
+    accs = val_acc or [0.6 + 0.1 * e for e in range(cfg.epochs)]
     ep = [(e, t * (e + 1) / cfg.epochs, (e + 1) * n // cfg.epochs, 1.0 / (e + 1), 0.5 + 0.1 * e,
-           0.9 / (e + 1), 0.6 + 0.1 * e, cfg.learning_rate) for e in range(cfg.epochs)]
+           0.9 / (e + 1), accs[e], cfg.learning_rate) for e in range(cfg.epochs)]
     sample = {"cpu_percent": 95.0, "rss_mb": 800.0, "mem_percent": 20.0, "worker": 0}
     sysrows = [tuple({**sample, "t": float(s)}.get(c) for c in SYSTEM_COLS) for s in range(int(t) + 2)]
     store.add_metrics(rid, rows, ep, sysrows)
     summary = {**steady_state(durs, [1] * n, bs), "wall_sec": t, "replicas": cfg.devices,
-               "replicas_simulated": simulated, "final_val_accuracy": 0.6 + 0.1 * (cfg.epochs - 1),
+               "replicas_simulated": simulated, "final_val_accuracy": accs[-1],
                "time_to_target_sec": ttt, "warnings": []}
     if status == "running":
         store.update_run(rid, summary=summary, pid=os.getpid(), pid_started=_my_start())
@@ -404,6 +407,189 @@ def test_real_run_launched_from_the_train_page(store_home):
     assert any(t.get("name", "").endswith("val") for t in specs["loss_step"]["data"])
 
 
+# --- Train page: data, upload, pipeline, transfer, data wait ------------------------
+
+def npz_bytes(**arrays) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def registry(store_home: Path) -> list[str]:
+    """Everything under the registry folder, hidden temporary folders included."""
+    d = store_home / "datasets"
+    return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+
+def test_upload_registers_a_good_npz_and_selects_it(store_home):
+    rng = np.random.default_rng(0)
+    good = npz_bytes(x_train=rng.integers(0, 256, (200, 6, 5), dtype=np.uint8),
+                     y_train=np.repeat(np.arange(4), 50))
+    at = app()
+    assert "user:stripes" not in at.selectbox(key="dataset").options
+    at.file_uploader[0].upload("stripes.npz", good, "application/octet-stream")
+    at.text_input(key="upload_name").input("stripes").run()  # the browser reruns after an upload
+    at.button(key="upload_register").click().run()
+    no_errors(at)
+    assert registry(store_home) == ["stripes"]
+    sel = at.selectbox(key="dataset")
+    assert "user:stripes" in sel.options and sel.value == "user:stripes"
+    assert "Registered **user:stripes**: 200 images of 6x5x1, 4 classes" in texts(at.success)
+    assert "200 images of 6x5x1, 4 classes" in texts(at.caption)  # the selected data set described
+    assert not at.button(key="launch").disabled  # a valid config on the new data
+    assert not at.file_uploader[0].value  # emptied for the next upload
+    # The same name again: refused with the engine's line, nothing replaced.
+    at.file_uploader[0].upload("stripes.npz", good, "application/octet-stream")
+    at.text_input(key="upload_name").input("stripes").run()  # the browser reruns after an upload
+    at.button(key="upload_register").click().run()
+    assert "a data set named 'stripes' is already registered; pick another name or replace it" in texts(at.error)
+    assert registry(store_home) == ["stripes"]
+
+
+def test_upload_of_a_bad_npz_shows_one_line_per_fault_and_registers_nothing(store_home):
+    bad = npz_bytes(x_train=np.zeros((1000, 8, 8), np.uint8), y_train=np.arange(999) % 10)
+    at = app()
+    at.file_uploader[0].upload("bad.npz", bad, "application/octet-stream").run()
+    at.button(key="upload_register").click().run()  # no name given: taken from the file name
+    no_errors(at)
+    errors = [e.value for e in at.error]
+    assert "x_train has 1000 samples but y_train has 999; give one label per image" in errors
+    assert errors == ["x_train has 1000 samples but y_train has 999; give one label per image"]
+    assert "**bad.npz was not registered** (1 problem); nothing was kept:" in texts(at.caption)
+    assert registry(store_home) == []  # no half-registered data set, no temporary folder
+    assert at.selectbox(key="dataset").options == list(datasets_meta.DATASET_NAMES)
+    # Several faults: one line each.
+    worse = npz_bytes(x_train=np.full((20, 4, 4), 3.2, np.float32), y_train=np.eye(20)[:, :3])
+    at.file_uploader[0].upload("worse.npz", worse, "application/octet-stream").run()
+    at.button(key="upload_register").click().run()
+    errors = [e.value for e in at.error]
+    assert "x_train values go from 3.2 to 3.2; float pixels must lie in [0, 1] (or give uint8 pixels 0..255)" \
+        in errors
+    assert "y_train has shape (20, 3); give integer class labels of shape (N,), not one-hot" in errors
+    assert len(errors) == 2 and "**worse.npz was not registered** (2 problems)" in texts(at.caption)
+    assert registry(store_home) == []
+
+
+def test_label_subset_pipeline_and_model_controls(store_home):
+    at = app()
+    at.text_input(key="label_subset").input("5-9").run()
+    no_errors(at)
+    assert "896 images of 8x8x1, 5 classes (labels 5,6,7,8,9)" in texts(at.caption)
+    assert not at.button(key="launch").disabled
+    assert "labels 5,6,7,8,9" in texts(at.caption)  # the launch line names the subset
+    at.text_input(key="label_subset").input("5,12").run()
+    assert "label_subset: [5, 12] has label 12 but digits has labels 0..9" in texts(at.error)
+    assert at.button(key="launch").disabled
+    at.text_input(key="label_subset").input("")
+    at.toggle(key="data_prefetch").set_value(False)
+    at.toggle(key="data_cache").set_value(True).run()
+    assert "cache · no prefetch" in texts(at.caption)
+    # Backbones: image size and ImageNet weights; the engine judges them.
+    keys = lambda: {w.key for w in [*at.number_input, *at.toggle, *at.selectbox]}  # noqa: E731
+    assert "image_size" not in keys() and "pretrained" not in keys()
+    at.selectbox(key="model").set_value("mobilenetv2")
+    at.run()
+    assert {"image_size", "pretrained"} <= keys()
+    at.number_input(key="image_size").set_value(16).run()
+    assert "image_size: 16 is below the 32 pixels keras.applications backbones accept" in texts(at.error)
+    at.number_input(key="image_size").set_value(32)
+    at.toggle(key="pretrained").set_value(True).run()
+    assert {"freeze_epochs", "finetune_lr_factor"} <= keys()
+    from engine import keras_data
+
+    if keras_data.find_weights("mobilenetv2", 32) is None and not keras_data.online("storage.googleapis.com"):
+        assert "pretrained: True needs the ImageNet weights of mobilenetv2" in texts(at.error)
+
+
+def test_keras_data_set_availability_is_the_engines_message(store_home, monkeypatch):
+    from engine import keras_data
+
+    monkeypatch.setenv("SPEEDLAB_OFFLINE", "1")
+    monkeypatch.setenv("KERAS_HOME", str(store_home / "keras"))
+    if keras_data.find_cached("fashion_mnist") is not None:
+        pytest.skip("fashion_mnist is cached here")
+    at = app()
+    at.selectbox(key="dataset").set_value("fashion_mnist").run()
+    no_errors(at)
+    with pytest.raises(ConfigError) as err:
+        check_runnable(RunConfig(dataset="fashion_mnist"))
+    assert str(err.value) in texts(at.error)
+    assert "not in the Keras cache: downloaded on first use" in texts(at.caption)
+    assert at.button(key="launch").disabled
+
+
+def test_start_from_a_saved_run(store):
+    from engine import transfer
+
+    cfgs = transfer.demo_configs(epochs=3, pretrain_epochs=3)
+    plain = fake_run(store, RunConfig(epochs=2), group="g0")
+    pid = fake_run(store, cfgs["pretrain"].replace(model="mlp"), group="g1")
+    (store.run_dir(pid) / "model.keras").write_bytes(b"not a real model")  # only its existence is checked
+    at = app()
+    no_errors(at)
+    sel = at.selectbox(key="init_from")
+    assert sel.options == ["no: fresh weights", f"#{pid} · digits labels 0,1,2,3,4 · mlp · val acc 0.800"]
+    assert plain not in sel.options and "freeze_epochs" not in {w.key for w in at.number_input}
+    at.selectbox(key="init_from").set_value(pid).run()
+    no_errors(at)
+    assert at.selectbox(key="model").value == "mlp"  # the source run's model follows
+    assert {"freeze_epochs", "finetune_lr_factor"} <= {w.key for w in at.number_input}
+    assert not at.button(key="launch").disabled
+    assert f"from run #{pid}" in texts(at.caption)
+    at.selectbox(key="model").set_value("cnn").run()
+    assert f"model: 'cnn' differs from run {pid}'s model 'mlp'" in texts(at.error)
+    at.selectbox(key="model").set_value("mlp")
+    at.number_input(key="epochs").set_value(2)
+    at.number_input(key="freeze_epochs").set_value(3).run()
+    assert "freeze_epochs: 3 is out of range; use 0 (never frozen) up to epochs (2)" in texts(at.error)
+
+
+def test_live_view_shows_data_wait_vs_compute_and_a_verdict(store):
+    b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0, wait=0.05)
+    r = fake_run(store, RunConfig(epochs=3, data_prefetch=False), "run", rate=8000.0, wait=0.63)
+    at = app()
+    no_errors(at)
+    specs = plotly_specs(at)
+    assert {f"data_wait_{b}", f"data_wait_{r}"} <= set(specs)
+    fig = specs[f"data_wait_{r}"]
+    wait, compute = fig["data"][0], fig["data"][1]
+    assert (wait["name"], compute["name"]) == ("waiting for data", "compute")
+    assert fig["layout"]["yaxis"]["title"]["text"] == "time per execution (s)"
+    assert fig["layout"]["xaxis"]["title"]["text"] == "optimizer step (steps)"
+    dur = [d for d in store.frame("executions", r)["duration"][1:]]  # steady ones
+    assert np.allclose(values(wait["y"]), [0.63 * d for d in dur])
+    assert np.allclose(values(compute["y"]), [0.37 * d for d in dur])
+    md = texts(at.markdown)
+    assert ":red-badge[input-bound] 63% of step time waiting for data" in md
+    assert ":green-badge[compute-bound] only 5% of step time waiting for data" in md
+
+
+def test_live_view_notes_unmeasured_data_wait(store):
+    fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
+    r = fake_run(store, RunConfig(epochs=3, workers=2), "run", rate=8000.0)  # wait=None: NULL, as multi-worker
+    at = app()
+    no_errors(at)
+    assert not [k for k in plotly_specs(at) if k.startswith("data_wait")]
+    assert f"#{r} fp32 · 2 workers** · data wait vs compute: not measured for multi-worker runs" in texts(at.caption)
+
+
+def test_launch_is_refused_while_the_transfer_demo_runs(store_home):
+    import time
+
+    from engine import background, transfer
+
+    background.write_json(transfer.demo_job_path(), {"state": "running", "pid": os.getpid(),
+                                                     "pid_started": _my_start(), "started": time.time(),
+                                                     "log": str(store_home / "demo.log")})
+    at = app()
+    at.button(key="launch").click().run()
+    no_errors(at)
+    assert "Not launched: the transfer demo is running" in texts(at.warning)
+    assert Store().list_runs() == []
+
+
 # --- Runs page -------------------------------------------------------------------
 
 def test_runs_page_empty_store(store_home):
@@ -468,6 +654,69 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     assert store.frame("executions", r).empty
 
 
+def demo_pair(store: Store) -> tuple[int, int, int]:
+    """The stored outcome of `python -m engine demo-transfer`, written directly:
+    pretraining (digits 0-4), then fine-tuned and from-scratch runs on 5-9."""
+    from engine import transfer
+
+    cfgs = transfer.demo_configs(epochs=4, pretrain_epochs=3)
+    pid = fake_run(store, cfgs["pretrain"], group="pre")
+    fid = fake_run(store, cfgs["finetune"].replace(init_from=pid), group="demo", ttt=3.36,
+                   val_acc=[0.29, 0.9, 0.96, 0.978], wait=0.02)
+    sid = fake_run(store, cfgs["scratch"], group="demo", ttt=1.75, val_acc=[0.85, 0.96, 0.98, 0.994], wait=0.02)
+    return pid, fid, sid
+
+
+def test_runs_page_transfer_section_draws_the_demo_pair(store):
+    pid, fid, sid = demo_pair(store)
+    at = app("views/runs.py")
+    no_errors(at)
+    spec = plotly_specs(at)["transfer_curves"]
+    curves = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
+    assert set(curves) == {f"run #{fid}: fine-tuned from run #{pid}", f"run #{sid}: from scratch"}
+    assert values(curves[f"run #{fid}: fine-tuned from run #{pid}"]["y"]) == [0.29, 0.9, 0.96, 0.978]
+    assert curves[f"run #{sid}: from scratch"]["line"]["color"] == charts_mod().run_color(sid)
+    stars = [t for t in spec["data"] if (t.get("marker") or {}).get("symbol") == "star"]
+    assert sorted(values(t["x"])[0] for t in stars) == [1.75, 3.36]
+    assert any(s.get("y0") == 0.95 and s.get("y1") == 0.95 for s in spec["layout"]["shapes"])  # the target
+    assert spec["layout"]["xaxis"]["title"]["text"] == "wall time since training start (s)"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[f"Fine-tuned (run #{fid})"] == "3.36 s" and metrics[f"From scratch (run #{sid})"] == "1.75 s"
+    assert "**Time to 0.95 validation accuracy**" in texts(at.markdown)
+    assert "**Training from scratch reached 0.95 1.92× sooner.**" in texts(at.markdown)
+    assert at.button(key="demo_start")
+
+
+def test_train_page_with_the_demo_runs_as_newest_group(store):
+    """The demo's from-scratch run is its own stored baseline: drawn once, no error."""
+    pid, fid, sid = demo_pair(store)
+    at = app()
+    no_errors(at)
+    specs = plotly_specs(at)
+    assert "throughput" in specs and [k for k in specs if k.startswith("data_wait")] == [f"data_wait_{fid}"]
+    assert f"#{fid} fp32 · from #{pid}**: completed" in texts(at.markdown)
+
+
+def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(store):
+    b = fake_run(store, RunConfig(epochs=2))
+    at = app("views/runs.py")
+    no_errors(at)
+    assert "No transfer demo yet. Run `python -m engine demo-transfer`" in texts(at.info)
+    assert "transfer_curves" not in plotly_specs(at)
+    q = fake_run(store, RunConfig(epochs=2), group="g2", status="queued")
+    at.button(key="demo_start").click().run()
+    no_errors(at)
+    assert f"not started: run #{q} is queued" in texts(at.warning)
+    assert [r["id"] for r in store.list_runs()] == [q, b]  # nothing else was queued
+    store.finish_run(q, "cancelled")
+
+
+def charts_mod():
+    from engine import charts
+
+    return charts
+
+
 # --- no TensorFlow in the app process ----------------------------------------------
 
 def test_pages_never_import_tensorflow(store_home):
@@ -482,8 +731,9 @@ def test_pages_never_import_tensorflow(store_home):
             spec = importlib.util.spec_from_file_location("page_" + path.stem, path)
             spec.loader.exec_module(importlib.util.module_from_spec(spec))
         from engine.store import SYSTEM_COLS, Store
-        from test_pages import finished_pair, app
+        from test_pages import finished_pair, app, demo_pair
         finished_pair(Store())
+        demo_pair(Store())
         for page in [None] + [f"views/{{p.name}}" for p in sorted(Path({str(ROOT)!r}, "views").glob("*.py"))]:
             at = app(page)
             assert not at.exception, (page, [e.value for e in at.exception])

@@ -9,15 +9,17 @@ blocks on training: a fragment re-reads the store about once a second.
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import contextmanager
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from engine import background, charts, datasets_meta, lr_find, runner
+from engine import background, charts, datasets_meta, lr_find, runner, transfer, userdata
 from engine.compare import compare, live_summary, progress
-from engine.config import (CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS, PRECISIONS,
-                           SCHEDULES, ConfigError, RunConfig, check_runnable)
+from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
+                           PRECISIONS, SCHEDULES, ConfigError, RunConfig, check_runnable)
 from engine.machine import quick_facts
 from engine.store import ACTIVE_STATUSES, Store
 
@@ -33,7 +35,7 @@ except ImportError:
 LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
-OPTIONAL = ("target_accuracy", "max_lr")  # None means "not set" for these fields
+OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" for these fields
 HARDWARE_PAGE = "views/hardware.py"
 VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
                   "measure": "orange"}
@@ -73,7 +75,8 @@ class Form:
     def field(self, name: str, widget: str, label: str, **kw):
         # Bound to the URL: a configuration is shareable and survives page switches.
         kw.setdefault("key", name)
-        value = getattr(self.c, widget)(label, bind="query-params", persist_state="session", **kw)
+        kw.setdefault("bind", "query-params")
+        value = getattr(self.c, widget)(label, persist_state="session", **kw)
         self.values[name] = value
         self.c.caption(FIELD_HELP[name])
         self.slots[name] = self.c.empty()
@@ -92,8 +95,21 @@ def controls(sb) -> Form:
     """All settings, grouped, in the sidebar. Ranges are left to the engine so
     its one-line message explains what is wrong and how to fix it."""
     f = Form(sb)
-    sb.markdown("#### Data and model")
+    data_controls(f, sb)
+    model_controls(f, sb)
+    speed_and_training_controls(f, sb)
+    return f
+
+
+def data_controls(f: Form, sb) -> None:
+    """Data set (built-in, Keras, registered user data), label subset, the
+    upload expander and the input-pipeline options."""
+    pending = st.session_state.pop("_select_dataset", None)  # set by a successful upload
+    if pending:
+        st.session_state["dataset"] = pending
+    sb.markdown("#### Data")
     f.select("dataset", "Data set", dataset_options())
+    about = sb.empty()
     if f.values["dataset"] == "synthetic":
         text = sb.text_input("Synthetic image shape (H,W,C)", "32,32,3", key="synthetic_shape",
                              bind="query-params", persist_state="session")
@@ -104,8 +120,54 @@ def controls(sb) -> Form:
         f.slots["synthetic_shape"] = sb.empty()
         f.number("synthetic_classes", "Synthetic classes", min_value=2, step=1)
         f.number("synthetic_samples", "Synthetic samples", min_value=4, step=256)
-    f.select("model", "Model", MODELS)
+    else:
+        text = f.field("label_subset", "text_input", "Label subset (optional)", value="",
+                       placeholder="all labels, e.g. 5,6,7,8,9")
+        f.values["label_subset"] = parse_labels(text)
+        line = dataset_description(f.values["dataset"], f.values["label_subset"])
+        if line:
+            about.caption(f":material/dataset: {line}")
+    upload_controls(sb)
+    pipe = sb.expander("Input pipeline", icon=":material/conveyor_belt:")
+    f.c = pipe
+    f.field("data_parallel_map", "toggle", "Parallel map (preprocess on several threads)",
+            value=DEFAULTS.data_parallel_map)
+    f.field("data_prefetch", "toggle", "Prefetch (prepare the next batches during the step)",
+            value=DEFAULTS.data_prefetch)
+    f.field("data_cache", "toggle", "Cache (preprocess once, keep in memory)", value=DEFAULTS.data_cache)
+    pipe.caption(":material/info: The live view shows, per execution, how long the step waited for "
+                 "data versus computed." + (" This data set is float32 already: there is no preprocessing "
+                                            "stage, so parallel map and cache change little."
+                                            if f.values["dataset"] in ("digits", "synthetic") else ""))
+    f.c = sb
 
+
+def model_controls(f: Form, sb) -> None:
+    """Model (own models and keras.applications backbones with image size and
+    ImageNet weights), saving the model, and starting from a saved run."""
+    sb.markdown("#### Model")
+    model = f.select("model", "Model", MODELS)
+    if model in BACKBONES:
+        f.number("image_size", "Image size (pixels a side, 0 = native 224)", min_value=0, step=32)
+        f.field("pretrained", "toggle", "Pretrained (ImageNet)", value=DEFAULTS.pretrained)
+    f.field("save_model", "toggle", "Save the trained model", value=DEFAULTS.save_model)
+    saved = saved_runs()
+    opts = [None, *saved]
+    if st.session_state.get("init_from") not in opts:
+        st.session_state.pop("init_from", None)  # the run was deleted, or never saved a model
+    f.field("init_from", "selectbox", "Start from a saved run", options=opts, index=0,
+            format_func=lambda i: "no: fresh weights" if i is None else saved.get(i, f"run #{i}"),
+            on_change=follow_source_run, args=(saved,), bind=None)  # run ids are this store's: not in links
+    if not saved:
+        f.slots["init_from"].caption("No saved model yet: turn on **Save the trained model** for a run "
+                                     "(or run the transfer demo on the Runs page) to start later runs from it.")
+    if f.values.get("init_from") is not None or f.values.get("pretrained"):
+        f.number("freeze_epochs", "Frozen epochs (only the new head learns)", min_value=0, step=1)
+        f.number("finetune_lr_factor", "Fine-tune LR factor (after unfreezing)", step=0.05, format="%.3f")
+
+
+def speed_and_training_controls(f: Form, sb) -> None:
+    """Speed options (precision, devices, batch, steps per execution, XLA) and training."""
     sb.markdown("#### Speed options")
     if hardware is not None and _cached_facts() is None:
         sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
@@ -136,7 +198,141 @@ def controls(sb) -> Form:
         f.number("momentum", "Momentum", step=0.05, format="%.2f")
     f.number("target_accuracy", "Target validation accuracy (0-1, optional)", value=None, step=0.01,
              format="%.2f", placeholder="none")
-    return f
+
+
+def parse_labels(text: str) -> tuple:
+    """'5,6,7,8,9' or '5-9' -> (5, 6, 7, 8, 9); '' -> (). Anything else is
+    passed on as text so that the engine's message names the problem."""
+    text = (text or "").strip()
+    if not text:
+        return ()
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if m and int(m[1]) <= int(m[2]):
+            out += range(int(m[1]), int(m[2]) + 1)
+        elif re.fullmatch(r"\d+", part):
+            out.append(int(part))
+        else:
+            return (text,)
+    return tuple(out)
+
+
+def dataset_description(name: str, labels: tuple = ()) -> str | None:
+    """One line about a data set (size, shape, classes), restricted to `labels`
+    when they are usable; None when the engine cannot describe it (its message
+    then appears under the selector)."""
+    try:
+        info = datasets_meta.dataset_info(name)
+    except Exception:  # noqa: BLE001 - validation shows the engine's message
+        return None
+    try:
+        if labels:
+            info = datasets_meta.apply_subset(info, labels)
+    except Exception:  # noqa: BLE001 - the label subset's own message says why
+        pass
+    shape = "x".join(str(v) for v in info.shape)
+    line = (f"{info.samples:,} images of {shape}, {info.classes} classes"
+            + (f" (labels {','.join(map(str, info.labels))})" if info.labels else "")
+            + (f", {info.test_samples:,} test images" if info.test_samples else ""))
+    if info.source == "download":
+        line += " · not in the Keras cache: downloaded on first use"
+    return line
+
+
+def saved_runs() -> dict[int, str]:
+    """{run id: label} of completed runs that saved their model, newest first."""
+    store = Store()
+    try:
+        out = {}
+        for r in store.list_runs(["completed"]):
+            if transfer.saved_model_path(store, r) is None:
+                continue
+            c = r["config"]
+            data = c.get("dataset", "?") + (" labels " + ",".join(map(str, c["label_subset"]))
+                                            if c.get("label_subset") else "")
+            acc = (r.get("summary") or {}).get("final_val_accuracy")
+            out[r["id"]] = (f"#{r['id']} · {data} · {c.get('model')}"
+                            + (f" · val acc {acc:.3f}" if acc is not None else ""))
+        return out
+    finally:
+        store.close()
+
+
+def follow_source_run(saved: dict) -> None:
+    """init_from callback: the new run takes the source run's model (and image
+    size), which transfer requires; the engine checks the rest."""
+    rid = st.session_state.get("init_from")
+    if rid is None:
+        return
+    store = Store()
+    try:
+        run = store.get_run(rid)
+    finally:
+        store.close()
+    if not run:
+        return
+    src = run["config"]
+    if src.get("model") in MODELS:
+        st.session_state["model"] = src["model"]
+    if src.get("model") in BACKBONES:
+        st.session_state["image_size"] = src.get("image_size") or 0
+        st.session_state["pretrained"] = False  # init_from and ImageNet weights exclude each other
+
+
+# --- user data upload ------------------------------------------------------------
+
+def suggested_name(filename: str) -> str:
+    """A usable data set name from an uploaded file's name ('My digits.npz' -> 'My_digits')."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(filename).stem).strip("._-")[:64]
+    return stem or "upload"
+
+
+def upload_controls(sb) -> None:
+    """'Upload data': a .npz or a .zip of class folders, checked and registered
+    as user:NAME by the engine (nothing is left behind when it is rejected);
+    every fault is one line; a registered data set is selected above."""
+    n = st.session_state.get("_upload_n", 0)  # a new key empties the uploader after a success
+    flash = st.session_state.pop("upload_flash", None)
+    exp = sb.expander("Upload data", icon=":material/upload_file:", expanded=bool(flash))
+    if flash:
+        exp.success(flash, icon=":material/check_circle:")
+    file = exp.file_uploader(".npz (x_train, y_train, optional x_test, y_test) or .zip of class folders",
+                             type=["npz", "zip"], key=f"upload_file_{n}")
+    exp.caption("Images (N, H, W) or (N, H, W, C) with C = 1 or 3, uint8 0..255 or floats in [0, 1]; "
+                "labels 0..K-1. A .zip holds one sub-folder per class (cats/, dogs/, ...) of "
+                "equally sized images.")
+    name = exp.text_input("Name", key="upload_name", placeholder=suggested_name(file.name) if file else "my_data",
+                          help="Letters, digits, '_', '-', '.'; it is offered as user:NAME")
+    overwrite = exp.checkbox("Replace a data set of this name", key="upload_replace")
+    have = userdata.registered()
+    if have:
+        exp.caption("Registered: " + ", ".join(f"`user:{h}`" for h in have))
+    if not exp.button("Check and register", key="upload_register", icon=":material/playlist_add_check:",
+                      disabled=file is None, width="stretch"):
+        return
+    name = (name or "").strip() or suggested_name(file.name)
+    try:
+        with exp, st.spinner(f"Checking {file.name} ..."):
+            info = userdata.register_upload(name, file.name, file.getvalue(), overwrite=overwrite)
+    except userdata.DataError as e:
+        exp.caption(f":material/block: **{file.name} was not registered** ({len(e.problems)} problem"
+                    f"{'s' if len(e.problems) > 1 else ''}); nothing was kept:")
+        for line in e.problems:
+            exp.error(line)
+        return
+    except Exception as e:  # noqa: BLE001 - e.g. a full disk: one line, not a traceback
+        log.exception("registering an upload failed")
+        exp.error(f"{file.name} was not registered: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}")
+        return
+    shape = "x".join(str(v) for v in info.shape)
+    st.session_state["upload_flash"] = (f"Registered **user:{name}**: {info.samples:,} images of {shape}, "
+                                        f"{info.classes} classes" + (f", {info.test_samples:,} test images"
+                                                                     if info.test_samples else "")
+                                        + ". Selected above.")
+    st.session_state["_select_dataset"] = f"user:{name}"
+    st.session_state["_upload_n"] = n + 1
+    st.rerun()
 
 
 def schedule_controls(f: Form, sb) -> None:
@@ -214,6 +410,8 @@ def validate(values: dict) -> tuple:
 
 def _warning_field(line: str) -> str:
     """Which control a check_runnable warning is about."""
+    if "image_size" in line:
+        return "image_size"
     return "devices" if "replica" in line else "precision" if "float16" in line else "device_type"
 
 
@@ -356,7 +554,7 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
     if active:
         out.warning(active_message(active), icon=":material/hourglass_top:")
         return
-    busy = background.busy()  # a benchmark or LR range test in the background
+    busy = background.busy() or transfer.demo_busy()  # a benchmark, LR range test or the demo
     if busy:
         out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
         return
@@ -469,7 +667,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {w}")
 
-    runs = [r for r in ([base] if base else []) + ([run] if run and run is not base else [])]
+    # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
+    runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     frames = _frames(store, runs)
     medians = {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
     cmp = compare(store, base["id"], run["id"]) if base and run and base["id"] != run["id"] else None
@@ -485,12 +684,45 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                     config=PLOTLY_CONFIG)
     c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step"),
                     key="loss_step", config=PLOTLY_CONFIG)
+    data_wait_row(store, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
     s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
                                          "CPU"), key="cpu", config=PLOTLY_CONFIG)
     s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "worker memory (RSS, MB)",
                                          "Memory"), key="mem", config=PLOTLY_CONFIG)
+
+
+def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) -> None:
+    """Per run: how long each execution waited for input versus computed, and a
+    one-line verdict (input-bound or compute-bound). Runs whose data wait is
+    not measured (multi-worker, TPU: NULL) get a short note instead."""
+    cols = st.columns(len(runs), gap="medium") if runs else []
+    for col, r in zip(cols, runs):
+        label = charts.run_label(r)
+        rows = execs[execs["run_id"] == r["id"]] if execs is not None and "run_id" in execs else None
+        with col:
+            if rows is None or rows.empty:
+                st.caption(f"**{label}** · data wait vs compute: waiting for the first execution ...")
+                continue
+            if charts.data_wait_frame(rows).empty:
+                cfg = r.get("config") or {}
+                why = ("multi-worker runs" if cfg.get("workers", 1) > 1 else "TPU runs"
+                       if cfg.get("device_type") == "tpu" else "this run")
+                note = ("waiting for the first steady execution ..." if rows["data_wait"].notna().any()
+                        else f"not measured for {why} (the input meter does not run there)")
+                st.caption(f":material/info: **{label}** · data wait vs compute: {note}")
+                continue
+            share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
+            if share is None:
+                share = charts.data_wait_share(rows)
+            verdict = charts.data_wait_verdict(share)
+            if verdict:  # the verdict first, then the evidence
+                kind, line = verdict
+                color = {"input-bound": "red", "partly input-bound": "orange"}.get(kind, "green")
+                st.markdown(f"**{label}** · :{color}-badge[{kind}] {line[len(kind) + 2:]}")
+            st.plotly_chart(charts.data_wait_figure(rows, title="Data wait vs compute"),
+                            key=f"data_wait_{r['id']}", config=PLOTLY_CONFIG)
 
 
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None:
