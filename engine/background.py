@@ -118,7 +118,8 @@ def stop(job: Optional[dict]) -> bool:
 
 def busy() -> Optional[str]:
     """One line when the machine is busy with a measurement (a training run
-    queued or running, a benchmark or an LR range test running), else None:
+    queued or running, a benchmark, an LR range test or the transfer demo
+    running), else None:
     starting another now would share the CPU/GPU and spoil both."""
     from engine import bench, lr_find
     from engine.runner import active_run
@@ -139,4 +140,6 @@ def busy() -> Optional[str]:
     lf = lr_find.read_progress()
     if lf and lf["state"] in ACTIVE_STATES:
         return "an LR range test is running: wait for it to end (usually under a minute)"
-    return None
+    from engine.transfer import demo_busy
+
+    return demo_busy()  # between its runs the demo holds no run, but still owns the machine

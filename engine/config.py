@@ -383,11 +383,15 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
 def baseline_config(c: RunConfig) -> RunConfig:
     """The like-for-like baseline of `c`: same data, model, global batch, epochs,
     seed and optimizer; float32 on 1 device, steps_per_execution 1, no XLA,
-    constant learning rate, no label smoothing or mixup."""
+    constant learning rate, no label smoothing or mixup, default input pipeline,
+    trained from scratch (no init_from, no pretrained weights: transfer learning
+    is one of the techniques measured against it)."""
     return c.replace(precision="float32", devices=1, workers=1, steps_per_execution=1, jit_compile=False,
                      schedule="constant", warmup_epochs=0.0, scale_lr=False,
                      reduce_on_plateau=False, label_smoothing=0.0, mixup_alpha=0.0,
-                     save_model=False, data_cache=False, data_parallel_map=True, data_prefetch=True)
+                     save_model=False, data_cache=False, data_parallel_map=True, data_prefetch=True,
+                     init_from=None, pretrained=False, freeze_epochs=RunConfig.freeze_epochs,
+                     finetune_lr_factor=RunConfig.finetune_lr_factor)
 
 
 # One short help line per setting: used by the CLI's --help and the dashboard.

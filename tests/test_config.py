@@ -85,6 +85,7 @@ def test_baseline_is_like_for_like():
     assert (b.precision, b.devices, b.steps_per_execution, b.jit_compile) == ("float32", 1, 1, False)
     assert (b.schedule, b.label_smoothing, b.mixup_alpha) == ("constant", 0.0, 0.0)
     assert (b.dataset, b.model, b.batch_size, b.epochs, b.seed) == (c.dataset, c.model, 256, c.epochs, c.seed)
+    assert baseline_config(c.replace(init_from=7, freeze_epochs=2)).init_from is None
 
 
 def test_machine_checks():
