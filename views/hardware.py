@@ -8,9 +8,7 @@ fragment that re-reads its progress file, figures come from engine.charts.
 """
 from __future__ import annotations
 
-import logging
 import time
-from contextlib import contextmanager
 
 import pandas as pd
 import streamlit as st
@@ -18,11 +16,11 @@ import streamlit as st
 from engine import bench, charts, hardware
 from engine.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
+from views.common import one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the benchmark runs
 WATCH_REFRESH_S = 3.0  # idle: notice a benchmark started from another tab
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-log = logging.getLogger("speedlab.dashboard")
 
 VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
                   "measure": "orange"}
@@ -55,16 +53,6 @@ BENCH_COLUMNS = {
 }
 
 
-@contextmanager
-def one_line_errors(what: str):
-    """An unexpected error becomes one line on the page (traceback to the
-    server log); the other sections still render."""
-    try:
-        yield
-    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
-        log.exception("%s failed", what)
-        first = (str(e).splitlines() or [""])[0][:300]
-        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
 
 
 # --- the probe -------------------------------------------------------------------

@@ -7,9 +7,6 @@ engine.compare, figures from engine.charts. No TensorFlow in this process.
 """
 from __future__ import annotations
 
-import logging
-from contextlib import contextmanager
-
 import pandas as pd
 import streamlit as st
 
@@ -17,13 +14,13 @@ from engine import background, charts, runner, transfer
 from engine.cli import runs_frame
 from engine.compare import compare, live_summary, progress
 from engine.store import ACTIVE_STATUSES, Store
+from views.common import one_line_errors
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 DEMO_REFRESH_S = 2.0  # the transfer section re-reads the store this often while the demo runs
 DEMO_COMMAND = "python -m engine demo-transfer"
 FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
            ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
-log = logging.getLogger("speedlab.dashboard")
 TABLE_COLUMNS = {
     "id": st.column_config.NumberColumn("run", format="#%d", width="small"),
     "status": st.column_config.TextColumn("status", width="small"),
@@ -39,16 +36,6 @@ TABLE_COLUMNS = {
 }
 
 
-@contextmanager
-def one_line_errors(what: str):
-    """An unexpected error becomes one line on the page (traceback to the
-    server log); the other sections still render."""
-    try:
-        yield
-    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
-        log.exception("%s failed", what)
-        first = (str(e).splitlines() or [""])[0][:300]
-        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:

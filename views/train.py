@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +21,7 @@ from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MO
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig, check_runnable)
 from engine.machine import quick_facts
 from engine.store import ACTIVE_STATUSES, Store
+from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
     from engine import lr_math
@@ -48,17 +48,6 @@ PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "se
 log = logging.getLogger("speedlab.dashboard")
 
 
-@contextmanager
-def one_line_errors(what: str):
-    """An unexpected error becomes one line on the page (the traceback goes to
-    the server log), so no traceback reaches the page and the live view keeps
-    refreshing on the next tick."""
-    try:
-        yield
-    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
-        log.exception("%s failed", what)
-        first = (str(e).splitlines() or [""])[0][:300]
-        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
 
 
 # --- controls -----------------------------------------------------------------

@@ -1,0 +1,20 @@
+"""Shared by the dashboard pages (not a page itself: app.py lists the pages)."""
+import logging
+from contextlib import contextmanager
+
+import streamlit as st
+
+log = logging.getLogger("speedlab.dashboard")
+
+
+@contextmanager
+def one_line_errors(what: str):
+    """An unexpected error becomes one line on the page (the traceback goes to
+    the server log), so no traceback reaches the page, the other sections still
+    render, and a live view keeps refreshing on its next tick."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
+        log.exception("%s failed", what)
+        first = (str(e).splitlines() or [""])[0][:300]
+        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
