@@ -45,7 +45,7 @@ def main() -> int:
                 prep = prepare(cfg, setup, data)
                 rec = Recorder(cfg.batch_size, prep.steps_per_epoch, sink=lambda t, row: None)
                 prep.model.fit(prep.train_ds, epochs=cfg.epochs, verbose=0, shuffle=False, callbacks=[rec])
-                st = steady_state(rec.durations, rec.batches, cfg.batch_size)
+                st = steady_state(rec.durations, rec.batches, cfg.batch_size, samples=rec.samples)
                 print(json.dumps({"cell": cell["index"], "repeat": r, "samples_per_sec": st["samples_per_sec"],
                                   "warmup_sec": st["warmup_sec"]}), flush=True)
     except Exception as exc:  # noqa: BLE001 - reported as one line to the caller

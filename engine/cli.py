@@ -32,6 +32,20 @@ def _shape(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"{text!r} is not H,W,C (e.g. 32,32,3)") from None
 
 
+def _int_list(text: str) -> tuple:
+    try:
+        return tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of class labels (e.g. 5,6,7,8,9)") from None
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage dump), exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message}; see {self.prog} --help\n")
+
+
 def add_config_args(p: argparse.ArgumentParser) -> None:
     """One flag per RunConfig field (--batch-size for batch_size, ...), help from FIELD_HELP."""
     g = p.add_argument_group("run settings (defaults in brackets)")
@@ -42,8 +56,10 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
         t = _field_type(f)
         if t is bool:
             g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
-        elif t is tuple:
+        elif t is tuple and f.name == "synthetic_shape":
             g.add_argument(flag, type=_shape, default=None, metavar="H,W,C", help=helptext)
+        elif t is tuple:
+            g.add_argument(flag, type=_int_list, default=None, metavar="L,L,...", help=helptext)
         else:
             g.add_argument(flag, type=t, default=None, metavar=f.name.upper(), help=helptext)
 
@@ -53,8 +69,17 @@ def config_from_args(args) -> RunConfig:
     Raises ConfigError."""
     base = {}
     if getattr(args, "config", None):
-        with open(args.config) as fh:
-            base = json.load(fh)
+        try:
+            with open(args.config) as fh:
+                base = json.load(fh)
+        except OSError as e:
+            raise ConfigError("config", args.config, f"cannot be read ({e.strerror})",
+                              "give the path of a JSON file of settings") from None
+        except json.JSONDecodeError as e:
+            raise ConfigError("config", args.config, f"is not valid JSON (line {e.lineno}, column {e.colno}: "
+                              f"{e.msg})", "fix the file: one JSON object of settings") from None
+        if not isinstance(base, dict):
+            raise ConfigError("config", args.config, "is not a JSON object", 'write {"batch_size": 256, ...}')
     for f in fields(RunConfig):
         v = getattr(args, f.name, None)
         if v is not None:
@@ -139,6 +164,10 @@ def cmd_run(args) -> int:
     cfg = config_from_args(args)
     from engine.config import check_runnable
 
+    if cfg.dataset != "synthetic" and any(getattr(args, k, None) is not None for k in
+                                          ("synthetic_shape", "synthetic_classes", "synthetic_samples")):
+        print(f"warning: --synthetic-* settings only apply to --dataset synthetic (not {cfg.dataset})",
+              file=sys.stderr)
     for w in check_runnable(cfg):
         print(f"warning: {w}", file=sys.stderr)
     if args.baseline:
@@ -271,7 +300,14 @@ def cmd_show(args) -> int:
 
 def cmd_cancel(args) -> int:
     from engine import runner
+    from engine.store import Store
 
+    store = Store()
+    try:
+        if _get_run(store, args.run_id) is None:
+            return 2
+    finally:
+        store.close()
     print(runner.cancel(args.run_id))
     return 0
 
@@ -303,7 +339,7 @@ def cmd_compare(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine",
+    p = Parser(prog="python -m engine",
                                 description="SpeedLab engine: measured training runs stored in SQLite "
                                             "($SPEEDLAB_HOME/runs.sqlite, default ./.speedlab).")
     sub = p.add_subparsers(dest="command", required=True)

@@ -37,7 +37,7 @@ def main(args) -> int:
 
     if args.cluster:
         if args.task_index is None:
-            raise ConfigError("task_index", None, "is missing", "give --task-index (0 is the chief)")
+            raise ConfigError("task_index", "", "is required with --cluster", "give --task-index (0 is the chief)")
         cluster = cl.parse(args.cluster, args.task_index)
     else:
         cluster = cl.from_env()

@@ -55,7 +55,9 @@ def live_summary(store: Store, run: dict) -> dict:
     gb = run["config"]["batch_size"]
     if rows:
         summary.update(steady_state([x["duration"] for x in rows], [x["batches"] for x in rows], gb,
-                                    warmup_flags=[x["warmup"] for x in rows]))
+                                    warmup_flags=[x["warmup"] for x in rows],
+                                    # stored rate x duration = the samples the worker really counted
+                                    samples=[x["samples_per_sec"] * x["duration"] for x in rows]))
     epochs = store.metrics("epochs", run["id"])
     target = run["config"].get("target_accuracy")
     if target and "time_to_target_sec" not in summary:

@@ -172,8 +172,12 @@ class RunConfig:
         known = {f.name for f in fields(cls)}
         for key in d:
             if key not in known:
+                import difflib
+
+                close = difflib.get_close_matches(key, known, n=3)
                 raise ConfigError(key, d[key], "is not a known setting",
-                                  f"use one of: {', '.join(sorted(known))}")
+                                  f"did you mean {' or '.join(close)}?" if close
+                                  else "see python -m engine run --help for the settings")
         d = dict(d)
         for key in ("synthetic_shape", "label_subset"):
             if isinstance(d.get(key), list):

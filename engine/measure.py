@@ -26,7 +26,8 @@ def execution_rate(batches: int, global_batch: int, duration_s: float) -> float:
 
 
 def steady_state(durations_s: Sequence[float], batches: Sequence[int], global_batch: int,
-                 warmup_executions: int = 1, warmup_flags: Optional[Sequence] = None) -> dict:
+                 warmup_executions: int = 1, warmup_flags: Optional[Sequence] = None,
+                 samples: Optional[Sequence[float]] = None) -> dict:
     """Warm-up and steady-state figures of one run.
 
     Args:
@@ -36,6 +37,8 @@ def steady_state(durations_s: Sequence[float], batches: Sequence[int], global_ba
         warmup_executions: leading executions counted as warm-up (1).
         warmup_flags: per execution, truthy = warm-up (overrides
             warmup_executions; e.g. the store's ``warmup`` column).
+        samples: samples really trained per execution; default batches x
+            global_batch (give it when an epoch ends in a short batch).
 
     Returns: dict with ``warmup_sec`` (s, all warm-up executions together),
     ``samples_per_sec`` (median of the
@@ -52,14 +55,18 @@ def steady_state(durations_s: Sequence[float], batches: Sequence[int], global_ba
         if len(warmup_flags) != len(durations_s):
             raise ValueError("warmup_flags and durations differ in length")
         warm = [bool(f) for f in warmup_flags]
+    if samples is None:
+        samples = [b * global_batch for b in batches]
+    elif len(samples) != len(durations_s):
+        raise ValueError("samples and durations differ in length")
     steady_d = [d for d, f in zip(durations_s, warm) if not f]
-    steady_b = [b for b, f in zip(batches, warm) if not f]
-    rates = [execution_rate(b, global_batch, d) for b, d in zip(steady_b, steady_d)]
+    steady_s = [n for n, f in zip(samples, warm) if not f]
+    rates = [execution_rate(n, 1, d) for n, d in zip(steady_s, steady_d)]
     out = {"warmup_sec": float(sum(d for d, f in zip(durations_s, warm) if f)), "steady_executions": len(rates),
            "samples_per_sec": None, "samples_per_sec_mean": None, "samples_per_sec_iqr": None}
     if rates:
         out["samples_per_sec"] = float(statistics.median(rates))
-        out["samples_per_sec_mean"] = sum(steady_b) * global_batch / sum(steady_d)
+        out["samples_per_sec_mean"] = sum(steady_s) / sum(steady_d)
         if len(rates) >= 2:
             q = statistics.quantiles(rates, n=4, method="inclusive")
             out["samples_per_sec_iqr"] = (float(q[0]), float(q[2]))

@@ -30,6 +30,8 @@ class Recorder(keras.callbacks.Callback):
         global_batch: samples per batch over all replicas.
         steps_per_epoch: batches per epoch (Keras reports end_step as
             begin + steps_per_execution - 1 even for a shorter last execution).
+        epoch_samples: training samples per epoch (default steps_per_epoch x
+            global_batch); with one replica the last batch holds the remainder.
         sink: receives ('executions' | 'epochs', row tuple); rows follow
             engine.store.EXEC_COLS / EPOCH_COLS.
         stop_event: set (e.g. by SIGTERM) to stop training at the next execution.
@@ -46,8 +48,8 @@ class Recorder(keras.callbacks.Callback):
     execution numbers continue, and `expect_warmup()` marks the next execution
     as warm-up (a recompiled train step is traced again).
 
-    After training: ``durations``/``batches``/``warmups``/``data_waits`` (per
-    execution: s / count / flag / s or None), ``nan_at`` ((epoch, step) or None),
+    After training: ``durations``/``batches``/``samples``/``warmups``/``data_waits``
+    (per execution: s / count / count / flag / s or None), ``nan_at`` ((epoch, step) or None),
     ``time_to_target`` (s or None), ``epoch_logs`` (last epoch's logs),
     ``wall`` (s from the first train begin to the last train end).
     """
@@ -56,10 +58,12 @@ class Recorder(keras.callbacks.Callback):
                  stop_event: Optional[threading.Event] = None,
                  target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[int], float]] = None,
                  on_start: Optional[Callable[[float], None]] = None,
-                 data_wait_fn: Optional[Callable[[], float]] = None):
+                 data_wait_fn: Optional[Callable[[], float]] = None,
+                 epoch_samples: Optional[int] = None):
         super().__init__()
         self.global_batch = global_batch
         self.steps_per_epoch = steps_per_epoch
+        self.epoch_samples = epoch_samples if epoch_samples is not None else steps_per_epoch * global_batch
         self.sink = sink
         self.stop_event = stop_event or threading.Event()
         self.target = target_accuracy
@@ -68,6 +72,7 @@ class Recorder(keras.callbacks.Callback):
         self.data_wait_fn = data_wait_fn
         self.durations: list[float] = []
         self.batches: list[int] = []
+        self.samples: list[int] = []
         self.warmups: list[bool] = []
         self.data_waits: list[Optional[float]] = []
         self._warm_next = True
@@ -117,7 +122,11 @@ class Recorder(keras.callbacks.Callback):
         # Within an epoch, end-to-end spacing includes Keras's loop and callbacks.
         start = self._prev_end if self._prev_end is not None else self._t_begin
         self._prev_end = t_end
-        n = min(batch + 1, self.steps_per_epoch) - self._begin_step
+        end = min(batch + 1, self.steps_per_epoch)
+        n = end - self._begin_step
+        # A single-replica epoch may end in a short batch: count the samples really run.
+        short = self.steps_per_epoch * self.global_batch - self.epoch_samples if end == self.steps_per_epoch else 0
+        samples = n * self.global_batch - short
         dur = t_end - start
         self.step += n
         idx = len(self.durations)
@@ -128,12 +137,13 @@ class Recorder(keras.callbacks.Callback):
             wait, self._wait_seen = max(0.0, total - self._wait_seen), total
         self.durations.append(dur)
         self.batches.append(n)
+        self.samples.append(samples)
         self.warmups.append(warm)
         self.data_waits.append(wait)
         self.last_loss = loss
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
-                                 execution_rate(n, self.global_batch, dur), _finite(loss), lr,
+                                 execution_rate(samples, 1, dur), _finite(loss), lr,
                                  int(warm), wait))
         if not math.isfinite(loss):
             self.nan_at = (self.epoch + 1, self.step)

@@ -202,7 +202,8 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
 
     rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, cfg.target_accuracy, on_start=on_start,
                    data_wait_fn=prep.meter.total if prep.meter is not None else None,
-                   lr_fn=_lr_table(cfg, steps_per_epoch))
+                   lr_fn=_lr_table(cfg, steps_per_epoch),
+                   epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"])
     for i, phase in enumerate(prep.phases):
         if i > 0:
             if rec.nan_at or stop_event.is_set() or model.stop_training:
@@ -212,7 +213,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         model.fit(train_ds, validation_data=val_ds, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
                   verbose=0, shuffle=False, callbacks=[rec, *callbacks, *(extra_callbacks or [])])
 
-    st = steady_state(rec.durations, rec.batches, cfg.batch_size, warmup_flags=rec.warmups)
+    st = steady_state(rec.durations, rec.batches, cfg.batch_size, warmup_flags=rec.warmups, samples=rec.samples)
     logs = rec.epoch_logs
     steady_waits = [w for w, warm in zip(rec.data_waits, rec.warmups) if w is not None and not warm]
     steady_secs = sum(d for d, warm in zip(rec.durations, rec.warmups) if not warm)

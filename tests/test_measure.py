@@ -36,3 +36,14 @@ def test_rate_speedup_time_left():
     assert speedup(None, 2500.0) is None
     assert time_left(30, 130, 20.0) == 5.0
     assert time_left(30, 130, None) is None
+
+
+def test_short_last_batch_counts_its_real_samples():
+    # 1,437 digits in batches of 128: 11 full batches and one of 29. Executions of one batch,
+    # 0.01 s each: full ones 12,800 samples/s, the short one 2,900 samples/s (not 12,800).
+    durations = [1.0] + [0.01] * 11
+    samples = [128] * 11 + [29]
+    r = steady_state(durations, [1] * 12, 128, samples=samples)
+    assert r["samples_per_sec"] == pytest.approx(12800.0)  # median of 10 x 12,800 and 2,900
+    assert r["samples_per_sec_mean"] == pytest.approx((10 * 128 + 29) / 0.11)
+    assert r["samples_per_sec_iqr"][0] == pytest.approx(12800.0)

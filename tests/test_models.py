@@ -68,3 +68,17 @@ def test_recorder_counts_short_last_execution():
         rec.on_train_batch_end(begin + 1, {"loss": 1.0})
     assert rec.batches == [2, 2, 1] and rec.step == 5
     assert rows[-1][6] == pytest.approx(32 / rows[-1][5])  # samples/s = 1 batch x 32 / duration
+
+
+def test_recorder_counts_the_short_last_batch_of_an_epoch():
+    rows = []
+    # 150 samples in batches of 32: 4 full batches and one of 22 (one replica keeps the remainder).
+    rec = Recorder(32, steps_per_epoch=5, sink=lambda t, r: rows.append(r), epoch_samples=150)
+    rec.set_model(_FakeModel())
+    rec.on_train_begin()
+    rec.on_epoch_begin(0)
+    for begin in (0, 2, 4):
+        rec.on_train_batch_begin(begin)
+        rec.on_train_batch_end(begin + 1, {"loss": 1.0})
+    assert rec.samples == [64, 64, 22] and sum(rec.samples) == 150
+    assert rows[-1][6] == pytest.approx(22 / rows[-1][5])

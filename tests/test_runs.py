@@ -33,6 +33,9 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     ex = st.metrics("executions", s["run_id"])
     ep = st.metrics("epochs", s["run_id"])
     assert len(ex) == 120 and [e["warmup"] for e in ex[:2]] == [1, 0]
+    # Each epoch ends in a batch of 1437 - 11 x 128 = 29 samples: its throughput counts 29, not 128.
+    assert all(e["samples_per_sec"] * e["duration"] == pytest.approx(29) for e in ex if e["step"] % 12 == 0)
+    assert all(e["samples_per_sec"] * e["duration"] == pytest.approx(128) for e in ex if e["step"] % 12)
     assert [e["epoch"] for e in ep] == list(range(10))
     assert ep[-1]["val_accuracy"] == pytest.approx(s["final_val_accuracy"])
     assert len(st.metrics("system", s["run_id"])) >= 1
