@@ -33,7 +33,7 @@ REFERENCE_SCALING = {1: 1.0, 2: 2.0, 4: 3.8, 8: 7.3}
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
 _PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
 T_TITLE = "wall time since training start (s)"
-STEP_TITLE = "step (optimizer steps)"
+STEP_TITLE = "optimizer step (steps)"
 
 
 # --- runs: colours, labels, summaries --------------------------------------
