@@ -122,14 +122,9 @@ def busy() -> Optional[str]:
     running), else None:
     starting another now would share the CPU/GPU and spoil both."""
     from engine import bench, lr_find
-    from engine.runner import active_run
-    from engine.store import Store
+    from engine.runner import current_run
 
-    store = Store()
-    try:
-        run = active_run(store)
-    finally:
-        store.close()
+    run = current_run()
     if run:
         return (f"run #{run['id']} is {run['status']}: wait for it to end or stop it (one measurement "
                 "at a time keeps the numbers clean)")

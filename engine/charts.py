@@ -59,15 +59,22 @@ def run_label(run: Mapping) -> str:
         parts.append(f"{devices} dev" + (" (sim)" if simulated else ""))
     if cfg.get("workers", 1) > 1:
         parts.append(f"{cfg['workers']} workers")
+    parts += _speed_parts(cfg)
+    if cfg.get("init_from") is not None:
+        parts.append(f"from #{cfg['init_from']}")
+    return " · ".join(parts)
+
+
+def _speed_parts(cfg: Mapping) -> list:
+    """Steps per execution, XLA and schedule, each only when it is not the default."""
+    parts = []
     if cfg.get("steps_per_execution", 1) > 1:
         parts.append(f"spe {cfg['steps_per_execution']}")
     if cfg.get("jit_compile"):
         parts.append("XLA")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
-    if cfg.get("init_from") is not None:
-        parts.append(f"from #{cfg['init_from']}")
-    return " · ".join(parts)
+    return parts
 
 
 def config_summary(cfg: Mapping, summary: Optional[Mapping] = None) -> str:
@@ -92,12 +99,7 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None) -> str:
     if cfg.get("workers", 1) > 1:
         parts.append(f"{cfg['workers']} workers")
     parts.append(f"batch {cfg.get('batch_size')}")
-    if cfg.get("steps_per_execution", 1) > 1:
-        parts.append(f"spe {cfg['steps_per_execution']}")
-    if cfg.get("jit_compile"):
-        parts.append("XLA")
-    if cfg.get("schedule", "constant") != "constant":
-        parts.append(cfg["schedule"])
+    parts += _speed_parts(cfg)
     # Input-pipeline options that differ from the defaults (cache off, parallel map and prefetch on).
     if cfg.get("data_cache"):
         parts.append("cache")

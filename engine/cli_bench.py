@@ -81,15 +81,10 @@ def format_table(result: dict) -> str:
 def main(args) -> int:
     from engine import bench
     from engine.machine import quick_facts
-    from engine.runner import active_run
-    from engine.store import Store
+    from engine.runner import current_run
 
     write = progress_writer(getattr(args, "progress_file", None))
-    store = Store()
-    try:
-        run = active_run(store)
-    finally:
-        store.close()
+    run = current_run()
     if run:
         msg = (f"run {run['id']} is {run['status']}: a benchmark now would spoil both measurements; "
                f"wait or cancel it")

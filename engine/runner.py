@@ -86,6 +86,15 @@ def active_run(store: Store) -> Optional[dict]:
     return runs[0] if runs else None
 
 
+def current_run(store_path: Optional[os.PathLike] = None) -> Optional[dict]:
+    """`active_run` on a store opened (and closed) for the purpose."""
+    store = Store(store_path)
+    try:
+        return active_run(store)
+    finally:
+        store.close()
+
+
 def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
            store_path: Optional[os.PathLike] = None, start: bool = True,
            baseline_id: Optional[int] = None) -> list[int]:
