@@ -45,20 +45,22 @@ def compare(store: Store, baseline_id: int, run_id: int) -> dict:
     }
 
 
-def live_summary(store: Store, run: dict) -> dict:
+def live_summary(store: Store, run: dict, rows: Optional[list] = None,
+                 epochs: Optional[list] = None) -> dict:
     """The run's summary; for a run still in progress, figures computed from the
-    executions stored so far (same arithmetic as the final summary)."""
+    executions stored so far (same arithmetic as the final summary). `rows` and
+    `epochs` are the run's stored metrics when the caller has read them already."""
     summary = dict(run.get("summary") or {})
     if run["status"] in ("completed", "failed", "cancelled") and "samples_per_sec" in summary:
         return summary
-    rows = store.metrics("executions", run["id"])
+    rows = rows if rows is not None else store.metrics("executions", run["id"])
     gb = run["config"]["batch_size"]
     if rows:
         summary.update(steady_state([x["duration"] for x in rows], [x["batches"] for x in rows], gb,
                                     warmup_flags=[x["warmup"] for x in rows],
                                     # stored rate x duration = the samples the worker really counted
                                     samples=[x["samples_per_sec"] * x["duration"] for x in rows]))
-    epochs = store.metrics("epochs", run["id"])
+    epochs = epochs if epochs is not None else store.metrics("epochs", run["id"])
     target = run["config"].get("target_accuracy")
     if target and "time_to_target_sec" not in summary:
         # Same rule as the Recorder (engine.recorder.reached), without importing Keras here.
@@ -78,7 +80,8 @@ def progress(store: Store, run_id: int) -> Optional[dict]:
     if run is None:
         return None
     plan = run.get("plan") or {}
-    rows = store.metrics("executions", run_id)
+    rows = store.metrics("executions", run_id)  # read once a second per tab: once only
+    epochs = store.metrics("epochs", run_id)
     total = plan.get("total_steps") or 0
     last = rows[-1] if rows else None
     step = last["step"] if last else 0
@@ -86,8 +89,8 @@ def progress(store: Store, run_id: int) -> Optional[dict]:
     steps_per_s = (sum(x["batches"] for x in steady) / sum(x["duration"] for x in steady)) if steady else None
     left = time_left(step, total, steps_per_s)
     if left is not None and run["status"] == "running":
-        left += (run["config"]["epochs"] - len(store.metrics("epochs", run_id))) * _epoch_overhead(store, run_id, rows)
-    summ = live_summary(store, run)
+        left += (run["config"]["epochs"] - len(epochs)) * _epoch_overhead(rows, epochs)
+    summ = live_summary(store, run, rows, epochs)
     return {
         "status": run["status"], "epoch": (last["epoch"] + 1) if last else 0,
         "epochs": run["config"]["epochs"], "step": step, "total_steps": total,
@@ -99,12 +102,12 @@ def progress(store: Store, run_id: int) -> Optional[dict]:
     }
 
 
-def _epoch_overhead(store: Store, run_id: int, rows: list[dict]) -> float:
+def _epoch_overhead(rows: list[dict], epochs: list[dict]) -> float:
     """Median seconds from an epoch's last execution to the epoch's end (validation)."""
     import statistics
 
     last_t = {}
     for x in rows:
         last_t[x["epoch"]] = x["t"]
-    gaps = [e["t"] - last_t[e["epoch"]] for e in store.metrics("epochs", run_id) if e["epoch"] in last_t]
+    gaps = [e["t"] - last_t[e["epoch"]] for e in epochs if e["epoch"] in last_t]
     return max(statistics.median(gaps), 0.0) if gaps else 0.0

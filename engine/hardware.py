@@ -79,17 +79,24 @@ def _v(option: str, verdict: str, reason: str) -> dict:
     return {"option": option, "verdict": verdict, "reason": reason}
 
 
+def _gpu_precision(o: str, facts: dict, needed: tuple, fast: str, below: tuple) -> dict:
+    """Verdict for a low precision on the weakest GPU: 'faster' at compute
+    capability >= `needed` (Tensor Cores for it), else `below` = (verdict, reason)."""
+    cc = min(_cc(g) for g in facts["gpus"])
+    if cc == (0, 0):
+        return _v(o, "measure", "GPU compute capability unknown: measure it")
+    name = f"GPU compute capability {cc[0]}.{cc[1]}"
+    if cc >= needed:
+        return _v(o, "faster", f"{name} has {fast}")
+    return _v(o, below[0], f"{name} < {needed[0]}.{needed[1]} {below[1]}")
+
+
 def _float16(facts: dict, target: str) -> dict:
     o = "mixed_float16"
     if target == "gpu":
-        cc = min(_cc(g) for g in facts["gpus"])
-        if cc == (0, 0):
-            return _v(o, "measure", "GPU compute capability unknown: measure it")
-        if cc >= (7, 0):
-            return _v(o, "faster", f"GPU compute capability {cc[0]}.{cc[1]} has float16 Tensor "
-                                   "Cores: expect faster (often 2-3x on matmul-heavy models)")
-        return _v(o, "neutral", f"GPU compute capability {cc[0]}.{cc[1]} < 7.0 has no Tensor "
-                                "Cores: saves memory, little or no speedup")
+        return _gpu_precision(o, facts, (7, 0), "float16 Tensor Cores: expect faster (often 2-3x on "
+                              "matmul-heavy models)", ("neutral", "has no Tensor Cores: saves memory, "
+                                                       "little or no speedup"))
     if target == "tpu":
         return _v(o, "slower", "TPUs compute in bfloat16, not float16: use mixed_bfloat16")
     flags = set((facts.get("host") or {}).get("cpu_flags") or [])
@@ -103,14 +110,8 @@ def _float16(facts: dict, target: str) -> dict:
 def _bfloat16(facts: dict, target: str) -> dict:
     o = "mixed_bfloat16"
     if target == "gpu":
-        cc = min(_cc(g) for g in facts["gpus"])
-        if cc == (0, 0):
-            return _v(o, "measure", "GPU compute capability unknown: measure it")
-        if cc >= (8, 0):
-            return _v(o, "faster", f"GPU compute capability {cc[0]}.{cc[1]} has bfloat16 Tensor "
-                                   "Cores: expect faster")
-        return _v(o, "slower", f"GPU compute capability {cc[0]}.{cc[1]} < 8.0 has no bfloat16 "
-                               "Tensor Cores: expect slower; use mixed_float16")
+        return _gpu_precision(o, facts, (8, 0), "bfloat16 Tensor Cores: expect faster",
+                              ("slower", "has no bfloat16 Tensor Cores: expect slower; use mixed_float16"))
     if target == "tpu":
         return _v(o, "faster", "TPUs compute natively in bfloat16: expect faster")
     flags = set((facts.get("host") or {}).get("cpu_flags") or [])

@@ -56,29 +56,28 @@ def test_recorder_stops_on_nan_with_epoch_and_step():
     assert [r[9] for r in ex] == [1, 0, 0]  # only the first execution is warm-up
 
 
-def test_recorder_counts_short_last_execution():
+def _one_epoch_spe2(**kw):
+    """Drive a Recorder through one epoch of 5 batches at steps_per_execution 2, as
+    Keras reports it: (0,1), (2,3), (4,5) although the last execution has 1 batch."""
     rows = []
-    rec = Recorder(32, steps_per_epoch=5, sink=lambda t, r: rows.append(r))
+    rec = Recorder(32, steps_per_epoch=5, sink=lambda t, r: rows.append(r), **kw)
     rec.set_model(_FakeModel())
     rec.on_train_begin()
     rec.on_epoch_begin(0)
-    # steps_per_execution 2 over 5 batches: Keras reports (0,1), (2,3), (4,5) but the last has 1 batch.
     for begin in (0, 2, 4):
         rec.on_train_batch_begin(begin)
         rec.on_train_batch_end(begin + 1, {"loss": 1.0})
+    return rec, rows
+
+
+def test_recorder_counts_short_last_execution():
+    rec, rows = _one_epoch_spe2()
     assert rec.batches == [2, 2, 1] and rec.step == 5
     assert rows[-1][6] == pytest.approx(32 / rows[-1][5])  # samples/s = 1 batch x 32 / duration
 
 
 def test_recorder_counts_the_short_last_batch_of_an_epoch():
-    rows = []
     # 150 samples in batches of 32: 4 full batches and one of 22 (one replica keeps the remainder).
-    rec = Recorder(32, steps_per_epoch=5, sink=lambda t, r: rows.append(r), epoch_samples=150)
-    rec.set_model(_FakeModel())
-    rec.on_train_begin()
-    rec.on_epoch_begin(0)
-    for begin in (0, 2, 4):
-        rec.on_train_batch_begin(begin)
-        rec.on_train_batch_end(begin + 1, {"loss": 1.0})
+    rec, rows = _one_epoch_spe2(epoch_samples=150)
     assert rec.samples == [64, 64, 22] and sum(rec.samples) == 150
     assert rows[-1][6] == pytest.approx(22 / rows[-1][5])

@@ -659,8 +659,10 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     frames = _frames(store, runs)
-    medians = {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
     cmp = compare(store, base["id"], run["id"]) if base and run and base["id"] != run["id"] else None
+    # compare() has just computed both steady medians: reuse them rather than re-read the store.
+    medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
+               if cmp else {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs})
 
     left, right = st.columns([1, 2.4], gap="medium")
     with left:
