@@ -4,7 +4,7 @@ Page config and navigation only; each page is one file in views/. Not pages/:
 next to st.navigation, a pages/ folder makes Streamlit run a page without
 app.py when its URL is opened directly or reloaded. Adding a page is one
 line in PAGES. The app process never imports TensorFlow: runs
-execute in worker processes started by engine.runner.
+execute in worker processes started by engine.jobs.runner.
 """
 import streamlit as st
 

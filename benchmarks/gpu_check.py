@@ -8,7 +8,7 @@ Prints the probe (GPU model, compute capability, CUDA/cuDNN of the TF build,
 verdicts) and a table of steady samples/s and speedups for float32,
 mixed_float16 and mixed_bfloat16, XLA off and on, on the ResNet-style model
 with synthetic 32x32x3 data, each against float32 without XLA measured in the
-same invocation (engine.bench).  Also writes the result as JSON to --out.
+same invocation (engine.jobs.bench).  Also writes the result as JSON to --out.
 """
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--out", default="gpu_check.json")
     a = p.parse_args()
-    from engine import bench, hardware
-    from engine.cli_bench import format_table
-    from engine.cli_hardware import format_table as hardware_table
+    from engine.jobs import bench
+    from engine.hardware import verdicts as hardware
+    from engine.cli.bench import format_table
+    from engine.cli.hardware import format_table as hardware_table
 
     probe = hardware.probe(refresh=True)
     print(hardware_table(probe))

@@ -7,7 +7,7 @@ ROUNDS times in one invocation, and prints the ratio of steady throughputs.
 Goal: ratio >= 0.98 (instrumentation costs at most 2%).
 
 Both sides use the same data, pipeline, model and compile settings
-(engine.train.prepare) and train EPOCHS epochs; the first epoch (tracing,
+(engine.training.train.prepare) and train EPOCHS epochs; the first epoch (tracing,
 compilation) is left out on both sides. Steady throughput over epochs 2..E:
 - engine: samples / the summed durations of those epochs' executions, as
   stored by the worker (these include the engine's own per-execution costs);
@@ -37,10 +37,10 @@ def bare_child(cfg_json: str) -> None:
     from engine.config import RunConfig
 
     cfg = RunConfig.from_json(cfg_json)
-    from engine import devices
+    from engine.training import devices
 
     setup = devices.configure(cfg.device_type, cfg.devices)
-    from engine.train import prepare
+    from engine.training.train import prepare
 
     prep = prepare(cfg, setup)  # the engine's own data, model and compile settings
     model, ds = prep.model, prep.train_ds
@@ -65,7 +65,7 @@ def bare_child(cfg_json: str) -> None:
 
 
 def engine_rate(cfg, store_path) -> float:
-    from engine import runner
+    from engine.jobs import runner
     from engine.store import Store
 
     (rid,) = runner.submit([cfg], store_path=store_path)
@@ -81,7 +81,7 @@ def engine_rate(cfg, store_path) -> float:
 
 
 def bare_rate(cfg) -> float:
-    from engine.runner import worker_env
+    from engine.jobs.runner import worker_env
 
     out = subprocess.run([sys.executable, __file__, "--bare-child", cfg.to_json()],
                          capture_output=True, text=True, env=worker_env(), timeout=600)
@@ -104,7 +104,7 @@ def main() -> None:
         bare_child(a.bare_child)
         return
     from engine.config import RunConfig
-    from engine.machine import cpu_model
+    from engine.hardware.machine import cpu_model
 
     cfg = RunConfig(dataset="synthetic", synthetic_shape=(8, 8, 1), synthetic_samples=a.samples,
                     model=a.model, batch_size=a.batch_size, epochs=a.epochs,

@@ -28,7 +28,7 @@ TUNED = dict(model="cnn", batch_size=256, epochs=10, learning_rate=1e-3, scale_l
 
 
 def measure(cfg: RunConfig, store_path) -> dict:
-    from engine import runner
+    from engine.jobs import runner
 
     (rid,) = runner.submit([cfg], store_path=store_path)
     run = runner.wait(rid, store_path=store_path, timeout_s=900)
@@ -49,7 +49,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--target", type=float, default=0.97)
     a = p.parse_args()
-    from engine.machine import cpu_model
+    from engine.hardware.machine import cpu_model
 
     base = RunConfig(**BASELINE, target_accuracy=a.target)
     tuned = RunConfig(**TUNED, target_accuracy=a.target)

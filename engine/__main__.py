@@ -1,6 +1,6 @@
 """``python -m engine``: see engine.cli."""
 import sys
 
-from engine.cli import main
+from engine.cli.main import main
 
 sys.exit(main())

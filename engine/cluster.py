@@ -20,7 +20,7 @@ import socket
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.config import ConfigError
+from engine.errors import ConfigError
 
 _HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 

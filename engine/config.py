@@ -2,7 +2,7 @@
 
 A `RunConfig` is checked completely on construction, before any TF work, so
 that a bad value costs the user one line instead of a traceback from a worker.
-Machine-dependent checks (is there a GPU or TPU?) live in `check_runnable`,
+Machine-dependent checks (is there a GPU or TPU?) live in engine.preflight,
 because a stored config must stay loadable on any machine.
 """
 from __future__ import annotations
@@ -11,9 +11,10 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Optional
+from typing import Optional
 
-from engine.datasets_meta import canonical, dataset_info
+from engine.data.meta import canonical, dataset_info
+from engine.errors import ConfigError
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 DEVICE_TYPES = ("auto", "cpu", "gpu", "tpu")
@@ -24,20 +25,6 @@ MIN_BACKBONE_SIZE = 32  # keras.applications' smallest accepted input (min_size=
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 SCHEDULES = ("constant", "warmup_cosine", "warmup_step", "cyclic", "one_cycle")
 CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
-
-
-class ConfigError(ValueError):
-    """An invalid setting: `field`, the offending `value` and a `fix` for the user.
-
-    `str(err)` is one line: "<field>: <value!r> <problem>; <fix>".
-    """
-
-    def __init__(self, field_name: str, value: Any, problem: str, fix: str):
-        self.field = field_name
-        self.value = value
-        self.problem = problem
-        self.fix = fix
-        super().__init__(f"{field_name}: {value!r} {problem}; {fix}")
 
 
 @dataclass(frozen=True)
@@ -91,7 +78,7 @@ class RunConfig:
     mixup_alpha: float = 0.0
     save_model: bool = False
     # Data: original labels to keep (renumbered 0..k-1 in this order; empty = all),
-    # and input-pipeline options (engine.pipeline).
+    # and input-pipeline options (engine.data.pipeline).
     label_subset: tuple = ()
     data_cache: bool = False
     data_parallel_map: bool = True
@@ -99,7 +86,7 @@ class RunConfig:
     # keras.applications backbones: input size (0 = the backbone's native size) and ImageNet weights.
     image_size: int = 0
     pretrained: bool = False
-    # Transfer learning (engine.transfer): start from a saved run's weights.
+    # Transfer learning (engine.training.transfer): start from a saved run's weights.
     init_from: Optional[int] = None
     freeze_epochs: int = 1
     finetune_lr_factor: float = 0.1
@@ -321,67 +308,6 @@ def _validate(c: RunConfig) -> None:
     _int("freeze_epochs", c.freeze_epochs, 0, c.epochs,
          fix=f"use 0 (never frozen) up to epochs ({c.epochs})")
     _num("finetune_lr_factor", c.finetune_lr_factor, 0.0, 1.0, lo_open=True)
-
-
-def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
-    """Machine-dependent checks, still before any TF work.
-
-    `machine` is `engine.machine.quick_facts()` (GPU count, TPU presence, CPU
-    flags) and is looked up when omitted.
-
-    Returns: warnings (one line each) for allowed-but-slow settings.
-    Raises: ConfigError when the machine cannot run the config at all.
-    """
-    from engine.machine import quick_facts  # no TF: reads /proc, nvidia-smi, env
-
-    m = machine if machine is not None else quick_facts()
-    warnings: list[str] = []
-    if c.device_type == "tpu" and not m.get("tpu"):
-        raise ConfigError("device_type", "tpu", "was requested but No TPU detected",
-                          "use device_type cpu, gpu or auto")
-    if c.device_type == "gpu" and m.get("gpus", 0) == 0:
-        raise ConfigError("device_type", "gpu", "was requested but no GPU is visible",
-                          "use device_type cpu or auto, or install tensorflow[and-cuda]")
-    on_gpu = c.device_type == "gpu" or (c.device_type == "auto" and m.get("gpus", 0) > 0)
-    on_tpu = c.device_type == "tpu"
-    if c.precision == "mixed_float16" and not on_gpu and not on_tpu:
-        warnings.append("mixed_float16 on a CPU is emulated: expect it to be much slower than "
-                        "float32 (about 100x on one of our CPU machines)")
-    if c.precision == "mixed_bfloat16" and not on_gpu and not on_tpu and not m.get("cpu_bf16"):
-        warnings.append("mixed_bfloat16 on a CPU without native bf16 instructions "
-                        "(avx512_bf16/amx_bf16): expect it to be slower than float32")
-    physical = m.get("gpus", 0) if on_gpu else (0 if on_tpu else 1)
-    if on_tpu and c.steps_per_execution == 1:
-        # Each execution is a host round trip; TPUs idle between them.
-        warnings.append("on a TPU, fuse several steps per execution (e.g. steps_per_execution 32)")
-    if c.workers > 1 and c.device_type == "tpu":
-        raise ConfigError("workers", c.workers, "cannot be combined with a TPU",
-                          "a TPU runs all its cores from one process: use workers 1")
-    if c.workers > 1 and not on_gpu and c.devices > 1:
-        raise ConfigError("devices", c.devices, f"per worker on a CPU with {c.workers} workers",
-                          "use devices 1 with several CPU workers (each worker is one replica)")
-    if c.jit_compile and not on_tpu and c.devices > physical:
-        # TF cannot compile one XLA program over variables on logical devices of one
-        # physical device (https://www.tensorflow.org/xla/known_issues).
-        raise ConfigError("jit_compile", True, f"cannot run over {c.devices} simulated logical devices",
-                          "turn jit_compile off, or use as many devices as the machine has")
-    if not on_tpu and c.devices > physical:
-        kind = "GPU" if on_gpu else "CPU"
-        warnings.append(f"{c.devices} replicas will be simulated logical devices carved out of "
-                        f"{physical} physical {kind}: they share its cores, so expect no speedup")
-    # Data, weights and source runs: files on this machine (or a download).
-    from engine import keras_data, transfer
-    from engine.datasets_meta import check_available
-
-    check_available(c.dataset)
-    if c.pretrained:
-        keras_data.check_weights(c.model, c.input_size)
-    if c.init_from is not None:
-        transfer.check_source(c)
-    if c.backbone and not on_gpu and not on_tpu and c.input_size >= 128:
-        warnings.append(f"{c.model} at {c.input_size}x{c.input_size} on a CPU is slow (seconds per batch); "
-                        "set image_size to 32-96 for a quick try")
-    return warnings
 
 
 def baseline_config(c: RunConfig) -> RunConfig:

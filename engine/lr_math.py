@@ -1,7 +1,7 @@
 """Learning-rate and momentum schedules as plain formulas (NumPy; no TensorFlow import).
 
 Each formula is written once against an array namespace ``xp`` (``numpy`` here,
-for the dashboard's previews; ``tensorflow`` in `engine.schedules`, for training),
+for the dashboard's previews; ``tensorflow`` in `engine.training.schedules`, for training),
 so the preview and the trained schedule cannot drift apart.
 
 Conventions:

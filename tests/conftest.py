@@ -32,7 +32,7 @@ LONG_RUN = dict(dataset="synthetic", synthetic_shape=(8, 8, 1), synthetic_sample
 def start_long_run(store_home):
     """Submit a long run (extra RunConfig fields as keywords) and return
     (run_id, store) once it has written `n` executions (default 5)."""
-    from engine import runner
+    from engine.jobs import runner
     from engine.config import RunConfig
     from engine.store import Store
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from engine import bench
+from engine.jobs import bench
 
 
 def test_plan_matrix_fits_the_machine():
@@ -75,7 +75,7 @@ def test_background_benchmark_writes_progress_and_refuses_a_second(store_home):
     starting/running -> done with cells done/total and the cell being measured."""
     import time
 
-    from engine import background
+    from engine.jobs import background
 
     pid = bench.start_background(repeats=1, matrix=TINY)
     try:
@@ -131,7 +131,7 @@ def test_cli_progress_file_reports_a_refusal(store_home):
 
 
 def test_a_benchmark_process_that_died_reads_as_failed(store_home):
-    from engine import background
+    from engine.jobs import background
 
     log = store_home / "bench.log"
     log.write_text("  measured 3/16 cells\nerror: benchmark worker exited with code -9: Killed\n")

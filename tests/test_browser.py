@@ -104,7 +104,7 @@ def server(store_home):
         wait_for(healthy, 60, "the streamlit server")
         yield url
     finally:
-        from engine import runner
+        from engine.jobs import runner
 
         runner.cancel_active()
         os.killpg(proc.pid, signal.SIGTERM)
@@ -169,7 +169,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(server, store_home)
     """The Hardware page (real probe) with a saved quick-benchmark result
     (pre-written: the real one takes over a minute): cards, verdicts, chart,
     table; 'Use this configuration' fills the Train page. Saves hardware.png."""
-    from engine import bench
+    from engine.jobs import bench
 
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
     rates = [3200, 2500, 3600, 2300, 4700, 2000, 5300, 1900]  # samples/s per cell, as measured on a 2-core CPU

@@ -1,4 +1,4 @@
-"""Chart builders (engine.charts): pure DataFrame -> Plotly figure, no Streamlit."""
+"""Chart builders (engine.report.charts): pure DataFrame -> Plotly figure, no Streamlit."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import charts
+from engine.report import charts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,7 +152,7 @@ def test_lr_preview_shows_momentum_only_when_it_moves():
 
 
 def test_charts_module_imports_neither_streamlit_nor_tensorflow():
-    code = ("import sys, engine.charts; "
+    code = ("import sys, engine.report.charts; "
             "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
@@ -183,7 +183,7 @@ def test_scaling_figure_labels_multi_worker_runs():
 
 
 def bench_cells():
-    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.bench.summarize."""
+    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.jobs.bench.summarize."""
     def cell(p, s, x, sp, lo, hi, rate):
         return {"precision": p, "steps_per_execution": s, "jit_compile": x, "devices": 1, "simulated": False,
                 "speedup": sp, "speedup_min": lo, "speedup_max": hi, "samples_per_sec": rate,

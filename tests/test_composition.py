@@ -18,8 +18,8 @@ SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
     from engine.config import RunConfig
-    from engine.devices import DeviceSetup
-    from engine.train import prepare
+    from engine.training.devices import DeviceSetup
+    from engine.training.train import prepare
 
     class FirstLoss(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def results():
-    from engine.runner import worker_env
+    from engine.jobs.runner import worker_env
 
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600,
                           env=worker_env())

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from engine.config import ConfigError, RunConfig, baseline_config, check_runnable, nearest_divisible
+from engine.config import ConfigError, RunConfig, baseline_config, nearest_divisible
+from engine.preflight import check_runnable
 
 
 def err(**kw) -> ConfigError:

@@ -15,9 +15,12 @@ import zipfile
 import numpy as np
 import pytest
 
-from engine import datasets, keras_data, userdata
-from engine.config import ConfigError, RunConfig, check_runnable
-from engine.datasets_meta import DIGITS, dataset_info
+from engine.data import datasets
+from engine.data import keras_data
+from engine.data import userdata
+from engine.config import ConfigError, RunConfig
+from engine.preflight import check_runnable
+from engine.data.meta import DIGITS, dataset_info
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 
@@ -397,7 +400,7 @@ def test_cli_data_check_lists_every_problem(tmp_path, store_home):
 # --- input pipeline ------------------------------------------------------------------------
 def test_pipeline_scales_uint8_and_cache_gives_the_same_batches():
     tf = pytest.importorskip("tensorflow")
-    from engine import pipeline
+    from engine.data import pipeline
 
     x = images(10, 2, 2, 1)
     y = (np.arange(10) % 3).astype(np.int32)
@@ -425,7 +428,7 @@ def test_pipeline_scales_uint8_and_cache_gives_the_same_batches():
 
 def test_data_wait_meter_sees_a_slow_pipeline():
     tf = pytest.importorskip("tensorflow")
-    from engine import pipeline
+    from engine.data import pipeline
 
     meter = pipeline.DataWaitMeter()
     # Each element takes ~20 ms to produce and nothing is prefetched: the consumer waits for it.

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # until a root conftest/pytest config exists
-from engine import cli_hardware, hardware, machine  # noqa: E402
+from engine.cli import hardware as cli_hardware
+from engine.hardware import verdicts as hardware
+from engine.hardware import machine  # noqa: E402
 
 
 def facts(gpus=(), flags=(), tpu_cores=0, tpu_hint=False, driver=None, cuda_build=True,

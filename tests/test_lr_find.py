@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from engine import lr_find
-from engine.cli import main as cli_main
+from engine.jobs import lr_find
+from engine.cli.main import main as cli_main
 from engine.config import RunConfig
-from engine.lr_find import Smoother, smoothing_beta, suggest, sweep_lr
+from engine.jobs.lr_find import Smoother, smoothing_beta, suggest, sweep_lr
 
 DECADES = [10.0 ** e for e in range(-6, 1)]  # 1e-6, 1e-5, ..., 1
 

@@ -1,7 +1,7 @@
 """Throughput arithmetic against hand-computed values."""
 import pytest
 
-from engine.measure import execution_rate, speedup, steady_state, time_left
+from engine.report.measure import execution_rate, speedup, steady_state, time_left
 
 
 def test_issue_example_20_executions_batch_64():

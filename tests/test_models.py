@@ -5,8 +5,8 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-from engine import models  # noqa: E402
-from engine.recorder import Recorder  # noqa: E402
+from engine.training import models  # noqa: E402
+from engine.training.recorder import Recorder  # noqa: E402
 
 
 @pytest.fixture

@@ -9,8 +9,10 @@ import time
 import psutil
 import pytest
 
-from engine import cluster, runner
-from engine.config import ConfigError, RunConfig, check_runnable
+from engine import cluster
+from engine.jobs import runner
+from engine.config import ConfigError, RunConfig
+from engine.preflight import check_runnable
 from engine.store import Store
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import datasets_meta, runner
-from engine.config import ConfigError, RunConfig, check_runnable
-from engine.measure import steady_state
+from engine.data import meta as datasets_meta
+from engine.jobs import runner
+from engine.config import ConfigError, RunConfig
+from engine.preflight import check_runnable
+from engine.report.measure import steady_state
 from engine.store import SYSTEM_COLS, Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +192,7 @@ def test_invalid_settings_disable_launch_and_show_the_engine_message(store_home)
 
 
 def test_missing_device_is_refused_before_launch(store_home):
-    from engine.machine import quick_facts
+    from engine.hardware.machine import quick_facts
 
     if quick_facts()["gpus"]:
         pytest.skip("this machine has a GPU")
@@ -225,7 +227,7 @@ def test_schedule_expander_previews_the_learning_rate(store_home):
 
 
 def test_hardware_hint_from_the_cached_check(store_home):
-    hardware = pytest.importorskip("engine.hardware")
+    hardware = pytest.importorskip("engine.hardware.verdicts")
     facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
     (store_home / "hardware.json").write_text(json.dumps({hardware.cache_key(): facts}))
     at = app()
@@ -235,7 +237,7 @@ def test_hardware_hint_from_the_cached_check(store_home):
 
 
 def test_hardware_link_when_no_check_is_cached_and_verdicts_when_it_is(store_home):
-    hardware = pytest.importorskip("engine.hardware")
+    hardware = pytest.importorskip("engine.hardware.verdicts")
     at = app()
     no_errors(at)
     link = at.get("page_link")
@@ -257,7 +259,7 @@ def test_workers_times_devices_gives_the_replicas(store_home):
     no_errors(at)
     assert "Per-replica batch: **64** samples on each of 2 replicas (1 device × 2 workers)" in texts(at.markdown)
     assert "replicas = devices x workers" in texts(at.caption)  # the field's help
-    from engine.machine import quick_facts
+    from engine.hardware.machine import quick_facts
 
     if not quick_facts()["gpus"]:  # 2 devices x 2 workers on a CPU: refused by the engine
         at.number_input(key="devices").set_value(2).run()
@@ -295,8 +297,8 @@ def test_each_schedule_shows_its_own_settings_and_advanced_fields(store_home):
 
 
 def lr_sweep(n=80, suggested=3e-3) -> dict:
-    """An LR range test result as engine.lr_find.run saves it."""
-    from engine import lr_find
+    """An LR range test result as engine.jobs.lr_find.run saves it."""
+    from engine.jobs import lr_find
 
     lrs = [1e-6 * (1e6 ** (i / 99)) for i in range(n)]
     loss = [2.3 - 1.8 / (1 + math.exp(-(math.log10(x) + 3) * 3)) for x in lrs]
@@ -330,7 +332,7 @@ def test_lr_finder_runs_in_the_background(store_home):
     blocked, and shows the chart once the detached process is done."""
     import time
 
-    from engine import lr_find
+    from engine.jobs import lr_find
 
     at = app()
     at.selectbox(key="model").set_value("mlp").run()
@@ -497,14 +499,14 @@ def test_label_subset_pipeline_and_model_controls(store_home):
     at.number_input(key="image_size").set_value(32)
     at.toggle(key="pretrained").set_value(True).run()
     assert {"freeze_epochs", "finetune_lr_factor"} <= keys()
-    from engine import keras_data
+    from engine.data import keras_data
 
     if keras_data.find_weights("mobilenetv2", 32) is None and not keras_data.online("storage.googleapis.com"):
         assert "pretrained: True needs the ImageNet weights of mobilenetv2" in texts(at.error)
 
 
 def test_keras_data_set_availability_is_the_engines_message(store_home, monkeypatch):
-    from engine import keras_data
+    from engine.data import keras_data
 
     monkeypatch.setenv("SPEEDLAB_OFFLINE", "1")
     monkeypatch.setenv("KERAS_HOME", str(store_home / "keras"))
@@ -521,7 +523,7 @@ def test_keras_data_set_availability_is_the_engines_message(store_home, monkeypa
 
 
 def test_start_from_a_saved_run(store):
-    from engine import transfer
+    from engine.jobs import demo as transfer
 
     cfgs = transfer.demo_configs(epochs=3, pretrain_epochs=3)
     plain = fake_run(store, RunConfig(epochs=2), group="g0")
@@ -578,7 +580,8 @@ def test_live_view_notes_unmeasured_data_wait(store):
 def test_launch_is_refused_while_the_transfer_demo_runs(store_home):
     import time
 
-    from engine import background, transfer
+    from engine.jobs import background
+    from engine.jobs import demo as transfer
 
     background.write_json(transfer.demo_job_path(), {"state": "running", "pid": os.getpid(),
                                                      "pid_started": _my_start(), "started": time.time(),
@@ -657,7 +660,7 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
 def demo_pair(store: Store) -> tuple[int, int, int]:
     """The stored outcome of `python -m engine demo-transfer`, written directly:
     pretraining (digits 0-4), then fine-tuned and from-scratch runs on 5-9."""
-    from engine import transfer
+    from engine.jobs import demo as transfer
 
     cfgs = transfer.demo_configs(epochs=4, pretrain_epochs=3)
     pid = fake_run(store, cfgs["pretrain"], group="pre")
@@ -714,7 +717,7 @@ def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(s
 
 
 def charts_mod():
-    from engine import charts
+    from engine.report import charts
 
     return charts
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from engine import runner
-from engine.compare import compare
+from engine.jobs import runner
+from engine.report.compare import compare
 from engine.config import RunConfig
 from engine.store import Store
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from engine import lr_math
 from engine.config import RunConfig
-from engine.schedules import (Schedule, ScheduledMomentumAdam, ScheduledMomentumSGD,
+from engine.training.schedules import (Schedule, ScheduledMomentumAdam, ScheduledMomentumSGD,
                               build_momentum_schedule, build_optimizer, build_schedule)
 
 SPE = 10  # steps per epoch; with epochs=10 -> total_steps = 100

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from engine.config import RunConfig
-from engine.targets import make_loss, mixup, needs_one_hot, one_hot, prepare_targets
+from engine.data.targets import make_loss, mixup, needs_one_hot, one_hot, prepare_targets
 
 
 def batches(ds):

@@ -9,8 +9,11 @@ import threading
 import numpy as np
 import pytest
 
-from engine import transfer
-from engine.config import ConfigError, RunConfig, check_runnable
+from engine import transfer_source
+from engine.jobs import demo
+from engine.training import transfer
+from engine.config import ConfigError, RunConfig
+from engine.preflight import check_runnable
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 FIRST, SECOND = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)
@@ -18,7 +21,7 @@ FIRST, SECOND = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)
 
 def pretrain(store, cfg):
     """Train `cfg` in this process and store it as a completed run with its model saved."""
-    from engine.train import train
+    from engine.training.train import train
 
     rid = store.create_run(cfg.to_json(), status="running")
     out = train(cfg, lambda table, row: None, threading.Event(),
@@ -40,7 +43,7 @@ def test_source_run_checks_read_only_the_store(store):
 
     def fails(cfg, field, fragment):
         with pytest.raises(ConfigError) as e:
-            transfer.check_source(cfg, store)
+            transfer_source.check_source(cfg, store)
         assert e.value.field == field and fragment in str(e.value) and "\n" not in str(e.value)
 
     fails(want.replace(init_from=rid + 5), "init_from", "is not a run in this store")
@@ -49,7 +52,7 @@ def test_source_run_checks_read_only_the_store(store):
     fails(want, "init_from", "did not save its model")
     store.update_run(rid, plan={"input_shape": [8, 8, 1], "classes": 5})
     (store.run_dir(rid) / "model.keras").write_bytes(b"stand-in")
-    assert transfer.check_source(want, store)["id"] == rid
+    assert transfer_source.check_source(want, store)["id"] == rid
     fails(want.replace(model="mlp"), "model", f"differs from run {rid}'s model 'cnn'")
     other = RunConfig(dataset="synthetic", synthetic_shape=(16, 16, 1), model="cnn", init_from=rid)
     fails(other, "init_from", "was trained on 8x8x1 images but synthetic has 16x16x1")
@@ -71,7 +74,7 @@ def test_phases():
 
 def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(store):
     keras = pytest.importorskip("keras")
-    from engine.train import train
+    from engine.training.train import train
 
     src_cfg = RunConfig(model="resnet", label_subset=FIRST, epochs=1, batch_size=128, device_type="cpu",
                         save_model=True)
@@ -117,7 +120,7 @@ def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(
     assert s["warmup_sec"] == pytest.approx(ex[0][5] + ex[6][5])
 
     # The fine-tuned model, saved and loaded back, predicts the same outputs.
-    from engine import datasets
+    from engine.data import datasets
 
     x = datasets.load(cfg).x_val[:16]
     path = store.run_dir(99) / "model.keras"
@@ -128,8 +131,8 @@ def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(
 
 def test_backbone_trains_saves_and_loads(store):
     keras = pytest.importorskip("keras")
-    from engine import datasets
-    from engine.train import train
+    from engine.data import datasets
+    from engine.training.train import train
 
     cfg = RunConfig(model="mobilenetv2", image_size=32, pretrained=False, label_subset=(0, 1), epochs=1,
                     batch_size=96, device_type="cpu")
@@ -148,7 +151,7 @@ def test_backbone_trains_saves_and_loads(store):
 @pytest.mark.parametrize("name", ["resnet50", "efficientnetb0"])
 def test_other_backbones_build_at_32_pixels(name):
     keras = pytest.importorskip("keras")
-    from engine import models
+    from engine.training import models
 
     m = models.build(name, (8, 8, 1), 3, image_size=32)
     out = keras.ops.convert_to_numpy(m(np.random.default_rng(0).random((2, 8, 8, 1), dtype=np.float32)))
@@ -156,7 +159,7 @@ def test_other_backbones_build_at_32_pixels(name):
 
 
 def test_backbone_settings_are_checked(tmp_path, monkeypatch):
-    from engine import keras_data
+    from engine.data import keras_data
 
     with pytest.raises(ConfigError, match="image_size: 16 is below the 32 pixels"):
         RunConfig(model="mobilenetv2", image_size=16)
@@ -191,7 +194,7 @@ def test_demo_through_the_cli(store_home):
     try:
         assert st.get_run(2)["config"]["init_from"] == 1 and st.get_run(3)["config"]["init_from"] is None
         assert [e["warmup"] for e in st.metrics("executions", 2)].count(1) == 2
-        assert transfer.demo_pairs(st) == [(2, 3)]
+        assert demo.demo_pairs(st) == [(2, 3)]
         assert (st.path.parent / "runs" / "1" / "model.keras").is_file()
     finally:
         st.close()
@@ -199,7 +202,7 @@ def test_demo_through_the_cli(store_home):
 
 def test_later_phase_reads_the_schedule_where_it_stands():
     pytest.importorskip("keras")
-    from engine import schedules
+    from engine.training import schedules
 
     cfg = RunConfig(schedule="one_cycle", epochs=4, optimizer="adam")
     whole = schedules.build_optimizer(cfg, 10)
@@ -214,7 +217,7 @@ def test_later_phase_reads_the_schedule_where_it_stands():
 
 def test_float32_accuracy_of_exactly_the_target_counts():
     pytest.importorskip("keras")
-    from engine.recorder import reached
+    from engine.training.recorder import reached
 
     acc = float(np.float32(171) / np.float32(180))  # 0.949999988...
     assert acc < 0.95 and reached(acc, 0.95)

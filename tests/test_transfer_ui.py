@@ -1,5 +1,5 @@
 """The transfer demo as a background job for the dashboard
-(engine.transfer.start_demo_background / read_demo_progress), without training."""
+(engine.jobs.demo.start_demo_background / read_demo_progress), without training."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from engine import background, transfer
+from engine.jobs import background
+from engine.jobs import demo as transfer
 
 
 def finished_job(store_home, lines: list[str]) -> None:
@@ -55,6 +56,6 @@ def test_a_running_demo_is_busy_and_refuses_a_second_start(store_home):
 
 
 def test_transfer_module_still_imports_no_tensorflow():
-    code = ("import sys, engine.transfer, engine.userdata; "
+    code = ("import sys, engine.training.transfer, engine.data.userdata; "
             "bad = [m for m in ('tensorflow', 'keras') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,10 +1,10 @@
 """Hardware: what this machine has (host CPU, GPUs, TPU, versions), which speed
 options should pay off on it, and a quick benchmark that measures them.
 
-UI only: the probe and its verdicts come from engine.hardware (the probe runs
+UI only: the probe and its verdicts come from engine.hardware.verdicts (the probe runs
 in a child process and is cached; this page never imports TensorFlow), the
-benchmark runs detached via engine.bench.start_background and is followed by a
-fragment that re-reads its progress file, figures come from engine.charts.
+benchmark runs detached via engine.jobs.bench.start_background and is followed by a
+fragment that re-reads its progress file, figures come from engine.report.charts.
 """
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine import bench, charts, hardware
-from engine.background import ACTIVE_STATES
+from engine.jobs import bench
+from engine.report import charts
+from engine.hardware import verdicts as hardware
+from engine.jobs.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
 from views.common import one_line_errors
 

@@ -2,17 +2,20 @@
 see speedups against any baseline and scaling with device count, download
 CSVs, delete runs.
 
-UI only: the table comes from engine.cli.runs_frame, speedups from
-engine.compare, figures from engine.charts. No TensorFlow in this process.
+UI only: the table comes from engine.report.table.runs_frame, speedups from
+engine.report.compare, figures from engine.report.charts. No TensorFlow in this process.
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from engine import background, charts, runner, transfer
-from engine.cli import runs_frame
-from engine.compare import compare, live_summary, progress
+from engine.jobs import background
+from engine.report import charts
+from engine.jobs import runner
+from engine.jobs import demo
+from engine.report.table import runs_frame
+from engine.report.compare import compare, live_summary, progress
 from engine.store import ACTIVE_STATUSES, Store
 from views.common import one_line_errors
 
@@ -39,7 +42,7 @@ TABLE_COLUMNS = {
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
-    """engine.cli.runs_frame plus a one-line configuration summary."""
+    """engine.report.table.runs_frame plus a one-line configuration summary."""
     by_id = {r["id"]: r for r in runs}
     df = df.copy()
     for col in ("samples_per_sec", "warmup_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
@@ -194,7 +197,7 @@ def delete_section(store: Store, by_id: dict) -> None:
 
 
 def _demo_active() -> bool:
-    job = transfer.read_demo_progress()
+    job = demo.read_demo_progress()
     return bool(job) and job["state"] in background.ACTIVE_STATES
 
 
@@ -209,7 +212,7 @@ def transfer_section(was_active: bool) -> None:
             if active != was_active:  # started or ended: switch the refresh on or off
                 st.rerun()
             st.markdown("### Transfer learning")
-            pairs = transfer.demo_pairs(store)
+            pairs = demo.demo_pairs(store)
             if not pairs and not active:
                 st.info(f"No transfer demo yet. Run `{DEMO_COMMAND}` (about a minute on 2 CPU cores) or "
                         "press **Run the transfer demo**: it pretrains a CNN on digits 0-4, then trains "
@@ -225,7 +228,7 @@ def transfer_section(was_active: bool) -> None:
 def demo_controls(store: Store, active: bool) -> None:
     """'Run the transfer demo' (detached, refused while anything else measures),
     its progress while it runs, and its outcome."""
-    job = transfer.read_demo_progress()
+    job = demo.read_demo_progress()
     if active:
         run = runner.active_run(store)
         now = "between runs"
@@ -241,7 +244,7 @@ def demo_controls(store: Store, active: bool) -> None:
         c1.progress(min(job.get("elapsed", 0) / 90.0, 0.95),
                     text=f":material/school: Transfer demo running · {job.get('elapsed', 0):.0f} s · {now}")
         if c2.button("Stop the demo", icon=":material/stop:", key="demo_stop"):
-            transfer.cancel_demo_background()
+            demo.cancel_demo_background()
             st.rerun()
         return
     row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
@@ -253,9 +256,9 @@ def demo_controls(store: Store, active: bool) -> None:
                 width="stretch")
     if clicked:
         try:
-            transfer.start_demo_background()
+            demo.start_demo_background()
             st.rerun()
-        except transfer.TransferError as e:
+        except demo.TransferError as e:
             st.warning(str(e), icon=":material/hourglass_top:")
         return
     if job and job["state"] == "failed":
@@ -271,7 +274,7 @@ def transfer_pair(store: Store, pairs: list[tuple[int, int]]) -> None:
                                 format_func=lambda p: f"run #{p[0]} fine-tuned vs run #{p[1]} from scratch")
     else:
         fid, sid = pairs[0]
-    c = transfer.comparison(store, fid, sid)
+    c = demo.comparison(store, fid, sid)
     runs = {rid: store.get_run(rid) for rid in (fid, sid)}
     frames, reached = [], {}
     for curve, key in zip(c["curves"], ("finetune", "scratch")):

@@ -15,11 +15,19 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine import background, charts, datasets_meta, lr_find, runner, transfer, userdata
-from engine.compare import compare, live_summary, progress
+from engine.jobs import background
+from engine.report import charts
+from engine.data import meta as datasets_meta
+from engine.jobs import lr_find
+from engine.jobs import runner
+from engine.jobs import demo
+from engine.transfer_source import saved_model_path
+from engine.data import userdata
+from engine.report.compare import compare, live_summary, progress
 from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
-                           PRECISIONS, SCHEDULES, ConfigError, RunConfig, check_runnable)
-from engine.machine import quick_facts
+                           PRECISIONS, SCHEDULES, ConfigError, RunConfig)
+from engine.preflight import check_runnable
+from engine.hardware.machine import quick_facts
 from engine.store import ACTIVE_STATUSES, Store
 from views.common import one_line_errors
 
@@ -28,7 +36,7 @@ try:  # optional engine modules, written in parallel: their widgets are skipped 
 except ImportError:
     lr_math = None
 try:
-    from engine import hardware
+    from engine.hardware import verdicts as hardware
 except ImportError:
     hardware = None
 
@@ -39,7 +47,7 @@ OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" fo
 HARDWARE_PAGE = "views/hardware.py"
 VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
                   "measure": "orange"}
-# LR range test: the sweep's range and length (engine.lr_find defaults).
+# LR range test: the sweep's range and length (engine.jobs.lr_find defaults).
 LR_SWEEP = {"min_lr": 1e-6, "max_lr": 1.0, "steps": 100}
 # Settings that change an LR sweep's curve: an older sweep with other values is flagged.
 LR_SWEEP_FIELDS = ("dataset", "model", "batch_size", "optimizer", "momentum", "precision", "devices",
@@ -235,7 +243,7 @@ def saved_runs() -> dict[int, str]:
     try:
         out = {}
         for r in store.list_runs(["completed"]):
-            if transfer.saved_model_path(store, r) is None:
+            if saved_model_path(store, r) is None:
                 continue
             c = r["config"]
             data = c.get("dataset", "?") + (" labels " + ",".join(map(str, c["label_subset"]))
@@ -414,7 +422,7 @@ def _cached_facts() -> dict | None:
 
 def hardware_hints(cfg: RunConfig) -> dict:
     """{field: one-line hint with a coloured verdict} from the cached hardware
-    check (engine.hardware), for precision, devices and XLA; empty when no
+    check (engine.hardware.verdicts), for precision, devices and XLA; empty when no
     check has been run yet (the sidebar then links to the Hardware page)."""
     facts = _cached_facts()
     if not facts:
@@ -543,7 +551,7 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
     if active:
         out.warning(active_message(active), icon=":material/hourglass_top:")
         return
-    busy = background.busy() or transfer.demo_busy()  # a benchmark, LR range test or the demo
+    busy = background.busy() or demo.demo_busy()  # a benchmark, LR range test or the demo
     if busy:
         out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
         return

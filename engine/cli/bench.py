@@ -1,0 +1,148 @@
+"""``python -m engine bench --quick``: the quick speedup benchmark (engine.jobs.bench)."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="quick speedup benchmark of the options on this machine",
+                       description="Short runs on synthetic data (precision x steps per execution x XLA "
+                                   "x replicas), each against a float32 single-device baseline measured in "
+                                   "the same invocation. About 90 s on a 2-core CPU with --quick.")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", default=True, help="small matrix (default)")
+    size.add_argument("--full", action="store_true",
+                      help="larger matrix: ResNet-style model on 32x32x3, float16 and simulated replicas too")
+    p.add_argument("--repeats", type=int, default=2, choices=range(1, 11), metavar="N",
+                   help="measurements per cell, interleaved (1-10) [2]")
+    p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
+    p.add_argument("--progress-file", metavar="FILE",
+                   help="keep FILE (JSON, replaced atomically) up to date: state, cells done/total, "
+                        "the cell being measured, error (the dashboard reads it)")
+    p.add_argument("--matrix", metavar="FILE",
+                   help="measure a custom matrix instead: JSON {'workload': {model, synthetic_shape, "
+                        "batch_size, steps, epochs}, 'cells': [{precision, steps_per_execution, "
+                        "jit_compile, devices}, ...]}, the first cell being the baseline")
+    p.set_defaults(func=main)
+
+
+def progress_writer(path):
+    """A function(**fields) that rewrites the progress file `path` (atomically)
+    with the job's state so far; a no-op without a path. Keeps 'started' and
+    'log' from a file that engine.jobs.bench.start_background wrote for this job."""
+    import os
+    import time
+    from pathlib import Path
+
+    if not path:
+        return lambda **fields: None
+    import psutil
+
+    from engine.jobs import background
+
+    prior = background.read_json(Path(path)) or {}
+    state = {"state": "running", "pid": os.getpid(), "pid_started": psutil.Process().create_time(),
+             "started": time.time(), "done": 0, "total": None, "current": None, "last": None,
+             "error": None}
+    if prior.get("state") == "starting":
+        state.update({k: prior[k] for k in ("started", "log", "full", "repeats") if k in prior})
+
+    def write(**fields):
+        state.update(fields, updated=time.time())
+        if state["state"] not in background.ACTIVE_STATES:
+            state.setdefault("finished", time.time())
+        background.write_json(Path(path), state)
+
+    return write
+
+
+def format_table(result: dict) -> str:
+    """Speedup table: one row per cell, best marked with '*'."""
+    lines = [f"{'precision':<15} {'spe':>4} {'xla':>5} {'dev':>4} {'samples/s':>11} {'speedup':>8} "
+             f"{'spread':>13}"]
+    best = result.get("best")
+    for c in result["cells"]:
+        dev = f"{c['devices']}{'s' if c['simulated'] else ''}"
+        sp = f"{c['speedup']:.2f}x" if c["speedup"] is not None else "-"
+        spread = (f"{c['speedup_min']:.2f}-{c['speedup_max']:.2f}" if c["speedup"] is not None else "-")
+        mark = " *" if best and all(c[k] == best[k] for k in ("precision", "steps_per_execution",
+                                                                 "jit_compile", "devices")) else ""
+        rate = f"{c['samples_per_sec']:,.0f}" if c["samples_per_sec"] else "-"
+        lines.append(f"{c['precision']:<15} {c['steps_per_execution']:>4} {str(c['jit_compile']):>5} "
+                     f"{dev:>4} {rate:>11} {sp:>8} {spread:>13}{mark}")
+    w = result["workload"]
+    lines.append(f"workload: {w['model']} on synthetic {'x'.join(map(str, w['synthetic_shape']))}, global batch "
+                 f"{w['batch_size']}, {w['steps']} steps x {w['epochs']} epochs per cell; {result['repeats']} "
+                 f"repeats; {result['wall_sec']:.0f} s in all. 's' = simulated logical devices.")
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    from engine.jobs import bench
+    from engine.hardware.machine import quick_facts
+    from engine.jobs.runner import current_run
+
+    write = progress_writer(getattr(args, "progress_file", None))
+    run = current_run()
+    if run:
+        msg = (f"run {run['id']} is {run['status']}: a benchmark now would spoil both measurements; "
+               f"wait or cancel it")
+        write(state="failed", error=msg)
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+    facts = quick_facts()
+    workload = None
+    if getattr(args, "matrix", None):
+        try:
+            with open(args.matrix) as fh:
+                matrix = json.load(fh)
+            workload = matrix["workload"]
+            cells = [{"simulated": False, **c} for c in matrix["cells"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            msg = f"--matrix {args.matrix}: {type(e).__name__}: {e}"
+            write(state="failed", error=msg)
+            print(f"error: {msg}", file=sys.stderr)
+            return 2
+    else:
+        cells = bench.plan_matrix(facts, args.full)
+    order = bench.measure_order(cells, args.repeats)
+    total = len(order)
+
+    def current(done):
+        if done >= total:
+            return None
+        i, r = order[done]
+        return bench.cell_name(cells[i]) + (f", repeat {r + 1}/{args.repeats}" if args.repeats > 1 else "")
+
+    write(state="running", done=0, total=total, current=current(0), full=args.full, repeats=args.repeats)
+
+    def progress(done, total_, sample):
+        write(done=done, current=current(done),
+              last={"cell": bench.cell_name(cells[sample["cell"]]),
+                    "samples_per_sec": sample.get("samples_per_sec")})
+        if not args.json or sys.stderr.isatty():
+            print(f"\r  measured {done}/{total_} cells", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = bench.run(full=args.full, repeats=args.repeats, facts=facts, cells=cells,
+                           workload=workload, on_progress=progress)
+    except bench.BenchError as e:
+        write(state="failed", error=str(e))
+        print(f"\nerror: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - the progress file must not stay 'running'
+        write(state="failed", error=f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}")
+        raise
+    print(file=sys.stderr)
+    bench.save(result)
+    write(state="done", done=total, current=None)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(format_table(result))
+        b = result["best"]
+        print(f"best: {b['precision']}, steps_per_execution {b['steps_per_execution']}, "
+              f"XLA {'on' if b['jit_compile'] else 'off'}, {b['devices']} device(s): {b['speedup']:.2f}x")
+    return 0

@@ -1,0 +1,186 @@
+"""Helpers every CLI subcommand shares: config flags, progress line, result JSON, formatting."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import typing
+from dataclasses import fields
+from typing import Optional
+
+from engine.config import FIELD_HELP, ConfigError, RunConfig
+
+DEFAULTS = RunConfig()
+
+
+def _field_type(f):
+    hint = typing.get_type_hints(RunConfig)[f.name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+def _shape(text: str) -> tuple:
+    try:
+        return tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not H,W,C (e.g. 32,32,3)") from None
+
+
+def _int_list(text: str) -> tuple:
+    try:
+        return tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of class labels (e.g. 5,6,7,8,9)") from None
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage dump), exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message}; see {self.prog} --help\n")
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    """One flag per RunConfig field (--batch-size for batch_size, ...), help from FIELD_HELP."""
+    g = p.add_argument_group("run settings (defaults in brackets)")
+    for f in fields(RunConfig):
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(DEFAULTS, f.name)
+        helptext = f"{FIELD_HELP[f.name]} [{default}]"
+        t = _field_type(f)
+        if t is bool:
+            g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
+        elif t is tuple and f.name == "synthetic_shape":
+            g.add_argument(flag, type=_shape, default=None, metavar="H,W,C", help=helptext)
+        elif t is tuple:
+            g.add_argument(flag, type=_int_list, default=None, metavar="L,L,...", help=helptext)
+        else:
+            g.add_argument(flag, type=t, default=None, metavar=f.name.upper(), help=helptext)
+
+
+def config_from_args(args) -> RunConfig:
+    """RunConfig from --config FILE (if given) overridden by explicit flags.
+    Raises ConfigError."""
+    base = {}
+    if getattr(args, "config", None):
+        try:
+            with open(args.config) as fh:
+                base = json.load(fh)
+        except OSError as e:
+            raise ConfigError("config", args.config, f"cannot be read ({e.strerror})",
+                              "give the path of a JSON file of settings") from None
+        except json.JSONDecodeError as e:
+            raise ConfigError("config", args.config, f"is not valid JSON (line {e.lineno}, column {e.colno}: "
+                              f"{e.msg})", "fix the file: one JSON object of settings") from None
+        if not isinstance(base, dict):
+            raise ConfigError("config", args.config, "is not a JSON object", 'write {"batch_size": 256, ...}')
+    for f in fields(RunConfig):
+        v = getattr(args, f.name, None)
+        if v is not None:
+            base[f.name] = v
+    return RunConfig.from_dict(base)
+
+
+def fmt(v, digits=4):
+    """A number for the terminal: thousands separators, 4 significant digits, '-' for missing."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    return str(v)
+
+
+def progress_line(run_id: int):
+    """A `runner.wait` poll callback that prints one progress line (in place on a terminal)."""
+    from engine.report.compare import progress
+    from engine.store import Store
+
+    last = {"t": 0.0}
+    tty = sys.stderr.isatty()
+
+    def on_poll(run):
+        now = time.monotonic()
+        if not tty and now - last["t"] < 2.0:
+            return
+        last["t"] = now
+        store = Store()
+        try:
+            p = progress(store, run_id)
+        finally:
+            store.close()
+        if run["status"] == "queued":
+            line = f"[run {run_id}] queued"
+        elif not p["total_steps"]:
+            line = f"[run {run_id}] setting up (devices, data, model)"
+        else:
+            left = f"{p['time_left_sec']:.0f} s left" if p["time_left_sec"] is not None else "warm-up"
+            sps = f"{p['samples_per_sec']:,.0f} samples/s" if p["samples_per_sec"] else "- samples/s"
+            line = (f"[run {run_id}] epoch {p['epoch']}/{p['epochs']} step {p['step']}/{p['total_steps']}"
+                    f" | {sps} | loss {fmt(p['loss'])} | {left}")
+        sys.stderr.write(("\r" + line.ljust(100)) if tty else line + "\n")
+        sys.stderr.flush()
+
+    return on_poll
+
+
+def follow(run_id: int, quiet: bool) -> dict:
+    """Wait for a run with a progress line; Ctrl-C cancels it."""
+    from engine.jobs import runner
+
+    on_poll = None if quiet else progress_line(run_id)
+    try:
+        run = runner.wait(run_id, on_poll=on_poll)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"\ncancelling run {run_id} ...\n")
+        runner.cancel_active()
+        run = runner.wait(run_id)
+    if not quiet and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    return run
+
+
+def result_json(run: dict) -> dict:
+    """The final JSON line of `run`: the summary plus id, status and error."""
+    s = dict(run.get("summary") or {})
+    s.update(run_id=run["id"], status=run["status"], error=run.get("error"))
+    for key in ("samples_per_sec", "warmup_sec", "wall_sec", "replicas", "replicas_simulated",
+                "final_loss", "final_val_accuracy"):
+        s.setdefault(key, None)
+    cfg = run["config"]
+    s.setdefault("precision", cfg["precision"])
+    s.setdefault("steps_per_execution", cfg["steps_per_execution"])
+    s.setdefault("jit_compile", cfg["jit_compile"])
+    return s
+
+
+def print_summary(s: dict) -> None:
+    """Print a run's summary (result_json plus optional 'comparison') as aligned rows."""
+    rows = [
+        ("run", s["run_id"]), ("status", s["status"]),
+        ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
+        ("warm-up", f"{fmt(s.get('warmup_sec'))} s (first execution: tracing, compilation)"),
+        ("wall time", f"{fmt(s.get('wall_sec'))} s"),
+        ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
+        ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
+         + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
+        ("final loss", fmt(s.get("final_loss"))),
+        ("final val accuracy", fmt(s.get("final_val_accuracy"))),
+    ]
+    if s.get("time_to_target_sec") is not None:
+        rows.append(("time to target", f"{s['time_to_target_sec']:.2f} s"))
+    if s.get("comparison"):
+        c = s["comparison"]
+        rows.append(("speedup vs baseline", f"{fmt(c['throughput_speedup'], 3)}x throughput (run {c['baseline_id']})"))
+    if s.get("error"):
+        rows.append(("error", s["error"]))
+    for k, v in rows:
+        print(f"{k:>20}  {v}")
+
+
+def get_run(store, run_id: int) -> Optional[dict]:
+    """The run, or None after printing the one-line error for an unknown id."""
+    run = store.get_run(run_id)
+    if run is None:
+        print(f"error: run_id: {run_id} does not exist; see python -m engine runs", file=sys.stderr)
+    return run

@@ -1,0 +1,74 @@
+"""`python -m engine hardware`: host, devices and option verdicts (no TF here).
+
+Wire it up with ``cli_hardware.add_parser(subparsers)``; the parser's default
+``func`` is `main`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from engine.hardware.verdicts import ProbeError, probe
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("hardware", help="what this machine has and which speed options pay off",
+                              description="Probe CPU, GPUs and TPU in a worker process (cached in "
+                                          "$SPEEDLAB_HOME/hardware.json) and judge each option.")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--refresh", action="store_true", help="re-probe instead of using the cache")
+    p.add_argument("--timeout", type=float, default=60.0, help="probe time limit, s (default 60)")
+    p.set_defaults(func=main)
+
+
+def format_table(result: dict) -> str:
+    """The readable report: host, software, devices, verdicts, diagnosis."""
+    f = result["facts"]
+    h, sw, b = f.get("host", {}), f.get("software", {}), f.get("build", {})
+    cores = f"{h.get('physical_cores')} physical / {h.get('logical_cores')} logical cores"
+    cuda = (f"CUDA {b.get('cuda_version')}, cuDNN {b.get('cudnn_version')} build"
+            if b.get("is_cuda_build") else "CPU-only build")
+    gpus = [f"{g['name']} (CC {'.'.join(map(str, g['compute_capability'] or ['?']))}"
+            + (f", {g['memory_mib'] / 1024:.0f} GiB)" if g.get("memory_mib") else ")")
+            for g in f.get("gpus", [])]
+    driver = (f.get("driver") or {}).get("gpus") or []
+    tpu = f.get("tpu") or {}
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(f.get("probed_at", 0)))
+    rows = [
+        ("Host", f"{f.get('hostname')} ({h.get('os')} {h.get('arch')})"),
+        ("CPU", f"{h.get('cpu_model')}: {cores}, {h.get('ram_gib')} GiB RAM"),
+        ("CPU flags", " ".join(h.get("cpu_flags") or []) or "no low-precision flags"),
+        ("Software", f"Python {sw.get('python')}, TensorFlow {sw.get('tensorflow')} ({cuda}), "
+                     f"Keras {sw.get('keras')}"),
+        ("GPUs (TF)", "; ".join(gpus) or "none"),
+        ("GPUs (driver)", ", ".join(driver) or "none"),
+        ("TPU", f"{tpu['cores']} cores" if tpu.get("cores") else
+         (f"hinted, not reachable: {tpu.get('error')}" if tpu.get("hint") else "none")),
+        ("Probe", f"{f.get('probe_seconds')} s at {when}"
+                  + (" (cached; --refresh to re-probe)" if result.get("cached") else "")),
+    ]
+    w = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{w}}  {v}" for k, v in rows]
+    lines += ["", f"{'Option':<15} {'Verdict':<12} Why"]
+    lines += [f"{v['option']:<15} {v['verdict']:<12} {v['reason']}" for v in result["verdicts"]]
+    for err in f.get("errors") or []:
+        lines.append(f"probe error: {err}")
+    if result.get("diagnosis"):
+        lines += ["", "GPU problem: " + result["diagnosis"]]
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    """Print the report (or JSON with --json). Returns 0, or 1 when the probe fails."""
+    try:
+        result = probe(timeout_s=getattr(args, "timeout", 60.0),
+                       refresh=getattr(args, "refresh", False))
+    except ProbeError as e:
+        print(f"hardware check failed: {e}", file=sys.stderr)
+        return 1
+    if getattr(args, "json", False):
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(format_table(result))
+    return 0

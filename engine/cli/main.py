@@ -1,0 +1,44 @@
+"""Command line: ``python -m engine {run,runs,show,cancel,compare,...} --help``.
+
+This process never imports TensorFlow: runs execute in worker processes and
+the CLI only reads the store.  Exit codes: 0 ok, 1 the run failed or was
+cancelled, 2 invalid input (one line on stderr naming field, value and fix).
+Each subcommand lives in its own module of engine.cli with `add_parser(sub)`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from engine.cli.common import Parser
+from engine.errors import ActiveRunError, ConfigError
+
+# In --help order.
+SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "hardware", "bench", "lr_find", "worker", "demo", "data")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m engine",
+                                description="SpeedLab engine: measured training runs stored in SQLite "
+                                            "($SPEEDLAB_HOME/runs.sqlite, default ./.speedlab).")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"engine.cli.{name}").add_parser(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ActiveRunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,40 @@
+"""``python -m engine show RUN_ID``: one run's config, environment, summary and epochs."""
+from __future__ import annotations
+
+import json
+
+from engine.cli.common import get_run, print_summary, result_json
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("show", help="one run's config, environment, summary and epochs")
+    s.add_argument("run_id", type=int)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+
+def cmd_show(args) -> int:
+    from engine.report.compare import live_summary
+    from engine.store import Store
+
+    store = Store()
+    try:
+        run = get_run(store, args.run_id)
+        if run is None:
+            return 2
+        epochs = store.frame("epochs", args.run_id)
+        summ = live_summary(store, run)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({**run, "summary": summ}, default=str))
+        return 0
+    print(f"run {run['id']}  {run['status']}  ({run['role']})")
+    if run.get("error"):
+        print(f"error: {run['error']}")
+    print("config:", json.dumps(run["config"], sort_keys=True))
+    print("environment:", json.dumps(run.get("environment"), sort_keys=True))
+    print_summary({**result_json(run), **summ, "run_id": run["id"], "status": run["status"]})
+    if not epochs.empty:
+        print(epochs.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0

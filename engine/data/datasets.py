@@ -1,0 +1,145 @@
+"""Loading data sets as NumPy arrays (no TF, except to download a Keras data set).
+
+Arrays: x of shape (N, H, W, C), either float32 in [0, 1] (digits, synthetic,
+float user data) or uint8 0..255 (Keras data sets, image folders, uint8 user
+data; the input pipeline scales these by 1/255); y int32 of shape (N,).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.data.meta import KERAS_DATASETS, USER_PREFIX, dataset_info
+
+
+class DataUnavailable(RuntimeError):
+    """The data cannot be read or downloaded (one-line message for the user)."""
+
+
+@dataclass
+class Split:
+    """Train and validation arrays plus the data set's shape and class count.
+
+    validation: 'split' (held out by validation_fraction, stratified) or
+    'test' (the data set's own test split).
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    classes: int
+    shape: tuple
+    class_names: tuple = ()
+    validation: str = "split"
+
+
+def load(cfg) -> Split:
+    """Load `cfg.dataset` (restricted to `cfg.label_subset`) and choose the
+    validation data: the data set's own test split when it has one, else
+    ceil(validation_fraction x N) samples split off stratified by class,
+    reproducible from `cfg.seed`.
+
+    Raises: DataUnavailable (download failed, file changed since validation).
+    """
+    info = dataset_info(cfg.dataset, cfg)
+    test = None
+    if cfg.dataset == "digits":
+        x, y = digits()
+    elif cfg.dataset == "synthetic":
+        x, y = synthetic(info.shape, info.classes, info.samples, cfg.seed)
+    elif cfg.dataset in KERAS_DATASETS:
+        x, y, *test = keras_dataset(cfg.dataset)
+    else:
+        from engine.data import userdata
+
+        if cfg.dataset.startswith(USER_PREFIX):
+            a = userdata.load_registered(cfg.dataset[len(USER_PREFIX):])
+        else:
+            try:
+                a = userdata.load_path(cfg.dataset).arrays
+            except userdata.DataError as e:
+                raise DataUnavailable(f"dataset {cfg.dataset}: {e}") from None
+        x, y = a["x_train"], a["y_train"]
+        if "x_test" in a:
+            test = [a["x_test"], a["y_test"]]
+    if info.labels:
+        x, y = keep_labels(x, y, info.labels)
+        if test:
+            test = list(keep_labels(*test, info.labels))
+    if test:
+        xt, yt, xv, yv = x, y, test[0], test[1]
+        validation = "test"
+    else:
+        xt, yt, xv, yv = stratified_split(x, y, cfg.validation_fraction, cfg.seed)
+        validation = "split"
+    want = cfg.data_sizes()
+    if (len(xt), len(xv)) != want:
+        raise DataUnavailable(f"dataset {cfg.dataset} changed since the run was configured: expected "
+                              f"{want[0]} training and {want[1]} validation samples, found "
+                              f"{len(xt)} and {len(xv)}; submit the run again")
+    return Split(xt, yt, xv, yv, info.classes, info.shape, info.class_names, validation)
+
+
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 1,797 8x8 digits: x float32 (N, 8, 8, 1) in [0, 1], y int32."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()  # shipped inside scikit-learn: no network
+    x = (d.images.astype(np.float32) / 16.0)[..., None]  # pixel values are 0..16
+    return x, d.target.astype(np.int32)
+
+
+def synthetic(shape: tuple, classes: int, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform random images in [0, 1) and uniform random labels (throughput only)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((samples, *shape), dtype=np.float32)
+    y = rng.integers(0, classes, size=samples, dtype=np.int32)
+    return x, y
+
+
+def keras_dataset(name: str):
+    """(x_train, y_train, x_test, y_test) of a Keras data set from the Keras
+    cache, downloading it first with keras.datasets when it is not cached."""
+    from engine.data import keras_data
+
+    cached = keras_data.find_cached(name)
+    if cached is None:
+        try:
+            keras_data.download(name)
+        except Exception as e:  # noqa: BLE001 - network, disk, hash: all end as one line
+            raise DataUnavailable(f"dataset {name} could not be downloaded ({type(e).__name__}: "
+                                  f"{str(e).splitlines()[0][:160] if str(e) else ''}); "
+                                  f"{keras_data.where_to_place(name)}") from None
+        cached = keras_data.find_cached(name)
+        if cached is None:
+            raise DataUnavailable(f"dataset {name} was downloaded but is not where expected; "
+                                  f"{keras_data.where_to_place(name)}")
+    try:
+        return keras_data.read_arrays(cached)
+    except Exception as e:  # noqa: BLE001
+        raise DataUnavailable(f"dataset {name}: {cached.path} cannot be read ({type(e).__name__}: "
+                              f"{str(e)[:160]}); delete it so that it is downloaded again") from None
+
+
+def keep_labels(x: np.ndarray, y: np.ndarray, labels: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Only the samples whose label is in `labels`, relabelled labels[i] -> i."""
+    labels = np.asarray(labels, dtype=np.int64)
+    lut = np.full(max(int(y.max(initial=0)), int(labels.max())) + 1, -1, dtype=np.int32)
+    lut[labels] = np.arange(len(labels), dtype=np.int32)
+    mask = np.isin(y, labels)
+    return x[mask], lut[y[mask]]
+
+
+def stratified_split(x, y, fraction: float, seed: int):
+    """(x_train, y_train, x_val, y_val) with ceil(fraction x N) validation samples,
+    drawn per class in proportion (scikit-learn's train_test_split)."""
+    from sklearn.model_selection import train_test_split
+
+    n_val = math.ceil(fraction * len(y))
+    counts = np.bincount(y)
+    strat = y if counts[counts > 0].min() >= 2 and n_val >= len(counts) else None
+    xt, xv, yt, yv = train_test_split(x, y, test_size=n_val, random_state=seed, stratify=strat)
+    return xt, yt, xv, yv

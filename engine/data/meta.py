@@ -1,0 +1,198 @@
+"""What each data set is (shape, classes, size), without TF.
+
+Validation and the dashboard need these numbers before any data is read into
+a worker. Data set names:
+
+- ``digits``: scikit-learn's bundled 8x8 handwritten digits (always available);
+- ``synthetic``: random images (pure throughput checks);
+- ``mnist``, ``fashion_mnist``, ``cifar10``: Keras's data sets, read from the
+  Keras cache (engine.data.keras_data) or downloaded by the worker on first use;
+- ``user:NAME``: a data set registered with engine.data.userdata;
+- a path to an ``.npz`` file, a folder or a ``.zip`` of class folders
+  (engine.data.userdata describes the formats).
+
+A config's ``label_subset`` keeps only some of the original labels and
+numbers them 0..k-1 in the order given (e.g. digits 5-9 become 0-4).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from engine.data.info import DatasetInfo  # noqa: F401 (re-exported: the record every data module shares)
+
+DATASET_NAMES = ("digits", "synthetic", "mnist", "fashion_mnist", "cifar10")
+KERAS_DATASETS = ("mnist", "fashion_mnist", "cifar10")
+USER_PREFIX = "user:"
+PATH_SUFFIXES = (".npz", ".zip")
+
+
+# scikit-learn's bundled copy of the UCI handwritten digits: 1,797 8x8 images
+# (np.bincount(load_digits().target), checked in tests/test_datasets.py).
+DIGITS = DatasetInfo("digits", (8, 8, 1), 10, 1797,
+                     "scikit-learn's bundled handwritten digits (1,797 real 8x8 images)",
+                     class_counts=(178, 182, 177, 183, 181, 182, 181, 179, 174, 180),
+                     class_names=tuple(str(i) for i in range(10)))
+
+
+def is_path(name: str) -> bool:
+    """Whether data set name `name` is a file system path rather than a name."""
+    return isinstance(name, str) and (name.lower().endswith(PATH_SUFFIXES) or "/" in name
+                                      or os.sep in name or name.startswith("~")) \
+        and not name.startswith(USER_PREFIX)
+
+
+def canonical(name: str) -> str:
+    """`name` with a path made absolute (workers run in another folder)."""
+    if is_path(name):
+        return str(os.path.abspath(os.path.expanduser(name)))
+    return name
+
+
+def _error(field, value, problem, fix):
+    from engine.errors import ConfigError
+
+    return ConfigError(field, value, problem, fix)
+
+
+def _unknown(name):
+    return _error("dataset", name, "is not a known data set",
+                  f"use one of: {', '.join(DATASET_NAMES)}, user:NAME (a registered data set), "
+                  "or a path to a .npz file, a folder or a .zip of class folders")
+
+
+def _data_error(name, err):
+    """ConfigError from an engine.data.userdata.DataError: its first problem and fix."""
+    first = err.problems[0]
+    problem, _, fix = first.partition("; ")
+    more = len(err.problems) - 1
+    fix = fix or "see docs/data-and-transfer.md for the accepted formats"
+    if more:
+        fix += f" (and {more} more problem{'s' if more > 1 else ''}: python -m engine data check PATH)"
+    return _error("dataset", name, f"cannot be used: {problem}", fix)
+
+
+def _keras_info(name: str) -> DatasetInfo:
+    from engine.data import keras_data
+
+    spec = keras_data.SPECS[name]
+    cached = keras_data.find_cached(name)
+    names = tuple(str(i) for i in range(spec.classes))
+    if cached is None:  # the published figures: the worker downloads the data
+        return DatasetInfo(name, spec.shape, spec.classes, sum(spec.train_counts), spec.description,
+                           test_samples=sum(spec.test_counts), class_counts=spec.train_counts,
+                           test_class_counts=spec.test_counts, class_names=names, source="download")
+    try:
+        meta = keras_data.read_meta(cached, spec.classes)
+    except Exception as e:  # noqa: BLE001 - a broken cache file, whatever the reason
+        raise _error("dataset", name, f"is cached at {cached.path} but cannot be read "
+                     f"({type(e).__name__}: {str(e)[:120]})",
+                     "delete it so that it is downloaded again, or replace it") from None
+    return DatasetInfo(name, meta.shape, spec.classes, sum(meta.train_counts), spec.description,
+                       test_samples=sum(meta.test_counts), class_counts=meta.train_counts,
+                       test_class_counts=meta.test_counts, class_names=names, source=str(cached.path))
+
+
+def _base_info(name: str, cfg) -> DatasetInfo:
+    if not isinstance(name, str):
+        raise _unknown(name)
+    if name == "digits":
+        return DIGITS
+    if name == "synthetic":
+        shape = tuple(getattr(cfg, "synthetic_shape", (32, 32, 3)))
+        classes = getattr(cfg, "synthetic_classes", 10)
+        samples = getattr(cfg, "synthetic_samples", 2048)
+        if len(shape) != 3 or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= 4096
+                                      for s in shape):
+            raise _error("synthetic_shape", list(shape), "is not an image shape",
+                         "give three positive integers H, W, C, e.g. 32,32,3")
+        if isinstance(classes, bool) or not isinstance(classes, int) or not 2 <= classes <= 100_000:
+            raise _error("synthetic_classes", classes, "is out of range", "use 2 or more classes")
+        if isinstance(samples, bool) or not isinstance(samples, int) or not 4 <= samples <= 10_000_000:
+            raise _error("synthetic_samples", samples, "is out of range",
+                         "use between 4 and 10,000,000 samples")
+        return DatasetInfo("synthetic", shape, classes, samples,
+                           f"random {shape[0]}x{shape[1]}x{shape[2]} images, {classes} classes")
+    if name in KERAS_DATASETS:
+        return _keras_info(name)
+    from engine.data import userdata
+
+    if name.startswith(USER_PREFIX):
+        meta = userdata.registered_meta(name[len(USER_PREFIX):])
+        if meta is None:
+            have = ", ".join(USER_PREFIX + n for n in userdata.registered()) or "none yet"
+            raise _error("dataset", name, "is not a registered data set",
+                         f"register it first (python -m engine data add NAME PATH); registered: {have}")
+        return replace(userdata.info_from_meta(meta), name=name)
+    if is_path(name):
+        try:
+            return userdata.path_info(name)
+        except userdata.DataError as e:
+            raise _data_error(name, e) from None
+    raise _unknown(name)
+
+
+def apply_subset(info: DatasetInfo, subset: tuple) -> DatasetInfo:
+    """`info` restricted to the original labels in `subset`, renumbered 0..k-1
+    in the order given. Raises ConfigError (field label_subset)."""
+    subset = tuple(subset)
+    if info.name == "synthetic" or not info.class_counts:
+        raise _error("label_subset", list(subset), f"does not apply to {info.name} data",
+                     "leave label_subset empty")
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in subset):
+        raise _error("label_subset", list(subset), "is not a list of whole-number labels",
+                     "give labels such as 5,6,7,8,9")
+    if len(set(subset)) != len(subset):
+        raise _error("label_subset", list(subset), "repeats a label", "give each label once")
+    if len(subset) < 2:
+        raise _error("label_subset", list(subset), "keeps fewer than 2 classes",
+                     "keep at least 2 labels (or leave it empty for all)")
+    bad = [v for v in subset if not 0 <= v < info.classes]
+    if bad:
+        raise _error("label_subset", list(subset), f"has label {bad[0]} but {info.name} has labels "
+                     f"0..{info.classes - 1}", f"use labels between 0 and {info.classes - 1}")
+    empty = [v for v in subset if info.class_counts[v] == 0]
+    if empty:
+        raise _error("label_subset", list(subset), f"keeps label {empty[0]}, which has no samples",
+                     "leave that label out")
+    counts = tuple(info.class_counts[v] for v in subset)
+    tcounts = tuple(info.test_class_counts[v] for v in subset) if info.test_class_counts else ()
+    names = tuple(info.class_names[v] for v in subset) if info.class_names else ()
+    kept = ",".join(str(v) for v in subset)
+    return replace(info, classes=len(subset), samples=sum(counts), test_samples=sum(tcounts),
+                   class_counts=counts, test_class_counts=tcounts, class_names=names, labels=subset,
+                   description=f"{info.description}; labels {kept} only, as 0..{len(subset) - 1}")
+
+
+def dataset_info(name: str, cfg=None) -> DatasetInfo:
+    """Info for data set `name`, restricted to `cfg.label_subset` when set;
+    `cfg` also supplies the synthetic shape/classes/samples.
+
+    Reads file headers or, for user files, the whole file once per process.
+    Raises: engine.errors.ConfigError for an unknown or unusable data set.
+    """
+    info = _base_info(name, cfg)
+    subset = tuple(getattr(cfg, "label_subset", ()) or ())
+    return apply_subset(info, subset) if subset else info
+
+
+def check_available(name: str) -> None:
+    """Raise ConfigError when Keras data set `name` is neither in the Keras cache
+    nor downloadable (offline: one TCP probe of its host, ~2 s at most)."""
+    if name not in KERAS_DATASETS:
+        return
+    from engine.data import keras_data
+
+    if keras_data.find_cached(name) is not None:
+        return
+    spec = keras_data.SPECS[name]
+    if not keras_data.online(spec.host):
+        raise _error("dataset", name, f"is not in the Keras cache and this machine is offline "
+                     f"(cannot reach {spec.host})", keras_data.where_to_place(name))
+
+
+def available_datasets() -> list[str]:
+    """Names to offer in a picker: the built-in data sets and user:NAME for each registered one."""
+    from engine.data import userdata
+
+    return list(DATASET_NAMES) + [USER_PREFIX + n for n in userdata.registered()]

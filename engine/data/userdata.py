@@ -1,0 +1,489 @@
+"""User data: checking, reading and registering a user's own images (no TF).
+
+Two formats are accepted:
+
+- an ``.npz`` file (``np.savez``) with ``x_train`` and ``y_train``, and optionally
+  ``x_test`` and ``y_test`` (both or neither). Images are (N, H, W) or
+  (N, H, W, C) with C = 1 or 3, either integers 0..255 (stored as uint8) or
+  floats in [0, 1] (stored as float32); labels are integers 0..K-1 of shape
+  (N,) or (N, 1), every class present in y_train.
+- a folder, or a ``.zip`` of one, with one sub-folder per class (the sorted
+  folder names become labels 0..K-1) holding image files (.png, .jpg, .jpeg,
+  .bmp, .gif, .webp, .tif, .tiff) all of one size. A zip whose root holds a
+  single folder is read from inside that folder. Images are read with Pillow;
+  they become grayscale (C = 1) when every image is grayscale, else RGB (C = 3).
+
+Every fault is reported as its own one-line message (`DataError.problems`).
+A registered data set ("user:NAME") is stored converted under
+``$SPEEDLAB_HOME/datasets/NAME/`` (``data.npz`` + ``meta.json``); registering
+writes to a temporary folder and renames it into place, so a bad or
+interrupted upload never leaves a half-registered data set behind.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# A zip is read into memory; refuse archives that would unpack to more than this.
+MAX_UNPACKED_BYTES = 4 << 30
+
+
+class DataError(ValueError):
+    """A user data file that cannot be used; `problems` holds one line per fault."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" \
+            if len(problems) > 1 else ""
+        super().__init__(self.problems[0] + more)
+
+
+def _fmt_shape(shape) -> str:
+    return "x".join(str(int(s)) for s in shape)
+
+
+# --- array checks -----------------------------------------------------------
+def _check_x(name: str, x: np.ndarray) -> list[str]:
+    if x.dtype.kind not in "uif":
+        return [f"{name} has dtype {x.dtype}; give uint8 pixels 0..255 or floats in [0, 1]"]
+    if x.ndim not in (3, 4):
+        return [f"{name} has shape {tuple(x.shape)}; give images of shape (N, H, W) or (N, H, W, C)"]
+    if len(x) == 0:
+        return [f"{name} has no samples; give at least one image"]
+    p = []
+    if x.ndim == 4 and x.shape[3] not in (1, 3):
+        p.append(f"{name} images have {x.shape[3]} channels; give 1 (grayscale) or 3 (RGB)")
+    if min(x.shape[1], x.shape[2]) < 2 or max(x.shape[1], x.shape[2]) > 4096:
+        p.append(f"{name} images are {x.shape[1]}x{x.shape[2]} pixels; give images 2 to 4096 pixels a side")
+    if x.dtype.kind == "f":
+        if not np.isfinite(x).all():
+            p.append(f"{name} has NaN or infinite values; give finite pixel values")
+        else:
+            lo, hi = float(x.min()), float(x.max())
+            if lo < 0.0 or hi > 1.0:
+                p.append(f"{name} values go from {lo:g} to {hi:g}; float pixels must lie in [0, 1] "
+                         f"(or give uint8 pixels 0..255)")
+    else:
+        lo, hi = int(x.min()), int(x.max())
+        if lo < 0 or hi > 255:
+            p.append(f"{name} values go from {lo} to {hi}; integer pixels must be 0..255 "
+                     f"(or give floats in [0, 1])")
+    return p
+
+
+def _check_y(name: str, y: np.ndarray) -> list[str]:
+    if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
+        return [f"{name} has shape {tuple(y.shape)}; give integer class labels of shape (N,), not one-hot"]
+    if y.dtype.kind not in "ui":
+        return [f"{name} has dtype {y.dtype}; give integer class labels 0..K-1"]
+    if len(y) and int(y.min()) < 0:
+        return [f"{name} has negative labels (lowest {int(y.min())}); labels must be 0..K-1"]
+    return []
+
+
+def check_arrays(a: dict) -> list[str]:
+    """All faults of the arrays of an .npz data set, one line each ([] = usable).
+
+    `a` maps names to arrays: x_train, y_train and optionally x_test, y_test.
+    """
+    p: list[str] = []
+    for key in ("x_train", "y_train"):
+        if key not in a:
+            p.append(f"{key} is missing; the .npz needs arrays x_train and y_train "
+                     f"(and optionally x_test, y_test); it has: {', '.join(sorted(a)) or 'nothing'}")
+    if ("x_test" in a) != ("y_test" in a):
+        have, lack = ("x_test", "y_test") if "x_test" in a else ("y_test", "x_test")
+        p.append(f"{have} is given without {lack}; give both x_test and y_test, or neither")
+    ok = {}
+    for key in ("x_train", "y_train", "x_test", "y_test"):
+        if key in a:
+            arr = np.asarray(a[key])
+            faults = (_check_x if key[0] == "x" else _check_y)(key, arr)
+            p += faults
+            ok[key] = None if faults else arr
+    for split in ("train", "test"):
+        x, y = a.get(f"x_{split}"), a.get(f"y_{split}")
+        if x is not None and y is not None and np.ndim(x) >= 1 and np.ndim(y) >= 1 and len(x) != len(y):
+            p.append(f"x_{split} has {len(x)} samples but y_{split} has {len(y)}; give one label per image")
+    yt = ok.get("y_train")
+    if yt is not None and len(yt):
+        labels = np.unique(yt)
+        k, top = len(labels), int(labels[-1])
+        if k < 2:
+            p.append(f"y_train has only 1 class (label {top}); a classifier needs at least 2 classes")
+        elif top + 1 != k:
+            p.append(f"y_train has {k} classes but the labels go up to {top}; "
+                     f"number the classes 0..{k - 1} with every class present")
+        yv = ok.get("y_test")
+        if yv is not None and len(yv) and int(yv.max()) > top:
+            p.append(f"y_test has label {int(yv.max())} but y_train's labels go up to {top}; "
+                     "every test class must also be in y_train")
+    xt, xv = ok.get("x_train"), ok.get("x_test")
+    if xt is not None and xv is not None:
+        st, sv = _image_shape(xt), _image_shape(xv)
+        if st != sv:
+            p.append(f"x_test images are {_fmt_shape(sv)} but x_train images are {_fmt_shape(st)}; "
+                     "give both splits one image shape")
+    return p
+
+
+def _image_shape(x: np.ndarray) -> tuple:
+    return tuple(x.shape[1:]) + ((1,) if x.ndim == 3 else ())
+
+
+def normalise(a: dict) -> dict:
+    """Checked arrays in SpeedLab's layout: x (N, H, W, C) uint8 (pixels 0..255)
+    or float32 (in [0, 1]); y int32 (N,). Raises DataError on any fault."""
+    problems = check_arrays(a)
+    if problems:
+        raise DataError(problems)
+    out = {}
+    for key in ("x_train", "y_train", "x_test", "y_test"):
+        if key not in a:
+            continue
+        v = np.asarray(a[key])
+        if key[0] == "x":
+            v = v[..., None] if v.ndim == 3 else v
+            v = np.ascontiguousarray(v, dtype=np.float32 if v.dtype.kind == "f" else np.uint8)
+        else:
+            v = v.reshape(-1).astype(np.int32)
+        out[key] = v
+    return out
+
+
+# --- readers ----------------------------------------------------------------
+def read_npz(path: os.PathLike) -> dict:
+    """The arrays of an .npz file (no pickles). Raises DataError."""
+    if not zipfile.is_zipfile(path):  # np.load would take it for a pickle
+        raise DataError([f"{Path(path).name} is not a readable .npz file (not a zip archive); "
+                         "save it with np.savez"])
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except ValueError as e:
+        if "allow_pickle" in str(e):
+            raise DataError([f"{Path(path).name} holds object arrays (pickles); "
+                             "save plain numeric arrays with np.savez"]) from None
+        raise DataError([f"{Path(path).name} is not a readable .npz file ({e}); save it with np.savez"]) from None
+    except (OSError, zipfile.BadZipFile, EOFError) as e:
+        raise DataError([f"{Path(path).name} is not a readable .npz file ({e}); save it with np.savez"]) from None
+
+
+def _skip(part: str) -> bool:
+    return part.startswith(".") or part == "__MACOSX"
+
+
+def _entries_folder(root: Path) -> dict[str, list[tuple[str, object]]]:
+    """{class: [(relative path, opener)]} of a folder of class folders."""
+    out: dict = {}
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not _skip(p.name)):
+        files = []
+        for f in sorted(d.rglob("*")):
+            rel = f.relative_to(root)
+            if f.is_file() and not any(_skip(part) for part in rel.parts):
+                files.append((rel.as_posix(), f))
+        out[d.name] = files
+    return out
+
+
+def _entries_zip(z: zipfile.ZipFile) -> dict[str, list[tuple[str, object]]]:
+    """{class: [(path inside the class root, ZipInfo)]} of a zip of class folders."""
+    infos = [i for i in z.infolist() if not any(_skip(part) for part in i.filename.split("/") if part)]
+    total = sum(i.file_size for i in infos)
+    if total > MAX_UNPACKED_BYTES:
+        raise DataError([f"the zip unpacks to {total / 2**30:.1f} GiB; the limit is "
+                         f"{MAX_UNPACKED_BYTES / 2**30:.0f} GiB"])
+    files = [(i, [p for p in i.filename.split("/") if p]) for i in infos if not i.is_dir()]
+    dirs = [[p for p in i.filename.split("/") if p] for i in infos if i.is_dir()]
+    depth = 0
+    # Descend through a single wrapper folder ("data/cats/1.png") as long as the
+    # files stay inside class folders below it.
+    while files and len({p[depth] for _, p in files}) == 1 and all(len(p) >= depth + 3 for _, p in files):
+        depth += 1
+    out: dict = {}
+    for p in dirs:  # empty class folders count as classes (and are reported)
+        if len(p) == depth + 1 and all(q[:depth] == p[:depth] for _, q in files[:1]):
+            out.setdefault(p[depth], [])
+    for info, p in files:
+        if len(p) >= depth + 2:
+            out.setdefault(p[depth], []).append(("/".join(p[depth:]), info))
+    return {c: sorted(out[c], key=lambda e: e[0]) for c in sorted(out)}
+
+
+def read_images(path: os.PathLike) -> tuple[dict, tuple]:
+    """({'x_train': uint8 (N, H, W, C), 'y_train': int32 (N,)}, class names) from a
+    folder or zip of class folders. Raises DataError listing every fault."""
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow comes with Streamlit
+        raise DataError(["reading image folders needs Pillow; pip install pillow"]) from None
+    path = Path(path)
+    z = None
+    try:
+        if path.is_dir():
+            entries = _entries_folder(path)
+        else:
+            try:
+                z = zipfile.ZipFile(path)
+            except (zipfile.BadZipFile, OSError) as e:
+                raise DataError([f"{path.name} is not a readable zip file ({e}); "
+                                 "zip the folder of class folders again"]) from None
+            entries = _entries_zip(z)
+        problems: list[str] = []
+        if not entries:
+            raise DataError([f"{path.name} has no class sub-folders; put the images of each class "
+                             "in its own sub-folder (e.g. cats/, dogs/)"])
+        if len(entries) == 1:
+            problems.append(f"{path.name} has only 1 class folder ({next(iter(entries))!r}); "
+                            "give at least 2 classes, one sub-folder each")
+        images, labels, names, modes = [], [], [], []
+        for label, (cls, files) in enumerate(entries.items()):
+            files = [f for f in files if f[0].lower().endswith(IMAGE_EXTS)]
+            if not files:
+                problems.append(f"class folder {cls!r} has no images ({', '.join(IMAGE_EXTS)})")
+            for rel, src in files:
+                try:
+                    data = src.read_bytes() if isinstance(src, Path) else z.read(src)
+                    with Image.open(io.BytesIO(data)) as im:
+                        im.load()
+                        images.append(im.copy())
+                        modes.append(im.mode)
+                        labels.append(label)
+                        names.append(rel)
+                except Exception as e:  # noqa: BLE001 - any decoder error is the file's fault
+                    problems.append(f"{rel!r} is not a readable image ({type(e).__name__}: "
+                                    f"{str(e).splitlines()[0][:120] if str(e) else ''}); remove or replace it")
+        if images:
+            sizes = Counter(im.size for im in images)
+            (w, h), _ = sizes.most_common(1)[0]
+            odd = [(n, im.size) for n, im in zip(names, images) if im.size != (w, h)]
+            for n, (ow, oh) in odd[:3]:
+                problems.append(f"{n!r} is {ow}x{oh} pixels but most images are {w}x{h}; "
+                                "give all images one size")
+            if len(odd) > 3:
+                problems.append(f"{len(odd) - 3} more images are not {w}x{h} pixels; give all images one size")
+        if problems:
+            raise DataError(problems)
+        gray = all(m in GRAY_MODES for m in modes)
+        x = np.stack([np.asarray(im.convert("L" if gray else "RGB"), dtype=np.uint8) for im in images])
+        if gray:
+            x = x[..., None]
+        return {"x_train": x, "y_train": np.asarray(labels, np.int32)}, tuple(entries)
+    finally:
+        if z is not None:
+            z.close()
+
+
+# --- loading with a per-process cache ----------------------------------------
+@dataclass
+class UserData:
+    """Checked arrays (see `normalise`), the class names, and where they came from."""
+
+    arrays: dict
+    class_names: tuple
+    source: str
+
+
+_CACHE: dict = {}
+_CACHE_KEEP = 2  # whole data sets are cached: keep only the last few
+
+
+def _signature(path: Path) -> tuple:
+    if path.is_dir():
+        n, newest, size = 0, 0, 0
+        for dirpath, _, files in os.walk(path):
+            for f in files:
+                st = os.stat(os.path.join(dirpath, f))
+                n, newest, size = n + 1, max(newest, st.st_mtime_ns), size + st.st_size
+        return (str(path), "dir", n, newest, size)
+    st = path.stat()
+    return (str(path), "file", st.st_mtime_ns, st.st_size)
+
+
+def load_path(path: os.PathLike) -> UserData:
+    """Read and check a user data path (.npz, folder or .zip). Cached per
+    process by path, modification time and size. Raises DataError."""
+    path = Path(path).expanduser().resolve()
+    if not path.exists():
+        raise DataError([f"{path} does not exist; check the path"])
+    if not (path.is_dir() or path.suffix.lower() in (".npz", ".zip")):
+        raise DataError([f"{path.name} is not a .npz file, a .zip or a folder; give one of those"])
+    key = _signature(path)
+    if key in _CACHE:
+        return _CACHE[key]
+    if path.suffix.lower() == ".npz" and path.is_file():
+        arrays = normalise(read_npz(path))
+        classes = int(arrays["y_train"].max()) + 1
+        names = tuple(str(i) for i in range(classes))
+    else:
+        arrays, names = read_images(path)
+        arrays = normalise(arrays)
+    data = UserData(arrays, names, str(path))
+    _CACHE[key] = data
+    while len(_CACHE) > _CACHE_KEEP:
+        _CACHE.pop(next(iter(_CACHE)))
+    return data
+
+
+def _meta(name: str, data: UserData) -> dict:
+    a = data.arrays
+    classes = len(data.class_names)
+    counts = lambda y: [int(v) for v in np.bincount(y, minlength=classes)]  # noqa: E731
+    return {
+        "name": name, "shape": list(a["x_train"].shape[1:]), "classes": classes,
+        "samples": int(len(a["y_train"])), "test_samples": int(len(a.get("y_test", ()))),
+        "class_counts": counts(a["y_train"]),
+        "test_class_counts": counts(a["y_test"]) if "y_test" in a else [],
+        "class_names": list(data.class_names), "x_dtype": str(a["x_train"].dtype),
+        "source": data.source, "created": time.time(),
+    }
+
+
+def info_from_meta(meta: dict):
+    """A DatasetInfo from a meta dict (as stored in meta.json)."""
+    from engine.data.info import DatasetInfo
+
+    shape = tuple(meta["shape"])
+    desc = (f"{meta['name']}: {meta['samples']:,} {_fmt_shape(shape)} images, {meta['classes']} classes"
+            + (f", {meta['test_samples']:,} test images" if meta["test_samples"] else ""))
+    return DatasetInfo(meta["name"], shape, meta["classes"], meta["samples"], desc,
+                       test_samples=meta["test_samples"], class_counts=tuple(meta["class_counts"]),
+                       test_class_counts=tuple(meta["test_class_counts"]),
+                       class_names=tuple(meta["class_names"]), source=meta["source"])
+
+
+def path_info(path: os.PathLike):
+    """DatasetInfo of a user data path (reads and checks it; cached). Raises DataError."""
+    data = load_path(path)
+    return info_from_meta(_meta(data.source, data))
+
+
+# --- the registry ------------------------------------------------------------
+def registry_dir() -> Path:
+    """$SPEEDLAB_HOME/datasets: one folder per registered data set."""
+    from engine.store import home
+
+    return home() / "datasets"
+
+
+def registered() -> list[str]:
+    """Names of the registered data sets, sorted."""
+    d = registry_dir()
+    if not d.is_dir():
+        return []
+    return sorted(p.name for p in d.iterdir() if not p.name.startswith(".") and (p / "meta.json").is_file())
+
+
+_META_CACHE: dict = {}
+
+
+def registered_meta(name: str) -> Optional[dict]:
+    """meta.json of registered data set `name`, or None if there is none."""
+    f = registry_dir() / name / "meta.json"
+    try:
+        key = (str(f), f.stat().st_mtime_ns)
+    except OSError:
+        return None
+    if key not in _META_CACHE:
+        _META_CACHE[key] = json.loads(f.read_text())
+    return _META_CACHE[key]
+
+
+def load_registered(name: str) -> dict:
+    """The arrays of registered data set `name` (see `normalise`)."""
+    with np.load(registry_dir() / name / "data.npz", allow_pickle=False) as f:
+        return {k: f[k] for k in f.files}
+
+
+def check_name(name: str) -> None:
+    """Raises DataError unless `name` is usable as a data set name."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise DataError([f"{name!r} is not a usable data set name; use 1-64 letters, digits, '_', '-' "
+                         "or '.', starting with a letter or digit"])
+
+
+def register(name: str, source: os.PathLike, overwrite: bool = False, source_label: Optional[str] = None):
+    """Check `source` (.npz, folder or .zip) and store it as data set "user:NAME".
+
+    Everything is checked before anything is written; the data set is written
+    to a temporary folder and renamed into place, so it appears whole or not at all.
+    `source_label` is recorded as where the data came from (default: the path).
+    Returns: its DatasetInfo. Raises: DataError.
+    """
+    check_name(name)
+    root = registry_dir()
+    final = root / name
+    if final.exists() and not overwrite:
+        raise DataError([f"a data set named {name!r} is already registered; pick another name "
+                         "or replace it"])
+    data = load_path(source)  # raises DataError before anything is written
+    meta = _meta(name, data)
+    if source_label:
+        meta["source"] = source_label
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
+    old = None
+    try:
+        tmp.mkdir()
+        np.savez(tmp / "data.npz", **data.arrays)  # uncompressed: fast to load
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        if final.exists():
+            old = root / f".old-{name}-{uuid.uuid4().hex[:8]}"
+            os.rename(final, old)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not final.exists():
+            os.rename(old, final)  # put the previous version back
+            old = None
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return info_from_meta(meta)
+
+
+def register_upload(name: str, filename: str, content: bytes, overwrite: bool = False):
+    """Register an uploaded file (the bytes of a .npz, or of a .zip of class
+    folders, e.g. from st.file_uploader) as "user:NAME". Nothing is left behind
+    when it is rejected. Returns its DatasetInfo. Raises DataError."""
+    check_name(name)
+    suffix = Path(filename).suffix.lower()
+    if suffix not in (".npz", ".zip"):
+        raise DataError([f"{filename!r} is neither a .npz file nor a .zip; upload one of those"])
+    root = registry_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".upload-{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.mkdir()
+        # Keep the uploaded name (no folders) so that messages name the user's file.
+        base = Path(filename).name
+        f = tmp / (base if base and not base.startswith(".") else f"upload{suffix}")
+        f.write_bytes(content)
+        return register(name, f, overwrite=overwrite, source_label=f"upload {filename}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove(name: str) -> bool:
+    """Delete registered data set `name`; True if it existed."""
+    check_name(name)
+    d = registry_dir() / name
+    if not d.exists():
+        return False
+    shutil.rmtree(d)
+    return True

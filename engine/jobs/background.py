@@ -1,0 +1,150 @@
+"""Detached background jobs for the dashboard: the quick benchmark and the LR
+range test run as ``python -m engine ...`` in their own session (they outlive
+the Streamlit script run that started them, and a page reload re-attaches),
+and report through small JSON files in $SPEEDLAB_HOME.  No TensorFlow here.
+
+A job file holds at least {'state': 'starting' | 'running' | 'done' |
+'failed' | 'cancelled', 'pid', 'pid_started' (psutil create_time, s since the
+epoch), 'started' (s since the epoch), 'log' (path of the job's stdout+stderr)}.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from engine.process import ROOT, process_alive, read_tail, worker_env
+
+ACTIVE_STATES = ("starting", "running")
+# A job file still 'starting' without a pid this long after it was written is dead (s).
+START_GRACE_S = 30.0
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write `data` to `path` atomically (a reader never sees half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Optional[dict]:
+    try:
+        data = json.loads(Path(path).read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def spawn(argv: list[str], log_path: Path) -> tuple[int, float]:
+    """Start ``python -m engine <argv>`` detached (own session, stdin closed,
+    stdout and stderr appended to `log_path`). Returns (pid, psutil create_time)."""
+    import psutil
+
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "engine", *argv], stdout=log, stderr=log,
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                cwd=str(ROOT), env=worker_env())
+    try:
+        started = psutil.Process(proc.pid).create_time()
+    except psutil.NoSuchProcess:
+        started = None
+    return proc.pid, started
+
+
+def alive(job: Optional[dict]) -> bool:
+    """Whether the job's process is still running (and is the one it started)."""
+    return bool(job) and process_alive(job.get("pid"), job.get("pid_started"))
+
+
+def last_error(log_path: Optional[str]) -> Optional[str]:
+    """The job's last 'error: ...' line (the CLI's one-line errors), else the
+    last line of its log; None without a log."""
+    tail = read_tail(Path(log_path), 40) if log_path else None
+    if not tail:
+        return None
+    lines = [ln.strip() for ln in tail.replace("\r", "\n").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    line = errors[-1][len("error:"):].strip() if errors else (lines[-1] if lines else None)
+    return line[:300] if line else None
+
+
+def check(job: Optional[dict], what: str) -> Optional[dict]:
+    """`job` with its state made honest: an active job whose process is gone
+    becomes 'failed' with the log's last error line; adds 'elapsed' (s)."""
+    if not job:
+        return None
+    job = dict(job)
+    now = time.time()
+    if job.get("state") in ACTIVE_STATES:
+        dead = (not alive(job)) if job.get("pid") else now - job.get("started", now) > START_GRACE_S
+        if dead:
+            job["state"] = "failed"
+            job["error"] = job.get("error") or (
+                f"the {what} process ended without a result: {last_error(job.get('log')) or 'no message'}")
+            job.setdefault("finished", now)
+    end = job.get("finished") if job.get("state") not in ACTIVE_STATES else None
+    job["elapsed"] = (end or now) - job.get("started", now)
+    return job
+
+
+def stop(job: Optional[dict]) -> bool:
+    """SIGTERM the job's whole process group (the CLI and its TF workers).
+    Returns whether a live process was signalled."""
+    if not alive(job):
+        return False
+    pid = job["pid"]
+    try:
+        if os.getpgid(pid) == pid:  # started by spawn(): its own process group
+            os.killpg(pid, signal.SIGTERM)
+        else:  # started by hand (e.g. the CLI with --progress-file)
+            os.kill(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+# Each background job's state file in $SPEEDLAB_HOME (owned by engine.jobs.bench,
+# engine.jobs.lr_find and engine.jobs.demo; named here so busy() needs none of them).
+BENCH_FILE = "bench-progress.json"
+LR_FIND_FILE = "lr-find-progress.json"
+DEMO_FILE = "demo-transfer.json"
+
+
+def busy() -> Optional[str]:
+    """One line when the machine is busy with a measurement (a training run
+    queued or running, a benchmark, an LR range test or the transfer demo
+    running), else None:
+    starting another now would share the CPU/GPU and spoil both."""
+    from engine.jobs.runner import current_run
+    from engine.store import home
+
+    run = current_run()
+    if run:
+        return (f"run #{run['id']} is {run['status']}: wait for it to end or stop it (one measurement "
+                "at a time keeps the numbers clean)")
+    b = check(read_json(home() / BENCH_FILE), "benchmark")
+    if b and b["state"] in ACTIVE_STATES:
+        return (f"the quick benchmark is running ({b.get('done', 0)}/{b.get('total') or '?'} cells): "
+                "wait for it to end or cancel it on the Hardware page")
+    lf = check(read_json(home() / LR_FIND_FILE), "LR range test")
+    if lf and lf["state"] in ACTIVE_STATES:
+        return "an LR range test is running: wait for it to end (usually under a minute)"
+    # Between its runs the demo holds no run, but still owns the machine.
+    return demo_line(check(read_json(home() / DEMO_FILE), "transfer demo"))
+
+
+def demo_line(job: Optional[dict]) -> Optional[str]:
+    """The busy line for the transfer demo's job (as `check` returns it), or None when it is not running."""
+    if job and job.get("state") in ACTIVE_STATES:
+        return (f"the transfer demo is running ({job.get('elapsed', 0):.0f} s so far, about a minute in all): "
+                "wait for it to end or stop it on the Runs page")
+    return None

@@ -1,0 +1,266 @@
+"""Quick speedup benchmark: which options help on this machine, and by how much.
+
+A matrix of short runs on synthetic data (precision x steps per execution x
+XLA x replicas), each measured against the float32 single-device baseline of
+the same model and global batch in the same invocation.  Cells run one at a
+time in worker processes (one per device layout, since TF fixes the layout
+per process); repeats are interleaved (all cells, then all cells again) so
+that drift on a shared machine hits every cell alike.  No TF in this module.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Callable, Optional
+
+from engine.jobs import background
+from engine.hardware.machine import quick_facts
+
+# The quick matrix's workload: small enough for ~90 s on a 2-core CPU.
+# `steps` per epoch, 2 epochs per cell: enough steady executions even at 8 steps per execution.
+QUICK = {"model": "cnn", "synthetic_shape": [16, 16, 3], "batch_size": 64, "steps": 32, "epochs": 2}
+FULL = {"model": "resnet", "synthetic_shape": [32, 32, 3], "batch_size": 128, "steps": 48, "epochs": 2}
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not run (one line)."""
+
+
+def plan_matrix(facts: Optional[dict] = None, full: bool = False) -> list[dict]:
+    """The cells to measure on this machine.
+
+    Each cell: {'precision', 'steps_per_execution', 'jit_compile', 'devices',
+    'simulated'}.  The first cell is the baseline (float32, spe 1, no XLA, 1
+    device).  float16 only where there is float16 hardware (GPU/TPU) unless
+    `full`; replicas > 1 only with several physical GPUs, or simulated with `full`.
+    """
+    f = facts if facts is not None else quick_facts()
+    accel = f.get("gpus", 0) > 0 or f.get("tpu", False)
+    precisions = ["float32", "mixed_bfloat16"]
+    if accel or full:
+        precisions.append("mixed_float16")
+    if not accel and not f.get("cpu_bf16") and not full:
+        precisions.remove("mixed_bfloat16")
+    spes = [1, 8]
+    xlas = [False, True]
+    devices = [1]
+    if f.get("gpus", 0) > 1:
+        devices.append(min(f["gpus"], 8))
+    elif full:
+        devices.append(2)
+    cells = []
+    for d, p, s, x in itertools.product(devices, precisions, spes, xlas):
+        cells.append({"precision": p, "steps_per_execution": s, "jit_compile": x, "devices": d,
+                      "simulated": d > 1 and f.get("gpus", 0) < d})
+    return cells
+
+
+def cell_key(c: dict) -> tuple:
+    return (c["precision"], c["steps_per_execution"], c["jit_compile"], c["devices"])
+
+
+def summarize(cells: list[dict], samples: list[dict]) -> dict:
+    """Speedups from raw measurements.
+
+    Args:
+        cells: plan_matrix output; cells[0] is the baseline.
+        samples: one per measured cell and repeat: {'cell': index, 'repeat': r,
+            'samples_per_sec': steady median, 'warmup_sec'}.
+    Returns: {'cells': [{..settings.., 'samples_per_sec' (median over repeats),
+        'speedup' (median over repeats of cell/baseline of the same repeat),
+        'speedup_min', 'speedup_max', 'repeats'}], 'best': the cell with the
+        highest median speedup}.
+    """
+    by = {}
+    for s in samples:
+        by.setdefault((s["cell"], s["repeat"]), s)
+    out = []
+    for i, c in enumerate(cells):
+        reps = sorted(r for (ci, r) in by if ci == i)
+        rates = [by[(i, r)]["samples_per_sec"] for r in reps]
+        ratios = [by[(i, r)]["samples_per_sec"] / by[(0, r)]["samples_per_sec"]
+                  for r in reps if (0, r) in by and by[(0, r)]["samples_per_sec"]]
+        out.append({**c, "samples_per_sec": statistics.median(rates) if rates else None,
+                    "warmup_sec": statistics.median([by[(i, r)]["warmup_sec"] for r in reps]) if reps else None,
+                    "speedup": statistics.median(ratios) if ratios else None,
+                    "speedup_min": min(ratios) if ratios else None,
+                    "speedup_max": max(ratios) if ratios else None, "repeats": len(ratios)})
+    measured = [c for c in out if c["speedup"] is not None]
+    best = max(measured, key=lambda c: c["speedup"]) if measured else None
+    return {"cells": out, "best": best}
+
+
+def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
+        on_progress: Optional[Callable[[int, int, dict], None]] = None,
+        workload: Optional[dict] = None, cells: Optional[list[dict]] = None,
+        timeout_s: float = 900) -> dict:
+    """Measure the matrix; returns summarize()'s dict plus 'workload', 'machine',
+    'wall_sec'.  `on_progress(done, total, sample)` is called after each cell.
+
+    Raises: BenchError if a worker fails or times out.
+    """
+    from engine.process import worker_env
+
+    f = facts if facts is not None else quick_facts()
+    cells = cells if cells is not None else plan_matrix(f, full)
+    work = dict(workload or (FULL if full else QUICK))
+    total = len(cells) * repeats
+    samples: list[dict] = []
+    t0 = time.monotonic()
+    # One worker per device layout; the baseline's layout (1 device) first.
+    for devices in sorted({c["devices"] for c in cells}):
+        idx = [i for i, c in enumerate(cells) if c["devices"] == devices]
+        job = {"workload": work, "repeats": repeats, "devices": devices,
+               "cells": [{**cells[i], "index": i} for i in idx]}
+        proc = subprocess.Popen([sys.executable, "-m", "engine.jobs.bench_worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())
+        proc.stdin.write(json.dumps(job))
+        proc.stdin.close()
+        for line in proc.stdout:
+            if not line.startswith("{"):
+                continue
+            s = json.loads(line)
+            if "error" in s:
+                proc.kill()
+                raise BenchError(s["error"])
+            samples.append(s)
+            if on_progress:
+                on_progress(len(samples), total, s)
+            if time.monotonic() - t0 > timeout_s:
+                proc.kill()
+                raise BenchError(f"benchmark took longer than {timeout_s:.0f} s")
+        code = proc.wait()
+        if code:
+            tail = proc.stderr.read().strip().splitlines()[-1:] or [""]
+            raise BenchError(f"benchmark worker exited with code {code}: {tail[0][:300]}")
+    result = summarize(cells, samples)
+    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats)
+    return result
+
+
+def save(result: dict) -> str:
+    """Store the result as $SPEEDLAB_HOME/bench-latest.json; returns the path."""
+    from engine.store import home
+
+    h = home()
+    h.mkdir(parents=True, exist_ok=True)
+    path = h / "bench-latest.json"
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")  # atomic: the dashboard may be reading
+    tmp.write_text(json.dumps({**result, "created": time.time()}))
+    os.replace(tmp, path)
+    return str(path)
+
+
+def load_latest() -> Optional[dict]:
+    """The last saved result, or None."""
+    from engine.store import home
+
+    try:
+        return json.loads((home() / "bench-latest.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def to_config_changes(cell: dict) -> dict:
+    """RunConfig fields that reproduce `cell` on the Train page."""
+    return {k: cell[k] for k in ("precision", "steps_per_execution", "jit_compile", "devices")}
+
+
+# --- in the background, for the dashboard ---------------------------------------
+PROGRESS_FILE = background.BENCH_FILE
+LOG_FILE = "bench.log"
+
+
+def cell_name(cell: dict) -> str:
+    """'mixed bf16 · spe 8 · XLA on · 1 device' (tables, progress lines)."""
+    short = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
+    dev = f"{cell['devices']} device" + ("s" if cell["devices"] != 1 else "")
+    if cell.get("simulated"):
+        dev += " (simulated)"
+    return (f"{short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · "
+            f"XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
+
+
+def measure_order(cells: list[dict], repeats: int) -> list[tuple[int, int]]:
+    """(cell index, repeat) in the order `run` measures them: one worker per
+    device layout (fewest devices first), repeats interleaved within it."""
+    out = []
+    for devices in sorted({c["devices"] for c in cells}):
+        idx = [i for i, c in enumerate(cells) if c["devices"] == devices]
+        out += [(i, r) for r in range(repeats) for i in idx]
+    return out
+
+
+def progress_path():
+    """$SPEEDLAB_HOME/bench-progress.json: the background benchmark's state."""
+    from engine.store import home
+
+    return home() / PROGRESS_FILE
+
+
+def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict] = None) -> int:
+    """Start ``python -m engine bench --json --progress-file ...`` detached (its
+    own session: it outlives the caller) and return its pid. Follow it with
+    `read_progress`; the result is saved as usual (`load_latest`).
+
+    `matrix` ({'workload', 'cells'}, see the CLI's --matrix) replaces the
+    planned matrix (tests use a tiny one).
+
+    Raises: BenchError (one line) while a training run is queued or running, or
+    a benchmark or LR range test is already running.
+    """
+
+    why = background.busy()
+    if why:
+        raise BenchError(f"not started: {why}")
+    cells = matrix["cells"] if matrix else plan_matrix(quick_facts(), full)
+    path = progress_path()
+    log = path.parent / LOG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    extra = []
+    if matrix:
+        background.write_json(path.parent / "bench-matrix.json", matrix)
+        extra = ["--matrix", str(path.parent / "bench-matrix.json")]
+    background.write_json(path, {"state": "starting", "pid": None, "pid_started": None,
+                                 "started": time.time(), "done": 0, "total": len(cells) * repeats,
+                                 "current": None, "error": None, "full": full, "repeats": repeats,
+                                 "log": str(log)})
+    pid, pid_started = background.spawn(
+        ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
+         "--progress-file", str(path), *extra], log)
+    job = background.read_json(path) or {}
+    if job.get("pid") is None:  # the child has not written yet
+        background.write_json(path, {**job, "pid": pid, "pid_started": pid_started})
+    return pid
+
+
+def read_progress() -> Optional[dict]:
+    """The background benchmark's progress, or None if none was started here.
+
+    Returns: {'state': 'starting' | 'running' | 'done' | 'failed' | 'cancelled',
+    'done', 'total' (cells x repeats), 'current' (the cell being measured, a
+    `cell_name`), 'last' ({'cell', 'samples_per_sec'} of the last measured),
+    'error' (one line), 'started', 'elapsed' (s), 'pid', ...}. A job whose
+    process died unseen reads as 'failed' with its log's last error line.
+    """
+
+    return background.check(background.read_json(progress_path()), "benchmark")
+
+
+def cancel_background() -> bool:
+    """Stop the running background benchmark (its CLI and worker processes).
+    Returns whether one was running."""
+
+    path = progress_path()
+    job = background.read_json(path)
+    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
+        return False
+    background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
+                                 "finished": time.time()})
+    return True

@@ -1,0 +1,60 @@
+"""Benchmark worker: ``python -m engine.jobs.bench_worker`` reads a job (JSON) on
+stdin and prints one JSON line per measured cell: {'cell', 'repeat',
+'samples_per_sec' (steady median), 'warmup_sec'}; {'error': line} on failure.
+All cells of one job share one device layout (fixed per TF process).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+
+def cell_config(work: dict, cell: dict):
+    """The RunConfig of one cell: synthetic data with exactly work['steps'] batches
+    per epoch (20% of samples held out, unused)."""
+    from engine.config import RunConfig
+
+    n_train = work["steps"] * work["batch_size"]
+    return RunConfig(dataset="synthetic", synthetic_shape=tuple(work["synthetic_shape"]),
+                     synthetic_samples=n_train * 5 // 4, validation_fraction=0.2,
+                     model=work["model"], batch_size=work["batch_size"], epochs=work["epochs"],
+                     precision=cell["precision"], steps_per_execution=cell["steps_per_execution"],
+                     jit_compile=cell["jit_compile"], devices=cell["devices"])
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.read())
+    work = job["workload"]
+    try:
+        from engine.training import devices
+
+        setup = devices.configure("auto", job["devices"])  # first TF action
+        import keras
+
+        from engine.data import datasets
+        from engine.report.measure import steady_state
+        from engine.training.recorder import Recorder
+        from engine.training.train import prepare
+
+        data = datasets.load(cell_config(work, job["cells"][0]))
+        for r in range(job["repeats"]):
+            for cell in job["cells"]:
+                cfg = cell_config(work, cell)
+                keras.backend.clear_session()
+                prep = prepare(cfg, setup, data)
+                rec = Recorder(cfg.batch_size, prep.steps_per_epoch, sink=lambda t, row: None)
+                prep.model.fit(prep.train_ds, epochs=cfg.epochs, verbose=0, shuffle=False, callbacks=[rec])
+                st = steady_state(rec.durations, rec.batches, cfg.batch_size, samples=rec.samples)
+                print(json.dumps({"cell": cell["index"], "repeat": r, "samples_per_sec": st["samples_per_sec"],
+                                  "warmup_sec": st["warmup_sec"]}), flush=True)
+    except Exception as exc:  # noqa: BLE001 - reported as one line to the caller
+        traceback.print_exc()
+        print(json.dumps({"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}),
+              flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

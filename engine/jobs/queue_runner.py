@@ -1,0 +1,157 @@
+"""The queue process: runs queued runs one at a time, each in a fresh worker.
+
+``python -m engine.jobs.queue_runner STORE_PATH``.  An exclusive lock on the store's
+folder keeps it to one queue process per store; it exits when nothing is
+queued.  It watches each worker: a worker that dies without reporting ends
+``failed`` with its exit status and the last lines of its stderr; a worker
+that ignores a cancel for CANCEL_GRACE_S is killed and ends ``cancelled``.
+"""
+from __future__ import annotations
+
+import fcntl
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from engine.jobs.runner import CANCEL_GRACE_S, read_tail, worker_env
+from engine.store import Store
+
+
+def _claim_next(store: Store):
+    """Atomically move the oldest queued run to 'running'; None if there is none."""
+    with store.tx() as conn:
+        row = conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()
+        if row is None:
+            return None
+        conn.execute("UPDATE runs SET status='running', started=? WHERE id=?", (time.time(), row[0]))
+        return int(row[0])
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+        return f"worker was killed by {name}{hint}"
+    return f"worker exited with code {code}"
+
+
+
+
+def _spawn(store: Store, run_id: int, extra: list, log_name: str) -> subprocess.Popen:
+    log_path = store.run_dir(run_id) / log_name
+    with open(log_path, "wb") as log:
+        return subprocess.Popen([sys.executable, "-m", "engine.jobs.worker", str(run_id), str(store.path), *extra],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=worker_env())
+
+
+def run_one(store: Store, run_id: int) -> None:
+    """Run one claimed run in fresh worker process(es) and settle its final status.
+
+    A multi-worker run (config `workers` > 1) starts that many workers on free
+    loopback ports; task 0 is the chief. If any worker dies, the run ends
+    `failed` naming it and the others are killed at once (they would only block
+    in collectives); a cancel also ends all of them at once.
+    """
+    n = int(store.get_run(run_id)["config"].get("workers", 1))
+    if n > 1:
+        from engine.cluster import local
+
+        addrs = ",".join(local(n))
+        procs = [_spawn(store, run_id, ["--cluster", addrs, "--task-index", str(i)],
+                        "worker.log" if i == 0 else f"worker-{i}.log") for i in range(n)]
+    else:
+        procs = [_spawn(store, run_id, [], "worker.log")]
+    try:
+        started = psutil.Process(procs[0].pid).create_time()
+    except psutil.NoSuchProcess:
+        started = None
+    store.update_run(run_id, pid=procs[0].pid, pid_started=started)
+    codes: dict[int, int] = {}
+    failure = None
+    killed_at = None
+    while len(codes) < len(procs):
+        time.sleep(0.25)
+        for i, p in enumerate(procs):
+            if i not in codes and p.poll() is not None:
+                codes[i] = p.returncode
+                if p.returncode != 0 and failure is None and killed_at is None:  # not one we ended
+                    failure = (i, p.returncode)
+        run = store.get_run(run_id)
+        asked = run.get("cancel_requested")
+        if n > 1 and (failure or asked) and killed_at is None:
+            # The chief may have seen the dead peer first (its collective aborted) and
+            # stored that symptom: the cause, worker i's exit, replaces it.
+            if failure and (run["status"] == "running" or _peer_symptom(run)):
+                i, code = failure
+                tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
+                store.finish_run(run_id, "failed", f"worker {i} of {n}: {_describe_exit(code)}",
+                                 only_if_active=run["status"] == "running", stderr_tail=tail)
+            for j, p in enumerate(procs):
+                if j not in codes:
+                    # Workers block in collectives (TF ignores SIGTERM there) and must stop
+                    # at the same step anyway: end them at once; the chief's rows are
+                    # committed every 0.5 s.
+                    p.kill()
+            killed_at = time.monotonic()
+        if n == 1 and asked and time.time() - asked > CANCEL_GRACE_S:
+            for j, p in enumerate(procs):
+                if j not in codes:
+                    p.kill()
+    _settle(store, run_id, codes.get(0, 0) if failure is None else failure[1], failure)
+    final = store.get_run(run_id)["status"]
+    for w in store.workers(run_id):
+        if w["status"] == "running":
+            killed = failure is not None and w["task_index"] == failure[0]
+            store.set_worker(run_id, w["task_index"], "failed" if killed else final,
+                             error=_describe_exit(failure[1]) if killed else None)
+
+
+def _peer_symptom(run: dict) -> bool:
+    """Whether a failed run's error is only the chief's view of a dead peer
+    (an aborted collective or a reset connection), not a cause of its own."""
+    err = run.get("error") or ""
+    return run["status"] == "failed" and any(k in err for k in (
+        "Collective ops is aborted", "Connection reset by peer", "UnavailableError", "Socket closed"))
+
+
+def _settle(store: Store, run_id: int, code: int, failure) -> None:
+    run = store.get_run(run_id)
+    if run["status"] not in ("queued", "running"):
+        return
+    i = failure[0] if failure else 0
+    tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
+    if run.get("cancel_requested"):
+        store.finish_run(run_id, "cancelled", "cancelled (worker stopped by signal)",
+                         only_if_active=True, stderr_tail=tail)
+        return
+    last = next((ln for ln in reversed((tail or "").splitlines()) if ln.strip()), "")
+    reason = _describe_exit(code) + (f": {last.strip()[:300]}" if last else "")
+    store.finish_run(run_id, "failed", reason, only_if_active=True, stderr_tail=tail)
+
+
+def main(argv=None) -> int:
+    argv = argv if argv is not None else sys.argv[1:]
+    store = Store(Path(argv[0]))
+    lock = open(store.path.parent / "queue.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a second queue process waits here, then drains
+    try:
+        while True:
+            run_id = _claim_next(store)
+            if run_id is None:
+                return 0
+            run_one(store, run_id)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Launching, watching and cancelling runs; no TensorFlow in this process.
+
+Every run executes in a fresh worker process (``python -m engine.jobs.worker``):
+TF's device layout and dtype policy can be set once per process, and a crash
+or out-of-memory in training must not take the caller (the dashboard) down.
+Runs are queued in the store and executed one at a time by a detached queue
+process (``python -m engine.jobs.queue_runner``), so a baseline and its run go
+back to back even when the caller goes away.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Optional
+
+
+from engine.config import RunConfig, baseline_config
+from engine.errors import ActiveRunError
+from engine.preflight import check_runnable
+from engine.process import ROOT, process_alive, read_tail, worker_env  # noqa: F401 (re-used by callers)
+from engine.store import ACTIVE_STATUSES, Store
+
+# A worker that ignores SIGTERM this long after a cancel is killed.
+CANCEL_GRACE_S = 15.0
+
+
+def queue_alive(store: Store) -> bool:
+    """True while a queue process holds this store's queue lock (it then settles
+    its runs' outcomes itself, with better reasons than `reconcile` can give)."""
+    import fcntl
+
+    with open(store.path.parent / "queue.lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+def reconcile(store: Store) -> None:
+    """Mark runs whose worker died unseen as failed (e.g. the machine's OOM killer
+    took the worker and its queue process)."""
+    running = store.list_runs(["running"])
+    if not running or queue_alive(store):
+        return
+    for run in running:
+        if run["pid"] and not process_alive(run["pid"], run["pid_started"]):
+            tail = read_tail(store.run_dir(run["id"]) / "worker.log")
+            store.finish_run(run["id"], "failed", "worker process ended without reporting "
+                             "(killed or crashed); see stderr_tail", only_if_active=True,
+                             stderr_tail=tail)
+
+
+def active_run(store: Store) -> Optional[dict]:
+    """The oldest queued or running run after `reconcile`, or None."""
+    reconcile(store)
+    runs = store.active_runs()
+    return runs[0] if runs else None
+
+
+def current_run(store_path: Optional[os.PathLike] = None) -> Optional[dict]:
+    """`active_run` on a store opened (and closed) for the purpose."""
+    store = Store(store_path)
+    try:
+        return active_run(store)
+    finally:
+        store.close()
+
+
+def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
+           store_path: Optional[os.PathLike] = None, start: bool = True,
+           baseline_id: Optional[int] = None) -> list[int]:
+    """Queue `configs` to run one after another, each in a fresh worker.
+
+    A run with role 'baseline' becomes the baseline of the runs after it; the
+    others get `baseline_id` (when given) so the dashboard compares like with like.
+
+    Returns: the new run ids, in order.
+    Raises: ActiveRunError if a run is active; ConfigError if this machine
+    cannot run a config (checked before anything is queued).
+    """
+    roles = roles or ["run"] * len(configs)
+    warnings = [check_runnable(c) for c in configs]
+    store = Store(store_path)
+    try:
+        run = active_run(store)
+        if run:
+            raise ActiveRunError(run)
+        group = uuid.uuid4().hex[:8]
+        ids = []
+        for cfg, role, warn in zip(configs, roles, warnings):
+            rid = store.create_run(cfg.to_json(), role=role, group_id=group)
+            store.update_run(rid, baseline_id=rid if role == "baseline" else baseline_id,
+                             **({"summary": {"warnings": warn}} if warn else {}))
+            if role == "baseline":
+                baseline_id = rid
+            ids.append(rid)
+    finally:
+        store.close()
+    if start:
+        start_queue(store_path)
+    return ids
+
+
+def start_queue(store_path: Optional[os.PathLike] = None) -> subprocess.Popen:
+    """Start the detached queue process that runs queued runs in order."""
+    path = Path(store_path) if store_path else Store().path
+    log = open(path.parent / "queue.log", "ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine.jobs.queue_runner", str(path)],
+        stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+        cwd=str(ROOT), env=worker_env())
+
+
+def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:
+    """The newest completed run on this machine whose config equals
+    `baseline_config(cfg)`, or None."""
+    want = baseline_config(cfg).to_dict()
+    host = os.uname().nodename
+    for run in store.list_runs(["completed"]):
+        if run["config"] == want and (run.get("environment") or {}).get("hostname") == host:
+            return run
+    return None
+
+
+def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = None,
+                         reuse: bool = True) -> tuple[int, int, bool]:
+    """Queue the baseline of `cfg` (unless a matching one is stored and `reuse`)
+    and then `cfg`.
+
+    Returns: (baseline run id, run id, whether the baseline was reused).
+    When `cfg` is itself its baseline, both ids are the same run.
+    Raises: as `submit`.
+    """
+    base_cfg = baseline_config(cfg)
+    store = Store(store_path)
+    try:
+        found = find_baseline(store, cfg) if reuse else None
+    finally:
+        store.close()
+    if found:
+        (rid,) = submit([cfg], ["run"], store_path, baseline_id=found["id"])
+        return found["id"], rid, True
+    if base_cfg == cfg:
+        (rid,) = submit([cfg], ["baseline"], store_path)
+        return rid, rid, False
+    bid, rid = submit([base_cfg, cfg], ["baseline", "run"], store_path)
+    return bid, rid, False
+
+
+def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
+    """Cancel a queued run at once, or ask a running worker to stop (SIGTERM;
+    the queue process kills it after CANCEL_GRACE_S). Metrics are kept.
+
+    Returns: a one-line description of what was done.
+    """
+    store = Store(store_path)
+    try:
+        run = store.get_run(run_id)
+        if run is None:
+            return f"run {run_id} does not exist"
+        if run["status"] == "queued":
+            store.finish_run(run_id, "cancelled", "cancelled before it started", only_if_active=True)
+            return f"run {run_id} cancelled before it started"
+        if run["status"] != "running":
+            return f"run {run_id} is already {run['status']}"
+        store.update_run(run_id, cancel_requested=time.time())
+        if process_alive(run["pid"], run["pid_started"]):
+            os.kill(run["pid"], signal.SIGTERM)
+            return f"run {run_id}: stop requested"
+        store.finish_run(run_id, "cancelled", "cancelled", only_if_active=True)
+        return f"run {run_id} cancelled"
+    finally:
+        store.close()
+
+
+def cancel_active(store_path: Optional[os.PathLike] = None) -> list[str]:
+    """Cancel every queued and running run (queued ones first, so none starts)."""
+    store = Store(store_path)
+    try:
+        runs = store.active_runs()
+    finally:
+        store.close()
+    queued = [r for r in runs if r["status"] == "queued"]
+    running = [r for r in runs if r["status"] == "running"]
+    return [cancel(r["id"], store_path) for r in queued + running]
+
+
+def wait(run_id: int, store_path: Optional[os.PathLike] = None, poll_s: float = 0.5,
+         on_poll: Optional[Callable[[dict], None]] = None, timeout_s: Optional[float] = None) -> dict:
+    """Block until run `run_id` is final; call `on_poll(run)` each poll.
+
+    Returns: the final run row. Raises: TimeoutError after `timeout_s`.
+    """
+    store = Store(store_path)
+    t0 = time.monotonic()
+    try:
+        while True:
+            reconcile(store)
+            run = store.get_run(run_id)
+            if on_poll:
+                on_poll(run)
+            if run["status"] not in ACTIVE_STATUSES:
+                return run
+            if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                raise TimeoutError(f"run {run_id} still {run['status']} after {timeout_s} s")
+            time.sleep(poll_s)
+    finally:
+        store.close()

@@ -1,0 +1,251 @@
+"""The measuring callback and the background writer that stores its rows.
+
+Keras calls batch callbacks once per execution of `steps_per_execution`
+batches (begin_step/end_step bracket the execution), so each call pair is one
+execution.  The callback itself only appends tuples to a list; a writer thread
+commits them to SQLite about twice a second together with psutil samples, so
+the store costs the training loop nothing measurable and a worker that dies
+loses at most the last second of metrics.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable, Optional
+
+import keras
+import psutil
+
+from engine.report.measure import execution_rate
+
+FLUSH_EVERY_S = 0.5
+SAMPLE_EVERY_S = 1.0
+
+
+class Recorder(keras.callbacks.Callback):
+    """Times every execution and records per-execution and per-epoch metrics.
+
+    Args:
+        global_batch: samples per batch over all replicas.
+        steps_per_epoch: batches per epoch (Keras reports end_step as
+            begin + steps_per_execution - 1 even for a shorter last execution).
+        epoch_samples: training samples per epoch (default steps_per_epoch x
+            global_batch); with one replica the last batch holds the remainder.
+        sink: receives ('executions' | 'epochs', row tuple); rows follow
+            engine.store.EXEC_COLS / EPOCH_COLS.
+        stop_event: set (e.g. by SIGTERM) to stop training at the next execution.
+        target_accuracy: validation accuracy whose first crossing time is kept.
+        lr_fn: the learning rate used by global step `step` (1-based count of steps
+            done), as a float; default reads the optimizer (an eager read, ~60 us).
+        on_start: called with the perf_counter origin (s) when training begins.
+        data_wait_fn: returns the cumulative seconds training has waited for input
+            (engine.data.pipeline.DataWaitMeter.total); each execution's share is
+            stored as its `data_wait` (s). None: not measured (NULL).
+
+    One Recorder may serve several consecutive `fit` calls (transfer learning
+    fits the frozen and the unfrozen phase separately): time, steps and
+    execution numbers continue, and `expect_warmup()` marks the next execution
+    as warm-up (a recompiled train step is traced again).
+
+    After training: ``durations``/``batches``/``samples``/``warmups``/``data_waits``
+    (per execution: s / count / count / flag / s or None), ``nan_at`` ((epoch, step) or None),
+    ``time_to_target`` (s or None), ``epoch_logs`` (last epoch's logs),
+    ``wall`` (s from the first train begin to the last train end).
+    """
+
+    def __init__(self, global_batch: int, steps_per_epoch: int, sink: Callable[[str, tuple], None],
+                 stop_event: Optional[threading.Event] = None,
+                 target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[int], float]] = None,
+                 on_start: Optional[Callable[[float], None]] = None,
+                 data_wait_fn: Optional[Callable[[], float]] = None,
+                 epoch_samples: Optional[int] = None):
+        super().__init__()
+        self.global_batch = global_batch
+        self.steps_per_epoch = steps_per_epoch
+        self.epoch_samples = epoch_samples if epoch_samples is not None else steps_per_epoch * global_batch
+        self.sink = sink
+        self.stop_event = stop_event or threading.Event()
+        self.target = target_accuracy
+        self.lr_fn = lr_fn
+        self.on_start = on_start
+        self.data_wait_fn = data_wait_fn
+        self.durations: list[float] = []
+        self.batches: list[int] = []
+        self.samples: list[int] = []
+        self.warmups: list[bool] = []
+        self.data_waits: list[Optional[float]] = []
+        self._warm_next = True
+        self._wait_seen = 0.0
+        self.step = 0
+        self.epoch = 0
+        self.nan_at = None
+        self.time_to_target = None
+        self.epoch_logs: dict = {}
+        self.last_loss = None
+        self.t0 = None
+        self.wall = 0.0
+
+    def now(self) -> float:
+        """Seconds since training began."""
+        return time.perf_counter() - self.t0
+
+    def expect_warmup(self):
+        """Flag the next execution as warm-up (e.g. the first after a recompile)."""
+        self._warm_next = True
+
+    def on_train_begin(self, logs=None):
+        if self.data_wait_fn is not None:
+            # Keras may pull a batch before training (symbolic build): not a step's wait.
+            self._wait_seen = self.data_wait_fn()
+        if self.t0 is not None:  # a later fit of the same run: the clock keeps running
+            return
+        self.t0 = time.perf_counter()
+        if self.on_start:
+            self.on_start(self.t0)
+
+    def on_train_end(self, logs=None):
+        self.wall = self.now()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+        self._prev_end = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._begin_step = batch
+        self._t_begin = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        # Reading the loss waits for the device: the timestamp after it is honest.
+        loss = float(logs["loss"]) if logs and "loss" in logs else float("nan")
+        t_end = time.perf_counter()
+        # Within an epoch, end-to-end spacing includes Keras's loop and callbacks.
+        start = self._prev_end if self._prev_end is not None else self._t_begin
+        self._prev_end = t_end
+        end = min(batch + 1, self.steps_per_epoch)
+        n = end - self._begin_step
+        # A single-replica epoch may end in a short batch: count the samples really run.
+        short = self.steps_per_epoch * self.global_batch - self.epoch_samples if end == self.steps_per_epoch else 0
+        samples = n * self.global_batch - short
+        dur = t_end - start
+        self.step += n
+        idx = len(self.durations)
+        warm, self._warm_next = self._warm_next, False
+        wait = None
+        if self.data_wait_fn is not None:
+            total = self.data_wait_fn()
+            wait, self._wait_seen = max(0.0, total - self._wait_seen), total
+        self.durations.append(dur)
+        self.batches.append(n)
+        self.samples.append(samples)
+        self.warmups.append(warm)
+        self.data_waits.append(wait)
+        self.last_loss = loss
+        lr = self._lr()
+        self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
+                                 execution_rate(samples, 1, dur), _finite(loss), lr,
+                                 int(warm), wait))
+        if not math.isfinite(loss):
+            self.nan_at = (self.epoch + 1, self.step)
+            self.model.stop_training = True
+        if self.stop_event.is_set():
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = dict(logs or {})
+        self.epoch_logs = logs
+        t = self.now()
+        val_acc = logs.get("val_accuracy")
+        self.sink("epochs", (epoch, t, self.step, _f(logs.get("loss")), _f(logs.get("accuracy")),
+                             _f(logs.get("val_loss")), _f(val_acc), self._lr()))
+        if self.target is not None and self.time_to_target is None and val_acc is not None \
+                and reached(float(val_acc), self.target):
+            self.time_to_target = t
+
+    def _lr(self) -> Optional[float]:
+        try:
+            if self.lr_fn is not None:
+                return float(self.lr_fn(self.step))
+            return float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+        except Exception:  # an exotic optimizer without a readable LR: record none
+            return None
+
+
+# Keras accuracies are float32: 171/180 correct reads 0.949999988, which must still count as 0.95.
+TARGET_TOLERANCE = 1e-6
+
+
+def reached(accuracy: float, target: float) -> bool:
+    """Whether `accuracy` (a float32 ratio) reaches `target`, up to float32 rounding."""
+    return accuracy >= target - TARGET_TOLERANCE
+
+
+def _f(v):
+    return None if v is None else _finite(float(v))
+
+
+def _finite(v: float):
+    return v if math.isfinite(v) else None
+
+
+class Writer(threading.Thread):
+    """Commits buffered metric rows and samples system metrics in the background.
+
+    `push(table, row)` is cheap and thread-safe (list.append under the GIL).
+    System rows follow engine.store.SYSTEM_COLS: t (s since `t0`, a
+    perf_counter value), worker CPU % (of one core), RSS (MB), system memory %,
+    GPU memory (MB) from `gpu_mem_fn`, the worker's task index.
+    """
+
+    def __init__(self, store_factory, run_id: int, gpu_mem_fn: Optional[Callable[[], Optional[float]]] = None,
+                 worker: int = 0):
+        super().__init__(daemon=True, name="speedlab-writer")
+        self.store_factory = store_factory
+        self.run_id = run_id
+        self.gpu_mem_fn = gpu_mem_fn
+        self.worker = worker
+        self.rows = {"executions": [], "epochs": [], "system": []}
+        self.t0 = None  # system samples start once training starts (set_t0)
+        self._halt = threading.Event()
+        self._proc = psutil.Process()
+        self._proc.cpu_percent(None)  # prime: the first reading is always 0
+
+    def push(self, table: str, row: tuple):
+        self.rows[table].append(row)
+
+    def set_t0(self, t0: float):
+        """Align system-metric times with the Recorder's training start."""
+        self.t0 = t0
+
+    def sample(self):
+        gpu = self.gpu_mem_fn() if self.gpu_mem_fn else None
+        self.push("system", (time.perf_counter() - self.t0, self._proc.cpu_percent(None),
+                             self._proc.memory_info().rss / 2**20, psutil.virtual_memory().percent, gpu, self.worker))
+
+    def flush(self, store):
+        batch = {}
+        for table, rows in self.rows.items():
+            n = len(rows)
+            batch[table] = rows[:n]
+            del rows[:n]
+        if any(batch.values()):
+            store.add_metrics(self.run_id, batch["executions"], batch["epochs"], batch["system"])
+
+    def run(self):
+        store = self.store_factory()
+        next_sample = 0.0
+        try:
+            while not self._halt.is_set():
+                if self.t0 is not None and time.perf_counter() >= next_sample:
+                    self.sample()
+                    next_sample = time.perf_counter() + SAMPLE_EVERY_S
+                self.flush(store)
+                self._halt.wait(FLUSH_EVERY_S)
+            self.flush(store)
+        finally:
+            store.close()
+
+    def stop(self):
+        """Flush what is left and end the thread (waits for it)."""
+        self._halt.set()
+        self.join(timeout=30)

@@ -1,0 +1,317 @@
+"""One measured training run inside a worker process (imports TensorFlow).
+
+Order matters: devices first (before anything initialises the TF runtime),
+then the dtype policy (before the model is built), then data, model, fit.
+A transfer-learning run (engine.training.transfer) fits up to two phases, frozen then
+fine-tuned, with one Recorder, so time, steps and executions run on; the
+first execution after the recompile between them is flagged warm-up too.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from engine.config import RunConfig
+
+
+class RunFailed(RuntimeError):
+    """Training ended in a way the user must see as `failed` (one-line message)."""
+
+
+@dataclass
+class Outcome:
+    """What `train` returns: final status ('completed' | 'cancelled' | 'failed'),
+    the summary dict, an error line, and the trained model (or None)."""
+
+    status: str
+    summary: dict
+    error: Optional[str] = None
+    model: object = None
+    extra: dict = field(default_factory=dict)
+
+
+def environment(setup) -> dict:
+    """Versions, devices and host, stored with every run (reproducibility)."""
+    import keras
+    import tensorflow as tf
+
+    from engine.hardware.machine import cpu_model
+
+    return {
+        "hostname": socket.gethostname(), "python": platform.python_version(),
+        "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_model": cpu_model(),
+        "logical_cores": os.cpu_count(), "device_kind": setup.kind, "devices": setup.device_names,
+        "physical_devices": setup.physical, "replicas_simulated": setup.simulated,
+    }
+
+
+@dataclass
+class Prepared:
+    """A compiled model with its data: what `prepare` returns.
+
+    phases: engine.training.transfer.Phase list (one phase unless layers were taken over);
+    taken: the taken-over layers (frozen in a frozen phase); meter: the
+    pipeline's DataWaitMeter (None when not measured); compile: recompiles the
+    model for a phase (used between phases).
+    """
+
+    model: object
+    train_ds: object
+    val_ds: object
+    callbacks: list
+    steps_per_epoch: int
+    plan: dict
+    phases: list = field(default_factory=list)
+    taken: list = field(default_factory=list)
+    meter: object = None
+    compile: Optional[Callable] = None
+
+
+def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False) -> Prepared:
+    """Set the dtype policy and seed, build the tf.data pipelines, and build and
+    compile the model under `setup.strategy` (engine.training.devices.DeviceSetup).
+
+    `data` (engine.data.datasets.Split) is loaded from `cfg` when omitted.
+    probe_input: time a separate copy of the training pipeline on its own
+    (plan['input_batches_per_sec'], ~2 s at most).
+    Raises: RunFailed for a TPU batch that does not divide over its cores, data
+    that cannot be read or downloaded, or a source run that cannot be used.
+    """
+    import keras
+
+    from engine.data import datasets
+    from engine.training import models
+    from engine.data import pipeline
+    from engine.training import transfer
+
+    keras.mixed_precision.set_dtype_policy(cfg.precision)  # before the model is built
+    keras.utils.set_random_seed(cfg.seed)
+    if setup.kind == "TPU" and cfg.batch_size % setup.replicas:
+        raise RunFailed(f"batch_size {cfg.batch_size} is not divisible by the TPU's "
+                        f"{setup.replicas} cores; use a multiple of {setup.replicas}")
+    t_setup = time.perf_counter()
+    try:
+        data = data if data is not None else datasets.load(cfg)
+    except datasets.DataUnavailable as e:
+        raise RunFailed(str(e)) from None
+    replicas = setup.replicas
+    opts = dict(cache=cfg.data_cache, parallel_map=cfg.data_parallel_map, prefetch=cfg.data_prefetch)
+    # The meter's variable is captured by a tf.data function: measured in one
+    # process only (TPU hosts and multi-worker sharding rewrite input pipelines).
+    meter = pipeline.DataWaitMeter() if setup.kind != "TPU" and setup.workers == 1 else None
+    train_ds = pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
+                                      replicas, cfg.seed, cfg.mixup_alpha, meter=meter, **opts)
+    val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas, **opts)
+    input_rate = None
+    if probe_input:  # a separate copy: iterating the real one would move its shuffle seeds
+        input_rate = pipeline.input_rate(pipeline.train_dataset(
+            data.x_train, data.y_train, data.classes, cfg.batch_size, replicas, cfg.seed, cfg.mixup_alpha,
+            **opts))
+    steps_per_epoch = cfg.steps_per_epoch()
+    callbacks = []
+    if cfg.reduce_on_plateau:
+        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2))
+    with setup.strategy.scope():
+        if cfg.init_from is not None:
+            try:
+                model, taken = transfer.build_from_run(cfg, data.shape, data.classes)
+            except transfer.TransferError as e:
+                raise RunFailed(str(e)) from None
+        else:
+            model = models.build(cfg.model, data.shape, data.classes, image_size=cfg.input_size,
+                                 pretrained=cfg.pretrained)
+            taken = transfer.taken_part(model) if cfg.pretrained else []
+    phases = transfer.phases(cfg, bool(taken))
+
+    def compile_phase(phase) -> None:
+        """Freeze or unfreeze the taken-over part and compile for `phase`: a new
+        optimizer at lr_factor x the learning rate (schedules scaled alike) whose
+        schedules continue from the phase's first step."""
+        if taken:
+            transfer.set_frozen(taken, phase.frozen)
+        pcfg = cfg if phase.lr_factor == 1.0 else cfg.replace(
+            learning_rate=cfg.learning_rate * phase.lr_factor,
+            max_lr=None if cfg.max_lr is None else cfg.max_lr * phase.lr_factor)
+        with setup.strategy.scope():
+            model.compile(
+                optimizer=_optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch),
+                loss=_loss(cfg),
+                metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+                steps_per_execution=cfg.steps_per_execution,
+                jit_compile=cfg.jit_compile,  # always explicit, never Keras's "auto"
+            )
+
+    compile_phase(phases[0])
+    if setup.workers > 1:
+        from engine.training import multiworker
+
+        multiworker.apply(model, next(iter(train_ds)))
+    plan = {
+        "n_train": int(len(data.x_train)), "n_val": int(len(data.x_val)),
+        "steps_per_epoch": steps_per_epoch, "total_steps": steps_per_epoch * cfg.epochs,
+        "epochs": cfg.epochs, "global_batch_size": cfg.batch_size,
+        "per_replica_batch_size": cfg.batch_size // replicas, "replicas": replicas,
+        "workers": setup.workers, "per_worker_batch_size": cfg.batch_size // setup.workers,
+        "replicas_simulated": setup.simulated, "device_kind": setup.kind,
+        "dropped_samples_per_epoch": cfg.dropped_per_epoch() if replicas > 1 else 0,
+        "compute_dtype": model.dtype_policy.compute_dtype,
+        "variable_dtype": model.dtype_policy.variable_dtype,
+        "effective_learning_rate": _initial_lr(cfg),
+        "setup_sec": time.perf_counter() - t_setup,
+        "model": cfg.model, "input_shape": list(data.shape), "classes": int(data.classes),
+        "class_names": list(data.class_names), "validation_data": data.validation,
+        "data_pipeline": {"cache": cfg.data_cache, "parallel_map": cfg.data_parallel_map,
+                          "prefetch": cfg.data_prefetch},
+        "input_batches_per_sec": input_rate,
+        "init_from": cfg.init_from, "pretrained": cfg.pretrained, "image_size": cfg.input_size or None,
+        "taken_over_params": int(sum(_size(w.shape) for layer in taken for w in layer.weights)),
+        "phases": [{"first_epoch": p.first_epoch, "end_epoch": p.end_epoch, "frozen": p.frozen,
+                    "learning_rate": cfg.learning_rate * p.lr_factor} for p in phases],
+    }
+    return Prepared(model, train_ds, val_ds, callbacks, steps_per_epoch, plan, phases, taken, meter,
+                    compile_phase)
+
+
+def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
+          on_setup: Callable[[dict, dict], None] = lambda env, plan: None,
+          on_start: Optional[Callable[[float], None]] = None,
+          extra_callbacks: Optional[list] = None, cluster=None) -> Outcome:
+    """Run `cfg` to the end and measure it.
+
+    Args:
+        sink: receives metric rows (see engine.training.recorder.Recorder).
+        stop_event: set to stop at the next execution (status 'cancelled').
+        on_setup: called with (environment, plan) once devices, data and model exist.
+        on_start: called with the perf_counter origin when fit begins.
+        cluster: engine.cluster.Cluster for a multi-worker run (None: this process only).
+
+    Returns: Outcome. Raises: engine.training.devices.DeviceError, RunFailed.
+    """
+    from engine.training import devices
+
+    setup = devices.configure(cfg.device_type, cfg.devices, cluster)  # first TF action
+    from engine.report.measure import steady_state
+    from engine.training.recorder import Recorder
+
+    prep = prepare(cfg, setup, probe_input=True)
+    model, plan, callbacks, steps_per_epoch = prep.model, prep.plan, prep.callbacks, prep.steps_per_epoch
+    train_ds, val_ds, replicas = prep.train_ds, prep.val_ds, setup.replicas
+    on_setup(environment(setup), plan)
+
+    rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, cfg.target_accuracy, on_start=on_start,
+                   data_wait_fn=prep.meter.total if prep.meter is not None else None,
+                   lr_fn=_lr_table(cfg, steps_per_epoch),
+                   epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"])
+    for i, phase in enumerate(prep.phases):
+        if i > 0:
+            if rec.nan_at or stop_event.is_set() or model.stop_training:
+                break
+            prep.compile(phase)  # unfreeze at the lower learning rate: traced again
+            rec.expect_warmup()
+        model.fit(train_ds, validation_data=val_ds, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
+                  verbose=0, shuffle=False, callbacks=[rec, *callbacks, *(extra_callbacks or [])])
+
+    st = steady_state(rec.durations, rec.batches, cfg.batch_size, warmup_flags=rec.warmups, samples=rec.samples)
+    logs = rec.epoch_logs
+    steady_waits = [w for w, warm in zip(rec.data_waits, rec.warmups) if w is not None and not warm]
+    steady_secs = sum(d for d, warm in zip(rec.durations, rec.warmups) if not warm)
+    summary = {
+        **st,
+        "wall_sec": rec.wall, "replicas": replicas, "workers": setup.workers, "replicas_simulated": setup.simulated,
+        "device_kind": setup.kind, "precision": cfg.precision,
+        "compute_dtype": plan["compute_dtype"], "variable_dtype": plan["variable_dtype"],
+        "loss_scale": _loss_scale(model), "steps_per_execution": cfg.steps_per_execution,
+        "jit_compile": cfg.jit_compile, "global_batch_size": cfg.batch_size,
+        "per_replica_batch_size": plan["per_replica_batch_size"],
+        "dropped_samples_per_epoch": plan["dropped_samples_per_epoch"],
+        "steps": rec.step, "executions": len(rec.durations),
+        "final_loss": _num(logs.get("loss")), "final_accuracy": _num(logs.get("accuracy")),
+        "final_val_loss": _num(logs.get("val_loss")),
+        "final_val_accuracy": _num(logs.get("val_accuracy")),
+        "target_accuracy": cfg.target_accuracy, "time_to_target_sec": rec.time_to_target,
+        "effective_learning_rate": plan["effective_learning_rate"],
+        "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing,
+        "mixup_alpha": cfg.mixup_alpha,
+        "train_accuracy_on_mixed_targets": cfg.mixup_alpha > 0,
+        # Input pipeline: seconds the steady executions waited for data, and their share of time.
+        "data_wait_sec": sum(steady_waits) if steady_waits else None,
+        "data_wait_share": (sum(steady_waits) / steady_secs) if steady_waits and steady_secs > 0 else None,
+        "input_batches_per_sec": plan["input_batches_per_sec"],
+        "warmup_executions": int(sum(rec.warmups)),
+        "init_from": cfg.init_from, "pretrained": cfg.pretrained,
+        "freeze_epochs": cfg.freeze_epochs if prep.taken else None,
+        "finetune_learning_rate": next((cfg.learning_rate * p.lr_factor for p in prep.phases if not p.frozen), None)
+        if prep.taken else None,
+    }
+    if rec.nan_at:
+        e, s = rec.nan_at
+        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}", model)
+    if stop_event.is_set():
+        return Outcome("cancelled", summary, "cancelled by the user", model)
+    return Outcome("completed", summary, None, model)
+
+
+def _lr_table(cfg: RunConfig, steps_per_epoch: int):
+    """LR per step from the schedule's own formulas (engine.lr_math), so the
+    recorder need not read the optimizer every execution; None where the LR
+    can change at run time (plateau reducer, fine-tuning phases)."""
+    if cfg.reduce_on_plateau or cfg.init_from is not None or cfg.pretrained:
+        return None
+    import numpy as np
+
+    from engine.lr_math import lr_at
+
+    table = lr_at(cfg, np.arange(max(cfg.epochs * steps_per_epoch, 1)), steps_per_epoch)
+    last = len(table) - 1
+    return lambda step: table[min(max(step - 1, 0), last)]
+
+
+def _num(v):
+    return None if v is None else float(v)
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _optimizer(cfg: RunConfig, steps_per_epoch: int, start_step: int = 0):
+    """engine.training.schedules.build_optimizer with its schedules read from `start_step`
+    on (a later phase continues them where they stand). The optimizer itself
+    starts fresh at step 0, so Adam's bias correction fits its new moments."""
+    from engine.training import schedules
+
+    return schedules.shift(schedules.build_optimizer(cfg, steps_per_epoch), start_step)
+
+
+def _initial_lr(cfg: RunConfig) -> float:
+    from engine.lr_math import effective_lr
+
+    return float(effective_lr(cfg))
+
+
+def _loss(cfg: RunConfig):
+    import keras
+
+    # The head is float32 softmax, so the loss is computed in float32 too.
+    return keras.losses.CategoricalCrossentropy(label_smoothing=cfg.label_smoothing)
+
+
+def _loss_scale(model) -> Optional[float]:
+    """Current dynamic loss scale for mixed_float16 (Keras wraps the optimizer in
+    compile: LossScaleOptimizer), else None."""
+    from keras.optimizers import LossScaleOptimizer
+
+    opt = model.optimizer
+    if isinstance(opt, LossScaleOptimizer):
+        import keras
+
+        return float(keras.ops.convert_to_numpy(opt.dynamic_scale))
+    return None
