@@ -623,8 +623,13 @@ def test_runs_page_with_finished_runs(store):
     specs = plotly_specs(at)
     assert {"overlay_throughput", "overlay_loss", "speedup_bars", "scaling"} <= set(specs)
     bars = specs["speedup_bars"]["data"][0]
-    assert [round(x, 3) for x in values(bars["x"])] == [1.0, 1.5]
+    # Time to 0.7 val accuracy by default: the 2nd stored epoch's t of each run.
+    tta = store.metrics("epochs", b)[1]["t"] / store.metrics("epochs", r)[1]["t"]
+    assert [round(x, 3) for x in values(bars["x"])] == [1.0, round(tta, 3)]
+    assert specs["speedup_bars"]["layout"]["xaxis"]["title"]["text"] == "speedup (×, time to accuracy)"
     scaling = specs["scaling"]["data"]
+    steady = [t for t in scaling if "simulated" in (t.get("name") or "")][0]
+    assert [round(y, 3) for y in values(steady["y"])] == [1.5]  # scaling: the steady speedup
     sim = [t for t in scaling if "simulated" in (t.get("name") or "")]
     assert sim and values(sim[0]["x"]) == [2] and sim[0]["marker"]["symbol"] == "circle-open"
     labels = [d.label for d in at.get("download_button")]

@@ -24,6 +24,9 @@ DEMO_REFRESH_S = 2.0  # the transfer section re-reads the store this often while
 DEMO_COMMAND = "python -m engine demo-transfer"
 FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
            ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
+# The speedup bars' three kinds (engine.report.compare.compare keys).
+SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
+                 "steady": "steady_speedup"}
 TABLE_COLUMNS = {
     "id": st.column_config.NumberColumn("run", format="#%d", width="small"),
     "status": st.column_config.TextColumn("status", width="small"),
@@ -31,7 +34,12 @@ TABLE_COLUMNS = {
     "config": st.column_config.TextColumn("configuration", width="large"),
     "samples_per_sec": st.column_config.NumberColumn("steady samples/s", format="%,.0f",
                                                      help="median samples/s after the warm-up"),
+    "end_to_end_samples_per_sec": st.column_config.NumberColumn(
+        "end-to-end samples/s", format="%,.0f", help="training samples / wall time of training"),
+    "setup_sec": st.column_config.NumberColumn("setup (s)", format="%.1f"),
     "warmup_sec": st.column_config.NumberColumn("warm-up (s)", format="%.2f"),
+    "validation_sec": st.column_config.NumberColumn("validation (s)", format="%.2f"),
+    "other_sec": st.column_config.NumberColumn("other (s)", format="%.2f"),
     "wall_sec": st.column_config.NumberColumn("wall (s)", format="%.1f"),
     "val_accuracy": st.column_config.NumberColumn("final val acc", format="%.3f"),
     "time_to_target_sec": st.column_config.NumberColumn("time to target (s)", format="%.2f"),
@@ -45,7 +53,8 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
     """engine.report.table.runs_frame plus a one-line configuration summary."""
     by_id = {r["id"]: r for r in runs}
     df = df.copy()
-    for col in ("samples_per_sec", "warmup_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
+    for col in ("samples_per_sec", "end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec",
+                "other_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
         df[col] = pd.to_numeric(df[col], errors="coerce")  # None -> blank cell, not "None"
     df["error"] = df["error"].fillna("")
     df["config"] = [charts.config_summary(by_id[i]["config"], by_id[i].get("summary"))
@@ -135,19 +144,30 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     base_id = st.selectbox("Baseline", ids, index=ids.index(baselines[0]) if baselines else 0,
                            key="speedup_baseline", format_func=lambda i: _label(by_id, i))
     base = by_id[base_id]
+    kind = st.segmented_control("Speedup", list(SPEEDUP_KINDS), default="time to accuracy", key="speedup_kind",
+                                help="time to accuracy: seconds to the target validation accuracy; end-to-end: "
+                                     "samples per second of wall time while training; steady: median "
+                                     "samples/s per execution after warm-up") or "time to accuracy"
     rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR, "speedup": 1.0,
              **_scaling_point(store, base), "note": "baseline"}]
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
         rows.append({"label": charts.run_label(r), "color": charts.run_color(rid, r["role"]),
-                     "speedup": c["throughput_speedup"], **_scaling_point(store, r),
-                     "note": "; ".join(c["caveats"]) or "like for like"})
+                     "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
+                     "note": "; ".join(c["caveats"]) or "like for like",
+                     "missing": c["time_to_accuracy_note"] or c["baseline_time_to_accuracy_note"]})
     bars = pd.DataFrame(rows)
     c1, c2 = st.columns([1.2, 1], gap="medium")
-    c1.plotly_chart(charts.speedup_figure(bars, title=f"Speedup vs {charts.run_label(base)}"),
+    c1.plotly_chart(charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {charts.run_label(base)}",
+                                          x_title=f"speedup (×, {kind})"),
                     key="speedup_bars", config=PLOTLY_CONFIG)
-    c2.plotly_chart(charts.scaling_figure(bars), key="scaling", config=PLOTLY_CONFIG)
+    if kind == "time to accuracy" and bars["speedup"].isna().any():
+        c1.caption("No bar: " + "; ".join(f"{row.label}: {row.missing or 'not reached'}"
+                                          for row in bars.itertuples() if pd.isna(row.speedup)))
+    # Scaling is a property of the steps: it always uses the steady speedup.
+    c2.plotly_chart(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(bars["speedup"]))),
+                    key="scaling", config=PLOTLY_CONFIG)
     c2.caption("Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
                "diamonds: a well-tuned data-parallel setup (2 replicas 2.0x, 4 replicas 3.8x, 8 replicas "
                "7.3x). Circles: devices in one process; squares: several worker processes. Open "

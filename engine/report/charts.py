@@ -339,7 +339,7 @@ def time_figure(rows: list[tuple[str, Optional[Mapping]]], title: Optional[str] 
             hovertemplate=f"{name}: %{{x:.2f}} s (%{{customdata[1]:.0f}}% of %{{customdata[0]:.1f}} s)"
                           "<extra>%{y}</extra>"))
     _style(fig, "wall time (s)", "", title, height)
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_yaxes(autorange="reversed", showline=False)
     return fig
 

@@ -5,7 +5,9 @@ import time
 
 
 def runs_frame(store):
-    """All runs as a pandas DataFrame (one row each, newest first)."""
+    """All runs as a pandas DataFrame (one row each, newest first): config columns,
+    steady and end-to-end samples/s, where the wall time went (s), final
+    validation accuracy and time to the target accuracy (s)."""
     import pandas as pd
 
     recs = []
@@ -18,11 +20,15 @@ def runs_frame(store):
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
             "schedule": c.get("schedule"), "epochs": c["epochs"],
-            "samples_per_sec": s.get("samples_per_sec"), "warmup_sec": s.get("warmup_sec"),
+            "samples_per_sec": s.get("samples_per_sec"),
+            "end_to_end_samples_per_sec": s.get("end_to_end_samples_per_sec"),
+            "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
+            "validation_sec": s.get("validation_sec"), "other_sec": s.get("other_sec"),
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
             "time_to_target_sec": s.get("time_to_target_sec"), "error": r.get("error"),
         })
     return pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
-        "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "warmup_sec", "wall_sec",
+        "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
+        "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", "error"])
