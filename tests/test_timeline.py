@@ -114,6 +114,7 @@ def test_a_target_never_reached_is_said_not_numbered(store_home):
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["time_to_target_sec"] is None and res["target_accuracy"] == 0.999
+    assert res["time_to_target_note"] == "not reached in 2 epochs"
     c = res["comparison"]
     assert c["time_to_accuracy_speedup"] is None
     assert c["time_to_accuracy_note"] == c["baseline_time_to_accuracy_note"] == "not reached in 2 epochs"

@@ -276,6 +276,8 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "final_val_accuracy": _num(logs.get("val_accuracy")),
         "target_accuracy": target, "time_to_target_sec": rec.time_to_target,
         "epochs_run": rec.epochs_done,
+        "time_to_target_note": (f"not reached in {rec.epochs_done} epochs"
+                                if target is not None and rec.time_to_target is None else None),
         "effective_learning_rate": plan["effective_learning_rate"],
         "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing,
         "mixup_alpha": cfg.mixup_alpha,
