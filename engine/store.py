@@ -249,6 +249,18 @@ class Store:
             (run_id,)).fetchall()
         return [dict(r) for r in rows]
 
+    def rows_after(self, table: str, run_id: int, after: int = -1) -> list[tuple]:
+        """New rows of a run as tuples: 'executions' with idx > `after` (EXEC_COLS), or
+        'system' with rowid > `after` (rowid first, then SYSTEM_COLS). For live views
+        that keep what they read: a tick costs the rows added since the last one."""
+        if table == "executions":
+            return self.conn.execute(f"SELECT {', '.join(EXEC_COLS)} FROM executions WHERE run_id=? AND idx>? "
+                                     "ORDER BY idx", (run_id, after)).fetchall()
+        if table == "system":
+            return self.conn.execute(f"SELECT rowid, {', '.join(SYSTEM_COLS)} FROM system WHERE run_id=? AND "
+                                     "rowid>? ORDER BY rowid", (run_id, after)).fetchall()
+        raise ValueError(f"rows_after reads executions or system, not {table}")
+
     def frame(self, table: str, run_id: int):
         """Same as `metrics` as a pandas DataFrame (columns always present)."""
         import pandas as pd

@@ -28,7 +28,8 @@ from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MO
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
 from engine.hardware.machine import quick_facts
-from engine.store import ACTIVE_STATUSES, Store
+from engine.report.live import LiveMetrics
+from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
 from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -606,24 +607,36 @@ def _chief(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["worker"].fillna(0) == 0] if "worker" in df.columns else df
 
 
-def _frames(store: Store, runs: list[dict]) -> dict[str, pd.DataFrame]:
-    """Executions, epochs and system rows of `runs`, tagged with label/colour."""
+def _live(store: Store) -> LiveMetrics:
+    """This session's incremental reader of run metrics, bound to this tick's store."""
+    if "live_metrics" not in st.session_state:
+        st.session_state["live_metrics"] = LiveMetrics()
+    return st.session_state["live_metrics"].use(store)
+
+
+def _frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
+    """Executions (at most charts.MAX_POINTS per run, warm-up kept), epochs and
+    system rows of `runs`, tagged with label/colour: what the charts draw."""
+    src.keep(r["id"] for r in runs)
+    read = {"executions": lambda r: charts.downsample(src.executions(r)),
+            "epochs": lambda r: pd.DataFrame(src.epochs(r), columns=list(EPOCH_COLS)),
+            "system": lambda r: _chief(src.system(r))}
     out = {}
-    for table in ("executions", "epochs", "system"):
-        parts = [charts.tag(_chief(store.frame(table, r["id"])), charts.run_label(r),
-                            charts.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+    for table, fn in read.items():
+        parts = [charts.tag(fn(r), charts.run_label(r), charts.run_color(r["id"], r["role"]), r["id"])
+                 for r in runs]
         parts = [p for p in parts if not p.empty]
         out[table] = pd.concat(parts, ignore_index=True) if parts else None
     return out
 
 
-def status_line(store: Store, run: dict) -> tuple[str, float | None]:
+def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tuple[str, float | None]:
     """(one markdown line about a run, progress fraction while it runs)."""
     name = f"**{charts.run_label(run)}**"
     st_ = run["status"]
     if st_ == "queued":
         return f":material/hourglass_empty: {name}: queued", None
-    p = progress(store, run["id"]) or {}
+    p = progress(store, run["id"], source=src) or {}
     if st_ == "running":
         if not p.get("total_steps"):
             return f":material/settings: {name}: setting up (devices, data, model)", 0.0
@@ -632,7 +645,7 @@ def status_line(store: Store, run: dict) -> tuple[str, float | None]:
         line = (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step "
                 f"{p['step']}/{p['total_steps']} · {p['elapsed_sec']:.1f} s elapsed · {left}")
         return line, p["fraction"]
-    summ = live_summary(store, run)
+    summ = live_summary(store, run, *((src.executions(run), src.epochs(run)) if src else ()))
     sps = summ.get("samples_per_sec")
     rate = f" · {sps:,.0f} samples/s" if sps else ""
     if st_ == "completed":
@@ -649,10 +662,11 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     """Status, Stop, speedup and the live charts of the current comparison."""
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
+    src = _live(store)
     head, stop_col = st.columns([6, 1], vertical_alignment="center")
     with head:
         for r in shown:
-            line, frac = status_line(store, r)
+            line, frac = status_line(store, r, src)
             if frac is not None:
                 st.progress(min(max(frac, 0.0), 1.0), text=line)
             else:
@@ -666,11 +680,13 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
 
     # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
-    frames = _frames(store, runs)
-    cmp = compare(store, base["id"], run["id"]) if base and run and base["id"] != run["id"] else None
-    # compare() has just computed both steady medians: reuse them rather than re-read the store.
+    frames = _frames(src, runs)
+    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
+           else None)
+    # compare() has just computed both steady medians: reuse them rather than recompute.
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs})
+               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
+                            .get("samples_per_sec") for r in runs})
 
     left, right = st.columns([1, 2.4], gap="medium")
     with left:
@@ -685,7 +701,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                     key="loss_t", config=PLOTLY_CONFIG)
     c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
                     key="loss_step", config=PLOTLY_CONFIG)
-    data_wait_row(store, runs, frames["executions"])
+    data_wait_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
     s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
@@ -694,7 +710,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                                          "Memory"), key="mem", config=PLOTLY_CONFIG)
 
 
-def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) -> None:
+def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
     """Per run: how long each execution waited for input versus computed, and a
     one-line verdict (input-bound or compute-bound). Runs whose data wait is
     not measured (multi-worker, TPU: NULL) get a short note instead."""
@@ -716,7 +732,7 @@ def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) ->
                 continue
             share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
             if share is None:
-                share = charts.data_wait_share(rows)
+                share = charts.data_wait_share(src.executions(r))  # all of them: the chart's rows are thinned
             verdict = charts.data_wait_verdict(share)
             if verdict:  # the verdict first, then the evidence
                 kind, line = verdict

@@ -25,6 +25,19 @@ from engine.preflight import check_runnable
 from engine.process import ROOT, process_alive, read_tail, worker_env  # noqa: F401 (re-used by callers)
 from engine.store import ACTIVE_STATUSES, Store
 
+def idle_exit_s() -> float:
+    """Seconds an idle queue (and its spare) stays up: $SPEEDLAB_QUEUE_IDLE_S, default 600."""
+    try:
+        return float(os.environ.get("SPEEDLAB_QUEUE_IDLE_S", "600"))
+    except ValueError:
+        return 600.0
+
+
+def warm_enabled() -> bool:
+    """Whether the queue keeps a spare worker ($SPEEDLAB_WARM_WORKER, default on)."""
+    return os.environ.get("SPEEDLAB_WARM_WORKER", "1") not in ("0", "false", "no", "off")
+
+
 # A worker that ignores SIGTERM this long after a cancel is killed.
 CANCEL_GRACE_S = 15.0
 
@@ -104,8 +117,29 @@ def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
     finally:
         store.close()
     if start:
-        start_queue(store_path)
+        ensure_queue(store_path)
     return ids
+
+
+def ensure_queue(store_path: Optional[os.PathLike] = None) -> bool:
+    """Start the queue process unless one already serves this store (an idle queue
+    polls the store, so a live one picks new runs up by itself). Returns whether
+    one was started."""
+    store = Store(store_path) if store_path else Store()
+    try:
+        if queue_alive(store):
+            return False
+    finally:
+        store.close()
+    start_queue(store_path)
+    return True
+
+
+def prewarm(store_path: Optional[os.PathLike] = None) -> bool:
+    """Have a queue with a warm spare worker ready before the user presses Launch
+    (the dashboard calls this when a page opens; no-op with SPEEDLAB_WARM_WORKER=0).
+    Returns whether a queue was started. No TF in this process: the spare imports it."""
+    return warm_enabled() and ensure_queue(store_path)
 
 
 def start_queue(store_path: Optional[os.PathLike] = None) -> subprocess.Popen:

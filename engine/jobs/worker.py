@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -32,15 +33,17 @@ def _one_line(exc: BaseException) -> str:
     return f"{name}: {first[:300]}" if first else name
 
 
-def main(argv=None) -> int:
+def main(argv=None, timeline=None, warm: bool = False) -> int:
     """``RUN_ID STORE_PATH [--cluster H:P,H:P --task-index I]``; always exits 0 once
-    the outcome is in the store (a non-zero exit means the worker itself broke)."""
+    the outcome is in the store (a non-zero exit means the worker itself broke).
+    `timeline`: a warm worker's clock, started when it claimed the run (`warm`)."""
     import argparse
 
     from engine.training.timeline import Timeline
 
-    timeline = Timeline()  # seconds since this process started: the interpreter's start-up counts
-    timeline.mark("startup")
+    if timeline is None:
+        timeline = Timeline()  # seconds since this process started: the interpreter's start-up counts
+        timeline.mark("startup")
     p = argparse.ArgumentParser(prog="python -m engine.jobs.worker")
     p.add_argument("run_id", type=int)
     p.add_argument("store_path", type=Path)
@@ -77,7 +80,10 @@ def main(argv=None) -> int:
     # Only the chief writes the run's metrics; other workers write their system metrics.
     sink = writer.push if chief else (lambda table, row: None)
 
+    seen_plan = {}
+
     def on_setup(env, plan):
+        seen_plan.update(plan)
         if chief:
             store.update_run(run_id, environment=env, plan=plan)
         if plan["device_kind"] == "GPU":
@@ -90,7 +96,12 @@ def main(argv=None) -> int:
     try:
         from engine.training.train import train
 
-        out = train(cfg, sink, stop, on_setup=on_setup, on_start=writer.set_t0, cluster=cluster,
+        def on_start(t0):
+            writer.set_t0(t0)
+            if chief:  # the page counts its time-left estimate down from here (report.compare.progress)
+                store.update_run(run_id, plan={**seen_plan, "train_started_at": time.time()})
+
+        out = train(cfg, sink, stop, on_setup=on_setup, on_start=on_start, cluster=cluster,
                     timeline=timeline)
         status, error, summary = out.status, out.error, out.summary
         if out.status == "completed" and cfg.save_model and chief:
@@ -107,11 +118,55 @@ def main(argv=None) -> int:
     if cluster is not None:
         store.set_worker(run_id, cluster.task_index, status, error=error)
     if chief:
-        summary.update(warnings=warnings, run_id=run_id, status=status, error=error)
+        summary.update(warnings=warnings, run_id=run_id, status=status, error=error,
+                       warm_worker=warm)
         store.finish_run(run_id, status, error, summary=summary)
     store.close()
     return 0
 
 
+def warm_main(ready_path: str) -> int:
+    """``python -m engine.jobs.worker --warm READY_FILE``: a spare worker.
+
+    Imports TensorFlow, Keras and the training code (the slowest part of a
+    worker's start: ~4 s on a 2-core CPU) without initialising the TF runtime,
+    so that the device layout can still be set when a run claims it; touches
+    READY_FILE; then waits for one line on stdin, ``RUN_ID<TAB>STORE_PATH<TAB>LOG_PATH``,
+    sends its output to LOG_PATH and runs that run as `main` would. EOF on stdin
+    (the queue went away) ends it. The run's clock starts at the claim: its setup
+    is what is left after the imports (summary 'warm_worker': true).
+    """
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    import engine.training.train  # noqa: F401
+    from engine.training.timeline import Timeline
+
+    Path(ready_path).write_text(str(os.getpid()))
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    timeline = Timeline(origin_perf=time.perf_counter())
+    timeline.mark("startup")
+    timeline.mark("imports")
+    run_id, store_path, log_path = line.rstrip("\n").split("\t")
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    return main([run_id, store_path], timeline, warm=True)
+
+
+def _exit(code: int) -> None:
+    """Leave without TensorFlow's interpreter teardown (~1 s measured): by now the
+    outcome is committed and the store closed, so nothing is left to save."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["--warm"]:
+        _exit(warm_main(sys.argv[2]))
+    _exit(main())

@@ -20,6 +20,7 @@ import psutil
 from engine.report.measure import execution_rate
 
 FLUSH_EVERY_S = 0.5
+FLUSH_AT_ONCE = 3  # executions committed as soon as they arrive (the live view's first points)
 SAMPLE_EVERY_S = 1.0
 
 
@@ -135,6 +136,9 @@ class Recorder(keras.callbacks.Callback):
     def on_test_begin(self, logs=None):
         self._gap("between training and validation (epoch end, validation iterator)")
         self._test_first = True
+        if self.stop_event.is_set():
+            # Stopped: Keras would still validate this epoch; end after one batch instead.
+            self.model.stop_evaluating = True
 
     def on_test_batch_end(self, batch, logs=None):
         # The first validation execution of the run traces the evaluation step: warm-up.
@@ -257,11 +261,19 @@ class Writer(threading.Thread):
         self.rows = {"executions": [], "epochs": [], "system": []}
         self.t0 = None  # system samples start once training starts (set_t0)
         self._halt = threading.Event()
+        self._kick = threading.Event()
+        self._pushed = 0
         self._proc = psutil.Process()
         self._proc.cpu_percent(None)  # prime: the first reading is always 0
 
     def push(self, table: str, row: tuple):
         self.rows[table].append(row)
+        # The first executions and every epoch are committed at once (the page's first
+        # point should not wait for the next tick); later rows go in batches.
+        if table == "epochs" or (table == "executions" and self._pushed < FLUSH_AT_ONCE):
+            self._kick.set()
+        if table == "executions":
+            self._pushed += 1
 
     def set_t0(self, t0: float):
         """Align system-metric times with the Recorder's training start."""
@@ -289,8 +301,9 @@ class Writer(threading.Thread):
                 if self.t0 is not None and time.perf_counter() >= next_sample:
                     self.sample()
                     next_sample = time.perf_counter() + SAMPLE_EVERY_S
+                self._kick.clear()  # before the flush: a row pushed during it kicks again
                 self.flush(store)
-                self._halt.wait(FLUSH_EVERY_S)
+                self._kick.wait(FLUSH_EVERY_S)
             self.flush(store)
         finally:
             store.close()
@@ -298,4 +311,5 @@ class Writer(threading.Thread):
     def stop(self):
         """Flush what is left and end the thread (waits for it)."""
         self._halt.set()
+        self._kick.set()
         self.join(timeout=30)

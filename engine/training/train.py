@@ -237,6 +237,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     prep = prepare(cfg, setup, probe_input=True, fast_fit=True, timeline=tl)
     model, plan, callbacks, steps_per_epoch = prep.model, prep.plan, prep.callbacks, prep.steps_per_epoch
     train_ds, val_ds, replicas = prep.train_ds, prep.val_ds, setup.replicas
+    # The worker's clock in wall-clock terms, for latency measurements (benchmarks/latency.py).
+    plan["clock_origin"] = time.time() - tl.now()
+    plan["setup_marks"] = dict(tl.marks)
     on_setup(environment(setup), plan)
 
     target = effective_target(cfg)
@@ -247,8 +250,10 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
                    timeline=tl, plain_val_loss=cfg.label_smoothing == 0)
     fit_args = plan["fit_args"]
     for i, phase in enumerate(prep.phases):
+        if stop_event.is_set():  # Stop pressed during setup: no step to wait for
+            break
         if i > 0:
-            if rec.nan_at or stop_event.is_set() or model.stop_training:
+            if rec.nan_at or model.stop_training:
                 break
             prep.compile(phase)  # unfreeze at the lower learning rate: traced again
             rec.expect_warmup()
