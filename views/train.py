@@ -568,7 +568,8 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
         else:
             (rid,) = runner.submit([cfg])
             msg = f"Queued run #{rid} (no baseline)"
-        out.success(msg, icon=":material/rocket_launch:")
+        # Shown by the live view while one of the launched runs is still queued, then gone.
+        st.session_state["launched"] = {"msg": msg, "ids": [rid] if not with_baseline else [bid, rid]}
     except runner.ActiveRunError as e:  # another tab launched in between
         out.warning(active_message(e.run), icon=":material/hourglass_top:")
     except ConfigError as e:
@@ -658,8 +659,21 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
     return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
 
 
+def launched_banner(runs: list[dict]) -> None:
+    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued."""
+    launched = st.session_state.get("launched")
+    if not launched:
+        return
+    status = {r["id"]: r["status"] for r in runs}
+    if any(status.get(i) == "queued" for i in launched["ids"]):
+        st.success(launched["msg"], icon=":material/rocket_launch:")
+    else:
+        del st.session_state["launched"]
+
+
 def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None) -> None:
     """Status, Stop, speedup and the live charts of the current comparison."""
+    launched_banner(group)
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     src = _live(store)
@@ -831,7 +845,17 @@ def watch() -> None:
         store.close()
 
 
+def prewarm() -> None:
+    """Have a warm spare worker ready before Launch (once per session; the spare
+    imports TensorFlow in its own process, never in this one)."""
+    if not st.session_state.get("prewarmed"):
+        with one_line_errors("Starting a spare worker"):
+            runner.prewarm()
+        st.session_state["prewarmed"] = True
+
+
 def main() -> None:
+    prewarm()
     sb = st.sidebar
     f = controls(sb)
     schedule_controls(f, sb)

@@ -17,7 +17,6 @@ that ignores a cancel for CANCEL_GRACE_S is killed and ends ``cancelled``.
 from __future__ import annotations
 
 import fcntl
-import os
 import signal
 import subprocess
 import sys

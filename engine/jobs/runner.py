@@ -18,6 +18,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Optional
 
+import psutil
+
 
 from engine.config import RunConfig, baseline_config
 from engine.errors import ActiveRunError
@@ -129,9 +131,21 @@ def ensure_queue(store_path: Optional[os.PathLike] = None) -> bool:
     try:
         if queue_alive(store):
             return False
+        # One started a moment ago may not hold the lock yet: don't pile a second on it.
+        marker = store.path.parent / "queue.pid"
+        try:
+            pid, started = marker.read_text().split()
+            if process_alive(int(pid), float(started)):
+                return False
+        except (OSError, ValueError):
+            pass
     finally:
         store.close()
-    start_queue(store_path)
+    proc = start_queue(store_path)
+    try:
+        marker.write_text(f"{proc.pid} {psutil.Process(proc.pid).create_time()}")
+    except (OSError, psutil.Error):
+        pass
     return True
 
 
