@@ -143,3 +143,11 @@ def test_a_benchmark_process_that_died_reads_as_failed(store_home):
     assert p["error"] == ("the benchmark process ended without a result: benchmark worker exited with "
                           "code -9: Killed")
     assert bench.cancel_background() is False  # nothing alive to stop
+
+
+def test_benchmark_estimates_come_from_the_last_measurement():
+    assert bench.estimate_sec({}) == (bench.QUICK_ESTIMATE_S, "a 2-core CPU")
+    assert bench.estimate_sec({"wall_sec": 71.5, "full": False}) == (71.5, "the last run on this machine")
+    assert bench.estimate_sec({"wall_sec": 300.0, "full": True})[0] == bench.QUICK_ESTIMATE_S  # not a quick run
+    assert bench.time_left_sec(0, 16, 5.0) is None
+    assert bench.time_left_sec(4, 16, 20.0) == 60.0  # 5 s a cell, 12 cells left

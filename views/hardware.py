@@ -213,8 +213,10 @@ def bench_progress(was_running: bool) -> None:
             done, total = p.get("done") or 0, p.get("total") or 0
             what = (f"measuring {p['current']}" if p.get("current")
                     else "starting the worker (TensorFlow, data, model)")
+            left = bench.time_left_sec(done, total, p.get("elapsed", 0))
             text = (f":material/speed: Cell {min(done + 1, total)} of {total}: {what} · "
-                    f"{p.get('elapsed', 0):.0f} s elapsed")
+                    f"{p.get('elapsed', 0):.0f} s elapsed"
+                    + (f" · about {left:.0f} s left" if left is not None else ""))
             st.progress(done / total if total else 0.0, text=text)
             last = p.get("last")
             if last and last.get("samples_per_sec"):
@@ -298,10 +300,11 @@ def bench_results(res: dict) -> None:
 
 def bench_section() -> None:
     st.markdown("#### Quick benchmark")
+    est, basis = bench.estimate_sec()
     st.caption("Measures every option combination that makes sense here (precision × steps per "
                "execution × XLA, and several devices when there are) with short runs on synthetic "
-               "data, each against the float32 single-device baseline: about 1-2 minutes on a small "
-               "CPU. It runs in the background: you can leave this page and come back.")
+               f"data, each against the float32 single-device baseline: about {est:.0f} s ({basis}). "
+               "It runs in the background: you can leave this page and come back.")
     p = bench.read_progress()
     running = bool(p) and p["state"] in ACTIVE_STATES
     c1, c2, c3 = st.columns([1.3, 1, 3.5], vertical_alignment="center")

@@ -139,7 +139,7 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
             tail = proc.stderr.read().strip().splitlines()[-1:] or [""]
             raise BenchError(f"benchmark worker exited with code {code}: {tail[0][:300]}")
     result = summarize(cells, samples)
-    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats)
+    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats, full=full)
     return result
 
 
@@ -174,6 +174,27 @@ def to_config_changes(cell: dict) -> dict:
 # --- in the background, for the dashboard ---------------------------------------
 PROGRESS_FILE = background.BENCH_FILE
 LOG_FILE = "bench.log"
+
+
+QUICK_ESTIMATE_S = 90.0  # a 2-core CPU, nothing else running (README "Latency")
+
+
+def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[float, str]:
+    """(seconds, where the figure comes from) for a benchmark here: the last run's
+    measured wall time on this machine when there is one, else QUICK_ESTIMATE_S
+    (quick matrix; no estimate is made for --full)."""
+    latest = latest if latest is not None else (load_latest() or {})
+    if latest.get("wall_sec") and bool(latest.get("full")) == full:
+        return float(latest["wall_sec"]), "the last run on this machine"
+    return QUICK_ESTIMATE_S, "a 2-core CPU"
+
+
+def time_left_sec(done: int, total: int, elapsed: float) -> Optional[float]:
+    """Seconds left from the cells done so far (each cell's share of the time so far);
+    None before the first cell is done."""
+    if not done or not total:
+        return None
+    return max(elapsed / done * (total - done), 0.0)
 
 
 def cell_name(cell: dict) -> str:
