@@ -344,7 +344,8 @@ FIELD_HELP = {
     "seed": "random seed for the split, shuffling and weights",
     "validation_fraction": "share of samples held out for validation (stratified); unused when the "
                            "data set has its own test split",
-    "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy)",
+    "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy); "
+                       "empty: the data set's default (digits 0.95, mnist 0.98, fashion_mnist 0.88, cifar10 0.70)",
     "synthetic_shape": "synthetic image shape H,W,C",
     "synthetic_classes": "synthetic class count",
     "synthetic_samples": "synthetic sample count",
