@@ -24,6 +24,7 @@ from engine.jobs import demo
 from engine.transfer_source import saved_model_path
 from engine.data import userdata
 from engine.report.compare import compare, live_summary, progress
+from engine.report.table import incomplete_note
 from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
@@ -635,6 +636,8 @@ def status_line(store: Store, run: dict) -> tuple[str, float | None]:
     summ = live_summary(store, run)
     sps = summ.get("samples_per_sec")
     rate = f" · {sps:,.0f} samples/s" if sps else ""
+    lost = incomplete_note(run.get("summary"))
+    rate += f" · :orange[{lost}]" if lost else ""
     if st_ == "completed":
         wall = summ.get("wall_sec")
         return (f":material/check_circle: {name}: completed"

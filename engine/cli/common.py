@@ -157,7 +157,9 @@ def result_json(run: dict) -> dict:
 def print_summary(s: dict) -> None:
     """Print a run's summary (result_json plus optional 'comparison') as aligned rows."""
     rows = [
-        ("run", s["run_id"]), ("status", s["status"]),
+        ("run", s["run_id"]),
+        ("status", s["status"] + (f" ({s['metrics_incomplete']:,} metric rows lost: metrics incomplete)"
+                                  if s.get("metrics_incomplete") else "")),
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (first execution: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),

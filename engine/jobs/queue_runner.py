@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from engine.jobs.runner import CANCEL_GRACE_S, read_tail, worker_env
-from engine.store import Store
+from engine.store import LONG_PATIENCE_S, Store
 
 
 def _claim_next(store: Store):
@@ -139,7 +139,7 @@ def _settle(store: Store, run_id: int, code: int, failure) -> None:
 
 def main(argv=None) -> int:
     argv = argv if argv is not None else sys.argv[1:]
-    store = Store(Path(argv[0]))
+    store = Store(Path(argv[0]), patience_s=LONG_PATIENCE_S)  # waits out a locked store
     lock = open(store.path.parent / "queue.lock", "w")
     fcntl.flock(lock, fcntl.LOCK_EX)  # a second queue process waits here, then drains
     try:

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from engine.config import RunConfig
-from engine.store import Store
+from engine.store import LONG_PATIENCE_S, Store
 
 
 def _one_line(exc: BaseException) -> str:
@@ -30,6 +30,16 @@ def _one_line(exc: BaseException) -> str:
     if name == "ResourceExhaustedError":
         return f"out of memory: {first[:200]}; use a smaller batch_size or model"
     return f"{name}: {first[:300]}" if first else name
+
+
+def incomplete_summary(writer) -> dict:
+    """{'metrics_incomplete': rows lost, 'metrics_lost': {table: rows}} when the
+    writer (engine.training.recorder.Writer) could not store every row, else {}."""
+    if not writer.lost_total:
+        return {}
+    print(f"metrics incomplete: {writer.lost_total} rows could not be stored ({writer.lost}); "
+          f"last error: {writer.last_error}", file=sys.stderr)
+    return {"metrics_incomplete": writer.lost_total, "metrics_lost": dict(writer.lost)}
 
 
 def main(argv=None) -> int:
@@ -50,7 +60,7 @@ def main(argv=None) -> int:
 
         cluster = cluster_mod.parse(args.cluster, args.task_index)
     chief = cluster is None or cluster.is_chief
-    store = Store(store_path)
+    store = Store(store_path, patience_s=LONG_PATIENCE_S)  # waits out a locked store
     run = store.get_run(run_id)
     if run is None or run["status"] != "running":
         return 0  # cancelled while queued, or claimed by nobody
@@ -68,7 +78,9 @@ def main(argv=None) -> int:
 
     from engine.training.recorder import Writer
 
-    writer = Writer(lambda: Store(store_path), run_id, worker=args.task_index if cluster else 0)
+    # One short attempt per flush: the writer keeps its rows and retries while it goes on sampling.
+    writer = Writer(lambda: Store(store_path, patience_s=0, busy_timeout_s=0.5), run_id,
+                    worker=args.task_index if cluster else 0)
     writer.start()
     # Only the chief writes the run's metrics; other workers write their system metrics.
     sink = writer.push if chief else (lambda table, row: None)
@@ -96,7 +108,8 @@ def main(argv=None) -> int:
         traceback.print_exc()
         error = _one_line(exc)
     finally:
-        writer.stop()
+        writer.stop(patience_s=LONG_PATIENCE_S)
+    summary.update(incomplete_summary(writer))
     if status == "completed" and stop.is_set():
         status = "cancelled"
     if cluster is not None:
