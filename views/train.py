@@ -300,6 +300,7 @@ def upload_controls(sb) -> None:
     exp.caption("Images (N, H, W) or (N, H, W, C) with C = 1 or 3, uint8 0..255 or floats in [0, 1]; "
                 "labels 0..K-1. A .zip holds one sub-folder per class (cats/, dogs/, ...) of "
                 "equally sized images.")
+    exp.caption(":material/info: " + userdata.limits_line(st.get_option("server.maxUploadSize")))
     name = exp.text_input("Name", key="upload_name", placeholder=suggested_name(file.name) if file else "my_data",
                           help="Letters, digits, '_', '-', '.'; it is offered as user:NAME")
     overwrite = exp.checkbox("Replace a data set of this name", key="upload_replace")

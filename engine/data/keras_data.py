@@ -181,16 +181,21 @@ def _npy_header(fp) -> tuple[tuple, np.dtype]:
     return tuple(shape), dtype
 
 
-def npz_shapes(path: os.PathLike) -> dict[str, tuple]:
-    """{array name: shape} of an .npz file from the member headers only
+def npz_headers(path: os.PathLike) -> dict[str, tuple[tuple, np.dtype]]:
+    """{array name: (shape, dtype)} of an .npz file from the member headers only
     (a compressed member is decompressed just far enough to read its header)."""
     out = {}
     with zipfile.ZipFile(path) as z:
         for member in z.namelist():
             if member.endswith(".npy"):
                 with z.open(member) as fp:
-                    out[member[:-4]] = _npy_header(fp)[0]
+                    out[member[:-4]] = _npy_header(fp)
     return out
+
+
+def npz_shapes(path: os.PathLike) -> dict[str, tuple]:
+    """{array name: shape} of an .npz file from the member headers only."""
+    return {k: shape for k, (shape, _) in npz_headers(path).items()}
 
 
 def _idx(data: bytes, what: str) -> np.ndarray:

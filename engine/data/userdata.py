@@ -10,8 +10,16 @@ Two formats are accepted:
 - a folder, or a ``.zip`` of one, with one sub-folder per class (the sorted
   folder names become labels 0..K-1) holding image files (.png, .jpg, .jpeg,
   .bmp, .gif, .webp, .tif, .tiff) all of one size. A zip whose root holds a
-  single folder is read from inside that folder. Images are read with Pillow;
-  they become grayscale (C = 1) when every image is grayscale, else RGB (C = 3).
+  single folder is read from inside that folder. Images are read with Pillow
+  as a viewer shows them (engine.data.images: EXIF orientation, bit depth,
+  palette, alpha over white, CMYK, colour profiles); they become grayscale
+  (C = 1) when every image is grayscale, else RGB (C = 3), and uint8, or
+  float32 in [0, 1] when any image has more than 8 bits per channel.
+
+Limits, checked before any pixel is decoded: images 2 to MAX_SIDE (4096)
+pixels a side (from each file's header), and the decoded data set (samples x
+H x W x C x bytes per value, also an .npz's arrays, from their headers) at most
+$SPEEDLAB_MAX_DECODED_MB MiB (default 2048).
 
 Every fault is reported as its own one-line message (`DataError.problems`).
 A registered data set ("user:NAME") is stored converted under
@@ -21,7 +29,6 @@ interrupted upload never leaves a half-registered data set behind.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -37,7 +44,10 @@ from typing import Optional
 import numpy as np
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")
+# Images may be 2 to MAX_SIDE pixels a side (checked from the header, before decoding).
+MAX_SIDE = 4096
+# Default cap on a data set's decoded size (samples x H x W x C x bytes per value), MiB.
+DEFAULT_MAX_DECODED_MB = 2048
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # A zip is read into memory; refuse archives that would unpack to more than this.
 MAX_UNPACKED_BYTES = 4 << 30
@@ -68,8 +78,8 @@ def _check_x(name: str, x: np.ndarray) -> list[str]:
     p = []
     if x.ndim == 4 and x.shape[3] not in (1, 3):
         p.append(f"{name} images have {x.shape[3]} channels; give 1 (grayscale) or 3 (RGB)")
-    if min(x.shape[1], x.shape[2]) < 2 or max(x.shape[1], x.shape[2]) > 4096:
-        p.append(f"{name} images are {x.shape[1]}x{x.shape[2]} pixels; give images 2 to 4096 pixels a side")
+    if min(x.shape[1], x.shape[2]) < 2 or max(x.shape[1], x.shape[2]) > MAX_SIDE:
+        p.append(f"{name} images are {x.shape[1]}x{x.shape[2]} pixels; give images 2 to {MAX_SIDE} pixels a side")
     if x.dtype.kind == "f":
         if not np.isfinite(x).all():
             p.append(f"{name} has NaN or infinite values; give finite pixel values")
@@ -172,6 +182,7 @@ def read_npz(path: os.PathLike) -> dict:
     if not zipfile.is_zipfile(path):  # np.load would take it for a pickle
         raise DataError([f"{Path(path).name} is not a readable .npz file (not a zip archive); "
                          "save it with np.savez"])
+    _check_npz_size(path)
     try:
         with np.load(path, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}
@@ -182,6 +193,22 @@ def read_npz(path: os.PathLike) -> dict:
         raise DataError([f"{Path(path).name} is not a readable .npz file ({e}); save it with np.savez"]) from None
     except (OSError, zipfile.BadZipFile, EOFError) as e:
         raise DataError([f"{Path(path).name} is not a readable .npz file ({e}); save it with np.savez"]) from None
+
+
+def _check_npz_size(path: os.PathLike) -> None:
+    """Refuse an .npz whose arrays would take more than `max_decoded_bytes()`
+    in memory, from the member headers alone (nothing is loaded)."""
+    from engine.data.keras_data import npz_headers
+
+    try:
+        heads = npz_headers(path)
+    except Exception:  # noqa: BLE001 - np.load below gives the precise message
+        return
+    total = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in heads.values())
+    if total > max_decoded_bytes():
+        sizes = ", ".join(f"{k} {_fmt_shape(shape) or 'scalar'} {dtype}" for k, (shape, dtype) in sorted(heads.items()))
+        raise DataError([f"{Path(path).name} holds {_gib(total)} of arrays ({sizes}); the limit is "
+                         f"{_gib(max_decoded_bytes())} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images"])
 
 
 def _skip(part: str) -> bool:
@@ -225,15 +252,71 @@ def _entries_zip(z: zipfile.ZipFile) -> dict[str, list[tuple[str, object]]]:
     return {c: sorted(out[c], key=lambda e: e[0]) for c in sorted(out)}
 
 
+def max_decoded_bytes() -> int:
+    """The cap on a data set's decoded size in bytes: $SPEEDLAB_MAX_DECODED_MB
+    (MiB), default DEFAULT_MAX_DECODED_MB (2 GiB)."""
+    try:
+        mb = float(os.environ.get("SPEEDLAB_MAX_DECODED_MB", DEFAULT_MAX_DECODED_MB))
+    except ValueError:
+        mb = DEFAULT_MAX_DECODED_MB
+    return int(mb * 2**20)
+
+
+def _gib(n: int) -> str:
+    """A byte count for people: GiB, MiB or bytes."""
+    if n >= 2**30:
+        return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def decoded_limit_problem(n: int, h: int, w: int, c: int, itemsize: int, what: str = "the images") -> Optional[str]:
+    """One line when n x h x w x c x itemsize bytes exceed `max_decoded_bytes()`, else None."""
+    total, cap = n * h * w * c * itemsize, max_decoded_bytes()
+    if total <= cap:
+        return None
+    return (f"{what} decode to {n:,} x {h} x {w} x {c} x {itemsize} bytes = {_gib(total)}; the limit is "
+            f"{_gib(cap)} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images")
+
+
+def limits_line(upload_mb: Optional[float] = None) -> str:
+    """One line stating the user data limits (for the upload box: `upload_mb` is
+    the server's upload limit in MB) and where bigger sets go."""
+    up = f"Uploads up to {upload_mb:g} MB. " if upload_mb else ""
+    return (f"{up}Images 2 to {MAX_SIDE} pixels a side, at most {_gib(max_decoded_bytes())} decoded "
+            "(SPEEDLAB_MAX_DECODED_MB). Bigger sets: `python -m engine data add NAME PATH` or "
+            "`--dataset PATH` on the command line.")
+
+
 def read_images(path: os.PathLike) -> tuple[dict, tuple]:
-    """({'x_train': uint8 (N, H, W, C), 'y_train': int32 (N,)}, class names) from a
-    folder or zip of class folders. Raises DataError listing every fault."""
+    """({'x_train': (N, H, W, C), 'y_train': int32 (N,)}, class names) from a
+    folder or zip of class folders, read as a viewer shows them (engine.data.images):
+    uint8 0..255, or float32 in [0, 1] when any image has more than 8 bits.
+
+    Bounded memory: every header is read first (sizes, modes) and over-large
+    images (more than MAX_SIDE pixels a side) or a decoded total above
+    `max_decoded_bytes()` are refused before any pixel is decoded; then one
+    image at a time is decoded into the preallocated array.
+    Raises DataError listing every fault."""
     try:
         from PIL import Image
     except ImportError:  # pragma: no cover - Pillow comes with Streamlit
         raise DataError(["reading image folders needs Pillow; pip install pillow"]) from None
+    from engine.data import images as imgs
+
     path = Path(path)
     z = None
+
+    def read(src) -> bytes:
+        return src.read_bytes() if isinstance(src, Path) else z.read(src)
+
+    def unreadable(rel, e) -> str:
+        if isinstance(e, imgs.ImageFault):
+            return str(e)
+        if isinstance(e, Image.DecompressionBombError):
+            return f"{rel!r} is too large to open safely ({str(e).splitlines()[0][:100]}); downscale it"
+        return (f"{rel!r} is not a readable image ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:120] if str(e) else ''}); remove or replace it")
+
     try:
         if path.is_dir():
             entries = _entries_folder(path)
@@ -251,38 +334,65 @@ def read_images(path: os.PathLike) -> tuple[dict, tuple]:
         if len(entries) == 1:
             problems.append(f"{path.name} has only 1 class folder ({next(iter(entries))!r}); "
                             "give at least 2 classes, one sub-folder each")
-        images, labels, names, modes = [], [], [], []
+        # Pass 1: headers only (no pixel is decoded).
+        heads, labels, names, srcs = [], [], [], []
+        big = []
         for label, (cls, files) in enumerate(entries.items()):
             files = [f for f in files if f[0].lower().endswith(IMAGE_EXTS)]
             if not files:
                 problems.append(f"class folder {cls!r} has no images ({', '.join(IMAGE_EXTS)})")
             for rel, src in files:
                 try:
-                    data = src.read_bytes() if isinstance(src, Path) else z.read(src)
-                    with Image.open(io.BytesIO(data)) as im:
-                        im.load()
-                        images.append(im.copy())
-                        modes.append(im.mode)
-                        labels.append(label)
-                        names.append(rel)
+                    with imgs.open_image(read(src)) as im:
+                        hd = imgs.header(im, rel)
                 except Exception as e:  # noqa: BLE001 - any decoder error is the file's fault
-                    problems.append(f"{rel!r} is not a readable image ({type(e).__name__}: "
-                                    f"{str(e).splitlines()[0][:120] if str(e) else ''}); remove or replace it")
-        if images:
-            sizes = Counter(im.size for im in images)
+                    problems.append(unreadable(rel, e))
+                    continue
+                if max(hd.width, hd.height) > MAX_SIDE or min(hd.width, hd.height) < 2:
+                    big.append((rel, hd))
+                    continue
+                heads.append(hd)
+                labels.append(label)
+                names.append(rel)
+                srcs.append(src)
+        for rel, hd in big[:3]:
+            problems.append(f"{rel!r} is {hd.width}x{hd.height} pixels; images may be 2 to {MAX_SIDE} pixels a "
+                            "side; downscale them (e.g. to 224x224) before adding them")
+        if len(big) > 3:
+            problems.append(f"{len(big) - 3} more images are outside 2 to {MAX_SIDE} pixels a side; downscale them")
+        if heads:
+            sizes = Counter((hd.width, hd.height) for hd in heads)
             (w, h), _ = sizes.most_common(1)[0]
-            odd = [(n, im.size) for n, im in zip(names, images) if im.size != (w, h)]
-            for n, (ow, oh) in odd[:3]:
-                problems.append(f"{n!r} is {ow}x{oh} pixels but most images are {w}x{h}; "
+            odd = [(n, hd) for n, hd in zip(names, heads) if (hd.width, hd.height) != (w, h)]
+            for n, hd in odd[:3]:
+                problems.append(f"{n!r} is {hd.width}x{hd.height} pixels but most images are {w}x{h}; "
                                 "give all images one size")
             if len(odd) > 3:
                 problems.append(f"{len(odd) - 3} more images are not {w}x{h} pixels; give all images one size")
         if problems:
             raise DataError(problems)
-        gray = all(m in GRAY_MODES for m in modes)
-        x = np.stack([np.asarray(im.convert("L" if gray else "RGB"), dtype=np.uint8) for im in images])
-        if gray:
-            x = x[..., None]
+        gray = all(hd.gray for hd in heads)
+        high = any(hd.high_depth for hd in heads)
+        c = 1 if gray else 3
+        too_big = decoded_limit_problem(len(heads), h, w, c, 4 if high else 1)
+        if too_big:
+            raise DataError([too_big])
+        # Pass 2: one image at a time into the preallocated array.
+        x = np.empty((len(heads), h, w, c), np.float32 if high else np.uint8)
+        for i, (rel, src) in enumerate(zip(names, srcs)):
+            try:
+                with imgs.open_image(read(src)) as im:
+                    a = imgs.decode(im, rel, gray, high)
+            except Exception as e:  # noqa: BLE001
+                problems.append(unreadable(rel, e))
+                continue
+            if a.shape[:2] != (h, w):  # a header that lied about the size
+                problems.append(f"{rel!r} decodes to {a.shape[1]}x{a.shape[0]} pixels, not the {w}x{h} its header "
+                                "gives; re-save it")
+                continue
+            x[i] = a.reshape(h, w, c)
+        if problems:
+            raise DataError(problems)
         return {"x_train": x, "y_train": np.asarray(labels, np.int32)}, tuple(entries)
     finally:
         if z is not None:
