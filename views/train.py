@@ -409,6 +409,8 @@ def validate(values: dict) -> tuple:
 
 def _warning_field(line: str) -> str:
     """Which control a check_runnable warning is about."""
+    if line.startswith("dataset:"):
+        return "dataset"
     if "image_size" in line:
         return "image_size"
     return "devices" if "replica" in line else "precision" if "float16" in line else "device_type"

@@ -68,15 +68,46 @@ def _fmt_shape(shape) -> str:
 
 
 # --- array checks -----------------------------------------------------------
+# Layouts people commonly save instead of (N, H, W[, C]) channels-last with labels 0..K-1,
+# each recognised and named with its fix: channels first (N, C, H, W), samples last
+# (H, W, N) as MATLAB saves them, flattened images (N, H*W*C), RGBA, 16-bit or 0..255
+# float pixels, one-hot / float / text / 1-based labels, and arrays saved without names.
+def _square(n: int) -> Optional[int]:
+    r = int(round(n ** 0.5))
+    return r if r >= 2 and r * r == n else None
+
+
+def _flat(name: str, shape) -> str:
+    """The message for images flattened to vectors: its likely shape and fix."""
+    d = shape[1]
+    s1, s3 = _square(d), (_square(d // 3) if d % 3 == 0 else None)
+    head = f"{name} has shape {tuple(shape)}, a vector of {d} values per sample"
+    if s1:
+        return f"{head} (flattened {s1}x{s1} images?); use {name}.reshape(-1, {s1}, {s1}, 1)"
+    if s3:
+        return (f"{head} (flattened {s3}x{s3} RGB images?); use {name}.reshape(-1, {s3}, {s3}, 3), or "
+                f"{name}.reshape(-1, 3, {s3}, {s3}).transpose(0, 2, 3, 1) if stored channel by channel "
+                "as in CIFAR-10's files")
+    return f"{head}, not images; reshape {name} to (N, H, W) or (N, H, W, C) with H x W x C = {d}"
+
+
 def _check_x(name: str, x: np.ndarray) -> list[str]:
     if x.dtype.kind not in "uif":
         return [f"{name} has dtype {x.dtype}; give uint8 pixels 0..255 or floats in [0, 1]"]
+    if x.ndim == 2:
+        return [_flat(name, x.shape)]
     if x.ndim not in (3, 4):
         return [f"{name} has shape {tuple(x.shape)}; give images of shape (N, H, W) or (N, H, W, C)"]
     if len(x) == 0:
         return [f"{name} has no samples; give at least one image"]
+    if x.ndim == 4 and x.shape[1] in (1, 3, 4) and x.shape[3] not in (1, 3, 4):
+        return [f"{name} has shape {tuple(x.shape)}, channels first (N, C, H, W); SpeedLab wants channels "
+                f"last: use {name}.transpose(0, 2, 3, 1)"]
     p = []
-    if x.ndim == 4 and x.shape[3] not in (1, 3):
+    if x.ndim == 4 and x.shape[3] == 4:
+        p.append(f"{name} images have 4 channels (RGBA?); drop the alpha channel with {name}[..., :3] "
+                 "or composite it first")
+    elif x.ndim == 4 and x.shape[3] not in (1, 3):
         p.append(f"{name} images have {x.shape[3]} channels; give 1 (grayscale) or 3 (RGB)")
     if min(x.shape[1], x.shape[2]) < 2 or max(x.shape[1], x.shape[2]) > MAX_SIDE:
         p.append(f"{name} images are {x.shape[1]}x{x.shape[2]} pixels; give images 2 to {MAX_SIDE} pixels a side")
@@ -85,20 +116,46 @@ def _check_x(name: str, x: np.ndarray) -> list[str]:
             p.append(f"{name} has NaN or infinite values; give finite pixel values")
         else:
             lo, hi = float(x.min()), float(x.max())
-            if lo < 0.0 or hi > 1.0:
+            if lo >= 0.0 and 1.0 < hi <= 255.0 and (x == np.round(x)).all():
+                p.append(f"{name} values go from {lo:g} to {hi:g}, floats on a 0..255 scale; "
+                         f"float pixels must lie in [0, 1]: use {name} / 255")
+            elif -1.0 <= lo < 0.0 and hi <= 1.0:
+                p.append(f"{name} values go from {lo:g} to {hi:g}, normalised to [-1, 1]?; "
+                         f"float pixels must lie in [0, 1]: use ({name} + 1) / 2")
+            elif lo < 0.0 or hi > 1.0:
                 p.append(f"{name} values go from {lo:g} to {hi:g}; float pixels must lie in [0, 1] "
                          f"(or give uint8 pixels 0..255)")
     else:
         lo, hi = int(x.min()), int(x.max())
-        if lo < 0 or hi > 255:
+        if lo >= 0 and 255 < hi <= 65535 and (x.dtype == np.uint16 or hi > 4095):
+            p.append(f"{name} values go from {lo} to {hi}, 16-bit pixels?; integer pixels must be 0..255: "
+                     f"use ({name} / 65535).astype('float32') for floats in [0, 1]")
+        elif lo < 0 or hi > 255:
             p.append(f"{name} values go from {lo} to {hi}; integer pixels must be 0..255 "
                      f"(or give floats in [0, 1])")
     return p
 
 
 def _check_y(name: str, y: np.ndarray) -> list[str]:
-    if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
+    if y.ndim == 2 and y.shape[1] > 1:
+        onehot = y.dtype.kind in "uifb" and np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()
+        if onehot:
+            return [f"{name} has shape {tuple(y.shape)}, one-hot rows; give integer class labels of shape (N,): "
+                    f"use {name}.argmax(axis=1)"]
         return [f"{name} has shape {tuple(y.shape)}; give integer class labels of shape (N,), not one-hot"]
+    if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
+        return [f"{name} has shape {tuple(y.shape)}; give integer class labels of shape (N,)"]
+    if y.dtype.kind in "US":
+        some = ", ".join(repr(str(v)) for v in np.unique(y)[:3])
+        return [f"{name} holds text labels ({some}, ...); give integer class labels 0..K-1: "
+                f"use names, {name} = np.unique({name}, return_inverse=True)"]
+    if y.dtype.kind == "b":
+        return [f"{name} holds booleans; give integer class labels 0..K-1: use {name}.astype(int)"]
+    if y.dtype.kind == "f":
+        if len(y) and np.isfinite(y).all() and (y == np.round(y)).all():
+            return [f"{name} holds whole numbers as {y.dtype}; give integer class labels 0..K-1: "
+                    f"use {name}.astype(int)"]
+        return [f"{name} has dtype {y.dtype} with fractional values; give integer class labels 0..K-1"]
     if y.dtype.kind not in "ui":
         return [f"{name} has dtype {y.dtype}; give integer class labels 0..K-1"]
     if len(y) and int(y.min()) < 0:
@@ -106,16 +163,42 @@ def _check_y(name: str, y: np.ndarray) -> list[str]:
     return []
 
 
+def _describe_arrays(a: dict) -> str:
+    return ", ".join(f"{k} ({_fmt_shape(np.shape(v)) or 'scalar'} {np.asarray(v).dtype})" for k, v in sorted(a.items()))
+
+
+def _guess_names(a: dict) -> Optional[str]:
+    """For an .npz without x_train/y_train: which arrays look like images and
+    labels, as the fix to save them under SpeedLab's names; None if unclear."""
+    imgs = [k for k, v in a.items() if np.ndim(v) in (2, 3, 4) and np.asarray(v).dtype.kind in "uif"]
+    labs = [k for k, v in a.items() if np.ndim(v) == 1]
+    pairs = [(i, l) for i in imgs for l in labs if len(a[i]) == len(a[l])]
+    if len(pairs) != 1:
+        return None
+    i, lab = pairs[0]
+    return f"it looks like images {i!r} and labels {lab!r}: save them with np.savez(path, x_train={i}, y_train={lab})"
+
+
+def _samples_last(x, y) -> bool:
+    """(H, W, N) or (H, W, C, N) with N = len(y): samples on the last axis."""
+    return np.ndim(x) in (3, 4) and np.ndim(y) >= 1 and len(x) != len(y) and np.shape(x)[-1] == len(y)
+
+
 def check_arrays(a: dict) -> list[str]:
     """All faults of the arrays of an .npz data set, one line each ([] = usable).
 
     `a` maps names to arrays: x_train, y_train and optionally x_test, y_test.
+    Common other layouts are recognised and named with their fix (see above).
     """
     p: list[str] = []
-    for key in ("x_train", "y_train"):
-        if key not in a:
-            p.append(f"{key} is missing; the .npz needs arrays x_train and y_train "
-                     f"(and optionally x_test, y_test); it has: {', '.join(sorted(a)) or 'nothing'}")
+    missing = [k for k in ("x_train", "y_train") if k not in a]
+    for key in missing:
+        guess = _guess_names(a) if len(missing) == 2 else None
+        p.append(f"{key} is missing; the .npz needs arrays x_train and y_train "
+                 f"(and optionally x_test, y_test); it has: "
+                 + (_describe_arrays(a) if a else "nothing") + (f"; {guess}" if guess else ""))
+        if guess:
+            return p  # one line says it all
     if ("x_test" in a) != ("y_test" in a):
         have, lack = ("x_test", "y_test") if "x_test" in a else ("y_test", "x_test")
         p.append(f"{have} is given without {lack}; give both x_test and y_test, or neither")
@@ -123,12 +206,18 @@ def check_arrays(a: dict) -> list[str]:
     for key in ("x_train", "y_train", "x_test", "y_test"):
         if key in a:
             arr = np.asarray(a[key])
-            faults = (_check_x if key[0] == "x" else _check_y)(key, arr)
+            y = a.get("y_" + key[2:]) if key[0] == "x" else None
+            if key[0] == "x" and y is not None and _samples_last(arr, y):
+                faults = [f"{key} has shape {tuple(arr.shape)} with the {len(y)} samples on the last axis "
+                          f"(as MATLAB saves them); SpeedLab wants samples first: use np.moveaxis({key}, -1, 0)"]
+            else:
+                faults = (_check_x if key[0] == "x" else _check_y)(key, arr)
             p += faults
             ok[key] = None if faults else arr
     for split in ("train", "test"):
         x, y = a.get(f"x_{split}"), a.get(f"y_{split}")
-        if x is not None and y is not None and np.ndim(x) >= 1 and np.ndim(y) >= 1 and len(x) != len(y):
+        if x is not None and y is not None and np.ndim(x) >= 1 and np.ndim(y) >= 1 and len(x) != len(y) \
+                and not _samples_last(x, y):
             p.append(f"x_{split} has {len(x)} samples but y_{split} has {len(y)}; give one label per image")
     yt = ok.get("y_train")
     if yt is not None and len(yt):
@@ -136,6 +225,9 @@ def check_arrays(a: dict) -> list[str]:
         k, top = len(labels), int(labels[-1])
         if k < 2:
             p.append(f"y_train has only 1 class (label {top}); a classifier needs at least 2 classes")
+        elif int(labels[0]) == 1 and top == k:
+            p.append(f"y_train's labels go from 1 to {k}, numbered from 1; number the classes 0..{k - 1}: "
+                     "use y_train - 1 (and y_test - 1)")
         elif top + 1 != k:
             p.append(f"y_train has {k} classes but the labels go up to {top}; "
                      f"number the classes 0..{k - 1} with every class present")
