@@ -25,7 +25,7 @@ def _one_line(exc: BaseException) -> str:
     text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(noise)]
     first = text[0] if text else ""
     name = type(exc).__name__
-    if name in ("DeviceError", "RunFailed"):  # already written for the user
+    if name in ("DeviceError", "RunFailed", "WeightsError"):  # already written for the user
         return first
     if name == "ResourceExhaustedError":
         return f"out of memory: {first[:200]}; use a smaller batch_size or model"
