@@ -171,6 +171,9 @@ def print_summary(s: dict) -> None:
     ]
     if s.get("time_to_target_sec") is not None:
         rows.append(("time to target", f"{s['time_to_target_sec']:.2f} s"))
+    if s.get("model_path"):
+        rows.append(("saved model", f"{s['model_path']} (load it: import engine.training.saved, "
+                                    "then keras.models.load_model(path))"))
     if s.get("comparison"):
         c = s["comparison"]
         rows.append(("speedup vs baseline", f"{fmt(c['throughput_speedup'], 3)}x throughput (run {c['baseline_id']})"))

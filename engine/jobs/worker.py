@@ -104,6 +104,9 @@ def main(argv=None) -> int:
             path = store.run_dir(run_id) / "model.keras"
             out.model.save(path)
             summary["model_path"] = str(path)
+            from engine.training.saved import LOAD_LINE
+
+            summary["model_load"] = LOAD_LINE  # how to load it with plain Keras elsewhere
     except Exception as exc:  # noqa: BLE001 - every error must end as one line in the store
         traceback.print_exc()
         error = _one_line(exc)
