@@ -28,7 +28,7 @@ from engine.report.table import incomplete_note
 from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
-from engine.hardware.machine import quick_facts
+from engine.hardware.machine import cpu_line, quick_facts
 from engine.store import ACTIVE_STATUSES, Store
 from views.common import one_line_errors
 
@@ -389,7 +389,7 @@ def dataset_options() -> list[str]:
 def _machine_line() -> str:
     m = quick_facts()
     gpus = f"{m['gpus']} GPU ({', '.join(m['gpu_names'])})" if m["gpus"] else "no GPU"
-    return f"This machine: {m['logical_cores']} CPU cores, {gpus}" + (", TPU" if m["tpu"] else "")
+    return f"This machine: {cpu_line(m)}, {gpus}" + (", TPU" if m["tpu"] else "")
 
 
 def validate(values: dict) -> tuple:

@@ -45,9 +45,20 @@ def environment(setup) -> dict:
     return {
         "hostname": socket.gethostname(), "python": platform.python_version(),
         "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_model": cpu_model(),
-        "logical_cores": os.cpu_count(), "device_kind": setup.kind, "devices": setup.device_names,
+        "logical_cores": os.cpu_count(), **usable_cpus_env(setup),
+        "device_kind": setup.kind, "devices": setup.device_names,
         "physical_devices": setup.physical, "replicas_simulated": setup.simulated,
     }
+
+
+def usable_cpus_env(setup) -> dict:
+    """The CPUs this worker may use (affinity, cgroup quota) and the TF thread
+    pool sizes set from them (engine.training.devices.configure; None = TF's default)."""
+    from engine.hardware.machine import cpu_facts
+
+    f = cpu_facts()
+    return {"usable_cpus": f["usable_cpus"], "cpu_quota": f["cpu_quota"],
+            "tf_threads": getattr(setup, "threads", None)}
 
 
 @dataclass
