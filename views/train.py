@@ -30,6 +30,7 @@ from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MO
 from engine.preflight import check_runnable
 from engine.hardware.machine import cpu_line, quick_facts
 from engine.store import ACTIVE_STATUSES, Store
+from views import url_params
 from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -807,6 +808,7 @@ def watch() -> None:
 
 
 def main() -> None:
+    link = url_params.snapshot()  # before any control rewrites the URL
     sb = st.sidebar
     f = controls(sb)
     schedule_controls(f, sb)
@@ -832,14 +834,17 @@ def main() -> None:
                               bind="query-params", persist_state="session",
                               help="Run the float32, 1-device baseline first (or reuse a stored "
                                    "one that matches) and report the speedup over it.")
+    pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"])
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
-                        disabled=cfg is None, width="stretch")
+                        disabled=cfg is None or bool(pending), width="stretch")
     if cfg is None:
         c3.error(f"Launch is disabled: {error}", icon=":material/block:")
     else:
         c3.caption(charts.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    if pending:
+        url_params.show(pending, st.container())
     messages = st.container()
-    if clicked and cfg is not None:
+    if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages)
 
     active = False
