@@ -527,7 +527,9 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
                        "press Find learning rate again for the current ones.")
         value = sug.get("suggested")
         if value is None:
-            st.caption(f"No suggestion: {sug.get('reason') or 'the sweep gave no finite loss'}")
+            why = sug.get("reason") or "the sweep gave no finite loss"
+            st.warning(why[0].upper() + why[1:] if why.startswith("no ") else f"No suggestion: {why}",
+                       icon=":material/block:")
             return
         value = float(f"{value:.3g}")
         st.caption(f"Suggested max LR **{value:.3g}** ({sug.get('reason')})")
