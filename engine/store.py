@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # sqlite3's own busy handler: how long one attempt waits for a lock (s).
 BUSY_TIMEOUT_S = 5.0
 # How long a write transaction keeps retrying a locked store (s): interactive
@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS executions (
     batches INTEGER NOT NULL, t REAL NOT NULL,       -- t = wall s since training start
     duration REAL NOT NULL, samples_per_sec REAL NOT NULL,
     loss REAL, lr REAL, warmup INTEGER NOT NULL, data_wait REAL,
+    updates INTEGER, skipped INTEGER, loss_scale REAL,  -- applied / skipped optimizer updates (float16)
     PRIMARY KEY (run_id, idx)
 );
 CREATE TABLE IF NOT EXISTS epochs (
@@ -83,10 +84,14 @@ CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a mu
 _ADDED_COLUMNS = [
     (2, "system", "worker", "INTEGER NOT NULL DEFAULT 0"),
     (3, "runs", "baseline_id", "INTEGER"),
+    # Per execution: optimizer updates applied so far, updates skipped in it, loss scale (float16).
+    (4, "executions", "updates", "INTEGER"),
+    (4, "executions", "skipped", "INTEGER"),
+    (4, "executions", "loss_scale", "REAL"),
 ]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
-             "loss", "lr", "warmup", "data_wait")
+             "loss", "lr", "warmup", "data_wait", "updates", "skipped", "loss_scale")
 EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr")
 SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb", "worker")
 
@@ -257,13 +262,16 @@ class Store:
     # --- metrics --------------------------------------------------------
     def add_metrics(self, run_id: int, executions: list[tuple] = (), epochs: list[tuple] = (),
                     system: list[tuple] = ()):
-        """Append metric rows (tuples in EXEC_COLS / EPOCH_COLS / SYSTEM_COLS order) in one commit."""
+        """Append metric rows (tuples in EXEC_COLS / EPOCH_COLS / SYSTEM_COLS order) in one commit.
+
+        Execution rows may stop after data_wait (the columns added in schema 4 are then NULL)."""
+        pad = lambda r: (*r, *([None] * (len(EXEC_COLS) - len(r))))  # noqa: E731
         with self.tx():
             if executions:
                 self.conn.executemany(
                     f"INSERT OR REPLACE INTO executions (run_id, {', '.join(EXEC_COLS)}) "
                     f"VALUES ({','.join('?' * (len(EXEC_COLS) + 1))})",
-                    [(run_id, *r) for r in executions])
+                    [(run_id, *pad(r)) for r in executions])
             if epochs:
                 self.conn.executemany(
                     f"INSERT OR REPLACE INTO epochs (run_id, {', '.join(EPOCH_COLS)}) "

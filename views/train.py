@@ -693,12 +693,26 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step"),
                     key="loss_step", config=PLOTLY_CONFIG)
     data_wait_row(store, runs, frames["executions"])
+    loss_scale_row(frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
     s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
                                          "CPU"), key="cpu", config=PLOTLY_CONFIG)
     s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "worker memory (RSS, MB)",
                                          "Memory"), key="mem", config=PLOTLY_CONFIG)
+
+
+def loss_scale_row(execs: pd.DataFrame | None) -> None:
+    """For float16 runs (they record a loss scale): the loss scale and the
+    optimizer updates skipped per execution, and a warning when any were skipped."""
+    if execs is None or "loss_scale" not in execs or execs["loss_scale"].isna().all():
+        return
+    st.plotly_chart(charts.loss_scale_figure(execs), key="loss_scale", config=PLOTLY_CONFIG)
+    for label, g in execs.groupby("label", sort=False):
+        skipped = int(g["skipped"].fillna(0).sum())
+        if skipped:
+            st.caption(f":material/warning: {label}: {skipped:,} of {int(g['batches'].sum()):,} updates skipped "
+                       "(gradients not finite under float16 loss scaling); steps count batches run")
 
 
 def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) -> None:

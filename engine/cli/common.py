@@ -167,6 +167,9 @@ def print_summary(s: dict) -> None:
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
         ("final loss", fmt(s.get("final_loss"))),
+        *([("updates", f"{s['updates_applied']:,} applied, {s['skipped_updates']:,} skipped of {s.get('steps'):,} "
+                       "batches (non-finite gradients under float16 loss scaling)")]
+          if s.get("skipped_updates") else []),
         ("final val accuracy", fmt(s.get("final_val_accuracy"))),
     ]
     if s.get("time_to_target_sec") is not None:

@@ -18,6 +18,7 @@ import keras
 import psutil
 
 from engine.report.measure import execution_rate
+from engine.training.loss_scale import UpdateTracker
 
 FLUSH_EVERY_S = 0.5
 SAMPLE_EVERY_S = 1.0
@@ -32,6 +33,10 @@ class Recorder(keras.callbacks.Callback):
             begin + steps_per_execution - 1 even for a shorter last execution).
         epoch_samples: training samples per epoch (default steps_per_epoch x
             global_batch); with one replica the last batch holds the remainder.
+        updates: engine.training.loss_scale.UpdateTracker (default a new one):
+            applied/skipped optimizer updates and the loss scale per execution;
+            `lr_fn` is read at the applied update count, which is what the
+            optimizer's schedule sees; MAX_CONSECUTIVE_SKIPS skips in a row stop training.
         sink: receives ('executions' | 'epochs', row tuple); rows follow
             engine.store.EXEC_COLS / EPOCH_COLS.
         stop_event: set (e.g. by SIGTERM) to stop training at the next execution.
@@ -59,8 +64,9 @@ class Recorder(keras.callbacks.Callback):
                  target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[int], float]] = None,
                  on_start: Optional[Callable[[float], None]] = None,
                  data_wait_fn: Optional[Callable[[], float]] = None,
-                 epoch_samples: Optional[int] = None):
+                 epoch_samples: Optional[int] = None, updates: Optional[UpdateTracker] = None):
         super().__init__()
+        self.updates = updates or UpdateTracker()
         self.global_batch = global_batch
         self.steps_per_epoch = steps_per_epoch
         self.epoch_samples = epoch_samples if epoch_samples is not None else steps_per_epoch * global_batch
@@ -95,6 +101,7 @@ class Recorder(keras.callbacks.Callback):
         self._warm_next = True
 
     def on_train_begin(self, logs=None):
+        self.updates.attach(self.model)  # a later phase may bring a fresh optimizer
         if self.data_wait_fn is not None:
             # Keras may pull a batch before training (symbolic build): not a step's wait.
             self._wait_seen = self.data_wait_fn()
@@ -141,12 +148,15 @@ class Recorder(keras.callbacks.Callback):
         self.warmups.append(warm)
         self.data_waits.append(wait)
         self.last_loss = loss
+        applied, skipped, scale = self.updates.after(n)
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
                                  execution_rate(samples, 1, dur), _finite(loss), lr,
-                                 int(warm), wait))
+                                 int(warm), wait, applied, skipped, scale))
         if not math.isfinite(loss):
             self.nan_at = (self.epoch + 1, self.step)
+            self.model.stop_training = True
+        if self.updates.stalled:  # every update skipped for a while: training has stopped in all but name
             self.model.stop_training = True
         if self.stop_event.is_set():
             self.model.stop_training = True
@@ -164,8 +174,8 @@ class Recorder(keras.callbacks.Callback):
 
     def _lr(self) -> Optional[float]:
         try:
-            if self.lr_fn is not None:
-                return float(self.lr_fn(self.step))
+            if self.lr_fn is not None:  # at the updates applied: what the optimizer's schedule sees
+                return float(self.lr_fn(self.updates.applied))
             return float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
         except Exception:  # an exotic optimizer without a readable LR: record none
             return None

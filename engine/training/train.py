@@ -240,7 +240,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "jit_compile": cfg.jit_compile, "global_batch_size": cfg.batch_size,
         "per_replica_batch_size": plan["per_replica_batch_size"],
         "dropped_samples_per_epoch": plan["dropped_samples_per_epoch"],
-        "steps": rec.step, "executions": len(rec.durations),
+        "steps": rec.step, "executions": len(rec.durations), **update_counts(rec.updates),
         "final_loss": _num(logs.get("loss")), "final_accuracy": _num(logs.get("accuracy")),
         "final_val_loss": _num(logs.get("val_loss")),
         "final_val_accuracy": _num(logs.get("val_accuracy")),
@@ -261,10 +261,19 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     }
     if rec.nan_at:
         e, s = rec.nan_at
-        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}", model)
+        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}" + rec.updates.nan_note(), model)
+    if rec.updates.stalled:
+        return Outcome("failed", summary, rec.updates.stall_message(), model)
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
+
+
+def update_counts(updates) -> dict:
+    """Summary figures of an engine.training.loss_scale.UpdateTracker: `steps` counts
+    batches run, `updates_applied` the optimizer updates really applied (fewer when
+    float16 loss scaling skipped some), `skipped_updates` the difference."""
+    return {"updates_applied": updates.applied, "skipped_updates": updates.skipped}
 
 
 def _lr_table(cfg: RunConfig, steps_per_epoch: int):
