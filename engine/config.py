@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from engine.data.meta import canonical, dataset_info
+from engine.data.meta import canonical, check_split, dataset_info
 from engine.errors import ConfigError
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -246,6 +246,7 @@ def _validate(c: RunConfig) -> None:
         raise ConfigError("batch_size", c.batch_size,
                           f"is not divisible by {c.replicas} replicas",
                           f"use {lo} or {hi} (global batch = per-replica batch x replicas)")
+    check_split(info, c.validation_fraction)  # every class keeps training samples
     n_train, _ = c.data_sizes()
     if c.batch_size > n_train:
         raise ConfigError("batch_size", c.batch_size,

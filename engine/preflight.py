@@ -10,7 +10,7 @@ from typing import Optional
 
 from engine.config import RunConfig
 from engine.data import keras_data
-from engine.data.meta import check_available
+from engine.data.meta import check_available, class_warnings, dataset_info
 from engine.errors import ConfigError
 from engine.hardware.machine import quick_facts  # no TF: reads /proc, nvidia-smi, env
 from engine.transfer_source import check_source
@@ -62,6 +62,7 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
                         f"{physical} physical {kind}: they share its cores, so expect no speedup")
     # Data, weights and source runs: files on this machine (or a download).
     check_available(c.dataset)
+    warnings += class_warnings(dataset_info(c.dataset, c), c.validation_fraction)
     if c.pretrained:
         keras_data.check_weights(c.model, c.input_size)
     if c.init_from is not None:

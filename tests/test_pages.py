@@ -571,7 +571,7 @@ def test_live_view_shows_data_wait_vs_compute_and_a_verdict(store):
     wait, compute = fig["data"][0], fig["data"][1]
     assert (wait["name"], compute["name"]) == ("waiting for data", "compute")
     assert fig["layout"]["yaxis"]["title"]["text"] == "time per execution (s)"
-    assert fig["layout"]["xaxis"]["title"]["text"] == "optimizer step (steps)"
+    assert fig["layout"]["xaxis"]["title"]["text"] == "batches run (steps)"
     dur = [d for d in store.frame("executions", r)["duration"][1:]]  # steady ones
     assert np.allclose(values(wait["y"]), [0.63 * d for d in dur])
     assert np.allclose(values(compute["y"]), [0.37 * d for d in dur])

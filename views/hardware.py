@@ -86,8 +86,10 @@ def cpu_card(facts: dict) -> None:
     flags = list(h.get("cpu_flags") or [])
     st.markdown("**:material/memory: Host CPU**")
     st.markdown(h.get("cpu_model") or "unknown CPU")
+    usable = h.get("usable_cpus")
+    usable = f" ({usable} usable)" if usable not in (None, h.get("logical_cores")) else ""
     st.caption(f"{h.get('physical_cores') or '?'} physical / {h.get('logical_cores') or '?'} logical "
-               f"cores · {h.get('ram_gib') or '?'} GiB RAM · {h.get('os') or '?'} {h.get('arch') or ''}")
+               f"cores{usable} · {h.get('ram_gib') or '?'} GiB RAM · {h.get('os') or '?'} {h.get('arch') or ''}")
     native = [f for f in flags if f in hardware.CPU_BF16_FLAGS + hardware.CPU_FP16_FLAGS]
     for f in flags:
         color = "green" if f in native else "gray"

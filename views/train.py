@@ -24,12 +24,14 @@ from engine.jobs import demo
 from engine.transfer_source import saved_model_path
 from engine.data import userdata
 from engine.report.compare import compare, live_summary, progress
+from engine.report.table import incomplete_note
 from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
-from engine.hardware.machine import quick_facts
+from engine.hardware.machine import cpu_line, quick_facts
 from engine.report.live import LiveMetrics
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
+from views import url_params
 from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -300,6 +302,7 @@ def upload_controls(sb) -> None:
     exp.caption("Images (N, H, W) or (N, H, W, C) with C = 1 or 3, uint8 0..255 or floats in [0, 1]; "
                 "labels 0..K-1. A .zip holds one sub-folder per class (cats/, dogs/, ...) of "
                 "equally sized images.")
+    exp.caption(":material/info: " + userdata.limits_line(st.get_option("server.maxUploadSize")))
     name = exp.text_input("Name", key="upload_name", placeholder=suggested_name(file.name) if file else "my_data",
                           help="Letters, digits, '_', '-', '.'; it is offered as user:NAME")
     overwrite = exp.checkbox("Replace a data set of this name", key="upload_replace")
@@ -388,7 +391,7 @@ def dataset_options() -> list[str]:
 def _machine_line() -> str:
     m = quick_facts()
     gpus = f"{m['gpus']} GPU ({', '.join(m['gpu_names'])})" if m["gpus"] else "no GPU"
-    return f"This machine: {m['logical_cores']} CPU cores, {gpus}" + (", TPU" if m["tpu"] else "")
+    return f"This machine: {cpu_line(m)}, {gpus}" + (", TPU" if m["tpu"] else "")
 
 
 def validate(values: dict) -> tuple:
@@ -408,6 +411,8 @@ def validate(values: dict) -> tuple:
 
 def _warning_field(line: str) -> str:
     """Which control a check_runnable warning is about."""
+    if line.startswith("dataset:"):
+        return "dataset"
     if "image_size" in line:
         return "image_size"
     return "devices" if "replica" in line else "precision" if "float16" in line else "device_type"
@@ -523,7 +528,9 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
                        "press Find learning rate again for the current ones.")
         value = sug.get("suggested")
         if value is None:
-            st.caption(f"No suggestion: {sug.get('reason') or 'the sweep gave no finite loss'}")
+            why = sug.get("reason") or "the sweep gave no finite loss"
+            st.warning(why[0].upper() + why[1:] if why.startswith("no ") else f"No suggestion: {why}",
+                       icon=":material/block:")
             return
         value = float(f"{value:.3g}")
         st.caption(f"Suggested max LR **{value:.3g}** ({sug.get('reason')})")
@@ -649,6 +656,8 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
     summ = live_summary(store, run, *((src.executions(run), src.epochs(run)) if src else ()))
     sps = summ.get("samples_per_sec")
     rate = f" · {sps:,.0f} samples/s" if sps else ""
+    lost = incomplete_note(run.get("summary"))
+    rate += f" · :orange[{lost}]" if lost else ""
     if st_ == "completed":
         wall = summ.get("wall_sec")
         return (f":material/check_circle: {name}: completed"
@@ -716,12 +725,27 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
                     key="loss_step", config=PLOTLY_CONFIG)
     data_wait_row(src, runs, frames["executions"])
+    loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
     s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
                                          "CPU"), key="cpu", config=PLOTLY_CONFIG)
     s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "worker memory (RSS, MB)",
                                          "Memory"), key="mem", config=PLOTLY_CONFIG)
+
+
+def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
+    """For float16 runs (they record a loss scale): the loss scale and the
+    optimizer updates skipped per execution, and a warning when any were skipped."""
+    if execs is None or "loss_scale" not in execs or execs["loss_scale"].isna().all():
+        return
+    st.plotly_chart(charts.loss_scale_figure(execs), key="loss_scale", config=PLOTLY_CONFIG)
+    for r in runs:
+        g = src.executions(r)  # all of them: the chart's rows are thinned
+        skipped = int(g["skipped"].fillna(0).sum()) if "skipped" in g else 0
+        if skipped:
+            st.caption(f":material/warning: {charts.run_label(r)}: {skipped:,} of {int(g['batches'].sum()):,} "
+                       "updates skipped (gradients not finite under float16 loss scaling); steps count batches run")
 
 
 def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
@@ -855,6 +879,7 @@ def prewarm() -> None:
 
 
 def main() -> None:
+    link = url_params.snapshot()  # before any control rewrites the URL
     prewarm()
     sb = st.sidebar
     f = controls(sb)
@@ -881,14 +906,17 @@ def main() -> None:
                               bind="query-params", persist_state="session",
                               help="Run the float32, 1-device baseline first (or reuse a stored "
                                    "one that matches) and report the speedup over it.")
+    pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"])
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
-                        disabled=cfg is None, width="stretch")
+                        disabled=cfg is None or bool(pending), width="stretch")
     if cfg is None:
         c3.error(f"Launch is disabled: {error}", icon=":material/block:")
     else:
         c3.caption(charts.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    if pending:
+        url_params.show(pending, st.container())
     messages = st.container()
-    if clicked and cfg is not None:
+    if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages)
 
     active = False

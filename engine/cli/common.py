@@ -157,7 +157,9 @@ def result_json(run: dict) -> dict:
 def print_summary(s: dict) -> None:
     """Print a run's summary (result_json plus optional 'comparison') as aligned rows."""
     rows = [
-        ("run", s["run_id"]), ("status", s["status"]),
+        ("run", s["run_id"]),
+        ("status", s["status"] + (f" ({s['metrics_incomplete']:,} metric rows lost: metrics incomplete)"
+                                  if s.get("metrics_incomplete") else "")),
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (traced executions: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
@@ -165,6 +167,9 @@ def print_summary(s: dict) -> None:
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
         ("final loss", fmt(s.get("final_loss"))),
+        *([("updates", f"{s['updates_applied']:,} applied, {s['skipped_updates']:,} skipped of {s.get('steps'):,} "
+                       "batches (non-finite gradients under float16 loss scaling)")]
+          if s.get("skipped_updates") else []),
         ("final val accuracy", fmt(s.get("final_val_accuracy"))),
     ]
     target = s.get("target_accuracy")
@@ -176,6 +181,9 @@ def print_summary(s: dict) -> None:
     if s.get("end_to_end_samples_per_sec") is not None:
         rows.insert(3, ("end-to-end throughput", f"{fmt(s['end_to_end_samples_per_sec'])} samples/s "
                                                  "(training samples / wall time of training)"))
+    if s.get("model_path"):
+        rows.append(("saved model", f"{s['model_path']} (load it: import engine.training.saved, "
+                                    "then keras.models.load_model(path))"))
     if s.get("comparison"):
         rows += speedup_rows(s["comparison"])
     if s.get("error"):

@@ -27,6 +27,9 @@ def format_table(result: dict) -> str:
     f = result["facts"]
     h, sw, b = f.get("host", {}), f.get("software", {}), f.get("build", {})
     cores = f"{h.get('physical_cores')} physical / {h.get('logical_cores')} logical cores"
+    if h.get("usable_cpus") not in (None, h.get("logical_cores")):
+        cores += f", {h['usable_cpus']} usable by this process (affinity {h.get('affinity_cpus')}, " \
+                 f"quota {h.get('cpu_quota') or 'none'})"
     cuda = (f"CUDA {b.get('cuda_version')}, cuDNN {b.get('cudnn_version')} build"
             if b.get("is_cuda_build") else "CPU-only build")
     gpus = [f"{g['name']} (CC {'.'.join(map(str, g['compute_capability'] or ['?']))}"

@@ -26,12 +26,14 @@ TPU_TIMEOUT_S = 10.0  # TPUClusterResolver can block on GCE metadata lookups
 
 
 def host_facts() -> dict:
-    """CPU model, cores, low-precision CPU flags, RAM (GiB = 2**30 bytes), OS."""
+    """CPU model, cores (the machine's and the usable ones: affinity and cgroup
+    quota, engine.hardware.machine.cpu_facts), low-precision CPU flags, RAM (GiB = 2**30 bytes), OS."""
     flags = machine.cpu_flags()
     return {
         "cpu_model": machine.cpu_model(),
         "physical_cores": psutil.cpu_count(logical=False),
         "logical_cores": psutil.cpu_count(logical=True),
+        **{k: v for k, v in machine.cpu_facts().items() if k != "logical_cores"},  # usable_cpus, ...
         "cpu_flags": sorted(flags & set(machine.LOW_PRECISION_FLAGS)),
         "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "os": platform.system(),

@@ -8,6 +8,7 @@ Facts (the probe's JSON; every key optional to `verdicts`)::
 
     hostname   str
     host       {cpu_model: str, physical_cores: int|None, logical_cores: int,
+                usable_cpus: int (affinity and cgroup quota), affinity_cpus: int, cpu_quota: float|None,
                 cpu_flags: [low-precision /proc/cpuinfo flags, e.g. 'avx512_bf16'],
                 ram_gib: float (2**30 bytes), os: str, arch: str}
     software   {python, tensorflow, keras: version strings}
@@ -144,7 +145,10 @@ def _multi(facts: dict, target: str) -> dict:
         if n > 1:
             return _v(o, "faster", f"{n} TPU cores: real data parallelism (TPUStrategy)")
     kind = {"gpu": "GPU", "tpu": "TPU core"}.get(target, "CPU")
-    return _v(o, "neutral", f"one physical {kind}: extra replicas are simulated logical devices "
+    host = facts.get("host") or {}
+    usable = host.get("usable_cpus") or host.get("logical_cores")
+    cores = f" ({usable} usable core{'s' if usable != 1 else ''})" if kind == "CPU" and usable else ""
+    return _v(o, "neutral", f"one physical {kind}{cores}: extra replicas are simulated logical devices "
                             "sharing it, no speedup expected")
 
 

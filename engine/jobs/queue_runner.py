@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
-from engine.store import Store
+from engine.store import LONG_PATIENCE_S, Store
 
 
 def _claim_next(store: Store):
@@ -225,7 +225,7 @@ def serve(store: Store) -> None:
 
 def main(argv=None) -> int:
     argv = argv if argv is not None else sys.argv[1:]
-    store = Store(Path(argv[0]))
+    store = Store(Path(argv[0]), patience_s=LONG_PATIENCE_S)  # waits out a locked store
     lock = open(store.path.parent / "queue.lock", "w")
     try:
         while True:

@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 
 from engine.config import RunConfig
-from engine.store import Store
+from engine.store import LONG_PATIENCE_S, Store
 
 
 def _one_line(exc: BaseException) -> str:
@@ -26,11 +26,21 @@ def _one_line(exc: BaseException) -> str:
     text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(noise)]
     first = text[0] if text else ""
     name = type(exc).__name__
-    if name in ("DeviceError", "RunFailed"):  # already written for the user
+    if name in ("DeviceError", "RunFailed", "WeightsError"):  # already written for the user
         return first
     if name == "ResourceExhaustedError":
         return f"out of memory: {first[:200]}; use a smaller batch_size or model"
     return f"{name}: {first[:300]}" if first else name
+
+
+def incomplete_summary(writer) -> dict:
+    """{'metrics_incomplete': rows lost, 'metrics_lost': {table: rows}} when the
+    writer (engine.training.recorder.Writer) could not store every row, else {}."""
+    if not writer.lost_total:
+        return {}
+    print(f"metrics incomplete: {writer.lost_total} rows could not be stored ({writer.lost}); "
+          f"last error: {writer.last_error}", file=sys.stderr)
+    return {"metrics_incomplete": writer.lost_total, "metrics_lost": dict(writer.lost)}
 
 
 def main(argv=None, timeline=None, warm: bool = False) -> int:
@@ -57,7 +67,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
 
         cluster = cluster_mod.parse(args.cluster, args.task_index)
     chief = cluster is None or cluster.is_chief
-    store = Store(store_path)
+    store = Store(store_path, patience_s=LONG_PATIENCE_S)  # waits out a locked store
     run = store.get_run(run_id)
     if run is None or run["status"] != "running":
         return 0  # cancelled while queued, or claimed by nobody
@@ -75,7 +85,9 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
 
     from engine.training.recorder import Writer
 
-    writer = Writer(lambda: Store(store_path), run_id, worker=args.task_index if cluster else 0)
+    # One short attempt per flush: the writer keeps its rows and retries while it goes on sampling.
+    writer = Writer(lambda: Store(store_path, patience_s=0, busy_timeout_s=0.5), run_id,
+                    worker=args.task_index if cluster else 0)
     writer.start()
     # Only the chief writes the run's metrics; other workers write their system metrics.
     sink = writer.push if chief else (lambda table, row: None)
@@ -108,11 +120,15 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
             path = store.run_dir(run_id) / "model.keras"
             out.model.save(path)
             summary["model_path"] = str(path)
+            from engine.training.saved import LOAD_LINE
+
+            summary["model_load"] = LOAD_LINE  # how to load it with plain Keras elsewhere
     except Exception as exc:  # noqa: BLE001 - every error must end as one line in the store
         traceback.print_exc()
         error = _one_line(exc)
     finally:
-        writer.stop()
+        writer.stop(patience_s=LONG_PATIENCE_S)
+    summary.update(incomplete_summary(writer))
     if status == "completed" and stop.is_set():
         status = "cancelled"
     if cluster is not None:

@@ -4,7 +4,9 @@ Plotly figures (no Streamlit, no TensorFlow), so they are testable on their own.
 Conventions (units on every axis title):
 - time ``t`` is wall-clock seconds since the run's training start (s);
 - throughput is samples/s (all replicas together);
-- ``step`` counts optimizer steps (steps).
+- ``step`` counts batches run (steps); the optimizer updates really applied
+  (``updates``) are fewer when float16 loss scaling skips some, and the
+  recorded learning rate is the one in effect at the updates applied.
 
 Metric frames are "long": one row per point with a ``label`` (legend name) and
 a ``color`` column per run; `tag` adds both.  A run keeps one colour in every
@@ -33,7 +35,7 @@ REFERENCE_SCALING = {1: 1.0, 2: 2.0, 4: 3.8, 8: 7.3}
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
 _PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
 T_TITLE = "wall time since training start (s)"
-STEP_TITLE = "optimizer step (steps)"
+STEP_TITLE = "batches run (steps)"
 
 
 # --- runs: colours, labels, summaries --------------------------------------
@@ -844,4 +846,28 @@ def transfer_figure(curves: Optional[pd.DataFrame], target: Optional[float] = No
     _style(fig, T_TITLE, ACC_TITLE, title, height)
     fig.update_xaxes(rangemode="tozero")
     fig.update_yaxes(range=[0, 1.05], tickformat=".2f")
+    return fig
+
+
+def loss_scale_figure(execs: pd.DataFrame, title: str = "Loss scale and skipped updates (float16)",
+                      height: int = 240) -> go.Figure:
+    """The dynamic loss scale after each execution (left, log axis) and the
+    optimizer updates skipped in it (right, markers) against step, for runs that
+    record them (mixed_float16; see engine.training.loss_scale), runs overlaid."""
+    if execs is None or execs.empty or "loss_scale" not in execs or execs["loss_scale"].isna().all():
+        return empty_figure("no float16 loss scaling in these runs", height, STEP_TITLE, "loss scale", title)
+    fig = go.Figure()
+    scaled = execs[execs["loss_scale"].notna()]
+    for label, color, g in _groups(downsample(scaled, keep=None)):
+        fig.add_trace(go.Scatter(x=g["step"], y=g["loss_scale"], name=f"{label}: loss scale", mode="lines",
+                                 line=dict(color=color, width=2, shape="hv"),
+                                 hovertemplate="loss scale %{y:g} after step %{x}<extra>" + label + "</extra>"))
+        skips = g[g["skipped"].fillna(0) > 0]
+        fig.add_trace(go.Scatter(x=skips["step"], y=skips["skipped"], name=f"{label}: skipped", yaxis="y2",
+                                 mode="markers", marker=dict(color=color, symbol="x", size=9),
+                                 hovertemplate="%{y} update(s) skipped at step %{x}<extra>" + label + "</extra>"))
+    _style(fig, STEP_TITLE, "loss scale (log)", title, height, legend=False)
+    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_layout(yaxis2=dict(title=dict(text="skipped updates (per execution)", font=dict(size=13)),
+                                  overlaying="y", side="right", rangemode="tozero", showgrid=False))
     return fig

@@ -45,9 +45,20 @@ def environment(setup) -> dict:
     return {
         "hostname": socket.gethostname(), "python": platform.python_version(),
         "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_model": cpu_model(),
-        "logical_cores": os.cpu_count(), "device_kind": setup.kind, "devices": setup.device_names,
+        "logical_cores": os.cpu_count(), **usable_cpus_env(setup),
+        "device_kind": setup.kind, "devices": setup.device_names,
         "physical_devices": setup.physical, "replicas_simulated": setup.simulated,
     }
+
+
+def usable_cpus_env(setup) -> dict:
+    """The CPUs this worker may use (affinity, cgroup quota) and the TF thread
+    pool sizes set from them (engine.training.devices.configure; None = TF's default)."""
+    from engine.hardware.machine import cpu_facts
+
+    f = cpu_facts()
+    return {"usable_cpus": f["usable_cpus"], "cpu_quota": f["cpu_quota"],
+            "tf_threads": getattr(setup, "threads", None)}
 
 
 @dataclass
@@ -275,7 +286,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "jit_compile": cfg.jit_compile, "global_batch_size": cfg.batch_size,
         "per_replica_batch_size": plan["per_replica_batch_size"],
         "dropped_samples_per_epoch": plan["dropped_samples_per_epoch"],
-        "steps": rec.step, "executions": len(rec.durations),
+        "steps": rec.step, "executions": len(rec.durations), **update_counts(rec.updates),
         "final_loss": _num(logs.get("loss")), "final_accuracy": _num(logs.get("accuracy")),
         "final_val_loss": _num(logs.get("val_loss")),
         "final_val_accuracy": _num(logs.get("val_accuracy")),
@@ -299,7 +310,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     }
     if rec.nan_at:
         e, s = rec.nan_at
-        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}", model)
+        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}" + rec.updates.nan_note(), model)
+    if rec.updates.stalled:
+        return Outcome("failed", summary, rec.updates.stall_message(), model)
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
@@ -331,6 +344,11 @@ def time_accounts(tl, samples: int) -> dict:
                setup_parts=setup_parts(tl.marks, out["setup_sec"]),
                timeline=[[k, round(a, 4), round(b, 4), ep, note] for k, a, b, ep, note in spans])
     return out
+def update_counts(updates) -> dict:
+    """Summary figures of an engine.training.loss_scale.UpdateTracker: `steps` counts
+    batches run, `updates_applied` the optimizer updates really applied (fewer when
+    float16 loss scaling skipped some), `skipped_updates` the difference."""
+    return {"updates_applied": updates.applied, "skipped_updates": updates.skipped}
 
 
 def _lr_table(cfg: RunConfig, steps_per_epoch: int):
