@@ -63,5 +63,5 @@ def test_train_page_charts_the_loss_scale_and_says_how_many_updates_were_skipped
     captions = "\n".join(c.value for c in at.caption)
     assert "3 of 6 updates skipped (gradients not finite under float16 loss scaling)" in captions
     status = "\n".join(m.value for m in at.markdown)
-    assert (f"metrics incomplete: 7 metric rows could not be stored (store locked or failing); charts and "
+    assert ("metrics incomplete: 7 metric rows could not be stored (store locked or failing); charts and "
             "figures miss them") in status and f"#{rid} " in status

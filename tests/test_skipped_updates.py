@@ -5,7 +5,6 @@ import math
 import re
 import threading
 
-import numpy as np
 import pytest
 
 keras = pytest.importorskip("keras")

@@ -6,7 +6,6 @@ data; the input pipeline scales these by 1/255); y int32 of shape (N,).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
