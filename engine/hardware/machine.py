@@ -12,6 +12,11 @@ import platform
 import shutil
 import subprocess
 
+# Keras backends SpeedLab can run on, and the distributions that provide them.
+BACKEND_DISTRIBUTIONS = {"tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-intel",
+                                        "tensorflow-macos", "tf-nightly"),
+                         "jax": ("jax",), "jaxlib": ("jaxlib",)}
+
 LOW_PRECISION_FLAGS = ("avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16", "amx_tile", "avx512f")
 
 
@@ -56,6 +61,23 @@ def tpu_hint() -> bool:
     """True when the environment names a TPU (Colab / Cloud TPU VM conventions)."""
     env = any(os.environ.get(k) for k in ("TPU_NAME", "COLAB_TPU_ADDR", "TPU_WORKER_ID"))
     return env or bool(glob.glob("/dev/accel[0-9]*")) or bool(glob.glob("/dev/vfio/[0-9]*"))
+
+
+def installed_backends() -> dict:
+    """{'tensorflow': version or None, 'jax': ..., 'jaxlib': ...} from package metadata
+    (imports neither)."""
+    from importlib import metadata
+
+    out = {}
+    for name, dists in BACKEND_DISTRIBUTIONS.items():
+        out[name] = None
+        for dist in dists:
+            try:
+                out[name] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return out
 
 
 @functools.lru_cache(maxsize=1)
