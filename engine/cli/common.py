@@ -161,6 +161,7 @@ def print_summary(s: dict) -> None:
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (first execution: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
+        ("backend", s.get("backend") or "tensorflow"),
         ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
@@ -172,6 +173,10 @@ def print_summary(s: dict) -> None:
     if s.get("comparison"):
         c = s["comparison"]
         rows.append(("speedup vs baseline", f"{fmt(c['throughput_speedup'], 3)}x throughput (run {c['baseline_id']})"))
+    if s.get("backend_comparison"):
+        c = s["backend_comparison"]
+        rows.append(("backend speedup", f"{fmt(c['throughput_speedup'], 3)}x throughput, {c['backend']} vs "
+                                        f"{c['other_backend']} (run {c['baseline_id']}, same configuration)"))
     if s.get("error"):
         rows.append(("error", s["error"]))
     for k, v in rows:

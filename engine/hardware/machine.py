@@ -83,7 +83,8 @@ def installed_backends() -> dict:
 @functools.lru_cache(maxsize=1)
 def quick_facts() -> dict:
     """{'gpus': int, 'gpu_names': [...], 'tpu': bool, 'cpu_bf16': bool,
-    'cpu_fp16': bool, 'cpu_model': str, 'logical_cores': int}; cached per process."""
+    'cpu_fp16': bool, 'cpu_model': str, 'logical_cores': int, 'backends':
+    installed_backends()}; cached per process."""
     flags = cpu_flags()
     names = nvidia_gpus()
     return {
@@ -94,4 +95,5 @@ def quick_facts() -> dict:
         "cpu_fp16": bool(flags & {"avx512_fp16", "amx_fp16"}),
         "cpu_model": cpu_model(),
         "logical_cores": os.cpu_count() or 1,
+        "backends": installed_backends(),
     }
