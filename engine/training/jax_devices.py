@@ -72,10 +72,8 @@ def configure(device_type: str, n: int) -> JaxSetup:
                               "XLA_FLAGS must be set before JAX starts (engine.training.backends.use)")
         devs, physical, simulated = cpus[:n], 1, n > 1
     names = [f"{d.platform}:{d.id}" for d in devs]
-    dist = None
-    if n > 1:
-        dist = keras.distribution.DataParallel(devices=names)
-        keras.distribution.set_distribution(dist)
+    dist = keras.distribution.DataParallel(devices=names) if n > 1 else None
+    keras.distribution.set_distribution(dist)  # None: plain single-device placement
     return JaxSetup(_NoStrategy(), kind, n, simulated, physical, names, distribution=dist)
 
 
