@@ -170,7 +170,7 @@ def speed_and_training_controls(f: Form, sb) -> None:
     if hardware is not None and _cached_facts() is None:
         sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
                      help="See which of these options should pay off on this machine (a few seconds)")
-    f.select("backend", "Keras backend", BACKENDS, format_func=BACKEND_LABELS.get)
+    f.select("backend", "Keras backend", BACKENDS)
     f.select("precision", "Precision", PRECISIONS)
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
@@ -187,8 +187,12 @@ def speed_and_training_controls(f: Form, sb) -> None:
         f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
                                        f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
     f.number("steps_per_execution", "Steps per execution", min_value=1, step=1)
-    f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile,
-            disabled=f.values["backend"] == "jax")  # JAX always compiles with XLA
+    if f.values["backend"] == "jax":  # JAX compiles every step with XLA: nothing to choose
+        f.values["jit_compile"] = True
+        sb.markdown(":material/check_box: XLA (jit_compile): always on with JAX")
+        f.slots["jit_compile"] = sb.empty()
+    else:
+        f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
 
     sb.markdown("#### Training")
     f.number("epochs", "Epochs", min_value=1, step=1)
@@ -444,7 +448,7 @@ def hardware_hints(cfg: RunConfig) -> dict:
             hints["backend"] = (f":{VERDICT_COLORS.get(b['verdict'], 'gray')}-badge[{b['verdict']}] "
                                 f"{BACKEND_LABELS[b['backend']]} {b['version'] or ''}: {b['reason']}")
         if cfg.backend == "jax":
-            hints["jit_compile"] = "JAX compiles every train step with XLA: always on"
+            hints.pop("jit_compile")
         if cfg.precision != "float32":
             hints["precision"] = line(cfg.precision)
         else:
