@@ -37,9 +37,10 @@ FLAG_MEANING = {"avx512_bf16": "bfloat16 dot products (AVX-512)",
                 "avx512_fp16": "float16 arithmetic (AVX-512)", "amx_fp16": "float16 matrix tiles (AMX)",
                 "avx512f": "AVX-512 foundation (wide float32 vectors)"}
 # The Train page's controls that a benchmark cell sets (widget key = RunConfig field).
-TRAIN_FIELDS = ("precision", "steps_per_execution", "jit_compile", "devices", "workers")
+TRAIN_FIELDS = ("backend", "precision", "steps_per_execution", "jit_compile", "devices", "workers")
 BENCH_COLUMNS = {
     "best": st.column_config.TextColumn("", width="small"),
+    "backend": st.column_config.TextColumn("backend"),
     "precision": st.column_config.TextColumn("precision"),
     "steps_per_execution": st.column_config.NumberColumn("steps / execution", format="%d"),
     "jit_compile": st.column_config.CheckboxColumn("XLA"),
@@ -157,8 +158,8 @@ def versions_line(facts: dict) -> str:
     build = (f"CUDA {b.get('cuda_version')}, cuDNN {b.get('cudnn_version')} build"
              if b.get("is_cuda_build") else "CPU-only build")
     driver = (facts.get("driver") or {}).get("version")
-    parts = [f"Python {sw.get('python', '?')}", f"TensorFlow {sw.get('tensorflow', '?')} ({build})",
-             f"Keras {sw.get('keras', '?')}"]
+    parts = [f"Python {sw.get('python', '?')}", f"TensorFlow {sw.get('tensorflow') or 'not installed'} ({build})",
+             *([f"JAX {sw['jax']}"] if sw.get("jax") else []), f"Keras {sw.get('keras', '?')}"]
     if driver:
         parts.append(f"NVIDIA driver {driver}")
     return " · ".join(parts)
@@ -170,6 +171,16 @@ def verdict_table(facts: dict, device: str) -> str:
     for v in hardware.verdicts(facts, device):
         reason = v["reason"].replace("|", "/")
         rows.append(f"| {OPTION_NAMES.get(v['option'], v['option'])} | {badge(v['verdict'])} | {reason} |")
+    return "\n".join(rows)
+
+
+def backend_table(facts: dict, device: str) -> str:
+    """The installed Keras backends with their versions, devices and verdicts (Markdown)."""
+    rows = ["| Backend | Version | Devices | On this machine | Why |", "| --- | --- | --- | --- | --- |"]
+    for b in hardware.backend_verdicts(facts, device):
+        name = {"tensorflow": "TensorFlow", "jax": "JAX"}.get(b["backend"], b["backend"])
+        rows.append(f"| {name} | {b['version'] or 'not installed'} | {', '.join(b['devices']) or '–'} | "
+                    f"{badge(b['verdict'])} | {b['reason'].replace('|', '/')} |")
     return "\n".join(rows)
 
 
@@ -200,6 +211,8 @@ def probe_section() -> None:
                   "the hardware (TensorFlow's mixed precision guide, Intel's oneDNN bf16 guide); the "
                   "quick benchmark below measures them.")
     st.markdown(verdict_table(facts, device or "auto"))
+    st.markdown("#### Keras backends")
+    st.markdown(backend_table(facts, device or "auto"))
 
 
 # --- the quick benchmark -------------------------------------------------------------

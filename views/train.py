@@ -23,9 +23,9 @@ from engine.jobs import runner
 from engine.jobs import demo
 from engine.transfer_source import saved_model_path
 from engine.data import userdata
-from engine.report.compare import compare, live_summary, progress
+from engine.report.compare import backend_speedup, compare, live_summary, progress
 from engine.report.table import incomplete_note
-from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
+from engine.config import (BACKBONES, BACKENDS, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
 from engine.hardware.machine import cpu_line, quick_facts
@@ -48,6 +48,7 @@ WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
 OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" for these fields
 HARDWARE_PAGE = "views/hardware.py"
+BACKEND_LABELS = {"tensorflow": "TensorFlow", "jax": "JAX"}
 VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
                   "measure": "orange"}
 # LR range test: the sweep's range and length (engine.jobs.lr_find defaults).
@@ -172,6 +173,7 @@ def speed_and_training_controls(f: Form, sb) -> None:
     if hardware is not None and _cached_facts() is None:
         sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
                      help="See which of these options should pay off on this machine (a few seconds)")
+    f.select("backend", "Keras backend", BACKENDS)
     f.select("precision", "Precision", PRECISIONS)
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
@@ -188,7 +190,12 @@ def speed_and_training_controls(f: Form, sb) -> None:
         f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
                                        f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
     f.number("steps_per_execution", "Steps per execution", min_value=1, step=1)
-    f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
+    if f.values["backend"] == "jax":  # JAX compiles every step with XLA: nothing to choose
+        f.values["jit_compile"] = True
+        sb.markdown(":material/check_box: XLA (jit_compile): always on with JAX")
+        f.slots["jit_compile"] = sb.empty()
+    else:
+        f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
 
     sb.markdown("#### Training")
     f.number("epochs", "Epochs", min_value=1, step=1)
@@ -441,6 +448,13 @@ def hardware_hints(cfg: RunConfig) -> dict:
             return f":{VERDICT_COLORS.get(v['verdict'], 'gray')}-badge[{v['verdict']}] {v['reason']}"
 
         hints = {"jit_compile": line("xla"), "devices": line("multi_device")}
+        b = next((v for v in hardware.backend_verdicts(facts, cfg.device_type) if v["backend"] == cfg.backend),
+                 None)
+        if b is not None:
+            hints["backend"] = (f":{VERDICT_COLORS.get(b['verdict'], 'gray')}-badge[{b['verdict']}] "
+                                f"{BACKEND_LABELS[b['backend']]} {b['version'] or ''}: {b['reason']}")
+        if cfg.backend == "jax":
+            hints.pop("jit_compile")
         if cfg.precision != "float32":
             hints["precision"] = line(cfg.precision)
         else:
@@ -714,6 +728,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     left, right = st.columns([1, 2.4], gap="medium")
     with left:
         speedup_panel(base, run, cmp)
+        backend_line(store, run)
     with right:
         st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)
@@ -837,6 +852,24 @@ def time_row(base: dict | None, run: dict | None, cmp: dict | None) -> None:
     if not any(b for _, b in rows):
         return
     st.plotly_chart(charts.time_figure(rows), key="time_parts", config=PLOTLY_CONFIG)
+def backend_line(store: Store, run: dict | None) -> None:
+    """The backend speedup: this run against the same configuration stored on the
+    other Keras backend (engine.report.compare.backend_speedup), or how to get one."""
+    if run is None or run["status"] != "completed":
+        return
+    b = backend_speedup(store, run["id"])
+    if b is None:
+        if (run.get("config") or {}).get("backend") == "jax":
+            st.caption(":material/compare_arrows: Backend speedup: no TensorFlow run of this configuration "
+                       "is stored yet; launch it with Keras backend TensorFlow to compare the backends.")
+        return
+    x = b["steady_speedup"]
+    st.metric(f"Backend speedup ({b['backend']} vs {b['other_backend']}, steady)", "—" if x is None else f"{x:.2f}×",
+              border=True, help=f"steady samples/s of run #{run['id']} on {b['backend']} / run "
+                                f"#{b['baseline_id']}, the same configuration on {b['other_backend']}"
+                                + (" (with XLA)" if b["other_jit_compile"] else ""))
+    st.caption(f"Backend speedup **{'—' if x is None else f'{x:.2f}×'}**: {b['backend']} run #{run['id']} "
+               f"vs {b['other_backend']} run #{b['baseline_id']}, same configuration.")
 
 
 def live_view(was_active: bool) -> None:

@@ -163,6 +163,7 @@ def print_summary(s: dict) -> None:
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (traced executions: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
+        ("backend", s.get("backend") or "tensorflow"),
         ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
@@ -186,6 +187,13 @@ def print_summary(s: dict) -> None:
                                     "then keras.models.load_model(path))"))
     if s.get("comparison"):
         rows += speedup_rows(s["comparison"])
+    if s.get("backend_comparison"):
+        c = s["backend_comparison"]
+        tta = c.get("time_to_accuracy_speedup")
+        rows.append(("backend speedup", f"{c['backend']} vs {c['other_backend']} (run {c['baseline_id']}, same "
+                                        f"configuration): {fmt(c.get('steady_speedup'), 3)}x steady, "
+                                        f"{fmt(c.get('end_to_end_speedup'), 3)}x end-to-end"
+                                        + (f", {tta:.2f}x time to accuracy" if tta else "")))
     if s.get("error"):
         rows.append(("error", s["error"]))
     for k, v in rows:

@@ -14,6 +14,11 @@ import shutil
 import subprocess
 from typing import Optional
 
+# Keras backends SpeedLab can run on, and the distributions that provide them.
+BACKEND_DISTRIBUTIONS = {"tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-intel",
+                                        "tensorflow-macos", "tf-nightly"),
+                         "jax": ("jax",), "jaxlib": ("jaxlib",)}
+
 LOW_PRECISION_FLAGS = ("avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16", "amx_tile", "avx512f")
 
 
@@ -142,11 +147,29 @@ def tpu_hint() -> bool:
     return env or bool(glob.glob("/dev/accel[0-9]*")) or bool(glob.glob("/dev/vfio/[0-9]*"))
 
 
+def installed_backends() -> dict:
+    """{'tensorflow': version or None, 'jax': ..., 'jaxlib': ...} from package metadata
+    (imports neither)."""
+    from importlib import metadata
+
+    out = {}
+    for name, dists in BACKEND_DISTRIBUTIONS.items():
+        out[name] = None
+        for dist in dists:
+            try:
+                out[name] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def quick_facts() -> dict:
     """{'gpus': int, 'gpu_names': [...], 'tpu': bool, 'cpu_bf16': bool,
     'cpu_fp16': bool, 'cpu_model': str, 'logical_cores': int, 'usable_cpus': int,
-    'affinity_cpus': int, 'cpu_quota': float | None (see `cpu_facts`)}; cached per process."""
+    'affinity_cpus': int, 'cpu_quota': float | None (see `cpu_facts`), 'backends':
+    installed_backends()}; cached per process."""
     flags = cpu_flags()
     names = nvidia_gpus()
     return {
@@ -157,4 +180,5 @@ def quick_facts() -> dict:
         "cpu_fp16": bool(flags & {"avx512_fp16", "amx_fp16"}),
         "cpu_model": cpu_model(),
         **cpu_facts(),
+        "backends": installed_backends(),
     }

@@ -83,6 +83,9 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         store.set_worker(run_id, cluster.task_index, "running", pid=os.getpid(),
                          address=cluster.workers[cluster.task_index], host=socket.gethostname())
 
+    from engine.training import backends
+
+    backends.use(cfg.backend, cfg.device_type, cfg.devices)  # before anything imports Keras
     from engine.training.recorder import Writer
 
     # One short attempt per flush: the writer keeps its rows and retries while it goes on sampling.
@@ -99,7 +102,10 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         if chief:
             store.update_run(run_id, environment=env, plan=plan)
         if plan["device_kind"] == "GPU":
-            from engine.training.devices import gpu_memory_mb
+            if cfg.backend == "jax":
+                from engine.training.jax_devices import gpu_memory_mb
+            else:
+                from engine.training.devices import gpu_memory_mb
 
             names = env["devices"]
             writer.gpu_mem_fn = lambda: gpu_memory_mb(names)

@@ -68,11 +68,11 @@ def run_label(run: Mapping) -> str:
 
 
 def _speed_parts(cfg: Mapping) -> list:
-    """Steps per execution, XLA and schedule, each only when it is not the default."""
-    parts = []
+    """Backend, steps per execution, XLA and schedule, each only when it is not the default."""
+    parts = ["JAX"] if cfg.get("backend") == "jax" else []
     if cfg.get("steps_per_execution", 1) > 1:
         parts.append(f"spe {cfg['steps_per_execution']}")
-    if cfg.get("jit_compile"):
+    if cfg.get("jit_compile") and cfg.get("backend") != "jax":  # JAX: always XLA
         parts.append("XLA")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
@@ -538,13 +538,21 @@ def bench_cell_name(cell: Mapping) -> str:
     dev = f"{int(cell['devices'])} device" + ("s" if int(cell["devices"]) != 1 else "")
     if cell.get("simulated"):
         dev += " (simulated)"
+    if _is_jax(cell):
+        return (f"JAX · {_PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
+                f"{int(cell['steps_per_execution'])} · {dev}")
     return (f"{_PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
             f"{int(cell['steps_per_execution'])} · XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
 
 
+def _is_jax(cell: Mapping) -> bool:
+    b = cell.get("backend")
+    return isinstance(b, str) and b == "jax"
+
+
 def _is_bench_baseline(row) -> bool:
     return (row["precision"] == "float32" and int(row["steps_per_execution"]) == 1
-            and not bool(row["jit_compile"]) and int(row["devices"]) == 1)
+            and not bool(row["jit_compile"]) and int(row["devices"]) == 1 and not _is_jax(row))
 
 
 def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each option combination",
@@ -573,10 +581,15 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
     for col, default in (("samples_per_sec", np.nan), ("repeats", 1), ("simulated", False)):
         if col not in df:
             df[col] = default
-    df["group"] = [f"spe {int(s)} · XLA {'on' if x else 'off'}"
-                   for s, x in zip(df["steps_per_execution"], df["jit_compile"])]
-    order = [f"spe {s} · XLA {'on' if x else 'off'}" for s, x in
-             sorted({(int(s), bool(x)) for s, x in zip(df["steps_per_execution"], df["jit_compile"])})]
+    # JAX cells (always XLA) get groups of their own, after TensorFlow's.
+    jax = [_is_jax(r) for _, r in df.iterrows()]
+
+    def group(s, x, j):
+        return f"JAX · spe {s}" if j else f"spe {s} · XLA {'on' if x else 'off'}"
+
+    df["group"] = [group(int(s), x, j) for s, x, j in zip(df["steps_per_execution"], df["jit_compile"], jax)]
+    order = [group(s, x, j) for j, s, x in
+             sorted({(j, int(s), bool(x)) for s, x, j in zip(df["steps_per_execution"], df["jit_compile"], jax)})]
     df["err_plus"] = (df["speedup_max"] - df["speedup"]).clip(lower=0)
     df["err_minus"] = (df["speedup"] - df["speedup_min"]).clip(lower=0)
     df["is_baseline"] = [_is_bench_baseline(r) for _, r in df.iterrows()]

@@ -162,6 +162,52 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     }
 
 
+# A configuration is "the same" on two backends when everything but these matches
+# (JAX always compiles the step with XLA, whatever jit_compile says on TensorFlow).
+_BACKEND_FIELDS = ("backend", "jit_compile")
+BACKEND_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX"}
+
+
+def _backend_free(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in _BACKEND_FIELDS}
+
+
+def other_backend_run(store: Store, run: dict) -> Optional[dict]:
+    """The newest completed run of the same configuration on another backend, measured
+    on the same host, or None. Everything but backend and jit_compile must match."""
+    mine = _backend_free(run["config"])
+    backend = run["config"].get("backend", "tensorflow")
+    host = (run.get("environment") or {}).get("hostname")
+    for other in store.list_runs(["completed"]):
+        if other["id"] == run["id"] or other["config"].get("backend", "tensorflow") == backend:
+            continue
+        if _backend_free(other["config"]) == mine and (host is None or (other.get("environment") or {})
+                                                       .get("hostname") == host):
+            return other
+    return None
+
+
+def backend_speedup(store: Store, run_id: int) -> Optional[dict]:
+    """The backend speedup of run `run_id`: the same configuration measured on another
+    Keras backend (`other_backend_run`) as the reference.
+
+    Returns: `compare(store, other_id, run_id)` plus 'backend' and 'other_backend' (names
+    as written, e.g. 'JAX', 'TensorFlow') and 'other_jit_compile' (whether the reference
+    ran with XLA); None when the run does not exist or has no such counterpart.
+    """
+    run = store.get_run(run_id)
+    if run is None:
+        return None
+    other = other_backend_run(store, run)
+    if other is None:
+        return None
+    out = compare(store, other["id"], run_id)
+    out.update(backend=BACKEND_NAMES.get(run["config"].get("backend", "tensorflow")),
+               other_backend=BACKEND_NAMES.get(other["config"].get("backend", "tensorflow")),
+               other_jit_compile=bool(other["config"].get("jit_compile")))
+    return out
+
+
 def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = None) -> dict:
     """The run's summary; for a run still in progress, figures computed from the
     executions stored so far (same arithmetic as the final summary). `execs`
