@@ -89,7 +89,7 @@ def race_figure(curves: pd.DataFrame, target: float, best: Optional[float] = Non
                                  line=dict(color=g["color"].iloc[0], width=3), marker=dict(size=9),
                                  hovertemplate="%{y:.4f} at %{x:.2f} s<extra>" + label + "</extra>"))
     fig.add_hline(y=target, line=dict(color="#111827", dash="dash", width=1.5),
-                  annotation_text=f"target {target:g}", annotation_position="bottom right")
+                  annotation_text=f"target {target:g}", annotation_position="bottom left")
     if best is not None:
         fig.add_vline(x=best, line=dict(color=BEST_COLOR, dash="dot", width=2),
                       annotation_text=f"best {best:.2f} s", annotation_position="top left")
@@ -97,6 +97,7 @@ def race_figure(curves: pd.DataFrame, target: float, best: Optional[float] = Non
         fig.add_vline(x=limit, line=dict(color=PALETTE[4], dash="dot", width=2),
                       annotation_text="share of budget", annotation_position="top left")
     _style(fig, "training time (s)", "val accuracy", title, height)
+    fig.update_xaxes(rangemode="tozero")  # from 0: the warm-up before the first validation shows
     return fig
 
 
