@@ -79,7 +79,7 @@ def main() -> None:
           f"{', '.join(f'{x:.1f}' for x in load0)} before, {', '.join(f'{x:.1f}' for x in load1)} after; "
           f"{time.monotonic() - t0:.0f} s in all")
     print(f"search: {len(state['trials'])} trials in {state['search_wall_sec']:.0f} s (budget {a.budget:.0f} s); "
-          f"one-cycle max LR {state['max_lr']['value']:.3g} from {state['max_lr']['source']}")
+          f"one-cycle max LR {', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}")
     w = state.get("winner")
     if not w:
         print(f"no trial reached {a.target}")

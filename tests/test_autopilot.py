@@ -45,6 +45,8 @@ def test_search_space_follows_the_hardware_verdicts():
     assert c["batch_size"] == (64, 128, 256, 512)
     assert c["cycle_epochs"] == (5, 10, 20)                  # 1/4, 1/2, all of the 20-epoch cap
     assert c["steps_per_execution"] == (1, 2, 4, 8, 16)
+    assert c["max_lr"] == (0.01,)                            # no LR range test yet: 10x the base LR
+    assert sp.search_space([], DIGITS, {}, max_lrs=(0.007, 0.0033, 0.007)).choices["max_lr"] == (0.0033, 0.007)
     assert any(n.startswith("mixed_float16 left out (slower)") for n in s.notes)
     assert any("several devices left out" in n for n in s.notes)
 
@@ -60,10 +62,10 @@ def test_search_space_follows_the_hardware_verdicts():
 
 
 def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
-    s = space_for(cpu_facts())
+    s = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007))
     h = sp.hint_params(s, verdicts(cpu_facts(), "auto"))
-    assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 8, "batch_size": 256,
-                 "schedule": "one_cycle", "cycle_epochs": 10, "label_smoothing": 0.1,
+    assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 2, "batch_size": 256,
+                 "schedule": "one_cycle", "cycle_epochs": 10, "max_lr": 0.007, "label_smoothing": 0.1,
                  "jit_compile": False, "devices": 1}
 
 
@@ -76,7 +78,8 @@ def test_trial_config_scales_the_lr_and_caps_steps_per_execution():
     assert (cfg.scale_lr, cfg.reference_batch_size, cfg.warmup_epochs) == (True, 128, 1.0)
     assert (cfg.schedule, cfg.max_lr, cfg.epochs) == ("constant", None, 20)
     assert cfg.stop_at_target and cfg.target_accuracy == 0.95
-    oc = sp.trial_config(DIGITS, {**p, "batch_size": 128, "schedule": "one_cycle", "cycle_epochs": 5}, 0.004)
+    oc = sp.trial_config(DIGITS, {**p, "batch_size": 128, "schedule": "one_cycle", "cycle_epochs": 5,
+                                  "max_lr": 0.004})
     assert (oc.schedule, oc.max_lr, oc.epochs, oc.warmup_epochs, oc.scale_lr) == ("one_cycle", 0.004, 5, 0.0, False)
     assert oc.steps_per_execution == 8  # 12 steps per epoch at batch 128
     assert sp.describe(cfg, baseline_config(DIGITS)) == ("bfloat16 · 3 steps per execution · batch 512 + scaled LR "
@@ -170,6 +173,15 @@ def test_same_seed_gives_the_same_proposals():
     assert a == b
     assert a[0] == hint  # the hint goes first
     assert sequence(8)[1:] != a[1:]  # another seed proposes otherwise
+
+
+def test_store_last_t_is_the_newest_execution_or_system_time(store):
+    rid = store.create_run(DIGITS.to_json())
+    assert store.last_t(rid) is None
+    store.add_metrics(rid, system=[(0.4, 90.0, 500.0, 20.0, None, 0), (1.4, 95.0, 510.0, 20.0, None, 0)])
+    assert store.last_t(rid) == 1.4  # during the warm-up only system samples exist
+    store.add_metrics(rid, executions=[(0, 0, 1, 1, 2.25, 2.25, 56.9, 2.3, 1e-3, 1, None)])
+    assert store.last_t(rid) == 2.25
 
 
 # --- settings and the CLI -------------------------------------------------------------
@@ -307,3 +319,20 @@ def test_reruns_alternate_on_fresh_seeds_and_ablation_runs_differ_in_one_setting
                 assert a["factor"] == pytest.approx(a["time_to_target_sec"] / conf["times"]["winner"][0])
     finally:
         store.close()
+
+
+def test_max_lr_choices_come_from_the_lr_range_test(store_home):
+    from engine.jobs import lr_find
+
+    assert autopilot.lr_choices({"suggested": 0.0033, "steepest": 0.0033, "min_over_10": 0.0071}) == [0.0033, 0.0071]
+    base = DIGITS
+    got = autopilot.choose_max_lr(base, 60)  # nothing stored, budget under 120 s: no test
+    assert got == {"value": 0.005, "choices": [0.005],
+                   "source": "no LR range test (budget under 120 s): 5x the base learning rate"}
+    assert autopilot.choose_max_lr(base, 60, max_lr=0.02)["choices"] == [0.02]
+    lr_find.save({"config": base.to_dict(), "suggestion": {"suggested": 0.0033, "steepest": 0.0033,
+                                                           "min_over_10": 0.0071}})
+    got = autopilot.choose_max_lr(base, 60)
+    assert (got["value"], got["choices"], got["source"]) == (0.0071, [0.0033, 0.0071], "the stored LR range test")
+    # A test for another model does not count.
+    assert autopilot.choose_max_lr(base.replace(model="mlp"), 60)["choices"] == [0.005]

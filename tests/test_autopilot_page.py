@@ -122,3 +122,13 @@ def test_running_search_shows_progress_and_blocks_other_measurements(store_home)
     at.button(key="launch").click().run()
     assert "Not launched: the autopilot is searching" in texts(at.warning)
     background.write_json(autopilot.progress_path(), {"state": "done", "pid": None, "started": 1.0})
+
+
+def test_train_page_renders_with_an_autopilot_trial_newest(store):
+    """The Train page shows the newest group; a trial's group has no 'run' or 'baseline' role."""
+    from test_pages import fake_run
+
+    fake_run(store, BASE, role="trial", group="autopilot-abc123-t1", ttt=2.5)
+    at = app()
+    no_errors(at)
+    assert "#1 fp32" in texts(at.markdown)

@@ -98,8 +98,8 @@ def summary_lines(state: dict) -> list[str]:
     reached = sum(1 for t in state["trials"] if t["kind"] == "reached")
     pruned = sum(1 for t in state["trials"] if t["kind"] == "pruned")
     out.append(f"search: {n} trials in {state.get('search_wall_sec') or 0:.0f} s (budget "
-               f"{state['budget_sec']:.0f} s): {reached} reached {target:g}, {pruned} pruned; max LR "
-               f"{state['max_lr']['value']:.3g} from {state['max_lr']['source']}" if state.get("max_lr") else
+               f"{state['budget_sec']:.0f} s): {reached} reached {target:g}, {pruned} pruned; one-cycle max LR "
+               f"{', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}" if state.get("max_lr") else
                f"search: {n} trials")
     w = state.get("winner")
     if not w:

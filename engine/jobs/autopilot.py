@@ -201,32 +201,44 @@ def _lr_key(c: dict) -> tuple:
                                     "label_subset", "seed"))
 
 
+def lr_choices(suggestion: dict) -> list[float]:
+    """One-cycle peak LRs from an LR range test's suggestion (engine.jobs.lr_find.suggest):
+    its 'steepest' descent and its 'min_over_10' (the minimum loss's LR / 10),
+    the two rules of the test, distinct and ascending."""
+    return sorted({float(suggestion[k]) for k in ("steepest", "min_over_10", "suggested") if suggestion.get(k)})
+
+
 def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
                   max_lr: Optional[float] = None) -> dict:
-    """One-cycle's peak LR at the base batch: {'value', 'source' (one line)}.
+    """One-cycle's peak LRs at the base batch: {'value' (the highest), 'choices'
+    (ascending), 'source' (one line)}.
 
     `max_lr` given: that. Else the stored LR range test (engine.jobs.lr_find) for
     the same data, model, batch, optimizer, LR and seed. Else, with `lr_find`
     'yes', or 'auto' and a budget of at least LR_FIND_MIN_BUDGET_S, a new one
-    (its seconds count in the budget). Else FALLBACK_MAX_LR_FACTOR x the base LR.
+    (its seconds count in the budget). From a test: `lr_choices`. Else
+    FALLBACK_MAX_LR_FACTOR x the base LR.
     Raises: engine.jobs.lr_find.LRFindError when a requested test fails.
     """
     from engine.jobs import lr_find as lr_find_mod
 
+    def out(choices, source):
+        return {"value": choices[-1], "choices": choices, "source": source}
+
     if max_lr is not None:
-        return {"value": float(max_lr), "source": "given"}
+        return out([float(max_lr)], "given")
     latest = lr_find_mod.load_latest() or {}
-    sug = (latest.get("suggestion") or {}).get("suggested")
-    if sug and _lr_key(latest.get("config") or {}) == _lr_key(base.to_dict()):
-        return {"value": float(sug), "source": "the stored LR range test"}
+    choices = lr_choices(latest.get("suggestion") or {})
+    if choices and _lr_key(latest.get("config") or {}) == _lr_key(base.to_dict()):
+        return out(choices, "the stored LR range test")
     if lr_find == "yes" or (lr_find == "auto" and budget_s >= LR_FIND_MIN_BUDGET_S):
         res = lr_find_mod.run(base.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False))
-        sug = (res.get("suggestion") or {}).get("suggested")
-        if sug:
-            return {"value": float(sug), "source": f"an LR range test ({res.get('wall_sec', 0):.0f} s)"}
-    value = FALLBACK_MAX_LR_FACTOR * base.learning_rate
+        choices = lr_choices(res.get("suggestion") or {})
+        if choices:
+            return out(choices, f"an LR range test ({res.get('wall_sec', 0):.0f} s)")
     why = ("no LR range test" + (f" (budget under {LR_FIND_MIN_BUDGET_S:.0f} s)" if lr_find == "auto" else ""))
-    return {"value": value, "source": f"{why}: {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate"}
+    return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate],
+               f"{why}: {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate")
 
 
 # --- one run, watched --------------------------------------------------------------
@@ -413,6 +425,8 @@ class Autopilot:
         deadline = t0 + self.budget_s
         self._update(phase="search", search_started=time.time(), search_deadline=time.time() + self.budget_s)
         self._update(max_lr=choose_max_lr(self.base, self.budget_s, self.lr_find, self.max_lr_given))
+        self.space = space_mod.search_space(self.verdicts, self.base, self.facts, self.state["max_lr"]["choices"])
+        self._update(space=self.space.to_dict())
         proposer = Proposer(self.space, self.seed, space_mod.hint_params(self.space, self.verdicts))
         store = Store(self.store_path)
         seen: dict[str, dict] = {}

@@ -79,14 +79,17 @@ def real_devices(facts: dict, device_type: str) -> int:
     return 1
 
 
-def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict] = None) -> SearchSpace:
+def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict] = None,
+                 max_lrs: tuple = ()) -> SearchSpace:
     """The choices for `base` on a machine with these verdicts
     (engine.hardware.verdicts.verdicts(facts, base.device_type)).
 
     Batches: BATCH_FACTORS x base.batch_size, kept when at least the replica
     count and at most the training samples. Steps per execution: SPE_CHOICES
     (trial_config caps them at an epoch's steps). One-cycle lengths:
-    CYCLE_FRACTIONS of base.epochs (the cap every trial runs at most).
+    CYCLE_FRACTIONS of base.epochs (the cap every trial runs at most); its peak
+    LRs at the base batch: `max_lrs` (the LR range test's rules), default 10x
+    the base LR (Keras's and SpeedLab's default for one_cycle).
     """
     v = {x["option"]: x for x in verdict_list}
     notes = []
@@ -123,6 +126,7 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
         "schedule": ("constant", "one_cycle"),
         "warmup_epochs": WARMUP_CHOICES,
         "cycle_epochs": cycles,
+        "max_lr": tuple(sorted({float(x) for x in max_lrs})) or (10.0 * base.learning_rate,),
         "label_smoothing": LABEL_SMOOTHING_CHOICES,
         "jit_compile": jit,
         "devices": devices,
@@ -138,6 +142,7 @@ def suggest(trial, space: SearchSpace) -> dict:
          for name in ("precision", "steps_per_execution", "batch_size", "schedule")}
     if p["schedule"] == "one_cycle":
         p["cycle_epochs"] = trial.suggest_categorical("cycle_epochs", c["cycle_epochs"])
+        p["max_lr"] = trial.suggest_categorical("max_lr", c["max_lr"])
     elif p["batch_size"] > space.base_batch:
         p["warmup_epochs"] = trial.suggest_categorical("warmup_epochs", c["warmup_epochs"])
     for name in ("label_smoothing", "jit_compile", "devices"):
@@ -148,33 +153,40 @@ def suggest(trial, space: SearchSpace) -> dict:
 def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
     """The first trial: what the hardware verdicts and the hand-tuned preset
     (benchmarks/time_to_accuracy.py) suggest, so that the pruning has a good
-    time to beat early: the fastest low precision with a 'faster' verdict, 8
+    time to beat early: the fastest low precision with a 'faster' verdict, 2
     steps per execution, twice the base batch with scaled LR, one-cycle over
-    the middle length, label smoothing 0.1, XLA where its verdict is 'faster',
-    every real device."""
+    the middle length at the highest max LR offered, label smoothing 0.1, XLA
+    where its verdict is 'faster', every real device.
+
+    Only 2 steps per execution: when the time to a target is short, the warm-up
+    (tracing the step) is most of it, and tracing grows with the steps fused
+    into one call (on digits, on a 2-core CPU: a first execution of 1.6 s at 2
+    steps per execution, 3.5 s at 6)."""
     c = space.choices
     v = {x["option"]: x.get("verdict") for x in verdict_list}
     fast = [p for p in c["precision"] if v.get(p) == "faster"]
     double = [b for b in c["batch_size"] if b == 2 * space.base_batch]
     return {
         "precision": fast[0] if fast else "float32",
-        "steps_per_execution": 8 if 8 in c["steps_per_execution"] else c["steps_per_execution"][-1],
+        "steps_per_execution": 2 if 2 in c["steps_per_execution"] else c["steps_per_execution"][0],
         "batch_size": double[0] if double else space.base_batch if space.base_batch in c["batch_size"]
         else c["batch_size"][-1],
         "schedule": "one_cycle",
         "cycle_epochs": c["cycle_epochs"][len(c["cycle_epochs"]) // 2],
+        "max_lr": c["max_lr"][-1],
         "label_smoothing": 0.1 if 0.1 in c["label_smoothing"] else c["label_smoothing"][0],
         "jit_compile": v.get("xla") == "faster" and True in c["jit_compile"],
         "devices": max(c["devices"]),
     }
 
 
-def trial_config(base: RunConfig, params: dict, max_lr: float) -> RunConfig:
+def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) -> RunConfig:
     """The RunConfig of one trial: `base` (data, model, optimizer, base learning
     rate, seed, target, epoch cap) with the trial's parameters. A batch other
     than the base's scales the LR linearly (reference = the base batch);
     steps per execution are capped at an epoch's steps (Keras runs at most one
-    epoch per execution). `max_lr` is one-cycle's peak LR at the base batch.
+    epoch per execution). One-cycle's peak LR at the base batch is params'
+    'max_lr', else `max_lr`.
 
     Raises: ConfigError if the combination is invalid (e.g. a batch the devices do not divide).
     """
@@ -185,7 +197,8 @@ def trial_config(base: RunConfig, params: dict, max_lr: float) -> RunConfig:
     if batch != base.batch_size:
         changes.update(scale_lr=True, reference_batch_size=base.batch_size)
     if params["schedule"] == "one_cycle":
-        changes.update(schedule="one_cycle", max_lr=float(max_lr), epochs=int(params["cycle_epochs"]),
+        changes.update(schedule="one_cycle", max_lr=float(params.get("max_lr") or max_lr),
+                       epochs=int(params["cycle_epochs"]),
                        warmup_epochs=0.0)
     else:
         changes.update(schedule="constant", warmup_epochs=float(params.get("warmup_epochs", 0.0)))
