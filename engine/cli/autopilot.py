@@ -173,7 +173,8 @@ def main(args) -> int:
     ap.on_update = on_update
     if not args.quiet:
         print(f"autopilot {ap.id}: {base.dataset}, {base.model}, target {target:g}, budget {args.budget:.0f} s; "
-              f"searching {', '.join(f'{k} {list(v)}' for k, v in ap.space.choices.items() if len(v) > 1)}",
+              f"searching {', '.join(f'{k} {list(v)}' for k, v in ap.space.choices.items()
+                                 if len(v) > 1 and k != "max_lr")} (one-cycle's max LR comes next)",
               file=sys.stderr, flush=True)
     try:
         state = ap.run()
