@@ -4,7 +4,6 @@ planted slow trial, re-runs and an ablation on real runs."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import psutil
