@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-
 from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, VIEWPORT, full_screenshot, playwright_api, server, wait_for
 
 __all__ = ["server"]  # the fixture, re-used
