@@ -15,6 +15,7 @@ PAGES = [
     st.Page("views/train.py", title="Train", icon=":material/rocket_launch:", default=True),
     st.Page("views/runs.py", title="Runs", icon=":material/table_chart:"),
     st.Page("views/hardware.py", title="Hardware", icon=":material/memory:"),
+    st.Page("views/autopilot.py", title="Autopilot", icon=":material/travel_explore:"),
 ]
 
 st.navigation(PAGES, position="top").run()

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from engine.data.meta import canonical, check_split, dataset_info
+from engine.data.meta import canonical, check_split, dataset_info, default_target
 from engine.errors import ConfigError
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -60,6 +60,7 @@ class RunConfig:
     seed: int = 0
     validation_fraction: float = 0.2
     target_accuracy: Optional[float] = None
+    stop_at_target: bool = False
     # Synthetic data (pure-throughput checks, as classic TF benchmark harnesses do).
     synthetic_shape: tuple = (32, 32, 3)
     synthetic_classes: int = 10
@@ -262,6 +263,7 @@ def _validate(c: RunConfig) -> None:
     _bool("scale_lr", c.scale_lr)
     _bool("reduce_on_plateau", c.reduce_on_plateau)
     _bool("save_model", c.save_model)
+    _bool("stop_at_target", c.stop_at_target)
     _choice("optimizer", c.optimizer, OPTIMIZERS)
     _num("learning_rate", c.learning_rate, 0.0, 10.0, lo_open=True)
     _num("momentum", c.momentum, 0.0, 1.0, hi_open=True)
@@ -269,6 +271,9 @@ def _validate(c: RunConfig) -> None:
     _num("validation_fraction", c.validation_fraction, 0.0, 0.5, lo_open=True)
     if c.target_accuracy is not None:
         _num("target_accuracy", c.target_accuracy, 0.0, 1.0, lo_open=True)
+    if c.stop_at_target and c.target_accuracy is None and default_target(c.dataset, c) is None:
+        raise ConfigError("stop_at_target", True, f"needs a target accuracy, and {c.dataset} has no default",
+                          "set target_accuracy (e.g. 0.9) or turn stop_at_target off")
     if c.batch_size % c.replicas:
         lo, hi = nearest_divisible(c.batch_size, c.replicas)
         raise ConfigError("batch_size", c.batch_size,
@@ -377,6 +382,8 @@ FIELD_HELP = {
                            "data set has its own test split",
     "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy); "
                        "empty: the data set's default (digits 0.95, mnist 0.98, fashion_mnist 0.88, cifar10 0.70)",
+    "stop_at_target": "end the run at the first validation at or above the target accuracy (time to "
+                      "accuracy is all that is measured; the autopilot's trials do this)",
     "synthetic_shape": "synthetic image shape H,W,C",
     "synthetic_classes": "synthetic class count",
     "synthetic_samples": "synthetic sample count",

@@ -306,6 +306,14 @@ class Store:
             return self.conn.execute(f"SELECT rowid, {', '.join(SYSTEM_COLS)} FROM system WHERE run_id=? AND "
                                      "rowid>? ORDER BY rowid", (run_id, after)).fetchall()
         raise ValueError(f"rows_after reads executions or system, not {table}")
+    def last_t(self, run_id: int) -> Optional[float]:
+        """The latest stored time of a run's executions and system samples, in s
+        since its training start (system samples come about once a second, also
+        during the warm-up), or None before any: how far a live run has got."""
+        row = self.conn.execute(
+            "SELECT MAX(t) FROM (SELECT MAX(t) AS t FROM executions WHERE run_id=? "
+            "UNION ALL SELECT MAX(t) FROM system WHERE run_id=?)", (run_id, run_id)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
 
     def frame(self, table: str, run_id: int):
         """Same as `metrics` as a pandas DataFrame (columns always present)."""

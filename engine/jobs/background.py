@@ -117,16 +117,23 @@ def stop(job: Optional[dict]) -> bool:
 BENCH_FILE = "bench-progress.json"
 LR_FIND_FILE = "lr-find-progress.json"
 DEMO_FILE = "demo-transfer.json"
+AUTOPILOT_FILE = "autopilot.json"
 
 
-def busy() -> Optional[str]:
-    """One line when the machine is busy with a measurement (a training run
-    queued or running, a benchmark, an LR range test or the transfer demo
-    running), else None:
-    starting another now would share the CPU/GPU and spoil both."""
+def busy(skip: tuple = ()) -> Optional[str]:
+    """One line when the machine is busy with a measurement (an autopilot
+    search, a training run queued or running, a benchmark, an LR range test or
+    the transfer demo running), else None:
+    starting another now would share the CPU/GPU and spoil both.
+    `skip`: job file names (e.g. AUTOPILOT_FILE) not to count: the caller's own."""
     from engine.jobs.runner import current_run
     from engine.store import home
 
+    # Between its trials the autopilot holds no run, but still owns the machine.
+    ap = None if AUTOPILOT_FILE in skip else check(read_json(home() / AUTOPILOT_FILE), "autopilot")
+    if ap and ap["state"] in ACTIVE_STATES:
+        return (f"the autopilot is searching ({ap.get('elapsed', 0):.0f} s so far, phase "
+                f"{ap.get('phase') or 'starting'}): wait for it to end or stop it on the Autopilot page")
     run = current_run()
     if run:
         return (f"run #{run['id']} is {run['status']}: wait for it to end or stop it (one measurement "

@@ -90,11 +90,13 @@ def current_run(store_path: Optional[os.PathLike] = None) -> Optional[dict]:
 
 def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
            store_path: Optional[os.PathLike] = None, start: bool = True,
-           baseline_id: Optional[int] = None) -> list[int]:
+           baseline_id: Optional[int] = None, group_id: Optional[str] = None) -> list[int]:
     """Queue `configs` to run one after another, each in a fresh worker.
 
     A run with role 'baseline' becomes the baseline of the runs after it; the
     others get `baseline_id` (when given) so the dashboard compares like with like.
+    The runs share `group_id` (default: a fresh random one), e.g. the autopilot's
+    'autopilot-<id>-t3' labels a trial as belonging to its search.
 
     Returns: the new run ids, in order.
     Raises: ActiveRunError if a run is active; ConfigError if this machine
@@ -107,7 +109,7 @@ def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
         run = active_run(store)
         if run:
             raise ActiveRunError(run)
-        group = uuid.uuid4().hex[:8]
+        group = group_id or uuid.uuid4().hex[:8]
         ids = []
         for cfg, role, warn in zip(configs, roles, warnings):
             rid = store.create_run(cfg.to_json(), role=role, group_id=group)

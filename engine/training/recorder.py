@@ -42,6 +42,8 @@ class Recorder(keras.callbacks.Callback):
             engine.store.EXEC_COLS / EPOCH_COLS.
         stop_event: set (e.g. by SIGTERM) to stop training at the next execution.
         target_accuracy: validation accuracy whose first crossing time is kept.
+        stop_at_target: end training at the epoch whose validation first reaches
+            `target_accuracy` (time-to-accuracy runs measure nothing after it).
         lr_fn: the learning rate used by global step `step` (1-based count of steps
             done), as a float; default reads the optimizer (an eager read, ~60 us).
         on_start: called with the perf_counter origin (s) when training begins.
@@ -72,9 +74,10 @@ class Recorder(keras.callbacks.Callback):
                  on_start: Optional[Callable[[float], None]] = None,
                  data_wait_fn: Optional[Callable[[], float]] = None,
                  epoch_samples: Optional[int] = None, timeline=None, plain_val_loss: bool = True,
-                 updates: Optional[UpdateTracker] = None):
+                 updates: Optional[UpdateTracker] = None, stop_at_target: bool = False):
         super().__init__()
         self.updates = updates or UpdateTracker()
+        self.stop_at_target = stop_at_target
         self.timeline = timeline
         self.plain_val_loss = plain_val_loss
         self._val_traced = False
@@ -226,6 +229,8 @@ class Recorder(keras.callbacks.Callback):
         if self.target is not None and self.time_to_target is None and val_acc is not None \
                 and reached(float(val_acc), self.target):
             self.time_to_target = t
+            if self.stop_at_target:
+                self.model.stop_training = True
 
     def _lr(self) -> Optional[float]:
         try:

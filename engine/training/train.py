@@ -291,7 +291,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
                    data_wait_fn=prep.meter.total if prep.meter is not None else None,
                    lr_fn=_lr_table(cfg, steps_per_epoch),
                    epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"],
-                   timeline=tl, plain_val_loss=cfg.label_smoothing == 0)
+                   timeline=tl, plain_val_loss=cfg.label_smoothing == 0, stop_at_target=cfg.stop_at_target)
     fit_args = plan["fit_args"]
     if cfg.backend == "jax":  # the step is compiled again for an epoch's short last batch
         from engine.training.jax_steps import ShapeWarmup
@@ -330,6 +330,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "final_val_accuracy": _num(logs.get("val_accuracy")),
         "target_accuracy": target, "time_to_target_sec": rec.time_to_target,
         "epochs_run": rec.epochs_done,
+        "stopped_at_target": bool(cfg.stop_at_target and rec.time_to_target is not None),
         "time_to_target_note": (f"not reached in {rec.epochs_done} epochs"
                                 if target is not None and rec.time_to_target is None else None),
         "effective_learning_rate": plan["effective_learning_rate"],

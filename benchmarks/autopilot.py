@@ -1,0 +1,105 @@
+"""Does the autopilot find a faster route to the target than the baseline and the hand-tuned preset?
+
+One invocation on digits (cnn, baseline batch 128, Adam 1e-3, float32): the
+autopilot searches for BUDGET seconds, then its winner, the baseline and the
+hand-tuned preset of benchmarks/time_to_accuracy.py re-run alternately
+(baseline, winner, preset; REPEATS rounds on fresh seeds). Prints every trial,
+the median time to the target of each, and the winner's speedup over the
+baseline and over the preset as the median of the per-round ratios with min-max.
+Every run stops at the target (stop_at_target), so only the time to it is measured.
+
+    python benchmarks/autopilot.py [--budget 180] [--repeats 3] [--target 0.95] [--explain]
+
+The load average is printed before and after: on a shared machine the figures are noisy.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from engine.config import RunConfig  # noqa: E402
+from time_to_accuracy import TUNED  # noqa: E402  the hand-tuned preset
+
+BASE = dict(dataset="digits", model="cnn", batch_size=128, epochs=20, learning_rate=1e-3, seed=0)
+
+
+def _s(v) -> str:
+    return "not reached" if v is None else f"{v:.2f} s"
+
+
+def _ratio(sp: dict) -> str:
+    if not sp.get("median"):
+        return "no complete pair"
+    return f"{sp['median']:.2f}x (min {sp['min']:.2f}x, max {sp['max']:.2f}x, {sp['pairs']} pairs)"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--budget", type=float, default=180.0, help="search budget, s [180]")
+    p.add_argument("--repeats", type=int, default=3, help="alternating re-run rounds [3]")
+    p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--explain", action="store_true", help="also run the leave-one-out ablation")
+    a = p.parse_args()
+    os.environ["SPEEDLAB_HOME"] = tempfile.mkdtemp(prefix="speedlab-autopilot-")
+    from engine.hardware.machine import cpu_model
+    from engine.jobs import autopilot
+
+    base = RunConfig(**BASE)
+    preset = RunConfig(**{**TUNED, "dataset": "digits", "seed": 0})
+    load0 = os.getloadavg()
+    t0 = time.monotonic()
+    printed = set()
+
+    def on_update(state):
+        for t in state["trials"]:
+            if t["trial"] not in printed:
+                printed.add(t["trial"])
+                print(f"trial {t['trial']:>2} (run #{t['run_id']}): {t['label']}: {t['reason']}", flush=True)
+        for r in (state.get("confirm") or {}).get("runs") or []:
+            key = ("c", r["round"], r["name"])
+            if key not in printed:
+                printed.add(key)
+                print(f"re-run round {r['round']} {r['name']:>8} (run #{r['run_id']}, seed {r['seed']}): "
+                      f"{_s(r['time_to_target_sec'])}", flush=True)
+
+    ap = autopilot.Autopilot(base, a.target, a.budget, repeats=a.repeats, explain=a.explain,
+                             extra={"preset": preset}, on_update=on_update)
+    state = ap.run()
+    load1 = os.getloadavg()
+    print(f"machine: {cpu_model()}, {os.cpu_count()} logical cores; load average (1, 5, 15 min) "
+          f"{', '.join(f'{x:.1f}' for x in load0)} before, {', '.join(f'{x:.1f}' for x in load1)} after; "
+          f"{time.monotonic() - t0:.0f} s in all")
+    print(f"search: {len(state['trials'])} trials in {state['search_wall_sec']:.0f} s (budget {a.budget:.0f} s); "
+          f"one-cycle max LR {', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}")
+    w = state.get("winner")
+    if not w:
+        print(f"no trial reached {a.target}")
+        return
+    print(f"winner: {w['label']} ({_s(w['search_time_to_target_sec'])} in the search)")
+    print(f"preset: {TUNED}")
+    conf = state.get("confirm") or {}
+    if not conf:
+        return
+    times = conf["times"]
+    for name in ("baseline", "winner", "preset"):
+        xs = [x for x in times[name] if x is not None]
+        med = statistics.median(xs) if xs else None
+        print(f"{name:>8}: time to {a.target}: median {_s(med)} over {times[name]}")
+    print(f"winner vs baseline: {_ratio(conf['speedup'])}")
+    print(f"winner vs preset:   {_ratio(conf['extra']['preset']['winner_speedup'])}")
+    print(f"preset vs baseline: {_ratio(conf['extra']['preset']['speedup_vs_baseline'])}")
+    if state.get("explanation"):
+        print(f"why: {state['explanation']}")
+
+
+if __name__ == "__main__":
+    main()

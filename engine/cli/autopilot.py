@@ -1,0 +1,189 @@
+"""``python -m engine autopilot --target 0.95 --budget 300 [--json]``: search this
+machine for the fastest route to a target validation accuracy, confirm the
+winner against the baseline and explain it (engine.jobs.autopilot).
+
+Exit codes: 0 done, 1 stopped or no trial reached the target, 2 invalid input
+or the machine is busy (one line on stderr).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+HELP = "search for the fastest route to a target validation accuracy on this machine, and explain it"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "autopilot", help=HELP,
+        description=HELP.capitalize() + ". Trials are real stored runs (role 'trial'), proposed by "
+                    "Optuna's seeded TPE sampler over what the hardware verdicts allow (precision, steps "
+                    "per execution, global batch with the linear scaling rule and warmup, constant or "
+                    "one-cycle schedule, label smoothing, XLA, real devices); each ends at the target, or "
+                    "as soon as its training runs longer than the best time so far, or than its share of "
+                    "the budget. Then the winner and the baseline re-run alternately (--repeats each; the "
+                    "speedup is their median ratio with min-max), and a leave-one-out ablation says what "
+                    "each technique bought.")
+    p.add_argument("--target", type=float, default=None, metavar="ACC",
+                   help="validation accuracy to reach, 0-1 [the data set's default, e.g. 0.95 on digits]")
+    p.add_argument("--budget", type=float, default=300.0, metavar="S",
+                   help="wall-clock seconds for the search (the re-runs and the ablation follow) [300]")
+    base = p.add_argument_group("what to train (the baseline's settings)")
+    base.add_argument("--dataset", default="digits", help="data set [digits]")
+    base.add_argument("--model", default="cnn", help="model [cnn]")
+    base.add_argument("--batch-size", type=int, default=128, metavar="N",
+                      help="the baseline's global batch size; the search scales it 0.5-4x [128]")
+    base.add_argument("--epochs", type=int, default=20, metavar="N",
+                      help="epoch cap per run (each stops at the target) [20]")
+    base.add_argument("--optimizer", default="adam", help="adam, sgd or rmsprop [adam]")
+    base.add_argument("--learning-rate", type=float, default=1e-3, metavar="LR",
+                      help="base learning rate at the baseline's batch [0.001]")
+    base.add_argument("--seed", type=int, default=0,
+                      help="seed of the sampler and of the trials; re-runs use the seeds after it [0]")
+    base.add_argument("--config", metavar="FILE",
+                      help="JSON file of further run settings (e.g. synthetic_shape); the flags above win")
+    how = p.add_argument_group("search")
+    how.add_argument("--repeats", type=int, default=3, metavar="N",
+                     help="alternating re-runs each of the winner and the baseline; 0 = none [3]")
+    how.add_argument("--no-explain", action="store_true", help="skip the leave-one-out ablation")
+    how.add_argument("--lr-find", choices=("auto", "yes", "no"), default="auto",
+                     help="LR range test for one-cycle's max LR: auto = reuse a stored one, else run one "
+                          "when the budget is at least 120 s [auto]")
+    how.add_argument("--max-lr", type=float, default=None, metavar="LR",
+                     help="one-cycle's max LR at the baseline's batch (skips the LR range test)")
+    p.add_argument("--json", action="store_true", help="print the final state as one JSON object, last on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--progress-file", metavar="FILE",
+                   help="keep FILE (JSON, replaced atomically) up to date with the live state (the "
+                        "dashboard's Autopilot page reads it)")
+    p.set_defaults(func=main)
+
+
+def base_config(args):
+    """The baseline's RunConfig from the flags (and --config). Raises ConfigError."""
+    from engine.config import ConfigError, RunConfig
+
+    extra = {}
+    if args.config:
+        try:
+            with open(args.config) as fh:
+                extra = json.load(fh)
+        except (OSError, ValueError) as e:
+            raise ConfigError("config", args.config, f"cannot be read as JSON ({e})",
+                              "give a JSON file of run settings") from None
+        if not isinstance(extra, dict):
+            raise ConfigError("config", args.config, "is not a JSON object", 'write {"dataset": "digits", ...}')
+    return RunConfig.from_dict({**extra, "dataset": args.dataset, "model": args.model,
+                                "batch_size": args.batch_size, "epochs": args.epochs,
+                                "optimizer": args.optimizer, "learning_rate": args.learning_rate,
+                                "seed": args.seed})
+
+
+def _secs(v) -> str:
+    return "not reached" if v is None else f"{v:.2f} s"
+
+
+def trial_line(t: dict) -> str:
+    """'trial 3 (run #12) bfloat16 · ...: reached 0.95 in 2.31 s of training'."""
+    return f"trial {t['trial']} (run #{t['run_id']}) {t['label']}: {t['reason']}"
+
+
+def summary_lines(state: dict) -> list[str]:
+    """The final report: best trial, confirmed speedup, explanation, notes."""
+    out = []
+    target = state["target_accuracy"]
+    n = len(state["trials"])
+    reached = sum(1 for t in state["trials"] if t["kind"] == "reached")
+    pruned = sum(1 for t in state["trials"] if t["kind"] == "pruned")
+    out.append(f"search: {n} trials in {state.get('search_wall_sec') or 0:.0f} s (budget "
+               f"{state['budget_sec']:.0f} s): {reached} reached {target:g}, {pruned} pruned; one-cycle max LR "
+               f"{', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}" if state.get("max_lr") else
+               f"search: {n} trials")
+    w = state.get("winner")
+    if not w:
+        out.append(f"no trial reached {target:g}")
+    else:
+        out.append(f"winner: trial {w['trial']} (run #{w['run_id']}): {w['label']}; "
+                   f"{_secs(w['search_time_to_target_sec'])} to {target:g} in the search")
+    conf = state.get("confirm")
+    if conf and conf.get("speedup"):
+        sp, times = conf["speedup"], conf["times"]
+        if sp["median"]:
+            out.append(f"confirmed ({conf['repeats']} alternating re-runs each, seeds {conf['seeds']}): "
+                       f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} "
+                       f"(medians): {sp['median']:.2f}x faster (min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
+        else:
+            out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
+        for name, e in (conf.get("extra") or {}).items():
+            ws = e["winner_speedup"]
+            if ws["median"]:
+                out.append(f"  winner vs {name}: {ws['median']:.2f}x (min {ws['min']:.2f}x, max {ws['max']:.2f}x); "
+                           f"{name} {_secs(ws['baseline_median'])} (median)")
+    if state.get("explanation"):
+        out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
+    for note in state.get("notes") or []:
+        out.append(f"note: {note}")
+    return out
+
+
+def main(args) -> int:
+    from engine.cli.bench import progress_writer
+    from engine.data.meta import default_target
+    from engine.jobs import autopilot, background
+
+    write = progress_writer(args.progress_file)
+
+    def fail(msg: str, code: int = 2) -> int:
+        write(state="failed", error=msg)
+        print(f"error: {msg}", file=sys.stderr)
+        return code
+
+    from engine.errors import ConfigError
+
+    try:
+        base = base_config(args)
+        target = args.target if args.target is not None else default_target(base.dataset, base)
+        if target is None:
+            raise ConfigError("target", None, f"has no default for {base.dataset}",
+                              "give --target, a validation accuracy in (0, 1]")
+        stop = threading.Event()
+        ap = autopilot.Autopilot(base, target, args.budget, repeats=args.repeats, explain=not args.no_explain,
+                                 lr_find=args.lr_find, max_lr=args.max_lr, stop=stop)
+    except ConfigError as e:
+        return fail(str(e))
+    skip = (background.AUTOPILOT_FILE,) if args.progress_file else ()
+    why = background.busy(skip=skip)
+    if why:
+        return fail(f"not started: {why}")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    printed = set()
+
+    def on_update(state):
+        write(state="running", **state)
+        if args.quiet:
+            return
+        for t in state["trials"]:
+            if t["trial"] not in printed:
+                printed.add(t["trial"])
+                print(trial_line(t), file=sys.stderr, flush=True)
+
+    ap.on_update = on_update
+    if not args.quiet:
+        dims = ", ".join(f"{k} {list(v)}" for k, v in ap.space.choices.items() if len(v) > 1 and k != "max_lr")
+        print(f"autopilot {ap.id}: {base.dataset}, {base.model}, target {target:g}, budget {args.budget:.0f} s; "
+              f"searching {dims} (one-cycle's max LR comes next)", file=sys.stderr, flush=True)
+    try:
+        state = ap.run()
+    except Exception as e:  # noqa: BLE001 - the progress file must not stay 'running'
+        return fail(f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}", 1)
+    stopped = state["phase"] == "stopped"
+    write(state="cancelled" if stopped else "done", **{k: v for k, v in state.items() if k != "state"},
+          error="stopped by the user" if stopped else None)
+    if args.json:
+        print(json.dumps(state))
+    else:
+        print("\n".join(summary_lines(state)))
+    return 1 if stopped or not state.get("winner") else 0

@@ -1,0 +1,680 @@
+"""Autopilot: search this machine for the fastest route to a target validation
+accuracy, confirm the winner against the baseline, and explain it. No TF here.
+
+Three phases, every run a real stored run in its own worker (engine.jobs.runner):
+
+1. **Search** (within `budget_s` wall-clock seconds). Optuna's ask-and-tell
+   interface (Akiba et al. 2019, "Optuna", arXiv:1907.10902) with a seeded TPE
+   sampler proposes configurations from the hardware-aware space
+   (engine.jobs.autopilot_space); the objective is the time to target: seconds
+   from the start of training to the first validation at or above the target
+   (each trial stops there: `stop_at_target`). SpeedLab's own pruning rule, since
+   no library prunes on time: a trial is stopped as soon as its training has run
+   longer than the best time so far (it cannot win), or longer than its share of
+   the budget (TRIAL_SHARE), or when the budget runs out. A trial is labelled
+   role 'trial', group 'autopilot-<id>-t<n>', and its summary gets an 'autopilot'
+   entry with the reason it ended.
+2. **Confirm** (no winner's curse): the best configuration and the baseline
+   (engine.config.baseline_config) re-run alternately, `repeats` times each, on
+   seeds the search did not use; the speedup is the median of the per-pair ratios
+   with their min-max (`paired_speedup`).
+3. **Explain**: a leave-one-out ablation, the winner with one technique at a time
+   switched back to the baseline's setting; each technique's factor is the
+   ablated run's time to target / the winner's median.
+
+Live state goes to `on_update(state)`; the CLI writes it to a JSON file that the
+Autopilot page follows (`start_background`, `read_progress`, `cancel_background`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Optional
+
+from engine.config import RunConfig, baseline_config
+from engine.errors import ActiveRunError, ConfigError
+from engine.jobs import background
+from engine.jobs import autopilot_space as space_mod
+from engine.store import FINAL_STATUSES, Store, default_path
+
+# A trial may use at most this share of the budget as training time (s) ...
+TRIAL_SHARE = 0.25
+# ... but never less than this (s): a small budget must still let one trial reach the target.
+MIN_TRIAL_LIMIT_S = 10.0
+POLL_S = 0.25
+# After asking a worker to stop, kill it if it has not ended within this (s): it may be
+# tracing its first step, which SIGTERM cannot interrupt, and the budget is the user's.
+KILL_AFTER_S = 2.0
+# Random proposals before TPE models the results (trials are expensive: few of them).
+N_STARTUP_TRIALS = 4
+# Proposals that repeat an earlier trial are answered from it; this many in a row end the search.
+MAX_DUPLICATES = 50
+# The LR range test runs inside the budget only when the budget is at least this (s).
+LR_FIND_MIN_BUDGET_S = 120.0
+# Without an LR range test, one-cycle peaks at this x the base learning rate
+# (the hand-tuned preset's 0.005 for Adam at 1e-3).
+FALLBACK_MAX_LR_FACTOR = 5.0
+MAX_BUDGET_S = 24 * 3600.0
+MIN_BUDGET_S = 10.0
+
+
+class AutopilotError(RuntimeError):
+    """The autopilot could not start or run (one line)."""
+
+
+# --- pure pieces ------------------------------------------------------------------
+
+def check_settings(budget_s, target, repeats) -> None:
+    """Raise ConfigError (field, value, fix) for an unusable budget (s), target (0-1] or repeats."""
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) \
+            or not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
+        raise ConfigError("budget", budget_s, "is out of range",
+                          f"give the search's wall-clock seconds, {MIN_BUDGET_S:.0f} to {MAX_BUDGET_S:.0f}")
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
+        raise ConfigError("target", target, "is out of range", "give a validation accuracy in (0, 1], e.g. 0.95")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 0 <= repeats <= 10:
+        raise ConfigError("repeats", repeats, "is out of range",
+                          "use 0 (no re-runs) to 10 re-runs each of the winner and the baseline")
+
+
+def trial_limit(budget_s: float, share: float = TRIAL_SHARE) -> float:
+    """Training seconds one trial may use: `share` of the budget, at least MIN_TRIAL_LIMIT_S."""
+    return max(budget_s * share, MIN_TRIAL_LIMIT_S)
+
+
+def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[float] = None,
+                now: Optional[float] = None, deadline: Optional[float] = None,
+                stop_requested: bool = False) -> Optional[tuple[str, str]]:
+    """Why a live trial must stop now, or None.
+
+    Args: `elapsed` training seconds so far; `best` the best time to target so
+    far (s); `limit` the trial's share of the budget (training s); `now` and
+    `deadline` on one clock (s).
+    Returns: (kind, one line); kind 'stopped' (by the user), 'budget', 'pruned'
+    (passed the best time: it cannot win) or 'share', checked in that order.
+    """
+    if stop_requested:
+        return "stopped", "stopped by the user"
+    if deadline is not None and now is not None and now >= deadline:
+        return "budget", f"the search budget ran out after {elapsed:.1f} s of its training"
+    if best is not None and elapsed > best:
+        return "pruned", (f"pruned at {elapsed:.1f} s of training: slower than the best time so far "
+                          f"({best:.2f} s), it cannot win")
+    if limit is not None and elapsed > limit:
+        return "share", f"not at the target within its share of the budget ({limit:.0f} s of training)"
+    return None
+
+
+def paired_speedup(baseline_times: list, times: list) -> dict:
+    """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]),
+    time to target in s (None: not reached). Ratio = baseline / run.
+
+    Returns: {'median', 'min', 'max' (of the ratios; None without a complete
+    pair), 'ratios', 'pairs' (complete), 'baseline_median', 'median_time' (s,
+    over the reached runs), 'missing' (pairs with a side that did not reach)}.
+    """
+    ratios = [b / t for b, t in zip(baseline_times, times) if b and t]
+    reached_b = [b for b in baseline_times if b]
+    reached_t = [t for t in times if t]
+    return {"median": statistics.median(ratios) if ratios else None,
+            "min": min(ratios) if ratios else None, "max": max(ratios) if ratios else None,
+            "ratios": ratios, "pairs": len(ratios), "missing": min(len(baseline_times), len(times)) - len(ratios),
+            "baseline_median": statistics.median(reached_b) if reached_b else None,
+            "median_time": statistics.median(reached_t) if reached_t else None}
+
+
+def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
+    """(round, name) in the order the re-runs go: every name once per round, so
+    drift on a shared machine hits all alike."""
+    return [(r, n) for r in range(repeats) for n in names]
+
+
+def explanation(ablation: list[dict]) -> str:
+    """'bfloat16 1.40x, 8 steps per execution 1.30x, ...' from ablation entries
+    ({'label', 'factor' (ablated time / winner's), 'note'}), largest factor first;
+    an ablation that did not reach the target reads 'needed to reach it'."""
+    done = [a for a in ablation if a.get("factor")]
+    done.sort(key=lambda a: -a["factor"])
+    parts = [f"{a['label']} {a['factor']:.2f}x" for a in done]
+    parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
+              if not a.get("factor") and a.get("note")]
+    return ", ".join(parts)
+
+
+class Proposer:
+    """Seeded proposals over a SearchSpace with Optuna's ask-and-tell interface
+    (https://optuna.readthedocs.io/en/stable/tutorial/20_recipes/009_ask_and_tell.html).
+
+    The TPE sampler (Bergstra et al. 2011) starts with N_STARTUP_TRIALS random
+    proposals, then models the results; `hint` (parameters) is proposed first.
+    The same seed and the same results told give the same proposals.
+    """
+
+    def __init__(self, space: space_mod.SearchSpace, seed: int, hint: Optional[dict] = None,
+                 n_startup: int = N_STARTUP_TRIALS):
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.space = space
+        self._state = optuna.trial.TrialState
+        self.study = optuna.create_study(
+            direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup))
+        if hint:
+            self.study.enqueue_trial(hint)
+
+    def ask(self):
+        """(optuna trial, parameters {name: value})."""
+        trial = self.study.ask()
+        return trial, space_mod.suggest(trial, self.space)
+
+    def tell(self, trial, value: Optional[float] = None, elapsed: Optional[float] = None,
+             failed: bool = False) -> None:
+        """Report a trial: `value` its time to target (s); else pruned after
+        `elapsed` training seconds (a lower bound on its time); `failed` for an error."""
+        if failed:
+            self.study.tell(trial, state=self._state.FAIL)
+        elif value is not None:
+            self.study.tell(trial, float(value))
+        else:
+            trial.report(float(elapsed or 0.0), 0)
+            self.study.tell(trial, state=self._state.PRUNED)
+
+
+# --- machine facts and the maximum learning rate ----------------------------------
+
+def machine_facts() -> dict:
+    """The cached hardware probe's facts when there are any, else the quick
+    facts (no TensorFlow, no probe: the autopilot must not spend its budget on it)."""
+    from engine.hardware import verdicts
+    from engine.hardware.machine import quick_facts
+
+    return verdicts.cached_facts() or space_mod.facts_from_quick(quick_facts())
+
+
+def _lr_key(c: dict) -> tuple:
+    return tuple(c.get(k) for k in ("dataset", "model", "batch_size", "optimizer", "learning_rate",
+                                    "label_subset", "seed"))
+
+
+def lr_choices(suggestion: dict) -> list[float]:
+    """One-cycle peak LRs from an LR range test's suggestion (engine.jobs.lr_find.suggest):
+    its 'steepest' descent and its 'min_over_10' (the minimum loss's LR / 10),
+    the two rules of the test, distinct and ascending."""
+    return sorted({float(suggestion[k]) for k in ("steepest", "min_over_10", "suggested") if suggestion.get(k)})
+
+
+def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
+                  max_lr: Optional[float] = None) -> dict:
+    """One-cycle's peak LRs at the base batch: {'value' (the highest), 'choices'
+    (ascending), 'source' (one line)}.
+
+    `max_lr` given: that. Else the stored LR range test (engine.jobs.lr_find) for
+    the same data, model, batch, optimizer, LR and seed. Else, with `lr_find`
+    'yes', or 'auto' and a budget of at least LR_FIND_MIN_BUDGET_S, a new one
+    (its seconds count in the budget). From a test: `lr_choices`. Else
+    FALLBACK_MAX_LR_FACTOR x the base LR.
+    Raises: engine.jobs.lr_find.LRFindError when a requested test fails.
+    """
+    from engine.jobs import lr_find as lr_find_mod
+
+    def out(choices, source):
+        return {"value": choices[-1], "choices": choices, "source": source}
+
+    if max_lr is not None:
+        return out([float(max_lr)], "given")
+    latest = lr_find_mod.load_latest() or {}
+    choices = lr_choices(latest.get("suggestion") or {})
+    if choices and _lr_key(latest.get("config") or {}) == _lr_key(base.to_dict()):
+        return out(choices, "the stored LR range test")
+    if lr_find == "yes" or (lr_find == "auto" and budget_s >= LR_FIND_MIN_BUDGET_S):
+        res = lr_find_mod.run(base.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False))
+        choices = lr_choices(res.get("suggestion") or {})
+        if choices:
+            return out(choices, f"an LR range test ({res.get('wall_sec', 0):.0f} s)")
+    why = ("no LR range test" + (f" (budget under {LR_FIND_MIN_BUDGET_S:.0f} s)" if lr_find == "auto" else ""))
+    return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate],
+               f"{why}: {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate")
+
+
+# --- one run, watched --------------------------------------------------------------
+
+def _submit_when_free(cfg: RunConfig, role: str, group: str, store_path, stop: threading.Event,
+                      deadline: Optional[float], baseline_id: Optional[int] = None) -> Optional[int]:
+    """Queue `cfg`; while another run is active (a user launched one), wait for it.
+    Returns the run id, or None when stopped or past `deadline` while waiting."""
+    from engine.jobs import runner
+
+    while True:
+        try:
+            (rid,) = runner.submit([cfg], [role], store_path, baseline_id=baseline_id, group_id=group)
+            return rid
+        except ActiveRunError:
+            if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                return None
+            time.sleep(1.0)
+
+
+def _kill(run: dict) -> None:
+    from engine.process import process_alive
+
+    if run.get("pid") and process_alive(run["pid"], run.get("pid_started")):
+        try:
+            os.kill(run["pid"], signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = None,
+              limit: Optional[float] = None, deadline: Optional[float] = None,
+              stop: Optional[threading.Event] = None, on_tick: Optional[Callable[[float], None]] = None,
+              poll_s: float = POLL_S) -> dict:
+    """Follow run `run_id` to its end, stopping it by `stop_reason`.
+
+    Training time so far is read off the store: the newest stored time
+    (executions and once-a-second system samples, s since training start) fixes
+    the latest possible start, so the elapsed time is never overstated; rows are
+    committed twice a second, so a trial is stopped within about a second of
+    passing its bound.
+
+    Returns: {'run_id', 'status', 'kind' ('reached' | 'pruned' | 'share' |
+    'budget' | 'stopped' | 'not_reached' | 'failed'), 'reason' (one line),
+    'time_to_target_sec', 'elapsed_sec' (training s stored), 'wall_sec' (s from
+    submission to the end), 'startup_sec' (submission to training start, or None)}.
+    """
+    from engine.jobs import runner
+    from engine.report.compare import time_to_accuracy
+
+    t_submit = time.monotonic()
+    start = None          # latest possible training start (monotonic s)
+    stopping = None       # (kind, reason, asked at)
+    killed = False
+    last_reconcile = 0.0
+    while True:
+        run = store.get_run(run_id)
+        now = time.monotonic()
+        if run["status"] in FINAL_STATUSES:
+            break
+        if now - last_reconcile > 1.0:
+            runner.reconcile(store)
+            last_reconcile = now
+        seen = store.last_t(run_id)
+        if seen is not None:
+            start = now - seen if start is None else min(start, now - seen)
+        elapsed = now - start if start is not None else 0.0
+        if stopping is None:
+            why = stop_reason(elapsed, best if start is not None else None, limit if start is not None else None,
+                              now, deadline, bool(stop and stop.is_set()))
+            if why:
+                runner.cancel(run_id, store.path)
+                stopping = (*why, now)
+        elif not killed and now - stopping[2] > KILL_AFTER_S:
+            _kill(run)
+            killed = True
+        if on_tick:
+            on_tick(elapsed)
+        time.sleep(poll_s)
+    epochs = store.metrics("epochs", run_id)
+    ttt = time_to_accuracy(epochs, target)
+    summary = run.get("summary") or {}
+    if ttt is not None:
+        kind, reason = "reached", f"reached {target:g} in {ttt:.2f} s of training"
+    elif stopping is not None:
+        kind, reason = stopping[0], stopping[1]
+    elif run["status"] == "completed":
+        kind, reason = "not_reached", f"not reached in {summary.get('epochs_run', len(epochs))} epochs"
+    elif run["status"] == "failed":
+        kind, reason = "failed", f"failed: {run.get('error') or 'no message'}"
+    else:
+        kind, reason = "stopped", "cancelled outside the autopilot"
+    return {"run_id": run_id, "status": run["status"], "kind": kind, "reason": reason,
+            "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
+            "wall_sec": time.monotonic() - t_submit,
+            "startup_sec": (start - t_submit) if start is not None else None}
+
+
+def _label_run(store: Store, run_id: int, info: dict) -> None:
+    """Record the autopilot's view of a run in its summary (and, for a run it
+    stopped, as its error line, which the Runs page shows)."""
+    run = store.get_run(run_id) or {}
+    cols = {"summary": {**(run.get("summary") or {}), "autopilot": info}}
+    if run.get("status") == "cancelled" and info.get("reason"):
+        cols["error"] = f"autopilot: {info['reason']}"
+    store.update_run(run_id, **cols)
+
+
+# --- the three phases ----------------------------------------------------------------
+
+class Autopilot:
+    """One autopilot: `run()` searches, confirms and explains; `state` is its
+    live, JSON-able state (also passed to `on_update` after every change).
+
+    Args:
+        base: the user's settings (data, model, batch = the baseline's global
+            batch, epochs = the cap per run, optimizer, learning rate, seed).
+        target: validation accuracy to reach (0-1].
+        budget_s: wall-clock seconds for the search (the LR range test, when it
+            runs, included); the re-runs and the ablation follow it.
+        seed: the sampler's seed (default base.seed; trials run on base.seed,
+            re-runs on the seeds after it).
+        repeats: alternating re-runs each of the winner and the baseline (0: none).
+        explain: run the leave-one-out ablation.
+        facts: hardware facts (default `machine_facts()`).
+        plant: RunConfig changes tried as the first trials, before any proposal
+            (e.g. a configuration known to be slow, to see it pruned).
+        extra: {name: RunConfig} re-run alongside the winner and the baseline
+            (benchmarks/autopilot.py adds the hand-tuned preset).
+        lr_find / max_lr: see `choose_max_lr`.
+    Raises: ConfigError (one line) for bad settings, before anything runs.
+    """
+
+    def __init__(self, base: RunConfig, target: float, budget_s: float, seed: Optional[int] = None, repeats: int = 3,
+                 explain: bool = True, facts: Optional[dict] = None, plant: tuple = (),
+                 extra: Optional[dict] = None, lr_find: str = "auto", max_lr: Optional[float] = None,
+                 store_path=None, on_update: Optional[Callable[[dict], None]] = None,
+                 stop: Optional[threading.Event] = None, share: float = TRIAL_SHARE):
+        from engine.hardware.verdicts import verdicts
+
+        check_settings(budget_s, target, repeats)
+        if lr_find not in ("auto", "yes", "no"):
+            raise ConfigError("lr_find", lr_find, "is not supported", "use auto, yes or no")
+        self.base = base.replace(target_accuracy=float(target), stop_at_target=True)
+        self.baseline = baseline_config(self.base)
+        self.target, self.budget_s = float(target), float(budget_s)
+        self.seed = int(base.seed if seed is None else seed)
+        self.repeats, self.do_explain, self.share = repeats, explain, share
+        self.plant = [self.base.replace(**p) for p in plant]
+        self.extra = {k: c.replace(target_accuracy=float(target), stop_at_target=True)
+                      for k, c in (extra or {}).items()}
+        self.lr_find, self.max_lr_given = lr_find, max_lr
+        self.facts = facts if facts is not None else machine_facts()
+        self.verdicts = verdicts(self.facts, self.base.device_type)
+        self.space = space_mod.search_space(self.verdicts, self.base, self.facts)
+        self.store_path = Path(store_path) if store_path else default_path()
+        self.on_update = on_update or (lambda state: None)
+        self.stop = stop or threading.Event()
+        self.id = "autopilot-" + uuid.uuid4().hex[:6]
+        self.state = {
+            "id": self.id, "phase": "starting", "dataset": self.base.dataset, "model": self.base.model,
+            "target_accuracy": self.target, "budget_sec": self.budget_s, "seed": self.seed,
+            "repeats": repeats, "explain": explain, "base_config": self.base.to_dict(),
+            "baseline_config": self.baseline.to_dict(), "space": self.space.to_dict(),
+            "trial_limit_sec": trial_limit(self.budget_s, share), "max_lr": None,
+            "search_started": None, "search_deadline": None, "search_wall_sec": None,
+            "trials": [], "best": None, "current": None, "notes": [], "confirm": None,
+            "ablation": None, "explanation": None, "winner": None,
+        }
+
+    # -- state ------------------------------------------------------------------
+    def _update(self, **changes) -> None:
+        self.state.update(changes)
+        self.on_update(self.state)
+
+    def _trial_label(self, cfg: RunConfig) -> str:
+        return space_mod.describe(cfg, self.baseline)
+
+    # -- phase 1 ---------------------------------------------------------------
+    def search(self) -> Optional[dict]:
+        """Run trials until the budget (minus what a winning trial still needs)
+        is spent; returns the best trial entry, or None when none reached the target."""
+        t0 = time.monotonic()
+        deadline = t0 + self.budget_s
+        self._update(phase="search", search_started=time.time(), search_deadline=time.time() + self.budget_s)
+        self._update(max_lr=choose_max_lr(self.base, self.budget_s, self.lr_find, self.max_lr_given))
+        self.space = space_mod.search_space(self.verdicts, self.base, self.facts, self.state["max_lr"]["choices"])
+        self._update(space=self.space.to_dict())
+        proposer = Proposer(self.space, self.seed, space_mod.hint_params(self.space, self.verdicts))
+        store = Store(self.store_path)
+        seen: dict[str, dict] = {}
+        planted = list(self.plant)
+        duplicates = 0
+        limit = trial_limit(self.budget_s, self.share)
+        try:
+            while not self.stop.is_set():
+                left = deadline - time.monotonic()
+                need = self._time_needed()
+                if left <= 0 or left < need:
+                    self._note(f"search ended with {max(left, 0):.0f} s of the budget left: a new trial needs "
+                               f"at least {need:.0f} s (worker start-up + the best time)")
+                    break
+                if planted:
+                    otrial, params, cfg = None, None, planted.pop(0)
+                else:
+                    otrial, params = proposer.ask()
+                    try:
+                        cfg = space_mod.trial_config(self.base, params, self.state["max_lr"]["value"])
+                    except ConfigError as e:
+                        proposer.tell(otrial, failed=True)
+                        self._note(f"proposal {params} skipped: {e}")
+                        continue
+                key = cfg.to_json()
+                if key in seen and otrial is not None:
+                    prev = seen[key]
+                    proposer.tell(otrial, prev["time_to_target_sec"], prev["elapsed_sec"], prev["kind"] == "failed")
+                    duplicates += 1
+                    if duplicates >= MAX_DUPLICATES:
+                        self._note(f"search ended: {MAX_DUPLICATES} proposals in a row repeated earlier trials")
+                        break
+                    continue
+                duplicates = 0
+                entry = self._trial(store, cfg, params, limit, deadline)
+                if entry is None:
+                    break
+                seen[key] = entry
+                if otrial is not None:
+                    proposer.tell(otrial, entry["time_to_target_sec"] if entry["kind"] == "reached" else None,
+                                  entry["elapsed_sec"], entry["kind"] == "failed")
+        finally:
+            store.close()
+        self._update(search_wall_sec=time.monotonic() - t0, current=None)
+        return self.state["best"]
+
+    def _time_needed(self) -> float:
+        """Least wall time (s) a new trial needs to beat the best: the quickest
+        start-up seen (submission to training start) + the best time; 0 before any trial."""
+        starts = [t["startup_sec"] for t in self.state["trials"] if t.get("startup_sec")]
+        if not starts:
+            return 0.0
+        best = self.state["best"]
+        return min(starts) + (best["time_to_target_sec"] if best else 0.0)
+
+    def _note(self, line: str) -> None:
+        self._update(notes=[*self.state["notes"], line])
+
+    def _trial(self, store: Store, cfg: RunConfig, params: Optional[dict], limit: float,
+               deadline: float) -> Optional[dict]:
+        n = len(self.state["trials"]) + 1
+        best = self.state["best"]
+        rid = _submit_when_free(cfg, "trial", f"{self.id}-t{n}", self.store_path, self.stop, deadline)
+        if rid is None:
+            self._note("search ended: another run held the machine until the budget ran out"
+                       if not self.stop.is_set() else "search stopped by the user")
+            return None
+        label = self._trial_label(cfg)
+        self._update(current={"phase": "search", "trial": n, "run_id": rid, "label": label,
+                              "best_sec": best["time_to_target_sec"] if best else None, "limit_sec": limit,
+                              "elapsed_sec": 0.0})
+
+        def tick(elapsed):
+            cur = self.state.get("current") or {}
+            if abs(cur.get("elapsed_sec", 0.0) - elapsed) >= 0.5:
+                self._update(current={**cur, "elapsed_sec": elapsed})
+
+        out = watch_run(rid, store, self.target, best=best["time_to_target_sec"] if best else None,
+                        limit=limit, deadline=deadline, stop=self.stop, on_tick=tick)
+        entry = {"trial": n, "run_id": rid, "params": params, "planted": params is None, "label": label,
+                 "changes": space_mod.config_changes(cfg, self.baseline), **out}
+        improved = out["kind"] == "reached" and (best is None or out["time_to_target_sec"] < best["time_to_target_sec"])
+        if improved:
+            best = {**entry, "config": cfg.to_dict()}
+        entry["best_so_far_sec"] = best["time_to_target_sec"] if best else None
+        _label_run(store, rid, {"id": self.id, "phase": "search", "trial": n, "kind": out["kind"],
+                                "reason": out["reason"], "params": params})
+        self._update(trials=[*self.state["trials"], entry], best=best, current=None)
+        return entry
+
+    # -- phase 2 ----------------------------------------------------------------
+    def confirm(self, winner: RunConfig) -> dict:
+        """Re-run the baseline and the winner (and `extra`) alternately,
+        `repeats` rounds, round r on seed base.seed + 1 + r."""
+        names = {"baseline": self.baseline, "winner": winner, **self.extra}
+        seeds = [self.base.seed + 1 + r for r in range(self.repeats)]
+        runs: list[dict] = []
+        self._update(phase="confirm", confirm={"repeats": self.repeats, "seeds": seeds, "runs": runs})
+        store = Store(self.store_path)
+        try:
+            base_ids = {}
+            for r, name in alternate(list(names), self.repeats):
+                if self.stop.is_set():
+                    break
+                cfg = names[name].replace(seed=seeds[r])
+                role = "baseline" if name == "baseline" else "run"
+                rid = _submit_when_free(cfg, role, f"{self.id}-c{r + 1}", self.store_path, self.stop, None,
+                                        baseline_id=base_ids.get(r))
+                if rid is None:
+                    break
+                if name == "baseline":
+                    base_ids[r] = rid
+                self._update(current={"phase": "confirm", "round": r + 1, "name": name, "run_id": rid,
+                                      "label": self._trial_label(cfg)})
+                out = watch_run(rid, store, self.target, stop=self.stop)
+                _label_run(store, rid, {"id": self.id, "phase": "confirm", "round": r + 1, "name": name,
+                                        "kind": out["kind"], "reason": out["reason"]})
+                runs.append({"round": r + 1, "name": name, "seed": seeds[r], **out})
+                self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
+        finally:
+            store.close()
+        times = {n: [x["time_to_target_sec"] for x in sorted(runs, key=lambda x: x["round"]) if x["name"] == n]
+                 for n in names}
+        result = {"repeats": self.repeats, "seeds": seeds, "runs": runs,
+                  "times": times,
+                  "speedup": paired_speedup(times["baseline"], times["winner"]),
+                  "extra": {n: {"speedup_vs_baseline": paired_speedup(times["baseline"], times[n]),
+                                "winner_speedup": paired_speedup(times[n], times["winner"])}
+                            for n in self.extra}}
+        self._update(confirm=result)
+        return result
+
+    # -- phase 3 ----------------------------------------------------------------
+    def explain(self, winner: RunConfig, winner_time: Optional[float]) -> list[dict]:
+        """One run per technique the winner uses, with that technique switched
+        back; factor = its time to target / `winner_time` (s)."""
+        plan = space_mod.ablation_configs(winner, self.baseline)
+        out: list[dict] = []
+        self._update(phase="ablation", ablation=out)
+        store = Store(self.store_path)
+        seed = self.base.seed + 1
+        try:
+            for i, a in enumerate(plan, 1):
+                entry = {"technique": a["technique"], "label": a["label"], "run_id": None,
+                         "time_to_target_sec": None, "factor": None, "note": a["error"],
+                         "changes": space_mod.config_changes(a["config"], winner) if a["config"] else None}
+                if a["config"] is not None and not self.stop.is_set():
+                    cfg = a["config"].replace(seed=seed)
+                    rid = _submit_when_free(cfg, "ablation", f"{self.id}-a{i}", self.store_path, self.stop, None)
+                    if rid is None:
+                        break
+                    self._update(current={"phase": "ablation", "technique": a["technique"], "run_id": rid,
+                                          "label": f"without {a['label']}"})
+                    res = watch_run(rid, store, self.target, stop=self.stop)
+                    _label_run(store, rid, {"id": self.id, "phase": "ablation", "technique": a["technique"],
+                                            "kind": res["kind"], "reason": res["reason"]})
+                    ttt = res["time_to_target_sec"]
+                    entry.update(run_id=rid, time_to_target_sec=ttt, kind=res["kind"],
+                                 factor=(ttt / winner_time) if ttt and winner_time else None,
+                                 note=None if ttt else res["reason"])
+                out.append(entry)
+                self._update(ablation=list(out), current=None)
+        finally:
+            store.close()
+        self._update(ablation=out, explanation=explanation(out))
+        return out
+
+    # -- all of it ----------------------------------------------------------------
+    def run(self) -> dict:
+        """Search, then confirm and explain the winner. Returns the final state
+        (phase 'done', or 'stopped' when `stop` was set)."""
+        t0 = time.monotonic()
+        best = self.search()
+        if best is None:
+            self._note("no trial reached the target: nothing to confirm or explain (raise the epoch cap "
+                       "or the budget, or lower the target)")
+        elif not self.stop.is_set():
+            winner = RunConfig.from_dict(best["config"])
+            self._update(winner={"trial": best["trial"], "run_id": best["run_id"], "label": best["label"],
+                                 "config": best["config"], "changes": space_mod.config_changes(winner, self.baseline),
+                                 "search_time_to_target_sec": best["time_to_target_sec"]})
+            conf = self.confirm(winner) if self.repeats else None
+            if self.do_explain and not self.stop.is_set():
+                median = (conf or {}).get("speedup", {}).get("median_time") if conf else None
+                self.explain(winner, median or best["time_to_target_sec"])
+        self._update(phase="stopped" if self.stop.is_set() else "done", current=None,
+                     wall_sec=time.monotonic() - t0)
+        return self.state
+
+
+# --- in the background, for the dashboard ----------------------------------------------
+PROGRESS_FILE = background.AUTOPILOT_FILE
+LOG_FILE = "autopilot.log"
+
+
+def progress_path() -> Path:
+    """$SPEEDLAB_HOME/autopilot.json: the background autopilot's state and result."""
+    from engine.store import home
+
+    return home() / PROGRESS_FILE
+
+
+def start_background(args: list[str]) -> int:
+    """Start ``python -m engine autopilot --json --quiet --progress-file FILE [args]``
+    detached (its own session: it outlives the dashboard's script run) and return
+    its pid; follow it with `read_progress`.
+
+    Raises: AutopilotError (one line) while the machine is busy (a run, a
+    benchmark, an LR range test, the transfer demo or another autopilot).
+    """
+    why = background.busy()
+    if why:
+        raise AutopilotError(f"not started: {why}")
+    path = progress_path()
+    log = path.parent / LOG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    background.write_json(path, {"state": "starting", "pid": None, "pid_started": None,
+                                 "started": time.time(), "log": str(log), "error": None,
+                                 "phase": "starting", "trials": [], "args": list(args)})
+    pid, pid_started = background.spawn(["autopilot", "--json", "--quiet", "--progress-file", str(path),
+                                         *map(str, args)], log)
+    job = background.read_json(path) or {}
+    if job.get("pid") is None:  # the child has not written yet
+        background.write_json(path, {**job, "pid": pid, "pid_started": pid_started})
+    return pid
+
+
+def read_progress() -> Optional[dict]:
+    """The background autopilot's state (see `Autopilot.state`) plus 'state'
+    ('starting' | 'running' | 'done' | 'failed' | 'cancelled'), 'elapsed' (s),
+    'error' (one line); None if none was started here. A job whose process died
+    unseen reads as 'failed' with its log's last error line."""
+    return background.check(background.read_json(progress_path()), "autopilot")
+
+
+def cancel_background() -> bool:
+    """Stop the background autopilot (SIGTERM: it stops its current run and
+    writes what it has) and cancel any run it left queued or running.
+    Returns whether one was running."""
+    from engine.jobs import runner
+
+    path = progress_path()
+    job = background.read_json(path)
+    if not job or job.get("state") not in background.ACTIVE_STATES:
+        return False
+    background.stop(job)
+    runner.cancel_active()
+    background.write_json(path, {**job, "state": "cancelled", "error": "stopped by the user",
+                                 "finished": time.time()})
+    return True

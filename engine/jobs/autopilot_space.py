@@ -1,0 +1,283 @@
+"""The autopilot's search space and configurations: pure functions, no TF, no processes.
+
+What is searched comes from the hardware verdicts (engine.hardware.verdicts): a
+precision is tried only where its verdict is 'faster' or 'measure', XLA unless
+it is 'neutral' (TPUs compile everything anyway), several devices only where
+they are real ('faster': several GPUs or TPU cores). The global batch size moves
+with the linear scaling rule (Goyal et al. 2017, "Accurate, Large Minibatch SGD",
+arXiv:1706.02677: lr x batch / reference batch), with an optional linear warmup
+for batches above the base; the schedule is constant or one-cycle (Smith & Topin
+2018, arXiv:1708.07120) with its maximum LR from the LR range test.
+
+A *technique* is one of TECHNIQUES; each owns the RunConfig fields in
+TECHNIQUE_FIELDS. The leave-one-out ablation switches one technique at a time
+back to the baseline's values of exactly those fields.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from engine.config import RunConfig, nearest_divisible
+
+SPE_CHOICES = (1, 2, 4, 8, 16)
+BATCH_FACTORS = (0.5, 1, 2, 4)           # x the base global batch
+LABEL_SMOOTHING_CHOICES = (0.0, 0.1)
+WARMUP_CHOICES = (0.0, 1.0)               # epochs, only for batches above the base (constant schedule)
+CYCLE_FRACTIONS = (0.25, 0.5, 1.0)        # one-cycle length as a share of the epoch cap
+LOW_PRECISIONS = ("mixed_bfloat16", "mixed_float16")
+
+TECHNIQUES = ("precision", "steps_per_execution", "batch", "schedule", "label_smoothing",
+              "jit_compile", "devices")
+TECHNIQUE_FIELDS = {
+    "precision": ("precision",),
+    "steps_per_execution": ("steps_per_execution",),
+    "batch": ("batch_size", "scale_lr", "reference_batch_size", "warmup_epochs"),
+    "schedule": ("schedule", "max_lr", "epochs"),
+    "label_smoothing": ("label_smoothing",),
+    "jit_compile": ("jit_compile",),
+    "devices": ("devices",),
+}
+
+
+@dataclass
+class SearchSpace:
+    """Choices per parameter (tuples, in a fixed order so a seeded sampler is
+    reproducible), the base global batch, the epoch cap, and one line per
+    choice left out, saying why."""
+
+    choices: dict
+    base_batch: int
+    epochs: int
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"choices": {k: list(v) for k, v in self.choices.items()}, "base_batch": self.base_batch,
+                "epochs": self.epochs, "notes": list(self.notes)}
+
+
+def facts_from_quick(quick: dict) -> dict:
+    """Probe-shaped facts (engine.hardware.verdicts) from
+    engine.hardware.machine.quick_facts(), which needs no TensorFlow: CPU bf16 /
+    fp16 flags, NVIDIA GPUs by name (compute capability unknown: 'measure')."""
+    flags = [f for f, on in (("avx512_bf16", quick.get("cpu_bf16")), ("avx512_fp16", quick.get("cpu_fp16")))
+             if on]
+    return {"host": {"cpu_flags": flags},
+            "gpus": [{"name": n, "compute_capability": None} for n in quick.get("gpu_names") or []],
+            "tpu": {"hint": bool(quick.get("tpu")), "cores": 0}}
+
+
+def real_devices(facts: dict, device_type: str) -> int:
+    """Physical devices of the kind a run on `device_type` uses: GPUs, TPU cores, else 1."""
+    gpus = len(facts.get("gpus") or [])
+    cores = (facts.get("tpu") or {}).get("cores") or 0
+    if device_type == "tpu":
+        return max(cores, 1)
+    if device_type in ("gpu", "auto") and gpus:
+        return gpus
+    return 1
+
+
+def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict] = None,
+                 max_lrs: tuple = ()) -> SearchSpace:
+    """The choices for `base` on a machine with these verdicts
+    (engine.hardware.verdicts.verdicts(facts, base.device_type)).
+
+    Batches: BATCH_FACTORS x base.batch_size, kept when at least the replica
+    count and at most the training samples. Steps per execution: SPE_CHOICES
+    (trial_config caps them at an epoch's steps). One-cycle lengths:
+    CYCLE_FRACTIONS of base.epochs (the cap every trial runs at most); its peak
+    LRs at the base batch: `max_lrs` (the LR range test's rules), default 10x
+    the base LR (Keras's and SpeedLab's default for one_cycle).
+    """
+    v = {x["option"]: x for x in verdict_list}
+    notes = []
+    precisions = ["float32"]
+    for p in LOW_PRECISIONS:
+        verdict = v.get(p, {}).get("verdict")
+        if verdict in ("faster", "measure"):
+            precisions.append(p)
+        else:
+            notes.append(f"{p} left out ({verdict}): {v.get(p, {}).get('reason', 'no verdict')}")
+    xla = v.get("xla", {}).get("verdict")
+    jit = (False, True) if xla in ("faster", "measure") else (False,)
+    if len(jit) == 1:
+        notes.append(f"XLA left out ({xla}): {v.get('xla', {}).get('reason', 'no verdict')}")
+    multi = v.get("multi_device", {})
+    n = real_devices(facts or {}, base.device_type) if multi.get("verdict") == "faster" else 1
+    devices = (1, n) if n > 1 else (1,)
+    if n == 1:
+        notes.append("several devices left out: " + multi.get("reason", "only one physical device"))
+    n_train, _ = base.data_sizes()
+    batches = []
+    for f in BATCH_FACTORS:
+        b = max(1, int(round(base.batch_size * f)))
+        if b % max(devices) and b > max(devices):
+            b = nearest_divisible(b, max(devices))[0]
+        if max(devices) <= b <= n_train and b not in batches:
+            batches.append(b)
+    cycles = tuple(sorted({max(1, int(math.ceil(base.epochs * f))) for f in CYCLE_FRACTIONS}))
+    notes.append("backend: SpeedLab's engine trains with TensorFlow only, so the Keras backend is not searched")
+    return SearchSpace(choices={
+        "precision": tuple(precisions),
+        "steps_per_execution": SPE_CHOICES,
+        "batch_size": tuple(batches),
+        "schedule": ("constant", "one_cycle"),
+        "warmup_epochs": WARMUP_CHOICES,
+        "cycle_epochs": cycles,
+        "max_lr": tuple(sorted({float(x) for x in max_lrs})) or (10.0 * base.learning_rate,),
+        "label_smoothing": LABEL_SMOOTHING_CHOICES,
+        "jit_compile": jit,
+        "devices": devices,
+    }, base_batch=base.batch_size, epochs=base.epochs, notes=notes)
+
+
+def suggest(trial, space: SearchSpace) -> dict:
+    """Draw one configuration's parameters from an Optuna trial (define-by-run:
+    the warmup only for a constant schedule with a batch above the base, the
+    cycle length only for one_cycle). Returns {name: value}."""
+    c = space.choices
+    p = {name: trial.suggest_categorical(name, c[name])
+         for name in ("precision", "steps_per_execution", "batch_size", "schedule")}
+    if p["schedule"] == "one_cycle":
+        p["cycle_epochs"] = trial.suggest_categorical("cycle_epochs", c["cycle_epochs"])
+        p["max_lr"] = trial.suggest_categorical("max_lr", c["max_lr"])
+    elif p["batch_size"] > space.base_batch:
+        p["warmup_epochs"] = trial.suggest_categorical("warmup_epochs", c["warmup_epochs"])
+    for name in ("label_smoothing", "jit_compile", "devices"):
+        p[name] = trial.suggest_categorical(name, c[name])
+    return p
+
+
+def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
+    """The first trial: what the hardware verdicts and the hand-tuned preset
+    (benchmarks/time_to_accuracy.py) suggest, so that the pruning has a good
+    time to beat early: the fastest low precision with a 'faster' verdict, 2
+    steps per execution, twice the base batch with scaled LR, one-cycle over
+    the middle length at the highest max LR offered, label smoothing 0.1, XLA
+    where its verdict is 'faster', every real device.
+
+    Only 2 steps per execution: when the time to a target is short, the warm-up
+    (tracing the step) is most of it, and tracing grows with the steps fused
+    into one call (on digits, on a 2-core CPU: a first execution of 1.6 s at 2
+    steps per execution, 3.5 s at 6)."""
+    c = space.choices
+    v = {x["option"]: x.get("verdict") for x in verdict_list}
+    fast = [p for p in c["precision"] if v.get(p) == "faster"]
+    double = [b for b in c["batch_size"] if b == 2 * space.base_batch]
+    return {
+        "precision": fast[0] if fast else "float32",
+        "steps_per_execution": 2 if 2 in c["steps_per_execution"] else c["steps_per_execution"][0],
+        "batch_size": double[0] if double else space.base_batch if space.base_batch in c["batch_size"]
+        else c["batch_size"][-1],
+        "schedule": "one_cycle",
+        "cycle_epochs": c["cycle_epochs"][len(c["cycle_epochs"]) // 2],
+        "max_lr": c["max_lr"][-1],
+        "label_smoothing": 0.1 if 0.1 in c["label_smoothing"] else c["label_smoothing"][0],
+        "jit_compile": v.get("xla") == "faster" and True in c["jit_compile"],
+        "devices": max(c["devices"]),
+    }
+
+
+def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) -> RunConfig:
+    """The RunConfig of one trial: `base` (data, model, optimizer, base learning
+    rate, seed, target, epoch cap) with the trial's parameters. A batch other
+    than the base's scales the LR linearly (reference = the base batch);
+    steps per execution are capped at an epoch's steps (Keras runs at most one
+    epoch per execution). One-cycle's peak LR at the base batch is params'
+    'max_lr', else `max_lr`.
+
+    Raises: ConfigError if the combination is invalid (e.g. a batch the devices do not divide).
+    """
+    batch = int(params["batch_size"])
+    changes = {"precision": params["precision"], "batch_size": batch, "devices": int(params.get("devices", 1)),
+               "jit_compile": bool(params.get("jit_compile", False)),
+               "label_smoothing": float(params.get("label_smoothing", 0.0))}
+    if batch != base.batch_size:
+        changes.update(scale_lr=True, reference_batch_size=base.batch_size)
+    if params["schedule"] == "one_cycle":
+        changes.update(schedule="one_cycle", max_lr=float(params.get("max_lr") or max_lr),
+                       epochs=int(params["cycle_epochs"]),
+                       warmup_epochs=0.0)
+    else:
+        changes.update(schedule="constant", warmup_epochs=float(params.get("warmup_epochs", 0.0)))
+    cfg = base.replace(**changes, steps_per_execution=1)
+    spe = min(int(params["steps_per_execution"]), cfg.steps_per_epoch())
+    return cfg.replace(steps_per_execution=spe)
+
+
+def config_changes(cfg: RunConfig, ref: RunConfig) -> dict:
+    """{field: value} where `cfg` differs from `ref` (the seed aside)."""
+    a, b = cfg.to_dict(), ref.to_dict()
+    return {k: v for k, v in a.items() if k != "seed" and b.get(k) != v}
+
+
+def technique_of(field_name: str) -> Optional[str]:
+    """The technique that owns a RunConfig field, or None."""
+    return next((t for t, fs in TECHNIQUE_FIELDS.items() if field_name in fs), None)
+
+
+def techniques_used(cfg: RunConfig, baseline: RunConfig) -> list[str]:
+    """The techniques (in TECHNIQUES order) whose fields differ between `cfg` and `baseline`."""
+    return [t for t in TECHNIQUES
+            if any(getattr(cfg, f) != getattr(baseline, f) for f in TECHNIQUE_FIELDS[t])]
+
+
+_PRECISION_NAMES = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16", "float32": "float32"}
+
+
+def technique_label(technique: str, cfg: RunConfig) -> str:
+    """How a technique is set in `cfg`, e.g. 'bfloat16', '8 steps per execution',
+    'batch 512 + scaled LR + 1 warmup epoch', 'one_cycle (max LR 0.0033, 5 epochs)'."""
+    if technique == "precision":
+        return _PRECISION_NAMES.get(cfg.precision, cfg.precision)
+    if technique == "steps_per_execution":
+        return f"{cfg.steps_per_execution} steps per execution"
+    if technique == "batch":
+        s = f"batch {cfg.batch_size}" + (" + scaled LR" if cfg.scale_lr else "")
+        if cfg.warmup_epochs:
+            s += f" + {cfg.warmup_epochs:g} warmup epoch" + ("s" if cfg.warmup_epochs != 1 else "")
+        return s
+    if technique == "schedule":
+        if cfg.schedule == "one_cycle":
+            peak = f"max LR {cfg.max_lr:.2g}, " if cfg.max_lr else ""
+            return f"one_cycle ({peak}{cfg.epochs} epochs)"
+        return cfg.schedule
+    if technique == "label_smoothing":
+        return f"label smoothing {cfg.label_smoothing:g}"
+    if technique == "jit_compile":
+        return "XLA" if cfg.jit_compile else "no XLA"
+    if technique == "devices":
+        return f"{cfg.devices} devices"
+    raise ValueError(f"technique {technique!r}: use one of {', '.join(TECHNIQUES)}")
+
+
+def describe(cfg: RunConfig, baseline: RunConfig) -> str:
+    """One line naming every technique `cfg` uses over its baseline, e.g.
+    'bfloat16 · 8 steps per execution · batch 256 + scaled LR', or 'the baseline'."""
+    used = techniques_used(cfg, baseline)
+    return " · ".join(technique_label(t, cfg) for t in used) if used else "the baseline settings"
+
+
+def ablation_configs(winner: RunConfig, baseline: RunConfig) -> list[dict]:
+    """Leave-one-out ablation of `winner`: for each technique it uses (see
+    `techniques_used`), the winner with exactly that technique's fields set back
+    to the `baseline`'s values (the search's baseline: baseline_config of the
+    user's settings, so with the user's global batch, not the winner's).
+
+    Returns: [{'technique', 'label' (the winner's setting, technique_label),
+    'config' (RunConfig, or None when the switched-back combination is invalid),
+    'error' (the ConfigError's line, or None)}], in TECHNIQUES order.
+    """
+    from engine.errors import ConfigError
+
+    out = []
+    for t in techniques_used(winner, baseline):
+        back = {f: getattr(baseline, f) for f in TECHNIQUE_FIELDS[t]}
+        try:
+            cfg, error = winner.replace(**back), None
+        except ConfigError as e:
+            cfg, error = None, str(e)
+        out.append({"technique": t, "label": technique_label(t, winner), "config": cfg, "error": error})
+    return out

@@ -1,0 +1,337 @@
+"""The autopilot (engine.jobs.autopilot, engine.jobs.autopilot_space): its pure
+pieces with hand-computed values, then one real 60-s search on digits with a
+planted slow trial, re-runs and an ablation on real runs."""
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+from engine.config import RunConfig, baseline_config
+from engine.errors import ConfigError
+from engine.jobs import autopilot, background
+from engine.jobs import autopilot_space as sp
+from engine.hardware.verdicts import verdicts
+
+DIGITS = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=20, target_accuracy=0.95,
+                   stop_at_target=True)
+
+
+def cpu_facts(bf16=True) -> dict:
+    return {"host": {"cpu_flags": ["avx512_bf16"] if bf16 else []}, "gpus": [], "tpu": {"cores": 0}}
+
+
+def gpu_facts(n=4, cc=(8, 0)) -> dict:
+    return {"host": {"cpu_flags": []}, "gpus": [{"name": f"GPU {i}", "compute_capability": list(cc)}
+                                               for i in range(n)], "tpu": {"cores": 0}}
+
+
+def space_for(facts, base=DIGITS):
+    return sp.search_space(verdicts(facts, base.device_type), base, facts)
+
+
+# --- the search space --------------------------------------------------------------
+
+def test_search_space_follows_the_hardware_verdicts():
+    s = space_for(cpu_facts())
+    c = s.choices
+    assert c["precision"] == ("float32", "mixed_bfloat16")  # float16 is emulated on a CPU
+    assert c["jit_compile"] == (False, True)                 # XLA on a CPU: 'measure'
+    assert c["devices"] == (1,)                              # one physical CPU: no real replicas
+    # digits: 1,437 training samples; 0.5x, 1x, 2x, 4x the base batch of 128.
+    assert c["batch_size"] == (64, 128, 256, 512)
+    assert c["cycle_epochs"] == (5, 10, 20)                  # 1/4, 1/2, all of the 20-epoch cap
+    assert c["steps_per_execution"] == (1, 2, 4, 8, 16)
+    assert c["max_lr"] == (0.01,)                            # no LR range test yet: 10x the base LR
+    assert sp.search_space([], DIGITS, {}, max_lrs=(0.007, 0.0033, 0.007)).choices["max_lr"] == (0.0033, 0.007)
+    assert any(n.startswith("mixed_float16 left out (slower)") for n in s.notes)
+    assert any("several devices left out" in n for n in s.notes)
+
+    no_bf16 = space_for(cpu_facts(bf16=False)).choices
+    assert no_bf16["precision"] == ("float32",)
+
+    gpu = space_for(gpu_facts(4, (8, 0))).choices
+    assert gpu["precision"] == ("float32", "mixed_bfloat16", "mixed_float16")
+    assert gpu["devices"] == (1, 4)
+    assert all(b % 4 == 0 for b in gpu["batch_size"])
+    old = space_for(gpu_facts(1, (7, 0))).choices            # Volta: float16 yes, bfloat16 no
+    assert old["precision"] == ("float32", "mixed_float16") and old["devices"] == (1,)
+
+
+def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
+    s = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007))
+    h = sp.hint_params(s, verdicts(cpu_facts(), "auto"))
+    assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 2, "batch_size": 256,
+                 "schedule": "one_cycle", "cycle_epochs": 10, "max_lr": 0.007, "label_smoothing": 0.1,
+                 "jit_compile": False, "devices": 1}
+
+
+def test_trial_config_scales_the_lr_and_caps_steps_per_execution():
+    p = {"precision": "mixed_bfloat16", "steps_per_execution": 8, "batch_size": 512, "schedule": "constant",
+         "warmup_epochs": 1.0, "label_smoothing": 0.1, "jit_compile": False, "devices": 1}
+    cfg = sp.trial_config(DIGITS, p, max_lr=0.004)
+    # 1,437 samples / 512 = 3 steps per epoch (last one partial): 8 steps per execution is capped at 3.
+    assert (cfg.batch_size, cfg.steps_per_execution) == (512, 3)
+    assert (cfg.scale_lr, cfg.reference_batch_size, cfg.warmup_epochs) == (True, 128, 1.0)
+    assert (cfg.schedule, cfg.max_lr, cfg.epochs) == ("constant", None, 20)
+    assert cfg.stop_at_target and cfg.target_accuracy == 0.95
+    oc = sp.trial_config(DIGITS, {**p, "batch_size": 128, "schedule": "one_cycle", "cycle_epochs": 5,
+                                  "max_lr": 0.004})
+    assert (oc.schedule, oc.max_lr, oc.epochs, oc.warmup_epochs, oc.scale_lr) == ("one_cycle", 0.004, 5, 0.0, False)
+    assert oc.steps_per_execution == 8  # 12 steps per epoch at batch 128
+    assert sp.describe(cfg, baseline_config(DIGITS)) == ("bfloat16 · 3 steps per execution · batch 512 + scaled LR "
+                                                      "+ 1 warmup epoch · label smoothing 0.1")
+
+
+def test_ablation_runs_differ_from_the_winner_in_exactly_one_setting_each():
+    winner = sp.trial_config(DIGITS, {"precision": "mixed_bfloat16", "steps_per_execution": 4, "batch_size": 256,
+                                      "schedule": "one_cycle", "cycle_epochs": 10, "label_smoothing": 0.1,
+                                      "jit_compile": True, "devices": 1}, max_lr=0.005)
+    base = baseline_config(DIGITS)  # the user's settings: batch 128, float32, ...
+    plan = sp.ablation_configs(winner, base)
+    assert [a["technique"] for a in plan] == ["precision", "steps_per_execution", "batch", "schedule",
+                                              "label_smoothing", "jit_compile"]
+    for a in plan:
+        assert a["error"] is None
+        assert sp.techniques_used(a["config"], winner) == [a["technique"]]  # exactly one setting differs
+        for f in sp.TECHNIQUE_FIELDS[a["technique"]]:
+            assert getattr(a["config"], f) == getattr(base, f)               # ... and it is the baseline's
+    by = {a["technique"]: a for a in plan}
+    batch = by["batch"]["config"]
+    assert (batch.batch_size, batch.scale_lr, batch.warmup_epochs, batch.schedule) == (128, False, 0.0, "one_cycle")
+    sched = by["schedule"]["config"]
+    assert (sched.schedule, sched.max_lr, sched.epochs, sched.batch_size) == ("constant", None, 20, 256)
+    assert [a["label"] for a in plan] == ["bfloat16", "4 steps per execution", "batch 256 + scaled LR",
+                                          "one_cycle (max LR 0.005, 10 epochs)", "label smoothing 0.1", "XLA"]
+    # Switching the batch back alone would leave 16 steps per execution in a 12-step epoch: said, not run.
+    small = sp.trial_config(DIGITS, {"precision": "float32", "steps_per_execution": 16, "batch_size": 64,
+                                     "schedule": "constant", "label_smoothing": 0.0, "jit_compile": False,
+                                     "devices": 1}, 0.005)
+    (only,) = [a for a in sp.ablation_configs(small, base) if a["technique"] == "batch"]
+    assert only["config"] is None and only["error"].startswith("steps_per_execution: 16 is more than the 12 steps")
+
+
+# --- re-runs, stopping, the explanation ---------------------------------------------------
+
+def test_paired_speedup_is_the_median_ratio_with_min_and_max():
+    r = autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, 4.0])
+    assert r["ratios"] == [2.0, 2.5, 1.5]
+    assert (r["median"], r["min"], r["max"], r["pairs"], r["missing"]) == (2.0, 1.5, 2.5, 3, 0)
+    assert (r["baseline_median"], r["median_time"]) == (5.0, 2.0)
+    # A pair where one side did not reach the target counts as missing, not as a number.
+    r = autopilot.paired_speedup([4.0, None, 6.0, 3.0], [2.0, 2.0, None, 3.0])
+    assert r["ratios"] == [2.0, 1.0] and r["median"] == 1.5 and r["missing"] == 2
+    assert autopilot.paired_speedup([None], [1.0])["median"] is None
+
+
+def test_reruns_alternate():
+    assert autopilot.alternate(["baseline", "winner"], 3) == [
+        (0, "baseline"), (0, "winner"), (1, "baseline"), (1, "winner"), (2, "baseline"), (2, "winner")]
+
+
+def test_stop_reason_rules():
+    assert autopilot.stop_reason(2.0, best=3.0, limit=15.0, now=10.0, deadline=60.0) is None
+    kind, line = autopilot.stop_reason(3.2, best=3.0, limit=15.0, now=10.0, deadline=60.0)
+    assert kind == "pruned" and line.startswith("pruned at 3.2 s of training: slower than the best time so far (3.00 s)")
+    assert autopilot.stop_reason(15.5, best=None, limit=15.0)[0] == "share"
+    assert autopilot.stop_reason(1.0, best=3.0, now=60.0, deadline=60.0)[0] == "budget"
+    assert autopilot.stop_reason(1.0, stop_requested=True)[0] == "stopped"
+    # The share of a 60-s budget is 15 s of training; a 20-s budget still allows 10 s.
+    assert autopilot.trial_limit(60) == 15.0 and autopilot.trial_limit(20) == 10.0
+
+
+def test_explanation_names_each_technique_largest_first():
+    line = autopilot.explanation([
+        {"label": "bfloat16", "factor": 1.4}, {"label": "one_cycle", "factor": 1.1},
+        {"label": "8 steps per execution", "factor": 1.3},
+        {"label": "label smoothing 0.1", "factor": None, "note": "not reached in 20 epochs"}])
+    assert line == ("bfloat16 1.40x, 8 steps per execution 1.30x, one_cycle 1.10x, "
+                    "label smoothing 0.1 (needed: not reached in 20 epochs without it)")
+
+
+def test_same_seed_gives_the_same_proposals():
+    space = space_for(cpu_facts())
+    hint = sp.hint_params(space, verdicts(cpu_facts(), "auto"))
+
+    def sequence(seed, n=10):
+        prop = autopilot.Proposer(space, seed, hint)
+        out = []
+        for i in range(n):
+            trial, params = prop.ask()
+            out.append(params)
+            # A deterministic stand-in for the measured time: bigger batches "faster"; every 3rd pruned.
+            if i % 3 == 2:
+                prop.tell(trial, elapsed=5.0)
+            else:
+                prop.tell(trial, 10.0 - params["batch_size"] / 128 + params["steps_per_execution"] / 16)
+        return out
+
+    a, b = sequence(7), sequence(7)
+    assert a == b
+    assert a[0] == hint  # the hint goes first
+    assert sequence(8)[1:] != a[1:]  # another seed proposes otherwise
+
+
+def test_store_last_t_is_the_newest_execution_or_system_time(store):
+    rid = store.create_run(DIGITS.to_json())
+    assert store.last_t(rid) is None
+    store.add_metrics(rid, system=[(0.4, 90.0, 500.0, 20.0, None, 0), (1.4, 95.0, 510.0, 20.0, None, 0)])
+    assert store.last_t(rid) == 1.4  # during the warm-up only system samples exist
+    store.add_metrics(rid, executions=[(0, 0, 1, 1, 2.25, 2.25, 56.9, 2.3, 1e-3, 1, None)])
+    assert store.last_t(rid) == 2.25
+
+
+# --- settings and the CLI -------------------------------------------------------------
+
+def test_bad_settings_are_one_line_with_exit_code_2(store_home, capsys):
+    from engine.cli.main import main
+
+    assert main(["autopilot", "--budget", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: budget: 5.0 is out of range; give the search's wall-clock seconds, 10 to 86400"
+    assert main(["autopilot", "--dataset", "synthetic"]) == 2
+    assert "error: target: None has no default for synthetic; give --target" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="stop_at_target: True needs a target accuracy"):
+        RunConfig(dataset="synthetic", stop_at_target=True)
+
+
+def test_a_running_autopilot_makes_the_machine_busy(store_home):
+    me = psutil.Process()
+    background.write_json(autopilot.progress_path(), {"state": "running", "pid": os.getpid(),
+                                                      "pid_started": me.create_time(), "started": time.time() - 12,
+                                                      "phase": "search"})
+    why = background.busy()
+    assert why.startswith("the autopilot is searching (12 s so far, phase search)")
+    assert background.busy(skip=(background.AUTOPILOT_FILE,)) is None
+    with pytest.raises(autopilot.AutopilotError, match="not started: the autopilot is searching"):
+        autopilot.start_background(["--budget", "30"])
+
+
+# --- real runs ------------------------------------------------------------------------------
+
+FAST = {"precision": "mixed_bfloat16", "steps_per_execution": 4}
+SLOW = {"precision": "mixed_float16"}  # emulated on a CPU: far slower than anything else
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """One 60-s search on digits (cnn, epoch cap 10) whose first two trials are
+    planted: a fast one, then a slow one; then 1 re-run pair and the ablation of
+    the fast configuration (2 techniques, 2 runs)."""
+    home = tmp_path_factory.mktemp("autopilot")
+    old = os.environ.get("SPEEDLAB_HOME")
+    os.environ["SPEEDLAB_HOME"] = str(home)
+    try:
+        from engine.jobs.autopilot_space import facts_from_quick
+        from engine.hardware.machine import quick_facts
+
+        base = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=10)
+        ap = autopilot.Autopilot(base, 0.95, 60, seed=0, repeats=1, explain=True, lr_find="no",
+                                 plant=(FAST, SLOW), facts=facts_from_quick(quick_facts()))
+        t0 = time.monotonic()
+        ap.search()
+        search_wall = time.monotonic() - t0
+        fast = ap.base.replace(**FAST)
+        conf = ap.confirm(fast)
+        times = conf["times"]["winner"]
+        ablation = ap.explain(fast, times[0])
+        yield {"ap": ap, "search_wall": search_wall, "home": home, "fast": fast, "confirm": conf,
+               "ablation": ablation}
+    finally:
+        from engine.jobs import runner
+
+        runner.cancel_active(home / "runs.sqlite")
+        if old is None:
+            os.environ.pop("SPEEDLAB_HOME", None)
+        else:
+            os.environ["SPEEDLAB_HOME"] = old
+
+
+def _store(home):
+    from engine.store import Store
+
+    return Store(home / "runs.sqlite")
+
+
+def test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason(searched):
+    ap = searched["ap"]
+    assert searched["search_wall"] <= 60 * 1.10
+    trials = ap.state["trials"]
+    assert len(trials) >= 2
+    store = _store(searched["home"])
+    try:
+        for t in trials:
+            run = store.get_run(t["run_id"])
+            assert run["role"] == "trial" and run["group_id"] == f"{ap.id}-t{t['trial']}"
+            assert run["status"] in ("completed", "cancelled", "failed")
+            info = run["summary"]["autopilot"]
+            assert info["kind"] == t["kind"] and info["kind"] in ("reached", "pruned", "share", "budget",
+                                                                   "not_reached", "failed")
+            assert info["reason"] == t["reason"] and info["id"] == ap.id
+        first = store.get_run(trials[0]["run_id"])
+        # The fast trial ended itself at the target (stop_at_target), before its 10-epoch cap.
+        assert trials[0]["kind"] == "reached" and first["status"] == "completed"
+        assert first["summary"]["stopped_at_target"] is True
+        assert first["summary"]["epochs_run"] < 10
+        assert trials[0]["time_to_target_sec"] == pytest.approx(first["summary"]["time_to_target_sec"])
+    finally:
+        store.close()
+
+
+def test_planted_slow_trial_is_pruned_once_it_passes_the_best_time(searched):
+    trials = searched["ap"].state["trials"]
+    fast, slow = trials[0], trials[1]
+    assert slow["planted"] and slow["changes"]["precision"] == "mixed_float16"
+    assert slow["kind"] == "pruned" and slow["time_to_target_sec"] is None
+    best = fast["time_to_target_sec"]
+    assert slow["reason"].endswith(f"slower than the best time so far ({best:.2f} s), it cannot win")
+    assert slow["elapsed_sec"] > best  # it did run past the best time before it was stopped
+    store = _store(searched["home"])
+    try:
+        run = store.get_run(slow["run_id"])
+        assert run["status"] == "cancelled" and run["error"] == f"autopilot: {slow['reason']}"
+    finally:
+        store.close()
+
+
+def test_reruns_alternate_on_fresh_seeds_and_ablation_runs_differ_in_one_setting(searched):
+    ap, conf, fast = searched["ap"], searched["confirm"], searched["fast"]
+    assert [(r["round"], r["name"], r["seed"]) for r in conf["runs"]] == [(1, "baseline", 1), (1, "winner", 1)]
+    store = _store(searched["home"])
+    try:
+        b, w = (store.get_run(r["run_id"]) for r in conf["runs"])
+        assert (b["role"], w["role"], w["baseline_id"]) == ("baseline", "run", b["id"])
+        assert RunConfig.from_dict(b["config"]) == ap.baseline.replace(seed=1)
+        assert conf["speedup"]["pairs"] == (1 if all(conf["times"][n][0] for n in ("baseline", "winner")) else 0)
+        abl = searched["ablation"]
+        assert [a["technique"] for a in abl] == ["precision", "steps_per_execution"]
+        for a in abl:
+            run = store.get_run(a["run_id"])
+            assert run["role"] == "ablation"
+            cfg = RunConfig.from_dict(run["config"])
+            assert sp.techniques_used(cfg, fast) == [a["technique"]]
+            assert cfg.replace(seed=fast.seed) == fast.replace(**{f: getattr(ap.baseline, f)
+                                                                   for f in sp.TECHNIQUE_FIELDS[a["technique"]]})
+            if a["time_to_target_sec"] and conf["times"]["winner"][0]:
+                assert a["factor"] == pytest.approx(a["time_to_target_sec"] / conf["times"]["winner"][0])
+    finally:
+        store.close()
+
+
+def test_max_lr_choices_come_from_the_lr_range_test(store_home):
+    from engine.jobs import lr_find
+
+    assert autopilot.lr_choices({"suggested": 0.0033, "steepest": 0.0033, "min_over_10": 0.0071}) == [0.0033, 0.0071]
+    base = DIGITS
+    got = autopilot.choose_max_lr(base, 60)  # nothing stored, budget under 120 s: no test
+    assert got == {"value": 0.005, "choices": [0.005],
+                   "source": "no LR range test (budget under 120 s): 5x the base learning rate"}
+    assert autopilot.choose_max_lr(base, 60, max_lr=0.02)["choices"] == [0.02]
+    lr_find.save({"config": base.to_dict(), "suggestion": {"suggested": 0.0033, "steepest": 0.0033,
+                                                           "min_over_10": 0.0071}})
+    got = autopilot.choose_max_lr(base, 60)
+    assert (got["value"], got["choices"], got["source"]) == (0.0071, [0.0033, 0.0071], "the stored LR range test")
+    # A test for another model does not count.
+    assert autopilot.choose_max_lr(base.replace(model="mlp"), 60)["choices"] == [0.005]

@@ -1,0 +1,134 @@
+"""The Autopilot page under streamlit.testing.v1.AppTest, from written state
+files (no search runs here): the empty page, a finished search (trials chart,
+confirmed speedup, ablation chart, 'Use this configuration'), a running one
+(progress, Stop, the Train page refusing to launch), and a bad setting."""
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+
+from engine.config import RunConfig
+from engine.jobs import autopilot, background
+from engine.jobs import autopilot_space as sp
+from test_pages import app, no_errors, plotly_specs, texts, values
+
+PAGE = "views/autopilot.py"
+BASE = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=20, target_accuracy=0.95,
+                 stop_at_target=True)
+WINNER = sp.trial_config(BASE, {"precision": "mixed_bfloat16", "steps_per_execution": 8, "batch_size": 256,
+                                "schedule": "one_cycle", "cycle_epochs": 10, "label_smoothing": 0.1,
+                                "jit_compile": False, "devices": 1}, max_lr=0.005)
+
+
+def trial(n, kind, ttt=None, elapsed=None, best=None, run_id=None):
+    return {"trial": n, "run_id": run_id or n, "label": f"config {n}", "kind": kind, "reason": f"{kind} {n}",
+            "time_to_target_sec": ttt, "elapsed_sec": elapsed if elapsed is not None else ttt,
+            "best_so_far_sec": best, "planted": False, "params": {}, "changes": {}}
+
+
+TRIALS = [trial(1, "reached", 3.0, best=3.0), trial(2, "pruned", None, 3.4, best=3.0),
+          trial(3, "reached", 2.5, best=2.5), trial(4, "share", None, 15.2, best=2.5)]
+
+
+def done_state() -> dict:
+    conf = {"repeats": 3, "seeds": [1, 2, 3], "runs": [], "times": {"baseline": [4.0, 5.0, 6.0],
+                                                                    "winner": [2.0, 2.0, 4.0]},
+            "speedup": autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]), "extra": {}}
+    ablation = [{"technique": "precision", "label": "bfloat16", "run_id": 20, "time_to_target_sec": 2.8,
+                 "factor": 1.4, "note": None},
+                {"technique": "schedule", "label": "one_cycle (max LR 0.005, 10 epochs)", "run_id": 21,
+                 "time_to_target_sec": None, "factor": None, "note": "not reached in 20 epochs"}]
+    return {"state": "done", "pid": None, "started": time.time() - 400, "finished": time.time() - 5,
+            "phase": "done", "id": "autopilot-abc123", "target_accuracy": 0.95, "budget_sec": 300.0,
+            "trials": TRIALS, "best": {**TRIALS[2], "config": WINNER.to_dict()}, "current": None,
+            "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
+            "explanation": autopilot.explanation(ablation),
+            "winner": {"trial": 3, "run_id": 3, "label": sp.describe(WINNER, BASE), "config": WINNER.to_dict(),
+                       "changes": {}, "search_time_to_target_sec": 2.5}}
+
+
+def test_empty_page_explains_and_can_start(store_home):
+    at = app(PAGE)
+    no_errors(at)
+    assert "No search yet" in texts(at.info)
+    start = at.button(key="ap_start")
+    assert start.label == "Start autopilot" and not start.disabled
+
+
+def test_bad_budget_disables_start_with_one_line(store_home):
+    at = app(PAGE)
+    at.number_input(key="ap_budget").set_value(10)  # the smallest the widget allows is fine ...
+    at.number_input(key="ap_epochs").set_value(1).run()
+    no_errors(at)
+    assert not at.button(key="ap_start").disabled
+    at.number_input(key="ap_batch").set_value(5000).run()  # ... a batch above digits' 1,437 samples is not
+    assert at.button(key="ap_start").disabled
+    assert "batch_size: 5000 is larger than the 1437 training samples of digits" in texts(at.error)
+
+
+def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(store_home):
+    background.write_json(autopilot.progress_path(), done_state())
+    at = app(PAGE)
+    no_errors(at)
+    specs = plotly_specs(at)
+    by = {t["name"]: t for t in specs["ap_trials"]["data"]}
+    assert values(by["reached the target"]["x"]) == [1, 3] and values(by["reached the target"]["y"]) == [3.0, 2.5]
+    assert values(by["pruned: passed the best time"]["y"]) == [3.4]      # drawn at the training time it used
+    assert values(by["best so far"]["y"]) == [3.0, 3.0, 2.5, 2.5] and by["best so far"]["line"]["shape"] == "hv"
+    bars = specs["ap_ablation"]["data"][0]
+    assert list(bars["y"]) == ["one_cycle (max LR 0.005, 10 epochs)", "bfloat16"]
+    assert list(bars["text"]) == ["not reached in 20 epochs", "1.40x"]
+    metric = {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"]
+    assert metric.value == "2.00×"  # median of 4/2, 5/2, 6/4
+    assert "Winner 2.00 s vs baseline 5.00 s (medians)." in texts(at.caption)
+    assert len(at.dataframe[0].value) == 4
+
+
+def test_use_this_configuration_fills_the_train_page(store_home):
+    background.write_json(autopilot.progress_path(), done_state())
+    at = app(PAGE)
+    at.button(key="ap_use_btn").click().run()
+    no_errors(at)
+    assert "SpeedLab · Train" in at.markdown[0].value
+    assert at.selectbox(key="precision").value == "mixed_bfloat16"
+    assert at.number_input(key="steps_per_execution").value == 6  # 8, capped at the 6 steps of an epoch
+    assert at.number_input(key="batch_size").value == 256
+    assert at.selectbox(key="schedule").value == "one_cycle"
+    assert at.number_input(key="max_lr").value == 0.005
+    assert at.toggle(key="scale_lr").value is True
+    assert at.number_input(key="label_smoothing").value == 0.1
+    assert at.number_input(key="epochs").value == 10
+    assert at.query_params["batch_size"] == "256"
+
+
+def test_running_search_shows_progress_and_blocks_other_measurements(store_home):
+    me = psutil.Process()  # a live process stands in for the autopilot's
+    background.write_json(autopilot.progress_path(), {
+        **done_state(), "state": "running", "phase": "search", "pid": os.getpid(),
+        "pid_started": me.create_time(), "started": time.time() - 100, "winner": None, "confirm": None,
+        "ablation": None, "current": {"phase": "search", "trial": 5, "run_id": 5, "label": "config 5",
+                                      "elapsed_sec": 1.5, "best_sec": 2.5, "limit_sec": 75.0}})
+    at = app(PAGE)
+    no_errors(at)
+    bar = at.get("progress")[0].proto
+    assert "Searching: 4 trials done, trial 5 at 1.5 s of training" in bar.text
+    assert "best so far 2.50 s (trial 3)" in bar.text
+    assert at.button(key="ap_start").disabled and at.button(key="ap_stop")
+    assert "ap_race" in plotly_specs(at)
+    at.switch_page("views/train.py")
+    at.run()
+    at.button(key="launch").click().run()
+    assert "Not launched: the autopilot is searching" in texts(at.warning)
+    background.write_json(autopilot.progress_path(), {"state": "done", "pid": None, "started": 1.0})
+
+
+def test_train_page_renders_with_an_autopilot_trial_newest(store):
+    """The Train page shows the newest group; a trial's group has no 'run' or 'baseline' role."""
+    from test_pages import fake_run
+
+    fake_run(store, BASE, role="trial", group="autopilot-abc123-t1", ttt=2.5)
+    at = app()
+    no_errors(at)
+    assert "#1 fp32" in texts(at.markdown)

@@ -1,0 +1,261 @@
+"""Autopilot: search this machine for the fastest route to a target accuracy,
+watch the trials live, and see the confirmed winner explained.
+
+UI only: the search runs detached (engine.jobs.autopilot.start_background, i.e.
+``python -m engine autopilot``) and writes its state to a JSON file that a
+fragment re-reads every second; the current run's curves come from the store;
+figures come from engine.report.autopilot_charts and engine.report.charts.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from engine.config import MODELS, ConfigError, RunConfig
+from engine.data import meta as datasets_meta
+from engine.jobs import autopilot
+from engine.jobs.background import ACTIVE_STATES
+from engine.report import autopilot_charts, charts
+from engine.store import Store
+from views.common import one_line_errors
+
+LIVE_REFRESH_S = 1.0   # while the autopilot runs
+WATCH_REFRESH_S = 3.0  # idle: notice an autopilot started elsewhere
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+TRAIN_PAGE = "views/train.py"
+# Winner fields handed to the Train page (its widgets are keyed by these RunConfig fields).
+TRAIN_FIELDS = ("dataset", "model", "precision", "devices", "batch_size", "steps_per_execution", "jit_compile",
+                "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr", "scale_lr",
+                "reference_batch_size", "label_smoothing", "target_accuracy", "seed")
+PHASES = {"starting": "starting", "search": "searching", "confirm": "re-running the winner and the baseline",
+          "ablation": "explaining the winner (ablation)", "done": "done", "stopped": "stopped"}
+
+
+# --- the form --------------------------------------------------------------------------
+
+def settings_form() -> tuple[list[str] | None, str | None]:
+    """The autopilot's settings; returns (CLI arguments, None) or (None, one-line error)."""
+    names = list(datasets_meta.DATASET_NAMES)
+    c = st.columns([1.2, 1, 1, 1, 1], vertical_alignment="bottom")
+    dataset = c[0].selectbox("Data set", names, index=names.index("digits"), key="ap_dataset")
+    model = c[1].selectbox("Model", MODELS, index=list(MODELS).index("cnn"), key="ap_model")
+    default = datasets_meta.default_target(dataset) or 0.9
+    target = c[2].number_input("Target val accuracy", value=float(default), min_value=0.01, max_value=1.0,
+                               step=0.01, format="%.2f", key=f"ap_target_{dataset}",
+                               help="the search minimises the seconds from the start of training to the "
+                                    "first validation at or above this")
+    budget = c[3].number_input("Search budget (s)", value=300, min_value=10, step=30, key="ap_budget",
+                               help="wall-clock seconds for the search; the re-runs and the ablation follow")
+    repeats = c[4].number_input("Re-runs each", value=3, min_value=0, max_value=10, step=1, key="ap_repeats",
+                                help="the winner and the baseline re-run alternately this many times each; the "
+                                     "speedup is their median ratio (0: no re-runs)")
+    with st.expander("More settings", icon=":material/tune:"):
+        d = st.columns(5, vertical_alignment="bottom")
+        batch = d[0].number_input("Baseline global batch", value=128, min_value=1, step=32, key="ap_batch",
+                                  help="the search scales it 0.5-4x with the linear scaling rule")
+        epochs = d[1].number_input("Epoch cap per run", value=20, min_value=1, step=1, key="ap_epochs",
+                                   help="every run stops at the target; this is the most it may train")
+        seed = d[2].number_input("Seed", value=0, min_value=0, step=1, key="ap_seed",
+                                 help="same seed, same proposals; the re-runs use the seeds after it")
+        lr_find = d[3].selectbox("LR range test", ("auto", "yes", "no"), key="ap_lr_find",
+                                 help="for one-cycle's max LR: auto = reuse a stored one, else run one when "
+                                      "the budget is at least 120 s")
+        explain = d[4].toggle("Explain the winner", value=True, key="ap_explain",
+                              help="leave-one-out ablation: one run per technique the winner uses")
+    try:
+        RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
+                  target_accuracy=float(target), stop_at_target=True)
+        autopilot.check_settings(float(budget), float(target), int(repeats))
+    except ConfigError as e:
+        return None, str(e)
+    args = ["--dataset", dataset, "--model", model, "--target", f"{target:g}", "--budget", str(int(budget)),
+            "--batch-size", str(int(batch)), "--epochs", str(int(epochs)), "--seed", str(int(seed)),
+            "--repeats", str(int(repeats)), "--lr-find", lr_find]
+    return args + ([] if explain else ["--no-explain"]), None
+
+
+# --- live state -----------------------------------------------------------------------
+
+def status(p: dict) -> None:
+    """One progress line: the phase, the budget used, the best so far."""
+    phase = p.get("phase") or "starting"
+    trials = p.get("trials") or []
+    best = p.get("best")
+    best_text = f"best so far {best['time_to_target_sec']:.2f} s (trial {best['trial']})" if best else "no time yet"
+    if phase in ("starting", "search") and p["state"] in ACTIVE_STATES:
+        budget = p.get("budget_sec") or 0
+        used = p.get("elapsed", 0.0)
+        left = max(budget - used, 0.0)
+        cur = p.get("current") or {}
+        doing = (f"trial {cur['trial']} at {cur.get('elapsed_sec', 0):.1f} s of training" if cur.get("trial")
+                 else "preparing (hardware facts, max LR)" if not trials else "between trials")
+        st.progress(min(used / budget, 1.0) if budget else 0.0,
+                    text=f":material/travel_explore: Searching: {len(trials)} trials done, {doing} · "
+                         f"{left:.0f} s of {budget:.0f} s budget left · {best_text}")
+    elif p["state"] in ACTIVE_STATES:
+        cur = p.get("current") or {}
+        what = (f"round {cur.get('round')}: {cur.get('name')}" if phase == "confirm" and cur
+                else cur.get("label", "") if cur else "")
+        st.markdown(f":material/autorenew: **{PHASES.get(phase, phase).capitalize()}** · {what} · run "
+                    f"#{cur.get('run_id', '?')} · {p.get('elapsed', 0):.0f} s since the start · {best_text}")
+    elif p["state"] == "failed":
+        st.error(f"The autopilot failed: {p.get('error') or 'no message'}", icon=":material/error:")
+    elif p["state"] == "cancelled":
+        st.warning(f"The autopilot was stopped after {len(trials)} trials; what it found so far is below.",
+                   icon=":material/stop_circle:")
+    else:
+        st.markdown(f":material/check_circle: **Done** in {p.get('elapsed', 0):.0f} s: {len(trials)} trials "
+                    f"in the {p.get('budget_sec', 0):.0f} s search, then the re-runs and the ablation.")
+
+
+def current_curves(p: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(epochs, executions) of the current run and the best trial, tagged for the charts."""
+    cur = p.get("current") or {}
+    best = p.get("best") or {}
+    runs = [(cur.get("run_id"), f"#{cur.get('run_id')} now: {cur.get('label', '')}", charts.PALETTE[1])]
+    if best.get("run_id") and best.get("run_id") != cur.get("run_id"):
+        runs.append((best["run_id"], f"#{best['run_id']} best: {best.get('label', '')}", charts.BASELINE_COLOR))
+    eps, exs = [], []
+    store = Store()
+    try:
+        for rid, label, color in runs:
+            if rid is None:
+                continue
+            eps.append(charts.tag(store.frame("epochs", rid), label, color, rid))
+            if rid == cur.get("run_id"):
+                exs.append(charts.tag(store.frame("executions", rid), label, color, rid))
+    finally:
+        store.close()
+    eps = [e for e in eps if not e.empty]
+    exs = [e for e in exs if not e.empty]
+    return (pd.concat(eps, ignore_index=True) if eps else pd.DataFrame(),
+            pd.concat(exs, ignore_index=True) if exs else pd.DataFrame())
+
+
+def trials_table(trials: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([{"trial": t["trial"], "run": t["run_id"], "settings": t["label"],
+                          "time to target (s)": t.get("time_to_target_sec"),
+                          "training used (s)": t.get("elapsed_sec"), "how it ended": t["reason"]}
+                         for t in trials])
+
+
+def live(was_running: bool) -> None:
+    """Body of the live fragment: re-reads the autopilot's state file each tick."""
+    with one_line_errors("Autopilot progress"):
+        p = autopilot.read_progress()
+        running = bool(p) and p["state"] in ACTIVE_STATES
+        if running != was_running:  # started elsewhere, or finished: redraw the page
+            st.rerun()
+        if not p:
+            st.info("No search yet: pick a data set, a model, a target and a budget, and press **Start "
+                    "autopilot**. Each trial is a real run; its time to target appears in the chart as it "
+                    "ends, the best so far as a step line.", icon=":material/travel_explore:")
+            return
+        status(p)
+        target = p.get("target_accuracy") or 0.0
+        left, right = st.columns([1.2, 1], gap="medium")
+        left.plotly_chart(autopilot_charts.trials_figure(p.get("trials") or [], target), key="ap_trials",
+                          config=PLOTLY_CONFIG)
+        cur = p.get("current") or {}
+        if running and cur.get("run_id"):
+            eps, exs = current_curves(p)
+            best = (p.get("best") or {}).get("time_to_target_sec") if cur.get("phase") == "search" else None
+            right.plotly_chart(autopilot_charts.race_figure(eps, target, best, cur.get("limit_sec")),
+                               key="ap_race", config=PLOTLY_CONFIG)
+            st.plotly_chart(charts.throughput_figure(exs, title=f"Run #{cur['run_id']}: throughput per execution",
+                                                     height=300), key="ap_throughput", config=PLOTLY_CONFIG)
+        elif (p.get("confirm") or {}).get("runs"):
+            right.plotly_chart(autopilot_charts.confirm_figure(p["confirm"]["runs"], target), key="ap_confirm",
+                               config=PLOTLY_CONFIG)
+        if p.get("trials"):
+            st.dataframe(trials_table(p["trials"]), hide_index=True, key="ap_table",
+                         column_config={"time to target (s)": st.column_config.NumberColumn(format="%.2f"),
+                                        "training used (s)": st.column_config.NumberColumn(format="%.1f")})
+        for note in p.get("notes") or []:
+            st.caption(f":material/info: {note}")
+        if p.get("winner"):
+            result(p)
+
+
+# --- the result --------------------------------------------------------------------------
+
+def use_winner(cfg: dict) -> None:
+    """Button callback: hand the winner to the Train page. Its controls are bound
+    to the URL, which seeds a control without a value of its own yet, so values
+    kept from an earlier visit are dropped first."""
+    changes = {k: cfg[k] for k in TRAIN_FIELDS if cfg.get(k) is not None}
+    for k in changes:
+        st.session_state.pop(k, None)
+    st.session_state["ap_use"] = changes
+
+
+def train_query_params(changes: dict) -> dict:
+    """The Train page's URL parameters (widget values as the URL spells them)."""
+    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in changes.items()}
+
+
+def result(p: dict) -> None:
+    w = p["winner"]
+    target = p.get("target_accuracy") or 0.0
+    conf = p.get("confirm") or {}
+    sp = conf.get("speedup") or {}
+    st.markdown("#### The winner")
+    a, b = st.columns([1, 2.2], gap="medium")
+    with a:
+        if sp.get("median"):
+            st.metric(f"Time to {target:g}: confirmed speedup", f"{sp['median']:.2f}×", border=True,
+                      delta=f"min {sp['min']:.2f}× · max {sp['max']:.2f}×", delta_color="off",
+                      help=f"median over {sp['pairs']} alternating re-run pairs of baseline time / winner "
+                           "time, on seeds the search did not use")
+            st.caption(f"Winner {sp['median_time']:.2f} s vs baseline {sp['baseline_median']:.2f} s (medians).")
+        elif conf:
+            st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
+            st.caption("The re-runs have no complete pair yet (or a side did not reach the target).")
+        st.markdown(f"**{w['label']}**")
+        st.caption(f"Trial {w['trial']} (run #{w['run_id']}): {w['search_time_to_target_sec']:.2f} s to "
+                   f"{target:g} in the search. " + charts.config_summary(w["config"]))
+        if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:", key="ap_use_btn",
+                     on_click=use_winner, args=(w["config"],), width="stretch",
+                     help="Fill the Train page with the winner's settings"):
+            changes = st.session_state.pop("ap_use", None) or {}
+            st.switch_page(TRAIN_PAGE, query_params=train_query_params(changes))
+    with b:
+        if p.get("ablation"):
+            st.plotly_chart(autopilot_charts.ablation_figure(p["ablation"]), key="ap_ablation",
+                            config=PLOTLY_CONFIG)
+            if p.get("explanation"):
+                st.caption(f"Without each technique the winner took this many times as long: {p['explanation']}. "
+                           "One run each: on a busy machine these are rough.")
+        elif conf.get("runs"):
+            st.plotly_chart(autopilot_charts.confirm_figure(conf["runs"], target), key="ap_confirm_done",
+                            config=PLOTLY_CONFIG)
+
+
+def main() -> None:
+    st.markdown("### SpeedLab · Autopilot")
+    st.caption("Give a data set, a model, a target validation accuracy and a budget: the autopilot tries "
+               "configurations this machine allows (Optuna's seeded TPE sampler over precision, steps per "
+               "execution, batch with scaled LR, schedule, label smoothing, XLA, devices), stops each as soon as "
+               "it cannot beat the best time to the target, re-runs the winner against the baseline, and says "
+               "what each technique bought. It runs in the background: you can leave this page.")
+    p = autopilot.read_progress()
+    running = bool(p) and p["state"] in ACTIVE_STATES
+    args, error = settings_form()
+    c1, c2, c3 = st.columns([1.3, 1, 3.5], vertical_alignment="center")
+    if c1.button("Start autopilot", type="primary", icon=":material/travel_explore:", key="ap_start",
+                 disabled=running or args is None, width="stretch"):
+        try:
+            autopilot.start_background(args)
+            st.rerun()
+        except autopilot.AutopilotError as e:
+            c3.warning(str(e), icon=":material/hourglass_top:")
+    if running and c2.button("Stop", icon=":material/stop:", key="ap_stop", width="stretch"):
+        autopilot.cancel_background()
+        st.rerun()
+    if error:
+        c3.error(error, icon=":material/error:")
+    st.fragment(live, run_every=LIVE_REFRESH_S if running else WATCH_REFRESH_S)(running)
+
+
+if __name__ == "__main__":
+    main()
