@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
     summary TEXT,                               -- JSON: final figures
     error TEXT, stderr_tail TEXT,
     cancel_requested REAL,                      -- time a cancel was asked for
-    baseline_id INTEGER                         -- the baseline this run is compared with
+    baseline_id INTEGER,                        -- the baseline this run is compared with
+    origin TEXT                                 -- JSON provenance of an imported run (NULL: run here)
 );
 CREATE TABLE IF NOT EXISTS executions (
     run_id INTEGER NOT NULL, idx INTEGER NOT NULL,
@@ -66,6 +67,7 @@ CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a mu
 _ADDED_COLUMNS = [
     (2, "system", "worker", "INTEGER NOT NULL DEFAULT 0"),
     (3, "runs", "baseline_id", "INTEGER"),
+    (4, "runs", "origin", "TEXT"),
 ]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
@@ -266,7 +268,7 @@ class _Tx:
 
 def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
     d = dict(row)
-    for key in ("config", "environment", "plan", "summary"):
+    for key in ("config", "environment", "plan", "summary", "origin"):
         if d.get(key):
             d[key] = json.loads(d[key])
     return d

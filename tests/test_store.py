@@ -7,7 +7,7 @@ import time
 import pytest
 
 from engine.config import RunConfig
-from engine.store import Store, StoreError
+from engine.store import SCHEMA_VERSION, Store, StoreError
 
 
 def test_round_trip(store):
@@ -87,8 +87,8 @@ def test_version_1_store_is_migrated(store_home):
     conn.commit()
     conn.close()
     s = Store()
-    assert s.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
-    assert "baseline_id" in {r[1] for r in s.conn.execute("PRAGMA table_info(runs)")}
+    assert s.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert {"baseline_id", "origin"} <= {r[1] for r in s.conn.execute("PRAGMA table_info(runs)")}
     assert s.metrics("system", 7) == [{"t": 0.5, "cpu_percent": 50.0, "rss_mb": 100.0, "mem_percent": 10.0,
                                        "gpu_mem_mb": None, "worker": 0}]
     s.set_worker(7, 1, "running", pid=123, address="127.0.0.1:1")

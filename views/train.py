@@ -584,8 +584,9 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     A group holds the baseline and the run launched together. When the
     baseline was reused from an earlier group, the newest matching stored
     baseline stands in; when a config is its own baseline, both are the same run.
+    Imported runs (run bundles) are left to the Runs and Replay pages.
     """
-    runs = store.list_runs()
+    runs = [r for r in store.list_runs() if not r.get("origin")]
     if not runs:
         return [], None, None
     gid = runs[0]["group_id"]

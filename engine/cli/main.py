@@ -16,7 +16,8 @@ from engine.cli.common import Parser
 from engine.errors import ActiveRunError, ConfigError
 
 # In --help order.
-SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "hardware", "bench", "lr_find", "worker", "demo", "data")
+SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "hardware", "bench", "lr_find",
+               "worker", "demo", "data")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,8 +21,9 @@ def runs_frame(store):
             "samples_per_sec": s.get("samples_per_sec"), "warmup_sec": s.get("warmup_sec"),
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
             "time_to_target_sec": s.get("time_to_target_sec"), "error": r.get("error"),
+            "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
         })
     return pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
         "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "warmup_sec", "wall_sec",
-        "val_accuracy", "time_to_target_sec", "error"])
+        "val_accuracy", "time_to_target_sec", "error", "origin"])
