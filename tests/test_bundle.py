@@ -207,3 +207,31 @@ def test_not_a_bundle(two_homes, tmp_path):
         z.writestr("cat.txt", "meow")
     assert_refused(b, other, "photos.zip is not a SpeedLab run bundle (no manifest.json); "
                              "make one with python -m engine export RUN_ID... -o FILE.zip")
+
+
+def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    _, b, path = two_homes
+    monkeypatch.setenv("SPEEDLAB_HOME", str(b))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("views/runs.py")
+    at.run()
+    assert not at.exception
+    up = [u for u in at.file_uploader if "Import a bundle" in u.label][0]
+    up.upload("pair.zip", path.read_bytes(), "application/zip").run()
+    at.button(key="bundle_import").click().run()
+    assert not at.exception
+    assert ("Imported 2 run(s) as #1, #2: imported from gpu-box-7 (run #1 there); imported from gpu-box-7 "
+            "(run #2 there). Replay them on the Replay page.") in [s.value for s in at.success]
+    table = at.dataframe[0].value
+    assert table["origin"].tolist() == ["imported from gpu-box-7"] * 2
+    assert counts(b)["executions"] == 6
+    # The same bundle again: the engine's one line, nothing added.
+    up = [u for u in at.file_uploader if "Import a bundle" in u.label][0]
+    up.upload("pair.zip", path.read_bytes(), "application/zip").run()
+    at.button(key="bundle_import").click().run()
+    assert [e.value for e in at.error] == [
+        "pair.zip is already imported: run(s) #1 (here #1), #2 (here #2) are in this store; nothing was "
+        "added (delete them first to import again)"]
+    assert counts(b)["runs"] == 2

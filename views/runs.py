@@ -7,16 +7,19 @@ engine.report.compare, figures from engine.report.charts. No TensorFlow in this 
 """
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import streamlit as st
 
+from engine import bundle
 from engine.jobs import background
 from engine.report import charts
 from engine.jobs import runner
 from engine.jobs import demo
 from engine.report.table import runs_frame
 from engine.report.compare import compare, live_summary, progress
-from engine.store import ACTIVE_STATUSES, Store
+from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.common import one_line_errors
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -36,6 +39,7 @@ TABLE_COLUMNS = {
     "val_accuracy": st.column_config.NumberColumn("final val acc", format="%.3f"),
     "time_to_target_sec": st.column_config.NumberColumn("time to target (s)", format="%.2f"),
     "error": st.column_config.TextColumn("error"),
+    "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
 }
 
 
@@ -48,6 +52,7 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
     for col in ("samples_per_sec", "warmup_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
         df[col] = pd.to_numeric(df[col], errors="coerce")  # None -> blank cell, not "None"
     df["error"] = df["error"].fillna("")
+    df["origin"] = df["origin"].fillna("")
     df["config"] = [charts.config_summary(by_id[i]["config"], by_id[i].get("summary"))
                     for i in df["id"]]
     return df
@@ -175,6 +180,46 @@ def export_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                             icon=":material/download:")
 
 
+def bundle_section(store: Store, by_id: dict) -> None:
+    """Run bundles: export finished runs to a .zip (as `python -m engine export`)
+    and import one from another machine (as `python -m engine import`); every
+    refusal is the engine's one line and changes nothing."""
+    st.markdown("### Run bundles")
+    flash = st.session_state.pop("bundle_flash", None)
+    if flash:
+        st.success(flash, icon=":material/check_circle:")
+    c1, c2 = st.columns(2, gap="large")
+    done = [i for i, r in by_id.items() if r["status"] in FINAL_STATUSES]
+    with c1:
+        picked = st.multiselect("Runs to export", done, key="bundle_ids", format_func=lambda i: _label(by_id, i),
+                                placeholder="pick finished runs",
+                                help="Config, environment (host, devices, versions), summary and every "
+                                     "metric row, in one .zip for another machine's store")
+        if picked:
+            buf = io.BytesIO()
+            bundle.export_runs(store, picked, buf)
+            name = "speedlab_runs_" + "_".join(str(i) for i in sorted(picked))[:60] + ".zip"
+            st.download_button(f"Export {len(picked)} run{'s' if len(picked) > 1 else ''} (.zip)",
+                               buf.getvalue(), name, "application/zip", icon=":material/archive:",
+                               key="bundle_download")
+    with c2:
+        n = st.session_state.get("_bundle_n", 0)  # a new key empties the uploader after an import
+        file = st.file_uploader("Import a bundle (.zip from python -m engine export)", type=["zip"],
+                                key=f"bundle_file_{n}")
+        if st.button("Import", icon=":material/unarchive:", key="bundle_import", disabled=file is None):
+            try:
+                pairs = bundle.import_bundle(store, io.BytesIO(file.getvalue()), file.name)
+            except bundle.BundleError as e:
+                st.error(str(e), icon=":material/block:")
+                return
+            hosts = {bundle.provenance(store.get_run(new)) for _, new in pairs}
+            st.session_state["bundle_flash"] = (
+                f"Imported {len(pairs)} run(s) as {', '.join(f'#{new}' for _, new in pairs)}: "
+                + "; ".join(sorted(h for h in hosts if h)) + ". Replay them on the Replay page.")
+            st.session_state["_bundle_n"] = n + 1
+            st.rerun()
+
+
 def delete_section(store: Store, by_id: dict) -> None:
     """Delete runs and their metrics; active runs are refused."""
     st.markdown("### Delete runs")
@@ -191,7 +236,7 @@ def delete_section(store: Store, by_id: dict) -> None:
         for i in picked:
             store.delete_run(i)
         st.session_state["runs_flash"] = f"Deleted run(s) {', '.join(f'#{i}' for i in picked)}."
-        for key in ("delete_ids", "delete_sure", "overlay", "speedup_baseline", "export_run"):
+        for key in ("delete_ids", "delete_sure", "overlay", "speedup_baseline", "export_run", "bundle_ids"):
             st.session_state.pop(key, None)  # they may name deleted runs
         st.rerun()
 
@@ -329,6 +374,8 @@ def main() -> None:
             st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
                     "Every run is kept here.", icon=":material/info:")
             st.fragment(transfer_section, run_every=DEMO_REFRESH_S if active_demo else None)(active_demo)
+            with one_line_errors("Run bundles"):
+                bundle_section(store, {})
             return
         by_id = {r["id"]: r for r in runs}
         df = table(runs, runs_frame(store))
@@ -348,6 +395,8 @@ def main() -> None:
         if not view.empty:
             with one_line_errors("Download"):
                 export_section(store, by_id, view)
+        with one_line_errors("Run bundles"):
+            bundle_section(store, by_id)
         with one_line_errors("Delete"):
             delete_section(store, by_id)
     finally:
