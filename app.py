@@ -14,6 +14,7 @@ st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="
 PAGES = [
     st.Page("views/train.py", title="Train", icon=":material/rocket_launch:", default=True),
     st.Page("views/runs.py", title="Runs", icon=":material/table_chart:"),
+    st.Page("views/replay.py", title="Replay", icon=":material/replay:"),
     st.Page("views/hardware.py", title="Hardware", icon=":material/memory:"),
 ]
 

@@ -646,8 +646,11 @@ def status_line(store: Store, run: dict) -> tuple[str, float | None]:
     return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
 
 
-def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None) -> None:
-    """Status, Stop, speedup and the live charts of the current comparison."""
+def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None,
+                      stop: bool = True) -> None:
+    """Status, Stop (unless `stop` is False: a replay has nothing to stop),
+    speedup and the live charts of the current comparison. `store` may be an
+    engine.report.replay.ReplayStore: the Replay page draws through here."""
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     head, stop_col = st.columns([6, 1], vertical_alignment="center")
@@ -659,7 +662,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             else:
                 st.markdown(line)
     with stop_col:
-        if active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
+        if stop and active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
                                 help="Cancel the active run(s); their metrics stay in the store"):
             st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
