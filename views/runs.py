@@ -17,7 +17,7 @@ from engine.jobs import background
 from engine.report import charts
 from engine.jobs import runner
 from engine.jobs import demo
-from engine.report.table import runs_frame
+from engine.report.table import FIGURES, printf, runs_frame
 from engine.report.compare import compare, live_summary, progress
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.common import one_line_errors
@@ -28,21 +28,21 @@ DEMO_COMMAND = "python -m engine demo-transfer"
 FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
            ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
 TABLE_COLUMNS = {
-    "id": st.column_config.NumberColumn("run", format="#%d", width="small"),
-    "status": st.column_config.TextColumn("status", width="small"),
-    "role": st.column_config.TextColumn("role", width="small"),
-    "config": st.column_config.TextColumn("configuration", width="large"),
-    "samples_per_sec": st.column_config.NumberColumn("steady samples/s", format="%,.0f",
-                                                     help="median samples/s after the warm-up"),
-    "warmup_sec": st.column_config.NumberColumn("warm-up (s)", format="%.2f"),
-    "wall_sec": st.column_config.NumberColumn("wall (s)", format="%.1f"),
-    "val_accuracy": st.column_config.NumberColumn("final val acc", format="%.3f"),
-    "time_to_target_sec": st.column_config.NumberColumn("time to target (s)", format="%.2f"),
-    "error": st.column_config.TextColumn("error"),
+    "id": st.column_config.NumberColumn("run", format="#%d", width=56),
+    "status": st.column_config.TextColumn("status", width=92),
+    "role": st.column_config.TextColumn("role", width=78),
+    "config": st.column_config.TextColumn("configuration", help="data set · model · precision · devices · "
+                                          "batch · speed options that are on · epochs"),
+    **{col: st.column_config.NumberColumn(name, format=printf(col), width=96 if col != "time_to_target_sec" else 112,
+                                          help={"samples_per_sec": "median samples/s after the warm-up"}.get(col))
+       for col, (name, _) in FIGURES.items()},
+    "created": st.column_config.TextColumn("created"),
     "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
+    "error": st.column_config.TextColumn("error"),
 }
-
-
+# Shown without scrolling at 1280 px; the others are one click away (column chooser).
+KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "wall_sec", "val_accuracy", "time_to_target_sec")
+MORE_COLUMNS = ("warmup_sec", "created", "origin", "error")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
@@ -58,16 +58,27 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def filters(sb, df: pd.DataFrame) -> pd.DataFrame:
-    """Sidebar multiselects; an empty one means 'all'."""
-    sb.markdown("#### Filter runs")
+def filters(df: pd.DataFrame) -> pd.DataFrame:
+    """Filter multiselects in a popover above the table (the table keeps the
+    page's full width); an empty one means 'all'."""
+    active = sum(bool(st.session_state.get(f"filter_{col}")) for col, _ in FILTERS)
+    box = st.popover(f"Filter runs ({active} active)" if active else "Filter runs", icon=":material/filter_list:")
     view = df
     for col, label in FILTERS:
         options = sorted(df[col].dropna().unique().tolist(), key=str)
-        picked = sb.multiselect(label, options, key=f"filter_{col}", placeholder="all")
+        picked = box.multiselect(label, options, key=f"filter_{col}", placeholder="all")
         if picked:
             view = view[view[col].isin(picked)]
     return view
+
+
+def column_chooser(df: pd.DataFrame) -> list[str]:
+    """The key columns plus those picked under 'More columns' (imported runs'
+    origin and failed runs' errors are picked by default when there are any)."""
+    default = [c for c in ("origin", "error") if (df[c] != "").any()]
+    more = st.pills("More columns", MORE_COLUMNS, selection_mode="multi", default=default, key="runs_columns",
+                    format_func=lambda c: TABLE_COLUMNS[c]["label"])
+    return [*KEY_COLUMNS, *(c for c in MORE_COLUMNS if c in (more or []))]
 
 
 def _label(by_id: dict, rid: int) -> str:
@@ -379,11 +390,13 @@ def main() -> None:
             return
         by_id = {r["id"]: r for r in runs}
         df = table(runs, runs_frame(store))
-        view = filters(st.sidebar, df)
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+        with row:
+            view = filters(df)
+            shown = column_chooser(df)
         st.caption(f"{len(view)} of {len(df)} runs · throughput = steady-state median samples/s "
                    "(warm-up excluded)")
-        st.dataframe(view, hide_index=True, column_config=TABLE_COLUMNS,
-                     column_order=list(TABLE_COLUMNS), key="runs_table")
+        st.dataframe(view, hide_index=True, column_config=TABLE_COLUMNS, column_order=shown, key="runs_table")
         if view.empty:
             st.caption("No run matches the filters on the left.")
         else:

@@ -89,12 +89,14 @@ class Form:
 
 
 def controls(sb) -> Form:
-    """All settings, grouped, in the sidebar. Ranges are left to the engine so
-    its one-line message explains what is wrong and how to fix it."""
+    """All settings, grouped, in the sidebar, speed options first. Ranges are
+    left to the engine (no min_value on the boxes it checks) so that the value
+    on screen is applied and its one-line message names that value and the fix."""
     f = Form(sb)
+    speed_controls(f, sb)  # first: what SpeedLab is about, visible without scrolling
     data_controls(f, sb)
     model_controls(f, sb)
-    speed_and_training_controls(f, sb)
+    training_controls(f, sb)
     return f
 
 
@@ -105,7 +107,8 @@ def data_controls(f: Form, sb) -> None:
     if pending:
         st.session_state["dataset"] = pending
     sb.markdown("#### Data")
-    f.select("dataset", "Data set", dataset_options())
+    # A typed path is a new option: checked like the CLI's --dataset PATH (the engine's message below).
+    f.select("dataset", "Data set", dataset_options(), accept_new_options=True)
     about = sb.empty()
     if f.values["dataset"] == "synthetic":
         text = sb.text_input("Synthetic image shape (H,W,C)", "32,32,3", key="synthetic_shape",
@@ -145,7 +148,7 @@ def model_controls(f: Form, sb) -> None:
     sb.markdown("#### Model")
     model = f.select("model", "Model", MODELS)
     if model in BACKBONES:
-        f.number("image_size", "Image size (pixels a side, 0 = native 224)", min_value=0, step=32)
+        f.number("image_size", "Image size (pixels a side, 0 = native 224)", step=32)
         f.field("pretrained", "toggle", "Pretrained (ImageNet)", value=DEFAULTS.pretrained)
     f.field("save_model", "toggle", "Save the trained model", value=DEFAULTS.save_model)
     saved = saved_runs()
@@ -159,12 +162,12 @@ def model_controls(f: Form, sb) -> None:
         f.slots["init_from"].caption("No saved model yet: turn on **Save the trained model** for a run "
                                      "(or run the transfer demo on the Runs page) to start later runs from it.")
     if f.values.get("init_from") is not None or f.values.get("pretrained"):
-        f.number("freeze_epochs", "Frozen epochs (only the new head learns)", min_value=0, step=1)
+        f.number("freeze_epochs", "Frozen epochs (only the new head learns)", step=1)
         f.number("finetune_lr_factor", "Fine-tune LR factor (after unfreezing)", step=0.05, format="%.3f")
 
 
-def speed_and_training_controls(f: Form, sb) -> None:
-    """Speed options (precision, devices, batch, steps per execution, XLA) and training."""
+def speed_controls(f: Form, sb) -> None:
+    """Speed options: precision, devices, batch, steps per execution, XLA."""
     sb.markdown("#### Speed options")
     if hardware is not None and _cached_facts() is None:
         sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
@@ -172,10 +175,10 @@ def speed_and_training_controls(f: Form, sb) -> None:
     f.select("precision", "Precision", PRECISIONS)
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
-    f.number("devices", "Number of devices (replicas per worker)", min_value=1, step=1)
+    f.number("devices", "Number of devices (replicas per worker)", step=1)
     if "workers" in FIELD_HELP:
-        f.number("workers", "Worker processes", min_value=1, step=1)
-    f.number("batch_size", "Global batch size (samples)", min_value=1, step=32)
+        f.number("workers", "Worker processes", step=1)
+    f.number("batch_size", "Global batch size (samples)", step=32)
     bs = f.values["batch_size"]
     devices, workers = f.values["devices"] or 1, f.values.get("workers") or 1
     replicas = devices * workers
@@ -184,11 +187,14 @@ def speed_and_training_controls(f: Form, sb) -> None:
                   if workers > 1 else "")
         f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
                                        f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
-    f.number("steps_per_execution", "Steps per execution", min_value=1, step=1)
+    f.number("steps_per_execution", "Steps per execution", step=1)
     f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
 
+
+def training_controls(f: Form, sb) -> None:
+    """Epochs, optimizer, learning rate, momentum and the target accuracy."""
     sb.markdown("#### Training")
-    f.number("epochs", "Epochs", min_value=1, step=1)
+    f.number("epochs", "Epochs", step=1)
     f.select("optimizer", "Optimizer", OPTIMIZERS)
     f.number("learning_rate", "Learning rate", step=1e-4, format="%.5f")
     if f.values["optimizer"] == "sgd":
@@ -360,7 +366,7 @@ def schedule_controls(f: Form, sb) -> None:
         f.field("reduce_on_plateau", "toggle", "Reduce LR on plateau", value=DEFAULTS.reduce_on_plateau)
     f.field("scale_lr", "toggle", "Scale LR with batch size", value=DEFAULTS.scale_lr)
     if f.values["scale_lr"]:
-        f.number("reference_batch_size", "Reference batch size", min_value=1, step=32)
+        f.number("reference_batch_size", "Reference batch size", step=32)
     f.number("label_smoothing", "Label smoothing", step=0.05, format="%.2f")
     f.number("mixup_alpha", "Mixup alpha", step=0.1, format="%.2f")
     f.preview_slot = exp.container()
@@ -371,7 +377,7 @@ def schedule_controls(f: Form, sb) -> None:
 def advanced_controls(f: Form, sb) -> None:
     """Seed and validation split, tucked away in a small 'Advanced' expander."""
     f.c = sb.expander("Advanced")
-    f.number("seed", "Random seed", min_value=0, step=1)
+    f.number("seed", "Random seed", step=1)
     f.number("validation_fraction", "Validation fraction (0-0.5)", step=0.05, format="%.2f")
     f.c = sb
 

@@ -1,7 +1,33 @@
-"""Stored runs as one table (pandas), for `python -m engine runs` and the Runs page."""
+"""Stored runs as one table (pandas), for `python -m engine runs` and the Runs page,
+and the one way its figures are written: thousands separators, fixed decimals
+per column, units in the column names, blank where a figure is missing."""
 from __future__ import annotations
 
+import math
 import time
+
+# Figures: (column name shown, decimals). The CLI formats with `number`, the
+# Runs page gives Streamlit `printf(column)`: the same digits in both.
+FIGURES = {
+    "samples_per_sec": ("steady samples/s", 0),
+    "warmup_sec": ("warm-up (s)", 2),
+    "wall_sec": ("wall (s)", 1),
+    "val_accuracy": ("final val acc", 3),
+    "time_to_target_sec": ("time to target (s)", 2),
+}
+
+
+def number(v, decimals: int = 0) -> str:
+    """'16,520' / '2.64': thousands separators and `decimals` decimals; '' for
+    a missing value (None, NaN)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return f"{float(v):,.{decimals}f}"
+
+
+def printf(column: str) -> str:
+    """Streamlit's printf-style format for a FIGURES column, e.g. '%,.0f'."""
+    return f"%,.{FIGURES[column][1]}f"
 
 
 def runs_frame(store):
@@ -27,3 +53,14 @@ def runs_frame(store):
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
         "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "warmup_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", "error", "origin"])
+
+
+def text_frame(df):
+    """`runs_frame` as text for the terminal (column names as in --json): figures
+    by `number`, yes/no for flags, blank for anything missing."""
+    out = df.copy()
+    for col, (name, decimals) in FIGURES.items():
+        out[col] = [number(v, decimals) for v in df[col]]
+    for col in ("simulated", "xla"):
+        out[col] = ["" if v is None or v != v else "yes" if v else "no" for v in df[col]]
+    return out.astype(object).where(out.notna(), "")
