@@ -317,3 +317,32 @@ def test_summaries_name_data_transfer_and_pipeline_options():
           "precision": "float32", "devices": 1, "batch_size": 64, "epochs": 3, "data_parallel_map": False}
     assert charts.config_summary(bb) == ("cifar10 · mobilenetv2 96px (ImageNet) · fp32 · 1 device · batch 64 · "
                                          "serial map · 3 epochs")
+
+
+def test_median_labels_sit_in_the_right_margin_apart_from_each_other():
+    # Medians 10,000 and 10,400 samples/s on an axis to 1.08 x 10,400: 400 samples/s is
+    # 400 / 11,232 x 206 px (380 - 56 - 118) = 7.3 px apart, so the upper label moves up 9.7 px to 17.
+    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=10_000)
+    run = execs(rate=10_400)
+    fig = charts.throughput_figure(pd.concat([base, run]), {"#1 baseline fp32": 10_000.0, "#2 mixed bf16": 10_400.0})
+    notes = {a.text: a for a in fig.layout.annotations}
+    assert set(notes) == {"10,000", "10,400"}
+    assert all(a.xref == "paper" and a.x == 1 and a.xanchor == "left" for a in notes.values())
+    assert notes["10,000"].yshift == 0
+    assert fig.layout.yaxis.range == (0, pytest.approx(1.08 * 10_400))
+    assert notes["10,400"].yshift == pytest.approx(17 - 400 / (1.08 * 10_400) * 206)
+    assert fig.layout.margin.r == int(6 * charts._GLYPH * 13) + 12   # room for "10,400"
+
+
+def test_long_y_titles_shrink_to_the_plot_height():
+    # 164 px of plot (280 high, 56 above for the title, 60 below with no legend): a
+    # 24-character title at 15 px is 24 x 0.58 x 15 = 209 px, so it is set at int(15 x 164 / 209) = 11 px.
+    sysf = charts.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0]}), "#2", "#D55E00")
+    fig = charts.system_figure(sysf, "cpu_percent", "x" * 24, "CPU")
+    assert fig.layout.height == 280 and fig.layout.yaxis.title.font.size == 11
+    fig = charts.system_figure(sysf, "cpu_percent", "CPU (% of one core)", "Worker CPU")
+    assert fig.layout.yaxis.title.font.size == 14                         # 19 x 0.58 x 15 = 165 px
+    fig = charts.system_figure(sysf, "cpu_percent", "CPU (% of a core)", "Worker CPU")
+    assert fig.layout.yaxis.title.font.size == 15                         # 17 x 0.58 x 15 = 148 px: fits
+    assert fig.layout.xaxis.title.text == "wall time (s)"
+    assert charts.fit_size("abc", 1000) == 15 and charts.fit_size("x" * 100, 50) == 11

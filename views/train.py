@@ -696,10 +696,10 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     data_wait_row(store, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
-    s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
-                                         "CPU"), key="cpu", config=PLOTLY_CONFIG)
-    s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "worker memory (RSS, MB)",
-                                         "Memory"), key="mem", config=PLOTLY_CONFIG)
+    s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "CPU (% of a core)",
+                                         "Worker CPU"), key="cpu", config=PLOTLY_CONFIG)
+    s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "memory (RSS, MB)",
+                                         "Worker memory"), key="mem", config=PLOTLY_CONFIG)
 
 
 def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) -> None:

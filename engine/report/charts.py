@@ -33,7 +33,12 @@ REFERENCE_SCALING = {1: 1.0, 2: 2.0, 4: 3.8, 8: 7.3}
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
 _PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
 T_TITLE = "wall time since training start (s)"
+T_SHORT = "wall time (s)"  # the same axis on charts a third of a 1280 px page wide
 STEP_TITLE = "optimizer step (steps)"
+# Average glyph width / font size of the chart font: estimates how long a title is
+# in pixels (a little generous, so that an estimate that fits does fit).
+_GLYPH = 0.58
+_MIN_TITLE_SIZE = 11
 
 
 # --- runs: colours, labels, summaries --------------------------------------
@@ -164,7 +169,25 @@ def _style(fig: go.Figure, x_title: str, y_title: str, title: Optional[str] = No
                 title_font=dict(size=15, color="#111827"), tickfont=dict(size=14, color="#374151"))
     fig.update_xaxes(title_text=x_title, title_standoff=8, **axis)
     fig.update_yaxes(title_text=y_title, **axis)
+    # The y title is drawn along the plot's height: longer, it would run into the
+    # chart's title or off the chart. Smaller type first; short titles do the rest.
+    fig.update_yaxes(title_font_size=fit_size(y_title, plot_h, 15))
     return fig
+
+
+def text_px(text: Optional[str], size: float) -> float:
+    """Estimated width in pixels of `text` (HTML tags left out) at font `size` (px)."""
+    import re
+
+    return len(re.sub(r"<[^>]+>", "", text or "")) * _GLYPH * size
+
+
+def fit_size(text: Optional[str], room_px: float, size: float = 15) -> float:
+    """The largest font size <= `size` (down to 11) at which `text` fits in `room_px`."""
+    width = text_px(text, size)
+    if width <= room_px or not width:
+        return size
+    return max(_MIN_TITLE_SIZE, int(size * room_px / width))
 
 
 def empty_figure(message: str, height: int = 300, x_title: str = "", y_title: str = "",
@@ -209,7 +232,7 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
         execs: executions rows (t, samples_per_sec, warmup, step, epoch) tagged
             with label/color.
         medians: steady-state median samples/s per label (the engine's figure),
-            drawn as a dashed line with its value.
+            drawn as a dashed line with its value in the right margin.
     Warm-up executions (tracing, compilation) are open 'x' markers: they are
     left out of the steady state.
     """
@@ -219,6 +242,7 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
     fig = go.Figure()
     execs = downsample(execs)
     warm_legend = True
+    labels = []  # (median, colour) per run: drawn in the right margin
     for label, color, g in _groups(execs):
         warm = g["warmup"].fillna(0).astype(bool)
         steady = _break_at_epochs(g[~warm])
@@ -244,12 +268,35 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
                 x=[x0, x1], y=[m, m], mode="lines", legendgroup=label, showlegend=False,
                 line=dict(color=color, width=2, dash="dash"),
                 hovertemplate=f"steady median {m:,.0f} samples/s<extra>{label}</extra>"))
-            fig.add_annotation(x=x1, y=m, text=f"median {m:,.0f}", showarrow=False, xanchor="right",
-                               yanchor="bottom", font=dict(color=color, size=13),
-                               bgcolor="rgba(255,255,255,0.7)")
+            labels.append((m, color))
     _style(fig, T_TITLE, "throughput (samples/s)", title, height)
-    fig.update_yaxes(rangemode="tozero", tickformat=",.0f")
+    highest = [float(v) for v in (execs["samples_per_sec"].max(), *(m for m, _ in labels)) if np.isfinite(v)]
+    top = 1.08 * max(highest) if highest and max(highest) > 0 else 1.0
+    fig.update_yaxes(range=[0, top], tickformat=",.0f")
+    _median_labels(fig, labels, top)
     return fig
+
+
+def _median_labels(fig: go.Figure, labels: list, top: float, gap_px: float = 17) -> None:
+    """Each run's steady median as a number in the right margin at the height of
+    its dashed line (off the data points), pushed apart when two are closer
+    than `gap_px`; the right margin grows to the longest number."""
+    if not labels:
+        return
+    m = fig.layout.margin
+    plot_h = fig.layout.height - m.t - m.b
+    texts = [f"{v:,.0f}" for v, _ in labels]
+    placed, last = [], None
+    for (v, color), text in sorted(zip(labels, texts), key=lambda p: p[0][0]):
+        y_px = v / top * plot_h
+        shown = y_px if last is None else max(y_px, last + gap_px)
+        placed.append((v, color, text, shown - y_px))
+        last = shown
+    for v, color, text, shift in placed:
+        fig.add_annotation(x=1, xref="paper", y=v, text=text, showarrow=False, xanchor="left", xshift=4,
+                           yshift=shift, yanchor="middle", font=dict(color=color, size=13),
+                           hovertext=f"steady median {text} samples/s")
+    fig.update_layout(margin=dict(r=max(m.r, int(text_px(max(texts, key=len), 13)) + 12)))
 
 
 def loss_figure(execs: pd.DataFrame, epochs: Optional[pd.DataFrame] = None, x: str = "t",
@@ -308,7 +355,8 @@ def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseli
     _style(fig, x_title, "", title, height, legend=False)
     # Room right of the longest bar for its "1.23×" label.
     top = max(1.4, float(bars["speedup"].max()) * 1.4) if len(bars) else 1.4
-    fig.update_xaxes(range=[0, top])
+    # Few ticks: the bar often sits in a narrow column (Train page).
+    fig.update_xaxes(range=[0, top], nticks=4)
     fig.update_yaxes(autorange="reversed", showline=False)
     return fig
 
@@ -363,17 +411,18 @@ def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = No
 
 
 def system_figure(system: pd.DataFrame, column: str, y_title: str, title: str,
-                  height: int = 240) -> go.Figure:
+                  height: int = 280) -> go.Figure:
     """One system metric (e.g. 'cpu_percent', %; 'rss_mb', MB) of the worker
-    process over wall time, runs overlaid."""
+    process over wall time since training start (s, T_SHORT: these charts are
+    narrow), runs overlaid."""
     if system is None or system.empty or column not in system or system[column].isna().all():
-        return empty_figure("no samples yet", height, T_TITLE, y_title, title)
+        return empty_figure("no samples yet", height, T_SHORT, y_title, title)
     fig = go.Figure()
     for label, color, g in _groups(downsample(system, keep=None)):
         fig.add_trace(go.Scatter(x=g["t"], y=g[column], name=label, mode="lines",
                                  line=dict(color=color, width=2),
                                  hovertemplate="%{y:,.1f} at %{x:.1f} s<extra>" + label + "</extra>"))
-    _style(fig, T_TITLE, y_title, title, height, legend=False)
+    _style(fig, T_SHORT, y_title, title, height, legend=False)
     fig.update_yaxes(rangemode="tozero")
     return fig
 
