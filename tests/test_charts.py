@@ -346,3 +346,17 @@ def test_long_y_titles_shrink_to_the_plot_height():
     assert fig.layout.yaxis.title.font.size == 15                         # 17 x 0.58 x 15 = 148 px: fits
     assert fig.layout.xaxis.title.text == "wall time (s)"
     assert charts.fit_size("abc", 1000) == 15 and charts.fit_size("x" * 100, 50) == 11
+
+
+def test_scaling_legend_names_runs_only_while_they_fit():
+    def points(n):
+        return pd.DataFrame({"label": [f"#{i} fp32" for i in range(n)], "color": "#0072B2",
+                             "devices": [1 + i % 2 for i in range(n)], "speedup": [1.0 + i / 10 for i in range(n)],
+                             "simulated": False})
+
+    legend = [t.name for t in charts.scaling_figure(points(6)).data if t.showlegend is not False]
+    assert legend == ["ideal (speedup = replicas)", "well-tuned data parallel (reference)",
+                      *(f"#{i} fp32" for i in range(6))]
+    fig = charts.scaling_figure(points(7))
+    assert [t.name for t in fig.data if t.showlegend is not False] == legend[:2]
+    assert len(fig.data) == 2 + 7   # every run is still drawn (hover names it)

@@ -17,7 +17,7 @@ from engine.jobs import background
 from engine.report import charts
 from engine.jobs import runner
 from engine.jobs import demo
-from engine.report.table import FIGURES, printf, runs_frame
+from engine.report.table import FIGURES, number, runs_frame
 from engine.report.compare import compare, live_summary, progress
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.common import one_line_errors
@@ -33,7 +33,7 @@ TABLE_COLUMNS = {
     "role": st.column_config.TextColumn("role", width=78),
     "config": st.column_config.TextColumn("configuration", help="data set · model · precision · devices · "
                                           "batch · speed options that are on · epochs"),
-    **{col: st.column_config.NumberColumn(name, format=printf(col), width=96 if col != "time_to_target_sec" else 112,
+    **{col: st.column_config.NumberColumn(name, width={"samples_per_sec": 116, "time_to_target_sec": 116}.get(col, 96),
                                           help={"samples_per_sec": "median samples/s after the warm-up"}.get(col))
        for col, (name, _) in FIGURES.items()},
     "created": st.column_config.TextColumn("created"),
@@ -49,8 +49,8 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
     """engine.report.table.runs_frame plus a one-line configuration summary."""
     by_id = {r["id"]: r for r in runs}
     df = df.copy()
-    for col in ("samples_per_sec", "warmup_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
-        df[col] = pd.to_numeric(df[col], errors="coerce")  # None -> blank cell, not "None"
+    for col in FIGURES:
+        df[col] = pd.to_numeric(df[col], errors="coerce")  # numbers, so that columns sort as numbers
     df["error"] = df["error"].fillna("")
     df["origin"] = df["origin"].fillna("")
     df["config"] = [charts.config_summary(by_id[i]["config"], by_id[i].get("summary"))
@@ -72,11 +72,9 @@ def filters(df: pd.DataFrame) -> pd.DataFrame:
     return view
 
 
-def column_chooser(df: pd.DataFrame) -> list[str]:
-    """The key columns plus those picked under 'More columns' (imported runs'
-    origin and failed runs' errors are picked by default when there are any)."""
-    default = [c for c in ("origin", "error") if (df[c] != "").any()]
-    more = st.pills("More columns", MORE_COLUMNS, selection_mode="multi", default=default, key="runs_columns",
+def column_chooser() -> list[str]:
+    """The key columns plus those picked under 'More columns'."""
+    more = st.pills("More columns", MORE_COLUMNS, selection_mode="multi", key="runs_columns",
                     format_func=lambda c: TABLE_COLUMNS[c]["label"])
     return [*KEY_COLUMNS, *(c for c in MORE_COLUMNS if c in (more or []))]
 
@@ -393,10 +391,14 @@ def main() -> None:
         row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
         with row:
             view = filters(df)
-            shown = column_chooser(df)
+            shown = column_chooser()
         st.caption(f"{len(view)} of {len(df)} runs · throughput = steady-state median samples/s "
                    "(warm-up excluded)")
-        st.dataframe(view, hide_index=True, column_config=TABLE_COLUMNS, column_order=shown, key="runs_table")
+        # Shown through the CLI's formatter (blank when missing, not "None"); sorting uses the numbers.
+        shown_view = view.style.format({col: (lambda v, d=d: number(v, d)) for col, (_, d) in FIGURES.items()},
+                                       na_rep="")
+        st.dataframe(shown_view, hide_index=True, column_config=TABLE_COLUMNS, column_order=shown,
+                     placeholder="", key="runs_table")
         if view.empty:
             st.caption("No run matches the filters on the left.")
         else:

@@ -29,6 +29,8 @@ MAX_POINTS = 2000
 # Speedup of a well-tuned synchronous data-parallel setup (devices -> x), shown
 # next to measured points so the user can judge scaling efficiency.
 REFERENCE_SCALING = {1: 1.0, 2: 2.0, 4: 3.8, 8: 7.3}
+# Runs up to which the scaling chart gives each run a legend entry.
+SCALING_LEGEND_MAX = 6
 
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
 _PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
@@ -439,7 +441,8 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
             open markers and labelled 'simulated'); optional workers (int:
             worker processes, drawn as squares), one_host (bool: all workers on
             one host, sharing its cores: open squares) and layout (text by the
-            marker and in the legend, see `replica_layout`).
+            marker and in the legend, see `replica_layout`). More than
+            SCALING_LEGEND_MAX runs get no legend entries of their own.
     """
     max_dev = max([8, *([int(points["devices"].max())] if points is not None and len(points) else [])])
     fig = go.Figure()
@@ -458,6 +461,9 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
                       "<extra></extra>"))
     if points is not None and len(points):
         pts = points.dropna(subset=["speedup"])
+        # A legend entry per run fits a few runs; with more it would fill the chart
+        # (the speedup bars beside it name every run in the same colours).
+        per_run_legend = pts["label"].nunique() <= SCALING_LEGEND_MAX
         for label, color, g in _groups(pts):
             sim = bool(g["simulated"].fillna(False).astype(bool).iloc[0]) if "simulated" in g else False
             workers = int(g["workers"].fillna(1).iloc[0]) if "workers" in g else 1
@@ -472,7 +478,7 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
             symbol = ("square" if workers > 1 else "circle") + ("-open" if sim or shared else "")
             eff = 100 * g["speedup"] / g["devices"]
             fig.add_trace(go.Scatter(
-                x=g["devices"], y=g["speedup"], name=name,
+                x=g["devices"], y=g["speedup"], name=name, showlegend=per_run_legend,
                 mode="markers+text", text=[text] * len(g),
                 textposition="bottom center", textfont=dict(color=color, size=13),
                 marker=dict(color=color, size=15, symbol=symbol,

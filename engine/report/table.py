@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import time
 
-# Figures: (column name shown, decimals). The CLI formats with `number`, the
-# Runs page gives Streamlit `printf(column)`: the same digits in both.
+# Figures: (column name on the Runs page, decimals). The CLI and the Runs page
+# both write them with `number`.
 FIGURES = {
     "samples_per_sec": ("steady samples/s", 0),
     "warmup_sec": ("warm-up (s)", 2),
@@ -23,11 +23,6 @@ def number(v, decimals: int = 0) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     return f"{float(v):,.{decimals}f}"
-
-
-def printf(column: str) -> str:
-    """Streamlit's printf-style format for a FIGURES column, e.g. '%,.0f'."""
-    return f"%,.{FIGURES[column][1]}f"
 
 
 def runs_frame(store):
