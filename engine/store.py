@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS executions (
 CREATE TABLE IF NOT EXISTS epochs (
     run_id INTEGER NOT NULL, epoch INTEGER NOT NULL, t REAL NOT NULL, step INTEGER,
     loss REAL, accuracy REAL, val_loss REAL, val_accuracy REAL, lr REAL,
+    val_ce REAL,                                -- plain cross-entropy on validation (no smoothing)
     PRIMARY KEY (run_id, epoch)
 );
 CREATE TABLE IF NOT EXISTS system (
@@ -67,12 +68,13 @@ CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a mu
 _ADDED_COLUMNS = [
     (2, "system", "worker", "INTEGER NOT NULL DEFAULT 0"),
     (3, "runs", "baseline_id", "INTEGER"),
-    (4, "runs", "origin", "TEXT"),
+    (4, "epochs", "val_ce", "REAL"),
+    (5, "runs", "origin", "TEXT"),
 ]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
              "loss", "lr", "warmup", "data_wait")
-EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr")
+EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "val_ce")
 SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb", "worker")
 
 
@@ -218,18 +220,22 @@ class Store:
     # --- metrics --------------------------------------------------------
     def add_metrics(self, run_id: int, executions: list[tuple] = (), epochs: list[tuple] = (),
                     system: list[tuple] = ()):
-        """Append metric rows (tuples in EXEC_COLS / EPOCH_COLS / SYSTEM_COLS order) in one commit."""
+        """Append metric rows (tuples in EXEC_COLS / EPOCH_COLS / SYSTEM_COLS order) in one commit.
+        A row shorter than its columns (written before a column was added) ends in NULLs."""
+        def pad(rows, n):
+            return [(run_id, *r, *([None] * (n - len(r)))) for r in rows]
+
         with self.tx():
             if executions:
                 self.conn.executemany(
                     f"INSERT OR REPLACE INTO executions (run_id, {', '.join(EXEC_COLS)}) "
                     f"VALUES ({','.join('?' * (len(EXEC_COLS) + 1))})",
-                    [(run_id, *r) for r in executions])
+                    pad(executions, len(EXEC_COLS)))
             if epochs:
                 self.conn.executemany(
                     f"INSERT OR REPLACE INTO epochs (run_id, {', '.join(EPOCH_COLS)}) "
                     f"VALUES ({','.join('?' * (len(EPOCH_COLS) + 1))})",
-                    [(run_id, *r) for r in epochs])
+                    pad(epochs, len(EPOCH_COLS)))
             if system:
                 self.conn.executemany(
                     f"INSERT INTO system (run_id, {', '.join(SYSTEM_COLS)}) "

@@ -45,8 +45,27 @@ THROUGHPUT_POINTS = """() => {
 }"""
 SPEEDUP_VALUE = """() => {
   for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
-    if (m.innerText.includes('Throughput speedup'))
+    const label = m.querySelector('[data-testid="stMetricLabel"]');
+    if (label && label.innerText.trim() === 'Steady')
       return m.querySelector('[data-testid="stMetricValue"]').innerText.trim();
+  }
+  return null;
+}"""
+# JS: the headline metric's label and value (the time-to-accuracy speedup).
+HEADLINE = """() => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    const label = m.querySelector('[data-testid="stMetricLabel"]');
+    if (label && label.innerText.includes('val accuracy'))
+      return [label.innerText.trim(), m.querySelector('[data-testid="stMetricValue"]').innerText.trim()];
+  }
+  return null;
+}"""
+# JS: the where-the-time-went chart: its part names and the number of bars drawn.
+TIME_PARTS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (gd.layout && gd.layout.title && gd.layout.title.text) || '';
+    if (title.includes('Where the time went'))
+      return [gd.data.map(t => t.name), gd.querySelectorAll('.barlayer .point').length];
   }
   return null;
 }"""
@@ -130,8 +149,10 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             assert page.get_by_text("No runs yet: set options on the left").is_visible()
             assert "mixed bf16 · 2 devices · batch 128 · 3 epochs" in page.inner_text("body")
             launch.click()
+            t_launch = time.monotonic()
 
             wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) > 0, 120, "throughput points")
+            print(f"\nLaunch -> first throughput point on the page: {time.monotonic() - t_launch:.1f} s")
             value = wait_for(lambda: page.evaluate(SPEEDUP_VALUE) not in (None, "—")
                              and page.evaluate(SPEEDUP_VALUE), 120, "a speedup number")
             assert re.fullmatch(r"\d+\.\d\d×", value), value
@@ -143,6 +164,16 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             finally:
                 store.close()
             page.get_by_text("completed in").nth(1).wait_for(timeout=30_000)
+            # The headline is time to the data set's default target (digits: 0.95): a ratio,
+            # or no number and the reason when a run did not reach it.
+            label, value = wait_for(lambda: page.evaluate(HEADLINE), 30, "the headline")
+            assert label == "time to 0.95 val accuracy", label
+            body = page.inner_text("body")
+            assert re.fullmatch(r"\d+\.\d\d× (faster|\(slower\))", value) or (
+                value == "—" and "not reached in 3 epochs" in body), (value, body[-2000:])
+            names, bars = wait_for(lambda: page.evaluate(TIME_PARTS), 30, "the where-the-time-went chart")
+            assert names == ["setup", "warm-up", "training", "data wait", "validation", "other"]
+            assert bars >= 2 * 4  # two runs; parts of 0 s draw no bar
             page.wait_for_timeout(1500)
             full_screenshot(page, OUT / "train.png")
 

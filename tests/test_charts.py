@@ -95,7 +95,31 @@ def test_loss_figure_against_time_and_step():
     assert fs.layout.xaxis.title.text.endswith("(steps)")
     names = [t.name for t in fs.data]
     assert names == ["#2 mixed bf16 train", "#2 mixed bf16 val"]
-    assert fs.data[1].line.dash == "dash" and list(fs.data[1].x) == [25, 50]
+    assert fs.data[1].mode == "lines+markers" and list(fs.data[1].x) == [25, 50]
+    assert list(fs.data[1].y) == [0.9, 0.4]  # no val_ce column: val_loss
+
+
+def test_loss_figure_compares_plain_validation_ce_and_labels_smoothed_training_loss():
+    e = execs()
+    ep = epochs_frame().assign(val_ce=[0.7, 0.3])
+    label = e["label"].iloc[0]
+    fig = charts.loss_figure(e, ep, x="step", loss_kinds={label: "label-smoothed 0.1 + mixup 0.2"})
+    assert [t.name for t in fig.data] == [f"{label} train (label-smoothed 0.1 + mixup 0.2)", f"{label} val"]
+    assert list(fig.data[1].y) == [0.7, 0.3]  # plain cross-entropy, not the smoothed val_loss
+    assert fig.data[0].line.dash == "dot" and fig.layout.yaxis.title.text == "cross-entropy (val: plain)"
+    # An older run without val_ce and a smoothed loss says its curve is smoothed.
+    old = charts.loss_figure(e, epochs_frame(), x="step", loss_kinds={label: "label-smoothed 0.1"})
+    assert old.data[1].name == f"{label} val (label-smoothed)"
+    assert charts.train_loss_kind({"label_smoothing": 0.1, "mixup_alpha": 0.2}) == "label-smoothed 0.1 + mixup 0.2"
+    assert charts.train_loss_kind({"label_smoothing": 0.0, "mixup_alpha": 0.0}) == ""
+
+
+def test_time_figure_stacks_the_parts_of_each_run():
+    b = {"setup": 4.0, "warmup": 1.0, "train": 2.5, "data_wait": 0.5, "validation": 1.0, "other": 1.0, "wall": 10.0}
+    fig = charts.time_figure([("baseline #1", b), ("run #2", None)])
+    assert [t.name for t in fig.data] == ["setup", "warm-up", "training", "data wait", "validation", "other"]
+    assert [list(t.x) for t in fig.data] == [[4.0], [1.0], [2.5], [0.5], [1.0], [1.0]]
+    assert fig.layout.barmode == "stack" and fig.data[0].customdata[0][1] == 40.0  # % of the 10 s wall
 
 
 def test_speedup_figure_puts_baseline_at_one():

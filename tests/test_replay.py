@@ -177,7 +177,7 @@ def test_replay_page_mid_way_and_at_the_end(pair):
     assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (b, r)
     prog = at.get("progress")[0].proto.text
     assert label in prog and "0.0 s of 2.2 s recorded · 1× · paused" in prog
-    assert not [m for m in at.metric if m.value not in ("—",)]
+    assert {m.value for m in at.metric} == {"—"}                 # no speedup before any steady step
     assert not [x for x in at.button if x.key == "stop"]          # a replay has nothing to stop
 
     # Mid-way (paused at 1.1 s of recording): the rows recorded by then.
@@ -187,13 +187,15 @@ def test_replay_page_mid_way_and_at_the_end(pair):
     assert "1.1 s of 2.2 s recorded" in at.get("progress")[0].proto.text
     assert throughput_points(at) == 1 + 4   # baseline: its warm-up; run: warm-up + 3 steady
 
-    # The end: the headline numbers are the store's.
+    # The end: the headline numbers are the store's, as the Train page shows them.
     replay.save_state(replay.ReplayState(b, r, offset=10.0))
     at = page()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     cmp = compare(store, b, r)
-    assert metrics["Throughput speedup"] == f"{cmp['throughput_speedup']:.2f}×" == "4.00×"
+    assert metrics["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "4.00×"
+    train = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert {m.label: m.value for m in train.metric} == metrics
     assert "2.2 s of 2.2 s recorded · 1× · finished" in at.get("progress")[0].proto.text
 
 

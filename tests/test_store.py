@@ -16,7 +16,7 @@ def test_round_trip(store):
     store.update_run(rid, status="running", plan={"total_steps": 120}, environment={"hostname": "h"})
     store.add_metrics(rid, executions=[(0, 0, 1, 1, 0.9, 0.9, 142.2, 2.3, 1e-3, 1, None),
                                        (1, 0, 2, 1, 1.0, 0.1, 1280.0, 2.1, 1e-3, 0, None)],
-                      epochs=[(0, 1.2, 2, 2.1, 0.3, 2.0, 0.4, 1e-3)],
+                      epochs=[(0, 1.2, 2, 2.1, 0.3, 2.0, 0.4, 1e-3, 1.8), (1, 2.0, 4, 1.9, 0.5, 1.7, 0.6, 1e-3)],
                       system=[(0.5, 95.0, 400.0, 20.0, None, 0)])
     store.finish_run(rid, "completed", summary={"samples_per_sec": 1280.0})
     run = store.get_run(rid)
@@ -25,7 +25,10 @@ def test_round_trip(store):
     assert run["plan"] == {"total_steps": 120} and run["summary"] == {"samples_per_sec": 1280.0}
     ex = store.metrics("executions", rid)
     assert [e["samples_per_sec"] for e in ex] == [142.2, 1280.0] and ex[0]["warmup"] == 1
-    assert store.frame("epochs", rid)["val_accuracy"].tolist() == [0.4]
+    ep = store.frame("epochs", rid)
+    assert ep["val_accuracy"].tolist() == [0.4, 0.6]
+    # The second row was written without val_ce (as before schema 4): stored as NULL.
+    assert ep["val_ce"].iloc[0] == 1.8 and ep["val_ce"].isna().iloc[1]
     assert store.frame("system", rid)["cpu_percent"].tolist() == [95.0]
     # Finishing again only if active leaves the final state alone.
     assert store.finish_run(rid, "failed", "x", only_if_active=True) is False

@@ -27,14 +27,18 @@ DEMO_REFRESH_S = 2.0  # the transfer section re-reads the store this often while
 DEMO_COMMAND = "python -m engine demo-transfer"
 FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
            ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
+# The speedup bars' three kinds (engine.report.compare.compare keys).
+SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
+                 "steady": "steady_speedup"}
+FIGURE_HELP = {"samples_per_sec": "median samples/s after the warm-up",
+               "end_to_end_samples_per_sec": "training samples / wall time of training"}
 TABLE_COLUMNS = {
     "id": st.column_config.NumberColumn("run", format="#%d", width=56),
     "status": st.column_config.TextColumn("status", width=92),
     "role": st.column_config.TextColumn("role", width=78),
     "config": st.column_config.TextColumn("configuration", help="data set · model · precision · devices · "
                                           "batch · speed options that are on · epochs"),
-    **{col: st.column_config.NumberColumn(name, width={"samples_per_sec": 116, "time_to_target_sec": 116}.get(col, 96),
-                                          help={"samples_per_sec": "median samples/s after the warm-up"}.get(col))
+    **{col: st.column_config.NumberColumn(name, width=max(96, 8 * len(name)), help=FIGURE_HELP.get(col))
        for col, (name, _) in FIGURES.items()},
     "created": st.column_config.TextColumn("created"),
     "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
@@ -42,7 +46,8 @@ TABLE_COLUMNS = {
 }
 # Shown without scrolling at 1280 px; the others are one click away (column chooser).
 KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "wall_sec", "val_accuracy", "time_to_target_sec")
-MORE_COLUMNS = ("warmup_sec", "created", "origin", "error")
+MORE_COLUMNS = ("end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "created",
+                "origin", "error")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
@@ -149,19 +154,30 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     base_id = st.selectbox("Baseline", ids, index=ids.index(baselines[0]) if baselines else 0,
                            key="speedup_baseline", format_func=lambda i: _label(by_id, i))
     base = by_id[base_id]
+    kind = st.segmented_control("Speedup", list(SPEEDUP_KINDS), default="time to accuracy", key="speedup_kind",
+                                help="time to accuracy: seconds to the target validation accuracy; end-to-end: "
+                                     "samples per second of wall time while training; steady: median "
+                                     "samples/s per execution after warm-up") or "time to accuracy"
     rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR, "speedup": 1.0,
              **_scaling_point(store, base), "note": "baseline"}]
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
         rows.append({"label": charts.run_label(r), "color": charts.run_color(rid, r["role"]),
-                     "speedup": c["throughput_speedup"], **_scaling_point(store, r),
-                     "note": "; ".join(c["caveats"]) or "like for like"})
+                     "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
+                     "note": "; ".join(c["caveats"]) or "like for like",
+                     "missing": c["time_to_accuracy_note"] or c["baseline_time_to_accuracy_note"]})
     bars = pd.DataFrame(rows)
     c1, c2 = st.columns([1.2, 1], gap="medium")
-    c1.plotly_chart(charts.speedup_figure(bars, title=f"Speedup vs {charts.run_label(base)}"),
+    c1.plotly_chart(charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {charts.run_label(base)}",
+                                          x_title=f"speedup (×, {kind})"),
                     key="speedup_bars", config=PLOTLY_CONFIG)
-    c2.plotly_chart(charts.scaling_figure(bars), key="scaling", config=PLOTLY_CONFIG)
+    if kind == "time to accuracy" and bars["speedup"].isna().any():
+        c1.caption("No bar: " + "; ".join(f"{row.label}: {row.missing or 'not reached'}"
+                                          for row in bars.itertuples() if pd.isna(row.speedup)))
+    # Scaling is a property of the steps: it always uses the steady speedup.
+    c2.plotly_chart(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(bars["speedup"]))),
+                    key="scaling", config=PLOTLY_CONFIG)
     c2.caption("Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
                "diamonds: a well-tuned data-parallel setup (2 replicas 2.0x, 4 replicas 3.8x, 8 replicas "
                "7.3x). Circles: devices in one process; squares: several worker processes. Open "

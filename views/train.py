@@ -688,10 +688,12 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     with right:
         st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)
+    time_row(base, run, cmp)
+    kinds = {charts.run_label(r): charts.train_loss_kind(r.get("config")) for r in runs}
     c1, c2 = st.columns(2, gap="medium")
-    c1.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="t"), key="loss_t",
-                    config=PLOTLY_CONFIG)
-    c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step"),
+    c1.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds),
+                    key="loss_t", config=PLOTLY_CONFIG)
+    c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
                     key="loss_step", config=PLOTLY_CONFIG)
     data_wait_row(store, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
@@ -734,50 +736,63 @@ def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) ->
                             key=f"data_wait_{r['id']}", config=PLOTLY_CONFIG)
 
 
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}×"
+
+
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None:
-    """The big speedup number, time-to-target speedup and the bar vs 1.0."""
+    """The headline: time-to-accuracy speedup (what the clock says), then the
+    end-to-end and steady throughput speedups, smaller, each with what it means."""
     if base is None:
-        st.metric("Throughput speedup", "—", border=True)
+        st.metric("Time-to-accuracy speedup", "—", border=True)
         st.caption("No baseline for this run: turn on **Compare with baseline** and launch again "
                    "to measure the speedup.")
         return
     if cmp is None:  # the run is its own baseline
-        st.metric("Throughput speedup", "1.00×", border=True,
+        st.metric("Time-to-accuracy speedup", "1.00×", border=True,
                   help="This configuration is the baseline itself (float32, 1 device, no options).")
         st.caption("This run is its own baseline: turn on a speed option (precision, devices, "
                    "steps per execution, XLA) to compare.")
         return
-    x = cmp["throughput_speedup"]
-    help_ = (f"steady-state samples/s of run #{run['id']} / baseline #{base['id']} "
-             "(medians over executions after the warm-up)")
-    if x is None:
-        st.metric("Throughput speedup", "—", border=True, help=help_)
-        st.caption("Waiting for both runs' steady-state throughput ...")
-    else:
-        st.metric("Throughput speedup", f"{x:.2f}×", delta=f"{(x - 1) * 100:+.0f}% vs baseline",
-                  border=True, help=help_)
-    tt = cmp.get("time_to_target_speedup")
-    target = (run.get("config") or {}).get("target_accuracy")
+    target = cmp.get("target_accuracy")
+    tt = cmp.get("time_to_accuracy_speedup")
+    label = f"time to {target:g} val accuracy" if target is not None else "time to accuracy"
     if tt is not None:
-        st.metric("Time-to-target speedup", f"{tt:.2f}×", border=True,
-                  help=f"baseline reached {target:.0%} validation accuracy in "
-                       f"{cmp['baseline_time_to_target_sec']:.2f} s, this run in "
-                       f"{cmp['time_to_target_sec']:.2f} s")
-    elif target:
-        st.caption(f"Time to {target:.0%} validation accuracy: not reached by both runs (yet).")
+        st.metric(label, f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)",
+                  delta=f"{cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s",
+                  delta_color="normal" if tt >= 1 else "inverse", border=True,
+                  help="seconds from the start of training to the first validation at or above the "
+                       f"target: baseline #{base['id']} vs run #{run['id']}")
     else:
-        st.caption("Set a target validation accuracy to also compare time to accuracy.")
-    if x is not None:
-        # Short names: the narrow column has no room for full labels; colours match the charts.
-        bars = pd.DataFrame([
-            {"label": f"baseline #{base['id']}", "color": charts.run_color(base["id"], "baseline"),
-             "speedup": 1.0, "note": charts.run_label(base)},
-            {"label": f"run #{run['id']}", "color": charts.run_color(run["id"], run["role"]),
-             "speedup": x, "note": "; ".join([charts.run_label(run), *cmp["caveats"]])}])
-        st.plotly_chart(charts.speedup_figure(bars, title=None, x_title="speedup (×)"),
-                        key="speedup_bars", config=PLOTLY_CONFIG)
+        notes = [f"baseline: {cmp['baseline_time_to_accuracy_note']}" if cmp.get("baseline_time_to_accuracy_note")
+                 else None, f"run: {cmp['time_to_accuracy_note']}" if cmp.get("time_to_accuracy_note") else None]
+        st.metric(label, "—", border=True)
+        st.caption("; ".join(n for n in notes if n) if any(notes) else
+                   "Set a target validation accuracy (Training) to compare time to accuracy.")
+    e2e, steady = cmp.get("end_to_end_speedup"), cmp.get("steady_speedup")
+    a, b = st.columns(2)
+    a.metric("End-to-end", _x(e2e), border=True,
+             help="training samples / wall time of training (warm-up, validation and everything "
+                  "else inside fit included), run vs baseline")
+    b.metric("Steady", _x(steady), border=True,
+             help="median samples/s per execution after the warm-up, run vs baseline: what the "
+                  "device does, not what the clock says")
+    st.caption("**End-to-end**: samples per second of wall time while training. **Steady**: per-step "
+               "throughput after warm-up.")
+    if cmp.get("notice"):
+        st.warning(cmp["notice"], icon=":material/schedule:")
     for line in cmp["caveats"]:
         st.caption(f":material/warning: {line}")
+
+
+def time_row(base: dict | None, run: dict | None, cmp: dict | None) -> None:
+    """Where the time went: baseline and run side by side (once each has ended)."""
+    if cmp is None:
+        return
+    rows = [(f"baseline #{base['id']}", cmp.get("baseline_breakdown")), (f"run #{run['id']}", cmp.get("breakdown"))]
+    if not any(b for _, b in rows):
+        return
+    st.plotly_chart(charts.time_figure(rows), key="time_parts", config=PLOTLY_CONFIG)
 
 
 def live_view(was_active: bool) -> None:

@@ -159,7 +159,7 @@ def print_summary(s: dict) -> None:
     rows = [
         ("run", s["run_id"]), ("status", s["status"]),
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
-        ("warm-up", f"{fmt(s.get('warmup_sec'))} s (first execution: tracing, compilation)"),
+        ("warm-up", f"{fmt(s.get('warmup_sec'))} s (traced executions: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
         ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
@@ -167,11 +167,17 @@ def print_summary(s: dict) -> None:
         ("final loss", fmt(s.get("final_loss"))),
         ("final val accuracy", fmt(s.get("final_val_accuracy"))),
     ]
-    if s.get("time_to_target_sec") is not None:
-        rows.append(("time to target", f"{s['time_to_target_sec']:.2f} s"))
+    target = s.get("target_accuracy")
+    if target is not None:
+        tta = s.get("time_to_target_sec")
+        rows.append((f"time to {target:g} val acc",
+                     f"{tta:.2f} s from the start of training" if tta is not None
+                     else f"not reached in {s.get('epochs_run') or '?'} epochs"))
+    if s.get("end_to_end_samples_per_sec") is not None:
+        rows.insert(3, ("end-to-end throughput", f"{fmt(s['end_to_end_samples_per_sec'])} samples/s "
+                                                 "(training samples / wall time of training)"))
     if s.get("comparison"):
-        c = s["comparison"]
-        rows.append(("speedup vs baseline", f"{fmt(c['throughput_speedup'], 3)}x throughput (run {c['baseline_id']})"))
+        rows += speedup_rows(s["comparison"])
     if s.get("error"):
         rows.append(("error", s["error"]))
     for k, v in rows:
@@ -184,3 +190,41 @@ def get_run(store, run_id: int) -> Optional[dict]:
     if run is None:
         print(f"error: run_id: {run_id} does not exist; see python -m engine runs", file=sys.stderr)
     return run
+
+
+def speedup_rows(c: dict) -> list[tuple[str, str]]:
+    """The three speedups of an engine.report.compare.compare() result as (name, text) rows."""
+    target = c.get("target_accuracy")
+    if c.get("time_to_accuracy_speedup") is not None:
+        tta = (f"{c['time_to_accuracy_speedup']:.2f}x  ({c['baseline_time_to_accuracy_sec']:.2f} s -> "
+               f"{c['time_to_accuracy_sec']:.2f} s to {target:g} val accuracy)")
+    elif target is None:
+        tta = "no target accuracy (set --target-accuracy)"
+    else:
+        notes = [f"baseline {c['baseline_time_to_accuracy_note']}" if c.get("baseline_time_to_accuracy_note") else None,
+                 f"run {c['time_to_accuracy_note']}" if c.get("time_to_accuracy_note") else None]
+        tta = "-  (" + "; ".join(n for n in notes if n) + f"; target {target:g} val accuracy)"
+    rows = [
+        ("time to accuracy", tta),
+        ("end-to-end", f"{fmt(c.get('end_to_end_speedup'), 3)}x  (training samples / wall time of training: "
+                       f"{fmt(c.get('baseline_end_to_end_samples_per_sec'))} -> {fmt(c.get('end_to_end_samples_per_sec'))} samples/s)"),
+        ("steady", f"{fmt(c.get('steady_speedup'), 3)}x  (median samples/s per execution after warm-up: "
+                   f"{fmt(c.get('baseline_samples_per_sec'))} -> {fmt(c.get('samples_per_sec'))})"),
+    ]
+    if c.get("notice"):
+        rows.append(("note", c["notice"]))
+    return rows
+
+
+def time_table(columns: list[tuple[str, Optional[dict]]]) -> str:
+    """Where the time went, one column per run: `columns` = [(name, breakdown)]
+    with engine.report.compare.breakdown() dicts (None: no timeline). Seconds."""
+    from engine.report.compare import PART_NAMES
+
+    keys = ("setup", "warmup", "train", "data_wait", "validation", "other", "wall")
+    names = {**PART_NAMES, "train": "training (compute)", "wall": "wall time"}
+    lines = [f"{'where the time went (s)':>24}" + "".join(f"{n:>14}" for n, _ in columns)]
+    for k in keys:
+        cells = ["-" if b is None or b.get(k) is None else f"{b[k]:.2f}" for _, b in columns]
+        lines.append(f"{names[k]:>24}" + "".join(f"{c:>14}" for c in cells))
+    return "\n".join(lines)

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import fmt, get_run
+from engine.cli.common import get_run, speedup_rows, time_table
+from engine.errors import ConfigError
 
 
 def add_parser(sub) -> None:
     s = sub.add_parser("compare", help="speedup of RUN_ID over BASELINE_ID")
     s.add_argument("baseline_id", type=int)
     s.add_argument("run_id", type=int)
+    s.add_argument("--target-accuracy", type=float, metavar="ACC",
+                   help="validation accuracy (0-1) for the time-to-accuracy speedup [the run's target]")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_compare)
 
@@ -18,23 +21,25 @@ def cmd_compare(args) -> int:
     from engine.report.compare import compare
     from engine.store import Store
 
+    if args.target_accuracy is not None and not 0 < args.target_accuracy <= 1:
+        raise ConfigError("target_accuracy", args.target_accuracy, "is not a validation accuracy",
+                          "give a fraction in (0, 1], e.g. 0.95")
     store = Store()
     try:
         for rid in (args.baseline_id, args.run_id):
             if get_run(store, rid) is None:
                 return 2
-        c = compare(store, args.baseline_id, args.run_id)
+        c = compare(store, args.baseline_id, args.run_id, target=args.target_accuracy)
     finally:
         store.close()
     if args.json:
         print(json.dumps(c))
         return 0
-    print(f"baseline run {c['baseline_id']}: {fmt(c['baseline_samples_per_sec'])} samples/s")
-    print(f"run {c['run_id']}: {fmt(c['samples_per_sec'])} samples/s")
-    print(f"throughput speedup: {fmt(c['throughput_speedup'], 3)}x")
-    if c["time_to_target_speedup"] is not None:
-        print(f"time-to-target speedup: {c['time_to_target_speedup']:.3f}x "
-              f"({c['baseline_time_to_target_sec']:.2f} s vs {c['time_to_target_sec']:.2f} s)")
+    print(f"run {c['run_id']} vs baseline run {c['baseline_id']}")
+    for k, v in speedup_rows(c):
+        print(f"{k:>20}  {v}")
+    print(time_table([(f"baseline #{c['baseline_id']}", c["baseline_breakdown"]),
+                      (f"run #{c['run_id']}", c["breakdown"])]))
     for line in c["caveats"]:
         print(f"caveat: {line}")
     return 0

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import get_run, print_summary, result_json
+from engine.cli.common import get_run, print_summary, result_json, time_table
+from engine.report.compare import breakdown
 
 
 def add_parser(sub) -> None:
@@ -35,6 +36,8 @@ def cmd_show(args) -> int:
     print("config:", json.dumps(run["config"], sort_keys=True))
     print("environment:", json.dumps(run.get("environment"), sort_keys=True))
     print_summary({**result_json(run), **summ, "run_id": run["id"], "status": run["status"]})
+    if breakdown(summ):
+        print(time_table([(f"run #{run['id']}", breakdown(summ))]))
     if not epochs.empty:
         print(epochs.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0

@@ -122,12 +122,17 @@ class DataWaitMeter:
 
 def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int, replicas: int,
                   seed: int, mixup_alpha: float = 0.0, *, cache: bool = False, parallel_map: bool = True,
-                  prefetch: bool = True, meter: Optional[DataWaitMeter] = None) -> tf.data.Dataset:
+                  prefetch: bool = True, meter: Optional[DataWaitMeter] = None,
+                  repeat: bool = False) -> tf.data.Dataset:
     """Shuffled (each epoch, from `seed`), batched training data.
 
     Args: x (N, H, W, C) uint8 0..255 or float32 in [0, 1]; y int32 (N,).
     Yields (x (global_batch, H, W, C) float32, y (global_batch, classes) float32).
     Mixup (Zhang et al., 2018) is applied to batches when mixup_alpha > 0.
+    repeat: one endless stream of epochs (each reshuffled, each ending in its own
+    short batch on one replica), so that `fit(steps_per_epoch=...)` keeps one
+    iterator for the whole run instead of building a new one every epoch; mixup
+    and prefetch then run on across epoch boundaries.
     """
     npc = tf.data.AUTOTUNE if parallel_map else None
     prep = _preprocess(classes) if x.dtype == np.uint8 else None
@@ -137,9 +142,13 @@ def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
             ds = ds.batch(CACHE_CHUNK).map(prep, **_map_args(npc)).unbatch()
         ds = ds.cache().shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
         ds = ds.batch(global_batch, drop_remainder=replicas > 1)
+        if repeat:
+            ds = ds.repeat()
     else:
         ds = ds.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
         ds = ds.batch(global_batch, drop_remainder=replicas > 1)
+        if repeat:
+            ds = ds.repeat()
         if prep:
             ds = ds.map(prep, **_map_args(npc))
     if mixup_alpha > 0:
@@ -155,9 +164,11 @@ def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
 
 def eval_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
                  replicas: int, *, cache: bool = False, parallel_map: bool = True,
-                 prefetch: bool = True) -> tf.data.Dataset:
+                 prefetch: bool = True, repeat: bool = False) -> tf.data.Dataset:
     """Validation data in order, never shuffled or mixed; every sample counts
-    (the last batch may be partial: tf.distribute splits it over replicas)."""
+    (the last batch may be partial: tf.distribute splits it over replicas).
+    repeat: endless passes, for `validation_steps` = batches per pass (one
+    iterator for the whole run)."""
     npc = tf.data.AUTOTUNE if parallel_map else None
     prep = _preprocess(classes) if x.dtype == np.uint8 else None
     ds = _source(x, y, classes, prep).batch(global_batch)
@@ -165,6 +176,8 @@ def eval_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
         ds = ds.map(prep, **_map_args(npc))
     if cache:  # batches in a fixed order: caching them whole is fine
         ds = ds.cache()
+    if repeat:
+        ds = ds.repeat()
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
     return ds.with_options(_options(parallel_map))

@@ -120,11 +120,16 @@ def start_queue(store_path: Optional[os.PathLike] = None) -> subprocess.Popen:
 
 def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:
     """The newest completed run on this machine whose config equals
-    `baseline_config(cfg)`, or None."""
-    want = baseline_config(cfg).to_dict()
+    `baseline_config(cfg)` (target_accuracy aside), or None."""
+    # The target accuracy only decides what the comparison reads off the stored
+    # epochs (engine.report.compare), not how the baseline trains.
+    def key(c: dict) -> dict:
+        return {k: v for k, v in c.items() if k != "target_accuracy"}
+
+    want = key(baseline_config(cfg).to_dict())
     host = os.uname().nodename
     for run in store.list_runs(["completed"]):
-        if run["config"] == want and (run.get("environment") or {}).get("hostname") == host:
+        if key(run["config"]) == want and (run.get("environment") or {}).get("hostname") == host:
             return run
     return None
 

@@ -37,6 +37,10 @@ def main(argv=None) -> int:
     the outcome is in the store (a non-zero exit means the worker itself broke)."""
     import argparse
 
+    from engine.training.timeline import Timeline
+
+    timeline = Timeline()  # seconds since this process started: the interpreter's start-up counts
+    timeline.mark("startup")
     p = argparse.ArgumentParser(prog="python -m engine.jobs.worker")
     p.add_argument("run_id", type=int)
     p.add_argument("store_path", type=Path)
@@ -86,7 +90,8 @@ def main(argv=None) -> int:
     try:
         from engine.training.train import train
 
-        out = train(cfg, sink, stop, on_setup=on_setup, on_start=writer.set_t0, cluster=cluster)
+        out = train(cfg, sink, stop, on_setup=on_setup, on_start=writer.set_t0, cluster=cluster,
+                    timeline=timeline)
         status, error, summary = out.status, out.error, out.summary
         if out.status == "completed" and cfg.save_model and chief:
             path = store.run_dir(run_id) / "model.keras"

@@ -301,33 +301,95 @@ def _median_labels(fig: go.Figure, labels: list, top: float, gap_px: float = 17)
     fig.update_layout(margin=dict(r=max(m.r, int(text_px(max(texts, key=len), 13)) + 12)))
 
 
+def train_loss_kind(cfg: Optional[Mapping]) -> str:
+    """What a run's training loss is computed on, when it is not plain cross-entropy
+    on the true labels: 'label-smoothed 0.1', 'mixup 0.2', both joined by ' + ', or ''."""
+    cfg = cfg or {}
+    parts = []
+    if cfg.get("label_smoothing"):
+        parts.append(f"label-smoothed {cfg['label_smoothing']:g}")
+    if cfg.get("mixup_alpha"):
+        parts.append(f"mixup {cfg['mixup_alpha']:g}")
+    return " + ".join(parts)
+
+
 def loss_figure(execs: pd.DataFrame, epochs: Optional[pd.DataFrame] = None, x: str = "t",
-                title: Optional[str] = None, height: int = 340) -> go.Figure:
-    """Training loss per execution (solid) and validation loss per epoch
-    (dashed, diamonds), runs overlaid, against wall time (x='t', s) or optimizer
-    step (x='step')."""
+                title: Optional[str] = None, height: int = 340,
+                loss_kinds: Optional[Mapping[str, str]] = None) -> go.Figure:
+    """Validation cross-entropy per epoch (bold, diamonds) and training loss per
+    execution (thin), runs overlaid, against wall time (x='t', s) or optimizer
+    step (x='step').
+
+    Runs are compared on *plain* categorical cross-entropy on the validation set
+    (epochs' `val_ce`; `val_loss` for runs stored before it existed), which label
+    smoothing and mixup do not change. A training loss that is not plain
+    cross-entropy is named so in the legend: `loss_kinds` maps a run's label to
+    `train_loss_kind` of its config ('' or missing: plain).
+    """
     x_title = T_TITLE if x == "t" else STEP_TITLE
     title = title or ("Loss vs wall time" if x == "t" else "Loss vs step")
     if (execs is None or execs.empty) and (epochs is None or epochs.empty):
         return empty_figure("waiting for the first execution ...", height, x_title, "loss", title)
     fig = go.Figure()
     unit = "s" if x == "t" else "steps"
+    kinds = loss_kinds or {}
     for label, color, g in _groups(downsample(execs, keep=None) if execs is not None else None):
+        kind = kinds.get(label) or ""
+        name = f"{label} train ({kind})" if kind else f"{label} train"
         fig.add_trace(go.Scatter(
-            x=g[x], y=g["loss"], name=f"{label} train", legendgroup=label, mode="lines",
-            line=dict(color=color, width=2),
-            hovertemplate=f"train loss %{{y:.4f}} at %{{x:,.2f}} {unit}<extra>{label}</extra>"))
+            x=g[x], y=g["loss"], name=name, legendgroup=label, mode="lines",
+            line=dict(color=tint(color, 0.55), width=1.5, dash="dot" if kind else "solid"),
+            hovertemplate=f"training loss{' (' + kind + ')' if kind else ''} %{{y:.4f}} at "
+                          f"%{{x:,.2f}} {unit}<extra>{label}</extra>"))
     for label, color, g in _groups(epochs):
-        g = g.dropna(subset=["val_loss"])
+        col = "val_ce" if "val_ce" in g.columns and g["val_ce"].notna().any() else "val_loss"
+        g = g.dropna(subset=[col])
         if g.empty:
             continue
+        kind = kinds.get(label) or ""
+        # An old run without val_ce whose validation loss is smoothed says so.
+        plain = col == "val_ce" or "label-smoothed" not in kind
         fig.add_trace(go.Scatter(
-            x=g[x], y=g["val_loss"], name=f"{label} val", legendgroup=label, mode="lines+markers",
-            line=dict(color=color, width=2.5, dash="dash"),
+            x=g[x], y=g[col], name=f"{label} val" + ("" if plain else " (label-smoothed)"),
+            legendgroup=label, mode="lines+markers", line=dict(color=color, width=3),
             marker=dict(color=color, size=10, symbol="diamond"),
-            hovertemplate=f"validation loss %{{y:.4f}} at %{{x:,.2f}} {unit}<extra>{label}</extra>"))
-    _style(fig, x_title, "loss (cross-entropy)", title, height)
+            hovertemplate=f"validation cross-entropy %{{y:.4f}} at %{{x:,.2f}} {unit}<extra>{label}</extra>"))
+    _style(fig, x_title, "cross-entropy (val: plain)", title, height)
     fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+# Where the time went: one colour per part, the same on every page.
+TIME_PARTS = (("setup", "setup", "#9CA3AF"), ("warmup", "warm-up", "#E69F00"),
+              ("train", "training", "#0072B2"), ("data_wait", "data wait", "#56B4E9"),
+              ("validation", "validation", "#009E73"), ("other", "other", "#D55E00"))
+
+
+def time_figure(rows: list[tuple[str, Optional[Mapping]]], title: Optional[str] = "Where the time went",
+                height: Optional[int] = None) -> go.Figure:
+    """Horizontal stacked bars, one per run, of its wall time (s) split into setup,
+    warm-up, training (compute), data wait, validation and other.
+
+    Args: rows: [(run label, engine.report.compare.breakdown() or None)].
+    """
+    rows = [(label, b) for label, b in rows if b]
+    height = height or max(200, 120 + 52 * len(rows))
+    if not rows:
+        return empty_figure("shown when a run ends (its timeline is stored then)", height,
+                            "wall time (s)", "", title)
+    fig = go.Figure()
+    labels = [label for label, _ in rows]
+    for key, name, color in TIME_PARTS:
+        vals = [b.get(key) or 0.0 for _, b in rows]
+        walls = [b.get("wall") or sum(b.get(k) or 0.0 for k, _, _ in TIME_PARTS) for _, b in rows]
+        fig.add_trace(go.Bar(
+            x=vals, y=labels, orientation="h", name=name, marker_color=color,
+            customdata=[[w, (100 * v / w) if w else 0] for v, w in zip(vals, walls)],
+            hovertemplate=f"{name}: %{{x:.2f}} s (%{{customdata[1]:.0f}}% of %{{customdata[0]:.1f}} s)"
+                          "<extra>%{y}</extra>"))
+    _style(fig, "wall time (s)", "", title, height)
+    fig.update_layout(barmode="stack", legend_traceorder="normal")
+    fig.update_yaxes(autorange="reversed", showline=False)
     return fig
 
 

@@ -29,7 +29,7 @@ METRIC_TABLES = ("executions", "epochs", "system")
 # Everything else (throughput, times, accuracy) appears only when its run has ended.
 SETUP_KEYS = ("replicas", "replicas_simulated", "workers", "device_kind", "precision", "compute_dtype",
               "variable_dtype", "loss_scale", "steps_per_execution", "jit_compile", "global_batch_size",
-              "per_replica_batch_size", "dropped_samples_per_epoch", "warnings")
+              "per_replica_batch_size", "dropped_samples_per_epoch", "target_accuracy", "warnings")
 
 
 # --- the clock -------------------------------------------------------------------

@@ -10,7 +10,11 @@ import time
 # both write them with `number`.
 FIGURES = {
     "samples_per_sec": ("steady samples/s", 0),
+    "end_to_end_samples_per_sec": ("end-to-end samples/s", 0),
+    "setup_sec": ("setup (s)", 1),
     "warmup_sec": ("warm-up (s)", 2),
+    "validation_sec": ("validation (s)", 2),
+    "other_sec": ("other (s)", 2),
     "wall_sec": ("wall (s)", 1),
     "val_accuracy": ("final val acc", 3),
     "time_to_target_sec": ("time to target (s)", 2),
@@ -26,7 +30,9 @@ def number(v, decimals: int = 0) -> str:
 
 
 def runs_frame(store):
-    """All runs as a pandas DataFrame (one row each, newest first)."""
+    """All runs as a pandas DataFrame (one row each, newest first): config columns,
+    steady and end-to-end samples/s, where the wall time went (s), final
+    validation accuracy and time to the target accuracy (s)."""
     import pandas as pd
 
     recs = []
@@ -39,14 +45,18 @@ def runs_frame(store):
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
             "schedule": c.get("schedule"), "epochs": c["epochs"],
-            "samples_per_sec": s.get("samples_per_sec"), "warmup_sec": s.get("warmup_sec"),
+            "samples_per_sec": s.get("samples_per_sec"),
+            "end_to_end_samples_per_sec": s.get("end_to_end_samples_per_sec"),
+            "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
+            "validation_sec": s.get("validation_sec"), "other_sec": s.get("other_sec"),
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
             "time_to_target_sec": s.get("time_to_target_sec"), "error": r.get("error"),
             "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
         })
     return pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
-        "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "warmup_sec", "wall_sec",
+        "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
+        "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", "error", "origin"])
 
 

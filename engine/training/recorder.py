@@ -42,6 +42,12 @@ class Recorder(keras.callbacks.Callback):
         data_wait_fn: returns the cumulative seconds training has waited for input
             (engine.data.pipeline.DataWaitMeter.total); each execution's share is
             stored as its `data_wait` (s). None: not measured (NULL).
+        timeline: an engine.training.timeline.Timeline to file every second of
+            `fit` into (warm-up, train, validation, other); None: not kept.
+        plain_val_loss: the compiled loss is plain categorical cross-entropy, so
+            val_loss is stored as the epoch's `val_ce` too; otherwise the
+            run compiles a metric named 'ce' (plain cross-entropy) and its
+            'val_ce' is stored (validation is never mixed up).
 
     One Recorder may serve several consecutive `fit` calls (transfer learning
     fits the frozen and the unfrozen phase separately): time, steps and
@@ -59,8 +65,14 @@ class Recorder(keras.callbacks.Callback):
                  target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[int], float]] = None,
                  on_start: Optional[Callable[[float], None]] = None,
                  data_wait_fn: Optional[Callable[[], float]] = None,
-                 epoch_samples: Optional[int] = None):
+                 epoch_samples: Optional[int] = None, timeline=None, plain_val_loss: bool = True):
         super().__init__()
+        self.timeline = timeline
+        self.plain_val_loss = plain_val_loss
+        self._val_traced = False
+        self._test_first = False
+        self._prev_end = None
+        self.epochs_done = 0
         self.global_batch = global_batch
         self.steps_per_epoch = steps_per_epoch
         self.epoch_samples = epoch_samples if epoch_samples is not None else steps_per_epoch * global_batch
@@ -91,21 +103,52 @@ class Recorder(keras.callbacks.Callback):
         return time.perf_counter() - self.t0
 
     def expect_warmup(self):
-        """Flag the next execution as warm-up (e.g. the first after a recompile)."""
+        """Flag the next execution as warm-up (e.g. the first after a recompile);
+        the next validation's first execution is traced again too."""
         self._warm_next = True
+        self._val_traced = False
 
     def on_train_begin(self, logs=None):
         if self.data_wait_fn is not None:
             # Keras may pull a batch before training (symbolic build): not a step's wait.
             self._wait_seen = self.data_wait_fn()
         if self.t0 is not None:  # a later fit of the same run: the clock keeps running
+            self._gap("between fits (recompiled for the next phase)")
             return
         self.t0 = time.perf_counter()
+        if self.timeline is not None:
+            self.timeline.add("setup", 0.0, self.timeline.at(self.t0))
         if self.on_start:
             self.on_start(self.t0)
 
     def on_train_end(self, logs=None):
         self.wall = self.now()
+        self._gap("end of fit")
+
+    def _gap(self, note: str, epoch: Optional[int] = None, upto: Optional[float] = None) -> None:
+        """File the time since the last span as 'other', with where it was."""
+        if self.timeline is not None:
+            tl = self.timeline
+            tl.gap(tl.at(upto if upto is not None else time.perf_counter()),
+                   self.epoch if epoch is None else epoch, note)
+
+    def on_test_begin(self, logs=None):
+        self._gap("between training and validation (epoch end, validation iterator)")
+        self._test_first = True
+
+    def on_test_batch_end(self, batch, logs=None):
+        # The first validation execution of the run traces the evaluation step: warm-up.
+        if self.timeline is not None and not self._val_traced and self._test_first:
+            tl = self.timeline
+            tl.add("warmup", tl.spans[-1][2] if tl.spans else 0.0, tl.now(), self.epoch,
+                   "validation step traced")
+            self._val_traced = True
+        self._test_first = False
+
+    def on_test_end(self, logs=None):
+        if self.timeline is not None:
+            tl = self.timeline
+            tl.add("validation", tl.spans[-1][2] if tl.spans else 0.0, tl.now(), self.epoch)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
@@ -114,6 +157,8 @@ class Recorder(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         self._begin_step = batch
         self._t_begin = time.perf_counter()
+        if self._prev_end is None:  # an epoch's first execution: what came before it is not training
+            self._gap("epoch start (training iterator, callbacks)", upto=self._t_begin)
 
     def on_train_batch_end(self, batch, logs=None):
         # Reading the loss waits for the device: the timestamp after it is honest.
@@ -135,6 +180,9 @@ class Recorder(keras.callbacks.Callback):
         if self.data_wait_fn is not None:
             total = self.data_wait_fn()
             wait, self._wait_seen = max(0.0, total - self._wait_seen), total
+        if self.timeline is not None:
+            self.timeline.add("warmup" if warm else "train", self.timeline.at(start), self.timeline.at(t_end),
+                              self.epoch, "training step traced" if warm else None)
         self.durations.append(dur)
         self.batches.append(n)
         self.samples.append(samples)
@@ -154,10 +202,12 @@ class Recorder(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = dict(logs or {})
         self.epoch_logs = logs
+        self.epochs_done += 1
         t = self.now()
         val_acc = logs.get("val_accuracy")
+        val_ce = logs.get("val_loss") if self.plain_val_loss else logs.get("val_ce")
         self.sink("epochs", (epoch, t, self.step, _f(logs.get("loss")), _f(logs.get("accuracy")),
-                             _f(logs.get("val_loss")), _f(val_acc), self._lr()))
+                             _f(logs.get("val_loss")), _f(val_acc), self._lr(), _f(val_ce)))
         if self.target is not None and self.time_to_target is None and val_acc is not None \
                 and reached(float(val_acc), self.target):
             self.time_to_target = t

@@ -72,13 +72,19 @@ class Prepared:
     compile: Optional[Callable] = None
 
 
-def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False) -> Prepared:
+def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fit: bool = False,
+            timeline=None) -> Prepared:
     """Set the dtype policy and seed, build the tf.data pipelines, and build and
     compile the model under `setup.strategy` (engine.training.devices.DeviceSetup).
 
     `data` (engine.data.datasets.Split) is loaded from `cfg` when omitted.
     probe_input: time a separate copy of the training pipeline on its own
     (plan['input_batches_per_sec'], ~2 s at most).
+    fast_fit: build the model once per compile from the data's element spec
+    (no per-epoch symbolic build) and, where epochs stay whole, feed endless
+    datasets so that one training and one validation iterator serve the whole
+    run (engine.training.iterators); pass plan['fit_args'] to fit.
+    timeline: engine.training.timeline.Timeline; marks 'data' and 'model'.
     Raises: RunFailed for a TPU batch that does not divide over its cores, data
     that cannot be read or downloaded, or a source run that cannot be used.
     """
@@ -99,20 +105,29 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False) -> Prep
         data = data if data is not None else datasets.load(cfg)
     except datasets.DataUnavailable as e:
         raise RunFailed(str(e)) from None
+    if timeline is not None:
+        timeline.mark("data")
     replicas = setup.replicas
     opts = dict(cache=cfg.data_cache, parallel_map=cfg.data_parallel_map, prefetch=cfg.data_prefetch)
     # The meter's variable is captured by a tf.data function: measured in one
     # process only (TPU hosts and multi-worker sharding rewrite input pipelines).
     meter = pipeline.DataWaitMeter() if setup.kind != "TPU" and setup.workers == 1 else None
+    from engine.training import iterators
+
+    steps_per_epoch = cfg.steps_per_epoch()
+    val_steps = iterators.batches_per_pass(len(data.x_val), cfg.batch_size, drop_remainder=False)
+    build_once = fast_fit and iterators.supported()
+    persistent = build_once and iterators.persistent_ok(steps_per_epoch, cfg.steps_per_execution)
+    val_persistent = persistent and iterators.persistent_ok(val_steps, cfg.steps_per_execution)
+    val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas,
+                                   repeat=val_persistent, **opts)
     train_ds = pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
-                                      replicas, cfg.seed, cfg.mixup_alpha, meter=meter, **opts)
-    val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas, **opts)
+                                      replicas, cfg.seed, cfg.mixup_alpha, meter=meter, repeat=persistent, **opts)
     input_rate = None
     if probe_input:  # a separate copy: iterating the real one would move its shuffle seeds
         input_rate = pipeline.input_rate(pipeline.train_dataset(
             data.x_train, data.y_train, data.classes, cfg.batch_size, replicas, cfg.seed, cfg.mixup_alpha,
             **opts))
-    steps_per_epoch = cfg.steps_per_epoch()
     callbacks = []
     if cfg.reduce_on_plateau:
         callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2))
@@ -141,16 +156,20 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False) -> Prep
             model.compile(
                 optimizer=_optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch),
                 loss=_loss(cfg),
-                metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+                metrics=_metrics(cfg),
                 steps_per_execution=cfg.steps_per_execution,
                 jit_compile=cfg.jit_compile,  # always explicit, never Keras's "auto"
             )
+        if build_once:
+            iterators.build_once(model, train_ds.element_spec)
 
     compile_phase(phases[0])
     if setup.workers > 1:
         from engine.training import multiworker
 
         multiworker.apply(model, next(iter(train_ds)))
+    if timeline is not None:
+        timeline.mark("model")
     plan = {
         "n_train": int(len(data.x_train)), "n_val": int(len(data.x_val)),
         "steps_per_epoch": steps_per_epoch, "total_steps": steps_per_epoch * cfg.epochs,
@@ -173,6 +192,13 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False) -> Prep
         "phases": [{"first_epoch": p.first_epoch, "end_epoch": p.end_epoch, "frozen": p.frozen,
                     "learning_rate": cfg.learning_rate * p.lr_factor} for p in phases],
     }
+    plan["fit_args"] = {}
+    plan["persistent_iterators"] = {"train": persistent, "validation": val_persistent}
+    if persistent:
+        plan["fit_args"]["steps_per_epoch"] = steps_per_epoch
+    if val_persistent:
+        plan["fit_args"]["validation_steps"] = val_steps
+        callbacks.insert(0, iterators.PersistentValidation())
     return Prepared(model, train_ds, val_ds, callbacks, steps_per_epoch, plan, phases, taken, meter,
                     compile_phase)
 
@@ -180,7 +206,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False) -> Prep
 def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
           on_setup: Callable[[dict, dict], None] = lambda env, plan: None,
           on_start: Optional[Callable[[float], None]] = None,
-          extra_callbacks: Optional[list] = None, cluster=None) -> Outcome:
+          extra_callbacks: Optional[list] = None, cluster=None, timeline=None) -> Outcome:
     """Run `cfg` to the end and measure it.
 
     Args:
@@ -189,24 +215,37 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         on_setup: called with (environment, plan) once devices, data and model exist.
         on_start: called with the perf_counter origin when fit begins.
         cluster: engine.cluster.Cluster for a multi-worker run (None: this process only).
+        timeline: engine.training.timeline.Timeline of this worker process (default:
+            a new one); its spans and totals go into the summary.
 
     Returns: Outcome. Raises: engine.training.devices.DeviceError, RunFailed.
     """
+    from engine.training.timeline import Timeline
+
+    tl = timeline if timeline is not None else Timeline()
+    import keras  # noqa: F401 - imported here so that its cost is its own setup part
+    import tensorflow  # noqa: F401
+
+    tl.mark("imports")
     from engine.training import devices
 
     setup = devices.configure(cfg.device_type, cfg.devices, cluster)  # first TF action
+    tl.mark("devices")
     from engine.report.measure import steady_state
     from engine.training.recorder import Recorder
 
-    prep = prepare(cfg, setup, probe_input=True)
+    prep = prepare(cfg, setup, probe_input=True, fast_fit=True, timeline=tl)
     model, plan, callbacks, steps_per_epoch = prep.model, prep.plan, prep.callbacks, prep.steps_per_epoch
     train_ds, val_ds, replicas = prep.train_ds, prep.val_ds, setup.replicas
     on_setup(environment(setup), plan)
 
-    rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, cfg.target_accuracy, on_start=on_start,
+    target = effective_target(cfg)
+    rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, target, on_start=on_start,
                    data_wait_fn=prep.meter.total if prep.meter is not None else None,
                    lr_fn=_lr_table(cfg, steps_per_epoch),
-                   epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"])
+                   epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"],
+                   timeline=tl, plain_val_loss=cfg.label_smoothing == 0)
+    fit_args = plan["fit_args"]
     for i, phase in enumerate(prep.phases):
         if i > 0:
             if rec.nan_at or stop_event.is_set() or model.stop_training:
@@ -214,7 +253,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
             prep.compile(phase)  # unfreeze at the lower learning rate: traced again
             rec.expect_warmup()
         model.fit(train_ds, validation_data=val_ds, initial_epoch=phase.first_epoch, epochs=phase.end_epoch,
-                  verbose=0, shuffle=False, callbacks=[rec, *callbacks, *(extra_callbacks or [])])
+                  verbose=0, shuffle=False, callbacks=[rec, *callbacks, *(extra_callbacks or [])], **fit_args)
 
     st = steady_state(rec.durations, rec.batches, cfg.batch_size, warmup_flags=rec.warmups, samples=rec.samples)
     logs = rec.epoch_logs
@@ -222,7 +261,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     steady_secs = sum(d for d, warm in zip(rec.durations, rec.warmups) if not warm)
     summary = {
         **st,
-        "wall_sec": rec.wall, "replicas": replicas, "workers": setup.workers, "replicas_simulated": setup.simulated,
+        **time_accounts(tl, sum(rec.samples)),
+        "persistent_iterators": plan["persistent_iterators"],
+        "replicas": replicas, "workers": setup.workers, "replicas_simulated": setup.simulated,
         "device_kind": setup.kind, "precision": cfg.precision,
         "compute_dtype": plan["compute_dtype"], "variable_dtype": plan["variable_dtype"],
         "loss_scale": _loss_scale(model), "steps_per_execution": cfg.steps_per_execution,
@@ -233,7 +274,10 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "final_loss": _num(logs.get("loss")), "final_accuracy": _num(logs.get("accuracy")),
         "final_val_loss": _num(logs.get("val_loss")),
         "final_val_accuracy": _num(logs.get("val_accuracy")),
-        "target_accuracy": cfg.target_accuracy, "time_to_target_sec": rec.time_to_target,
+        "target_accuracy": target, "time_to_target_sec": rec.time_to_target,
+        "epochs_run": rec.epochs_done,
+        "time_to_target_note": (f"not reached in {rec.epochs_done} epochs"
+                                if target is not None and rec.time_to_target is None else None),
         "effective_learning_rate": plan["effective_learning_rate"],
         "schedule": cfg.schedule, "label_smoothing": cfg.label_smoothing,
         "mixup_alpha": cfg.mixup_alpha,
@@ -254,6 +298,34 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
+
+
+def effective_target(cfg: RunConfig) -> Optional[float]:
+    """The validation accuracy that time to accuracy is measured to: the config's
+    target_accuracy, else the data set's default (engine.data.meta.default_target)."""
+    if cfg.target_accuracy is not None:
+        return cfg.target_accuracy
+    from engine.data.meta import default_target
+
+    return default_target(cfg.dataset, cfg)
+
+
+def time_accounts(tl, samples: int) -> dict:
+    """Summary fields from a finished timeline: setup_sec, warmup_sec, train_sec,
+    validation_sec, other_sec, wall_sec (s; the parts add up to wall_sec),
+    fit_sec (wall time of training: everything after setup), the end-to-end
+    throughput (samples trained / fit_sec, samples/s), the setup's parts and
+    the spans themselves ([kind, start s, end s, epoch, note], s since the
+    worker process started)."""
+    from engine.training.timeline import setup_parts, totals
+
+    spans = list(tl.spans)
+    out = totals(spans)
+    fit = out["wall_sec"] - out["setup_sec"]
+    out.update(fit_sec=fit, end_to_end_samples_per_sec=(samples / fit) if fit > 0 else None,
+               setup_parts=setup_parts(tl.marks, out["setup_sec"]),
+               timeline=[[k, round(a, 4), round(b, 4), ep, note] for k, a, b, ep, note in spans])
+    return out
 
 
 def _lr_table(cfg: RunConfig, steps_per_epoch: int):
@@ -295,6 +367,18 @@ def _initial_lr(cfg: RunConfig) -> float:
     from engine.lr_math import effective_lr
 
     return float(effective_lr(cfg))
+
+
+def _metrics(cfg: RunConfig) -> list:
+    """Accuracy, plus plain categorical cross-entropy ('ce', logged as val_ce on
+    validation) when the loss is label-smoothed: curves are compared on plain
+    cross-entropy, which the smoothed loss is not (Szegedy et al., 2016)."""
+    import keras
+
+    out = [keras.metrics.CategoricalAccuracy(name="accuracy")]
+    if cfg.label_smoothing > 0:
+        out.append(keras.metrics.CategoricalCrossentropy(name="ce"))
+    return out
 
 
 def _loss(cfg: RunConfig):

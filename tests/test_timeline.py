@@ -1,0 +1,125 @@
+"""Every second of a run accounted for: timeline arithmetic by hand, then real runs."""
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from engine.config import RunConfig
+from engine.report import compare as cmp
+from engine.training.timeline import Timeline, setup_parts, totals
+
+
+def test_timeline_tiles_merges_and_totals():
+    tl = Timeline(origin_perf=time.perf_counter())
+    tl.add("setup", 0.0, 4.0)
+    tl.gap(4.5, 0, "epoch start")  # 4.0-4.5 other
+    tl.add("warmup", 4.5, 5.5, 0)
+    tl.add("train", 5.5, 6.0, 0)
+    tl.add("train", 6.0, 6.25, 0)  # contiguous, same kind and epoch: merged
+    tl.gap(6.5, 0, "between")
+    tl.add("validation", 6.5, 7.0, 0)
+    assert [s[0] for s in tl.spans] == ["setup", "other", "warmup", "train", "other", "validation"]
+    assert tl.spans[3] == ("train", 5.5, 6.25, 0, None)
+    t = totals(tl.spans)
+    assert t == {"setup_sec": 4.0, "other_sec": 0.75, "warmup_sec": 1.0, "train_sec": 0.75,
+                 "validation_sec": 0.5, "wall_sec": 7.0}
+    parts = setup_parts({"startup": 0.25, "imports": 3.0, "devices": 3.1, "data": 3.5, "model": 3.9}, 4.0)
+    assert [(p["part"], p["start"], p["end"]) for p in parts] == [
+        ("startup", 0.0, 0.25), ("imports", 0.25, 3.0), ("devices", 3.0, 3.1), ("data", 3.1, 3.5),
+        ("model", 3.5, 3.9), ("compile", 3.9, 4.0)]
+
+
+def test_time_to_accuracy_and_not_reached_by_hand():
+    epochs = [{"t": 1.0, "val_accuracy": 0.90}, {"t": 2.0, "val_accuracy": 0.9499999}, {"t": 3.0, "val_accuracy": 0.97}]
+    assert cmp.time_to_accuracy(epochs, 0.95) == 2.0  # float32 0.9499999 counts as 0.95
+    assert cmp.time_to_accuracy(epochs, 0.98) is None
+    assert cmp.not_reached({"status": "completed"}, epochs, 0.98) == "not reached in 3 epochs"
+    assert cmp.not_reached({"status": "running"}, epochs[:1], 0.98) == "not reached yet (1 epoch so far)"
+    assert cmp.not_reached({"status": "completed"}, epochs, 0.95) is None
+    assert cmp.effective_target({"config": {"dataset": "digits", "target_accuracy": None}}) == 0.95
+    assert cmp.effective_target({"config": {"dataset": "synthetic", "target_accuracy": None}}) is None
+    assert cmp.effective_target({"config": {"dataset": "digits", "target_accuracy": 0.9}}, 0.8) == 0.8
+
+
+def test_breakdown_and_divergence_notice_by_hand():
+    s = {"setup_sec": 5.0, "warmup_sec": 2.0, "train_sec": 10.0, "validation_sec": 41.0, "other_sec": 8.0,
+         "wall_sec": 66.0, "data_wait_sec": 1.5}
+    assert cmp.breakdown(s) == {"setup": 5.0, "warmup": 2.0, "train": 8.5, "data_wait": 1.5,
+                                "validation": 41.0, "other": 8.0, "wall": 66.0}
+    assert cmp.divergence_notice(s, 0.3, 1.22) == ("validation took 41.0 s of this run's 66.0 s: "
+                                                   "end-to-end 0.30x vs steady 1.22x")
+    assert cmp.divergence_notice(s, 1.10, 1.22) is None  # 9.8% apart: within 15%
+    assert cmp.breakdown({"samples_per_sec": 1.0}) is None
+
+
+class SleepAtEpochEnd:
+    """Test-only Keras callback: 1.0 s of nothing at every epoch end."""
+
+    def __new__(cls, seconds: float):
+        import keras
+
+        class _Sleep(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                time.sleep(seconds)
+
+        return _Sleep()
+
+
+def _stored_run(store, cfg, extra=None) -> int:
+    from engine.training.train import train
+
+    rows = {"executions": [], "epochs": []}
+    # A worker runs one run per process; here each run's clock starts at its own call.
+    out = train(cfg, lambda table, row: rows[table].append(row), threading.Event(), extra_callbacks=extra,
+                timeline=Timeline(origin_perf=time.perf_counter()))
+    rid = store.create_run(cfg.to_json(), role="run", status="running")
+    store.add_metrics(rid, rows["executions"], rows["epochs"])
+    store.finish_run(rid, out.status, summary=out.summary)
+    return rid
+
+
+def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
+    cfg = RunConfig(model="mlp", epochs=3, batch_size=64)
+    _stored_run(store, cfg.replace(epochs=1))  # the process's first run pays TF's one-off start-up
+    plain = _stored_run(store, cfg)
+    slept = _stored_run(store, cfg, [SleepAtEpochEnd(1.0)])
+    for rid in (plain, slept):
+        s = store.get_run(rid)["summary"]
+        parts = sum(s[f"{k}_sec"] for k in ("setup", "warmup", "train", "validation", "other"))
+        assert parts == pytest.approx(s["wall_sec"], rel=0.01)
+        spans = s["timeline"]  # the spans tile the run from the process start to the end of fit
+        assert all(abs(a[2] - b[1]) < 1e-3 for a, b in zip(spans, spans[1:]))
+        assert spans[-1][2] == pytest.approx(s["wall_sec"], abs=1e-3)
+    s = store.get_run(slept)["summary"]
+    assert s["other_sec"] == pytest.approx(3.0, abs=0.3)  # 3 epochs x 1.0 s
+    # Each sleep sits between an epoch's end and the next epoch's first step (the last: end of fit).
+    after = [b - a for k, a, b, _, note in s["timeline"]
+             if k == "other" and (note.startswith("epoch start") or note == "end of fit")]
+    assert sum(after) >= 2.9
+    c = cmp.compare(store, plain, slept)
+    assert c["end_to_end_speedup"] < 1
+    # The steps themselves did not change (a wide band: medians of two runs on a shared CPU;
+    # counting the sleeps as steps would put it near 0.1).
+    assert 0.5 < c["steady_speedup"] < 2.0
+    assert c["notice"].startswith("other (inside fit) took")
+
+
+def test_a_target_never_reached_is_said_not_numbered(store_home):
+    out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet", "--baseline", "--model", "mlp",
+                          "--epochs", "2", "--precision", "mixed_bfloat16", "--target-accuracy", "0.999"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["time_to_target_sec"] is None and res["target_accuracy"] == 0.999
+    assert res["time_to_target_note"] == "not reached in 2 epochs"
+    c = res["comparison"]
+    assert c["time_to_accuracy_speedup"] is None
+    assert c["time_to_accuracy_note"] == c["baseline_time_to_accuracy_note"] == "not reached in 2 epochs"
+    assert c["end_to_end_speedup"] > 0 and c["steady_speedup"] > 0
+    text = subprocess.run([sys.executable, "-m", "engine", "compare", str(c["baseline_id"]), str(c["run_id"])],
+                          capture_output=True, text=True, timeout=60).stdout
+    assert "baseline not reached in 2 epochs; run not reached in 2 epochs; target 0.999" in text
+    assert "where the time went" in text and "validation" in text
