@@ -36,6 +36,7 @@ CUT_OFF = """() => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const box = gd.getBoundingClientRect();
     if (box.width === 0 || box.height === 0) continue;  // in a closed expander
+    if (gd.closest('[data-testid="stSidebar"][data-collapsed="true"]')) continue;  // not on screen
     const cont = gd.closest('[data-testid="stElementContainer"]');
     const cbox = cont ? cont.getBoundingClientRect() : box;
     const title = ((gd.layout && gd.layout.title && gd.layout.title.text) || '(no title)').replace(/<[^>]+>/g, '');
@@ -56,6 +57,10 @@ CUT_OFF = """() => {
         if (seen[i][0] !== seen[j][0] && overlap(seen[i][2], seen[j][2]))
           bad.push(`${name}: ${seen[i][0]} "${seen[i][1]}" overlaps ${seen[j][0]} "${seen[j][1]}"`);
   }
+  // The headline numbers: a metric's label or value cut to "3.4…" is cut off too.
+  for (const el of document.querySelectorAll('[data-testid="stMetricValue"] div, [data-testid="stMetricLabel"] p'))
+    if (el.getBoundingClientRect().width > 0 && el.scrollWidth > el.clientWidth + 1)
+      bad.push(`metric text "${el.textContent.trim()}" is cut off`);
   return bad;
 }"""
 CHARTS = "document.querySelectorAll('.js-plotly-plot').length"
@@ -111,6 +116,8 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_h
                 check_page(page, server + "/", "train_finished", 9, size, ready="completed in")
                 check_page(page, server + "/runs", "runs_20", 4, size, ready="20 of 20 runs")
                 check_page(page, server + "/replay", "replay_paused", 8, size, ready="25.0 s of")
+                check_page(page, server + "/?mode=talk", "train_presenter", 2, size, ready="× faster")
+                check_page(page, server + "/replay?mode=talk", "replay_presenter", 2, size, ready="25.0 s of")
                 check_page(page, server + "/hardware", "hardware", 1, size,
                            ready="Which speed options should pay off")
             # Live: a sleeping process stands in for the worker of a 'running' run.
@@ -172,5 +179,57 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
             page.get_by_text("completed in").first.wait_for(timeout=60_000)
             page.wait_for_timeout(1500)
             assert page.evaluate(METRICS) == replayed
+        finally:
+            browser.close()
+
+
+# JS: where the headline metric and the presenter charts are on screen (px).
+TALK_BOXES = """() => {
+  const box = el => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const charts = {};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    if (gd.closest('[data-testid="stSidebar"]')) continue;  // the LR preview in the collapsed sidebar
+    const t = (gd.layout && gd.layout.title && gd.layout.title.text || '').replace(/<[^>]+>/g, '');
+    charts[t] = box(gd);
+  }
+  const head = document.querySelector('.st-key-talk_headline [data-testid="stMetricValue"]');
+  const side = document.querySelector('[data-testid="stSidebar"]');
+  return {charts, headline: head ? [head.innerText.trim(), ...box(head)] : null,
+          sidebarCollapsed: side ? side.getAttribute('data-collapsed') : null};
+}"""
+
+
+def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(server, store_home):
+    from engine.report.compare import compare
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    b, r = seed_pair(store)
+    headline = f"{compare(store, b, r)['time_to_accuracy_speedup']:.2f}× faster"
+    store.close()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server + "/?mode=talk")
+            page.get_by_text(headline).wait_for(timeout=60_000)
+            page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
+            page.wait_for_timeout(2000)
+            page.screenshot(path=str(OUT / "presenter_1280x720.png"))
+            seen = page.evaluate(TALK_BOXES)
+            assert seen["sidebarCollapsed"] == "true"                      # the settings bar is collapsed
+            text, *h = seen["headline"]
+            assert text == headline and h[3] <= 720
+            assert set(seen["charts"]) == {"Throughput", "Loss: validation ◆, training thin"}
+            (tl, tt, tr, tb), (ll, lt, lr, lb) = seen["charts"].values()
+            assert tb <= 720 and lb <= 720 and tt > h[3]                   # both charts under the headline, on screen
+            assert tr <= ll and abs(tt - lt) < 2                           # side by side
+            assert not page.evaluate(CUT_OFF)
+            # The toggle leaves presenter mode; the sidebar and the full page come back.
+            page.get_by_text("Presenter mode").click()
+            page.get_by_text("Compare with baseline").wait_for(timeout=30_000)
+            assert "mode=talk" not in page.url
+            assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
         finally:
             browser.close()

@@ -17,6 +17,7 @@ from engine.bundle import provenance
 from engine.report import charts
 from engine.report import replay
 from engine.store import Store
+from views import talk
 from views.common import one_line_errors
 from views.train import render_comparison
 
@@ -43,19 +44,25 @@ def _speed() -> None:
         replay.save_state(state.with_speed(int(st.session_state["replay_speed"]), time.time()))
 
 
-def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float) -> None:
-    """Pickers, speed, Play/Pause and Restart; every change goes to replay.json.
-    `duration`: recorded seconds of the pair (Play at the end starts again)."""
+def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, talk_on: bool = False) -> None:
+    """Pickers, speed, Play/Pause and Restart (and the presenter-mode toggle);
+    every change goes to replay.json. `duration`: recorded seconds of the pair
+    (Play at the end starts again). In presenter mode the pickers are left out
+    (the pair stays as picked) and everything is one row."""
     # Follow the saved state (another tab, a reload) rather than this session's widgets.
     st.session_state["replay_base"] = state.baseline_id
     st.session_state["replay_run"] = state.run_id
     st.session_state["replay_speed"] = state.speed
     ids = list(runs)
-    c1, c2, c3, c4, c5 = st.columns([3, 3, 2.2, 1.1, 1.1], vertical_alignment="bottom")
-    c1.selectbox("Baseline", ids, key="replay_base", format_func=lambda i: _label(runs[i]), on_change=_picked)
-    c2.selectbox("Run", ids, key="replay_run", format_func=lambda i: _label(runs[i]), on_change=_picked)
+    if talk_on:
+        c3, c4, c5, mode = st.columns([3.2, 1.2, 1.3, 2.0], vertical_alignment="center")
+        talk.toggle(mode)
+    else:
+        c1, c2, c3, c4, c5 = st.columns([3, 3, 2.2, 1.1, 1.1], vertical_alignment="bottom")
+        c1.selectbox("Baseline", ids, key="replay_base", format_func=lambda i: _label(runs[i]), on_change=_picked)
+        c2.selectbox("Run", ids, key="replay_run", format_func=lambda i: _label(runs[i]), on_change=_picked)
     c3.segmented_control("Speed", list(replay.SPEEDS), key="replay_speed", format_func=lambda s: f"{s}×",
-                         on_change=_speed, required=True)
+                         on_change=_speed, required=True, label_visibility="collapsed" if talk_on else "visible")
     now = time.time()
     if state.paused:
         if c4.button("Play", icon=":material/play_arrow:", key="replay_play", type="primary", width="stretch"):
@@ -69,7 +76,7 @@ def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float) 
         st.rerun()
 
 
-def body(was_playing: bool) -> None:
+def body(was_playing: bool, talk_on: bool = False) -> None:
     """Body of the replay fragment: the comparison as it stood at the replay's
     current position; at the end the clock stops (and the page stops refreshing)."""
     with one_line_errors("Replay"):
@@ -91,14 +98,24 @@ def body(was_playing: bool) -> None:
             st.rerun()
         base, run = view.get_run(state.baseline_id), view.get_run(state.run_id)
         where = "playing" if playing else ("finished" if t >= end else "paused")
-        st.progress(min(t / end, 1.0) if end else 1.0,
-                    text=f":material/replay: {replay.recorded_label([base, run])} · {t:,.1f} s of "
-                         f"{end:,.1f} s recorded · {state.speed}× · {where}")
+        line = (f":material/replay: {replay.recorded_label([base, run])} · {t:,.1f} s of {end:,.1f} s recorded · "
+                f"{state.speed}× · {where}")
+        if talk_on:  # one line, the label first: the charts keep their room
+            st.markdown(line)
+            talk.comparison(view, base, run)
+            return
+        st.progress(min(t / end, 1.0) if end else 1.0, text=line)
         render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False)
 
 
 def main() -> None:
-    st.markdown("### SpeedLab · Replay")
+    talk_on = talk.is_on()
+    if talk_on:
+        talk.style()
+    else:
+        head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
+        head.markdown("### SpeedLab · Replay")
+        talk.toggle(mode)
     store = Store()
     try:
         stored = [r for r in store.list_runs() if r["status"] in FINAL]
@@ -115,15 +132,16 @@ def main() -> None:
         pair = replay.default_pair(stored) or (stored[-1]["id"], stored[0]["id"])
         state = replay.ReplayState(*pair)
         replay.save_state(state)
-    st.caption("Plays a stored baseline and run through the live charts, both starting together, "
-               "from the rows they stored as they trained: nothing trains here.")
+    if not talk_on:
+        st.caption("Plays a stored baseline and run through the live charts, both starting together, "
+                   "from the rows they stored as they trained: nothing trains here.")
     store = Store()
     try:
         duration = replay.ReplayStore(store, [state.baseline_id, state.run_id], 0.0).duration
     finally:
         store.close()
-    controls(runs, state, duration)
-    st.fragment(body, run_every=None if state.paused else REFRESH_S)(not state.paused)
+    controls(runs, state, duration, talk_on)
+    st.fragment(body, run_every=None if state.paused else REFRESH_S)(not state.paused, talk_on)
 
 
 if __name__ == "__main__":

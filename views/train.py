@@ -29,6 +29,7 @@ from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MO
 from engine.preflight import check_runnable
 from engine.hardware.machine import quick_facts
 from engine.store import ACTIVE_STATUSES, Store
+from views import talk
 from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -682,7 +683,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs})
 
-    left, right = st.columns([1, 2.4], gap="medium")
+    # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
+    left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
         speedup_panel(base, run, cmp)
     with right:
@@ -770,11 +772,11 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None
         st.caption("; ".join(n for n in notes if n) if any(notes) else
                    "Set a target validation accuracy (Training) to compare time to accuracy.")
     e2e, steady = cmp.get("end_to_end_speedup"), cmp.get("steady_speedup")
-    a, b = st.columns(2)
-    a.metric("End-to-end", _x(e2e), border=True,
+    # One under the other: side by side, "2.97×" is cut to "2.9…" beside the sidebar at 1280 px.
+    st.metric("End-to-end", _x(e2e), border=True,
              help="training samples / wall time of training (warm-up, validation and everything "
                   "else inside fit included), run vs baseline")
-    b.metric("Steady", _x(steady), border=True,
+    st.metric("Steady", _x(steady), border=True,
              help="median samples/s per execution after the warm-up, run vs baseline: what the "
                   "device does, not what the clock says")
     st.caption("**End-to-end**: samples per second of wall time while training. **Steady**: per-step "
@@ -845,7 +847,11 @@ def main() -> None:
     with f.lr_find_slot:
         st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
 
-    st.markdown("### SpeedLab · Train")
+    if talk.is_on():
+        return talk_main(cfg, error)
+    head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
+    head.markdown("### SpeedLab · Train")
+    talk.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
                               bind="query-params", persist_state="session",
@@ -874,6 +880,53 @@ def main() -> None:
     st.fragment(live_view, run_every=LIVE_REFRESH_S if active else None)(active)
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)()
+
+
+def talk_main(cfg: RunConfig | None, error: str | None) -> None:
+    """Presenter mode (views/talk.py): one row with the configuration, Launch,
+    Stop and the mode toggle, then the headline and two charts, live. The
+    settings stay in the (collapsed) sidebar; the baseline is compared as the
+    'Compare with baseline' toggle was last set (on by default)."""
+    talk.style()
+    active = False
+    with one_line_errors("Reading the store"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            active = bool(store.active_runs())
+        finally:
+            store.close()
+    summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
+    summary.container(key="talk_config").markdown(
+        charts.config_summary(cfg.to_dict()) if cfg else f":material/block: {error}")
+    clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
+                                disabled=cfg is None or active, width="stretch")
+    if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
+        st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
+    talk.toggle(mode)
+    if clicked and cfg is not None:
+        with_baseline = st.query_params.get("with_baseline", "true").lower() != "false"
+        launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
+    st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active)
+
+
+def talk_view(was_active: bool) -> None:
+    """Body of presenter mode's live fragment: the current comparison, re-read
+    from the store on every tick (as live_view)."""
+    with one_line_errors("Live view"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            group, base, run = current_comparison(store)
+            if bool(store.active_runs()) != was_active:  # started or ended: Launch/Stop follow
+                st.rerun()
+            if not group:
+                st.info("No runs yet: press **Launch** (settings in the sidebar, **>** at the top left).",
+                        icon=":material/rocket_launch:")
+                return
+            talk.comparison(store, base, run)
+        finally:
+            store.close()
 
 
 if __name__ == "__main__":
