@@ -92,6 +92,17 @@ def test_visible_rows_are_those_recorded_by_t():
     assert replay.visible(rows, 0.1) == []
 
 
+def test_run_end_is_on_the_rows_clock():
+    rows, epochs = [{"t": 3.7}], [{"t": 3.75}]
+    assert replay.run_end({"summary": {}}, rows, epochs) == 3.75
+    # wall_sec 14.2 s counts 10.5 s of setup before training: fit ends at 3.75 s, not 14.2 s.
+    timeline = {"setup_sec": 10.47, "fit_sec": 3.75, "wall_sec": 14.22}
+    assert replay.run_end({"summary": timeline}, rows, epochs) == 3.75
+    assert replay.run_end({"summary": {"setup_sec": 10.0, "wall_sec": 14.5}}, rows, epochs) == 4.5
+    assert replay.run_end({"summary": {"wall_sec": 4.0}}, rows, epochs) == 4.0   # older runs
+    assert replay.run_end({}, [], []) == 0.0
+
+
 def test_replay_store_shows_the_run_as_it_stood_at_t(pair):
     store, b, r = pair
     # Baseline: warm-up ends at 1.0 s, then one execution every 0.128 s: 2.152 s for 10.

@@ -110,10 +110,16 @@ def visible(rows: Iterable[Mapping], t: float) -> list[dict]:
 
 def run_end(run: Mapping, executions: list, epochs: list) -> float:
     """Recorded seconds from training start to the run's end: its last execution
-    or epoch, or its stored wall time when later (0.0 for a run with no rows)."""
+    or epoch, or the end of fit when the summary says it is later (0.0 for a run
+    with no rows). The summary's 'fit_sec' is on the rows' clock; a 'wall_sec'
+    also holds the setup before training ('setup_sec'), which is taken off."""
     ts = [r["t"] for r in (*executions, *epochs) if r.get("t") is not None]
-    wall = (run.get("summary") or {}).get("wall_sec") or 0.0
-    return float(max([*ts, wall, 0.0]))
+    s = run.get("summary") or {}
+    if s.get("fit_sec") is not None:
+        fit = s["fit_sec"]
+    else:  # runs stored before the timeline: wall_sec counted from training start
+        fit = (s.get("wall_sec") or 0.0) - (s.get("setup_sec") or 0.0)
+    return float(max([*ts, fit, 0.0]))
 
 
 def run_at(run: dict, t: float, end: float) -> dict:
