@@ -12,6 +12,7 @@ Task 0 is the chief: it writes the run's metrics to the store.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import os
@@ -101,6 +102,30 @@ def from_env(env: Optional[dict] = None) -> Optional[Cluster]:
     if not isinstance(workers, list):
         raise ConfigError("TF_CONFIG", workers, "cluster.worker is not a list", "list the workers as host:port")
     return parse(",".join(workers), task.get("index"))
+
+
+def check_port(addr: str) -> None:
+    """Try to bind this task's "host:port" on all interfaces (as TensorFlow's gRPC
+    server will), before TensorFlow starts; SO_REUSEADDR so that a closed
+    connection's TIME_WAIT does not count.
+
+    Raises: ConfigError (field cluster) naming the address when the port is taken
+    or cannot be bound here.
+    """
+    a = check_address(addr)
+    m = re.match(r"^\[([0-9A-Fa-f:.]+)\]:(\d+)$", a) or re.match(r"^([^:\[\]]+):(\d+)$", a)
+    host, port = m.group(1), int(m.group(2))
+    family, bind_host = (socket.AF_INET6, "::") if ":" in host else (socket.AF_INET, "0.0.0.0")
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((bind_host, port))
+    except OSError as e:
+        why = "is already in use on this machine" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+        raise ConfigError("cluster", a, f"cannot be used: port {port} {why}",
+                          "stop the program that holds it or give this worker another port") from None
+    finally:
+        s.close()
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:

@@ -1,7 +1,8 @@
 """Learning-rate and momentum schedules as plain formulas (NumPy; no TensorFlow import).
 
 Each formula is written once against an array namespace ``xp`` (``numpy`` here,
-for the dashboard's previews; ``tensorflow`` in `engine.training.schedules`, for training),
+for the dashboard's previews; ``keras.ops`` in `engine.training.schedules`, for training
+on either Keras backend),
 so the preview and the trained schedule cannot drift apart.
 
 Conventions:
@@ -35,7 +36,7 @@ MOMENTUM_MAX = 0.95
 MOMENTUM_MIN = 0.85
 
 
-# --- formulas: xp is numpy or tensorflow, step a float array/tensor -----------
+# --- formulas: xp is numpy or keras.ops, step a float array/tensor -----------
 def _warmup(xp, step, warmup_steps):
     if warmup_steps <= 0:
         return xp.ones_like(step)

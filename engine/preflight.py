@@ -10,9 +10,9 @@ from typing import Optional
 
 from engine.config import RunConfig
 from engine.data import keras_data
-from engine.data.meta import check_available
+from engine.data.meta import check_available, class_warnings, dataset_info
 from engine.errors import ConfigError
-from engine.hardware.machine import quick_facts  # no TF: reads /proc, nvidia-smi, env
+from engine.hardware.machine import installed_backends, quick_facts  # no TF: /proc, nvidia-smi, env
 from engine.transfer_source import check_source
 
 
@@ -27,6 +27,7 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
     """
     m = machine if machine is not None else quick_facts()
     warnings: list[str] = []
+    _check_backend(c, m)
     if c.device_type == "tpu" and not m.get("tpu"):
         raise ConfigError("device_type", "tpu", "was requested but No TPU detected",
                           "use device_type cpu, gpu or auto")
@@ -51,7 +52,7 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
     if c.workers > 1 and not on_gpu and c.devices > 1:
         raise ConfigError("devices", c.devices, f"per worker on a CPU with {c.workers} workers",
                           "use devices 1 with several CPU workers (each worker is one replica)")
-    if c.jit_compile and not on_tpu and c.devices > physical:
+    if c.jit_compile and not on_tpu and c.devices > physical and c.backend != "jax":
         # TF cannot compile one XLA program over variables on logical devices of one
         # physical device (https://www.tensorflow.org/xla/known_issues).
         raise ConfigError("jit_compile", True, f"cannot run over {c.devices} simulated logical devices",
@@ -62,6 +63,7 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
                         f"{physical} physical {kind}: they share its cores, so expect no speedup")
     # Data, weights and source runs: files on this machine (or a download).
     check_available(c.dataset)
+    warnings += class_warnings(dataset_info(c.dataset, c), c.validation_fraction)
     if c.pretrained:
         keras_data.check_weights(c.model, c.input_size)
     if c.init_from is not None:
@@ -70,3 +72,23 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
         warnings.append(f"{c.model} at {c.input_size}x{c.input_size} on a CPU is slow (seconds per batch); "
                         "set image_size to 32-96 for a quick try")
     return warnings
+
+
+# How to install each backend (the CPU build; the README says how to get JAX with CUDA).
+INSTALL_HINT = {"tensorflow": "pip install -r requirements.txt",
+                "jax": 'pip install "jax==0.10.2" "jaxlib==0.10.2" (CPU; README: JAX with CUDA)'}
+
+
+def _check_backend(c: RunConfig, m: dict) -> None:
+    """The backend must be installed; JAX cannot split a GPU into logical devices."""
+    versions = m.get("backends") or installed_backends()
+    if not versions.get(c.backend):
+        other = [b for b in ("tensorflow", "jax") if b != c.backend and versions.get(b)]
+        raise ConfigError("backend", c.backend, "is not installed in this environment",
+                          f"{INSTALL_HINT[c.backend]}" + (f", or use backend {other[0]}" if other else ""))
+    gpus = m.get("gpus", 0)
+    if c.backend == "jax" and (c.device_type == "gpu" or (c.device_type == "auto" and gpus)) \
+            and c.devices > max(gpus, 1):
+        raise ConfigError("devices", c.devices, f"is more than the {gpus} GPU(s) here, and JAX cannot split a "
+                          "GPU into simulated logical devices", f"use at most {gpus} devices with backend jax, "
+                          "or device_type cpu (simulated CPU devices)")

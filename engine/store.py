@@ -3,6 +3,15 @@
 The worker writes as it trains; the dashboard and the CLI only read.  WAL lets
 readers in other processes see each committed batch of rows while the worker
 keeps writing.  Location: ``$SPEEDLAB_HOME/runs.sqlite`` (default ./.speedlab).
+
+Contention: another process (a database browser with unsaved edits, a second
+worker) may hold the write lock for a long time. Every write transaction waits
+for it with SQLite's busy handler and then retries with exponential backoff
+for up to `patience_s` seconds before raising `StoreBusyError` (one line naming
+the file); nothing is written half. Interactive callers (dashboard, CLI) keep
+the default patience; workers and the queue process wait much longer
+(`LONG_PATIENCE_S`), and the metrics writer (engine.training.recorder.Writer)
+keeps its rows and retries until the run ends.
 """
 from __future__ import annotations
 
@@ -13,7 +22,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+# sqlite3's own busy handler: how long one attempt waits for a lock (s).
+BUSY_TIMEOUT_S = 5.0
+# How long a write transaction keeps retrying a locked store (s): interactive
+# callers (dashboard, CLI) by default, workers and the queue process (LONG).
+DEFAULT_PATIENCE_S = 30.0
+LONG_PATIENCE_S = 900.0
+# Backoff between attempts: doubles from MIN to MAX (s).
+RETRY_MIN_S, RETRY_MAX_S = 0.05, 2.0
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
@@ -42,6 +59,7 @@ CREATE TABLE IF NOT EXISTS executions (
     batches INTEGER NOT NULL, t REAL NOT NULL,       -- t = wall s since training start
     duration REAL NOT NULL, samples_per_sec REAL NOT NULL,
     loss REAL, lr REAL, warmup INTEGER NOT NULL, data_wait REAL,
+    updates INTEGER, skipped INTEGER, loss_scale REAL,  -- applied / skipped optimizer updates (float16)
     PRIMARY KEY (run_id, idx)
 );
 CREATE TABLE IF NOT EXISTS epochs (
@@ -69,17 +87,33 @@ _ADDED_COLUMNS = [
     (2, "system", "worker", "INTEGER NOT NULL DEFAULT 0"),
     (3, "runs", "baseline_id", "INTEGER"),
     (4, "epochs", "val_ce", "REAL"),
-    (5, "runs", "origin", "TEXT"),
+    # Per execution: optimizer updates applied so far, updates skipped in it, loss scale (float16).
+    (5, "executions", "updates", "INTEGER"),
+    (5, "executions", "skipped", "INTEGER"),
+    (5, "executions", "loss_scale", "REAL"),
+    (6, "runs", "origin", "TEXT"),               # JSON provenance of an imported run
 ]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
-             "loss", "lr", "warmup", "data_wait")
+             "loss", "lr", "warmup", "data_wait", "updates", "skipped", "loss_scale")
 EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "val_ce")
 SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb", "worker")
 
 
 class StoreError(RuntimeError):
     """The store file is unusable (e.g. written by a newer schema)."""
+
+
+class StoreBusyError(StoreError):
+    """Another process held the store's write lock longer than the caller's patience."""
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's "database is locked" / "database is busy" (transient)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def home() -> Path:
@@ -95,12 +129,20 @@ class Store:
     """Thin access layer over the SQLite file; one connection per instance.
 
     Use one Store per thread (sqlite3 connections are not shared across threads).
+
+    Args:
+        path: the SQLite file (default `default_path()`).
+        patience_s: how long a write transaction retries a locked store before
+            raising StoreBusyError (s); 0 = one attempt.
+        busy_timeout_s: how long one attempt waits inside SQLite (s).
     """
 
-    def __init__(self, path: Optional[os.PathLike] = None):
+    def __init__(self, path: Optional[os.PathLike] = None, patience_s: float = DEFAULT_PATIENCE_S,
+                 busy_timeout_s: float = BUSY_TIMEOUT_S):
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.patience_s = float(patience_s)
+        self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
@@ -127,8 +169,12 @@ class Store:
                               (str(SCHEMA_VERSION),))
 
     def tx(self):
-        """A write transaction (BEGIN IMMEDIATE ... COMMIT) as a context manager."""
-        return _Tx(self.conn)
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT) as a context manager.
+
+        Waits for a locked store up to `patience_s` (backoff RETRY_MIN_S..RETRY_MAX_S).
+        Raises: StoreBusyError when the lock is still held after that.
+        """
+        return _Tx(self)
 
     def close(self):
         self.conn.close()
@@ -251,6 +297,18 @@ class Store:
             (run_id,)).fetchall()
         return [dict(r) for r in rows]
 
+    def rows_after(self, table: str, run_id: int, after: int = -1) -> list[tuple]:
+        """New rows of a run as tuples: 'executions' with idx > `after` (EXEC_COLS), or
+        'system' with rowid > `after` (rowid first, then SYSTEM_COLS). For live views
+        that keep what they read: a tick costs the rows added since the last one."""
+        if table == "executions":
+            return self.conn.execute(f"SELECT {', '.join(EXEC_COLS)} FROM executions WHERE run_id=? AND idx>? "
+                                     "ORDER BY idx", (run_id, after)).fetchall()
+        if table == "system":
+            return self.conn.execute(f"SELECT rowid, {', '.join(SYSTEM_COLS)} FROM system WHERE run_id=? AND "
+                                     "rowid>? ORDER BY rowid", (run_id, after)).fetchall()
+        raise ValueError(f"rows_after reads executions or system, not {table}")
+
     def frame(self, table: str, run_id: int):
         """Same as `metrics` as a pandas DataFrame (columns always present)."""
         import pandas as pd
@@ -260,15 +318,40 @@ class Store:
 
 
 class _Tx:
-    def __init__(self, conn):
-        self.conn = conn
+    def __init__(self, store: Store):
+        self.store = store
+        self.conn = store.conn
 
     def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
+        deadline = time.monotonic() + self.store.patience_s
+        delay = RETRY_MIN_S
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return self.conn
+            except sqlite3.OperationalError as e:
+                left = deadline - time.monotonic()
+                if not is_busy(e):
+                    raise
+                if left <= 0:
+                    raise StoreBusyError(
+                        f"the store {self.store.path} is locked by another process (still after "
+                        f"{self.store.patience_s:.0f} s); close the program holding it (e.g. a database "
+                        "browser with unsaved changes) and try again") from None
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, RETRY_MAX_S)
 
     def __exit__(self, exc_type, exc, tb):
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type:
+            self.conn.execute("ROLLBACK")
+            return False
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            # Leave no transaction open on this connection: the next write starts clean.
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
         return False
 
 

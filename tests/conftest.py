@@ -5,6 +5,10 @@ import time
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Runs start cold and queues exit soon after their last run, as each test has its
+# own store; tests of the warm spare worker switch it on themselves.
+os.environ.setdefault("SPEEDLAB_WARM_WORKER", "0")
+os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "1")
 
 
 @pytest.fixture

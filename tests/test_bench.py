@@ -10,7 +10,7 @@ from engine.jobs import bench
 def test_plan_matrix_fits_the_machine():
     cpu = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": False})
     assert {c["precision"] for c in cpu} == {"float32"}  # no bf16/fp16 hardware: only float32 cells
-    assert len(cpu) == 4 and cpu[0] == {"precision": "float32", "steps_per_execution": 1,
+    assert len(cpu) == 4 and cpu[0] == {"backend": "tensorflow", "precision": "float32", "steps_per_execution": 1,
                                         "jit_compile": False, "devices": 1, "simulated": False}
     bf16 = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
     assert {c["precision"] for c in bf16} == {"float32", "mixed_bfloat16"} and len(bf16) == 8
@@ -19,6 +19,29 @@ def test_plan_matrix_fits_the_machine():
     assert not any(c["simulated"] for c in gpus)
     full = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": False}, full=True)
     assert any(c["simulated"] and c["devices"] == 2 for c in full)
+
+
+def test_backend_axis_where_jax_is_installed_too():
+    both = {"tensorflow": "2.21.0", "jax": "0.10.2"}
+    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True, "backends": both})
+    tf = [c for c in cells if c["backend"] == "tensorflow"]
+    jx = [c for c in cells if c["backend"] == "jax"]
+    # TensorFlow: 2 precisions x spe {1, 8} x XLA {off, on}; JAX (always XLA): 2 precisions x spe {1, 8}.
+    assert len(tf) == 8 and len(jx) == 4 and all(c["jit_compile"] for c in jx)
+    assert cells[0]["backend"] == "tensorflow" and bench.layouts(cells) == [("tensorflow", 1), ("jax", 1)]
+    # Repeats interleave within each worker process: all TF cells, then all JAX cells.
+    order = bench.measure_order(cells, 2)
+    assert [cells[i]["backend"] for i, _ in order] == ["tensorflow"] * 16 + ["jax"] * 8
+    assert bench.cell_name(jx[0]) == "JAX · fp32 · spe 1 · 1 device"
+    assert bench.to_config_changes(jx[0])["backend"] == "jax"
+    # JAX alone (a GPU image without TensorFlow): its own float32 cell is the baseline.
+    only = bench.plan_matrix({"gpus": 1, "tpu": False, "backends": {"jax": "0.10.2"}})
+    assert only[0] == {"backend": "jax", "precision": "float32", "steps_per_execution": 1, "jit_compile": True,
+                       "devices": 1, "simulated": False}
+    # JAX cannot split a GPU: no simulated multi-device JAX cells on a GPU machine.
+    multi = bench.plan_matrix({"gpus": 1, "tpu": False, "backends": both}, full=True)
+    assert not any(c["backend"] == "jax" and c["devices"] > 1 for c in multi)
+    assert any(c["backend"] == "tensorflow" and c["devices"] == 2 for c in multi)
 
 
 def test_summarize_speedups_and_spread():
@@ -143,3 +166,11 @@ def test_a_benchmark_process_that_died_reads_as_failed(store_home):
     assert p["error"] == ("the benchmark process ended without a result: benchmark worker exited with "
                           "code -9: Killed")
     assert bench.cancel_background() is False  # nothing alive to stop
+
+
+def test_benchmark_estimates_come_from_the_last_measurement():
+    assert bench.estimate_sec({}) == (bench.QUICK_ESTIMATE_S, "a 2-core CPU")
+    assert bench.estimate_sec({"wall_sec": 71.5, "full": False}) == (71.5, "the last run on this machine")
+    assert bench.estimate_sec({"wall_sec": 300.0, "full": True})[0] == bench.QUICK_ESTIMATE_S  # not a quick run
+    assert bench.time_left_sec(0, 16, 5.0) is None
+    assert bench.time_left_sec(4, 16, 20.0) == 60.0  # 5 s a cell, 12 cells left

@@ -239,3 +239,48 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(server, store_home)
             page.get_by_text(summary).wait_for(timeout=10_000)
         finally:
             browser.close()
+
+
+BACKEND_SPEEDUP = """() => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes('Backend speedup (JAX vs TensorFlow)'))
+      return m.querySelector('[data-testid="stMetricValue"]').innerText.trim();
+  }
+  return null;
+}"""
+
+
+def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(server, store_home):
+    """A TensorFlow run of a configuration is stored; the same configuration launched
+    on JAX from the browser shows its backend speedup over it. Saves train_jax.png."""
+    pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
+    from engine.config import RunConfig
+    from engine.jobs import runner
+    from engine.report.compare import backend_speedup
+    from engine.store import Store
+
+    (tf_id,) = runner.submit([RunConfig(model="mlp", epochs=2)])
+    assert runner.wait(tf_id, timeout_s=180)["status"] == "completed"
+    OUT.mkdir(exist_ok=True)
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.goto(server + "/?backend=jax&model=mlp&epochs=2")
+            launch = page.get_by_role("button", name="Launch")
+            launch.wait_for(timeout=60_000)
+            assert "digits · mlp · fp32 · 1 device · batch 128 · JAX · 2 epochs" in page.inner_text("body")
+            launch.click()
+            value = wait_for(lambda: page.evaluate(BACKEND_SPEEDUP), 240, "the backend speedup")
+            store = Store(store_home / "runs.sqlite")
+            try:
+                (jax_run,) = [r for r in store.list_runs(["completed"]) if r["config"]["backend"] == "jax"]
+                b = backend_speedup(store, jax_run["id"])
+            finally:
+                store.close()
+            assert b["baseline_id"] == tf_id and value == f"{b['throughput_speedup']:.2f}×", (value, b)
+            assert f"vs TensorFlow run #{tf_id}, same configuration" in page.inner_text("body")
+            page.wait_for_timeout(1500)
+            full_screenshot(page, OUT / "train_jax.png")
+        finally:
+            browser.close()

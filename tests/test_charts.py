@@ -152,7 +152,7 @@ def test_scaling_figure_has_ideal_reference_and_simulated_points():
 
 def test_small_charts_and_empty_states():
     e = execs()
-    assert charts.lr_figure(e).layout.xaxis.title.text == "optimizer step (steps)"
+    assert charts.lr_figure(e).layout.xaxis.title.text == "batches run (steps)"
     sysf = charts.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0],
                                     "rss_mb": [800.0, 810.0], "mem_percent": [20.0, 21.0],
                                     "gpu_mem_mb": [None, None]}), "#2", "#D55E00")
@@ -283,7 +283,7 @@ def test_data_wait_figure_stacks_wait_and_compute_with_units():
     assert compute.marker.color == "#D55E00" and wait.marker.color == "rgba(213, 94, 0, 0.35)"
     assert fig.layout.barmode == "stack"
     assert fig.layout.yaxis.title.text == "time per execution (s)"
-    assert fig.layout.xaxis.title.text == "optimizer step (steps)"
+    assert fig.layout.xaxis.title.text == "batches run (steps)"
     fig.to_json()
     share = charts.data_wait_share(df)
     assert share == pytest.approx((0.06 + 0.02 + 0.07) / (0.10 + 0.08 + 0.10))

@@ -252,24 +252,27 @@ def mutate(**changes):
     (mutate(x_train=np.full((20, 6, 5), 300, np.int32)),
      "x_train values go from 300 to 300; integer pixels must be 0..255 (or give floats in [0, 1])"),
     (mutate(y_train=np.eye(3)[np.arange(20) % 3]),
-     "y_train has shape (20, 3); give integer class labels of shape (N,), not one-hot"),
+     "y_train has shape (20, 3), one-hot rows; give integer class labels of shape (N,): use y_train.argmax(axis=1)"),
     (mutate(y_train=(np.arange(20) % 3).astype(np.float32)),
-     "y_train has dtype float32; give integer class labels 0..K-1"),
+     "y_train holds whole numbers as float32; give integer class labels 0..K-1: use y_train.astype(int)"),
     (mutate(y_train=np.arange(20) % 3 - 1),
      "y_train has negative labels (lowest -1); labels must be 0..K-1"),
     (mutate(y_train=np.zeros(20, int), x_test=None, y_test=None),
      "y_train has only 1 class (label 0); a classifier needs at least 2 classes"),
     (mutate(y_train=None),
      "y_train is missing; the .npz needs arrays x_train and y_train (and optionally x_test, y_test); "
-     "it has: x_test, x_train, y_test"),
+     "it has: x_test (6x6x5 uint8), x_train (20x6x5 uint8), y_test (6 int64)"),
     (mutate(y_test=None), "x_test is given without y_test; give both x_test and y_test, or neither"),
     (mutate(y_test=np.array([0, 1, 2, 0, 1, 5])),
      "y_test has label 5 but y_train's labels go up to 2; every test class must also be in y_train"),
     (mutate(x_test=images(6, 7, 5)),
      "x_test images are 7x5x1 but x_train images are 6x5x1; give both splits one image shape"),
-    (mutate(x_train=images(20, 6, 5, 4)), "x_train images have 4 channels; give 1 (grayscale) or 3 (RGB)"),
+    (mutate(x_train=images(20, 6, 5, 4)),
+     "x_train images have 4 channels (RGBA?); drop the alpha channel with x_train[..., :3] or composite it first"),
+    (mutate(x_train=images(20, 6, 5, 2)), "x_train images have 2 channels; give 1 (grayscale) or 3 (RGB)"),
     (mutate(x_train=np.zeros((20, 30), np.uint8)),
-     "x_train has shape (20, 30); give images of shape (N, H, W) or (N, H, W, C)"),
+     "x_train has shape (20, 30), a vector of 30 values per sample, not images; reshape x_train to (N, H, W) "
+     "or (N, H, W, C) with H x W x C = 30"),
 ])
 def test_each_bad_npz_fault_has_its_own_message(arrays, message):
     assert userdata.check_arrays(arrays) == [message]

@@ -124,7 +124,9 @@ def test_probe_cache_keyed_by_host_and_tf_version(tmp_path, monkeypatch):
     second = hardware.probe()
     assert calls == [7] and (first["cached"], second["cached"]) == (False, True)
     assert second["facts"] == first["facts"]
-    assert first["key"] == f"{__import__('socket').gethostname()}|tensorflow-{hardware.tf_version()}"
+    jax = machine.installed_backends()["jax"]
+    assert first["key"] == (f"{__import__('socket').gethostname()}|tensorflow-{hardware.tf_version()}"
+                            + (f"|jax-{jax}" if jax else ""))
     assert hardware.probe(refresh=True)["cached"] is False and len(calls) == 2
     # An entry with a GPU diagnosis is re-probed: the fix keeps the TF version.
     monkeypatch.setattr(hardware, "run_probe", lambda timeout_s=60: facts(driver=["nvidia0"]))

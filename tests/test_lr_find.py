@@ -55,13 +55,20 @@ def test_suggest_smooth_curve_still_falling_at_the_end():
     assert s["min_over_10"] == pytest.approx(0.1)
 
 
-def test_suggest_flat_curve_falls_back_to_min_over_10():
-    # Falls from 2.30 to 2.28 (first minimum at index 4, lr 1e-2): 0.87% < 2% -> too flat.
-    # min_over_10 = 1e-2 / 10 = 1e-3.
+def test_suggest_flat_curve_gives_no_suggestion():
+    # Falls from 2.30 to 2.28 (first minimum at index 4, lr 1e-2): 0.87% < 2%: no signal.
     s = suggest(DECADES, [2.30, 2.30, 2.29, 2.29, 2.28, 2.28, 2.29])
-    assert s["method"] == "min_over_10"
-    assert s["suggested"] == pytest.approx(1e-3)
-    assert "flat" in s["reason"]
+    assert s["suggested"] is None and s["method"] is None
+    assert s["reason"] == "no reliable suggestion: the loss did not decrease; check data and labels"
+    assert s["min_loss_lr"] == pytest.approx(1e-2)  # the curve's facts are still reported
+
+
+def test_suggest_loss_that_only_rises_gives_no_suggestion():
+    # Random labels: the loss never falls below its first value (minimum at index 0, drop 0%).
+    # Before, this read as "curve too short" and suggested 1e-6 / 10 = 1e-7, "start lower".
+    s = suggest(DECADES, [2.31, 2.32, 2.35, 2.40, 2.6, 3.5, 9.0])
+    assert s["suggested"] is None and s["min_over_10"] == pytest.approx(1e-7)
+    assert s["reason"] == "no reliable suggestion: the loss did not decrease; check data and labels"
 
 
 def test_suggest_short_curve_falls_back_to_min_over_10():
@@ -130,3 +137,19 @@ def test_real_sweep_via_cli_json(store_home, capsys):
     assert res["config"]["model"] == "mlp" and res["steps"] == 60
     saved = lr_find.load_latest()
     assert saved["suggestion"] == s and saved["lr"] == lrs
+
+
+def test_real_sweep_on_random_labels_offers_no_max_lr(store_home, tmp_path, capsys):
+    # Digits images with labels drawn at random: nothing to learn, so the loss never falls.
+    from engine.data.datasets import digits
+
+    x, _ = digits()
+    y = np.random.default_rng(0).integers(0, 10, len(x))
+    f = tmp_path / "random.npz"
+    np.savez(f, x_train=x, y_train=y)
+    rc = cli_main(["lr-find", "--dataset", str(f), "--model", "mlp", "--device-type", "cpu", "--steps", "60"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "no reliable suggestion: the loss did not decrease; check data and labels" in out.splitlines()
+    assert "suggested max_lr" not in out
+    assert lr_find.load_latest()["suggestion"]["suggested"] is None

@@ -571,7 +571,7 @@ def test_live_view_shows_data_wait_vs_compute_and_a_verdict(store):
     wait, compute = fig["data"][0], fig["data"][1]
     assert (wait["name"], compute["name"]) == ("waiting for data", "compute")
     assert fig["layout"]["yaxis"]["title"]["text"] == "time per execution (s)"
-    assert fig["layout"]["xaxis"]["title"]["text"] == "optimizer step (steps)"
+    assert fig["layout"]["xaxis"]["title"]["text"] == "batches run (steps)"
     dur = [d for d in store.frame("executions", r)["duration"][1:]]  # steady ones
     assert np.allclose(values(wait["y"]), [0.63 * d for d in dur])
     assert np.allclose(values(compute["y"]), [0.37 * d for d in dur])
@@ -766,3 +766,24 @@ def test_pages_never_import_tensorflow(store_home):
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                          timeout=180, env={**os.environ, "SPEEDLAB_HOME": str(store_home)})
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_after_launch_the_previous_speedup_is_gone(store):
+    b, r = finished_pair(store)
+    at = app()
+    assert {m.label: m.value for m in at.metric}["Steady"] == "1.50×"  # the previous comparison
+    at.selectbox(key="model").set_value("mlp")
+    at.selectbox(key="precision").set_value("mixed_bfloat16")
+    at.number_input(key="epochs").set_value(2).run()
+    at.button(key="launch").click().run()
+    try:
+        no_errors(at)
+        assert f"Queued baseline #{r + 1}, then run #{r + 2}" in texts(at.success)
+        metrics = {m.label: m.value for m in at.metric}
+        # The new pair has no steady executions yet: no number, and never the old 1.50×.
+        assert metrics["Steady"] == "—" and "1.50×" not in metrics.values()
+        assert f"#{r + 1}" in texts(at.markdown)  # the page follows the new runs
+    finally:
+        runner.cancel_active()
+        for rid in (r + 1, r + 2):
+            runner.wait(rid, timeout_s=120)

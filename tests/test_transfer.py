@@ -178,7 +178,10 @@ def test_backbone_settings_are_checked(tmp_path, monkeypatch):
     assert str(e.value).startswith("pretrained: True needs the ImageNet weights of mobilenetv2 "
                                    "(mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_96_no_top.h5)")
     (tmp_path / "models").mkdir()
-    (tmp_path / "models" / "efficientnetb0_notop.h5").write_bytes(b"cached")
+    import h5py
+
+    with h5py.File(tmp_path / "models" / "efficientnetb0_notop.h5", "w") as f:  # a whole (tiny) weights file
+        f.create_dataset("stem/kernel", data=np.ones(8, np.float32))
     w = check_runnable(RunConfig(model="efficientnetb0", pretrained=True, image_size=64), CPU)
     assert w == []
     assert "slow" in check_runnable(RunConfig(model="efficientnetb0", pretrained=True), CPU)[0]

@@ -37,9 +37,10 @@ FLAG_MEANING = {"avx512_bf16": "bfloat16 dot products (AVX-512)",
                 "avx512_fp16": "float16 arithmetic (AVX-512)", "amx_fp16": "float16 matrix tiles (AMX)",
                 "avx512f": "AVX-512 foundation (wide float32 vectors)"}
 # The Train page's controls that a benchmark cell sets (widget key = RunConfig field).
-TRAIN_FIELDS = ("precision", "steps_per_execution", "jit_compile", "devices", "workers")
+TRAIN_FIELDS = ("backend", "precision", "steps_per_execution", "jit_compile", "devices", "workers")
 BENCH_COLUMNS = {
     "best": st.column_config.TextColumn("", width="small"),
+    "backend": st.column_config.TextColumn("backend"),
     "precision": st.column_config.TextColumn("precision"),
     "steps_per_execution": st.column_config.NumberColumn("steps / execution", format="%d"),
     "jit_compile": st.column_config.CheckboxColumn("XLA"),
@@ -86,8 +87,10 @@ def cpu_card(facts: dict) -> None:
     flags = list(h.get("cpu_flags") or [])
     st.markdown("**:material/memory: Host CPU**")
     st.markdown(h.get("cpu_model") or "unknown CPU")
+    usable = h.get("usable_cpus")
+    usable = f" ({usable} usable)" if usable not in (None, h.get("logical_cores")) else ""
     st.caption(f"{h.get('physical_cores') or '?'} physical / {h.get('logical_cores') or '?'} logical "
-               f"cores · {h.get('ram_gib') or '?'} GiB RAM · {h.get('os') or '?'} {h.get('arch') or ''}")
+               f"cores{usable} · {h.get('ram_gib') or '?'} GiB RAM · {h.get('os') or '?'} {h.get('arch') or ''}")
     native = [f for f in flags if f in hardware.CPU_BF16_FLAGS + hardware.CPU_FP16_FLAGS]
     for f in flags:
         color = "green" if f in native else "gray"
@@ -155,8 +158,8 @@ def versions_line(facts: dict) -> str:
     build = (f"CUDA {b.get('cuda_version')}, cuDNN {b.get('cudnn_version')} build"
              if b.get("is_cuda_build") else "CPU-only build")
     driver = (facts.get("driver") or {}).get("version")
-    parts = [f"Python {sw.get('python', '?')}", f"TensorFlow {sw.get('tensorflow', '?')} ({build})",
-             f"Keras {sw.get('keras', '?')}"]
+    parts = [f"Python {sw.get('python', '?')}", f"TensorFlow {sw.get('tensorflow') or 'not installed'} ({build})",
+             *([f"JAX {sw['jax']}"] if sw.get("jax") else []), f"Keras {sw.get('keras', '?')}"]
     if driver:
         parts.append(f"NVIDIA driver {driver}")
     return " · ".join(parts)
@@ -168,6 +171,16 @@ def verdict_table(facts: dict, device: str) -> str:
     for v in hardware.verdicts(facts, device):
         reason = v["reason"].replace("|", "/")
         rows.append(f"| {OPTION_NAMES.get(v['option'], v['option'])} | {badge(v['verdict'])} | {reason} |")
+    return "\n".join(rows)
+
+
+def backend_table(facts: dict, device: str) -> str:
+    """The installed Keras backends with their versions, devices and verdicts (Markdown)."""
+    rows = ["| Backend | Version | Devices | On this machine | Why |", "| --- | --- | --- | --- | --- |"]
+    for b in hardware.backend_verdicts(facts, device):
+        name = {"tensorflow": "TensorFlow", "jax": "JAX"}.get(b["backend"], b["backend"])
+        rows.append(f"| {name} | {b['version'] or 'not installed'} | {', '.join(b['devices']) or '–'} | "
+                    f"{badge(b['verdict'])} | {b['reason'].replace('|', '/')} |")
     return "\n".join(rows)
 
 
@@ -198,6 +211,8 @@ def probe_section() -> None:
                   "the hardware (TensorFlow's mixed precision guide, Intel's oneDNN bf16 guide); the "
                   "quick benchmark below measures them.")
     st.markdown(verdict_table(facts, device or "auto"))
+    st.markdown("#### Keras backends")
+    st.markdown(backend_table(facts, device or "auto"))
 
 
 # --- the quick benchmark -------------------------------------------------------------
@@ -213,8 +228,10 @@ def bench_progress(was_running: bool) -> None:
             done, total = p.get("done") or 0, p.get("total") or 0
             what = (f"measuring {p['current']}" if p.get("current")
                     else "starting the worker (TensorFlow, data, model)")
+            left = bench.time_left_sec(done, total, p.get("elapsed", 0))
             text = (f":material/speed: Cell {min(done + 1, total)} of {total}: {what} · "
-                    f"{p.get('elapsed', 0):.0f} s elapsed")
+                    f"{p.get('elapsed', 0):.0f} s elapsed"
+                    + (f" · about {left:.0f} s left" if left is not None else ""))
             st.progress(done / total if total else 0.0, text=text)
             last = p.get("last")
             if last and last.get("samples_per_sec"):
@@ -298,10 +315,11 @@ def bench_results(res: dict) -> None:
 
 def bench_section() -> None:
     st.markdown("#### Quick benchmark")
+    est, basis = bench.estimate_sec()
     st.caption("Measures every option combination that makes sense here (precision × steps per "
                "execution × XLA, and several devices when there are) with short runs on synthetic "
-               "data, each against the float32 single-device baseline: about 1-2 minutes on a small "
-               "CPU. It runs in the background: you can leave this page and come back.")
+               f"data, each against the float32 single-device baseline: about {est:.0f} s ({basis}). "
+               "It runs in the background: you can leave this page and come back.")
     p = bench.read_progress()
     running = bool(p) and p["state"] in ACTIVE_STATES
     c1, c2, c3 = st.columns([1.3, 1, 3.5], vertical_alignment="center")

@@ -89,7 +89,7 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
         store = Store()
         try:
             now = time.time()
-            view = replay.ReplayStore(store, [state.baseline_id, state.run_id], state.position(now))
+            view = replay.ReplayStore(store, [state.baseline_id, state.run_id], state.position(now), now)
         finally:
             store.close()
         t, end = min(view.t, view.duration), view.duration
@@ -102,10 +102,11 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
                 f"{state.speed}× · {where}")
         if talk_on:  # one line, the label first: the charts keep their room
             st.markdown(line)
-            talk.comparison(view, base, run)
+            talk.comparison(view, base, run, source=view.source())
             return
         st.progress(min(t / end, 1.0) if end else 1.0, text=line)
-        render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False)
+        render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False,
+                          source=view.source())
 
 
 def main() -> None:

@@ -90,17 +90,21 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None) -> None:
         col.metric(name, "—" if v is None else f"{v:.2f}×", border=True)
 
 
-def comparison(store, base: dict | None, run: dict | None) -> None:
+def comparison(store, base: dict | None, run: dict | None, source=None) -> None:
     """Headline, then throughput and loss against wall time side by side, for the
-    baseline and the run. `store` may be an engine.report.replay.ReplayStore."""
-    from views.train import _frames  # the Train page's frames: same charts, same colours
+    baseline and the run. `store` may be an engine.report.replay.ReplayStore with
+    `source` its metrics (default: the Train page's LiveMetrics of this session)."""
+    from views.train import _frames, _live  # the Train page's frames: same charts, same colours
 
+    src = source or _live(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
-    cmp = compare(store, base["id"], run["id"]) if base and run and base["id"] != run["id"] else None
+    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
+           else None)
     headline(base, run, cmp)
-    frames = _frames(store, runs)
+    frames = _frames(src, runs)
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs})
+               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
+                            .get("samples_per_sec") for r in runs})
     kinds = {charts.run_label(r): charts.train_loss_kind(r.get("config")) for r in runs}
     left, right = st.columns(2, gap="medium")
     # Short axis titles: the chart titles say what is drawn, and short titles stay large.

@@ -23,13 +23,15 @@ from engine.jobs import runner
 from engine.jobs import demo
 from engine.transfer_source import saved_model_path
 from engine.data import userdata
-from engine.report.compare import compare, live_summary, progress
-from engine.config import (BACKBONES, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
+from engine.report.compare import backend_speedup, compare, live_summary, progress
+from engine.report.table import incomplete_note
+from engine.config import (BACKBONES, BACKENDS, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
-from engine.hardware.machine import quick_facts
-from engine.store import ACTIVE_STATUSES, Store
-from views import talk
+from engine.hardware.machine import cpu_line, quick_facts
+from engine.report.live import LiveMetrics
+from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
+from views import talk, url_params
 from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -46,6 +48,7 @@ WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
 OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" for these fields
 HARDWARE_PAGE = "views/hardware.py"
+BACKEND_LABELS = {"tensorflow": "TensorFlow", "jax": "JAX"}
 VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
                   "measure": "orange"}
 # LR range test: the sweep's range and length (engine.jobs.lr_find defaults).
@@ -173,6 +176,7 @@ def speed_controls(f: Form, sb) -> None:
     if hardware is not None and _cached_facts() is None:
         sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
                      help="See which of these options should pay off on this machine (a few seconds)")
+    f.select("backend", "Keras backend", BACKENDS)
     f.select("precision", "Precision", PRECISIONS)
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
@@ -189,7 +193,12 @@ def speed_controls(f: Form, sb) -> None:
         f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
                                        f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
     f.number("steps_per_execution", "Steps per execution", step=1)
-    f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
+    if f.values["backend"] == "jax":  # JAX compiles every step with XLA: nothing to choose
+        f.values["jit_compile"] = True
+        sb.markdown(":material/check_box: XLA (jit_compile): always on with JAX")
+        f.slots["jit_compile"] = sb.empty()
+    else:
+        f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
 
 
 def training_controls(f: Form, sb) -> None:
@@ -306,6 +315,7 @@ def upload_controls(sb) -> None:
     exp.caption("Images (N, H, W) or (N, H, W, C) with C = 1 or 3, uint8 0..255 or floats in [0, 1]; "
                 "labels 0..K-1. A .zip holds one sub-folder per class (cats/, dogs/, ...) of "
                 "equally sized images.")
+    exp.caption(":material/info: " + userdata.limits_line(st.get_option("server.maxUploadSize")))
     name = exp.text_input("Name", key="upload_name", placeholder=suggested_name(file.name) if file else "my_data",
                           help="Letters, digits, '_', '-', '.'; it is offered as user:NAME")
     overwrite = exp.checkbox("Replace a data set of this name", key="upload_replace")
@@ -394,7 +404,7 @@ def dataset_options() -> list[str]:
 def _machine_line() -> str:
     m = quick_facts()
     gpus = f"{m['gpus']} GPU ({', '.join(m['gpu_names'])})" if m["gpus"] else "no GPU"
-    return f"This machine: {m['logical_cores']} CPU cores, {gpus}" + (", TPU" if m["tpu"] else "")
+    return f"This machine: {cpu_line(m)}, {gpus}" + (", TPU" if m["tpu"] else "")
 
 
 def validate(values: dict) -> tuple:
@@ -414,6 +424,8 @@ def validate(values: dict) -> tuple:
 
 def _warning_field(line: str) -> str:
     """Which control a check_runnable warning is about."""
+    if line.startswith("dataset:"):
+        return "dataset"
     if "image_size" in line:
         return "image_size"
     return "devices" if "replica" in line else "precision" if "float16" in line else "device_type"
@@ -442,6 +454,13 @@ def hardware_hints(cfg: RunConfig) -> dict:
             return f":{VERDICT_COLORS.get(v['verdict'], 'gray')}-badge[{v['verdict']}] {v['reason']}"
 
         hints = {"jit_compile": line("xla"), "devices": line("multi_device")}
+        b = next((v for v in hardware.backend_verdicts(facts, cfg.device_type) if v["backend"] == cfg.backend),
+                 None)
+        if b is not None:
+            hints["backend"] = (f":{VERDICT_COLORS.get(b['verdict'], 'gray')}-badge[{b['verdict']}] "
+                                f"{BACKEND_LABELS[b['backend']]} {b['version'] or ''}: {b['reason']}")
+        if cfg.backend == "jax":
+            hints.pop("jit_compile")
         if cfg.precision != "float32":
             hints["precision"] = line(cfg.precision)
         else:
@@ -529,7 +548,9 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
                        "press Find learning rate again for the current ones.")
         value = sug.get("suggested")
         if value is None:
-            st.caption(f"No suggestion: {sug.get('reason') or 'the sweep gave no finite loss'}")
+            why = sug.get("reason") or "the sweep gave no finite loss"
+            st.warning(why[0].upper() + why[1:] if why.startswith("no ") else f"No suggestion: {why}",
+                       icon=":material/block:")
             return
         value = float(f"{value:.3g}")
         st.caption(f"Suggested max LR **{value:.3g}** ({sug.get('reason')})")
@@ -574,7 +595,8 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
         else:
             (rid,) = runner.submit([cfg])
             msg = f"Queued run #{rid} (no baseline)"
-        out.success(msg, icon=":material/rocket_launch:")
+        # Shown by the live view while one of the launched runs is still queued, then gone.
+        st.session_state["launched"] = {"msg": msg, "ids": [rid] if not with_baseline else [bid, rid]}
     except runner.ActiveRunError as e:  # another tab launched in between
         out.warning(active_message(e.run), icon=":material/hourglass_top:")
     except ConfigError as e:
@@ -614,24 +636,36 @@ def _chief(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["worker"].fillna(0) == 0] if "worker" in df.columns else df
 
 
-def _frames(store: Store, runs: list[dict]) -> dict[str, pd.DataFrame]:
-    """Executions, epochs and system rows of `runs`, tagged with label/colour."""
+def _live(store: Store) -> LiveMetrics:
+    """This session's incremental reader of run metrics, bound to this tick's store."""
+    if "live_metrics" not in st.session_state:
+        st.session_state["live_metrics"] = LiveMetrics()
+    return st.session_state["live_metrics"].use(store)
+
+
+def _frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
+    """Executions (at most charts.MAX_POINTS per run, warm-up kept), epochs and
+    system rows of `runs`, tagged with label/colour: what the charts draw."""
+    src.keep(r["id"] for r in runs)
+    read = {"executions": lambda r: charts.downsample(src.executions(r)),
+            "epochs": lambda r: pd.DataFrame(src.epochs(r), columns=list(EPOCH_COLS)),
+            "system": lambda r: _chief(src.system(r))}
     out = {}
-    for table in ("executions", "epochs", "system"):
-        parts = [charts.tag(_chief(store.frame(table, r["id"])), charts.run_label(r),
-                            charts.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+    for table, fn in read.items():
+        parts = [charts.tag(fn(r), charts.run_label(r), charts.run_color(r["id"], r["role"]), r["id"])
+                 for r in runs]
         parts = [p for p in parts if not p.empty]
         out[table] = pd.concat(parts, ignore_index=True) if parts else None
     return out
 
 
-def status_line(store: Store, run: dict) -> tuple[str, float | None]:
+def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tuple[str, float | None]:
     """(one markdown line about a run, progress fraction while it runs)."""
     name = f"**{charts.run_label(run)}**"
     st_ = run["status"]
     if st_ == "queued":
         return f":material/hourglass_empty: {name}: queued", None
-    p = progress(store, run["id"]) or {}
+    p = progress(store, run["id"], source=src) or {}
     if st_ == "running":
         if not p.get("total_steps"):
             return f":material/settings: {name}: setting up (devices, data, model)", 0.0
@@ -640,9 +674,11 @@ def status_line(store: Store, run: dict) -> tuple[str, float | None]:
         line = (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step "
                 f"{p['step']}/{p['total_steps']} · {p['elapsed_sec']:.1f} s elapsed · {left}")
         return line, p["fraction"]
-    summ = live_summary(store, run)
+    summ = live_summary(store, run, *((src.executions(run), src.epochs(run)) if src else ()))
     sps = summ.get("samples_per_sec")
     rate = f" · {sps:,.0f} samples/s" if sps else ""
+    lost = incomplete_note(run.get("summary"))
+    rate += f" · :orange[{lost}]" if lost else ""
     if st_ == "completed":
         wall = summ.get("wall_sec")
         return (f":material/check_circle: {name}: completed"
@@ -653,17 +689,32 @@ def status_line(store: Store, run: dict) -> tuple[str, float | None]:
     return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
 
 
+def launched_banner(runs: list[dict]) -> None:
+    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued."""
+    launched = st.session_state.get("launched")
+    if not launched:
+        return
+    status = {r["id"]: r["status"] for r in runs}
+    if any(status.get(i) == "queued" for i in launched["ids"]):
+        st.success(launched["msg"], icon=":material/rocket_launch:")
+    else:
+        del st.session_state["launched"]
+
+
 def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None,
-                      stop: bool = True) -> None:
+                      stop: bool = True, source=None) -> None:
     """Status, Stop (unless `stop` is False: a replay has nothing to stop),
-    speedup and the live charts of the current comparison. `store` may be an
-    engine.report.replay.ReplayStore: the Replay page draws through here."""
+    speedup and the live charts of the current comparison. The Replay page draws
+    through here too, with `store` an engine.report.replay.ReplayStore and
+    `source` its metrics (default: this session's LiveMetrics)."""
+    launched_banner(group)
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
+    src = source or _live(store)
     head, stop_col = st.columns([6, 1], vertical_alignment="center")
     with head:
         for r in shown:
-            line, frac = status_line(store, r)
+            line, frac = status_line(store, r, src)
             if frac is not None:
                 st.progress(min(max(frac, 0.0), 1.0), text=line)
             else:
@@ -677,16 +728,19 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
 
     # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
-    frames = _frames(store, runs)
-    cmp = compare(store, base["id"], run["id"]) if base and run and base["id"] != run["id"] else None
-    # compare() has just computed both steady medians: reuse them rather than re-read the store.
+    frames = _frames(src, runs)
+    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
+           else None)
+    # compare() has just computed both steady medians: reuse them rather than recompute.
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs})
+               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
+                            .get("samples_per_sec") for r in runs})
 
     # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
         speedup_panel(base, run, cmp)
+        backend_line(store, run)
     with right:
         st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)
@@ -697,7 +751,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                     key="loss_t", config=PLOTLY_CONFIG)
     c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
                     key="loss_step", config=PLOTLY_CONFIG)
-    data_wait_row(store, runs, frames["executions"])
+    data_wait_row(src, runs, frames["executions"])
+    loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
     s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "CPU (% of a core)",
@@ -706,7 +761,21 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                                          "Worker memory"), key="mem", config=PLOTLY_CONFIG)
 
 
-def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) -> None:
+def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
+    """For float16 runs (they record a loss scale): the loss scale and the
+    optimizer updates skipped per execution, and a warning when any were skipped."""
+    if execs is None or "loss_scale" not in execs or execs["loss_scale"].isna().all():
+        return
+    st.plotly_chart(charts.loss_scale_figure(execs), key="loss_scale", config=PLOTLY_CONFIG)
+    for r in runs:
+        g = src.executions(r)  # all of them: the chart's rows are thinned
+        skipped = int(g["skipped"].fillna(0).sum()) if "skipped" in g else 0
+        if skipped:
+            st.caption(f":material/warning: {charts.run_label(r)}: {skipped:,} of {int(g['batches'].sum()):,} "
+                       "updates skipped (gradients not finite under float16 loss scaling); steps count batches run")
+
+
+def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
     """Per run: how long each execution waited for input versus computed, and a
     one-line verdict (input-bound or compute-bound). Runs whose data wait is
     not measured (multi-worker, TPU: NULL) get a short note instead."""
@@ -728,7 +797,7 @@ def data_wait_row(store: Store, runs: list[dict], execs: pd.DataFrame | None) ->
                 continue
             share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
             if share is None:
-                share = charts.data_wait_share(rows)
+                share = charts.data_wait_share(src.executions(r))  # all of them: the chart's rows are thinned
             verdict = charts.data_wait_verdict(share)
             if verdict:  # the verdict first, then the evidence
                 kind, line = verdict
@@ -795,6 +864,24 @@ def time_row(base: dict | None, run: dict | None, cmp: dict | None) -> None:
     if not any(b for _, b in rows):
         return
     st.plotly_chart(charts.time_figure(rows), key="time_parts", config=PLOTLY_CONFIG)
+def backend_line(store: Store, run: dict | None) -> None:
+    """The backend speedup: this run against the same configuration stored on the
+    other Keras backend (engine.report.compare.backend_speedup), or how to get one."""
+    if run is None or run["status"] != "completed":
+        return
+    b = backend_speedup(store, run["id"])
+    if b is None:
+        if (run.get("config") or {}).get("backend") == "jax":
+            st.caption(":material/compare_arrows: Backend speedup: no TensorFlow run of this configuration "
+                       "is stored yet; launch it with Keras backend TensorFlow to compare the backends.")
+        return
+    x = b["steady_speedup"]
+    st.metric(f"Backend speedup ({b['backend']} vs {b['other_backend']}, steady)", "—" if x is None else f"{x:.2f}×",
+              border=True, help=f"steady samples/s of run #{run['id']} on {b['backend']} / run "
+                                f"#{b['baseline_id']}, the same configuration on {b['other_backend']}"
+                                + (" (with XLA)" if b["other_jit_compile"] else ""))
+    st.caption(f"Backend speedup **{'—' if x is None else f'{x:.2f}×'}**: {b['backend']} run #{run['id']} "
+               f"vs {b['other_backend']} run #{b['baseline_id']}, same configuration.")
 
 
 def live_view(was_active: bool) -> None:
@@ -827,7 +914,18 @@ def watch() -> None:
         store.close()
 
 
+def prewarm() -> None:
+    """Have a warm spare worker ready before Launch (once per session; the spare
+    imports TensorFlow in its own process, never in this one)."""
+    if not st.session_state.get("prewarmed"):
+        with one_line_errors("Starting a spare worker"):
+            runner.prewarm()
+        st.session_state["prewarmed"] = True
+
+
 def main() -> None:
+    link = url_params.snapshot()  # before any control rewrites the URL
+    prewarm()
     sb = st.sidebar
     f = controls(sb)
     schedule_controls(f, sb)
@@ -848,7 +946,7 @@ def main() -> None:
         st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
 
     if talk.is_on():
-        return talk_main(cfg, error)
+        return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"]))
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
     talk.toggle(mode)
@@ -857,14 +955,17 @@ def main() -> None:
                               bind="query-params", persist_state="session",
                               help="Run the float32, 1-device baseline first (or reuse a stored "
                                    "one that matches) and report the speedup over it.")
+    pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"])
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
-                        disabled=cfg is None, width="stretch")
+                        disabled=cfg is None or bool(pending), width="stretch")
     if cfg is None:
         c3.error(f"Launch is disabled: {error}", icon=":material/block:")
     else:
         c3.caption(charts.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    if pending:
+        url_params.show(pending, st.container())
     messages = st.container()
-    if clicked and cfg is not None:
+    if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages)
 
     active = False
@@ -882,11 +983,12 @@ def main() -> None:
         st.fragment(watch, run_every=WATCH_REFRESH_S)()
 
 
-def talk_main(cfg: RunConfig | None, error: str | None) -> None:
+def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> None:
     """Presenter mode (views/talk.py): one row with the configuration, Launch,
     Stop and the mode toggle, then the headline and two charts, live. The
     settings stay in the (collapsed) sidebar; the baseline is compared as the
-    'Compare with baseline' toggle was last set (on by default)."""
+    'Compare with baseline' toggle was last set (on by default). `pending`:
+    settings from the link that were not taken (url_params); Launch waits for them."""
     talk.style()
     active = False
     with one_line_errors("Reading the store"):
@@ -900,13 +1002,17 @@ def talk_main(cfg: RunConfig | None, error: str | None) -> None:
     summary.container(key="talk_config").markdown(
         charts.config_summary(cfg.to_dict()) if cfg else f":material/block: {error}")
     clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
-                                disabled=cfg is None or active, width="stretch")
+                                disabled=cfg is None or active or bool(pending), width="stretch")
     if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
         st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
     talk.toggle(mode)
-    if clicked and cfg is not None:
+    if pending:
+        url_params.show(pending, st.container())
+    if clicked and cfg is not None and not pending:
         with_baseline = st.query_params.get("with_baseline", "true").lower() != "false"
         launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
+        if st.session_state.get("launched"):
+            st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
     st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active)
 
 

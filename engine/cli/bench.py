@@ -8,7 +8,7 @@ import sys
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="quick speedup benchmark of the options on this machine",
                        description="Short runs on synthetic data (precision x steps per execution x XLA "
-                                   "x replicas), each against a float32 single-device baseline measured in "
+                                   "x replicas, x backend where JAX is installed too), each against a float32 single-device baseline measured in "
                                    "the same invocation. About 90 s on a 2-core CPU with --quick.")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", default=True, help="small matrix (default)")
@@ -59,17 +59,19 @@ def progress_writer(path):
 
 def format_table(result: dict) -> str:
     """Speedup table: one row per cell, best marked with '*'."""
-    lines = [f"{'precision':<15} {'spe':>4} {'xla':>5} {'dev':>4} {'samples/s':>11} {'speedup':>8} "
-             f"{'spread':>13}"]
+    from engine.jobs import bench
+
+    lines = [f"{'backend':<11} {'precision':<15} {'spe':>4} {'xla':>5} {'dev':>4} {'samples/s':>11} "
+             f"{'speedup':>8} {'spread':>13}"]
     best = result.get("best")
     for c in result["cells"]:
         dev = f"{c['devices']}{'s' if c['simulated'] else ''}"
         sp = f"{c['speedup']:.2f}x" if c["speedup"] is not None else "-"
         spread = (f"{c['speedup_min']:.2f}-{c['speedup_max']:.2f}" if c["speedup"] is not None else "-")
-        mark = " *" if best and all(c[k] == best[k] for k in ("precision", "steps_per_execution",
-                                                                 "jit_compile", "devices")) else ""
+        mark = " *" if best and bench.cell_key(c) == bench.cell_key(best) else ""
         rate = f"{c['samples_per_sec']:,.0f}" if c["samples_per_sec"] else "-"
-        lines.append(f"{c['precision']:<15} {c['steps_per_execution']:>4} {str(c['jit_compile']):>5} "
+        lines.append(f"{c.get('backend', 'tensorflow'):<11} {c['precision']:<15} {c['steps_per_execution']:>4} "
+                     f"{str(c['jit_compile']):>5} "
                      f"{dev:>4} {rate:>11} {sp:>8} {spread:>13}{mark}")
     w = result["workload"]
     lines.append(f"workload: {w['model']} on synthetic {'x'.join(map(str, w['synthetic_shape']))}, global batch "
@@ -143,6 +145,6 @@ def main(args) -> int:
     else:
         print(format_table(result))
         b = result["best"]
-        print(f"best: {b['precision']}, steps_per_execution {b['steps_per_execution']}, "
+        print(f"best: {b.get('backend', 'tensorflow')}, {b['precision']}, steps_per_execution {b['steps_per_execution']}, "
               f"XLA {'on' if b['jit_compile'] else 'off'}, {b['devices']} device(s): {b['speedup']:.2f}x")
     return 0

@@ -157,14 +157,20 @@ def result_json(run: dict) -> dict:
 def print_summary(s: dict) -> None:
     """Print a run's summary (result_json plus optional 'comparison') as aligned rows."""
     rows = [
-        ("run", s["run_id"]), ("status", s["status"]),
+        ("run", s["run_id"]),
+        ("status", s["status"] + (f" ({s['metrics_incomplete']:,} metric rows lost: metrics incomplete)"
+                                  if s.get("metrics_incomplete") else "")),
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (traced executions: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
+        ("backend", s.get("backend") or "tensorflow"),
         ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
         ("final loss", fmt(s.get("final_loss"))),
+        *([("updates", f"{s['updates_applied']:,} applied, {s['skipped_updates']:,} skipped of {s.get('steps'):,} "
+                       "batches (non-finite gradients under float16 loss scaling)")]
+          if s.get("skipped_updates") else []),
         ("final val accuracy", fmt(s.get("final_val_accuracy"))),
     ]
     target = s.get("target_accuracy")
@@ -176,8 +182,18 @@ def print_summary(s: dict) -> None:
     if s.get("end_to_end_samples_per_sec") is not None:
         rows.insert(3, ("end-to-end throughput", f"{fmt(s['end_to_end_samples_per_sec'])} samples/s "
                                                  "(training samples / wall time of training)"))
+    if s.get("model_path"):
+        rows.append(("saved model", f"{s['model_path']} (load it: import engine.training.saved, "
+                                    "then keras.models.load_model(path))"))
     if s.get("comparison"):
         rows += speedup_rows(s["comparison"])
+    if s.get("backend_comparison"):
+        c = s["backend_comparison"]
+        tta = c.get("time_to_accuracy_speedup")
+        rows.append(("backend speedup", f"{c['backend']} vs {c['other_backend']} (run {c['baseline_id']}, same "
+                                        f"configuration): {fmt(c.get('steady_speedup'), 3)}x steady, "
+                                        f"{fmt(c.get('end_to_end_speedup'), 3)}x end-to-end"
+                                        + (f", {tta:.2f}x time to accuracy" if tta else "")))
     if s.get("error"):
         rows.append(("error", s["error"]))
     for k, v in rows:

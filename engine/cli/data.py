@@ -47,13 +47,26 @@ def cmd_check(args) -> int:
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
         return 2
+    from engine.data.meta import class_warnings
+
+    warnings = class_warnings(info)
     if args.json:
         print(json.dumps({"ok": True, "shape": list(info.shape), "classes": info.classes,
                           "samples": info.samples, "test_samples": info.test_samples,
-                          "class_names": list(info.class_names)}))
+                          "class_names": list(info.class_names), "dtype": info_dtype(args.path),
+                          "warnings": warnings}))
     else:
         print(f"ok: {_describe(info)}")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     return 0
+
+
+def info_dtype(path) -> str:
+    """The stored pixel type of a checked user data path: uint8 or float32."""
+    from engine.data import userdata
+
+    return str(userdata.load_path(path).arrays["x_train"].dtype)
 
 
 def cmd_add(args) -> int:

@@ -1,4 +1,4 @@
-"""`python -m engine hardware`: host, devices and option verdicts (no TF here).
+"""`python -m engine hardware`: host, devices, backends and option verdicts (no TF here).
 
 Wire it up with ``cli_hardware.add_parser(subparsers)``; the parser's default
 ``func`` is `main`.
@@ -27,6 +27,9 @@ def format_table(result: dict) -> str:
     f = result["facts"]
     h, sw, b = f.get("host", {}), f.get("software", {}), f.get("build", {})
     cores = f"{h.get('physical_cores')} physical / {h.get('logical_cores')} logical cores"
+    if h.get("usable_cpus") not in (None, h.get("logical_cores")):
+        cores += f", {h['usable_cpus']} usable by this process (affinity {h.get('affinity_cpus')}, " \
+                 f"quota {h.get('cpu_quota') or 'none'})"
     cuda = (f"CUDA {b.get('cuda_version')}, cuDNN {b.get('cudnn_version')} build"
             if b.get("is_cuda_build") else "CPU-only build")
     gpus = [f"{g['name']} (CC {'.'.join(map(str, g['compute_capability'] or ['?']))}"
@@ -39,8 +42,9 @@ def format_table(result: dict) -> str:
         ("Host", f"{f.get('hostname')} ({h.get('os')} {h.get('arch')})"),
         ("CPU", f"{h.get('cpu_model')}: {cores}, {h.get('ram_gib')} GiB RAM"),
         ("CPU flags", " ".join(h.get("cpu_flags") or []) or "no low-precision flags"),
-        ("Software", f"Python {sw.get('python')}, TensorFlow {sw.get('tensorflow')} ({cuda}), "
-                     f"Keras {sw.get('keras')}"),
+        ("Software", f"Python {sw.get('python')}, TensorFlow {sw.get('tensorflow') or 'not installed'}"
+                     + (f" ({cuda})" if sw.get("tensorflow") else "")
+                     + (f", JAX {sw['jax']}" if sw.get("jax") else "") + f", Keras {sw.get('keras')}"),
         ("GPUs (TF)", "; ".join(gpus) or "none"),
         ("GPUs (driver)", ", ".join(driver) or "none"),
         ("TPU", f"{tpu['cores']} cores" if tpu.get("cores") else
@@ -52,6 +56,13 @@ def format_table(result: dict) -> str:
     lines = [f"{k:<{w}}  {v}" for k, v in rows]
     lines += ["", f"{'Option':<15} {'Verdict':<12} Why"]
     lines += [f"{v['option']:<15} {v['verdict']:<12} {v['reason']}" for v in result["verdicts"]]
+    from engine.hardware.verdicts import backend_verdicts
+
+    lines += ["", f"{'Backend':<15} {'Verdict':<12} Version, devices, why"]
+    for b in result.get("backends") or backend_verdicts(f):
+        where = f"{b['version']} on {', '.join(b['devices'])}" if b["version"] and b["devices"] else \
+            (b["version"] or "-")
+        lines.append(f"{b['backend']:<15} {b['verdict']:<12} {where}: {b['reason']}")
     for err in f.get("errors") or []:
         lines.append(f"probe error: {err}")
     if result.get("diagnosis"):

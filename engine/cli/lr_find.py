@@ -71,7 +71,8 @@ def format_table(result: dict) -> str:
     lines.append(f"sweep {result['min_lr']:g} -> {result['max_lr']:g}: {stop} "
                  f"({result.get('device_kind')}, {result.get('sweep_sec', 0):.1f} s)")
     if s.get("suggested") is None:
-        lines.append(f"no suggestion: {s.get('reason')}")
+        why = s.get("reason") or ""
+        lines.append(why if why.startswith("no ") else f"no suggestion: {why}")
     else:
         lines.append(f"steepest: {_g(s.get('steepest'), 3)}, min loss at {_g(s.get('min_loss_lr'), 3)} "
                      f"(/10 = {_g(s.get('min_over_10'), 3)})")

@@ -14,6 +14,7 @@ import sys
 
 from engine.cli.common import Parser
 from engine.errors import ActiveRunError, ConfigError
+from engine.store import StoreError
 
 # In --help order.
 SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "hardware", "bench", "lr_find",
@@ -38,6 +39,9 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except ActiveRunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except StoreError as e:  # e.g. the store is locked by another program for too long
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (OSError, json.JSONDecodeError) as e:

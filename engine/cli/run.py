@@ -46,14 +46,17 @@ def cmd_run(args) -> int:
         bid = None
     run = follow(rid, args.quiet)
     out = result_json(run)
-    if bid is not None and bid != rid:
-        from engine.report.compare import compare
+    from engine.report.compare import backend_speedup, compare
 
-        store = Store()
-        try:
+    store = Store()
+    try:
+        if bid is not None and bid != rid:
             out["comparison"] = compare(store, bid, rid)
-        finally:
-            store.close()
+        backend = backend_speedup(store, rid) if run["status"] == "completed" else None
+        if backend is not None:  # the same configuration stored on the other backend
+            out["backend_comparison"] = backend
+    finally:
+        store.close()
     if args.json:
         print(json.dumps(out))
     else:

@@ -44,6 +44,7 @@ def main(args) -> int:
         cluster = cl.from_env()
         if cluster is None:
             raise ConfigError("cluster", None, "is missing", "give --cluster host:port,... or set TF_CONFIG")
+    cl.check_port(cluster.workers[cluster.task_index])  # before TF: one line naming host:port, exit 2
     store = Store()
     try:
         if args.run_id is not None:

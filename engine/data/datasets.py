@@ -6,7 +6,6 @@ data; the input pipeline scales these by 1/255); y int32 of shape (N,).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,11 +134,43 @@ def keep_labels(x: np.ndarray, y: np.ndarray, labels: tuple) -> tuple[np.ndarray
 
 def stratified_split(x, y, fraction: float, seed: int):
     """(x_train, y_train, x_val, y_val) with ceil(fraction x N) validation samples,
-    drawn per class in proportion (scikit-learn's train_test_split)."""
+    drawn per class in proportion (scikit-learn's train_test_split), such that
+    every class keeps training samples (engine.data.meta.split_counts):
+
+    - classes with fewer than MIN_CLASS_SAMPLES samples stay whole in training;
+    - the other classes are split stratified; with fewer validation samples than
+      classes (no stratification possible) each keeps one training sample and the
+      validation samples are drawn at random from the rest.
+
+    Raises: DataUnavailable when the validation samples cannot fit (config
+    validation, engine.data.meta.check_split, refuses that first).
+    """
     from sklearn.model_selection import train_test_split
 
-    n_val = math.ceil(fraction * len(y))
+    from engine.data.meta import split_counts
+
+    y = np.asarray(y)
     counts = np.bincount(y)
-    strat = y if counts[counts > 0].min() >= 2 and n_val >= len(counts) else None
-    xt, xv, yt, yv = train_test_split(x, y, test_size=n_val, random_state=seed, stratify=strat)
-    return xt, yt, xv, yv
+    sc = split_counts(counts, fraction)
+    n_val = sc["n_val"]
+    if not sc["small"] and sc["stratified"]:  # the common case, as before
+        # With every class of 2 or more and at most half held out, each keeps a training sample.
+        xt, xv, yt, yv = train_test_split(x, y, test_size=n_val, random_state=seed, stratify=y)
+        return xt, yt, xv, yv
+    if not sc["feasible"]:
+        raise DataUnavailable(f"{n_val} validation samples would leave a class with no training sample; "
+                              "lower validation_fraction")
+    idx = np.arange(len(y))
+    small = np.isin(y, sc["small"])
+    rest = idx[~small]
+    if sc["stratified"]:
+        tr, va = train_test_split(rest, test_size=n_val, random_state=seed, stratify=y[rest])
+    else:
+        perm = np.random.default_rng(seed).permutation(rest)
+        _, first = np.unique(y[perm], return_index=True)  # one training sample per class
+        anchors = np.zeros(len(perm), bool)
+        anchors[first] = True
+        va = perm[~anchors][:n_val]
+        tr = np.setdiff1d(rest, va)
+    tr = np.concatenate([tr, idx[small]])
+    return x[tr], y[tr], x[va], y[va]

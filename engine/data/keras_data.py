@@ -181,16 +181,21 @@ def _npy_header(fp) -> tuple[tuple, np.dtype]:
     return tuple(shape), dtype
 
 
-def npz_shapes(path: os.PathLike) -> dict[str, tuple]:
-    """{array name: shape} of an .npz file from the member headers only
+def npz_headers(path: os.PathLike) -> dict[str, tuple[tuple, np.dtype]]:
+    """{array name: (shape, dtype)} of an .npz file from the member headers only
     (a compressed member is decompressed just far enough to read its header)."""
     out = {}
     with zipfile.ZipFile(path) as z:
         for member in z.namelist():
             if member.endswith(".npy"):
                 with z.open(member) as fp:
-                    out[member[:-4]] = _npy_header(fp)[0]
+                    out[member[:-4]] = _npy_header(fp)
     return out
+
+
+def npz_shapes(path: os.PathLike) -> dict[str, tuple]:
+    """{array name: shape} of an .npz file from the member headers only."""
+    return {k: shape for k, (shape, _) in npz_headers(path).items()}
 
 
 def _idx(data: bytes, what: str) -> np.ndarray:
@@ -352,13 +357,58 @@ def find_weights(model: str, size: int) -> Optional[Path]:
     return None
 
 
+_VERIFIED: dict = {}
+
+
+def verify_weights(path: Path) -> Optional[str]:
+    """Why the HDF5 weights file at `path` cannot be used (one short phrase), or None.
+
+    Opens it with h5py (a truncated file fails here: its superblock records the
+    full length) and reads every dataset, so damage anywhere is found. Cached
+    per (path, mtime, size): the dashboard re-checks its config on every change."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key in _VERIFIED:
+        return _VERIFIED[key]
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - h5py comes with Keras
+        return None
+    problem = None
+    try:
+        with h5py.File(path, "r") as f:
+            read = [0]
+
+            def read_one(_name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    obj[()]  # every chunk is read (and dropped): damage anywhere raises
+                    read[0] += 1
+
+            f.visititems(read_one)
+            if not read[0]:
+                problem = "it holds no weights"
+    except Exception as e:  # noqa: BLE001 - h5py raises OSError, KeyError, ... for damaged files
+        problem = (str(e).splitlines() or [type(e).__name__])[0][:160] or type(e).__name__
+    _VERIFIED[key] = problem
+    return problem
+
+
 def check_weights(model: str, size: int) -> None:
     """Raise ConfigError (field pretrained) when the ImageNet weights of `model`
-    are neither cached nor downloadable (offline)."""
-    if find_weights(model, size) is not None or online("storage.googleapis.com"):
-        return
+    are cached but damaged (e.g. a truncated download: the file is named with
+    "delete it so that it is downloaded again"), or neither cached nor
+    downloadable (offline)."""
     from engine.errors import ConfigError
 
+    path = find_weights(model, size)
+    if path is not None:
+        problem = verify_weights(path)
+        if problem:
+            raise ConfigError("pretrained", True, f"needs the ImageNet weights file {path}, which is damaged "
+                              f"({problem})", "delete it so that it is downloaded again")
+        return
+    if online("storage.googleapis.com"):
+        return
     name, url = weights_file(model, size)
     raise ConfigError("pretrained", True, f"needs the ImageNet weights of {model} ({name}), which are "
                       "not in the Keras cache, and this machine is offline",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import Optional
 
 from engine.data.info import DatasetInfo  # noqa: F401 (re-exported: the record every data module shares)
 
@@ -205,6 +206,73 @@ def check_available(name: str) -> None:
     if not keras_data.online(spec.host):
         raise _error("dataset", name, f"is not in the Keras cache and this machine is offline "
                      f"(cannot reach {spec.host})", keras_data.where_to_place(name))
+
+
+# --- the validation split: every class keeps training samples --------------------
+# A class needs at least this many samples to be split between training and validation;
+# smaller classes are kept whole in training (and never validated).
+MIN_CLASS_SAMPLES = 2
+
+
+def _names(info: DatasetInfo, classes) -> str:
+    names = [repr(info.class_names[c]) if c < len(info.class_names) else repr(str(c)) for c in classes]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def split_counts(class_counts, fraction: float) -> dict:
+    """How `datasets.stratified_split` divides a training pool with `class_counts`.
+
+    Returns {'n_val': ceil(fraction x N), 'small': classes with fewer than
+    MIN_CLASS_SAMPLES samples (kept whole in training), 'rest_samples',
+    'rest_classes' (the classes that are split), 'stratified': whether the
+    validation samples can be drawn per class (n_val >= rest classes),
+    'feasible': whether every split class keeps a training sample}."""
+    import math
+
+    counts = [int(c) for c in class_counts]
+    n = sum(counts)
+    n_val = math.ceil(fraction * n)
+    small = [i for i, c in enumerate(counts) if 0 < c < MIN_CLASS_SAMPLES]
+    rest = [c for c in counts if c >= MIN_CLASS_SAMPLES]
+    return {"n_val": n_val, "small": small, "rest_samples": sum(rest), "rest_classes": len(rest),
+            "stratified": n_val >= len(rest), "feasible": n_val <= sum(rest) - len(rest)}
+
+
+def check_split(info: DatasetInfo, fraction: float) -> None:
+    """Raise ConfigError (field validation_fraction) when holding out
+    ceil(fraction x N) samples would leave a class without a training sample.
+    Data sets with their own test split, or unknown class counts, pass."""
+    if info.test_samples or not info.class_counts:
+        return
+    sc = split_counts(info.class_counts, fraction)
+    if sc["feasible"]:
+        return
+    room = sc["rest_samples"] - sc["rest_classes"]  # the most validation samples that fit
+    raise _error("validation_fraction", fraction,
+                 f"would hold out {sc['n_val']} of {info.samples} samples of {info.name}, leaving a class "
+                 f"with no training sample", f"use a fraction of at most {room / info.samples:.3g} "
+                 f"(at most {room} validation samples)")
+
+
+def class_warnings(info: DatasetInfo, fraction: Optional[float] = None) -> list[str]:
+    """One line per way the validation split departs from a plain stratified
+    split: classes too small to split (kept in training, never validated) and,
+    given `fraction`, too few validation samples to stratify. [] when none
+    (and always for data sets with their own test split)."""
+    if info.test_samples or not info.class_counts:
+        return []
+    sc = split_counts(info.class_counts, fraction if fraction is not None else 0.2)
+    out = []
+    if sc["small"]:
+        k = len(sc["small"])
+        out.append(f"dataset: {k} class{'es' if k > 1 else ''} ({_names(info, sc['small'])}) "
+                   f"{'have' if k > 1 else 'has'} fewer than {MIN_CLASS_SAMPLES} samples: kept in training "
+                   "and never validated; add samples to validate them")
+    if fraction is not None and not sc["stratified"] and sc["feasible"]:
+        out.append(f"dataset: {sc['n_val']} validation samples for {sc['rest_classes']} classes cannot be "
+                   "stratified: some classes are not validated (every class keeps training samples); "
+                   "raise validation_fraction")
+    return out
 
 
 def available_datasets() -> list[str]:

@@ -1,5 +1,5 @@
-"""Worker side of the hardware check: imports TensorFlow, so it runs only in a
-child process (``python -m engine.hardware.probe``), never in the app.
+"""Worker side of the hardware check: imports TensorFlow and JAX (where installed), so it
+runs only in a child process (``python -m engine.hardware.probe``), never in the app.
 
 Prints one JSON object (the *facts*, layout documented in engine.hardware.verdicts) as
 the last line of stdout.  Anything that fails is recorded in ``facts['errors']``
@@ -26,12 +26,14 @@ TPU_TIMEOUT_S = 10.0  # TPUClusterResolver can block on GCE metadata lookups
 
 
 def host_facts() -> dict:
-    """CPU model, cores, low-precision CPU flags, RAM (GiB = 2**30 bytes), OS."""
+    """CPU model, cores (the machine's and the usable ones: affinity and cgroup
+    quota, engine.hardware.machine.cpu_facts), low-precision CPU flags, RAM (GiB = 2**30 bytes), OS."""
     flags = machine.cpu_flags()
     return {
         "cpu_model": machine.cpu_model(),
         "physical_cores": psutil.cpu_count(logical=False),
         "logical_cores": psutil.cpu_count(logical=True),
+        **{k: v for k, v in machine.cpu_facts().items() if k != "logical_cores"},  # usable_cpus, ...
         "cpu_flags": sorted(flags & set(machine.LOW_PRECISION_FLAGS)),
         "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "os": platform.system(),
@@ -113,31 +115,76 @@ def tpu_facts(tf, timeout_s: float = TPU_TIMEOUT_S) -> dict:
     return result
 
 
+def _version(dist: str):
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def jax_facts(versions: dict, errors: list[str]) -> dict:
+    """{'version', 'jaxlib', 'platform' ('gpu' | 'cpu' | ...), 'devices': ['cuda:0', ...],
+    'gpu_details': [{name, compute_capability, memory_mib}]} from ``jax.devices()``;
+    imports JAX (this process only), without taking GPU memory up front."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    out = {"version": versions["jax"], "jaxlib": versions["jaxlib"], "platform": None, "devices": [],
+           "gpu_details": []}
+    try:
+        import jax
+
+        devs = jax.devices()
+        out["platform"] = devs[0].platform if devs else None
+        out["devices"] = [f"{d.platform}:{d.id} ({d.device_kind})" for d in devs]
+        for d in devs:
+            if d.platform == "gpu":
+                cc = getattr(d, "compute_capability", None)
+                out["gpu_details"].append({"name": d.device_kind, "memory_mib": None,
+                                           "compute_capability": [int(p) for p in str(cc).split(".")[:2]]
+                                           if cc else None})
+    except Exception as e:  # noqa: BLE001 - report, don't abort
+        errors.append(f"jax.devices(): {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    return out
+
+
 def collect() -> dict:
-    """All facts; imports TensorFlow (about 3-6 s on a CPU machine)."""
+    """All facts; imports TensorFlow and JAX where installed (about 3-6 s on a CPU machine)."""
     t0 = time.time()
     errors: list[str] = []
     facts = {"schema": SCHEMA, "hostname": socket.gethostname(), "host": host_facts()}
     smi = nvidia_smi_gpus()
     facts["driver"] = {"gpus": machine.nvidia_gpus(),
                        "version": smi[0]["driver_version"] if smi else None}
-    import tensorflow as tf  # the point of this module
-    import keras
+    versions = machine.installed_backends()
+    facts["software"] = {"python": platform.python_version(), "tensorflow": versions["tensorflow"],
+                         "jax": versions["jax"], "jaxlib": versions["jaxlib"], "keras": _version("keras")}
+    facts["build"], facts["gpus"] = {}, []
+    facts["tpu"] = {"hint": machine.tpu_hint(), "cores": 0, "error": None}
+    if versions["tensorflow"]:
+        import tensorflow as tf  # the point of this module
 
-    facts["software"] = {"python": platform.python_version(), "tensorflow": tf.__version__,
-                         "keras": keras.__version__}
-    try:
-        build = dict(tf.sysconfig.get_build_info())
-    except Exception as e:  # noqa: BLE001
-        build = {}
-        errors.append(f"get_build_info: {e}")
-    facts["build"] = json.loads(json.dumps(build, default=str))
-    try:
-        facts["gpus"] = tf_gpus(tf, smi, errors)
-    except Exception as e:  # noqa: BLE001
-        facts["gpus"] = []
-        errors.append(f"list GPUs: {e}")
-    facts["tpu"] = tpu_facts(tf)
+        try:
+            build = dict(tf.sysconfig.get_build_info())
+        except Exception as e:  # noqa: BLE001
+            build = {}
+            errors.append(f"get_build_info: {e}")
+        facts["build"] = json.loads(json.dumps(build, default=str))
+        try:
+            facts["gpus"] = tf_gpus(tf, smi, errors)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"list GPUs: {e}")
+        facts["tpu"] = tpu_facts(tf)
+    facts["backends"] = {"tensorflow": {"version": versions["tensorflow"],
+                                        "devices": ["CPU", *[g["name"] for g in facts["gpus"]]]
+                                        if versions["tensorflow"] else []}}
+    if versions["jax"]:
+        facts["backends"]["jax"] = jax_facts(versions, errors)
+        if not versions["tensorflow"]:  # a JAX-only machine: its GPUs as JAX sees them
+            facts["gpus"] = facts["backends"]["jax"].pop("gpu_details", [])
+            for g, row in zip(facts["gpus"], smi):
+                g["memory_mib"] = row["memory_mib"]
+        facts["backends"]["jax"].pop("gpu_details", None)
     facts["errors"] = errors
     facts["probed_at"] = round(t0, 3)
     facts["probe_seconds"] = round(time.time() - t0, 2)

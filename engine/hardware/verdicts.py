@@ -8,11 +8,14 @@ Facts (the probe's JSON; every key optional to `verdicts`)::
 
     hostname   str
     host       {cpu_model: str, physical_cores: int|None, logical_cores: int,
+                usable_cpus: int (affinity and cgroup quota), affinity_cpus: int, cpu_quota: float|None,
                 cpu_flags: [low-precision /proc/cpuinfo flags, e.g. 'avx512_bf16'],
                 ram_gib: float (2**30 bytes), os: str, arch: str}
-    software   {python, tensorflow, keras: version strings}
+    software   {python, tensorflow, jax, jaxlib, keras: version strings (None: not installed)}
+    backends   {'tensorflow': {version, devices}, 'jax': {version, jaxlib, platform, devices:
+                ['cpu:0 (cpu)', 'gpu:0 (NVIDIA H200)', ...]}} (jax only where installed)
     build      tf.sysconfig.get_build_info(): is_cuda_build, cuda_version, cudnn_version, ...
-    gpus       GPUs TensorFlow lists: [{name, compute_capability: [major, minor] | None,
+    gpus       GPUs TensorFlow lists (JAX's where TensorFlow is absent): [{name, compute_capability: [major, minor] | None,
                 memory_mib: int|None (nvidia-smi memory.total)}]
     driver     {gpus: [names from nvidia-smi, else /dev/nvidiaN], version: str|None}
     tpu        {hint: bool (engine.hardware.machine.tpu_hint), cores: int, error: str|None}
@@ -144,7 +147,10 @@ def _multi(facts: dict, target: str) -> dict:
         if n > 1:
             return _v(o, "faster", f"{n} TPU cores: real data parallelism (TPUStrategy)")
     kind = {"gpu": "GPU", "tpu": "TPU core"}.get(target, "CPU")
-    return _v(o, "neutral", f"one physical {kind}: extra replicas are simulated logical devices "
+    host = facts.get("host") or {}
+    usable = host.get("usable_cpus") or host.get("logical_cores")
+    cores = f" ({usable} usable core{'s' if usable != 1 else ''})" if kind == "CPU" and usable else ""
+    return _v(o, "neutral", f"one physical {kind}{cores}: extra replicas are simulated logical devices "
                             "sharing it, no speedup expected")
 
 
@@ -173,6 +179,54 @@ def verdicts(facts: dict, device: str = "auto") -> list[dict]:
         out = [_float16(facts, target), _bfloat16(facts, target), _xla(facts, target),
                _multi(facts, target)]
     return out + [_tpu(facts)]
+
+
+# Our own measurement (README "Keras backends"): the same CNN run on this project's 2-core CPU.
+CPU_JAX_NOTE = ("on a CPU, JAX compiles the train step for much longer (13-15 s vs 3.5 s for TensorFlow "
+                "on our 2-core CPU) and its steady speed depends on the model: measure it")
+
+
+def backend_verdicts(facts: dict, device: str = "auto") -> list[dict]:
+    """One verdict per Keras backend SpeedLab runs on ('tensorflow', 'jax') for training
+    on `device`, from the probe's facts['backends'] (versions, devices) and GPUs.
+
+    Returns: [{'backend', 'version' (str|None), 'devices': [str], 'verdict' (one of
+    VERDICTS), 'reason' (one line)}]. Reference: the Keras team reports 20-350% from
+    picking the fastest backend per model, often JAX on GPUs (keras.io/getting_started/benchmarks).
+    """
+    found = facts.get("backends") or {}
+    sw = facts.get("software") or {}
+    target = _target(facts, device)
+    out = []
+    tf = found.get("tensorflow") or {"version": sw.get("tensorflow"), "devices": []}
+    if tf.get("version"):
+        out.append({"backend": "tensorflow", "version": tf["version"], "devices": tf.get("devices") or [],
+                    "verdict": "neutral", "reason": "the default backend: every technique, including "
+                                                    "MirroredStrategy, TPUs and multi-worker runs"})
+    else:
+        out.append({"backend": "tensorflow", "version": None, "devices": [], "verdict": "unavailable",
+                    "reason": "not installed: pip install -r requirements.txt (or use backend jax)"})
+    jx = found.get("jax") or {}
+    if not jx.get("version"):
+        out.append({"backend": "jax", "version": None, "devices": [], "verdict": "unavailable",
+                    "reason": 'not installed: pip install "jax==0.10.2" "jaxlib==0.10.2" (CPU), '
+                              "or JAX with CUDA on a GPU machine (README)"})
+        return out
+    row = {"backend": "jax", "version": jx["version"], "devices": jx.get("devices") or []}
+    if target == "tpu":
+        row.update(verdict="unavailable", reason="SpeedLab runs TPUs through TPUStrategy: TensorFlow only")
+    elif target in ("gpu", "none") and device != "cpu":
+        if jx.get("platform") == "gpu":
+            row.update(verdict="measure", reason=f"JAX sees {len(row['devices'])} GPU(s): often faster than "
+                       "TensorFlow on GPUs (the Keras team reports 20-350% from the fastest backend); "
+                       "measure it on your model")
+        else:
+            row.update(verdict="unavailable", reason="this JAX sees no GPU (CPU-only jaxlib): install JAX "
+                       "with CUDA (README)")
+    else:
+        row.update(verdict="measure", reason=CPU_JAX_NOTE)
+    out.append(row)
+    return out
 
 
 def option_hint(facts: dict, option: str, device: str = "auto") -> str:
@@ -225,7 +279,11 @@ def cache_path() -> Path:
 
 
 def cache_key() -> str:
-    return f"{socket.gethostname()}|tensorflow-{tf_version()}"
+    """Host and installed backends: installing JAX (or CUDA builds) re-probes."""
+    from engine.hardware.machine import installed_backends
+
+    b = installed_backends()
+    return f"{socket.gethostname()}|tensorflow-{tf_version()}" + (f"|jax-{b['jax']}" if b.get("jax") else "")
 
 
 def run_probe(timeout_s: float = 60) -> dict:
@@ -271,7 +329,8 @@ def cached_facts() -> Optional[dict]:
 def probe(timeout_s: float = 60, refresh: bool = False) -> dict:
     """Facts for this machine, from the cache or a fresh probe worker.
 
-    Returns: {'facts', 'verdicts', 'diagnosis' (str|None), 'cached' (bool), 'key'}.
+    Returns: {'facts', 'verdicts', 'backends' (backend_verdicts), 'diagnosis' (str|None),
+    'cached' (bool), 'key'}.
     Raises: ProbeError when a fresh probe fails or exceeds `timeout_s` seconds.
     """
     path, key = cache_path(), cache_key()
@@ -286,5 +345,6 @@ def probe(timeout_s: float = 60, refresh: bool = False) -> dict:
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
         os.replace(tmp, path)
-    return {"facts": facts, "verdicts": verdicts(facts), "diagnosis": gpu_diagnosis(facts),
+    return {"facts": facts, "verdicts": verdicts(facts), "backends": backend_verdicts(facts),
+            "diagnosis": gpu_diagnosis(facts),
             "cached": cached, "key": key}

@@ -1,7 +1,7 @@
 """Quick speedup benchmark: which options help on this machine, and by how much.
 
 A matrix of short runs on synthetic data (precision x steps per execution x
-XLA x replicas), each measured against the float32 single-device baseline of
+XLA x replicas, and x backend where JAX is installed beside TensorFlow), each measured against the float32 single-device baseline of
 the same model and global batch in the same invocation.  Cells run one at a
 time in worker processes (one per device layout, since TF fixes the layout
 per process); repeats are interleaved (all cells, then all cells again) so
@@ -31,15 +31,22 @@ class BenchError(RuntimeError):
     """The benchmark could not run (one line)."""
 
 
-def plan_matrix(facts: Optional[dict] = None, full: bool = False) -> list[dict]:
+def plan_matrix(facts: Optional[dict] = None, full: bool = False,
+                backends: Optional[dict] = None) -> list[dict]:
     """The cells to measure on this machine.
 
-    Each cell: {'precision', 'steps_per_execution', 'jit_compile', 'devices',
+    Each cell: {'backend', 'precision', 'steps_per_execution', 'jit_compile', 'devices',
     'simulated'}.  The first cell is the baseline (float32, spe 1, no XLA, 1
-    device).  float16 only where there is float16 hardware (GPU/TPU) unless
-    `full`; replicas > 1 only with several physical GPUs, or simulated with `full`.
+    device, TensorFlow where installed).  float16 only where there is float16 hardware
+    (GPU/TPU) unless `full`; replicas > 1 only with several physical GPUs, or simulated
+    with `full`. Where JAX is installed too (`backends`, default facts['backends']:
+    engine.hardware.machine.installed_backends()), a backend axis: the same precisions and steps per execution on
+    JAX (always XLA-compiled), each against the same TensorFlow baseline, so their
+    speedup includes the backend's.
     """
     f = facts if facts is not None else quick_facts()
+    have = backends if backends is not None else (f.get("backends") or {"tensorflow": "any"})
+    names = [b for b in ("tensorflow", "jax") if have.get(b)] or ["tensorflow"]
     accel = f.get("gpus", 0) > 0 or f.get("tpu", False)
     precisions = ["float32", "mixed_bfloat16"]
     if accel or full:
@@ -54,14 +61,30 @@ def plan_matrix(facts: Optional[dict] = None, full: bool = False) -> list[dict]:
     elif full:
         devices.append(2)
     cells = []
-    for d, p, s, x in itertools.product(devices, precisions, spes, xlas):
-        cells.append({"precision": p, "steps_per_execution": s, "jit_compile": x, "devices": d,
-                      "simulated": d > 1 and f.get("gpus", 0) < d})
+    for b in names:
+        for d, p, s, x in itertools.product(devices, precisions, spes, [True] if b == "jax" else xlas):
+            if b == "jax" and d > max(f.get("gpus", 0), 1) and f.get("gpus", 0):
+                continue  # JAX cannot split a GPU into logical devices
+            cells.append({"backend": b, "precision": p, "steps_per_execution": s, "jit_compile": x,
+                          "devices": d, "simulated": d > 1 and f.get("gpus", 0) < d})
     return cells
 
 
 def cell_key(c: dict) -> tuple:
-    return (c["precision"], c["steps_per_execution"], c["jit_compile"], c["devices"])
+    return (c.get("backend", "tensorflow"), c["precision"], c["steps_per_execution"], c["jit_compile"],
+            c["devices"])
+
+
+def layouts(cells: list[dict]) -> list[tuple[str, int]]:
+    """(backend, devices) of each worker process, in the order they run: TensorFlow
+    first (the baseline's), fewest devices first. A process has one of each."""
+    rank = {"tensorflow": 0, "jax": 1}
+    keys = {(c.get("backend", "tensorflow"), c["devices"]) for c in cells}
+    return sorted(keys, key=lambda k: (rank.get(k[0], 2), k[1]))
+
+
+def _in_layout(c: dict, layout: tuple[str, int]) -> bool:
+    return (c.get("backend", "tensorflow"), c["devices"]) == layout
 
 
 def summarize(cells: list[dict], samples: list[dict]) -> dict:
@@ -112,10 +135,10 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
     total = len(cells) * repeats
     samples: list[dict] = []
     t0 = time.monotonic()
-    # One worker per device layout; the baseline's layout (1 device) first.
-    for devices in sorted({c["devices"] for c in cells}):
-        idx = [i for i, c in enumerate(cells) if c["devices"] == devices]
-        job = {"workload": work, "repeats": repeats, "devices": devices,
+    # One worker per backend and device layout; the baseline's (TensorFlow, 1 device) first.
+    for layout in layouts(cells):
+        idx = [i for i, c in enumerate(cells) if _in_layout(c, layout)]
+        job = {"workload": work, "repeats": repeats, "backend": layout[0], "devices": layout[1],
                "cells": [{**cells[i], "index": i} for i in idx]}
         proc = subprocess.Popen([sys.executable, "-m", "engine.jobs.bench_worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())
@@ -139,7 +162,7 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
             tail = proc.stderr.read().strip().splitlines()[-1:] or [""]
             raise BenchError(f"benchmark worker exited with code {code}: {tail[0][:300]}")
     result = summarize(cells, samples)
-    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats)
+    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats, full=full)
     return result
 
 
@@ -168,7 +191,8 @@ def load_latest() -> Optional[dict]:
 
 def to_config_changes(cell: dict) -> dict:
     """RunConfig fields that reproduce `cell` on the Train page."""
-    return {k: cell[k] for k in ("precision", "steps_per_execution", "jit_compile", "devices")}
+    return {"backend": cell.get("backend", "tensorflow"),
+            **{k: cell[k] for k in ("precision", "steps_per_execution", "jit_compile", "devices")}}
 
 
 # --- in the background, for the dashboard ---------------------------------------
@@ -176,22 +200,46 @@ PROGRESS_FILE = background.BENCH_FILE
 LOG_FILE = "bench.log"
 
 
+QUICK_ESTIMATE_S = 90.0  # a 2-core CPU, nothing else running (README "Latency")
+
+
+def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[float, str]:
+    """(seconds, where the figure comes from) for a benchmark here: the last run's
+    measured wall time on this machine when there is one, else QUICK_ESTIMATE_S
+    (quick matrix; no estimate is made for --full)."""
+    latest = latest if latest is not None else (load_latest() or {})
+    if latest.get("wall_sec") and bool(latest.get("full")) == full:
+        return float(latest["wall_sec"]), "the last run on this machine"
+    return QUICK_ESTIMATE_S, "a 2-core CPU"
+
+
+def time_left_sec(done: int, total: int, elapsed: float) -> Optional[float]:
+    """Seconds left from the cells done so far (each cell's share of the time so far);
+    None before the first cell is done."""
+    if not done or not total:
+        return None
+    return max(elapsed / done * (total - done), 0.0)
+
+
 def cell_name(cell: dict) -> str:
-    """'mixed bf16 · spe 8 · XLA on · 1 device' (tables, progress lines)."""
+    """'mixed bf16 · spe 8 · XLA on · 1 device' (tables, progress lines); JAX cells start
+    with 'JAX · ' and leave out XLA (always on)."""
     short = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
     dev = f"{cell['devices']} device" + ("s" if cell["devices"] != 1 else "")
     if cell.get("simulated"):
         dev += " (simulated)"
+    if cell.get("backend", "tensorflow") == "jax":
+        return f"JAX · {short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · {dev}"
     return (f"{short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · "
             f"XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
 
 
 def measure_order(cells: list[dict], repeats: int) -> list[tuple[int, int]]:
     """(cell index, repeat) in the order `run` measures them: one worker per
-    device layout (fewest devices first), repeats interleaved within it."""
+    backend and device layout (`layouts`), repeats interleaved within it."""
     out = []
-    for devices in sorted({c["devices"] for c in cells}):
-        idx = [i for i, c in enumerate(cells) if c["devices"] == devices]
+    for layout in layouts(cells):
+        idx = [i for i, c in enumerate(cells) if _in_layout(c, layout)]
         out += [(i, r) for r in range(repeats) for i in idx]
     return out
 

@@ -1,7 +1,7 @@
 """Benchmark worker: ``python -m engine.jobs.bench_worker`` reads a job (JSON) on
 stdin and prints one JSON line per measured cell: {'cell', 'repeat',
 'samples_per_sec' (steady median), 'warmup_sec'}; {'error': line} on failure.
-All cells of one job share one device layout (fixed per TF process).
+All cells of one job share one backend and one device layout (both fixed per process).
 """
 from __future__ import annotations
 
@@ -16,20 +16,34 @@ def cell_config(work: dict, cell: dict):
     from engine.config import RunConfig
 
     n_train = work["steps"] * work["batch_size"]
-    return RunConfig(dataset="synthetic", synthetic_shape=tuple(work["synthetic_shape"]),
+    return RunConfig(dataset="synthetic", backend=job_backend(work, cell), synthetic_shape=tuple(work["synthetic_shape"]),
                      synthetic_samples=n_train * 5 // 4, validation_fraction=0.2,
                      model=work["model"], batch_size=work["batch_size"], epochs=work["epochs"],
                      precision=cell["precision"], steps_per_execution=cell["steps_per_execution"],
                      jit_compile=cell["jit_compile"], devices=cell["devices"])
 
 
+def job_backend(work: dict, cell: dict) -> str:
+    """The cell's Keras backend (cells without one are TensorFlow's)."""
+    return cell.get("backend", work.get("backend", "tensorflow"))
+
+
 def main() -> int:
     job = json.loads(sys.stdin.read())
     work = job["workload"]
     try:
-        from engine.training import devices
+        backend = job.get("backend", "tensorflow")
+        from engine.training import backends
 
-        setup = devices.configure("auto", job["devices"])  # first TF action
+        backends.use(backend, "auto", job["devices"])  # before anything imports Keras
+        if backend == "jax":
+            from engine.training import jax_devices
+
+            setup = jax_devices.configure("auto", job["devices"])
+        else:
+            from engine.training import devices
+
+            setup = devices.configure("auto", job["devices"])  # first TF action
         import keras
 
         from engine.data import datasets

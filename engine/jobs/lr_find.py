@@ -40,8 +40,10 @@ LATEST_FILE = "lr-find-latest.json"
 DIVERGE_FACTOR = 4.0
 # suggest(): 'steepest' needs at least this many points up to the loss minimum ...
 MIN_DESCENT_POINTS = 5
-# ... and the smoothed loss must fall by at least this share of its first value.
+# ... and the smoothed loss must fall by at least this share of its first value,
+# else there is no reliable suggestion at all (NO_SIGNAL).
 MIN_RELATIVE_DROP = 0.02
+NO_SIGNAL = "no reliable suggestion: the loss did not decrease; check data and labels"
 # Sweep bounds accepted by run().
 MAX_LR_LIMIT = 10.0
 MIN_STEPS, MAX_STEPS = 10, 10_000
@@ -116,11 +118,12 @@ def suggest(lrs: Sequence[float], smoothed_losses: Sequence[Optional[float]]) ->
         (fastai's 'minimum'): one decade below where training starts to break.
 
     Points whose LR or loss is missing / not finite (a diverged tail) are
-    dropped first.  'steepest' is recommended; 'min_over_10' replaces it when
-    the curve is too short (fewer than MIN_DESCENT_POINTS points up to the
-    minimum: the loss rises from the start, min_lr was already too large) or
-    too flat (the loss falls by less than MIN_RELATIVE_DROP of its first value,
-    or never falls: the sweep was too short or its LR range too low).
+    dropped first.  When the smoothed loss never falls by MIN_RELATIVE_DROP of
+    its first value there is no signal: nothing is suggested and the reason is
+    NO_SIGNAL ("no reliable suggestion: the loss did not decrease; check data
+    and labels"). Otherwise 'steepest' is recommended; 'min_over_10' replaces
+    it when the curve is too short (fewer than MIN_DESCENT_POINTS points up to
+    the minimum: the loss fell at once, min_lr was already large).
 
     Args:
         lrs: LR per step (positive, increasing), in LR units.
@@ -150,16 +153,17 @@ def suggest(lrs: Sequence[float], smoothed_losses: Sequence[Optional[float]]) ->
         i_st = int(np.argmin(slope[:i_min]))  # strictly before the minimum
         if slope[i_st] < 0:
             out.update(steepest=float(lr[i_st]), steepest_slope=float(slope[i_st] * math.log(10.0)))
-    if out["steepest"] is not None and i_min + 1 >= MIN_DESCENT_POINTS and drop >= MIN_RELATIVE_DROP:
+    if drop < MIN_RELATIVE_DROP:
+        # No signal: a loss that never falls (random labels, broken data) gives no
+        # learning rate to recommend, and "start lower" would send the user the wrong way.
+        out["reason"] = NO_SIGNAL
+        return out
+    if out["steepest"] is not None and i_min + 1 >= MIN_DESCENT_POINTS:
         out.update(suggested=out["steepest"], method="steepest",
                    reason="steepest fall of the smoothed loss per decade of LR")
         return out
-    if i_min + 1 < MIN_DESCENT_POINTS:
-        why = (f"curve too short: only {i_min + 1} point(s) up to the loss minimum "
-               f"(need {MIN_DESCENT_POINTS}); start the sweep lower or use more steps")
-    else:
-        why = (f"curve too flat: the smoothed loss fell by {max(drop, 0.0):.1%} "
-               f"(need {MIN_RELATIVE_DROP:.0%}); sweep higher or longer")
+    why = (f"curve too short: only {i_min + 1} point(s) up to the loss minimum "
+           f"(need {MIN_DESCENT_POINTS}); start the sweep lower or use more steps")
     out.update(suggested=out["min_over_10"], method="min_over_10",
                reason=why + "; using the LR of the minimum loss / 10")
     return out

@@ -1,4 +1,5 @@
-"""LR range test worker (imports TensorFlow): ``python -m engine.jobs.lr_find_worker``.
+"""LR range test worker (imports TensorFlow, or JAX for backend jax):
+``python -m engine.jobs.lr_find_worker``.
 
 Reads a job (JSON) on stdin: {'config': RunConfig dict, 'min_lr', 'max_lr',
 'steps'}, and prints one JSON line: {'lr', 'loss', 'smoothed' (lists, one per
@@ -88,13 +89,12 @@ def make_callback(min_lr: float, max_lr: float, steps: int, beta: float, diverge
 
 def sweep(job: dict) -> dict:
     """Run the job's sweep in this process; returns the result dict (see module doc)."""
-    from engine.training import devices
     from engine.config import RunConfig
     from engine.jobs.lr_find import DIVERGE_FACTOR, smoothing_beta
 
     cfg = RunConfig.from_dict(job["config"])
     min_lr, max_lr, steps = float(job["min_lr"]), float(job["max_lr"]), int(job["steps"])
-    setup = devices.configure(cfg.device_type, cfg.devices)  # first TF action
+    setup = configure_devices(cfg)
     from engine.training.train import prepare
 
     cfg = cfg.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False, reduce_on_plateau=False,
@@ -108,6 +108,21 @@ def sweep(job: dict) -> dict:
     return {"lr": cb.lrs, "loss": cb.losses, "smoothed": cb.smoothed, "stopped": cb.stopped,
             "beta": beta, "device_kind": setup.kind, "replicas": setup.replicas,
             "sweep_sec": time.perf_counter() - t0}
+
+
+def configure_devices(cfg):
+    """The run's devices on its backend, set up before anything else imports Keras:
+    engine.training.devices (TensorFlow) or engine.training.jax_devices."""
+    from engine.training import backends
+
+    backends.use(cfg.backend, cfg.device_type, cfg.devices)
+    if cfg.backend == "jax":
+        from engine.training import jax_devices
+
+        return jax_devices.configure(cfg.device_type, cfg.devices)
+    from engine.training import devices
+
+    return devices.configure(cfg.device_type, cfg.devices)  # first TF action
 
 
 def main() -> int:

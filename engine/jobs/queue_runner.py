@@ -1,8 +1,16 @@
 """The queue process: runs queued runs one at a time, each in a fresh worker.
 
 ``python -m engine.jobs.queue_runner STORE_PATH``.  An exclusive lock on the store's
-folder keeps it to one queue process per store; it exits when nothing is
-queued.  It watches each worker: a worker that dies without reporting ends
+folder keeps it to one queue process per store. While idle it keeps one *spare*
+worker (engine.jobs.worker --warm: TensorFlow and Keras imported, runtime not
+initialised) and polls the store for queued runs every POLL_S; it exits after
+IDLE_EXIT_S with nothing queued. A claimed run goes to the spare, so it skips
+the ~4 s of imports; the spare is spent on that run (one run per process, as
+always) and a new one is started only once nothing is queued or running, so a
+spare never competes for cores with a measurement. Multi-worker runs start
+cold. SPEEDLAB_WARM_WORKER=0 turns spares off (each run then starts cold).
+
+It watches each worker: a worker that dies without reporting ends
 ``failed`` with its exit status and the last lines of its stderr; a worker
 that ignores a cancel for CANCEL_GRACE_S is killed and ends ``cancelled``.
 """
@@ -17,8 +25,8 @@ from pathlib import Path
 
 import psutil
 
-from engine.jobs.runner import CANCEL_GRACE_S, read_tail, worker_env
-from engine.store import Store
+from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
+from engine.store import LONG_PATIENCE_S, Store
 
 
 def _claim_next(store: Store):
@@ -44,15 +52,66 @@ def _describe_exit(code: int) -> str:
 
 
 
-def _spawn(store: Store, run_id: int, extra: list, log_name: str) -> subprocess.Popen:
+POLL_S = 0.05  # how often an idle queue looks for queued runs (s)
+SPARE_READY_TIMEOUT_S = 120.0
+
+
+class Spare:
+    """One warm worker process (child of the queue), ready once its ready file exists."""
+
+    def __init__(self, store: Store):
+        folder = store.path.parent / "spares"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.ready_file = folder / f"spare-{time.time_ns()}.ready"
+        log = open(folder / "spare.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "engine.jobs.worker", "--warm", str(self.ready_file)],
+                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                     env=worker_env())
+        log.close()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_ready(self, timeout_s: float = SPARE_READY_TIMEOUT_S) -> bool:
+        """Wait for the spare's imports to finish (a run claimed while it still imports
+        waits here rather than start a second, competing import)."""
+        deadline = time.monotonic() + timeout_s
+        while self.alive() and not self.ready_file.exists():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return self.alive()
+
+    def claim(self, run_id: int, store_path: Path, log_path: Path) -> subprocess.Popen:
+        """Hand run `run_id` to the spare; returns its process (now the run's worker)."""
+        self.proc.stdin.write(f"{run_id}\t{store_path}\t{log_path}\n".encode())
+        self.proc.stdin.close()
+        self.ready_file.unlink(missing_ok=True)
+        return self.proc
+
+    def close(self) -> None:
+        """End an unclaimed spare (EOF on its stdin; killed if it lingers)."""
+        if self.alive():
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+        self.ready_file.unlink(missing_ok=True)
+
+
+def _spawn(store: Store, run_id: int, extra: list, log_name: str, spare: Spare | None = None) -> subprocess.Popen:
     log_path = store.run_dir(run_id) / log_name
+    if spare is not None and not extra and spare.wait_ready():
+        open(log_path, "wb").close()
+        return spare.claim(run_id, store.path, log_path)
     with open(log_path, "wb") as log:
         return subprocess.Popen([sys.executable, "-m", "engine.jobs.worker", str(run_id), str(store.path), *extra],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=worker_env())
 
 
-def run_one(store: Store, run_id: int) -> None:
+def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
     """Run one claimed run in fresh worker process(es) and settle its final status.
 
     A multi-worker run (config `workers` > 1) starts that many workers on free
@@ -64,11 +123,14 @@ def run_one(store: Store, run_id: int) -> None:
     if n > 1:
         from engine.cluster import local
 
+        if spare is not None:
+            spare.close()  # nothing idle beside a measurement
+
         addrs = ",".join(local(n))
         procs = [_spawn(store, run_id, ["--cluster", addrs, "--task-index", str(i)],
                         "worker.log" if i == 0 else f"worker-{i}.log") for i in range(n)]
     else:
-        procs = [_spawn(store, run_id, [], "worker.log")]
+        procs = [_spawn(store, run_id, [], "worker.log", spare)]
     try:
         started = psutil.Process(procs[0].pid).create_time()
     except psutil.NoSuchProcess:
@@ -137,20 +199,49 @@ def _settle(store: Store, run_id: int, code: int, failure) -> None:
     store.finish_run(run_id, "failed", reason, only_if_active=True, stderr_tail=tail)
 
 
-def main(argv=None) -> int:
-    argv = argv if argv is not None else sys.argv[1:]
-    store = Store(Path(argv[0]))
-    lock = open(store.path.parent / "queue.lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)  # a second queue process waits here, then drains
+def serve(store: Store) -> None:
+    """Run queued runs until none has been queued for idle_exit_s(); keep a spare
+    worker while idle (warm_enabled())."""
+    spare: Spare | None = None
+    idle_since = time.monotonic()
     try:
         while True:
             run_id = _claim_next(store)
-            if run_id is None:
-                return 0
-            run_one(store, run_id)
+            if run_id is not None:
+                use = spare if spare is not None and spare.alive() else None
+                spare = None  # spent on this run either way (a multi-worker run closes it)
+                run_one(store, run_id, use)
+                idle_since = time.monotonic()
+                continue
+            if time.monotonic() - idle_since > idle_exit_s():
+                return
+            if warm_enabled() and (spare is None or not spare.alive()):
+                spare = Spare(store)
+            time.sleep(POLL_S)
     finally:
-        fcntl.flock(lock, fcntl.LOCK_UN)
+        if spare is not None:
+            spare.close()
+
+
+def main(argv=None) -> int:
+    argv = argv if argv is not None else sys.argv[1:]
+    store = Store(Path(argv[0]), patience_s=LONG_PATIENCE_S)  # waits out a locked store
+    lock = open(store.path.parent / "queue.lock", "w")
+    try:
+        while True:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a second queue process waits here, then drains
+            serve(store)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            # A run queued after the last look but before the unlock saw a live queue and
+            # started none: look once more now that a new submit would start one.
+            if _queued(store) == 0:
+                return 0
+    finally:
         store.close()
+
+
+def _queued(store: Store) -> int:
+    return store.conn.execute("SELECT COUNT(*) FROM runs WHERE status='queued'").fetchone()[0]
 
 
 if __name__ == "__main__":

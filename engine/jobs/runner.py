@@ -18,12 +18,27 @@ import uuid
 from pathlib import Path
 from typing import Callable, Optional
 
+import psutil
+
 
 from engine.config import RunConfig, baseline_config
 from engine.errors import ActiveRunError
 from engine.preflight import check_runnable
 from engine.process import ROOT, process_alive, read_tail, worker_env  # noqa: F401 (re-used by callers)
 from engine.store import ACTIVE_STATUSES, Store
+
+def idle_exit_s() -> float:
+    """Seconds an idle queue (and its spare) stays up: $SPEEDLAB_QUEUE_IDLE_S, default 600."""
+    try:
+        return float(os.environ.get("SPEEDLAB_QUEUE_IDLE_S", "600"))
+    except ValueError:
+        return 600.0
+
+
+def warm_enabled() -> bool:
+    """Whether the queue keeps a spare worker ($SPEEDLAB_WARM_WORKER, default on)."""
+    return os.environ.get("SPEEDLAB_WARM_WORKER", "1") not in ("0", "false", "no", "off")
+
 
 # A worker that ignores SIGTERM this long after a cancel is killed.
 CANCEL_GRACE_S = 15.0
@@ -104,8 +119,41 @@ def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
     finally:
         store.close()
     if start:
-        start_queue(store_path)
+        ensure_queue(store_path)
     return ids
+
+
+def ensure_queue(store_path: Optional[os.PathLike] = None) -> bool:
+    """Start the queue process unless one already serves this store (an idle queue
+    polls the store, so a live one picks new runs up by itself). Returns whether
+    one was started."""
+    store = Store(store_path) if store_path else Store()
+    try:
+        if queue_alive(store):
+            return False
+        # One started a moment ago may not hold the lock yet: don't pile a second on it.
+        marker = store.path.parent / "queue.pid"
+        try:
+            pid, started = marker.read_text().split()
+            if process_alive(int(pid), float(started)):
+                return False
+        except (OSError, ValueError):
+            pass
+    finally:
+        store.close()
+    proc = start_queue(store_path)
+    try:
+        marker.write_text(f"{proc.pid} {psutil.Process(proc.pid).create_time()}")
+    except (OSError, psutil.Error):
+        pass
+    return True
+
+
+def prewarm(store_path: Optional[os.PathLike] = None) -> bool:
+    """Have a queue with a warm spare worker ready before the user presses Launch
+    (the dashboard calls this when a page opens; no-op with SPEEDLAB_WARM_WORKER=0).
+    Returns whether a queue was started. No TF in this process: the spare imports it."""
+    return warm_enabled() and ensure_queue(store_path)
 
 
 def start_queue(store_path: Optional[os.PathLike] = None) -> subprocess.Popen:

@@ -12,11 +12,12 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
 from engine.config import RunConfig
-from engine.store import Store
+from engine.store import LONG_PATIENCE_S, Store
 
 
 def _one_line(exc: BaseException) -> str:
@@ -25,22 +26,34 @@ def _one_line(exc: BaseException) -> str:
     text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(noise)]
     first = text[0] if text else ""
     name = type(exc).__name__
-    if name in ("DeviceError", "RunFailed"):  # already written for the user
+    if name in ("DeviceError", "RunFailed", "WeightsError"):  # already written for the user
         return first
     if name == "ResourceExhaustedError":
         return f"out of memory: {first[:200]}; use a smaller batch_size or model"
     return f"{name}: {first[:300]}" if first else name
 
 
-def main(argv=None) -> int:
+def incomplete_summary(writer) -> dict:
+    """{'metrics_incomplete': rows lost, 'metrics_lost': {table: rows}} when the
+    writer (engine.training.recorder.Writer) could not store every row, else {}."""
+    if not writer.lost_total:
+        return {}
+    print(f"metrics incomplete: {writer.lost_total} rows could not be stored ({writer.lost}); "
+          f"last error: {writer.last_error}", file=sys.stderr)
+    return {"metrics_incomplete": writer.lost_total, "metrics_lost": dict(writer.lost)}
+
+
+def main(argv=None, timeline=None, warm: bool = False) -> int:
     """``RUN_ID STORE_PATH [--cluster H:P,H:P --task-index I]``; always exits 0 once
-    the outcome is in the store (a non-zero exit means the worker itself broke)."""
+    the outcome is in the store (a non-zero exit means the worker itself broke).
+    `timeline`: a warm worker's clock, started when it claimed the run (`warm`)."""
     import argparse
 
     from engine.training.timeline import Timeline
 
-    timeline = Timeline()  # seconds since this process started: the interpreter's start-up counts
-    timeline.mark("startup")
+    if timeline is None:
+        timeline = Timeline()  # seconds since this process started: the interpreter's start-up counts
+        timeline.mark("startup")
     p = argparse.ArgumentParser(prog="python -m engine.jobs.worker")
     p.add_argument("run_id", type=int)
     p.add_argument("store_path", type=Path)
@@ -54,7 +67,7 @@ def main(argv=None) -> int:
 
         cluster = cluster_mod.parse(args.cluster, args.task_index)
     chief = cluster is None or cluster.is_chief
-    store = Store(store_path)
+    store = Store(store_path, patience_s=LONG_PATIENCE_S)  # waits out a locked store
     run = store.get_run(run_id)
     if run is None or run["status"] != "running":
         return 0  # cancelled while queued, or claimed by nobody
@@ -70,18 +83,29 @@ def main(argv=None) -> int:
         store.set_worker(run_id, cluster.task_index, "running", pid=os.getpid(),
                          address=cluster.workers[cluster.task_index], host=socket.gethostname())
 
+    from engine.training import backends
+
+    backends.use(cfg.backend, cfg.device_type, cfg.devices)  # before anything imports Keras
     from engine.training.recorder import Writer
 
-    writer = Writer(lambda: Store(store_path), run_id, worker=args.task_index if cluster else 0)
+    # One short attempt per flush: the writer keeps its rows and retries while it goes on sampling.
+    writer = Writer(lambda: Store(store_path, patience_s=0, busy_timeout_s=0.5), run_id,
+                    worker=args.task_index if cluster else 0)
     writer.start()
     # Only the chief writes the run's metrics; other workers write their system metrics.
     sink = writer.push if chief else (lambda table, row: None)
 
+    seen_plan = {}
+
     def on_setup(env, plan):
+        seen_plan.update(plan)
         if chief:
             store.update_run(run_id, environment=env, plan=plan)
         if plan["device_kind"] == "GPU":
-            from engine.training.devices import gpu_memory_mb
+            if cfg.backend == "jax":
+                from engine.training.jax_devices import gpu_memory_mb
+            else:
+                from engine.training.devices import gpu_memory_mb
 
             names = env["devices"]
             writer.gpu_mem_fn = lambda: gpu_memory_mb(names)
@@ -90,28 +114,81 @@ def main(argv=None) -> int:
     try:
         from engine.training.train import train
 
-        out = train(cfg, sink, stop, on_setup=on_setup, on_start=writer.set_t0, cluster=cluster,
+        def on_start(t0):
+            writer.set_t0(t0)
+            if chief:  # the page counts its time-left estimate down from here (report.compare.progress)
+                store.update_run(run_id, plan={**seen_plan, "train_started_at": time.time()})
+
+        out = train(cfg, sink, stop, on_setup=on_setup, on_start=on_start, cluster=cluster,
                     timeline=timeline)
         status, error, summary = out.status, out.error, out.summary
         if out.status == "completed" and cfg.save_model and chief:
             path = store.run_dir(run_id) / "model.keras"
             out.model.save(path)
             summary["model_path"] = str(path)
+            from engine.training.saved import LOAD_LINE
+
+            summary["model_load"] = LOAD_LINE  # how to load it with plain Keras elsewhere
     except Exception as exc:  # noqa: BLE001 - every error must end as one line in the store
         traceback.print_exc()
         error = _one_line(exc)
     finally:
-        writer.stop()
+        writer.stop(patience_s=LONG_PATIENCE_S)
+    summary.update(incomplete_summary(writer))
     if status == "completed" and stop.is_set():
         status = "cancelled"
     if cluster is not None:
         store.set_worker(run_id, cluster.task_index, status, error=error)
     if chief:
-        summary.update(warnings=warnings, run_id=run_id, status=status, error=error)
+        summary.update(warnings=warnings, run_id=run_id, status=status, error=error,
+                       warm_worker=warm)
         store.finish_run(run_id, status, error, summary=summary)
     store.close()
     return 0
 
 
+def warm_main(ready_path: str) -> int:
+    """``python -m engine.jobs.worker --warm READY_FILE``: a spare worker.
+
+    Imports TensorFlow, Keras and the training code (the slowest part of a
+    worker's start: ~4 s on a 2-core CPU) without initialising the TF runtime,
+    so that the device layout can still be set when a run claims it; touches
+    READY_FILE; then waits for one line on stdin, ``RUN_ID<TAB>STORE_PATH<TAB>LOG_PATH``,
+    sends its output to LOG_PATH and runs that run as `main` would. EOF on stdin
+    (the queue went away) ends it. The run's clock starts at the claim: its setup
+    is what is left after the imports (summary 'warm_worker': true).
+    """
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    import engine.training.train  # noqa: F401
+    from engine.training.timeline import Timeline
+
+    Path(ready_path).write_text(str(os.getpid()))
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    timeline = Timeline(origin_perf=time.perf_counter())
+    timeline.mark("startup")
+    timeline.mark("imports")
+    run_id, store_path, log_path = line.rstrip("\n").split("\t")
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    return main([run_id, store_path], timeline, warm=True)
+
+
+def _exit(code: int) -> None:
+    """Leave without TensorFlow's interpreter teardown (~1 s measured): by now the
+    outcome is committed and the store closed, so nothing is left to save."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["--warm"]:
+        _exit(warm_main(sys.argv[2]))
+    _exit(main())

@@ -4,7 +4,9 @@ Plotly figures (no Streamlit, no TensorFlow), so they are testable on their own.
 Conventions (units on every axis title):
 - time ``t`` is wall-clock seconds since the run's training start (s);
 - throughput is samples/s (all replicas together);
-- ``step`` counts optimizer steps (steps).
+- ``step`` counts batches run (steps); the optimizer updates really applied
+  (``updates``) are fewer when float16 loss scaling skips some, and the
+  recorded learning rate is the one in effect at the updates applied.
 
 Metric frames are "long": one row per point with a ``label`` (legend name) and
 a ``color`` column per run; `tag` adds both.  A run keeps one colour in every
@@ -36,7 +38,7 @@ _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, co
 _PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
 T_TITLE = "wall time since training start (s)"
 T_SHORT = "wall time (s)"  # the same axis on charts a third of a 1280 px page wide
-STEP_TITLE = "optimizer step (steps)"
+STEP_TITLE = "batches run (steps)"
 # Average glyph width / font size of the chart font: estimates how long a title is
 # in pixels (a little generous, so that an estimate that fits does fit).
 _GLYPH = 0.58
@@ -73,11 +75,11 @@ def run_label(run: Mapping) -> str:
 
 
 def _speed_parts(cfg: Mapping) -> list:
-    """Steps per execution, XLA and schedule, each only when it is not the default."""
-    parts = []
+    """Backend, steps per execution, XLA and schedule, each only when it is not the default."""
+    parts = ["JAX"] if cfg.get("backend") == "jax" else []
     if cfg.get("steps_per_execution", 1) > 1:
         parts.append(f"spe {cfg['steps_per_execution']}")
-    if cfg.get("jit_compile"):
+    if cfg.get("jit_compile") and cfg.get("backend") != "jax":  # JAX: always XLA
         parts.append("XLA")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
@@ -674,13 +676,21 @@ def bench_cell_name(cell: Mapping) -> str:
     dev = f"{int(cell['devices'])} device" + ("s" if int(cell["devices"]) != 1 else "")
     if cell.get("simulated"):
         dev += " (simulated)"
+    if _is_jax(cell):
+        return (f"JAX · {_PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
+                f"{int(cell['steps_per_execution'])} · {dev}")
     return (f"{_PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
             f"{int(cell['steps_per_execution'])} · XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
 
 
+def _is_jax(cell: Mapping) -> bool:
+    b = cell.get("backend")
+    return isinstance(b, str) and b == "jax"
+
+
 def _is_bench_baseline(row) -> bool:
     return (row["precision"] == "float32" and int(row["steps_per_execution"]) == 1
-            and not bool(row["jit_compile"]) and int(row["devices"]) == 1)
+            and not bool(row["jit_compile"]) and int(row["devices"]) == 1 and not _is_jax(row))
 
 
 def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each option combination",
@@ -709,10 +719,15 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
     for col, default in (("samples_per_sec", np.nan), ("repeats", 1), ("simulated", False)):
         if col not in df:
             df[col] = default
-    df["group"] = [f"spe {int(s)} · XLA {'on' if x else 'off'}"
-                   for s, x in zip(df["steps_per_execution"], df["jit_compile"])]
-    order = [f"spe {s} · XLA {'on' if x else 'off'}" for s, x in
-             sorted({(int(s), bool(x)) for s, x in zip(df["steps_per_execution"], df["jit_compile"])})]
+    # JAX cells (always XLA) get groups of their own, after TensorFlow's.
+    jax = [_is_jax(r) for _, r in df.iterrows()]
+
+    def group(s, x, j):
+        return f"JAX · spe {s}" if j else f"spe {s} · XLA {'on' if x else 'off'}"
+
+    df["group"] = [group(int(s), x, j) for s, x, j in zip(df["steps_per_execution"], df["jit_compile"], jax)]
+    order = [group(s, x, j) for j, s, x in
+             sorted({(j, int(s), bool(x)) for s, x, j in zip(df["steps_per_execution"], df["jit_compile"], jax)})]
     df["err_plus"] = (df["speedup_max"] - df["speedup"]).clip(lower=0)
     df["err_minus"] = (df["speedup"] - df["speedup_min"]).clip(lower=0)
     df["is_baseline"] = [_is_bench_baseline(r) for _, r in df.iterrows()]
@@ -982,4 +997,28 @@ def transfer_figure(curves: Optional[pd.DataFrame], target: Optional[float] = No
     _style(fig, T_TITLE, ACC_TITLE, title, height)
     fig.update_xaxes(rangemode="tozero")
     fig.update_yaxes(range=[0, 1.05], tickformat=".2f")
+    return fig
+
+
+def loss_scale_figure(execs: pd.DataFrame, title: str = "Loss scale and skipped updates (float16)",
+                      height: int = 240) -> go.Figure:
+    """The dynamic loss scale after each execution (left, log axis) and the
+    optimizer updates skipped in it (right, markers) against step, for runs that
+    record them (mixed_float16; see engine.training.loss_scale), runs overlaid."""
+    if execs is None or execs.empty or "loss_scale" not in execs or execs["loss_scale"].isna().all():
+        return empty_figure("no float16 loss scaling in these runs", height, STEP_TITLE, "loss scale", title)
+    fig = go.Figure()
+    scaled = execs[execs["loss_scale"].notna()]
+    for label, color, g in _groups(downsample(scaled, keep=None)):
+        fig.add_trace(go.Scatter(x=g["step"], y=g["loss_scale"], name=f"{label}: loss scale", mode="lines",
+                                 line=dict(color=color, width=2, shape="hv"),
+                                 hovertemplate="loss scale %{y:g} after step %{x}<extra>" + label + "</extra>"))
+        skips = g[g["skipped"].fillna(0) > 0]
+        fig.add_trace(go.Scatter(x=skips["step"], y=skips["skipped"], name=f"{label}: skipped", yaxis="y2",
+                                 mode="markers", marker=dict(color=color, symbol="x", size=9),
+                                 hovertemplate="%{y} update(s) skipped at step %{x}<extra>" + label + "</extra>"))
+    _style(fig, STEP_TITLE, "loss scale (log)", title, height, legend=False)
+    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_layout(yaxis2=dict(title=dict(text="skipped updates (per execution)", font=dict(size=13)),
+                                  overlaying="y", side="right", rangemode="tozero", showgrid=False))
     return fig

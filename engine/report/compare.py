@@ -1,8 +1,10 @@
 """Speedups between stored runs, and live progress of a run (no TF here)."""
 from __future__ import annotations
 
+import time
 from typing import Optional
 
+from engine.report.live import StoreMetrics
 from engine.report.measure import speedup, steady_state, time_left
 from engine.store import Store
 
@@ -57,15 +59,16 @@ def not_reached(run: dict, epochs: list[dict], target: Optional[float]) -> Optio
     return f"not reached in {n} epoch{'s' if n != 1 else ''}"
 
 
-def end_to_end_rate(summary: dict, rows: list[dict]) -> Optional[float]:
+def end_to_end_rate(summary: dict, execs) -> Optional[float]:
     """Training samples / wall time of training (warm-up, validation and other
     included), samples/s: the summary's figure once the run ended, else samples
-    so far / seconds since training start (the last stored execution's t)."""
+    so far / seconds since training start (the last stored execution's t).
+    `execs`: the run's executions (DataFrame of EXEC_COLS)."""
     if summary.get("end_to_end_samples_per_sec") is not None:
         return summary["end_to_end_samples_per_sec"]
-    if not rows or not rows[-1]["t"]:
+    if execs is None or not len(execs) or not execs["t"].iloc[-1]:
         return None
-    return sum(x["samples_per_sec"] * x["duration"] for x in rows) / rows[-1]["t"]
+    return float((execs["samples_per_sec"] * execs["duration"]).sum() / execs["t"].iloc[-1])
 
 
 def breakdown(summary: dict) -> Optional[dict]:
@@ -101,7 +104,8 @@ def divergence_notice(summary: dict, e2e: Optional[float], steady: Optional[floa
             f"steady {steady:.2f}x")
 
 
-def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float] = None) -> dict:
+def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float] = None,
+            source=None) -> dict:
     """Three speedups of run `run_id` over `baseline_id`, each named for what it is:
 
     - 'time_to_accuracy_speedup': baseline's seconds from the start of training to
@@ -114,6 +118,8 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
       warm-up (also under its older name 'throughput_speedup').
 
     `target` overrides the target accuracy (default: `effective_target` of the run).
+    `source`: where metrics come from (engine.report.live: StoreMetrics by default,
+    LiveMetrics for a live page that reads only new rows).
     Also: the rates behind each ratio, 'target_accuracy', 'breakdown' /
     'baseline_breakdown' (see `breakdown`), 'notice' (see `divergence_notice`)
     and 'caveats' (one line each, e.g. a different model or machine).
@@ -122,8 +128,9 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     base, run = store.get_run(baseline_id), store.get_run(run_id)
     if base is None or run is None:
         raise KeyError(f"run {baseline_id if base is None else run_id} does not exist")
-    rows_b, rows_r = store.metrics("executions", baseline_id), store.metrics("executions", run_id)
-    ep_b, ep_r = store.metrics("epochs", baseline_id), store.metrics("epochs", run_id)
+    src = source or StoreMetrics(store)
+    rows_b, rows_r = src.executions(base), src.executions(run)
+    ep_b, ep_r = src.epochs(base), src.epochs(run)
     b, r = live_summary(store, base, rows_b, ep_b), live_summary(store, run, rows_r, ep_r)
     caveats = []
     for key in _LIKE_FIELDS:
@@ -155,21 +162,67 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     }
 
 
-def live_summary(store: Store, run: dict, rows: Optional[list] = None,
-                 epochs: Optional[list] = None) -> dict:
+# A configuration is "the same" on two backends when everything but these matches
+# (JAX always compiles the step with XLA, whatever jit_compile says on TensorFlow).
+_BACKEND_FIELDS = ("backend", "jit_compile")
+BACKEND_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX"}
+
+
+def _backend_free(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in _BACKEND_FIELDS}
+
+
+def other_backend_run(store: Store, run: dict) -> Optional[dict]:
+    """The newest completed run of the same configuration on another backend, measured
+    on the same host, or None. Everything but backend and jit_compile must match."""
+    mine = _backend_free(run["config"])
+    backend = run["config"].get("backend", "tensorflow")
+    host = (run.get("environment") or {}).get("hostname")
+    for other in store.list_runs(["completed"]):
+        if other["id"] == run["id"] or other["config"].get("backend", "tensorflow") == backend:
+            continue
+        if _backend_free(other["config"]) == mine and (host is None or (other.get("environment") or {})
+                                                       .get("hostname") == host):
+            return other
+    return None
+
+
+def backend_speedup(store: Store, run_id: int) -> Optional[dict]:
+    """The backend speedup of run `run_id`: the same configuration measured on another
+    Keras backend (`other_backend_run`) as the reference.
+
+    Returns: `compare(store, other_id, run_id)` plus 'backend' and 'other_backend' (names
+    as written, e.g. 'JAX', 'TensorFlow') and 'other_jit_compile' (whether the reference
+    ran with XLA); None when the run does not exist or has no such counterpart.
+    """
+    run = store.get_run(run_id)
+    if run is None:
+        return None
+    other = other_backend_run(store, run)
+    if other is None:
+        return None
+    out = compare(store, other["id"], run_id)
+    out.update(backend=BACKEND_NAMES.get(run["config"].get("backend", "tensorflow")),
+               other_backend=BACKEND_NAMES.get(other["config"].get("backend", "tensorflow")),
+               other_jit_compile=bool(other["config"].get("jit_compile")))
+    return out
+
+
+def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = None) -> dict:
     """The run's summary; for a run still in progress, figures computed from the
-    executions stored so far (same arithmetic as the final summary). `rows` and
-    `epochs` are the run's stored metrics when the caller has read them already."""
+    executions stored so far (same arithmetic as the final summary). `execs`
+    (DataFrame of EXEC_COLS) and `epochs` (rows) are the run's stored metrics
+    when the caller has read them already."""
     summary = dict(run.get("summary") or {})
     if run["status"] in ("completed", "failed", "cancelled") and "samples_per_sec" in summary:
         return summary
-    rows = rows if rows is not None else store.metrics("executions", run["id"])
+    execs = execs if execs is not None else store.frame("executions", run["id"])
     gb = run["config"]["batch_size"]
-    if rows:
-        summary.update(steady_state([x["duration"] for x in rows], [x["batches"] for x in rows], gb,
-                                    warmup_flags=[x["warmup"] for x in rows],
+    if len(execs):
+        summary.update(steady_state(execs["duration"].tolist(), execs["batches"].tolist(), gb,
+                                    warmup_flags=execs["warmup"].tolist(),
                                     # stored rate x duration = the samples the worker really counted
-                                    samples=[x["samples_per_sec"] * x["duration"] for x in rows]))
+                                    samples=(execs["samples_per_sec"] * execs["duration"]).tolist()))
     epochs = epochs if epochs is not None else store.metrics("epochs", run["id"])
     target = effective_target(run)
     if target and "time_to_target_sec" not in summary:
@@ -177,44 +230,58 @@ def live_summary(store: Store, run: dict, rows: Optional[list] = None,
     return summary
 
 
-def progress(store: Store, run_id: int) -> Optional[dict]:
+def progress(store: Store, run_id: int, source=None, now: Optional[float] = None) -> Optional[dict]:
     """Live progress of a run: {'status', 'epoch' (1-based), 'epochs', 'step',
-    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec' (steps
-    left at the steady step rate plus, per epoch left, the median time seen
-    between an epoch's last execution and its end: validation; None until the
-    steady rate is known), 'samples_per_sec', 'loss'}; None if no such run."""
+    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec', 'samples_per_sec',
+    'loss'}; None if no such run.
+
+    time_left_sec: steps left at the steady step rate plus, per epoch left, the
+    median time seen between an epoch's last execution and its end (validation);
+    None until the steady rate is known. While the run is running it counts down
+    with the clock between stored executions too (during validation, between
+    epochs), from the training start the worker recorded (plan
+    'train_started_at', s since the epoch; `now` defaults to time.time()).
+    `source`: as for `compare`.
+    """
     run = store.get_run(run_id)
     if run is None:
         return None
+    src = source or StoreMetrics(store)
     plan = run.get("plan") or {}
-    rows = store.metrics("executions", run_id)  # read once a second per tab: once only
-    epochs = store.metrics("epochs", run_id)
+    execs, epochs = src.executions(run), src.epochs(run)
     total = plan.get("total_steps") or 0
-    last = rows[-1] if rows else None
-    step = last["step"] if last else 0
-    steady = [x for x in rows if not x["warmup"]]
-    steps_per_s = (sum(x["batches"] for x in steady) / sum(x["duration"] for x in steady)) if steady else None
+    last = execs.iloc[-1] if len(execs) else None
+    step = int(last["step"]) if last is not None else 0
+    steady = execs[execs["warmup"] == 0]
+    steps_per_s = float(steady["batches"].sum() / steady["duration"].sum()) if len(steady) else None
     left = time_left(step, total, steps_per_s)
+    elapsed = float(last["t"]) if last is not None else 0.0
     if left is not None and run["status"] == "running":
-        left += (run["config"]["epochs"] - len(epochs)) * _epoch_overhead(rows, epochs)
-    summ = live_summary(store, run, rows, epochs)
+        left += (run["config"]["epochs"] - len(epochs)) * _epoch_overhead(execs, epochs)
+        started = plan.get("train_started_at")
+        if started:
+            # Time since the last stored execution (validation, epoch ends) counts down too.
+            clock = (now if now is not None else time.time()) - started
+            left = max(left - max(clock - elapsed, 0.0), 0.0)
+            elapsed = max(elapsed, clock)
+    summ = live_summary(store, run, execs, epochs)
     return {
-        "status": run["status"], "epoch": (last["epoch"] + 1) if last else 0,
+        "status": run["status"], "epoch": int(last["epoch"]) + 1 if last is not None else 0,
         "epochs": run["config"]["epochs"], "step": step, "total_steps": total,
         "fraction": min(step / total, 1.0) if total else 0.0,
-        "elapsed_sec": last["t"] if last else 0.0,
+        "elapsed_sec": elapsed,
         "time_left_sec": left,
         "samples_per_sec": summ.get("samples_per_sec"),
-        "loss": last["loss"] if last else None,
+        "loss": float(last["loss"]) if last is not None and last["loss"] == last["loss"] else None,
     }
 
 
-def _epoch_overhead(rows: list[dict], epochs: list[dict]) -> float:
+def _epoch_overhead(execs, epochs: list[dict]) -> float:
     """Median seconds from an epoch's last execution to the epoch's end (validation)."""
     import statistics
 
-    last_t = {}
-    for x in rows:
-        last_t[x["epoch"]] = x["t"]
+    if not len(execs):
+        return 0.0
+    last_t = execs.groupby("epoch")["t"].last().to_dict()
     gaps = [e["t"] - last_t[e["epoch"]] for e in epochs if e["epoch"] in last_t]
     return max(statistics.median(gaps), 0.0) if gaps else 0.0

@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Mapping, Optional
 
+from engine.report.live import StoreMetrics
 from engine.store import Store, home
 
 SPEEDS = (1, 2, 5, 10)
@@ -122,26 +123,34 @@ def run_end(run: Mapping, executions: list, epochs: list) -> float:
     return float(max([*ts, fit, 0.0]))
 
 
-def run_at(run: dict, t: float, end: float) -> dict:
+def run_at(run: dict, t: float, end: float, now: Optional[float] = None) -> dict:
     """The run as it stood at replay time `t`: status 'running' with only its
-    setup summary (SETUP_KEYS) before `end`, the stored run unchanged from then."""
+    setup summary (SETUP_KEYS) before `end`, the stored run unchanged from then.
+    While it replays, its plan's training start ('train_started_at', s since the
+    epoch, which live progress counts from) is `t` seconds before `now`
+    (default: time.time())."""
     if t >= end:
         return run
     summary = {k: v for k, v in (run.get("summary") or {}).items() if k in SETUP_KEYS}
-    return {**run, "status": "running", "ended": None, "error": None, "summary": summary}
+    plan = dict(run.get("plan") or {})
+    if "train_started_at" in plan:
+        plan["train_started_at"] = (time.time() if now is None else now) - t
+    return {**run, "status": "running", "ended": None, "error": None, "summary": summary, "plan": plan}
 
 
 class ReplayStore:
     """A read-only stand-in for Store at replay time `t`: get_run, list_runs,
     metrics, frame and workers answer as the store did `t` recorded seconds
     into training, for the replayed runs only; active_runs is always empty (a
-    replay has nothing to stop). Rows are read from `store` once, at construction.
+    replay has nothing to stop). Rows are read from `store` once, at
+    construction; `now` (s since the epoch) is the wall clock the view is drawn at.
 
     Raises: KeyError if a run id does not exist.
     """
 
-    def __init__(self, store: Store, run_ids: Iterable[int], t: float):
+    def __init__(self, store: Store, run_ids: Iterable[int], t: float, now: Optional[float] = None):
         self.t = float(t)
+        now = time.time() if now is None else now
         self._runs, self._rows, self.ends = {}, {}, {}
         for rid in dict.fromkeys(run_ids):
             run = store.get_run(rid)
@@ -149,7 +158,7 @@ class ReplayStore:
                 raise KeyError(f"run {rid} does not exist")
             rows = {table: store.metrics(table, rid) for table in METRIC_TABLES}
             self.ends[rid] = run_end(run, rows["executions"], rows["epochs"])
-            self._runs[rid] = run_at(run, self.t, self.ends[rid])
+            self._runs[rid] = run_at(run, self.t, self.ends[rid], now)
             self._rows[rid] = {table: visible(r, self.t) for table, r in rows.items()}
         self._workers = {rid: store.workers(rid) for rid in self._runs}
 
@@ -171,6 +180,10 @@ class ReplayStore:
     def metrics(self, table: str, run_id: int) -> list[dict]:
         return [dict(r) for r in self._rows.get(run_id, {}).get(table, [])]
 
+    def source(self) -> "ReplayMetrics":
+        """Metrics as engine.report.compare and the Train page's charts read them."""
+        return ReplayMetrics(self)
+
     def frame(self, table: str, run_id: int):
         import pandas as pd
 
@@ -185,6 +198,15 @@ class ReplayStore:
         return self._workers.get(run_id, [])
 
     def close(self) -> None:
+        pass
+
+
+class ReplayMetrics(StoreMetrics):
+    """engine.report.live.StoreMetrics over a ReplayStore, with LiveMetrics's
+    `keep` (nothing to forget): no cache across ticks, so a restarted replay
+    starts empty again."""
+
+    def keep(self, run_ids) -> None:
         pass
 
 

@@ -5,6 +5,17 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Optional
+
+
+def incomplete_note(summary: Optional[dict]) -> Optional[str]:
+    """One line when a run's worker could not store all its metric rows
+    (summary 'metrics_incomplete': rows lost, see engine.training.recorder.Writer), else None."""
+    n = (summary or {}).get("metrics_incomplete")
+    if not n:
+        return None
+    return (f"metrics incomplete: {n:,} metric rows could not be stored (store locked or failing); "
+            "charts and figures miss them")
 
 # Figures: (column name on the Runs page, decimals). The CLI and the Runs page
 # both write them with `number`.
@@ -50,7 +61,8 @@ def runs_frame(store):
             "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
             "validation_sec": s.get("validation_sec"), "other_sec": s.get("other_sec"),
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
-            "time_to_target_sec": s.get("time_to_target_sec"), "error": r.get("error"),
+            "time_to_target_sec": s.get("time_to_target_sec"),
+            "error": r.get("error") or incomplete_note(s),
             "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
         })
     return pd.DataFrame.from_records(recs, columns=[

@@ -36,6 +36,7 @@ class DeviceSetup:
     device_names: list = field(default_factory=list)
     workers: int = 1
     task_index: int = 0
+    threads: int | None = None
 
 
 # A collective that waits longer than this for a dead peer fails instead of hanging (s).
@@ -49,6 +50,26 @@ def configure(device_type: str, n: int, cluster=None) -> DeviceSetup:
     the strategy is MultiWorkerMirroredStrategy over all workers.
     Raises: DeviceError("No TPU detected") and similar one-line errors.
     """
+    threads = limit_threads()
+    setup = _configure(device_type, n, cluster)
+    setup.threads = threads
+    return setup
+
+
+def limit_threads() -> int | None:
+    """Size TF's intra- and inter-op thread pools to the CPUs this process may
+    use when that is fewer than the machine has (taskset, a container's CPU
+    quota): TF would otherwise start a thread per machine core and oversubscribe.
+    Must run before the TF runtime starts. Returns the size set, or None (TF's default)."""
+    f = quick_facts()
+    if f["usable_cpus"] >= f["logical_cores"]:
+        return None
+    tf.config.threading.set_intra_op_parallelism_threads(f["usable_cpus"])
+    tf.config.threading.set_inter_op_parallelism_threads(f["usable_cpus"])
+    return f["usable_cpus"]
+
+
+def _configure(device_type: str, n: int, cluster=None) -> DeviceSetup:
     if device_type == "tpu":
         return _tpu(n)
     if cluster is not None and len(cluster.workers) > 1:

@@ -13,6 +13,11 @@ import keras
 from keras import layers, ops
 
 HEAD_NAME = "head"
+
+
+class WeightsError(RuntimeError):
+    """A backbone's pretrained weights file cannot be loaded (one line naming the file and the fix)."""
+
 PROBS_NAME = "probs"
 
 
@@ -123,12 +128,23 @@ def backbone(name: str, shape: tuple, classes: int, size: int = 224, pretrained:
     fed by BackboneInput (resize to size x size, 3 channels) and topped by the
     float32 head. pretrained: ImageNet weights (Keras downloads them into
     ~/.keras/models on first use; engine.data.keras_data.check_weights checks first).
+    Raises: WeightsError when the weights file cannot be read.
     The backbone is one nested layer, so transfer learning can freeze it whole."""
     ctor, mode = _applications()[name]
     inp = keras.Input(shape)
     x = BackboneInput(size, mode, name="backbone_input")(inp)
-    base = ctor(include_top=False, weights="imagenet" if pretrained else None,
-                input_shape=(size, size, 3), pooling="avg")
+    try:
+        base = ctor(include_top=False, weights="imagenet" if pretrained else None,
+                    input_shape=(size, size, 3), pooling="avg")
+    except (OSError, ValueError, KeyError) as e:
+        if not pretrained:
+            raise
+        from engine.data.keras_data import find_weights, weights_file
+
+        path = find_weights(name, size) or weights_file(name, size)[0]
+        first = (str(e).splitlines() or [type(e).__name__])[0][:160]
+        raise WeightsError(f"the ImageNet weights file {path} cannot be read ({type(e).__name__}: {first}); "
+                           "delete it so that it is downloaded again") from None
     x = base(x)
     return keras.Model(inp, head(x, classes), name=name)
 

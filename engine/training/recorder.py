@@ -18,8 +18,10 @@ import keras
 import psutil
 
 from engine.report.measure import execution_rate
+from engine.training.loss_scale import UpdateTracker
 
 FLUSH_EVERY_S = 0.5
+FLUSH_AT_ONCE = 3  # executions committed as soon as they arrive (the live view's first points)
 SAMPLE_EVERY_S = 1.0
 
 
@@ -32,6 +34,10 @@ class Recorder(keras.callbacks.Callback):
             begin + steps_per_execution - 1 even for a shorter last execution).
         epoch_samples: training samples per epoch (default steps_per_epoch x
             global_batch); with one replica the last batch holds the remainder.
+        updates: engine.training.loss_scale.UpdateTracker (default a new one):
+            applied/skipped optimizer updates and the loss scale per execution;
+            `lr_fn` is read at the applied update count, which is what the
+            optimizer's schedule sees; MAX_CONSECUTIVE_SKIPS skips in a row stop training.
         sink: receives ('executions' | 'epochs', row tuple); rows follow
             engine.store.EXEC_COLS / EPOCH_COLS.
         stop_event: set (e.g. by SIGTERM) to stop training at the next execution.
@@ -65,8 +71,10 @@ class Recorder(keras.callbacks.Callback):
                  target_accuracy: Optional[float] = None, lr_fn: Optional[Callable[[int], float]] = None,
                  on_start: Optional[Callable[[float], None]] = None,
                  data_wait_fn: Optional[Callable[[], float]] = None,
-                 epoch_samples: Optional[int] = None, timeline=None, plain_val_loss: bool = True):
+                 epoch_samples: Optional[int] = None, timeline=None, plain_val_loss: bool = True,
+                 updates: Optional[UpdateTracker] = None):
         super().__init__()
+        self.updates = updates or UpdateTracker()
         self.timeline = timeline
         self.plain_val_loss = plain_val_loss
         self._val_traced = False
@@ -109,6 +117,7 @@ class Recorder(keras.callbacks.Callback):
         self._val_traced = False
 
     def on_train_begin(self, logs=None):
+        self.updates.attach(self.model)  # a later phase may bring a fresh optimizer
         if self.data_wait_fn is not None:
             # Keras may pull a batch before training (symbolic build): not a step's wait.
             self._wait_seen = self.data_wait_fn()
@@ -135,6 +144,9 @@ class Recorder(keras.callbacks.Callback):
     def on_test_begin(self, logs=None):
         self._gap("between training and validation (epoch end, validation iterator)")
         self._test_first = True
+        if self.stop_event.is_set():
+            # Stopped: Keras would still validate this epoch; end after one batch instead.
+            self.model.stop_evaluating = True
 
     def on_test_batch_end(self, batch, logs=None):
         # The first validation execution of the run traces the evaluation step: warm-up.
@@ -189,12 +201,15 @@ class Recorder(keras.callbacks.Callback):
         self.warmups.append(warm)
         self.data_waits.append(wait)
         self.last_loss = loss
+        applied, skipped, scale = self.updates.after(n)
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
                                  execution_rate(samples, 1, dur), _finite(loss), lr,
-                                 int(warm), wait))
+                                 int(warm), wait, applied, skipped, scale))
         if not math.isfinite(loss):
             self.nan_at = (self.epoch + 1, self.step)
+            self.model.stop_training = True
+        if self.updates.stalled:  # every update skipped for a while: training has stopped in all but name
             self.model.stop_training = True
         if self.stop_event.is_set():
             self.model.stop_training = True
@@ -214,8 +229,8 @@ class Recorder(keras.callbacks.Callback):
 
     def _lr(self) -> Optional[float]:
         try:
-            if self.lr_fn is not None:
-                return float(self.lr_fn(self.step))
+            if self.lr_fn is not None:  # at the updates applied: what the optimizer's schedule sees
+                return float(self.lr_fn(self.updates.applied))
             return float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
         except Exception:  # an exotic optimizer without a readable LR: record none
             return None
@@ -245,7 +260,19 @@ class Writer(threading.Thread):
     System rows follow engine.store.SYSTEM_COLS: t (s since `t0`, a
     perf_counter value), worker CPU % (of one core), RSS (MB), system memory %,
     GPU memory (MB) from `gpu_mem_fn`, the worker's task index.
+
+    Nothing is dropped on a locked store: rows leave the buffer only once their
+    commit succeeded, a failed flush is retried with backoff (RETRY_MIN_S to
+    RETRY_MAX_S) while sampling goes on, and the thread never dies of an error.
+    Only rows still unwritten when `stop`'s patience runs out, or a batch that
+    fails MAX_BATCH_ERRORS times for a reason other than a lock, are given up;
+    they are counted in `lost` ({table: rows}) and `lost_total`, which the
+    worker stores as the run's `metrics_incomplete`. `locked_s` is the time
+    flushes spent waiting for the store (s); `last_error` the latest failure.
     """
+
+    RETRY_MIN_S, RETRY_MAX_S = 0.25, 4.0
+    MAX_BATCH_ERRORS = 20
 
     def __init__(self, store_factory, run_id: int, gpu_mem_fn: Optional[Callable[[], Optional[float]]] = None,
                  worker: int = 0):
@@ -255,13 +282,31 @@ class Writer(threading.Thread):
         self.gpu_mem_fn = gpu_mem_fn
         self.worker = worker
         self.rows = {"executions": [], "epochs": [], "system": []}
+        self.lost = {"executions": 0, "epochs": 0, "system": 0}
+        self.locked_s = 0.0
+        self.last_error: Optional[str] = None
         self.t0 = None  # system samples start once training starts (set_t0)
         self._halt = threading.Event()
+        self._kick = threading.Event()
+        self._pushed = 0
+        self._give_up_at = math.inf
+        self._errors = 0
         self._proc = psutil.Process()
         self._proc.cpu_percent(None)  # prime: the first reading is always 0
 
+    @property
+    def lost_total(self) -> int:
+        """Rows that could not be stored (0 when the store has every row)."""
+        return sum(self.lost.values())
+
     def push(self, table: str, row: tuple):
         self.rows[table].append(row)
+        # The first executions and every epoch are committed at once (the page's first
+        # point should not wait for the next tick); later rows go in batches.
+        if table == "epochs" or (table == "executions" and self._pushed < FLUSH_AT_ONCE):
+            self._kick.set()
+        if table == "executions":
+            self._pushed += 1
 
     def set_t0(self, t0: float):
         """Align system-metric times with the Recorder's training start."""
@@ -273,29 +318,83 @@ class Writer(threading.Thread):
                              self._proc.memory_info().rss / 2**20, psutil.virtual_memory().percent, gpu, self.worker))
 
     def flush(self, store):
-        batch = {}
+        """Commit every buffered row in one transaction; rows leave the buffer
+        only after the commit. Raises what the store raises (rows kept)."""
+        counts = {table: len(rows) for table, rows in self.rows.items()}
+        if not any(counts.values()):
+            return
+        batch = {table: self.rows[table][:n] for table, n in counts.items()}
+        store.add_metrics(self.run_id, batch["executions"], batch["epochs"], batch["system"])
+        for table, n in counts.items():  # push() only appends: the first n are the ones written
+            del self.rows[table][:n]
+
+    def _drop(self, counts: Optional[dict] = None):
+        """Give up the first counts[table] rows of each table (all rows when None)."""
         for table, rows in self.rows.items():
-            n = len(rows)
-            batch[table] = rows[:n]
+            n = len(rows) if counts is None else counts[table]
             del rows[:n]
-        if any(batch.values()):
-            store.add_metrics(self.run_id, batch["executions"], batch["epochs"], batch["system"])
+            self.lost[table] += n
 
     def run(self):
-        store = self.store_factory()
+        store = None
         next_sample = 0.0
+        delay = self.RETRY_MIN_S
         try:
-            while not self._halt.is_set():
-                if self.t0 is not None and time.perf_counter() >= next_sample:
-                    self.sample()
-                    next_sample = time.perf_counter() + SAMPLE_EVERY_S
-                self.flush(store)
-                self._halt.wait(FLUSH_EVERY_S)
-            self.flush(store)
-        finally:
-            store.close()
+            while True:
+                halting = self._halt.is_set()
+                try:
+                    if self.t0 is not None and time.perf_counter() >= next_sample and not halting:
+                        next_sample = time.perf_counter() + SAMPLE_EVERY_S
+                        self.sample()
+                except Exception as e:  # noqa: BLE001 - a failed psutil read must not end the thread
+                    self.last_error = f"sample: {type(e).__name__}: {e}"
+                t_try = time.perf_counter()
+                counts = {table: len(rows) for table, rows in self.rows.items()}
+                try:
+                    if store is None:
+                        store = self.store_factory()
+                    self._kick.clear()  # before the flush: a row pushed during it kicks again
+                    self.flush(store)
+                    self._errors, delay = 0, self.RETRY_MIN_S
+                    if halting:
+                        return
+                    self._kick.wait(FLUSH_EVERY_S)  # stop() kicks too
+                    continue
+                except Exception as e:  # noqa: BLE001 - keep the rows, keep the thread
+                    from engine.store import is_busy
 
-    def stop(self):
-        """Flush what is left and end the thread (waits for it)."""
+                    self.last_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    if is_busy(e) or "locked" in str(e):
+                        self.locked_s += time.perf_counter() - t_try
+                    else:
+                        self._errors += 1
+                        if self._errors >= self.MAX_BATCH_ERRORS:  # this batch cannot be written: count it
+                            self._drop(counts)
+                            self._errors = 0
+                        if store is not None:
+                            try:
+                                store.close()
+                            except Exception:  # noqa: BLE001
+                                pass
+                            store = None  # reconnect on the next try
+                if halting and time.monotonic() >= self._give_up_at:
+                    self._drop()
+                    return
+                self._halt.wait(delay) if not halting else time.sleep(delay)
+                delay = min(delay * 2, self.RETRY_MAX_S)
+        finally:
+            if store is not None:
+                try:
+                    store.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def stop(self, patience_s: float = 900.0):
+        """Flush what is left and end the thread. Waits up to `patience_s`
+        seconds for a locked store; rows still unwritten then are counted in `lost`."""
+        self._give_up_at = time.monotonic() + patience_s
         self._halt.set()
-        self.join(timeout=30)
+        self._kick.set()
+        self.join(timeout=patience_s + 30)
+        if self.is_alive():  # stuck inside SQLite itself: whatever is buffered is not stored
+            self._drop()

@@ -1,7 +1,8 @@
 """Keras learning-rate and momentum schedules built from a RunConfig.
 
 The formulas live in `engine.lr_math` (shared with the dashboard preview); here
-they run as float32 TF ops, so they trace into tf.function / XLA train steps.
+they run as float32 `keras.ops`, so they trace into the compiled train step of
+either backend (a tf.function / XLA graph on TensorFlow, a jax.jit function on JAX).
 
 Why the momentum is scheduled inside the optimizer, not by a callback: in
 Keras 3 `SGD.momentum` and `Adam.beta_1` are Python floats that are baked into
@@ -15,7 +16,7 @@ read ``momentum_schedule(optimizer.iterations)`` in the graph at every step.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from engine import lr_math
 
@@ -38,9 +39,9 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         self.params = dict(params)
 
     def __call__(self, step):
-        step = tf.cast(step, tf.float32)  # the optimizer passes int64 iterations
-        value = lr_math.FORMULAS[self.kind](tf, step, **self.params)
-        return tf.cast(value, tf.float32)
+        step = ops.cast(step, "float32")  # the optimizer passes integer iterations
+        value = lr_math.FORMULAS[self.kind](ops, step, **self.params)
+        return ops.cast(value, "float32")
 
     def get_config(self):
         return {"kind": self.kind, "params": dict(self.params)}
@@ -60,7 +61,7 @@ class Shifted(keras.optimizers.schedules.LearningRateSchedule):
         self.offset = int(offset)
 
     def __call__(self, step):
-        return self.schedule(tf.cast(step, tf.float32) + float(self.offset))
+        return self.schedule(ops.cast(step, "float32") + float(self.offset))
 
     def get_config(self):
         return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "offset": self.offset}
@@ -96,9 +97,9 @@ class ScheduledMomentumSGD(keras.optimizers.SGD):
 
     def update_step(self, gradient, variable, learning_rate):
         # Keras 3 SGD.update_step, with the scheduled momentum tensor.
-        lr = tf.cast(learning_rate, variable.dtype)
-        gradient = tf.cast(gradient, variable.dtype)
-        mu = tf.cast(self.momentum_schedule(self.iterations), variable.dtype)
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        mu = ops.cast(self.momentum_schedule(self.iterations), variable.dtype)
         m = self.momentums[self._get_variable_index(variable)]
         self.assign(m, m * mu - gradient * lr)
         if self.nesterov:
@@ -128,7 +129,7 @@ class ScheduledMomentumAdam(keras.optimizers.Adam):
         # Keras' Adam only does tensor arithmetic with beta_1, so a tensor can
         # stand in for the float while the step is traced; restored afterwards.
         beta_1 = self.beta_1
-        self.beta_1 = tf.cast(self.momentum_schedule(self.iterations), variable.dtype)
+        self.beta_1 = ops.cast(self.momentum_schedule(self.iterations), variable.dtype)
         try:
             super().update_step(gradient, variable, learning_rate)
         finally:

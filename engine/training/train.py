@@ -1,4 +1,5 @@
-"""One measured training run inside a worker process (imports TensorFlow).
+"""One measured training run inside a worker process (imports TensorFlow, or JAX
+for backend jax: then nothing here imports TensorFlow).
 
 Order matters: devices first (before anything initialises the TF runtime),
 then the dtype policy (before the model is built), then data, model, fit.
@@ -36,18 +37,32 @@ class Outcome:
 
 
 def environment(setup) -> dict:
-    """Versions, devices and host, stored with every run (reproducibility)."""
+    """Versions, devices and host, stored with every run (reproducibility). Versions come
+    from package metadata: a JAX run must not import TensorFlow to name it."""
     import keras
-    import tensorflow as tf
 
-    from engine.hardware.machine import cpu_model
+    from engine.hardware.machine import cpu_model, installed_backends
 
+    versions = installed_backends()
     return {
         "hostname": socket.gethostname(), "python": platform.python_version(),
-        "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_model": cpu_model(),
-        "logical_cores": os.cpu_count(), "device_kind": setup.kind, "devices": setup.device_names,
+        "backend": keras.backend.backend(), "tensorflow": versions.get("tensorflow"),
+        "jax": versions.get("jax"), "jaxlib": versions.get("jaxlib"),
+        "keras": keras.__version__, "cpu_model": cpu_model(),
+        "logical_cores": os.cpu_count(), **usable_cpus_env(setup),
+        "device_kind": setup.kind, "devices": setup.device_names,
         "physical_devices": setup.physical, "replicas_simulated": setup.simulated,
     }
+
+
+def usable_cpus_env(setup) -> dict:
+    """The CPUs this worker may use (affinity, cgroup quota) and the TF thread
+    pool sizes set from them (engine.training.devices.configure; None = TF's default)."""
+    from engine.hardware.machine import cpu_facts
+
+    f = cpu_facts()
+    return {"usable_cpus": f["usable_cpus"], "cpu_quota": f["cpu_quota"],
+            "tf_threads": getattr(setup, "threads", None)}
 
 
 @dataclass
@@ -74,8 +89,10 @@ class Prepared:
 
 def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fit: bool = False,
             timeline=None) -> Prepared:
-    """Set the dtype policy and seed, build the tf.data pipelines, and build and
-    compile the model under `setup.strategy` (engine.training.devices.DeviceSetup).
+    """Set the dtype policy and seed, build the input pipelines (tf.data, or NumPy
+    PyDatasets on JAX), and build and compile the model under `setup.strategy`
+    (engine.training.devices.DeviceSetup, or jax_devices.JaxSetup whose distribution
+    is already set).
 
     `data` (engine.data.datasets.Split) is loaded from `cfg` when omitted.
     probe_input: time a separate copy of the training pipeline on its own
@@ -92,11 +109,21 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
 
     from engine.data import datasets
     from engine.training import models
-    from engine.data import pipeline
     from engine.training import transfer
 
+    jax = cfg.backend == "jax"
+    if jax:  # NumPy + keras.utils.PyDataset: a JAX run never imports TensorFlow
+        from engine.data import np_pipeline as pipeline
+    else:
+        from engine.data import pipeline
+
     keras.mixed_precision.set_dtype_policy(cfg.precision)  # before the model is built
-    keras.utils.set_random_seed(cfg.seed)
+    if jax:  # keras.utils.set_random_seed would import TensorFlow to seed it too
+        from engine.training.jax_steps import set_random_seed
+
+        set_random_seed(cfg.seed)
+    else:
+        keras.utils.set_random_seed(cfg.seed)
     if setup.kind == "TPU" and cfg.batch_size % setup.replicas:
         raise RunFailed(f"batch_size {cfg.batch_size} is not divisible by the TPU's "
                         f"{setup.replicas} cores; use a multiple of {setup.replicas}")
@@ -114,19 +141,23 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     meter = pipeline.DataWaitMeter() if setup.kind != "TPU" and setup.workers == 1 else None
     from engine.training import iterators
 
+    # On JAX, mixup runs on the device inside the train step (jax_steps.mix_in_step), not here.
+    host_mixup = 0.0 if jax else cfg.mixup_alpha
     steps_per_epoch = cfg.steps_per_epoch()
     val_steps = iterators.batches_per_pass(len(data.x_val), cfg.batch_size, drop_remainder=False)
-    build_once = fast_fit and iterators.supported()
+    # The one-iterator-per-run path bypasses a method of Keras's TensorFlow trainer: TF only.
+    build_once = fast_fit and not jax and iterators.supported()
     persistent = build_once and iterators.persistent_ok(steps_per_epoch, cfg.steps_per_execution)
     val_persistent = persistent and iterators.persistent_ok(val_steps, cfg.steps_per_execution)
     val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas,
-                                   repeat=val_persistent, **opts)
+                                   **({"repeat": True} if val_persistent else {}), **opts)
     train_ds = pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
-                                      replicas, cfg.seed, cfg.mixup_alpha, meter=meter, repeat=persistent, **opts)
+                                      replicas, cfg.seed, host_mixup, meter=meter,
+                                      **({"repeat": True} if persistent else {}), **opts)
     input_rate = None
     if probe_input:  # a separate copy: iterating the real one would move its shuffle seeds
         input_rate = pipeline.input_rate(pipeline.train_dataset(
-            data.x_train, data.y_train, data.classes, cfg.batch_size, replicas, cfg.seed, cfg.mixup_alpha,
+            data.x_train, data.y_train, data.classes, cfg.batch_size, replicas, cfg.seed, host_mixup,
             **opts))
     callbacks = []
     if cfg.reduce_on_plateau:
@@ -164,6 +195,10 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
             iterators.build_once(model, train_ds.element_spec)
 
     compile_phase(phases[0])
+    if jax and cfg.mixup_alpha > 0:
+        from engine.training.jax_steps import mix_in_step
+
+        mix_in_step(model, cfg.mixup_alpha, cfg.seed)
     if setup.workers > 1:
         from engine.training import multiworker
 
@@ -187,6 +222,8 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
         "data_pipeline": {"cache": cfg.data_cache, "parallel_map": cfg.data_parallel_map,
                           "prefetch": cfg.data_prefetch},
         "input_batches_per_sec": input_rate,
+        "backend": cfg.backend,
+        "mixup_on": ("device (in the train step)" if jax else "host (tf.data)") if cfg.mixup_alpha > 0 else None,
         "init_from": cfg.init_from, "pretrained": cfg.pretrained, "image_size": cfg.input_size or None,
         "taken_over_params": int(sum(_size(w.shape) for layer in taken for w in layer.weights)),
         "phases": [{"first_epoch": p.first_epoch, "end_epoch": p.end_epoch, "frozen": p.frozen,
@@ -224,12 +261,19 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
 
     tl = timeline if timeline is not None else Timeline()
     import keras  # noqa: F401 - imported here so that its cost is its own setup part
-    import tensorflow  # noqa: F401
 
-    tl.mark("imports")
-    from engine.training import devices
+    if cfg.backend == "jax":
+        tl.mark("imports")
+        from engine.training import jax_devices
 
-    setup = devices.configure(cfg.device_type, cfg.devices, cluster)  # first TF action
+        setup = jax_devices.configure(cfg.device_type, cfg.devices)
+    else:
+        import tensorflow  # noqa: F401
+
+        tl.mark("imports")
+        from engine.training import devices
+
+        setup = devices.configure(cfg.device_type, cfg.devices, cluster)  # first TF action
     tl.mark("devices")
     from engine.report.measure import steady_state
     from engine.training.recorder import Recorder
@@ -237,6 +281,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     prep = prepare(cfg, setup, probe_input=True, fast_fit=True, timeline=tl)
     model, plan, callbacks, steps_per_epoch = prep.model, prep.plan, prep.callbacks, prep.steps_per_epoch
     train_ds, val_ds, replicas = prep.train_ds, prep.val_ds, setup.replicas
+    # The worker's clock in wall-clock terms, for latency measurements (benchmarks/latency.py).
+    plan["clock_origin"] = time.time() - tl.now()
+    plan["setup_marks"] = dict(tl.marks)
     on_setup(environment(setup), plan)
 
     target = effective_target(cfg)
@@ -246,9 +293,16 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
                    epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"],
                    timeline=tl, plain_val_loss=cfg.label_smoothing == 0)
     fit_args = plan["fit_args"]
+    if cfg.backend == "jax":  # the step is compiled again for an epoch's short last batch
+        from engine.training.jax_steps import ShapeWarmup
+
+        callbacks = [ShapeWarmup(rec, steps_per_epoch, cfg.steps_per_execution,
+                                 replicas == 1 and plan["n_train"] % cfg.batch_size != 0), *callbacks]
     for i, phase in enumerate(prep.phases):
+        if stop_event.is_set():  # Stop pressed during setup: no step to wait for
+            break
         if i > 0:
-            if rec.nan_at or stop_event.is_set() or model.stop_training:
+            if rec.nan_at or model.stop_training:
                 break
             prep.compile(phase)  # unfreeze at the lower learning rate: traced again
             rec.expect_warmup()
@@ -264,13 +318,13 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         **time_accounts(tl, sum(rec.samples)),
         "persistent_iterators": plan["persistent_iterators"],
         "replicas": replicas, "workers": setup.workers, "replicas_simulated": setup.simulated,
-        "device_kind": setup.kind, "precision": cfg.precision,
+        "device_kind": setup.kind, "backend": cfg.backend, "precision": cfg.precision,
         "compute_dtype": plan["compute_dtype"], "variable_dtype": plan["variable_dtype"],
         "loss_scale": _loss_scale(model), "steps_per_execution": cfg.steps_per_execution,
         "jit_compile": cfg.jit_compile, "global_batch_size": cfg.batch_size,
         "per_replica_batch_size": plan["per_replica_batch_size"],
         "dropped_samples_per_epoch": plan["dropped_samples_per_epoch"],
-        "steps": rec.step, "executions": len(rec.durations),
+        "steps": rec.step, "executions": len(rec.durations), **update_counts(rec.updates),
         "final_loss": _num(logs.get("loss")), "final_accuracy": _num(logs.get("accuracy")),
         "final_val_loss": _num(logs.get("val_loss")),
         "final_val_accuracy": _num(logs.get("val_accuracy")),
@@ -294,7 +348,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     }
     if rec.nan_at:
         e, s = rec.nan_at
-        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}", model)
+        return Outcome("failed", summary, f"loss became NaN at epoch {e}, step {s}" + rec.updates.nan_note(), model)
+    if rec.updates.stalled:
+        return Outcome("failed", summary, rec.updates.stall_message(), model)
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
@@ -326,6 +382,11 @@ def time_accounts(tl, samples: int) -> dict:
                setup_parts=setup_parts(tl.marks, out["setup_sec"]),
                timeline=[[k, round(a, 4), round(b, 4), ep, note] for k, a, b, ep, note in spans])
     return out
+def update_counts(updates) -> dict:
+    """Summary figures of an engine.training.loss_scale.UpdateTracker: `steps` counts
+    batches run, `updates_applied` the optimizer updates really applied (fewer when
+    float16 loss scaling skipped some), `skipped_updates` the difference."""
+    return {"updates_applied": updates.applied, "skipped_updates": updates.skipped}
 
 
 def _lr_table(cfg: RunConfig, steps_per_epoch: int):

@@ -1,0 +1,135 @@
+"""Validation splits that keep every class in training, and .npz layouts
+diagnosed with the right fix."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine.config import ConfigError, RunConfig
+from engine.data import datasets, userdata
+from engine.data.meta import class_warnings, dataset_info
+from engine.preflight import check_runnable
+
+CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
+
+
+def npz(path, counts, h=6, w=5):
+    """An .npz whose class k has counts[k] images (pixels = sample index % 256)."""
+    y = np.repeat(np.arange(len(counts)), counts)
+    x = (np.arange(len(y))[:, None, None] + np.zeros((1, h, w))).astype(np.uint8)
+    np.savez(path, x_train=x, y_train=y)
+    return str(path)
+
+
+# --- splits ----------------------------------------------------------------------
+def test_a_lone_sample_class_is_trained_and_the_rest_stays_stratified(tmp_path):
+    f = npz(tmp_path / "faces.npz", (40, 40, 1))
+    cfg = RunConfig(dataset=f, seed=12, batch_size=8)
+    # ceil(0.2 x 81) = 17 validation samples, all from the two classes of 40: 8 + 9.
+    assert cfg.data_sizes() == (64, 17)
+    s = datasets.load(cfg)
+    assert np.bincount(s.y_train, minlength=3)[2] == 1  # the lone image is trained on
+    val = np.bincount(s.y_val, minlength=3)
+    assert val[2] == 0 and sorted(val[:2].tolist()) == [8, 9]
+    assert len(s.y_train) == 64 and len(s.y_val) == 17
+    assert sorted(np.concatenate([s.x_train[:, 0, 0, 0], s.x_val[:, 0, 0, 0]]).tolist()) == list(range(81))
+    warn = ("dataset: 1 class ('2') has fewer than 2 samples: kept in training and never validated; "
+            "add samples to validate them")
+    assert check_runnable(cfg, CPU) == [warn]
+    out = subprocess.run([sys.executable, "-m", "engine", "data", "check", f], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("ok: 81 images of 6x5x1, 3 classes")
+    assert out.stderr.strip().splitlines() == [f"warning: {warn}"]
+
+
+def test_every_class_keeps_a_training_sample_for_every_seed(tmp_path):
+    # 12 classes of 3: ceil(0.2 x 36) = 8 validation samples cannot cover 12 classes (not stratifiable).
+    cfg = RunConfig(dataset=npz(tmp_path / "many.npz", (3,) * 12), batch_size=4)
+    assert cfg.data_sizes() == (28, 8)
+    assert check_runnable(cfg, CPU) == [
+        "dataset: 8 validation samples for 12 classes cannot be stratified: some classes are not validated "
+        "(every class keeps training samples); raise validation_fraction"]
+    # 79 + 2 samples at fraction 0.5 (the most allowed): the pair keeps a training sample whatever the seed.
+    x = np.arange(81)[:, None, None, None].astype(np.float32)
+    y = np.repeat([0, 1], [79, 2]).astype(np.int32)
+    for seed in range(20):
+        xt, yt, xv, yv = datasets.stratified_split(x, y, 0.5, seed)
+        assert (len(yt), len(yv)) == (40, 41)
+        assert set(yt.tolist()) == {0, 1}
+        assert sorted(np.concatenate([xt, xv]).ravel().tolist()) == list(range(81))
+        many = datasets.load(cfg.replace(seed=seed))
+        assert set(many.y_train.tolist()) == set(range(12)) and len(many.y_val) == 8
+
+
+def test_a_split_that_cannot_keep_every_class_is_refused(tmp_path):
+    f = npz(tmp_path / "tiny.npz", (2, 2, 1, 1, 1, 1))
+    # ceil(0.5 x 8) = 4 validation samples, but the two splittable classes can spare only 2.
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset=f, validation_fraction=0.5, batch_size=2)
+    assert str(e.value) == ("validation_fraction: 0.5 would hold out 4 of 8 samples of "
+                            f"{f}, leaving a class with no training sample; use a fraction of at most 0.25 "
+                            "(at most 2 validation samples)")
+    assert RunConfig(dataset=f, validation_fraction=0.25, batch_size=2).data_sizes() == (6, 2)
+
+
+def test_data_with_its_own_test_split_is_not_warned_about(tmp_path):
+    f = tmp_path / "t.npz"
+    np.savez(f, x_train=np.zeros((3, 4, 4), np.uint8), y_train=np.array([0, 0, 1]),
+             x_test=np.zeros((2, 4, 4), np.uint8), y_test=np.array([0, 1]))
+    assert class_warnings(dataset_info(str(f))) == []
+
+
+# --- .npz layouts -------------------------------------------------------------------
+def good(n=20):
+    return {"x_train": np.zeros((n, 6, 5), np.uint8), "y_train": np.arange(n) % 3}
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"x_train": np.zeros((20, 3, 32, 32), np.uint8), "y_train": np.arange(20) % 3},
+     "x_train has shape (20, 3, 32, 32), channels first (N, C, H, W); SpeedLab wants channels last: "
+     "use x_train.transpose(0, 2, 3, 1)"),
+    ({"x_train": np.zeros((20, 1, 28, 28), np.float32), "y_train": np.arange(20) % 3},
+     "x_train has shape (20, 1, 28, 28), channels first (N, C, H, W); SpeedLab wants channels last: "
+     "use x_train.transpose(0, 2, 3, 1)"),
+    ({"x_train": np.zeros((28, 28, 20), np.uint8), "y_train": np.arange(20) % 3},
+     "x_train has shape (28, 28, 20) with the 20 samples on the last axis (as MATLAB saves them); SpeedLab "
+     "wants samples first: use np.moveaxis(x_train, -1, 0)"),
+    ({"x_train": np.zeros((20, 784), np.uint8), "y_train": np.arange(20) % 3},
+     "x_train has shape (20, 784), a vector of 784 values per sample (flattened 28x28 images?); "
+     "use x_train.reshape(-1, 28, 28, 1)"),
+    ({"x_train": np.zeros((20, 3072), np.uint8), "y_train": np.arange(20) % 3},
+     "x_train has shape (20, 3072), a vector of 3072 values per sample (flattened 32x32 RGB images?); "
+     "use x_train.reshape(-1, 32, 32, 3), or x_train.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1) if stored "
+     "channel by channel as in CIFAR-10's files"),
+    ({**good(), "x_train": np.full((20, 6, 5), 200.0)},
+     "x_train values go from 200 to 200, floats on a 0..255 scale; float pixels must lie in [0, 1]: "
+     "use x_train / 255"),
+    ({**good(), "x_train": np.full((20, 6, 5), -0.5, np.float32)},
+     "x_train values go from -0.5 to -0.5, normalised to [-1, 1]?; float pixels must lie in [0, 1]: "
+     "use (x_train + 1) / 2"),
+    ({**good(), "x_train": np.full((20, 6, 5), 40000, np.uint16)},
+     "x_train values go from 40000 to 40000, 16-bit pixels?; integer pixels must be 0..255: "
+     "use (x_train / 65535).astype('float32') for floats in [0, 1]"),
+    ({**good(), "y_train": np.arange(20) % 3 + 1},
+     "y_train's labels go from 1 to 3, numbered from 1; number the classes 0..2: use y_train - 1 (and y_test - 1)"),
+    ({**good(), "y_train": np.array(["cat", "dog"] * 10)},
+     "y_train holds text labels ('cat', 'dog', ...); give integer class labels 0..K-1: "
+     "use names, y_train = np.unique(y_train, return_inverse=True)"),
+    ({**good(), "y_train": np.full((20, 3), 1 / 3)},
+     "y_train has shape (20, 3); give integer class labels of shape (N,), not one-hot"),
+    ({"arr_0": np.zeros((20, 6, 5), np.uint8), "arr_1": np.arange(20) % 3},
+     "x_train is missing; the .npz needs arrays x_train and y_train (and optionally x_test, y_test); it has: "
+     "arr_0 (20x6x5 uint8), arr_1 (20 int64); it looks like images 'arr_0' and labels 'arr_1': save them with "
+     "np.savez(path, x_train=arr_0, y_train=arr_1)"),
+])
+def test_common_layouts_are_named_with_their_fix(arrays, message):
+    assert userdata.check_arrays(arrays) == [message]
+
+
+def test_an_unclear_npz_names_the_shapes_it_sees():
+    a = {"images": np.zeros((20, 6, 5), np.uint8), "more": np.zeros((20, 6, 5), np.uint8),
+         "labels": np.arange(20) % 3}
+    assert userdata.check_arrays(a)[0] == (
+        "x_train is missing; the .npz needs arrays x_train and y_train (and optionally x_test, y_test); it has: "
+        "images (20x6x5 uint8), labels (20 int64), more (20x6x5 uint8)")

@@ -1,0 +1,56 @@
+"""Train page links: settings the controls did not take are named, with what
+replaced them, and Launch waits until the user accepts; the upload box states
+its limits."""
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from views import url_params
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def test_rejected_compares_meanings_not_spellings():
+    raw = {"batch_size": "abc", "learning_rate": "1e-3", "epochs": "3.0", "jit_compile": "True",
+           "precision": "float8", "dataset": "user:faces", "utm_source": "mail"}
+    values = {"batch_size": 128, "learning_rate": 0.001, "epochs": 3, "jit_compile": True,
+              "precision": "float32", "dataset": "digits"}
+    assert url_params.rejected(raw, values) == [("batch_size", "abc", 128), ("precision", "float8", "float32"),
+                                                ("dataset", "user:faces", "digits")]
+    assert url_params.notice("batch_size", "abc", 128, "not a number") == \
+        "batch_size: 'abc' from the link was not accepted (not a number); using 128 instead"
+
+
+def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(store_home):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"dataset": "user:faces", "batch_size": "abc", "precision": "float8", "epochs": "-5",
+                            "learning_rate": "0.01"})
+    at.run()
+    assert not at.exception
+    (box,) = [w for w in at.warning if "Settings from the link were changed" in w.value]
+    lines = [ln[2:] for ln in box.value.splitlines() if ln.startswith("- ")]
+    assert lines == [
+        "dataset: 'user:faces' from the link was not accepted (is not a registered data set); using 'digits' "
+        "instead",
+        "batch_size: 'abc' from the link was not accepted (not a number); using 128 instead",
+        "precision: 'float8' from the link was not accepted (not one of the choices); using 'float32' instead",
+        "epochs: '-5' from the link was not accepted (out of this control's range); using 10 instead"]
+    assert at.number_input(key="learning_rate").value == 0.01  # a good setting is taken as it is
+    assert at.button(key="launch").disabled
+    at.run()  # still pending on the next rerun (the URL no longer shows the bad values)
+    assert at.button(key="launch").disabled
+    at.button(key="url_accept").click().run()
+    assert not [w for w in at.warning if "Settings from the link" in w.value]
+    assert not at.button(key="launch").disabled
+
+
+def test_a_good_link_launches_at_once_and_the_upload_box_states_its_limits(store_home):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"batch_size": "64", "precision": "mixed_bfloat16"})
+    at.run()
+    assert not [w for w in at.warning if "Settings from the link" in w.value]
+    assert at.number_input(key="batch_size").value == 64 and not at.button(key="launch").disabled
+    limits = [c.value for c in at.caption if "Uploads up to" in c.value]
+    assert limits == [":material/info: Uploads up to 200 MB. Images 2 to 4096 pixels a side, at most 2.00 GiB "
+                      "decoded (SPEEDLAB_MAX_DECODED_MB). Bigger sets: `python -m engine data add NAME PATH` or "
+                      "`--dataset PATH` on the command line."]
