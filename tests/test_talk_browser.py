@@ -156,7 +156,7 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             page.goto(server + "/replay")
             page.get_by_role("button", name="Play").wait_for(timeout=60_000)
-            assert page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").is_visible()
+            page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
             page.get_by_text("10×", exact=True).click()
             page.wait_for_function("document.body.innerText.includes('· 10× ·')", timeout=30_000)
             page.get_by_role("button", name="Play").click()
