@@ -8,12 +8,14 @@ execute in worker processes started by engine.jobs.runner.
 """
 import streamlit as st
 
+# Presenter mode (?mode=talk, views/talk.py) starts with the settings bar collapsed.
 st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",
-                   initial_sidebar_state="expanded")
+                   initial_sidebar_state="collapsed" if st.query_params.get("mode") == "talk" else "expanded")
 
 PAGES = [
     st.Page("views/train.py", title="Train", icon=":material/rocket_launch:", default=True),
     st.Page("views/runs.py", title="Runs", icon=":material/table_chart:"),
+    st.Page("views/replay.py", title="Replay", icon=":material/replay:"),
     st.Page("views/hardware.py", title="Hardware", icon=":material/memory:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/travel_explore:"),
 ]

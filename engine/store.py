@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # sqlite3's own busy handler: how long one attempt waits for a lock (s).
 BUSY_TIMEOUT_S = 5.0
 # How long a write transaction keeps retrying a locked store (s): interactive
@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS runs (
     summary TEXT,                               -- JSON: final figures
     error TEXT, stderr_tail TEXT,
     cancel_requested REAL,                      -- time a cancel was asked for
-    baseline_id INTEGER                         -- the baseline this run is compared with
+    baseline_id INTEGER,                        -- the baseline this run is compared with
+    origin TEXT                                 -- JSON provenance of an imported run (NULL: run here)
 );
 CREATE TABLE IF NOT EXISTS executions (
     run_id INTEGER NOT NULL, idx INTEGER NOT NULL,
@@ -90,6 +91,7 @@ _ADDED_COLUMNS = [
     (5, "executions", "updates", "INTEGER"),
     (5, "executions", "skipped", "INTEGER"),
     (5, "executions", "loss_scale", "REAL"),
+    (6, "runs", "origin", "TEXT"),               # JSON provenance of an imported run
 ]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
@@ -363,7 +365,7 @@ class _Tx:
 
 def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
     d = dict(row)
-    for key in ("config", "environment", "plan", "summary"):
+    for key in ("config", "environment", "plan", "summary", "origin"):
         if d.get(key):
             d[key] = json.loads(d[key])
     return d

@@ -341,3 +341,86 @@ def test_summaries_name_data_transfer_and_pipeline_options():
           "precision": "float32", "devices": 1, "batch_size": 64, "epochs": 3, "data_parallel_map": False}
     assert charts.config_summary(bb) == ("cifar10 · mobilenetv2 96px (ImageNet) · fp32 · 1 device · batch 64 · "
                                          "serial map · 3 epochs")
+
+
+def test_median_labels_sit_in_the_right_margin_apart_from_each_other():
+    # Medians 10,000 and 10,400 samples/s on an axis to 1.08 x 10,400: 400 samples/s is
+    # 400 / 11,232 x 206 px (380 - 56 - 118) = 7.3 px apart, so the upper label moves up 9.7 px to 17.
+    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=10_000)
+    run = execs(rate=10_400)
+    fig = charts.throughput_figure(pd.concat([base, run]), {"#1 baseline fp32": 10_000.0, "#2 mixed bf16": 10_400.0})
+    notes = {a.text: a for a in fig.layout.annotations}
+    assert set(notes) == {"10,000", "10,400"}
+    assert all(a.xref == "paper" and a.x == 1 and a.xanchor == "left" for a in notes.values())
+    assert notes["10,000"].yshift == 0
+    assert fig.layout.yaxis.range == (0, pytest.approx(1.08 * 10_400))
+    assert notes["10,400"].yshift == pytest.approx(17 - 400 / (1.08 * 10_400) * 206)
+    assert fig.layout.margin.r == int(6 * charts._GLYPH * 13) + 12   # room for "10,400"
+
+
+def test_long_y_titles_shrink_to_the_plot_height():
+    # 164 px of plot (280 high, 56 above for the title, 60 below with no legend): a
+    # 24-character title at 15 px is 24 x 0.58 x 15 = 209 px, so it is set at int(15 x 164 / 209) = 11 px.
+    sysf = charts.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0]}), "#2", "#D55E00")
+    fig = charts.system_figure(sysf, "cpu_percent", "x" * 24, "CPU")
+    assert fig.layout.height == 280 and fig.layout.yaxis.title.font.size == 11
+    fig = charts.system_figure(sysf, "cpu_percent", "CPU (% of one core)", "Worker CPU")
+    assert fig.layout.yaxis.title.font.size == 14                         # 19 x 0.58 x 15 = 165 px
+    fig = charts.system_figure(sysf, "cpu_percent", "CPU (% of a core)", "Worker CPU")
+    assert fig.layout.yaxis.title.font.size == 15                         # 17 x 0.58 x 15 = 148 px: fits
+    assert fig.layout.xaxis.title.text == "wall time (s)"
+    assert charts.fit_size("abc", 1000) == 15 and charts.fit_size("x" * 100, 50) == 11
+
+
+def test_scaling_legend_names_runs_only_while_they_fit():
+    def points(n):
+        return pd.DataFrame({"label": [f"#{i} fp32" for i in range(n)], "color": "#0072B2",
+                             "devices": [1 + i % 2 for i in range(n)], "speedup": [1.0 + i / 10 for i in range(n)],
+                             "simulated": False})
+
+    legend = [t.name for t in charts.scaling_figure(points(6)).data if t.showlegend is not False]
+    assert legend == ["ideal (speedup = replicas)", "well-tuned data parallel (reference)",
+                      *(f"#{i} fp32" for i in range(6))]
+    fig = charts.scaling_figure(points(7))
+    assert [t.name for t in fig.data if t.showlegend is not False] == legend[:2]
+    assert len(fig.data) == 2 + 7   # every run is still drawn (hover names it)
+
+
+def test_legend_rows_pack_entries_left_to_right():
+    # At 18 px an entry is len x 0.58 x 18 + 52 px: 10 characters -> 156.4 px.
+    names = ["x" * 10] * 5
+    assert charts.legend_rows(names, 320) == 3      # two per row (312.8 px), then one
+    assert charts.legend_rows(names, 1000) == 1
+    assert charts.legend_rows([], 500) == 0
+
+
+def test_presenter_restyles_a_copy_for_the_back_of_the_room():
+    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=5000)
+    df = pd.concat([base, execs()])
+    fig = charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
+    talk = charts.presenter(fig, height=410, width_px=600, x_title="wall time (s)", y_title="samples/s")
+    assert fig.layout.font.size == 15 and fig.layout.height == 380           # the original is unchanged
+    assert talk.layout.height == 410 and talk.layout.font.size == charts.TALK_FONT == 20
+    assert talk.layout.xaxis.tickfont.size == 18 and talk.layout.title.font.size == 24
+    assert (talk.layout.xaxis.title.text, talk.layout.yaxis.title.text) == ("wall time (s)", "samples/s")
+    assert talk.layout.yaxis.title.font.size == 20                          # "samples/s" fits the plot height
+    steady = [t for t in talk.data if t.mode == "lines+markers"]
+    assert [t.line.width for t in steady] == [pytest.approx(3.2)] * 2       # 2 x 1.6
+    # Legend above the plot: rows for "#1 baseline fp32", "warm-up (compile)", "#2 mixed bf16" in
+    # 600 - 100 - 74 = 426 px: 219 + 229 > 426, so two rows; 50 (title) + 2 x 30 on top.
+    assert (talk.layout.legend.y, talk.layout.legend.yanchor) == (1.0, "bottom")
+    assert talk.layout.margin.t == 50 + 2 * 30
+    # The medians move to the larger type: right margin for "10,000" at 18 px.
+    notes = [a for a in talk.layout.annotations if a.name == charts.MEDIAN_NAME]
+    assert sorted(a.text for a in notes) == ["10,000", "5,000"] and {a.font.size for a in notes} == {18}
+    assert talk.layout.margin.r == int(6 * charts._GLYPH * 18) + 12
+
+
+def test_presenter_gives_each_run_one_legend_entry():
+    e = execs()
+    epochs = charts.tag(pd.DataFrame({"epoch": [0, 1], "t": [1.0, 2.0], "step": [10, 20],
+                                      "val_loss": [1.0, 0.5], "val_ce": [1.0, 0.5]}), "#2 mixed bf16", "#D55E00")
+    fig = charts.loss_figure(e, epochs)
+    assert [t.name for t in fig.data] == ["#2 mixed bf16 train", "#2 mixed bf16 val"]
+    talk = charts.presenter(fig)
+    assert [(t.name, t.showlegend) for t in talk.data] == [("#2 mixed bf16 train", False), ("#2 mixed bf16", None)]

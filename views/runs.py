@@ -7,16 +7,19 @@ engine.report.compare, figures from engine.report.charts. No TensorFlow in this 
 """
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import streamlit as st
 
+from engine import bundle
 from engine.jobs import background
 from engine.report import charts
 from engine.jobs import runner
 from engine.jobs import demo
-from engine.report.table import runs_frame
+from engine.report.table import FIGURES, number, runs_frame
 from engine.report.compare import compare, live_summary, progress
-from engine.store import ACTIVE_STATUSES, Store
+from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.common import one_line_errors
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -27,51 +30,58 @@ FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
 # The speedup bars' three kinds (engine.report.compare.compare keys).
 SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
                  "steady": "steady_speedup"}
+FIGURE_HELP = {"samples_per_sec": "median samples/s after the warm-up",
+               "end_to_end_samples_per_sec": "training samples / wall time of training"}
 TABLE_COLUMNS = {
-    "id": st.column_config.NumberColumn("run", format="#%d", width="small"),
-    "status": st.column_config.TextColumn("status", width="small"),
-    "role": st.column_config.TextColumn("role", width="small"),
-    "config": st.column_config.TextColumn("configuration", width="large"),
-    "samples_per_sec": st.column_config.NumberColumn("steady samples/s", format="%,.0f",
-                                                     help="median samples/s after the warm-up"),
-    "end_to_end_samples_per_sec": st.column_config.NumberColumn(
-        "end-to-end samples/s", format="%,.0f", help="training samples / wall time of training"),
-    "setup_sec": st.column_config.NumberColumn("setup (s)", format="%.1f"),
-    "warmup_sec": st.column_config.NumberColumn("warm-up (s)", format="%.2f"),
-    "validation_sec": st.column_config.NumberColumn("validation (s)", format="%.2f"),
-    "other_sec": st.column_config.NumberColumn("other (s)", format="%.2f"),
-    "wall_sec": st.column_config.NumberColumn("wall (s)", format="%.1f"),
-    "val_accuracy": st.column_config.NumberColumn("final val acc", format="%.3f"),
-    "time_to_target_sec": st.column_config.NumberColumn("time to target (s)", format="%.2f"),
+    "id": st.column_config.NumberColumn("run", format="#%d", width=56),
+    "status": st.column_config.TextColumn("status", width=92),
+    "role": st.column_config.TextColumn("role", width=78),
+    "config": st.column_config.TextColumn("configuration", help="data set · model · precision · devices · "
+                                          "batch · speed options that are on · epochs"),
+    **{col: st.column_config.NumberColumn(name, width=max(96, 8 * len(name)), help=FIGURE_HELP.get(col))
+       for col, (name, _) in FIGURES.items()},
+    "created": st.column_config.TextColumn("created"),
+    "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
     "error": st.column_config.TextColumn("error"),
 }
-
-
+# Shown without scrolling at 1280 px; the others are one click away (column chooser).
+KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "wall_sec", "val_accuracy", "time_to_target_sec")
+MORE_COLUMNS = ("end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "created",
+                "origin", "error")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
     """engine.report.table.runs_frame plus a one-line configuration summary."""
     by_id = {r["id"]: r for r in runs}
     df = df.copy()
-    for col in ("samples_per_sec", "end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec",
-                "other_sec", "wall_sec", "val_accuracy", "time_to_target_sec"):
-        df[col] = pd.to_numeric(df[col], errors="coerce")  # None -> blank cell, not "None"
+    for col in FIGURES:
+        df[col] = pd.to_numeric(df[col], errors="coerce")  # numbers, so that columns sort as numbers
     df["error"] = df["error"].fillna("")
+    df["origin"] = df["origin"].fillna("")
     df["config"] = [charts.config_summary(by_id[i]["config"], by_id[i].get("summary"))
                     for i in df["id"]]
     return df
 
 
-def filters(sb, df: pd.DataFrame) -> pd.DataFrame:
-    """Sidebar multiselects; an empty one means 'all'."""
-    sb.markdown("#### Filter runs")
+def filters(df: pd.DataFrame) -> pd.DataFrame:
+    """Filter multiselects in a popover above the table (the table keeps the
+    page's full width); an empty one means 'all'."""
+    active = sum(bool(st.session_state.get(f"filter_{col}")) for col, _ in FILTERS)
+    box = st.popover(f"Filter runs ({active} active)" if active else "Filter runs", icon=":material/filter_list:")
     view = df
     for col, label in FILTERS:
         options = sorted(df[col].dropna().unique().tolist(), key=str)
-        picked = sb.multiselect(label, options, key=f"filter_{col}", placeholder="all")
+        picked = box.multiselect(label, options, key=f"filter_{col}", placeholder="all")
         if picked:
             view = view[view[col].isin(picked)]
     return view
+
+
+def column_chooser() -> list[str]:
+    """The key columns plus those picked under 'More columns'."""
+    more = st.pills("More columns", MORE_COLUMNS, selection_mode="multi", key="runs_columns",
+                    format_func=lambda c: TABLE_COLUMNS[c]["label"])
+    return [*KEY_COLUMNS, *(c for c in MORE_COLUMNS if c in (more or []))]
 
 
 def _label(by_id: dict, rid: int) -> str:
@@ -195,6 +205,46 @@ def export_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                             icon=":material/download:")
 
 
+def bundle_section(store: Store, by_id: dict) -> None:
+    """Run bundles: export finished runs to a .zip (as `python -m engine export`)
+    and import one from another machine (as `python -m engine import`); every
+    refusal is the engine's one line and changes nothing."""
+    st.markdown("### Run bundles")
+    flash = st.session_state.pop("bundle_flash", None)
+    if flash:
+        st.success(flash, icon=":material/check_circle:")
+    c1, c2 = st.columns(2, gap="large")
+    done = [i for i, r in by_id.items() if r["status"] in FINAL_STATUSES]
+    with c1:
+        picked = st.multiselect("Runs to export", done, key="bundle_ids", format_func=lambda i: _label(by_id, i),
+                                placeholder="pick finished runs",
+                                help="Config, environment (host, devices, versions), summary and every "
+                                     "metric row, in one .zip for another machine's store")
+        if picked:
+            buf = io.BytesIO()
+            bundle.export_runs(store, picked, buf)
+            name = "speedlab_runs_" + "_".join(str(i) for i in sorted(picked))[:60] + ".zip"
+            st.download_button(f"Export {len(picked)} run{'s' if len(picked) > 1 else ''} (.zip)",
+                               buf.getvalue(), name, "application/zip", icon=":material/archive:",
+                               key="bundle_download")
+    with c2:
+        n = st.session_state.get("_bundle_n", 0)  # a new key empties the uploader after an import
+        file = st.file_uploader("Import a bundle (.zip from python -m engine export)", type=["zip"],
+                                key=f"bundle_file_{n}")
+        if st.button("Import", icon=":material/unarchive:", key="bundle_import", disabled=file is None):
+            try:
+                pairs = bundle.import_bundle(store, io.BytesIO(file.getvalue()), file.name)
+            except bundle.BundleError as e:
+                st.error(str(e), icon=":material/block:")
+                return
+            hosts = {bundle.provenance(store.get_run(new)) for _, new in pairs}
+            st.session_state["bundle_flash"] = (
+                f"Imported {len(pairs)} run(s) as {', '.join(f'#{new}' for _, new in pairs)}: "
+                + "; ".join(sorted(h for h in hosts if h)) + ". Replay them on the Replay page.")
+            st.session_state["_bundle_n"] = n + 1
+            st.rerun()
+
+
 def delete_section(store: Store, by_id: dict) -> None:
     """Delete runs and their metrics; active runs are refused."""
     st.markdown("### Delete runs")
@@ -211,7 +261,7 @@ def delete_section(store: Store, by_id: dict) -> None:
         for i in picked:
             store.delete_run(i)
         st.session_state["runs_flash"] = f"Deleted run(s) {', '.join(f'#{i}' for i in picked)}."
-        for key in ("delete_ids", "delete_sure", "overlay", "speedup_baseline", "export_run"):
+        for key in ("delete_ids", "delete_sure", "overlay", "speedup_baseline", "export_run", "bundle_ids"):
             st.session_state.pop(key, None)  # they may name deleted runs
         st.rerun()
 
@@ -349,14 +399,22 @@ def main() -> None:
             st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
                     "Every run is kept here.", icon=":material/info:")
             st.fragment(transfer_section, run_every=DEMO_REFRESH_S if active_demo else None)(active_demo)
+            with one_line_errors("Run bundles"):
+                bundle_section(store, {})
             return
         by_id = {r["id"]: r for r in runs}
         df = table(runs, runs_frame(store))
-        view = filters(st.sidebar, df)
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+        with row:
+            view = filters(df)
+            shown = column_chooser()
         st.caption(f"{len(view)} of {len(df)} runs · throughput = steady-state median samples/s "
                    "(warm-up excluded)")
-        st.dataframe(view, hide_index=True, column_config=TABLE_COLUMNS,
-                     column_order=list(TABLE_COLUMNS), key="runs_table")
+        # Shown through the CLI's formatter (blank when missing, not "None"); sorting uses the numbers.
+        shown_view = view.style.format({col: (lambda v, d=d: number(v, d)) for col, (_, d) in FIGURES.items()},
+                                       na_rep="")
+        st.dataframe(shown_view, hide_index=True, column_config=TABLE_COLUMNS, column_order=shown,
+                     placeholder="", key="runs_table")
         if view.empty:
             st.caption("No run matches the filters on the left.")
         else:
@@ -368,6 +426,8 @@ def main() -> None:
         if not view.empty:
             with one_line_errors("Download"):
                 export_section(store, by_id, view)
+        with one_line_errors("Run bundles"):
+            bundle_section(store, by_id)
         with one_line_errors("Delete"):
             delete_section(store, by_id)
     finally:

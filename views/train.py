@@ -31,7 +31,7 @@ from engine.preflight import check_runnable
 from engine.hardware.machine import cpu_line, quick_facts
 from engine.report.live import LiveMetrics
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
-from views import url_params
+from views import talk, url_params
 from views.common import one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -93,12 +93,14 @@ class Form:
 
 
 def controls(sb) -> Form:
-    """All settings, grouped, in the sidebar. Ranges are left to the engine so
-    its one-line message explains what is wrong and how to fix it."""
+    """All settings, grouped, in the sidebar, speed options first. Ranges are
+    left to the engine (no min_value on the boxes it checks) so that the value
+    on screen is applied and its one-line message names that value and the fix."""
     f = Form(sb)
+    speed_controls(f, sb)  # first: what SpeedLab is about, visible without scrolling
     data_controls(f, sb)
     model_controls(f, sb)
-    speed_and_training_controls(f, sb)
+    training_controls(f, sb)
     return f
 
 
@@ -109,7 +111,8 @@ def data_controls(f: Form, sb) -> None:
     if pending:
         st.session_state["dataset"] = pending
     sb.markdown("#### Data")
-    f.select("dataset", "Data set", dataset_options())
+    # A typed path is a new option: checked like the CLI's --dataset PATH (the engine's message below).
+    f.select("dataset", "Data set", dataset_options(), accept_new_options=True)
     about = sb.empty()
     if f.values["dataset"] == "synthetic":
         text = sb.text_input("Synthetic image shape (H,W,C)", "32,32,3", key="synthetic_shape",
@@ -149,7 +152,7 @@ def model_controls(f: Form, sb) -> None:
     sb.markdown("#### Model")
     model = f.select("model", "Model", MODELS)
     if model in BACKBONES:
-        f.number("image_size", "Image size (pixels a side, 0 = native 224)", min_value=0, step=32)
+        f.number("image_size", "Image size (pixels a side, 0 = native 224)", step=32)
         f.field("pretrained", "toggle", "Pretrained (ImageNet)", value=DEFAULTS.pretrained)
     f.field("save_model", "toggle", "Save the trained model", value=DEFAULTS.save_model)
     saved = saved_runs()
@@ -163,12 +166,12 @@ def model_controls(f: Form, sb) -> None:
         f.slots["init_from"].caption("No saved model yet: turn on **Save the trained model** for a run "
                                      "(or run the transfer demo on the Runs page) to start later runs from it.")
     if f.values.get("init_from") is not None or f.values.get("pretrained"):
-        f.number("freeze_epochs", "Frozen epochs (only the new head learns)", min_value=0, step=1)
+        f.number("freeze_epochs", "Frozen epochs (only the new head learns)", step=1)
         f.number("finetune_lr_factor", "Fine-tune LR factor (after unfreezing)", step=0.05, format="%.3f")
 
 
-def speed_and_training_controls(f: Form, sb) -> None:
-    """Speed options (precision, devices, batch, steps per execution, XLA) and training."""
+def speed_controls(f: Form, sb) -> None:
+    """Speed options: precision, devices, batch, steps per execution, XLA."""
     sb.markdown("#### Speed options")
     if hardware is not None and _cached_facts() is None:
         sb.page_link(HARDWARE_PAGE, label="Run the hardware check", icon=":material/memory:",
@@ -177,10 +180,10 @@ def speed_and_training_controls(f: Form, sb) -> None:
     f.select("precision", "Precision", PRECISIONS)
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
-    f.number("devices", "Number of devices (replicas per worker)", min_value=1, step=1)
+    f.number("devices", "Number of devices (replicas per worker)", step=1)
     if "workers" in FIELD_HELP:
-        f.number("workers", "Worker processes", min_value=1, step=1)
-    f.number("batch_size", "Global batch size (samples)", min_value=1, step=32)
+        f.number("workers", "Worker processes", step=1)
+    f.number("batch_size", "Global batch size (samples)", step=32)
     bs = f.values["batch_size"]
     devices, workers = f.values["devices"] or 1, f.values.get("workers") or 1
     replicas = devices * workers
@@ -189,7 +192,7 @@ def speed_and_training_controls(f: Form, sb) -> None:
                   if workers > 1 else "")
         f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
                                        f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
-    f.number("steps_per_execution", "Steps per execution", min_value=1, step=1)
+    f.number("steps_per_execution", "Steps per execution", step=1)
     if f.values["backend"] == "jax":  # JAX compiles every step with XLA: nothing to choose
         f.values["jit_compile"] = True
         sb.markdown(":material/check_box: XLA (jit_compile): always on with JAX")
@@ -197,8 +200,11 @@ def speed_and_training_controls(f: Form, sb) -> None:
     else:
         f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
 
+
+def training_controls(f: Form, sb) -> None:
+    """Epochs, optimizer, learning rate, momentum and the target accuracy."""
     sb.markdown("#### Training")
-    f.number("epochs", "Epochs", min_value=1, step=1)
+    f.number("epochs", "Epochs", step=1)
     f.select("optimizer", "Optimizer", OPTIMIZERS)
     f.number("learning_rate", "Learning rate", step=1e-4, format="%.5f")
     if f.values["optimizer"] == "sgd":
@@ -371,7 +377,7 @@ def schedule_controls(f: Form, sb) -> None:
         f.field("reduce_on_plateau", "toggle", "Reduce LR on plateau", value=DEFAULTS.reduce_on_plateau)
     f.field("scale_lr", "toggle", "Scale LR with batch size", value=DEFAULTS.scale_lr)
     if f.values["scale_lr"]:
-        f.number("reference_batch_size", "Reference batch size", min_value=1, step=32)
+        f.number("reference_batch_size", "Reference batch size", step=32)
     f.number("label_smoothing", "Label smoothing", step=0.05, format="%.2f")
     f.number("mixup_alpha", "Mixup alpha", step=0.1, format="%.2f")
     f.preview_slot = exp.container()
@@ -382,7 +388,7 @@ def schedule_controls(f: Form, sb) -> None:
 def advanced_controls(f: Form, sb) -> None:
     """Seed and validation split, tucked away in a small 'Advanced' expander."""
     f.c = sb.expander("Advanced")
-    f.number("seed", "Random seed", min_value=0, step=1)
+    f.number("seed", "Random seed", step=1)
     f.number("validation_fraction", "Validation fraction (0-0.5)", step=0.05, format="%.2f")
     f.c = sb
 
@@ -607,8 +613,9 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     A group holds the baseline and the run launched together. When the
     baseline was reused from an earlier group, the newest matching stored
     baseline stands in; when a config is its own baseline, both are the same run.
+    Imported runs (run bundles) are left to the Runs and Replay pages.
     """
-    runs = store.list_runs()
+    runs = [r for r in store.list_runs() if not r.get("origin")]
     if not runs:
         return [], None, None
     gid = runs[0]["group_id"]
@@ -694,12 +701,16 @@ def launched_banner(runs: list[dict]) -> None:
         del st.session_state["launched"]
 
 
-def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None) -> None:
-    """Status, Stop, speedup and the live charts of the current comparison."""
+def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None,
+                      stop: bool = True, source=None) -> None:
+    """Status, Stop (unless `stop` is False: a replay has nothing to stop),
+    speedup and the live charts of the current comparison. The Replay page draws
+    through here too, with `store` an engine.report.replay.ReplayStore and
+    `source` its metrics (default: this session's LiveMetrics)."""
     launched_banner(group)
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
-    src = _live(store)
+    src = source or _live(store)
     head, stop_col = st.columns([6, 1], vertical_alignment="center")
     with head:
         for r in shown:
@@ -709,7 +720,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             else:
                 st.markdown(line)
     with stop_col:
-        if active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
+        if stop and active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
                                 help="Cancel the active run(s); their metrics stay in the store"):
             st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
@@ -725,7 +736,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
                             .get("samples_per_sec") for r in runs})
 
-    left, right = st.columns([1, 2.4], gap="medium")
+    # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
+    left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
         speedup_panel(base, run, cmp)
         backend_line(store, run)
@@ -743,10 +755,10 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
-    s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "worker CPU (% of one core)",
-                                         "CPU"), key="cpu", config=PLOTLY_CONFIG)
-    s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "worker memory (RSS, MB)",
-                                         "Memory"), key="mem", config=PLOTLY_CONFIG)
+    s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "CPU (% of a core)",
+                                         "Worker CPU"), key="cpu", config=PLOTLY_CONFIG)
+    s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "memory (RSS, MB)",
+                                         "Worker memory"), key="mem", config=PLOTLY_CONFIG)
 
 
 def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
@@ -829,11 +841,11 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None
         st.caption("; ".join(n for n in notes if n) if any(notes) else
                    "Set a target validation accuracy (Training) to compare time to accuracy.")
     e2e, steady = cmp.get("end_to_end_speedup"), cmp.get("steady_speedup")
-    a, b = st.columns(2)
-    a.metric("End-to-end", _x(e2e), border=True,
+    # One under the other: side by side, "2.97×" is cut to "2.9…" beside the sidebar at 1280 px.
+    st.metric("End-to-end", _x(e2e), border=True,
              help="training samples / wall time of training (warm-up, validation and everything "
                   "else inside fit included), run vs baseline")
-    b.metric("Steady", _x(steady), border=True,
+    st.metric("Steady", _x(steady), border=True,
              help="median samples/s per execution after the warm-up, run vs baseline: what the "
                   "device does, not what the clock says")
     st.caption("**End-to-end**: samples per second of wall time while training. **Steady**: per-step "
@@ -933,7 +945,11 @@ def main() -> None:
     with f.lr_find_slot:
         st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
 
-    st.markdown("### SpeedLab · Train")
+    if talk.is_on():
+        return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"]))
+    head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
+    head.markdown("### SpeedLab · Train")
+    talk.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
                               bind="query-params", persist_state="session",
@@ -965,6 +981,58 @@ def main() -> None:
     st.fragment(live_view, run_every=LIVE_REFRESH_S if active else None)(active)
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)()
+
+
+def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> None:
+    """Presenter mode (views/talk.py): one row with the configuration, Launch,
+    Stop and the mode toggle, then the headline and two charts, live. The
+    settings stay in the (collapsed) sidebar; the baseline is compared as the
+    'Compare with baseline' toggle was last set (on by default). `pending`:
+    settings from the link that were not taken (url_params); Launch waits for them."""
+    talk.style()
+    active = False
+    with one_line_errors("Reading the store"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            active = bool(store.active_runs())
+        finally:
+            store.close()
+    summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
+    summary.container(key="talk_config").markdown(
+        charts.config_summary(cfg.to_dict()) if cfg else f":material/block: {error}")
+    clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
+                                disabled=cfg is None or active or bool(pending), width="stretch")
+    if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
+        st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
+    talk.toggle(mode)
+    if pending:
+        url_params.show(pending, st.container())
+    if clicked and cfg is not None and not pending:
+        with_baseline = st.query_params.get("with_baseline", "true").lower() != "false"
+        launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
+        if st.session_state.get("launched"):
+            st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
+    st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active)
+
+
+def talk_view(was_active: bool) -> None:
+    """Body of presenter mode's live fragment: the current comparison, re-read
+    from the store on every tick (as live_view)."""
+    with one_line_errors("Live view"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            group, base, run = current_comparison(store)
+            if bool(store.active_runs()) != was_active:  # started or ended: Launch/Stop follow
+                st.rerun()
+            if not group:
+                st.info("No runs yet: press **Launch** (settings in the sidebar, **>** at the top left).",
+                        icon=":material/rocket_launch:")
+                return
+            talk.comparison(store, base, run)
+        finally:
+            store.close()
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ from engine.errors import ActiveRunError, ConfigError
 from engine.store import StoreError
 
 # In --help order.
-SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "hardware", "bench", "lr_find", "autopilot", "worker", "demo",
-               "data")
+SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "hardware", "bench", "lr_find",
+               "autopilot", "worker", "demo", "data")
 
 
 def build_parser() -> argparse.ArgumentParser:

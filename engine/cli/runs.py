@@ -1,7 +1,7 @@
 """``python -m engine runs``: the table of stored runs."""
 from __future__ import annotations
 
-from engine.report.table import runs_frame
+from engine.report.table import runs_frame, text_frame
 
 
 def add_parser(sub) -> None:
@@ -25,5 +25,5 @@ def cmd_runs(args) -> int:
     elif df.empty:
         print("no runs yet: python -m engine run --help")
     else:
-        print(df.drop(columns=["error"]).to_string(index=False, float_format=lambda v: f"{v:,.4g}"))
+        print(text_frame(df).drop(columns=["error"]).to_string(index=False))
     return 0

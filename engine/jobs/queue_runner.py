@@ -119,12 +119,15 @@ def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
     `failed` naming it and the others are killed at once (they would only block
     in collectives); a cancel also ends all of them at once.
     """
-    n = int(store.get_run(run_id)["config"].get("workers", 1))
+    cfg = store.get_run(run_id)["config"]
+    n = int(cfg.get("workers", 1))
+    if spare is not None and (n > 1 or cfg.get("backend", "tensorflow") != "tensorflow"):
+        # A spare has Keras imported on TensorFlow: a JAX run (and every worker of a
+        # multi-worker run) starts cold, and nothing stays idle beside the measurement.
+        spare.close()
+        spare = None
     if n > 1:
         from engine.cluster import local
-
-        if spare is not None:
-            spare.close()  # nothing idle beside a measurement
 
         addrs = ",".join(local(n))
         procs = [_spawn(store, run_id, ["--cluster", addrs, "--task-index", str(i)],

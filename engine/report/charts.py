@@ -31,11 +31,18 @@ MAX_POINTS = 2000
 # Speedup of a well-tuned synchronous data-parallel setup (devices -> x), shown
 # next to measured points so the user can judge scaling efficiency.
 REFERENCE_SCALING = {1: 1.0, 2: 2.0, 4: 3.8, 8: 7.3}
+# Runs up to which the scaling chart gives each run a legend entry.
+SCALING_LEGEND_MAX = 6
 
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
 _PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
 T_TITLE = "wall time since training start (s)"
+T_SHORT = "wall time (s)"  # the same axis on charts a third of a 1280 px page wide
 STEP_TITLE = "batches run (steps)"
+# Average glyph width / font size of the chart font: estimates how long a title is
+# in pixels (a little generous, so that an estimate that fits does fit).
+_GLYPH = 0.58
+_MIN_TITLE_SIZE = 11
 
 
 # --- runs: colours, labels, summaries --------------------------------------
@@ -166,7 +173,25 @@ def _style(fig: go.Figure, x_title: str, y_title: str, title: Optional[str] = No
                 title_font=dict(size=15, color="#111827"), tickfont=dict(size=14, color="#374151"))
     fig.update_xaxes(title_text=x_title, title_standoff=8, **axis)
     fig.update_yaxes(title_text=y_title, **axis)
+    # The y title is drawn along the plot's height: longer, it would run into the
+    # chart's title or off the chart. Smaller type first; short titles do the rest.
+    fig.update_yaxes(title_font_size=fit_size(y_title, plot_h, 15))
     return fig
+
+
+def text_px(text: Optional[str], size: float) -> float:
+    """Estimated width in pixels of `text` (HTML tags left out) at font `size` (px)."""
+    import re
+
+    return len(re.sub(r"<[^>]+>", "", text or "")) * _GLYPH * size
+
+
+def fit_size(text: Optional[str], room_px: float, size: float = 15) -> float:
+    """The largest font size <= `size` (down to 11) at which `text` fits in `room_px`."""
+    width = text_px(text, size)
+    if width <= room_px or not width:
+        return size
+    return max(_MIN_TITLE_SIZE, int(size * room_px / width))
 
 
 def empty_figure(message: str, height: int = 300, x_title: str = "", y_title: str = "",
@@ -211,7 +236,7 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
         execs: executions rows (t, samples_per_sec, warmup, step, epoch) tagged
             with label/color.
         medians: steady-state median samples/s per label (the engine's figure),
-            drawn as a dashed line with its value.
+            drawn as a dashed line with its value in the right margin.
     Warm-up executions (tracing, compilation) are open 'x' markers: they are
     left out of the steady state.
     """
@@ -221,6 +246,7 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
     fig = go.Figure()
     execs = downsample(execs)
     warm_legend = True
+    labels = []  # (median, colour) per run: drawn in the right margin
     for label, color, g in _groups(execs):
         warm = g["warmup"].fillna(0).astype(bool)
         steady = _break_at_epochs(g[~warm])
@@ -246,11 +272,117 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
                 x=[x0, x1], y=[m, m], mode="lines", legendgroup=label, showlegend=False,
                 line=dict(color=color, width=2, dash="dash"),
                 hovertemplate=f"steady median {m:,.0f} samples/s<extra>{label}</extra>"))
-            fig.add_annotation(x=x1, y=m, text=f"median {m:,.0f}", showarrow=False, xanchor="right",
-                               yanchor="bottom", font=dict(color=color, size=13),
-                               bgcolor="rgba(255,255,255,0.7)")
+            labels.append((m, color))
     _style(fig, T_TITLE, "throughput (samples/s)", title, height)
-    fig.update_yaxes(rangemode="tozero", tickformat=",.0f")
+    highest = [float(v) for v in (execs["samples_per_sec"].max(), *(m for m, _ in labels)) if np.isfinite(v)]
+    top = 1.08 * max(highest) if highest and max(highest) > 0 else 1.0
+    fig.update_yaxes(range=[0, top], tickformat=",.0f")
+    _median_labels(fig, labels, top)
+    return fig
+
+
+MEDIAN_NAME = "median"  # annotation name of the median labels (presenter() lays them out again)
+
+
+def _median_labels(fig: go.Figure, labels: list, top: float, gap_px: float = 17, size: float = 13) -> None:
+    """Each run's steady median as a number in the right margin at the height of
+    its dashed line (off the data points), pushed apart when two are closer
+    than `gap_px`; the right margin grows to the longest number (font `size` px)."""
+    if not labels:
+        return
+    m = fig.layout.margin
+    plot_h = fig.layout.height - m.t - m.b
+    texts = [f"{v:,.0f}" for v, _ in labels]
+    placed, last = [], None
+    for (v, color), text in sorted(zip(labels, texts), key=lambda p: p[0][0]):
+        y_px = v / top * plot_h
+        shown = y_px if last is None else max(y_px, last + gap_px)
+        placed.append((v, color, text, shown - y_px))
+        last = shown
+    for v, color, text, shift in placed:
+        fig.add_annotation(x=1, xref="paper", y=v, text=text, showarrow=False, xanchor="left", xshift=4,
+                           yshift=shift, yanchor="middle", font=dict(color=color, size=size), name=MEDIAN_NAME,
+                           hovertext=f"steady median {text} samples/s")
+    fig.update_layout(margin=dict(r=max(m.r, int(text_px(max(texts, key=len), size)) + 12)))
+
+
+# --- presenter mode ----------------------------------------------------------------
+
+TALK_FONT = 20     # px: axis titles and text in presenter mode
+TALK_TICK = 18     # px: tick labels and legend
+TALK_TITLE = 24    # px: chart titles
+_LEGEND_ROW = 30   # px per legend row at TALK_TICK
+_LEGEND_SYMBOL = 52  # px of a legend entry besides its text (symbol, gaps)
+
+
+def legend_rows(names: list, width_px: float, size: float = TALK_TICK) -> int:
+    """Rows a horizontal legend of `names` takes in `width_px` at font `size`
+    (entries packed left to right, estimated with `text_px`)."""
+    rows, used = 0, None
+    for name in names:
+        w = text_px(name, size) + _LEGEND_SYMBOL
+        if used is None or used + w > width_px:
+            rows, used = rows + 1, w
+        else:
+            used += w
+    return rows
+
+
+def presenter(fig: go.Figure, height: int = 430, width_px: float = 560, x_title: Optional[str] = None,
+              y_title: Optional[str] = None) -> go.Figure:
+    """A chart of this module restyled for the back of a room (presenter mode):
+    black type about 1.35x larger (TALK_FONT, TALK_TICK, TALK_TITLE), lines 1.6x
+    and markers 1.4x thicker, one legend entry per run (legend group), above
+    the plot under the title, so that the plot keeps its height. `width_px` is the width the chart is
+    expected to get (the legend's rows are estimated from it), `height` in px;
+    `x_title` / `y_title` replace the axis titles (shorter ones stay large).
+    Returns a new figure; `fig` is unchanged."""
+    fig = go.Figure(fig)
+    if x_title is not None:
+        fig.update_xaxes(title_text=x_title)
+    if y_title is not None:
+        fig.update_yaxes(title_text=y_title)
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
+    # One legend entry per run: where a run has several (training and validation
+    # loss), its last one stands for the run, under the run's name.
+    entries: dict = {}
+    for t in fig.data:
+        if t.name and t.showlegend is not False:
+            entries.setdefault(t.legendgroup or t.name, []).append(t)
+    for group, traces in entries.items():
+        if len(traces) > 1:
+            for t in traces[:-1]:
+                t.showlegend = False
+            traces[-1].name = group
+    names = list(dict.fromkeys(t.name for t in fig.data if t.name and t.showlegend is not False))
+    medians = [(a.y, a.font.color, a.text) for a in fig.layout.annotations if a.name == MEDIAN_NAME]
+    right = max([28, *(int(text_px(m[2], TALK_TICK)) + 12 for m in medians)])
+    # The legend wraps at the plot area's width: the chart's less the margins.
+    rows = legend_rows(names, width_px - 100 - right) if fig.layout.showlegend is not False and names else 0
+    top = (50 if title else 14) + _LEGEND_ROW * rows
+    bottom = 86
+    plot_h = max(height - top - bottom, 100)
+    black = "#000000"
+    fig.update_layout(height=height, font=dict(size=TALK_FONT, color=black), hoverlabel_font_size=TALK_TICK,
+                      margin=dict(l=100, r=28, t=top, b=bottom),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom",
+                                  font=dict(size=TALK_TICK, color=black)))
+    if title:
+        fig.update_layout(title_font=dict(size=TALK_TITLE, color=black))
+    axis = dict(title_font=dict(size=TALK_FONT, color=black), tickfont=dict(size=TALK_TICK, color=black),
+                linecolor=black, linewidth=1.5, gridcolor="#C7CCD4")
+    fig.update_xaxes(**axis)
+    fig.update_yaxes(**axis)
+    fig.update_yaxes(title_font_size=fit_size(fig.layout.yaxis.title.text, plot_h, TALK_FONT))
+    for t in fig.data:
+        if getattr(t, "line", None) is not None and t.line.width:
+            t.line.width = t.line.width * 1.6
+        if getattr(t, "marker", None) is not None and isinstance(t.marker.size, (int, float)):
+            t.marker.size = t.marker.size * 1.4
+    fig.layout.annotations = [a.update(font_size=TALK_TICK) for a in fig.layout.annotations
+                              if a.name != MEDIAN_NAME]
+    if medians and fig.layout.yaxis.range:
+        _median_labels(fig, [m[:2] for m in medians], fig.layout.yaxis.range[1], gap_px=24, size=TALK_TICK)
     return fig
 
 
@@ -372,7 +504,8 @@ def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseli
     _style(fig, x_title, "", title, height, legend=False)
     # Room right of the longest bar for its "1.23×" label.
     top = max(1.4, float(bars["speedup"].max()) * 1.4) if len(bars) else 1.4
-    fig.update_xaxes(range=[0, top])
+    # Few ticks: the bar often sits in a narrow column (Train page).
+    fig.update_xaxes(range=[0, top], nticks=4)
     fig.update_yaxes(autorange="reversed", showline=False)
     return fig
 
@@ -427,17 +560,18 @@ def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = No
 
 
 def system_figure(system: pd.DataFrame, column: str, y_title: str, title: str,
-                  height: int = 240) -> go.Figure:
+                  height: int = 280) -> go.Figure:
     """One system metric (e.g. 'cpu_percent', %; 'rss_mb', MB) of the worker
-    process over wall time, runs overlaid."""
+    process over wall time since training start (s, T_SHORT: these charts are
+    narrow), runs overlaid."""
     if system is None or system.empty or column not in system or system[column].isna().all():
-        return empty_figure("no samples yet", height, T_TITLE, y_title, title)
+        return empty_figure("no samples yet", height, T_SHORT, y_title, title)
     fig = go.Figure()
     for label, color, g in _groups(downsample(system, keep=None)):
         fig.add_trace(go.Scatter(x=g["t"], y=g[column], name=label, mode="lines",
                                  line=dict(color=color, width=2),
                                  hovertemplate="%{y:,.1f} at %{x:.1f} s<extra>" + label + "</extra>"))
-    _style(fig, T_TITLE, y_title, title, height, legend=False)
+    _style(fig, T_SHORT, y_title, title, height, legend=False)
     fig.update_yaxes(rangemode="tozero")
     return fig
 
@@ -454,7 +588,8 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
             open markers and labelled 'simulated'); optional workers (int:
             worker processes, drawn as squares), one_host (bool: all workers on
             one host, sharing its cores: open squares) and layout (text by the
-            marker and in the legend, see `replica_layout`).
+            marker and in the legend, see `replica_layout`). More than
+            SCALING_LEGEND_MAX runs get no legend entries of their own.
     """
     max_dev = max([8, *([int(points["devices"].max())] if points is not None and len(points) else [])])
     fig = go.Figure()
@@ -473,6 +608,9 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
                       "<extra></extra>"))
     if points is not None and len(points):
         pts = points.dropna(subset=["speedup"])
+        # A legend entry per run fits a few runs; with more it would fill the chart
+        # (the speedup bars beside it name every run in the same colours).
+        per_run_legend = pts["label"].nunique() <= SCALING_LEGEND_MAX
         for label, color, g in _groups(pts):
             sim = bool(g["simulated"].fillna(False).astype(bool).iloc[0]) if "simulated" in g else False
             workers = int(g["workers"].fillna(1).iloc[0]) if "workers" in g else 1
@@ -487,7 +625,7 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
             symbol = ("square" if workers > 1 else "circle") + ("-open" if sim or shared else "")
             eff = 100 * g["speedup"] / g["devices"]
             fig.add_trace(go.Scatter(
-                x=g["devices"], y=g["speedup"], name=name,
+                x=g["devices"], y=g["speedup"], name=name, showlegend=per_run_legend,
                 mode="markers+text", text=[text] * len(g),
                 textposition="bottom center", textfont=dict(color=color, size=13),
                 marker=dict(color=color, size=15, symbol=symbol,

@@ -1,6 +1,9 @@
-"""Stored runs as one table (pandas), for `python -m engine runs` and the Runs page."""
+"""Stored runs as one table (pandas), for `python -m engine runs` and the Runs page,
+and the one way its figures are written: thousands separators, fixed decimals
+per column, units in the column names, blank where a figure is missing."""
 from __future__ import annotations
 
+import math
 import time
 from typing import Optional
 
@@ -13,6 +16,28 @@ def incomplete_note(summary: Optional[dict]) -> Optional[str]:
         return None
     return (f"metrics incomplete: {n:,} metric rows could not be stored (store locked or failing); "
             "charts and figures miss them")
+
+# Figures: (column name on the Runs page, decimals). The CLI and the Runs page
+# both write them with `number`.
+FIGURES = {
+    "samples_per_sec": ("steady samples/s", 0),
+    "end_to_end_samples_per_sec": ("end-to-end samples/s", 0),
+    "setup_sec": ("setup (s)", 1),
+    "warmup_sec": ("warm-up (s)", 2),
+    "validation_sec": ("validation (s)", 2),
+    "other_sec": ("other (s)", 2),
+    "wall_sec": ("wall (s)", 1),
+    "val_accuracy": ("final val acc", 3),
+    "time_to_target_sec": ("time to target (s)", 2),
+}
+
+
+def number(v, decimals: int = 0) -> str:
+    """'16,520' / '2.64': thousands separators and `decimals` decimals; '' for
+    a missing value (None, NaN)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return f"{float(v):,.{decimals}f}"
 
 
 def runs_frame(store):
@@ -38,9 +63,21 @@ def runs_frame(store):
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
             "time_to_target_sec": s.get("time_to_target_sec"),
             "error": r.get("error") or incomplete_note(s),
+            "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
         })
     return pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
         "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
         "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
-        "val_accuracy", "time_to_target_sec", "error"])
+        "val_accuracy", "time_to_target_sec", "error", "origin"])
+
+
+def text_frame(df):
+    """`runs_frame` as text for the terminal (column names as in --json): figures
+    by `number`, yes/no for flags, blank for anything missing."""
+    out = df.copy()
+    for col, (name, decimals) in FIGURES.items():
+        out[col] = [number(v, decimals) for v in df[col]]
+    for col in ("simulated", "xla"):
+        out[col] = ["" if v is None or v != v else "yes" if v else "no" for v in df[col]]
+    return out.astype(object).where(out.notna(), "")

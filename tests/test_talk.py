@@ -1,0 +1,80 @@
+"""Presenter mode (?mode=talk) under streamlit.testing: only the essentials on
+Train and Replay, the projector styling, and the toggle that switches the URL."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from engine.report import replay
+from engine.report.compare import compare
+from tests.talk_seed import seed_pair
+
+ROOT = Path(__file__).resolve().parents[1]
+SIDEBAR_CHARTS = {"lr_preview", "lr_find_chart"}
+
+
+def app(page: str | None = None, talk: bool = True) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    if talk:
+        at.query_params["mode"] = "talk"
+    if page:
+        at.switch_page(page)
+    return at.run()
+
+
+def charts_of(at: AppTest) -> dict[str, dict]:
+    return {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def test_train_in_presenter_mode_shows_only_the_essentials(store):
+    b, r = seed_pair(store)
+    cmp = compare(store, b, r)
+    at = app()
+    assert not at.exception
+    # Configuration, Launch, Stop (nothing to stop), the mode toggle.
+    assert "digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [m.value for m in at.markdown]
+    assert not at.button(key="launch").disabled and at.button(key="stop").disabled
+    assert at.toggle(key="talk_toggle_True").value is True
+    assert not [t for t in at.toggle if t.key == "with_baseline"]
+    # The headline speedup and the two others, and only throughput and loss as charts.
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"Time to 0.95 val accuracy · 45.3 s → 13.2 s": f"{cmp['time_to_accuracy_speedup']:.2f}× faster",
+                       "End-to-end": f"{cmp['end_to_end_speedup']:.2f}×", "Steady": "3.20×"}
+    specs = charts_of(at)
+    assert set(specs) - SIDEBAR_CHARTS == {"talk_throughput", "talk_loss"}
+    for key in ("talk_throughput", "talk_loss"):
+        assert specs[key]["layout"]["font"]["size"] == 20 and specs[key]["layout"]["height"] == 410
+    assert specs["talk_throughput"]["layout"]["yaxis"]["title"]["text"] == "samples/s"
+    # No status lines, data-wait, learning-rate or system charts; high-contrast styling applied.
+    assert not at.get("progress") and not [m for m in at.markdown if "completed in" in m.value]
+    assert any("font-size: 19px" in m.value for m in at.markdown)
+
+
+def test_the_toggle_switches_the_url_both_ways(store_home):
+    at = app(talk=False)
+    assert at.query_params.get("mode") is None
+    assert at.toggle(key="talk_toggle_False").value is False
+    at.toggle(key="talk_toggle_False").set_value(True).run()
+    assert at.query_params["mode"] == "talk"
+    assert at.toggle(key="talk_toggle_True").value is True and not [t for t in at.toggle if t.key == "with_baseline"]
+    at.toggle(key="talk_toggle_True").set_value(False).run()
+    assert "mode" not in at.query_params
+    assert at.toggle(key="with_baseline")                     # the full page is back
+
+
+def test_replay_in_presenter_mode(store):
+    b, r = seed_pair(store)
+    replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
+    at = app("views/replay.py")
+    assert not at.exception
+    assert not at.selectbox                                   # the pair stays as picked
+    assert at.segmented_control(key="replay_speed").value == 10 and at.button(key="replay_play")
+    line = [m.value for m in at.markdown if m.value.startswith(":material/replay:")]
+    assert len(line) == 1 and "replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs" in line[0]
+    assert "25.0 s of 59.7 s recorded · 10× · paused" in line[0]
+    assert set(charts_of(at)) == {"talk_throughput", "talk_loss"}
+    # Mid-way: the baseline has not reached 0.95 yet; the steady speedup is known.
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Time to 0.95 val accuracy"] == "—" and metrics["Steady"] == "3.20×"

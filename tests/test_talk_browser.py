@@ -1,0 +1,234 @@
+"""Talk mode in a real browser (Chromium via playwright, skipped without it):
+no chart title, axis title, legend or label cut off or overlapping on Train,
+Runs, Replay and Hardware at 1280x720 and 1920x1080, empty, live and
+finished; a replay at 10x that draws points over time and ends with the
+store's numbers; presenter mode above the fold at 1280x720.
+
+Screenshots go to test-output/ (gitignored): talk_<page>_<state>_<size>.png,
+replay_1.png / replay_2.png, presenter_1280x720.png.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+
+from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
+                                server, wait_for)
+from tests.talk_seed import recorded, seed_many, seed_pair
+
+SIZES = ((1280, 720), (1920, 1080))
+
+# JS: every title, axis title, legend entry, annotation and tick label of every
+# drawn Plotly chart must lie inside its chart and its Streamlit container, and
+# the title, axis titles and legend must not overlap one another.
+CUT_OFF = """() => {
+  const bad = [];
+  const inside = (r, b) => r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1
+                           && r.bottom <= b.bottom + 1;
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+                            && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const kinds = {'title': '.gtitle', 'x title': '.g-xtitle text', 'y title': '.g-ytitle text',
+                 'y2 title': '.g-y2title text', 'legend': '.legendtext', 'annotation': '.annotation-text',
+                 'tick': '.xtick text, .ytick text'};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const box = gd.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) continue;  // in a closed expander
+    if (gd.closest('[data-testid="stSidebar"][data-collapsed="true"]')) continue;  // not on screen
+    const cont = gd.closest('[data-testid="stElementContainer"]');
+    const cbox = cont ? cont.getBoundingClientRect() : box;
+    const title = ((gd.layout && gd.layout.title && gd.layout.title.text) || '(no title)').replace(/<[^>]+>/g, '');
+    const name = `${title} at ${Math.round(box.left)},${Math.round(box.top)}`;
+    const seen = [];
+    for (const [kind, q] of Object.entries(kinds)) {
+      for (const el of gd.querySelectorAll(q)) {
+        const r = el.getBoundingClientRect();
+        const text = el.textContent.trim();
+        if (r.width === 0 || !text) continue;
+        if (!inside(r, box) || !inside(r, cbox))
+          bad.push(`${name}: ${kind} "${text}" is cut off`);
+        if (!['tick', 'annotation'].includes(kind)) seen.push([kind, text, r]);
+      }
+    }
+    for (let i = 0; i < seen.length; i++)
+      for (let j = i + 1; j < seen.length; j++)
+        if (seen[i][0] !== seen[j][0] && overlap(seen[i][2], seen[j][2]))
+          bad.push(`${name}: ${seen[i][0]} "${seen[i][1]}" overlaps ${seen[j][0]} "${seen[j][1]}"`);
+  }
+  // The headline numbers: a metric's label or value cut to "3.4…" is cut off too.
+  for (const el of document.querySelectorAll('[data-testid="stMetricValue"] div, [data-testid="stMetricLabel"] p'))
+    if (el.getBoundingClientRect().width > 0 && el.scrollWidth > el.clientWidth + 1)
+      bad.push(`metric text "${el.textContent.trim()}" is cut off`);
+  return bad;
+}"""
+CHARTS = "document.querySelectorAll('.js-plotly-plot').length"
+METRICS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
+  m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+  m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
+
+
+def check_page(page, url: str, name: str, charts: int, size: tuple, ready: str | None = None) -> None:
+    """Open `url`, wait for `charts` charts (and the text `ready`), save a
+    screenshot, and assert that no chart text is cut off."""
+    page.goto(url)
+    if ready:
+        page.get_by_text(ready).first.wait_for(timeout=120_000)
+    page.wait_for_function(f"{CHARTS} >= {charts}", timeout=60_000)
+    page.wait_for_timeout(2000)  # Plotly's relayout to the container's width
+    page.screenshot(path=str(OUT / f"talk_{name}_{size[0]}x{size[1]}.png"))
+    bad = page.evaluate(CUT_OFF)
+    assert not bad, f"{name} at {size[0]}x{size[1]}:\n" + "\n".join(bad)
+
+
+def save_bench_result() -> None:
+    """A quick-benchmark result for the Hardware page (as test_browser writes one)."""
+    from engine.jobs import bench
+
+    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
+    rates = [3200, 2500, 3600, 2300, 4700, 2000, 5300, 1900]
+    samples = [{"cell": i, "repeat": r, "samples_per_sec": rates[i] * (1 + 0.04 * r * (-1) ** i), "warmup_sec": 1.0}
+               for r in range(2) for i in range(len(cells))]
+    result = bench.summarize(cells, samples)
+    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=68.0, repeats=2)
+    bench.save(result)
+
+
+def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_home):
+    from engine.report import replay
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            pages = {size: browser.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
+            for size, page in pages.items():  # empty store
+                check_page(page, server + "/", "train_empty", 0, size, ready="No runs yet")
+            seed_many(store)
+            b, r = seed_pair(store)
+            save_bench_result()
+            replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
+            assert len(store.list_runs()) == 20
+            for size, page in pages.items():
+                check_page(page, server + "/", "train_finished", 9, size, ready="completed in")
+                check_page(page, server + "/runs", "runs_20", 4, size, ready="20 of 20 runs")
+                check_page(page, server + "/replay", "replay_paused", 8, size, ready="25.0 s of")
+                check_page(page, server + "/?mode=talk", "train_presenter", 2, size, ready="× faster")
+                check_page(page, server + "/replay?mode=talk", "replay_presenter", 2, size, ready="25.0 s of")
+                check_page(page, server + "/hardware", "hardware", 1, size,
+                           ready="Which speed options should pay off")
+            # Live: a sleeping process stands in for the worker of a 'running' run.
+            from engine.config import RunConfig
+
+            worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            try:
+                live = recorded(store, RunConfig(epochs=8, batch_size=32, devices=2, device_type="gpu",
+                                                 precision="mixed_float16"), "run", "live", n_exec=150,
+                                status="running", pid=worker.pid)
+                store.update_run(live, baseline_id=b)
+                for size, page in pages.items():
+                    check_page(page, server + "/", "train_live", 7, size, ready="s elapsed")
+                store.finish_run(live, "cancelled", "cancelled by the user")
+            finally:
+                worker.kill()
+                worker.wait()
+        finally:
+            browser.close()
+            store.close()
+
+
+def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, store_home):
+    from engine.report.compare import compare
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    b, r = seed_pair(store)
+    cmp = compare(store, b, r)
+    day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
+    store.close()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server + "/replay")
+            page.get_by_role("button", name="Play").wait_for(timeout=60_000)
+            page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
+            page.get_by_text("10×", exact=True).click()
+            page.wait_for_function("document.body.innerText.includes('· 10× ·')", timeout=30_000)
+            page.get_by_role("button", name="Play").click()
+            n1 = wait_for(lambda: page.evaluate(THROUGHPUT_POINTS), 30, "the first replayed points")
+            page.screenshot(path=str(OUT / "replay_1.png"))
+            n2 = wait_for(lambda: (lambda n: n if n > n1 else 0)(page.evaluate(THROUGHPUT_POINTS)), 30,
+                          "more replayed points")
+            page.screenshot(path=str(OUT / "replay_2.png"))
+            assert 0 < n1 < n2
+            # A reload re-attaches to the playing replay (its clock is in SPEEDLAB_HOME).
+            page.reload()
+            wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) >= n2, 30, "the replay after a reload")
+            page.get_by_text("recorded · 10× · finished").wait_for(timeout=60_000)
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(OUT / "replay_end.png"))
+            replayed = page.evaluate(METRICS)
+            assert replayed["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "3.20×"
+            # ... and every headline figure as the Train page shows it for the same stored pair.
+            page.goto(server + "/")
+            page.get_by_text("completed in").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(1500)
+            assert page.evaluate(METRICS) == replayed
+        finally:
+            browser.close()
+
+
+# JS: where the headline metric and the presenter charts are on screen (px).
+TALK_BOXES = """() => {
+  const box = el => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const charts = {};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    if (gd.closest('[data-testid="stSidebar"]')) continue;  // the LR preview in the collapsed sidebar
+    const t = (gd.layout && gd.layout.title && gd.layout.title.text || '').replace(/<[^>]+>/g, '');
+    charts[t] = box(gd);
+  }
+  const head = document.querySelector('.st-key-talk_headline [data-testid="stMetricValue"]');
+  const side = document.querySelector('[data-testid="stSidebar"]');
+  return {charts, headline: head ? [head.innerText.trim(), ...box(head)] : null,
+          sidebarCollapsed: side ? side.getAttribute('data-collapsed') : null};
+}"""
+
+
+def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(server, store_home):
+    from engine.report.compare import compare
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    b, r = seed_pair(store)
+    headline = f"{compare(store, b, r)['time_to_accuracy_speedup']:.2f}× faster"
+    store.close()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server + "/?mode=talk")
+            page.get_by_text(headline).wait_for(timeout=60_000)
+            page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
+            page.wait_for_timeout(2000)
+            page.screenshot(path=str(OUT / "presenter_1280x720.png"))
+            seen = page.evaluate(TALK_BOXES)
+            assert seen["sidebarCollapsed"] == "true"                      # the settings bar is collapsed
+            text, *h = seen["headline"]
+            assert text == headline and h[3] <= 720
+            assert set(seen["charts"]) == {"Throughput", "Loss: validation ◆, training thin"}
+            (tl, tt, tr, tb), (ll, lt, lr, lb) = seen["charts"].values()
+            assert tb <= 720 and lb <= 720 and tt > h[3]                   # both charts under the headline, on screen
+            assert tr <= ll and abs(tt - lt) < 2                           # side by side
+            assert not page.evaluate(CUT_OFF)
+            # The toggle leaves presenter mode; the sidebar and the full page come back.
+            page.get_by_text("Presenter mode").click()
+            page.get_by_text("Compare with baseline").wait_for(timeout=30_000)
+            assert "mode=talk" not in page.url
+            assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
+        finally:
+            browser.close()

@@ -1,0 +1,149 @@
+"""Replay: play a stored baseline and run through the Train page's live charts,
+at 1x, 2x, 5x or 10x, with pause and restart. Nothing trains: the charts show
+the rows the store held at each moment of the recording (engine.report.replay),
+which is how a talk shows runs recorded on a machine that is not on stage
+(bring them with a run bundle: Runs page or `python -m engine import`).
+
+The replay clock lives in $SPEEDLAB_HOME/replay.json, not in the browser
+session: a reload or a second tab re-attaches to the replay that is playing.
+"""
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from engine.bundle import provenance
+from engine.report import charts
+from engine.report import replay
+from engine.store import Store
+from views import talk
+from views.common import one_line_errors
+from views.train import render_comparison
+
+REFRESH_S = 0.5  # the charts re-read the replay this often while it plays
+FINAL = ("completed", "cancelled")
+
+
+def _label(run: dict) -> str:
+    where = provenance(run)
+    return f"{charts.run_label(run)}" + (f" · {where}" if where else "")
+
+
+def _picked() -> None:
+    """Selector callback: a new pair starts paused at 0."""
+    b, r = st.session_state.get("replay_base"), st.session_state.get("replay_run")
+    if b is not None and r is not None:
+        old = replay.load_state()
+        replay.save_state(replay.ReplayState(b, r, speed=old.speed if old else 1))
+
+
+def _speed() -> None:
+    state = replay.load_state()
+    if state and st.session_state.get("replay_speed"):
+        replay.save_state(state.with_speed(int(st.session_state["replay_speed"]), time.time()))
+
+
+def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, talk_on: bool = False) -> None:
+    """Pickers, speed, Play/Pause and Restart (and the presenter-mode toggle);
+    every change goes to replay.json. `duration`: recorded seconds of the pair
+    (Play at the end starts again). In presenter mode the pickers are left out
+    (the pair stays as picked) and everything is one row."""
+    # Follow the saved state (another tab, a reload) rather than this session's widgets.
+    st.session_state["replay_base"] = state.baseline_id
+    st.session_state["replay_run"] = state.run_id
+    st.session_state["replay_speed"] = state.speed
+    ids = list(runs)
+    if talk_on:
+        c3, c4, c5, mode = st.columns([3.2, 1.2, 1.3, 2.0], vertical_alignment="center")
+        talk.toggle(mode)
+    else:
+        c1, c2, c3, c4, c5 = st.columns([3, 3, 2.2, 1.1, 1.1], vertical_alignment="bottom")
+        c1.selectbox("Baseline", ids, key="replay_base", format_func=lambda i: _label(runs[i]), on_change=_picked)
+        c2.selectbox("Run", ids, key="replay_run", format_func=lambda i: _label(runs[i]), on_change=_picked)
+    c3.segmented_control("Speed", list(replay.SPEEDS), key="replay_speed", format_func=lambda s: f"{s}×",
+                         on_change=_speed, required=True, label_visibility="collapsed" if talk_on else "visible")
+    now = time.time()
+    if state.paused:
+        if c4.button("Play", icon=":material/play_arrow:", key="replay_play", type="primary", width="stretch"):
+            replay.save_state(state.restart(now) if state.offset >= duration else state.play(now))
+            st.rerun()
+    elif c4.button("Pause", icon=":material/pause:", key="replay_pause", type="primary", width="stretch"):
+        replay.save_state(state.pause(now))
+        st.rerun()
+    if c5.button("Restart", icon=":material/replay:", key="replay_restart", width="stretch"):
+        replay.save_state(state.restart(now))
+        st.rerun()
+
+
+def body(was_playing: bool, talk_on: bool = False) -> None:
+    """Body of the replay fragment: the comparison as it stood at the replay's
+    current position; at the end the clock stops (and the page stops refreshing)."""
+    with one_line_errors("Replay"):
+        state = replay.load_state()
+        if state is None:
+            return
+        playing = not state.paused
+        if playing != was_playing:  # paused, played or restarted in another tab
+            st.rerun()
+        store = Store()
+        try:
+            now = time.time()
+            view = replay.ReplayStore(store, [state.baseline_id, state.run_id], state.position(now), now)
+        finally:
+            store.close()
+        t, end = min(view.t, view.duration), view.duration
+        if playing and view.t >= end:  # the end: stop the clock there
+            replay.save_state(replay.ReplayState(state.baseline_id, state.run_id, state.speed, offset=end, paused=True))
+            st.rerun()
+        base, run = view.get_run(state.baseline_id), view.get_run(state.run_id)
+        where = "playing" if playing else ("finished" if t >= end else "paused")
+        line = (f":material/replay: {replay.recorded_label([base, run])} · {t:,.1f} s of {end:,.1f} s recorded · "
+                f"{state.speed}× · {where}")
+        if talk_on:  # one line, the label first: the charts keep their room
+            st.markdown(line)
+            talk.comparison(view, base, run, source=view.source())
+            return
+        st.progress(min(t / end, 1.0) if end else 1.0, text=line)
+        render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False,
+                          source=view.source())
+
+
+def main() -> None:
+    talk_on = talk.is_on()
+    if talk_on:
+        talk.style()
+    else:
+        head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
+        head.markdown("### SpeedLab · Replay")
+        talk.toggle(mode)
+    store = Store()
+    try:
+        stored = [r for r in store.list_runs() if r["status"] in FINAL]
+    finally:
+        store.close()
+    if not stored:
+        st.info("Nothing to replay yet: finish a run with its baseline on **Train**, or import a run "
+                "bundle recorded elsewhere on **Runs** (`python -m engine import FILE.zip`).",
+                icon=":material/replay:")
+        return
+    runs = {r["id"]: r for r in stored}
+    state = replay.load_state()
+    if state is None or state.baseline_id not in runs or state.run_id not in runs:
+        pair = replay.default_pair(stored) or (stored[-1]["id"], stored[0]["id"])
+        state = replay.ReplayState(*pair)
+        replay.save_state(state)
+    if not talk_on:
+        st.caption("Plays a stored baseline and run through the live charts, both starting together, "
+                   "from the rows they stored as they trained: nothing trains here.")
+    store = Store()
+    try:
+        duration = replay.ReplayStore(store, [state.baseline_id, state.run_id], 0.0).duration
+    finally:
+        store.close()
+    controls(runs, state, duration, talk_on)
+    st.fragment(body, run_every=None if state.paused else REFRESH_S)(not state.paused, talk_on)
+
+
+if __name__ == "__main__":
+    main()

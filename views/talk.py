@@ -1,0 +1,117 @@
+"""Presenter mode (``?mode=talk``, or the toggle at the top of Train and Replay):
+for a projector at 1280x720, read from the back of a room.
+
+Larger type on a plain black-on-white theme, the settings bar collapsed, and
+only the essentials: the configuration, Launch/Stop (or the replay controls),
+the headline speedup, and throughput and loss side by side. Not a page of its
+own (app.py lists the pages): Train and Replay draw through it.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.report import charts
+from engine.report.compare import compare, live_summary
+
+PARAM, VALUE = "mode", "talk"
+PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
+CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 1280x720
+# High contrast and larger type; the main area starts right under the navigation.
+CSS = """
+<style>
+html { font-size: 19px; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.4rem; padding-bottom: 1rem; max-width: 100%; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+[data-testid="stMain"] p, [data-testid="stMain"] label, [data-testid="stMain"] span { color: #000000; }
+[data-testid="stCaptionContainer"] p { color: #111111; font-size: 1rem; }
+[data-testid="stMetric"] { padding: 0.15rem 0.9rem 0.3rem; border: 2px solid #000000 !important; }
+[data-testid="stMetricLabel"] p { font-size: 1.05rem; font-weight: 600; color: #000000; }
+[data-testid="stMetricValue"] { font-size: 2.1rem; font-weight: 700; color: #000000; line-height: 1.15; }
+.st-key-talk_headline [data-testid="stColumn"]:first-child [data-testid="stMetricValue"] { font-size: 2.7rem; }
+[data-testid="stMetricDelta"] div { font-size: 1rem; }
+.st-key-talk_config p { font-size: 1.15rem; font-weight: 600; color: #000000; }
+</style>
+"""
+
+
+def is_on() -> bool:
+    """Whether the page is in presenter mode (``?mode=talk`` in the URL)."""
+    return st.query_params.get(PARAM) == VALUE
+
+
+def toggle(container) -> bool:
+    """'Presenter mode' toggle bound to ``?mode=talk``; returns whether it is on.
+    Switching reloads the page so that the sidebar and the theme follow."""
+    on = is_on()
+    want = container.toggle("Presenter mode", value=on, key=f"talk_toggle_{on}",
+                            help="Large type, high contrast, only the headline and two charts: for a "
+                                 "projector at 1280x720 (also ?mode=talk in the URL)")
+    if want != on:
+        if want:
+            st.query_params[PARAM] = VALUE
+        else:
+            del st.query_params[PARAM]
+        st.rerun()
+    return on
+
+
+class Toasts:
+    """Where launch() writes its one-line outcome in presenter mode: a toast,
+    which takes no room from the charts (same methods as a container)."""
+
+    def _toast(self, body: str, icon: str | None = None, **_) -> None:
+        st.toast(body, icon=icon)
+
+    success = warning = error = info = _toast
+
+
+def style() -> None:
+    """Apply presenter mode's type and contrast to the page."""
+    st.markdown(CSS, unsafe_allow_html=True)
+
+
+def headline(base: dict | None, run: dict | None, cmp: dict | None) -> None:
+    """The headline speedup large (time to accuracy), end-to-end and steady beside it."""
+    box = st.container(key="talk_headline")
+    if base is None or cmp is None:
+        box.metric("Speedup", "—" if base is None else "1.00×", border=True)
+        box.caption("No baseline to compare with yet." if base is None
+                    else "This run is its own baseline: turn on a speed option to compare.")
+        return
+    big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
+    target, tt = cmp.get("target_accuracy"), cmp.get("time_to_accuracy_speedup")
+    label = f"Time to {target:g} val accuracy" if target is not None else "Time to accuracy"
+    if tt is not None:  # the seconds in the label: a delta line would cost the charts their room
+        label += f" · {cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s"
+    value = "—" if tt is None else f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)"
+    big.metric(label, value, border=True)
+    for col, name, key in ((e2e, "End-to-end", "end_to_end_speedup"), (steady, "Steady", "steady_speedup")):
+        v = cmp.get(key)
+        col.metric(name, "—" if v is None else f"{v:.2f}×", border=True)
+
+
+def comparison(store, base: dict | None, run: dict | None, source=None) -> None:
+    """Headline, then throughput and loss against wall time side by side, for the
+    baseline and the run. `store` may be an engine.report.replay.ReplayStore with
+    `source` its metrics (default: the Train page's LiveMetrics of this session)."""
+    from views.train import _frames, _live  # the Train page's frames: same charts, same colours
+
+    src = source or _live(store)
+    runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
+    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
+           else None)
+    headline(base, run, cmp)
+    frames = _frames(src, runs)
+    medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
+               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
+                            .get("samples_per_sec") for r in runs})
+    kinds = {charts.run_label(r): charts.train_loss_kind(r.get("config")) for r in runs}
+    left, right = st.columns(2, gap="medium")
+    # Short axis titles: the chart titles say what is drawn, and short titles stay large.
+    left.plotly_chart(charts.presenter(charts.throughput_figure(frames["executions"], medians, title="Throughput"),
+                                       CHART_HEIGHT, x_title=charts.T_SHORT, y_title="samples/s"),
+                      key="talk_throughput", config=PLOTLY_CONFIG)
+    loss = charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
+                              title="Loss: validation ◆, training thin")
+    right.plotly_chart(charts.presenter(loss, CHART_HEIGHT, x_title=charts.T_SHORT, y_title="cross-entropy"),
+                       key="talk_loss", config=PLOTLY_CONFIG)
