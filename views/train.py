@@ -876,7 +876,7 @@ def backend_line(store: Store, run: dict | None) -> None:
                        "is stored yet; launch it with Keras backend TensorFlow to compare the backends.")
         return
     x = b["steady_speedup"]
-    st.metric(f"Backend speedup ({b['backend']} vs {b['other_backend']}, steady)", "—" if x is None else f"{x:.2f}×",
+    st.metric(f"Backend speedup ({b['backend']} vs {b['other_backend']})", "—" if x is None else f"{x:.2f}×",
               border=True, help=f"steady samples/s of run #{run['id']} on {b['backend']} / run "
                                 f"#{b['baseline_id']}, the same configuration on {b['other_backend']}"
                                 + (" (with XLA)" if b["other_jit_compile"] else ""))
