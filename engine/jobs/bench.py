@@ -200,7 +200,7 @@ PROGRESS_FILE = background.BENCH_FILE
 LOG_FILE = "bench.log"
 
 
-QUICK_ESTIMATE_S = 90.0  # a 2-core CPU, nothing else running (README "Latency")
+QUICK_ESTIMATE_S = 110.0  # a 2-core CPU with JAX installed too, nothing else running (README "Measured figures")
 
 
 def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[float, str]:
