@@ -968,19 +968,25 @@ def main() -> None:
     if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages)
 
-    active = False
-    with one_line_errors("Reading the store"):
-        store = Store()
-        try:
-            runner.reconcile(store)
-            active = bool(store.active_runs())
-        finally:
-            store.close()
+    active = any_active()
     # While a run is active the live view re-reads the store every second; when
     # idle it is drawn once and a cheap watcher looks for new runs.
     st.fragment(live_view, run_every=LIVE_REFRESH_S if active else None)(active)
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)()
+
+
+def any_active() -> bool:
+    """Whether a run is queued or running (dead workers settled first); False when the
+    store cannot be read (its one-line error is shown)."""
+    with one_line_errors("Reading the store"):
+        store = Store()
+        try:
+            runner.reconcile(store)
+            return bool(store.active_runs())
+        finally:
+            store.close()
+    return False
 
 
 def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> None:
@@ -990,14 +996,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     'Compare with baseline' toggle was last set (on by default). `pending`:
     settings from the link that were not taken (url_params); Launch waits for them."""
     talk.style()
-    active = False
-    with one_line_errors("Reading the store"):
-        store = Store()
-        try:
-            runner.reconcile(store)
-            active = bool(store.active_runs())
-        finally:
-            store.close()
+    active = any_active()
     summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
     summary.container(key="talk_config").markdown(
         charts.config_summary(cfg.to_dict()) if cfg else f":material/block: {error}")

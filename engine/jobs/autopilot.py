@@ -667,14 +667,4 @@ def cancel_background() -> bool:
     """Stop the background autopilot (SIGTERM: it stops its current run and
     writes what it has) and cancel any run it left queued or running.
     Returns whether one was running."""
-    from engine.jobs import runner
-
-    path = progress_path()
-    job = background.read_json(path)
-    if not job or job.get("state") not in background.ACTIVE_STATES:
-        return False
-    background.stop(job)
-    runner.cancel_active()
-    background.write_json(path, {**job, "state": "cancelled", "error": "stopped by the user",
-                                 "finished": time.time()})
-    return True
+    return background.cancel_job(progress_path(), and_runs=True)

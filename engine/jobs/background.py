@@ -112,6 +112,22 @@ def stop(job: Optional[dict]) -> bool:
     return True
 
 
+def cancel_job(path: Path, and_runs: bool = False) -> bool:
+    """Stop the job whose state file is `path` (SIGTERM to its process group) and mark
+    it cancelled; with `and_runs`, also cancel every queued or running run it left
+    (the transfer demo and the autopilot queue runs). Returns whether it was active."""
+    job = read_json(path)
+    if not job or job.get("state") not in ACTIVE_STATES:
+        return False
+    stop(job)
+    if and_runs:
+        from engine.jobs.runner import cancel_active
+
+        cancel_active()
+    write_json(path, {**job, "state": "cancelled", "error": "stopped by the user", "finished": time.time()})
+    return True
+
+
 # Each background job's state file in $SPEEDLAB_HOME (owned by engine.jobs.bench,
 # engine.jobs.lr_find and engine.jobs.demo; named here so busy() needs none of them).
 BENCH_FILE = "bench-progress.json"

@@ -177,16 +177,4 @@ def start_demo_background(args: tuple = ()) -> int:
 def cancel_demo_background() -> bool:
     """Stop the background transfer demo and cancel its queued or running runs.
     Returns whether it was running."""
-    import time
-
-    from engine.jobs import runner
-
-    path = demo_job_path()
-    job = background.read_json(path)
-    if not job or job.get("state") not in background.ACTIVE_STATES:
-        return False
-    background.stop(job)
-    runner.cancel_active()
-    background.write_json(path, {**job, "state": "cancelled", "error": "stopped by the user",
-                                 "finished": time.time()})
-    return True
+    return background.cancel_job(demo_job_path(), and_runs=True)
