@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from engine.data.meta import canonical, check_split, dataset_info, default_target
+from engine.data.meta import canonical, check_split, dataset_info, target_for
 from engine.errors import ConfigError
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -271,7 +271,7 @@ def _validate(c: RunConfig) -> None:
     _num("validation_fraction", c.validation_fraction, 0.0, 0.5, lo_open=True)
     if c.target_accuracy is not None:
         _num("target_accuracy", c.target_accuracy, 0.0, 1.0, lo_open=True)
-    if c.stop_at_target and c.target_accuracy is None and default_target(c.dataset, c) is None:
+    if c.stop_at_target and target_for(c.target_accuracy, c.dataset) is None:
         raise ConfigError("stop_at_target", True, f"needs a target accuracy, and {c.dataset} has no default",
                           "set target_accuracy (e.g. 0.9) or turn stop_at_target off")
     if c.batch_size % c.replicas:

@@ -42,6 +42,10 @@ def test_time_to_accuracy_and_not_reached_by_hand():
     assert cmp.effective_target({"config": {"dataset": "digits", "target_accuracy": None}}) == 0.95
     assert cmp.effective_target({"config": {"dataset": "synthetic", "target_accuracy": None}}) is None
     assert cmp.effective_target({"config": {"dataset": "digits", "target_accuracy": 0.9}}, 0.8) == 0.8
+    assert cmp.effective_target({"config": {"dataset": "mnist", "target_accuracy": 0.9}}) == 0.9
+    from engine.data.meta import target_for
+
+    assert (target_for(None, "mnist"), target_for(0.5, "mnist"), target_for(None, "user:faces")) == (0.98, 0.5, None)
 
 
 def test_breakdown_and_divergence_notice_by_hand():

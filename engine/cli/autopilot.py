@@ -130,7 +130,7 @@ def summary_lines(state: dict) -> list[str]:
 
 def main(args) -> int:
     from engine.cli.bench import progress_writer
-    from engine.data.meta import default_target
+    from engine.data.meta import target_for
     from engine.jobs import autopilot, background
 
     write = progress_writer(args.progress_file)
@@ -144,7 +144,7 @@ def main(args) -> int:
 
     try:
         base = base_config(args)
-        target = args.target if args.target is not None else default_target(base.dataset, base)
+        target = target_for(args.target, base.dataset)
         if target is None:
             raise ConfigError("target", None, f"has no default for {base.dataset}",
                               "give --target, a validation accuracy in (0, 1]")

@@ -193,6 +193,12 @@ def default_target(name: str, cfg=None):
     return DEFAULT_TARGETS.get(name) if isinstance(name, str) else None
 
 
+def target_for(target_accuracy, name):
+    """The validation accuracy time to accuracy is measured to: `target_accuracy` when
+    set, else the data set's default (`default_target`; None for synthetic and user data)."""
+    return target_accuracy if target_accuracy is not None else default_target(name)
+
+
 def check_available(name: str) -> None:
     """Raise ConfigError when Keras data set `name` is neither in the Keras cache
     nor downloadable (offline: one TCP probe of its host, ~2 s at most)."""

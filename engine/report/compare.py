@@ -23,18 +23,15 @@ PART_NAMES = {"setup": "setup", "warmup": "warm-up", "train": "training", "valid
 
 def effective_target(run: dict, target: Optional[float] = None) -> Optional[float]:
     """The target validation accuracy (0-1) a run's time to accuracy is measured to:
-    `target` if given, else its config's target_accuracy, else the one its worker
-    used (summary), else the data set's default (engine.data.meta.default_target)."""
+    `target` if given, else its config's (engine.data.meta.target_for: the config's
+    target_accuracy or the data set's default), else the one its worker used (summary)."""
     if target is not None:
         return target
-    cfg = run.get("config") or {}
-    if cfg.get("target_accuracy") is not None:
-        return cfg["target_accuracy"]
-    if (run.get("summary") or {}).get("target_accuracy") is not None:
-        return run["summary"]["target_accuracy"]
-    from engine.data.meta import default_target
+    from engine.data.meta import target_for
 
-    return default_target(cfg.get("dataset"))
+    cfg = run.get("config") or {}
+    found = target_for(cfg.get("target_accuracy"), cfg.get("dataset"))
+    return found if found is not None else (run.get("summary") or {}).get("target_accuracy")
 
 
 def time_to_accuracy(epochs: list[dict], target: Optional[float]) -> Optional[float]:

@@ -286,7 +286,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     plan["setup_marks"] = dict(tl.marks)
     on_setup(environment(setup), plan)
 
-    target = effective_target(cfg)
+    from engine.data.meta import target_for
+
+    target = target_for(cfg.target_accuracy, cfg.dataset)
     rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, target, on_start=on_start,
                    data_wait_fn=prep.meter.total if prep.meter is not None else None,
                    lr_fn=_lr_table(cfg, steps_per_epoch),
@@ -355,16 +357,6 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
-
-
-def effective_target(cfg: RunConfig) -> Optional[float]:
-    """The validation accuracy that time to accuracy is measured to: the config's
-    target_accuracy, else the data set's default (engine.data.meta.default_target)."""
-    if cfg.target_accuracy is not None:
-        return cfg.target_accuracy
-    from engine.data.meta import default_target
-
-    return default_target(cfg.dataset, cfg)
 
 
 def time_accounts(tl, samples: int) -> dict:
