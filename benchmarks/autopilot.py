@@ -42,6 +42,29 @@ def _ratio(sp: dict) -> str:
     return f"{sp['median']:.2f}x (min {sp['min']:.2f}x, max {sp['max']:.2f}x, {sp['pairs']} pairs)"
 
 
+def warmup_floor(conf: dict, target: float) -> None:
+    """Per configuration, the median warm-up (tracing the training and evaluation
+    steps) of its re-runs and its share of the time to the target: no setting can
+    win back more than what is left after its own warm-up."""
+    from engine.store import Store
+
+    st = Store()
+    try:
+        for name in ("baseline", "winner", "preset"):
+            rows = []
+            for r in conf["runs"]:
+                run = st.get_run(r["run_id"]) if r["name"] == name and r.get("run_id") else None
+                summ = (run or {}).get("summary") or {}
+                if r.get("time_to_target_sec") and summ.get("warmup_sec") is not None:
+                    rows.append((summ["warmup_sec"], r["time_to_target_sec"]))
+            if rows:
+                w = statistics.median(x for x, _ in rows)
+                share = statistics.median(x / t for x, t in rows)
+                print(f"{name:>8}: warm-up median {w:.2f} s, {share:.0%} of its time to {target}")
+    finally:
+        st.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--budget", type=float, default=180.0, help="search budget, s [180]")
@@ -94,6 +117,7 @@ def main() -> None:
         xs = [x for x in times[name] if x is not None]
         med = statistics.median(xs) if xs else None
         print(f"{name:>8}: time to {a.target}: median {_s(med)} over {times[name]}")
+    warmup_floor(conf, a.target)
     print(f"winner vs baseline: {_ratio(conf['speedup'])}")
     print(f"winner vs preset:   {_ratio(conf['extra']['preset']['winner_speedup'])}")
     print(f"preset vs baseline: {_ratio(conf['extra']['preset']['speedup_vs_baseline'])}")

@@ -60,6 +60,36 @@ def test_search_space_follows_the_hardware_verdicts():
     assert old["precision"] == ("float32", "mixed_float16") and old["devices"] == (1,)
 
 
+def with_jax(facts: dict, platform: str = "cpu") -> dict:
+    return {**facts, "software": {"tensorflow": "2.21.0", "jax": "0.10.2"},
+            "backends": {"tensorflow": {"version": "2.21.0"}, "jax": {"version": "0.10.2", "platform": platform}}}
+
+
+def test_the_backend_is_searched_only_where_several_are_usable():
+    assert space_for(cpu_facts()).choices["backend"] == ("tensorflow",)        # JAX not installed
+    s = space_for(with_jax(cpu_facts()))
+    assert s.choices["backend"] == ("tensorflow", "jax")                       # JAX on a CPU: 'measure'
+    gpu_no_cuda = space_for(with_jax(gpu_facts(1, (8, 0))))                   # a CPU-only jaxlib on a GPU box
+    assert gpu_no_cuda.choices["backend"] == ("tensorflow",)
+    assert any(n.startswith("backend jax left out (unavailable)") for n in gpu_no_cuda.notes)
+    multi = space_for(with_jax(gpu_facts(4, (8, 0)), platform="gpu"))
+    assert multi.choices["backend"] == ("tensorflow",) and multi.choices["devices"] == (1, 4)
+    # The quick facts (no TensorFlow imported) carry the installed versions through.
+    quick = sp.facts_from_quick({"backends": {"tensorflow": "2.21.0", "jax": "0.10.2", "jaxlib": "0.10.2"}})
+    assert space_for(quick).choices["backend"] == ("tensorflow", "jax")
+    # A JAX trial compiles with XLA whatever was drawn; XLA then comes with the backend.
+    params = {"backend": "jax", "precision": "float32", "steps_per_execution": 1, "batch_size": 128,
+              "schedule": "constant", "label_smoothing": 0.0, "jit_compile": False, "devices": 1}
+    jx = sp.trial_config(DIGITS, params, 0.005)
+    assert (jx.backend, jx.jit_compile) == ("jax", True)
+    base = baseline_config(DIGITS)
+    assert sp.techniques_used(jx, base) == ["backend"]
+    assert sp.describe(jx, base) == "JAX backend"
+    (back,) = sp.ablation_configs(jx, base)
+    assert (back["technique"], back["config"].backend, back["config"].jit_compile) == ("backend", "tensorflow", False)
+    assert sp.techniques_used(back["config"], jx) == ["backend"]
+
+
 def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
     s = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007))
     h = sp.hint_params(s, verdicts(cpu_facts(), "auto"))

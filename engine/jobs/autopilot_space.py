@@ -9,6 +9,11 @@ arXiv:1706.02677: lr x batch / reference batch), with an optional linear warmup
 for batches above the base; the schedule is constant or one-cycle (Smith & Topin
 2018, arXiv:1708.07120) with its maximum LR from the LR range test.
 
+The Keras backend is searched where several are installed and usable
+(engine.hardware.verdicts.backend_verdicts: 'faster' or 'measure'); JAX always
+compiles with XLA, so on a JAX trial XLA is part of the backend, not a technique
+of its own.
+
 A *technique* is one of TECHNIQUES; each owns the RunConfig fields in
 TECHNIQUE_FIELDS. The leave-one-out ablation switches one technique at a time
 back to the baseline's values of exactly those fields.
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.config import RunConfig, nearest_divisible
+from engine.hardware.verdicts import backend_verdicts
 
 SPE_CHOICES = (1, 2, 4, 8, 16)
 BATCH_FACTORS = (0.5, 1, 2, 4)           # x the base global batch
@@ -28,9 +34,10 @@ WARMUP_CHOICES = (0.0, 1.0)               # epochs, only for batches above the b
 CYCLE_FRACTIONS = (0.25, 0.5, 1.0)        # one-cycle length as a share of the epoch cap
 LOW_PRECISIONS = ("mixed_bfloat16", "mixed_float16")
 
-TECHNIQUES = ("precision", "steps_per_execution", "batch", "schedule", "label_smoothing",
+TECHNIQUES = ("backend", "precision", "steps_per_execution", "batch", "schedule", "label_smoothing",
               "jit_compile", "devices")
 TECHNIQUE_FIELDS = {
+    "backend": ("backend", "jit_compile"),   # JAX runs always compile with XLA
     "precision": ("precision",),
     "steps_per_execution": ("steps_per_execution",),
     "batch": ("batch_size", "scale_lr", "reference_batch_size", "warmup_epochs"),
@@ -63,9 +70,12 @@ def facts_from_quick(quick: dict) -> dict:
     fp16 flags, NVIDIA GPUs by name (compute capability unknown: 'measure')."""
     flags = [f for f, on in (("avx512_bf16", quick.get("cpu_bf16")), ("avx512_fp16", quick.get("cpu_fp16")))
              if on]
+    versions = quick.get("backends") or {}
+    backends = {name: {"version": versions.get(name)} for name in ("tensorflow", "jax") if versions.get(name)}
     return {"host": {"cpu_flags": flags},
             "gpus": [{"name": n, "compute_capability": None} for n in quick.get("gpu_names") or []],
-            "tpu": {"hint": bool(quick.get("tpu")), "cores": 0}}
+            "tpu": {"hint": bool(quick.get("tpu")), "cores": 0},
+            "software": dict(versions), "backends": backends}
 
 
 def real_devices(facts: dict, device_type: str) -> int:
@@ -118,8 +128,17 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
         if max(devices) <= b <= n_train and b not in batches:
             batches.append(b)
     cycles = tuple(sorted({max(1, int(math.ceil(base.epochs * f))) for f in CYCLE_FRACTIONS}))
-    notes.append("backend: SpeedLab's engine trains with TensorFlow only, so the Keras backend is not searched")
+    backends = [base.backend]
+    for b in backend_verdicts(facts or {}, base.device_type):
+        if b["backend"] == base.backend:
+            continue
+        if b["verdict"] in ("faster", "measure") and n == 1:
+            backends.append(b["backend"])
+        else:
+            why = b["reason"] if n == 1 else "several devices are searched on the base backend only"
+            notes.append(f"backend {b['backend']} left out ({b['verdict']}): {why}")
     return SearchSpace(choices={
+        "backend": tuple(backends),
         "precision": tuple(precisions),
         "steps_per_execution": SPE_CHOICES,
         "batch_size": tuple(batches),
@@ -147,6 +166,9 @@ def suggest(trial, space: SearchSpace) -> dict:
         p["warmup_epochs"] = trial.suggest_categorical("warmup_epochs", c["warmup_epochs"])
     for name in ("label_smoothing", "jit_compile", "devices"):
         p[name] = trial.suggest_categorical(name, c[name])
+    backends = c.get("backend", ())
+    if len(backends) > 1:  # drawn last, so a one-backend space proposes as it did before
+        p["backend"] = trial.suggest_categorical("backend", backends)
     return p
 
 
@@ -156,7 +178,7 @@ def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
     time to beat early: the fastest low precision with a 'faster' verdict, 2
     steps per execution, twice the base batch with scaled LR, one-cycle over
     the middle length at the highest max LR offered, label smoothing 0.1, XLA
-    where its verdict is 'faster', every real device.
+    where its verdict is 'faster', every real device, the base backend.
 
     Only 2 steps per execution: when the time to a target is short, the warm-up
     (tracing the step) is most of it, and tracing grows with the steps fused
@@ -166,7 +188,7 @@ def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
     v = {x["option"]: x.get("verdict") for x in verdict_list}
     fast = [p for p in c["precision"] if v.get(p) == "faster"]
     double = [b for b in c["batch_size"] if b == 2 * space.base_batch]
-    return {
+    hint = {
         "precision": fast[0] if fast else "float32",
         "steps_per_execution": 2 if 2 in c["steps_per_execution"] else c["steps_per_execution"][0],
         "batch_size": double[0] if double else space.base_batch if space.base_batch in c["batch_size"]
@@ -178,6 +200,9 @@ def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
         "jit_compile": v.get("xla") == "faster" and True in c["jit_compile"],
         "devices": max(c["devices"]),
     }
+    if len(c.get("backend", ())) > 1:
+        hint["backend"] = c["backend"][0]  # the base backend, where the preset was tuned
+    return hint
 
 
 def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) -> RunConfig:
@@ -191,7 +216,7 @@ def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) 
     Raises: ConfigError if the combination is invalid (e.g. a batch the devices do not divide).
     """
     batch = int(params["batch_size"])
-    changes = {"precision": params["precision"], "batch_size": batch, "devices": int(params.get("devices", 1)),
+    changes = {"backend": params.get("backend") or base.backend, "precision": params["precision"], "batch_size": batch, "devices": int(params.get("devices", 1)),
                "jit_compile": bool(params.get("jit_compile", False)),
                "label_smoothing": float(params.get("label_smoothing", 0.0))}
     if batch != base.batch_size:
@@ -213,15 +238,18 @@ def config_changes(cfg: RunConfig, ref: RunConfig) -> dict:
     return {k: v for k, v in a.items() if k != "seed" and b.get(k) != v}
 
 
-def technique_of(field_name: str) -> Optional[str]:
-    """The technique that owns a RunConfig field, or None."""
-    return next((t for t, fs in TECHNIQUE_FIELDS.items() if field_name in fs), None)
-
-
 def techniques_used(cfg: RunConfig, baseline: RunConfig) -> list[str]:
-    """The techniques (in TECHNIQUES order) whose fields differ between `cfg` and `baseline`."""
-    return [t for t in TECHNIQUES
-            if any(getattr(cfg, f) != getattr(baseline, f) for f in TECHNIQUE_FIELDS[t])]
+    """The techniques (in TECHNIQUES order) whose fields differ between `cfg` and `baseline`.
+    The backend counts by its name alone, and XLA only on the same backend (JAX runs
+    always compile with XLA: there it comes with the backend)."""
+    def differs(t: str) -> bool:
+        if t == "backend":
+            return cfg.backend != baseline.backend
+        if t == "jit_compile" and cfg.backend != baseline.backend:
+            return False
+        return any(getattr(cfg, f) != getattr(baseline, f) for f in TECHNIQUE_FIELDS[t])
+
+    return [t for t in TECHNIQUES if differs(t)]
 
 
 _PRECISION_NAMES = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16", "float32": "float32"}
@@ -230,6 +258,8 @@ _PRECISION_NAMES = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16", "f
 def technique_label(technique: str, cfg: RunConfig) -> str:
     """How a technique is set in `cfg`, e.g. 'bfloat16', '8 steps per execution',
     'batch 512 + scaled LR + 1 warmup epoch', 'one_cycle (max LR 0.0033, 5 epochs)'."""
+    if technique == "backend":
+        return {"jax": "JAX backend", "tensorflow": "TensorFlow backend"}.get(cfg.backend, cfg.backend)
     if technique == "precision":
         return _PRECISION_NAMES.get(cfg.precision, cfg.precision)
     if technique == "steps_per_execution":
