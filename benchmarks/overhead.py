@@ -3,7 +3,9 @@
 Runs the same configuration through the engine (worker process, measuring
 callback, store writer thread, psutil sampling) and through a bare
 `model.fit` with no callbacks in an equally fresh process, alternating
-ROUNDS times in one invocation, and prints the ratio of steady throughputs.
+ROUNDS times in one invocation (engine first in odd rounds, bare first in even
+ones, so that a drift in load favours neither), and prints the ratio of steady
+throughputs.
 Goal: ratio >= 0.98 (instrumentation costs at most 2%).
 
 Both sides use the same data, pipeline, model, compile settings and `fit`
@@ -16,6 +18,9 @@ and the first epoch (tracing, compilation) is left out of both.
 - engine: the epoch-end times the worker stored (epochs table, t);
 - bare: epoch-end times from a callback with epoch hooks only (Keras keeps its
   per-batch fast path when no callback has batch hooks).
+With warm workers on (the default), the engine side runs in the queue's warm spare
+where one is ready, and the bare side starts only once the next spare has finished
+importing TensorFlow, so that the spare never competes with a measurement.
 It also prints the engine's headline steady samples/s (median per execution)
 next to its epoch-to-epoch rate: the two answer different questions.
 The spread of the ratios gives the number of rounds needed to resolve a 2%
@@ -87,6 +92,21 @@ def engine_rate(cfg, store_path) -> tuple[float, float]:
     return samples / (ends[-1] - ends[0]), run["summary"]["samples_per_sec"]
 
 
+def wait_for_idle_spare(store_path: Path, timeout_s: float = 90.0) -> None:
+    """Once an engine run has ended, the queue starts a warm spare worker that
+    imports TensorFlow (seconds of CPU): wait until it is ready and idle, so that
+    it does not compete with the bare side's measurement."""
+    from engine.jobs import runner
+
+    if not runner.warm_enabled():
+        return
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if any((store_path.parent / "spares").glob("*.ready")):
+            return
+        time.sleep(0.2)
+
+
 def bare_rate(cfg) -> float:
     from engine.process import worker_env
 
@@ -122,8 +142,15 @@ def main() -> None:
           f"batch {cfg.batch_size}, steps_per_execution {cfg.steps_per_execution}")
     ratios = []
     for i in range(a.rounds):
-        e, headline = engine_rate(cfg, store_path)
-        b = bare_rate(cfg)
+        # ABBA order: a drift in the machine's load (other jobs, thermal) does not favour one side.
+        if i % 2 == 0:
+            e, headline = engine_rate(cfg, store_path)
+            wait_for_idle_spare(store_path)
+            b = bare_rate(cfg)
+        else:
+            b = bare_rate(cfg)
+            e, headline = engine_rate(cfg, store_path)
+            wait_for_idle_spare(store_path)
         ratios.append(e / b)
         print(f"round {i + 1}: engine {e:,.0f} samples/s, bare fit {b:,.0f} samples/s (epoch to epoch), "
               f"ratio {e / b:.3f}; engine headline steady {headline:,.0f} samples/s "
