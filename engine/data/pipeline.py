@@ -123,7 +123,7 @@ class DataWaitMeter:
 def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int, replicas: int,
                   seed: int, mixup_alpha: float = 0.0, *, cache: bool = False, parallel_map: bool = True,
                   prefetch: bool = True, meter: Optional[DataWaitMeter] = None,
-                  repeat: bool = False) -> tf.data.Dataset:
+                  repeat: bool = False, shard: Optional[tuple[int, int]] = None) -> tf.data.Dataset:
     """Shuffled (each epoch, from `seed`), batched training data.
 
     Args: x (N, H, W, C) uint8 0..255 or float32 in [0, 1]; y int32 (N,).
@@ -133,6 +133,10 @@ def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
     short batch on one replica), so that `fit(steps_per_epoch=...)` keeps one
     iterator for the whole run instead of building a new one every epoch; mixup
     and prefetch then run on across epoch boundaries.
+    shard: (index, count) for one replica's own pipeline (engine.training.replica_input):
+    every replica builds the same global batches (same seeds, mixup included) and
+    keeps slice `index` of `count` equal slices of each, as tf.distribute splits
+    a global batch: the same examples, mixed alike, as with one shared pipeline.
     """
     npc = tf.data.AUTOTUNE if parallel_map else None
     prep = _preprocess(classes) if x.dtype == np.uint8 else None
@@ -155,6 +159,8 @@ def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
         from engine.data.targets import mixup
 
         ds = mixup(ds, mixup_alpha, seed)
+    if shard:
+        ds = _replica_slice(ds, *shard)
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
     if meter is not None:
@@ -164,11 +170,14 @@ def train_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
 
 def eval_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
                  replicas: int, *, cache: bool = False, parallel_map: bool = True,
-                 prefetch: bool = True, repeat: bool = False) -> tf.data.Dataset:
+                 prefetch: bool = True, repeat: bool = False,
+                 shard: Optional[tuple[int, int]] = None) -> tf.data.Dataset:
     """Validation data in order, never shuffled or mixed; every sample counts
     (the last batch may be partial: tf.distribute splits it over replicas).
     repeat: endless passes, for `validation_steps` = batches per pass (one
-    iterator for the whole run)."""
+    iterator for the whole run).
+    shard: (index, count): one replica's slice of every batch (see `train_dataset`
+    and `splits_evenly`)."""
     npc = tf.data.AUTOTUNE if parallel_map else None
     prep = _preprocess(classes) if x.dtype == np.uint8 else None
     ds = _source(x, y, classes, prep).batch(global_batch)
@@ -178,9 +187,31 @@ def eval_dataset(x: np.ndarray, y: np.ndarray, classes: int, global_batch: int,
         ds = ds.cache()
     if repeat:
         ds = ds.repeat()
+    if shard:
+        ds = _replica_slice(ds, *shard)
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
     return ds.with_options(_options(parallel_map))
+
+
+def _replica_slice(ds: tf.data.Dataset, index: int, count: int) -> tf.data.Dataset:
+    """Slice `index` of `count` of every batch of B examples: examples
+    [index * B // count, (index + 1) * B // count), so B / count each when count
+    divides B, and at least one each in a partial batch of B >= count."""
+
+    def take(x, y):
+        n = tf.shape(x)[0]
+        return x[index * n // count:(index + 1) * n // count], y[index * n // count:(index + 1) * n // count]
+
+    return _inline_map(ds, take)
+
+
+def splits_evenly(samples: int, global_batch: int, count: int) -> bool:
+    """Whether every batch of a pass over `samples` (the last one partial) gives each
+    of `count` replicas at least one example: per-replica validation needs no empty
+    slice (a replica would then average a loss over nothing)."""
+    last = samples % global_batch
+    return global_batch % count == 0 and samples >= count and (last == 0 or last >= count)
 
 
 def input_rate(ds: tf.data.Dataset, max_batches: int = 21, max_seconds: float = 2.0) -> Optional[float]:

@@ -139,7 +139,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     # The meter's variable is captured by a tf.data function: measured in one
     # process only (TPU hosts and multi-worker sharding rewrite input pipelines).
     meter = pipeline.DataWaitMeter() if setup.kind != "TPU" and setup.workers == 1 else None
-    from engine.training import iterators
+    from engine.training import iterators, replica_input
 
     # On JAX, mixup runs on the device inside the train step (jax_steps.mix_in_step), not here.
     host_mixup = 0.0 if jax else cfg.mixup_alpha
@@ -149,11 +149,26 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     build_once = fast_fit and not jax and iterators.supported()
     persistent = build_once and iterators.persistent_ok(steps_per_epoch, cfg.steps_per_execution)
     val_persistent = persistent and iterators.persistent_ok(val_steps, cfg.steps_per_execution)
-    val_ds = pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas,
-                                   **({"repeat": True} if val_persistent else {}), **opts)
-    train_ds = pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
+
+    def make_val(shard=None):
+        return pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas,
+                                     **({"repeat": True} if val_persistent else {}), shard=shard, **opts)
+
+    def make_train(shard=None, meter=None):
+        return pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
                                       replicas, cfg.seed, host_mixup, meter=meter,
-                                      **({"repeat": True} if persistent else {}), **opts)
+                                      **({"repeat": True} if persistent else {}), shard=shard, **opts)
+
+    # Simulated CPU replicas: one host pipeline each, no MultiDeviceIterator (replica_input).
+    split = not jax and replica_input.eligible(setup.kind, replicas, setup.workers, cfg.batch_size)
+    val_split = split and pipeline.splits_evenly(len(data.x_val), cfg.batch_size, replicas)
+    if split:  # the data wait is metered on replica 0's pipeline (a step waits for every replica alike)
+        train_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_train((i, n), meter if i == 0 else None))
+        train_spec = make_train((0, replicas)).element_spec
+    else:
+        train_ds = make_train(meter=meter)
+        train_spec = train_ds.element_spec
+    val_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_val((i, n))) if val_split else make_val()
     input_rate = None
     if probe_input:  # a separate copy: iterating the real one would move its shuffle seeds
         input_rate = pipeline.input_rate(pipeline.train_dataset(
@@ -192,7 +207,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
                 jit_compile=cfg.jit_compile,  # always explicit, never Keras's "auto"
             )
         if build_once:
-            iterators.build_once(model, train_ds.element_spec)
+            iterators.build_once(model, train_spec)
 
     compile_phase(phases[0])
     if jax and cfg.mixup_alpha > 0:
@@ -231,6 +246,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     }
     plan["fit_args"] = {}
     plan["persistent_iterators"] = {"train": persistent, "validation": val_persistent}
+    plan["input_per_replica"] = {"train": split, "validation": val_split}
     if persistent:
         plan["fit_args"]["steps_per_epoch"] = steps_per_epoch
     if val_persistent:
