@@ -97,8 +97,9 @@ class DataWaitMeter:
     batch ready, the whole preparation time when nothing was ready. It costs
     two tiny tf.data functions per batch (no Python, no GIL): ~35 us a batch
     on a 2-core CPU, inside the measured step time.
-    With several replicas tf.distribute pulls batches on its own prefetch
-    thread, so the meter then sees that thread's waits.
+    With several GPU replicas tf.distribute pulls batches on its own prefetch
+    thread, so the meter then sees that thread's waits; simulated CPU replicas
+    have a pipeline each (engine.training.replica_input), metered on replica 0's.
     """
 
     def __init__(self):
