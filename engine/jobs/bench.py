@@ -203,7 +203,9 @@ PROGRESS_FILE = background.BENCH_FILE
 LOG_FILE = "bench.log"
 
 
-QUICK_ESTIMATE_S = 110.0  # a 2-core CPU with JAX installed too, nothing else running (README "Measured figures")
+# A 2-core CPU with JAX installed too, nothing else running: 112 s measured before repeats refitted
+# the compiled models, x 0.58 as measured side by side under the same load (README "Measured figures").
+QUICK_ESTIMATE_S = 65.0
 
 
 def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[float, str]:
