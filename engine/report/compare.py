@@ -5,7 +5,7 @@ import time
 from typing import Optional
 
 from engine.report.live import StoreMetrics
-from engine.report.measure import speedup, steady_state, time_left
+from engine.report.measure import speedup, steady_state_arrays, time_left
 from engine.store import Store
 
 # Differences that make a comparison no longer like with like.
@@ -215,13 +215,12 @@ def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = N
     if run["status"] in ("completed", "failed", "cancelled") and "samples_per_sec" in summary:
         return summary
     execs = execs if execs is not None else store.frame("executions", run["id"])
-    gb = run["config"]["batch_size"]
     if len(execs):
-        def steady() -> dict:
-            return steady_state(execs["duration"].tolist(), execs["batches"].tolist(), gb,
-                                warmup_flags=execs["warmup"].tolist(),
-                                # stored rate x duration = the samples the worker really counted
-                                samples=(execs["samples_per_sec"] * execs["duration"]).tolist())
+        def steady() -> dict:  # as steady_state() of the rows, vectorised (a live page: every second)
+            return steady_state_arrays(execs["duration"].to_numpy(dtype=float),
+                                       # stored rate x duration = the samples the worker really counted
+                                       (execs["samples_per_sec"] * execs["duration"]).to_numpy(dtype=float),
+                                       execs["warmup"].to_numpy(dtype=float) != 0)  # NaN: warm-up, as bool()
         summary.update(source.memo(run, execs, "steady_state", steady) if source else steady())
     epochs = epochs if epochs is not None else store.metrics("epochs", run["id"])
     target = effective_target(run)
@@ -252,7 +251,7 @@ def progress(store: Store, run_id: int, source=None, now: Optional[float] = None
     total = plan.get("total_steps") or 0
     last = execs.iloc[-1] if len(execs) else None
     step = int(last["step"]) if last is not None else 0
-    steady = execs[execs["warmup"] == 0]
+    steady = execs.loc[execs["warmup"] == 0, ["batches", "duration"]]  # two columns, not every row's all
     steps_per_s = float(steady["batches"].sum() / steady["duration"].sum()) if len(steady) else None
     left = time_left(step, total, steps_per_s)
     elapsed = float(last["t"]) if last is not None else 0.0
