@@ -781,6 +781,8 @@ class _Slow:
     def __init__(self, runs: list[dict]):
         self.sig = tuple((r["id"], r["status"]) for r in runs)
         self.cache = st.session_state.setdefault("slow_charts", {})
+        for key in [k for k, hit in self.cache.items() if hit[0] != self.sig]:
+            del self.cache[key]  # drawn for other runs: never shown again
 
     def get(self, key: str, build):
         now = time.monotonic()
