@@ -128,7 +128,7 @@ def show(name: str, xs: list[float], goal: float | None = None) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--no-bench", action="store_true", help="skip timing bench --quick (about 90 s)")
+    p.add_argument("--no-bench", action="store_true", help="skip timing bench --quick (about 65 s)")
     p.add_argument("--cold", action="store_true", help="no warm spare worker (SPEEDLAB_WARM_WORKER=0)")
     a = p.parse_args()
     home = Path(tempfile.mkdtemp(prefix="speedlab-latency-"))

@@ -61,6 +61,35 @@ def test_summarize_speedups_and_spread():
     assert r["best"]["precision"] == "mixed_bfloat16"
 
 
+def test_warm_up_is_the_compiling_repeats():
+    cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False}]
+    # Repeat 1 refitted the compiled model (0.05 s of warm-up): the cell's warm-up is repeat 0's
+    # 2.0 s, not the median 1.025 s; old results without the flag count every repeat.
+    samples = [{"cell": 0, "repeat": 0, "samples_per_sec": 1000.0, "warmup_sec": 2.0, "compiled": True},
+               {"cell": 0, "repeat": 1, "samples_per_sec": 1000.0, "warmup_sec": 0.05, "compiled": False}]
+    assert bench.summarize(cells, samples)["cells"][0]["warmup_sec"] == 2.0
+    for s in samples:
+        del s["compiled"]
+    assert bench.summarize(cells, samples)["cells"][0]["warmup_sec"] == pytest.approx(1.025)
+
+
+def test_repeats_refit_each_cells_compiled_model(store_home):
+    cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False},
+             {"precision": "mixed_bfloat16", "steps_per_execution": 2, "jit_compile": False, "devices": 1,
+              "simulated": False}]
+    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2}
+    seen = []
+    r = bench.run(repeats=2, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append(s))
+    # Interleaved: both cells, then both again; the second round reuses the models built in the first.
+    assert [(s["cell"], s["repeat"], s["compiled"]) for s in seen] == [
+        (0, 0, True), (1, 0, True), (0, 1, False), (1, 1, False)]
+    assert all(s["samples_per_sec"] > 0 for s in seen)
+    assert [c["repeats"] for c in r["cells"]] == [2, 2]
+    assert [c["warmup_sec"] for c in r["cells"]] == [seen[0]["warmup_sec"], seen[1]["warmup_sec"]]
+
+
 def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):
     cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
               "simulated": False},
@@ -174,3 +203,35 @@ def test_benchmark_estimates_come_from_the_last_measurement():
     assert bench.estimate_sec({"wall_sec": 300.0, "full": True})[0] == bench.QUICK_ESTIMATE_S  # not a quick run
     assert bench.time_left_sec(0, 16, 5.0) is None
     assert bench.time_left_sec(4, 16, 20.0) == 60.0  # 5 s a cell, 12 cells left
+
+
+def test_time_left_from_the_samples_so_far():
+    tf = {"backend": "tensorflow", "precision": "float32", "steps_per_execution": 1, "jit_compile": False,
+          "devices": 1, "simulated": False}
+    cells = [tf, {**tf, "steps_per_execution": 8}, {**tf, "backend": "jax", "jit_compile": True}]
+    order = bench.measure_order(cells, 2)
+    assert order == [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)]
+    # Cell 0 built and fitted in 4 s (2 s of it warm-up) at 1,000 samples/s, reported 6 s in:
+    # the worker took 6 - 4 = 2 s to start.
+    seen = [{"cell": 0, "repeat": 0, "samples_per_sec": 1000.0, "wall_sec": 4.0, "warmup_sec": 2.0,
+             "compiled": True, "at": 6.0}]
+    # Left: cell 1's build 4 s (as cell 0's); cell 0's refit 1,000 samples at 1,000/s + 1 s = 2 s;
+    # cell 1's refit 4 s x (2 / 4) = 2 s; JAX: a worker start 2 s + a build 4 s, its refit 2 s.
+    assert bench.estimate_left(cells, order, seen, 6.0, work_samples=1000) == pytest.approx(16.0)
+    assert bench.estimate_left(cells, order, seen, 7.5, work_samples=1000) == pytest.approx(14.5)
+    assert bench.estimate_left(cells, order, [], 1.0, work_samples=1000) is None
+    # Cell 1 built in 6 s; cell 0 refitted in 1.5 s at 2,000 samples/s (0.5 s work + 1 s overhead, twice
+    # its first rate): cell 1's refit is 1,000 / (500 x 2) + 1 = 2 s; JAX: start 2 + build 5 (mean of
+    # the builds) + refit 5 x (1.5 / 4) = 1.875.
+    seen += [{"cell": 1, "repeat": 0, "samples_per_sec": 500.0, "wall_sec": 6.0, "warmup_sec": 3.0,
+              "compiled": True, "at": 12.0},
+             {"cell": 0, "repeat": 1, "samples_per_sec": 2000.0, "wall_sec": 1.5, "warmup_sec": 0.1,
+              "compiled": False, "at": 13.5}]
+    assert bench.estimate_left(cells, order, seen, 13.5, work_samples=1000) == pytest.approx(2 + 7 + 1.875)
+
+
+def test_progress_line_counts_down_from_the_written_estimate():
+    assert bench.progress_left({"left_sec": 16.0, "left_written": 100.0, "done": 1, "total": 6}, 105.0) == 11.0
+    assert bench.progress_left({"left_sec": 16.0, "left_written": 100.0}, 130.0) == 0.0
+    assert bench.progress_left({"done": 4, "total": 16, "elapsed": 20.0}, 0.0) == 60.0  # older files
+    assert bench.progress_left({"done": 0, "total": 16, "elapsed": 3.0}, 0.0) is None

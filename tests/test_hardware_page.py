@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import psutil
 import pytest
@@ -155,12 +156,16 @@ def test_running_benchmark_shows_progress_and_blocks_a_second_start(store_home):
     background.write_json(bench.progress_path(), {
         "state": "running", "pid": os.getpid(), "pid_started": me.create_time(), "started": 1.0,
         "done": 5, "total": 16, "current": "mixed bf16 · spe 1 · XLA off · 1 device, repeat 1/2",
-        "last": {"cell": "fp32 · spe 8 · XLA on · 1 device", "samples_per_sec": 2345.0}, "error": None})
+        "last": {"cell": "fp32 · spe 8 · XLA on · 1 device", "samples_per_sec": 2345.0}, "error": None,
+        # The CLI's estimate from the samples so far (bench.estimate_left), written "now" (an hour
+        # ahead, so that it has not counted down yet when the page reads it).
+        "left_sec": 40.0, "left_written": time.time() + 3600})
     at = app(PAGE)
     no_errors(at)
     bar = at.get("progress")[0].proto
     assert bar.value == round(100 * 5 / 16) or abs(bar.value - 5 / 16) < 0.01
     assert "Cell 6 of 16: measuring mixed bf16 · spe 1 · XLA off · 1 device, repeat 1/2" in bar.text
+    assert "about 40 s left" in bar.text
     assert "Last measured: fp32 · spe 8 · XLA on · 1 device: 2,345 samples/s" in texts(at.caption)
     assert at.button(key="bench_start").disabled and at.button(key="bench_cancel")
     # The Train page refuses to launch meanwhile (both measurements would be spoilt).

@@ -47,3 +47,28 @@ def test_short_last_batch_counts_its_real_samples():
     assert r["samples_per_sec"] == pytest.approx(12800.0)  # median of 10 x 12,800 and 2,900
     assert r["samples_per_sec_mean"] == pytest.approx((10 * 128 + 29) / 0.11)
     assert r["samples_per_sec_iqr"][0] == pytest.approx(12800.0)
+
+
+def test_steady_state_of_arrays_is_the_same_to_the_last_bit():
+    import random
+
+    import numpy as np
+
+    from engine.report.measure import steady_state_arrays
+
+    rng = random.Random(0)
+    for n in (1, 2, 3, 4, 5, 7, 10, 101, 1000):
+        for _ in range(20):
+            d = [rng.uniform(0.001, 0.5) * rng.choice([1, 10]) for _ in range(n)]
+            b = [rng.choice([1, 2, 8]) for _ in range(n)]
+            w = [i == 0 or rng.random() < 0.05 for i in range(n)]
+            samples = [x * 128 * rng.choice([1, 0.5]) for x in b]
+            assert steady_state_arrays(np.array(d), np.array(samples), np.array(w)) == \
+                steady_state(d, b, 128, warmup_flags=w, samples=samples)
+    # Hand-computed: warm-up 1 s; steady 256, 512, 1024 samples/s -> median 512, mean 3 x 128 / 0.875.
+    out = steady_state_arrays(np.array([1.0, 0.5, 0.25, 0.125]), np.array([128.0] * 4),
+                              np.array([True, False, False, False]))
+    assert (out["warmup_sec"], out["samples_per_sec"], out["steady_executions"]) == (1.0, 512.0, 3)
+    assert out["samples_per_sec_mean"] == pytest.approx(384 / 0.875)
+    with pytest.raises(ValueError, match="duration must be > 0 s"):
+        steady_state_arrays(np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([True, False]))

@@ -228,7 +228,7 @@ def bench_progress(was_running: bool) -> None:
             done, total = p.get("done") or 0, p.get("total") or 0
             what = (f"measuring {p['current']}" if p.get("current")
                     else "starting the worker (TensorFlow, data, model)")
-            left = bench.time_left_sec(done, total, p.get("elapsed", 0))
+            left = bench.progress_left(p, time.time())
             text = (f":material/speed: Cell {min(done + 1, total)} of {total}: {what} · "
                     f"{p.get('elapsed', 0):.0f} s elapsed"
                     + (f" · about {left:.0f} s left" if left is not None else ""))

@@ -103,7 +103,7 @@ def comparison(store, base: dict | None, run: dict | None, source=None) -> None:
     headline(base, run, cmp)
     frames = _frames(src, runs)
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
+               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})
     kinds = {charts.run_label(r): charts.train_loss_kind(r.get("config")) for r in runs}
     left, right = st.columns(2, gap="medium")

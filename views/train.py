@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,10 @@ except ImportError:
     hardware = None
 
 LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
+# Learning rate, worker CPU and memory, data wait: redrawn at most this often while a run
+# is live (their figures are kept in between), since drawing them every second cost
+# about a third of a live refresh's server CPU (benchmarks/live_view.py).
+SLOW_REFRESH_S = 5.0
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
 OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" for these fields
@@ -647,7 +652,11 @@ def _frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
     """Executions (at most charts.MAX_POINTS per run, warm-up kept), epochs and
     system rows of `runs`, tagged with label/colour: what the charts draw."""
     src.keep(r["id"] for r in runs)
-    read = {"executions": lambda r: charts.downsample(src.executions(r)),
+    def shown(r: dict) -> pd.DataFrame:
+        execs = src.executions(r)
+        return src.memo(r, execs, "display", lambda: charts.downsample(execs))
+
+    read = {"executions": shown,
             "epochs": lambda r: pd.DataFrame(src.epochs(r), columns=list(EPOCH_COLS)),
             "system": lambda r: _chief(src.system(r))}
     out = {}
@@ -674,7 +683,7 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
         line = (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step "
                 f"{p['step']}/{p['total_steps']} · {p['elapsed_sec']:.1f} s elapsed · {left}")
         return line, p["fraction"]
-    summ = live_summary(store, run, *((src.executions(run), src.epochs(run)) if src else ()))
+    summ = live_summary(store, run, *((src.executions(run), src.epochs(run), src) if src else ()))
     sps = summ.get("samples_per_sec")
     rate = f" · {sps:,.0f} samples/s" if sps else ""
     lost = incomplete_note(run.get("summary"))
@@ -733,7 +742,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
            else None)
     # compare() has just computed both steady medians: reuse them rather than recompute.
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r))
+               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})
 
     # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
@@ -751,14 +760,42 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                     key="loss_t", config=PLOTLY_CONFIG)
     c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
                     key="loss_step", config=PLOTLY_CONFIG)
-    data_wait_row(src, runs, frames["executions"])
+    # The live Train page keeps its slower charts a few seconds; a replay (source given) redraws all.
+    slow = _Slow(runs) if source is None else None
+    data_wait_row(src, runs, frames["executions"], slow)
     loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
-    s1.plotly_chart(charts.lr_figure(frames["executions"]), key="lr", config=PLOTLY_CONFIG)
-    s2.plotly_chart(charts.system_figure(frames["system"], "cpu_percent", "CPU (% of a core)",
-                                         "Worker CPU"), key="cpu", config=PLOTLY_CONFIG)
-    s3.plotly_chart(charts.system_figure(frames["system"], "rss_mb", "memory (RSS, MB)",
-                                         "Worker memory"), key="mem", config=PLOTLY_CONFIG)
+    execs, system = frames["executions"], frames["system"]
+    s1.plotly_chart(_kept(slow, "lr", execs, lambda: charts.lr_figure(execs)), key="lr", config=PLOTLY_CONFIG)
+    s2.plotly_chart(_kept(slow, "cpu", system, lambda: charts.system_figure(
+        system, "cpu_percent", "CPU (% of a core)", "Worker CPU")), key="cpu", config=PLOTLY_CONFIG)
+    s3.plotly_chart(_kept(slow, "mem", system, lambda: charts.system_figure(
+        system, "rss_mb", "memory (RSS, MB)", "Worker memory")), key="mem", config=PLOTLY_CONFIG)
+
+
+class _Slow:
+    """This session's slower charts for `runs`: a value is rebuilt once it is
+    SLOW_REFRESH_S old or the runs shown (ids, statuses) changed, so a run's end
+    is drawn at once. Kept in st.session_state, one entry per key."""
+
+    def __init__(self, runs: list[dict]):
+        self.sig = tuple((r["id"], r["status"]) for r in runs)
+        self.cache = st.session_state.setdefault("slow_charts", {})
+        for key in [k for k, hit in self.cache.items() if hit[0] != self.sig]:
+            del self.cache[key]  # drawn for other runs: never shown again
+
+    def get(self, key: str, build):
+        now = time.monotonic()
+        hit = self.cache.get(key)
+        if hit is None or hit[0] != self.sig or now - hit[1] >= SLOW_REFRESH_S:
+            hit = self.cache[key] = (self.sig, now, build())
+        return hit[2]
+
+
+def _kept(slow: _Slow | None, key: str, frame: pd.DataFrame | None, build):
+    """build(), or its kept value while `slow` keeps it; never kept while `frame`
+    is still empty (the first points show at once)."""
+    return slow.get(key, build) if slow is not None and frame is not None and not frame.empty else build()
 
 
 def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
@@ -775,36 +812,49 @@ def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | Non
                        "updates skipped (gradients not finite under float16 loss scaling); steps count batches run")
 
 
-def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
+def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None,
+                  slow: _Slow | None = None) -> None:
     """Per run: how long each execution waited for input versus computed, and a
     one-line verdict (input-bound or compute-bound). Runs whose data wait is
-    not measured (multi-worker, TPU: NULL) get a short note instead."""
+    not measured (multi-worker, TPU: NULL) get a short note instead. `slow`:
+    keeps each run's verdict and chart a few seconds (see render_comparison)."""
     cols = st.columns(len(runs), gap="medium") if runs else []
     for col, r in zip(cols, runs):
-        label = charts.run_label(r)
         rows = execs[execs["run_id"] == r["id"]] if execs is not None and "run_id" in execs else None
+        note, verdict, fig = _kept(slow, f"data_wait_{r['id']}", rows, lambda: _data_wait(src, r, rows))
         with col:
-            if rows is None or rows.empty:
-                st.caption(f"**{label}** · data wait vs compute: waiting for the first execution ...")
+            if note:
+                st.caption(note)
                 continue
-            if charts.data_wait_frame(rows).empty:
-                cfg = r.get("config") or {}
-                why = ("multi-worker runs" if cfg.get("workers", 1) > 1 else "TPU runs"
-                       if cfg.get("device_type") == "tpu" else "this run")
-                note = ("waiting for the first steady execution ..." if rows["data_wait"].notna().any()
-                        else f"not measured for {why} (the input meter does not run there)")
-                st.caption(f":material/info: **{label}** · data wait vs compute: {note}")
-                continue
-            share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
-            if share is None:
-                share = charts.data_wait_share(src.executions(r))  # all of them: the chart's rows are thinned
-            verdict = charts.data_wait_verdict(share)
             if verdict:  # the verdict first, then the evidence
-                kind, line = verdict
-                color = {"input-bound": "red", "partly input-bound": "orange"}.get(kind, "green")
-                st.markdown(f"**{label}** · :{color}-badge[{kind}] {line[len(kind) + 2:]}")
-            st.plotly_chart(charts.data_wait_figure(rows, title="Data wait vs compute"),
-                            key=f"data_wait_{r['id']}", config=PLOTLY_CONFIG)
+                st.markdown(verdict)
+            st.plotly_chart(fig, key=f"data_wait_{r['id']}", config=PLOTLY_CONFIG)
+
+
+def _data_wait(src: LiveMetrics, r: dict, rows: pd.DataFrame | None) -> tuple:
+    """(a note instead of the chart, or None; the verdict line or None; the figure or None)
+    for run `r`, whose display rows are `rows`."""
+    label = charts.run_label(r)
+    if rows is None or rows.empty:
+        return f"**{label}** · data wait vs compute: waiting for the first execution ...", None, None
+    if charts.data_wait_frame(rows).empty:
+        cfg = r.get("config") or {}
+        why = ("multi-worker runs" if cfg.get("workers", 1) > 1 else "TPU runs"
+               if cfg.get("device_type") == "tpu" else "this run")
+        note = ("waiting for the first steady execution ..." if rows["data_wait"].notna().any()
+                else f"not measured for {why} (the input meter does not run there)")
+        return f":material/info: **{label}** · data wait vs compute: {note}", None, None
+    share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
+    if share is None:
+        execs_r = src.executions(r)  # all of them: the chart's rows are thinned
+        share = src.memo(r, execs_r, "data_wait_share", lambda: charts.data_wait_share(execs_r))
+    verdict = charts.data_wait_verdict(share)
+    line = None
+    if verdict:
+        kind, text = verdict
+        color = {"input-bound": "red", "partly input-bound": "orange"}.get(kind, "green")
+        line = f"**{label}** · :{color}-badge[{kind}] {text[len(kind) + 2:]}"
+    return None, line, charts.data_wait_figure(rows, title="Data wait vs compute")
 
 
 def _x(v: float | None) -> str:

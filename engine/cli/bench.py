@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="quick speedup benchmark of the options on this machine",
                        description="Short runs on synthetic data (precision x steps per execution x XLA "
                                    "x replicas, x backend where JAX is installed too), each against a float32 single-device baseline measured in "
-                                   "the same invocation. About 110 s on a 2-core CPU with --quick (JAX installed).")
+                                   "the same invocation. About 65 s on an idle 2-core CPU with --quick (JAX installed).")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", default=True, help="small matrix (default)")
     size.add_argument("--full", action="store_true",
@@ -119,14 +120,21 @@ def main(args) -> int:
         return bench.cell_name(cells[i]) + (f", repeat {r + 1}/{args.repeats}" if args.repeats > 1 else "")
 
     write(state="running", done=0, total=total, current=current(0), full=args.full, repeats=args.repeats)
+    work = workload or (bench.FULL if args.full else bench.QUICK)
+    work_samples = work["steps"] * work["epochs"] * work["batch_size"]
+    seen = []
 
     def progress(done, total_, sample):
-        write(done=done, current=current(done),
+        seen.append({**sample, "at": time.monotonic() - t_run})
+        left = bench.estimate_left(cells, order, seen, seen[-1]["at"], work_samples)
+        write(done=done, current=current(done), left_sec=left, left_written=time.time(),
               last={"cell": bench.cell_name(cells[sample["cell"]]),
                     "samples_per_sec": sample.get("samples_per_sec")})
         if not args.json or sys.stderr.isatty():
-            print(f"\r  measured {done}/{total_} cells", end="", file=sys.stderr, flush=True)
+            print(f"\r  measured {done}/{total_} cells" + (f", about {left:.0f} s left   " if done < total_ else ""),
+                  end="", file=sys.stderr, flush=True)
 
+    t_run = time.monotonic()
     try:
         result = bench.run(full=args.full, repeats=args.repeats, facts=facts, cells=cells,
                            workload=workload, on_progress=progress)

@@ -93,11 +93,12 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
     Args:
         cells: plan_matrix output; cells[0] is the baseline.
         samples: one per measured cell and repeat: {'cell': index, 'repeat': r,
-            'samples_per_sec': steady median, 'warmup_sec'}.
+            'samples_per_sec': steady median, 'warmup_sec', 'compiled' (False for a
+            repeat that fitted the cell's already compiled model; missing: True)}.
     Returns: {'cells': [{..settings.., 'samples_per_sec' (median over repeats),
         'speedup' (median over repeats of cell/baseline of the same repeat),
-        'speedup_min', 'speedup_max', 'repeats'}], 'best': the cell with the
-        highest median speedup}.
+        'speedup_min', 'speedup_max', 'repeats', 'warmup_sec' (median over the repeats
+        that compiled)}], 'best': the cell with the highest median speedup}.
     """
     by = {}
     for s in samples:
@@ -108,8 +109,10 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
         rates = [by[(i, r)]["samples_per_sec"] for r in reps]
         ratios = [by[(i, r)]["samples_per_sec"] / by[(0, r)]["samples_per_sec"]
                   for r in reps if (0, r) in by and by[(0, r)]["samples_per_sec"]]
+        # A repeat that reused the compiled model has next to no warm-up: not the cell's.
+        warm = [by[(i, r)]["warmup_sec"] for r in reps if by[(i, r)].get("compiled", True)]
         out.append({**c, "samples_per_sec": statistics.median(rates) if rates else None,
-                    "warmup_sec": statistics.median([by[(i, r)]["warmup_sec"] for r in reps]) if reps else None,
+                    "warmup_sec": statistics.median(warm) if warm else None,
                     "speedup": statistics.median(ratios) if ratios else None,
                     "speedup_min": min(ratios) if ratios else None,
                     "speedup_max": max(ratios) if ratios else None, "repeats": len(ratios)})
@@ -200,7 +203,9 @@ PROGRESS_FILE = background.BENCH_FILE
 LOG_FILE = "bench.log"
 
 
-QUICK_ESTIMATE_S = 110.0  # a 2-core CPU with JAX installed too, nothing else running (README "Measured figures")
+# A 2-core CPU with JAX installed too, nothing else running: 112 s measured before repeats refitted
+# the compiled models, x 0.58 as measured side by side under the same load (README "Measured figures").
+QUICK_ESTIMATE_S = 65.0
 
 
 def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[float, str]:
@@ -215,10 +220,103 @@ def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[flo
 
 def time_left_sec(done: int, total: int, elapsed: float) -> Optional[float]:
     """Seconds left from the cells done so far (each cell's share of the time so far);
-    None before the first cell is done."""
+    None before the first cell is done. Rough: a cell's repeats take a fraction of its
+    first fit (see estimate_left, which the CLI writes to the progress file)."""
     if not done or not total:
         return None
     return max(elapsed / done * (total - done), 0.0)
+
+
+def progress_left(p: dict, now: float) -> Optional[float]:
+    """Seconds left of a running benchmark from its progress file `p` at time `now`
+    (s since the epoch): the CLI's estimate ('left_sec', written at 'left_written')
+    counting down since, else `time_left_sec` from the cells done."""
+    if p.get("left_sec") is not None and p.get("left_written"):
+        return max(p["left_sec"] - max(now - p["left_written"], 0.0), 0.0)
+    return time_left_sec(p.get("done") or 0, p.get("total") or 0, p.get("elapsed", 0))
+
+
+def estimate_left(cells: list[dict], order: list[tuple[int, int]], seen: list[dict], now: float,
+                  work_samples: int) -> Optional[float]:
+    """Seconds left of a benchmark from what its samples so far took; None before the first.
+
+    Args:
+        cells: the matrix; order: (cell, repeat) in measuring order (`measure_order`).
+        seen: the samples reported so far, in order, each with 'cell', 'repeat',
+            'samples_per_sec', 'wall_sec' (its build and fit, s), 'compiled' and 'at'
+            (s since the benchmark started when it was reported).
+        now: s since the benchmark started.
+        work_samples: samples one fit trains (steps x epochs x batch size).
+    A cell's first repeat builds and compiles: it takes the mean of the first repeats
+    seen with the same backend and XLA setting (else the same backend, else any). A
+    later repeat refits the compiled model: its work at the cell's measured samples/s,
+    plus the mean overhead (wall less that) of the later repeats seen. A worker still
+    to start takes the mean start-up seen (time to a worker's first sample less that
+    sample's own). The time since the last sample counts against the one being measured.
+    """
+    if not seen:
+        return None
+    backend = {i: c.get("backend", "tensorflow") for i, c in enumerate(cells)}
+    layout = {i: (backend[i], c["devices"]) for i, c in enumerate(cells)}
+    first = [s for s in seen if s.get("compiled", s["repeat"] == 0)]
+    later = [s for s in seen if not s.get("compiled", s["repeat"] == 0)]
+    rate = {s["cell"]: s["samples_per_sec"] for s in first if s.get("samples_per_sec")}
+    starts, prev_at, prev_layout = [], 0.0, None
+    for s in seen:  # a worker starts before each new layout's first sample
+        if layout[s["cell"]] != prev_layout:
+            starts.append(max(s["at"] - prev_at - s["wall_sec"], 0.0))
+            prev_layout = layout[s["cell"]]
+        prev_at = s["at"]
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs) if xs else 0.0
+
+    def alike(i: int):
+        """Cells to learn from for cell i, closest first: same layout and XLA setting, same backend, any."""
+        return (lambda j: layout[j] == layout[i] and cells[j]["jit_compile"] == cells[i]["jit_compile"],
+                lambda j: backend[j] == backend[i], lambda j: True)
+
+    def learned(i: int, values: dict) -> float:
+        for like in alike(i):
+            xs = [v for j, v in values.items() if like(j)]
+            if xs:
+                return mean(xs)
+        return 0.0
+
+    firsts = {s["cell"]: s for s in first}
+    # A refit runs faster than the first fit's steady rate where tracing went on past the
+    # first execution (XLA): the ratio seen on cells already refitted.
+    gains = {s["cell"]: s["samples_per_sec"] / firsts[s["cell"]]["samples_per_sec"] for s in later
+             if s.get("samples_per_sec") and firsts.get(s["cell"], {}).get("samples_per_sec")}
+    # A refit's time besides its steady work (warm-up, epoch ends); 1 s until one is seen.
+    overheads = [s["wall_sec"] - work_samples / s["samples_per_sec"] for s in later if s.get("samples_per_sec")]
+    overhead = mean(overheads) if overheads else 1.0
+    builds = {j: s["wall_sec"] for j, s in firsts.items()}
+
+    def refit(i: int) -> float:
+        return work_samples / (rate[i] * (learned(i, gains) if gains else 1.0)) + overhead
+
+    # A cell not measured yet refits in this share of its build's time: as measured on the
+    # cells refitted so far, else as predicted for the cells built so far.
+    pairs = [s["wall_sec"] / builds[s["cell"]] for s in later if builds.get(s["cell"])]
+    share = mean(pairs) if pairs else mean([refit(i) / w for i, w in builds.items() if rate.get(i) and w])
+    built = set(builds)
+    costs, current = [], layout[seen[-1]["cell"]]
+    for i, _ in order[len(seen):]:
+        if rate.get(i):
+            c = refit(i)
+        elif i in built:
+            c = learned(i, builds) * share
+        else:
+            c = learned(i, builds)
+            built.add(i)
+        if layout[i] != current:
+            c += mean(starts)
+            current = layout[i]
+        costs.append(c)
+    if not costs:
+        return 0.0
+    return max(costs[0] - max(now - seen[-1]["at"], 0.0), 0.0) + sum(costs[1:])
 
 
 def cell_name(cell: dict) -> str:

@@ -5,7 +5,7 @@ import time
 from typing import Optional
 
 from engine.report.live import StoreMetrics
-from engine.report.measure import speedup, steady_state, time_left
+from engine.report.measure import speedup, steady_state_arrays, time_left
 from engine.store import Store
 
 # Differences that make a comparison no longer like with like.
@@ -128,7 +128,7 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     src = source or StoreMetrics(store)
     rows_b, rows_r = src.executions(base), src.executions(run)
     ep_b, ep_r = src.epochs(base), src.epochs(run)
-    b, r = live_summary(store, base, rows_b, ep_b), live_summary(store, run, rows_r, ep_r)
+    b, r = live_summary(store, base, rows_b, ep_b, src), live_summary(store, run, rows_r, ep_r, src)
     caveats = []
     for key in _LIKE_FIELDS:
         if base["config"].get(key) != run["config"].get(key):
@@ -205,21 +205,23 @@ def backend_speedup(store: Store, run_id: int) -> Optional[dict]:
     return out
 
 
-def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = None) -> dict:
+def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = None, source=None) -> dict:
     """The run's summary; for a run still in progress, figures computed from the
     executions stored so far (same arithmetic as the final summary). `execs`
     (DataFrame of EXEC_COLS) and `epochs` (rows) are the run's stored metrics
-    when the caller has read them already."""
+    when the caller has read them already, from `source` (as for `compare`;
+    a LiveMetrics source computes the steady state once per rows read)."""
     summary = dict(run.get("summary") or {})
     if run["status"] in ("completed", "failed", "cancelled") and "samples_per_sec" in summary:
         return summary
     execs = execs if execs is not None else store.frame("executions", run["id"])
-    gb = run["config"]["batch_size"]
     if len(execs):
-        summary.update(steady_state(execs["duration"].tolist(), execs["batches"].tolist(), gb,
-                                    warmup_flags=execs["warmup"].tolist(),
-                                    # stored rate x duration = the samples the worker really counted
-                                    samples=(execs["samples_per_sec"] * execs["duration"]).tolist()))
+        def steady() -> dict:  # as steady_state() of the rows, vectorised (a live page: every second)
+            return steady_state_arrays(execs["duration"].to_numpy(dtype=float),
+                                       # stored rate x duration = the samples the worker really counted
+                                       (execs["samples_per_sec"] * execs["duration"]).to_numpy(dtype=float),
+                                       execs["warmup"].to_numpy(dtype=float) != 0)  # NaN: warm-up, as bool()
+        summary.update(source.memo(run, execs, "steady_state", steady) if source else steady())
     epochs = epochs if epochs is not None else store.metrics("epochs", run["id"])
     target = effective_target(run)
     if target and "time_to_target_sec" not in summary:
@@ -249,7 +251,7 @@ def progress(store: Store, run_id: int, source=None, now: Optional[float] = None
     total = plan.get("total_steps") or 0
     last = execs.iloc[-1] if len(execs) else None
     step = int(last["step"]) if last is not None else 0
-    steady = execs[execs["warmup"] == 0]
+    steady = execs.loc[execs["warmup"] == 0, ["batches", "duration"]]  # two columns, not every row's all
     steps_per_s = float(steady["batches"].sum() / steady["duration"].sum()) if len(steady) else None
     left = time_left(step, total, steps_per_s)
     elapsed = float(last["t"]) if last is not None else 0.0
@@ -261,7 +263,7 @@ def progress(store: Store, run_id: int, source=None, now: Optional[float] = None
             clock = (now if now is not None else time.time()) - started
             left = max(left - max(clock - elapsed, 0.0), 0.0)
             elapsed = max(elapsed, clock)
-    summ = live_summary(store, run, execs, epochs)
+    summ = live_summary(store, run, execs, epochs, src)
     return {
         "status": run["status"], "epoch": int(last["epoch"]) + 1 if last is not None else 0,
         "epochs": run["config"]["epochs"], "step": step, "total_steps": total,

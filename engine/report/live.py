@@ -5,7 +5,9 @@ long run each time costs seconds of server CPU per refresh (measured: 1.6 CPU-s
 with 50,000 executions), so a page keeps one `LiveMetrics` per session: each
 tick it reads only the executions and system samples added since the last tick
 and appends them; epochs (one row each, few) are re-read. A finished run is read
-once. `compare`, `progress` and the charts take it as their metrics source.
+once; figures derived from a run's rows (its steady state, its display series)
+are kept until new rows arrive (`memo`). `compare`, `progress` and the charts
+take it as their metrics source.
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ class StoreMetrics:
         """The run's system samples, columns SYSTEM_COLS, in time order."""
         return self.store.frame("system", run["id"])
 
+    def memo(self, run: dict, execs: pd.DataFrame, key: str, compute):
+        """compute(): a figure derived from `execs`, the run's executions. Here
+        computed on every call; LiveMetrics keeps it until new rows arrive."""
+        return compute()
+
 
 class LiveMetrics(StoreMetrics):
     """StoreMetrics that keeps what it read: a tick reads only new rows.
@@ -48,6 +55,7 @@ class LiveMetrics(StoreMetrics):
         self._execs: dict[int, pd.DataFrame] = {}
         self._system: dict[int, tuple[int, pd.DataFrame]] = {}
         self._done: dict[int, list] = {}  # finished runs' epochs, read once
+        self._memo: dict[int, dict] = {}  # figures derived from a run's executions as read so far
 
     def use(self, store: Store) -> "LiveMetrics":
         self.store = store
@@ -56,7 +64,7 @@ class LiveMetrics(StoreMetrics):
     def keep(self, run_ids) -> None:
         """Forget every run but these."""
         keep = set(run_ids)
-        for cache in (self._execs, self._system, self._done):
+        for cache in (self._execs, self._system, self._done, self._memo):
             for rid in [r for r in cache if r not in keep]:
                 del cache[rid]
 
@@ -71,7 +79,20 @@ class LiveMetrics(StoreMetrics):
             part = pd.DataFrame.from_records(new, columns=list(EXEC_COLS))
             have = part if have is None or not len(have) else pd.concat([have, part], ignore_index=True)
             self._execs[rid] = have
+            self._memo.pop(rid, None)
         return have
+
+    def memo(self, run: dict, execs: pd.DataFrame, key: str, compute):
+        """compute() once per run, key and rows read: a page tick asks for the same
+        steady state or display series several times, and a finished run's never
+        change. Only for `execs` as returned by `executions` (else computed)."""
+        rid = run["id"]
+        if execs is not self._execs.get(rid):
+            return compute()
+        memo = self._memo.setdefault(rid, {})
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
 
     def epochs(self, run: dict) -> list[dict]:
         rid = run["id"]
