@@ -511,7 +511,7 @@ def time_figure(rows: list[tuple[str, Optional[Mapping]]], title: Optional[str] 
     Args: rows: [(run label, engine.report.compare.breakdown() or None)].
     """
     rows = [(label, b) for label, b in rows if b]
-    height = height or max(200, 120 + 52 * len(rows))
+    height = height or 120 + 52 * max(len(rows), 2)  # one bar alone: room for the legend below the axis
     if not rows:
         return empty_figure("shown when a run ends (its timeline is stored then)", height,
                             "wall time (s)", "", title)
