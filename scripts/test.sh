@@ -18,4 +18,4 @@ fi
 # Two test processes (pytest-xdist): the longest tests start first (tests/conftest.py) and tests
 # that share a module-scoped run stay on one process. One test, serially:
 #   .venv/bin/python -m pytest -q tests/test_runs.py::test_killed_worker_ends_failed_with_reason
-exec .venv/bin/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest -q -n 2 "$@"

@@ -1,9 +1,9 @@
 """Shared fixtures: every test gets its own store folder (SPEEDLAB_HOME).
 
-Under pytest-xdist (scripts/test.sh runs `-n 2 --dist loadgroup`), the hook
-below starts the longest tests first, so that no worker is left alone with a
-90-s test at the end, and keeps the tests that share a module-scoped fixture
-(one real search, one matrix subprocess) on one worker, so it runs once.
+Under pytest-xdist (scripts/test.sh runs `-n 2`), the hooks below start the
+longest tests first, so that no worker is left alone with a 90-s test at the
+end, and keep the tests that share a module-scoped fixture (one real search,
+one matrix subprocess) on one worker, so that it runs once.
 """
 import os
 import time
@@ -60,42 +60,69 @@ SLOW = {
 }
 
 
+# Test modules with a module-scoped fixture (one real search, one matrix subprocess):
+# under xdist each runs whole on one worker, so that its fixture runs once.
+SHARED_MODULES = ("tests/test_autopilot.py", "tests/test_composition.py", "tests/test_jax.py")
+
+
 def _shared_fixture(item) -> str | None:
-    """The first module- or session-scoped fixture the test uses (by where it is
-    defined and its name), or None."""
+    """The first module-, package- or session-scoped fixture defined in tests/ that the test uses, or None."""
     for name in item.fixturenames:
         for fdef in item._fixtureinfo.name2fixturedefs.get(name, ()):
-            if fdef.scope in ("module", "package", "session") and fdef.baseid:
+            if fdef.scope in ("module", "package", "session") and fdef.baseid.startswith("tests"):
                 return f"{fdef.baseid}::{name}"
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def _seconds(item) -> float:
+    return SLOW.get(item.nodeid.split("/", 1)[-1], 1.0)
+
+
 def pytest_collection_modifyitems(config, items):
-    if not getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+    """Under xdist: longest first, a SHARED_MODULES module counted as one unit
+    (the sum of its tests), its tests kept together in file order."""
+    if not hasattr(config, "workerinput"):
         return  # a plain serial run keeps file order
-    groups: dict[str, float] = {}
     for item in items:
         shared = _shared_fixture(item)
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(shared.replace("/", ".").replace("::", ".")))
-            item.stash[_GROUP] = shared
-            groups[shared] = groups.get(shared, 0) + _seconds(item)
+        if shared and item.nodeid.split("::")[0] not in SHARED_MODULES:
+            item.stash[_UNSHARED] = (f"{item.nodeid} uses the shared fixture {shared}: add its module to "
+                                     "SHARED_MODULES in tests/conftest.py so that it runs on one worker")
+    units: dict[str, float] = {}
+    for item in items:
+        unit = _unit(item.nodeid)
+        units[unit] = units.get(unit, 0.0) + _seconds(item)
     order = {id(item): i for i, item in enumerate(items)}
-
-    def key(item):
-        shared = item.stash.get(_GROUP, None)
-        est = groups[shared] if shared else _seconds(item)
-        return (-est, shared or "", order[id(item)])
-
-    items.sort(key=key)
+    items.sort(key=lambda item: (-units[_unit(item.nodeid)], _unit(item.nodeid), order[id(item)]))
 
 
-_GROUP = pytest.StashKey[str]()
+_UNSHARED = pytest.StashKey[str]()
 
 
-def _seconds(item) -> float:
-    return SLOW.get(item.nodeid.split("/", 1)[-1].split("@")[0], 1.0)
+def pytest_runtest_setup(item):
+    if _UNSHARED in item.stash:
+        pytest.fail(item.stash[_UNSHARED], pytrace=False)
+
+
+def _unit(nodeid: str) -> str:
+    """What xdist hands to one worker at once: a SHARED_MODULES module, else the test."""
+    path = nodeid.split("::")[0]
+    return path if path in SHARED_MODULES else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook; without xdist it is never called
+def pytest_xdist_make_scheduler(config, log):
+    """Load scheduling by the units above, in the workers' (sorted) collection order.
+    (xdist's own --dist loadgroup does not group under pytest 9.2: its @group
+    suffix no longer reaches the node ids.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return Units(config, log)
 
 
 @pytest.fixture
