@@ -69,16 +69,16 @@ METRICS = """() => Object.fromEntries([...document.querySelectorAll('[data-testi
 
 
 def check_page(pages: dict, url: str, name: str, charts: int, ready: str | None = None) -> None:
-    """Open `url` afresh at every size (one page per size, loading side by side),
-    wait for `charts` charts (and the text `ready`) on each, save a screenshot per
-    size, and assert that no chart text is cut off at any size."""
-    for page in pages.values():
+    """Open `url` afresh at every size (one page per size), wait for `charts`
+    charts (and the text `ready`) on each, save a screenshot per size, and assert
+    that no chart text is cut off at any size."""
+    for page in pages.values():  # one after the other: the first Hardware page probes, the next reads its cache
         page.goto(url)
-    for page in pages.values():
         if ready:
             page.get_by_text(ready).first.wait_for(timeout=120_000)
         page.wait_for_function(f"{CHARTS} >= {charts}", timeout=60_000)
-    pages[next(iter(pages))].wait_for_timeout(2000)  # Plotly's relayout to the container's width
+    # Plotly's relayout to the container's width: one wait for all sizes, after the last one drew.
+    pages[next(iter(pages))].wait_for_timeout(2000)
     bad = []
     for size, page in pages.items():
         page.screenshot(path=str(OUT / f"talk_{name}_{size[0]}x{size[1]}.png"))
