@@ -115,6 +115,8 @@ def pytest_xdist_make_scheduler(config, log):
     """Load scheduling by the units above, in the workers' (sorted) collection order.
     (xdist's own --dist loadgroup does not group under pytest 9.2: its @group
     suffix no longer reaches the node ids.)"""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # --dist each / loadfile / worksteal ...: xdist's own
     from xdist.scheduler import LoadScopeScheduling
 
     class Units(LoadScopeScheduling):
