@@ -15,4 +15,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "note: could not install chromium; the browser test will be skipped"
 fi
-exec .venv/bin/python -m pytest -q "$@"
+# Two test processes (pytest-xdist): the longest tests start first (tests/conftest.py) and tests
+# that share a module-scoped run stay on one process. One test, serially:
+#   .venv/bin/python -m pytest -q tests/test_runs.py::test_killed_worker_ends_failed_with_reason
+exec .venv/bin/python -m pytest -q -n 2 "$@"
