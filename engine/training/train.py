@@ -152,12 +152,14 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
 
     def make_val(shard=None):
         return pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas,
-                                     **({"repeat": True} if val_persistent else {}), shard=shard, **opts)
+                                     **({"repeat": True} if val_persistent else {}),
+                                     **({"shard": shard} if shard else {}), **opts)  # np_pipeline has no shard
 
     def make_train(shard=None, meter=None):
         return pipeline.train_dataset(data.x_train, data.y_train, data.classes, cfg.batch_size,
                                       replicas, cfg.seed, host_mixup, meter=meter,
-                                      **({"repeat": True} if persistent else {}), shard=shard, **opts)
+                                      **({"repeat": True} if persistent else {}),
+                                      **({"shard": shard} if shard else {}), **opts)
 
     # Simulated CPU replicas: one host pipeline each, no MultiDeviceIterator (replica_input).
     split = not jax and replica_input.eligible(setup.kind, replicas, setup.workers, cfg.batch_size)
