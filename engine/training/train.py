@@ -169,7 +169,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
         train_spec = make_train((0, replicas)).element_spec
     else:
         train_ds = make_train(meter=meter)
-        train_spec = train_ds.element_spec
+        train_spec = None if jax else train_ds.element_spec  # a JAX PyDataset has none (nor needs one)
     val_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_val((i, n))) if val_split else make_val()
     input_rate = None
     if probe_input:  # a separate copy: iterating the real one would move its shuffle seeds
