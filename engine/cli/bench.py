@@ -10,7 +10,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="quick speedup benchmark of the options on this machine",
                        description="Short runs on synthetic data (precision x steps per execution x XLA "
                                    "x replicas, x backend where JAX is installed too), each against a float32 single-device baseline measured in "
-                                   "the same invocation. About 65 s on an idle 2-core CPU with --quick (JAX installed).")
+                                   "the same invocation. About 75 s on an idle 2-core CPU with --quick (JAX installed).")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", default=True, help="small matrix (default)")
     size.add_argument("--full", action="store_true",
