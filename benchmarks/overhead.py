@@ -26,7 +26,11 @@ next to its epoch-to-epoch rate: the two answer different questions.
 The spread of the ratios gives the number of rounds needed to resolve a 2%
 difference (95% confidence, median of rounds) on the machine it ran on.
 
-    python benchmarks/overhead.py [--rounds 5] [--samples 25600] [--epochs 4] [--model cnn]
+With --paired N it first compares, in one fresh process on one prepared model, N
+epochs with the engine's Recorder against N without a batch hook, alternating:
+the instrumentation's own per-step cost, free of the spread between processes.
+
+    python benchmarks/overhead.py [--rounds 5] [--paired 0] [--samples 25600] [--epochs 4] [--model cnn]
 """
 from __future__ import annotations
 
@@ -71,6 +75,63 @@ def bare_child(cfg_json: str) -> None:
                    callbacks=[*prep.callbacks, clock], **prep.plan["fit_args"])
     samples = (cfg.epochs - 1) * (prep.plan["n_train"] - prep.plan["dropped_samples_per_epoch"])
     print(json.dumps({"samples_per_sec": samples / (clock.ends[-1] - clock.ends[0])}))
+
+
+def paired_child(cfg_json: str, rounds: int) -> None:
+    """In one fresh process, one prepared model: `rounds` rounds of one epoch with the
+    engine's Recorder (a sink that keeps nothing, the data-wait meter and LR read as in
+    a run) and one epoch with no batch hook, in alternating order; print each epoch's
+    seconds as JSON. Same process, same model, same input: only the callback differs."""
+    from engine.config import RunConfig
+
+    cfg = RunConfig.from_json(cfg_json)
+    from engine.training import devices
+
+    setup = devices.configure(cfg.device_type, cfg.devices)
+    from engine.training.recorder import Recorder
+    from engine.training.train import _lr_table, prepare
+
+    prep = prepare(cfg, setup, fast_fit=True)
+    spe = prep.steps_per_epoch
+
+    def recorder():
+        return [Recorder(cfg.batch_size, spe, lambda *a: None, lr_fn=_lr_table(cfg, spe),
+                         data_wait_fn=prep.meter.total if prep.meter is not None else None,
+                         epoch_samples=prep.plan["n_train"] - prep.plan["dropped_samples_per_epoch"])]
+
+    out, epoch = {"engine": [], "bare": []}, 0
+    for r in range(rounds + 1):  # round 0 traces the step: left out
+        for side in (("engine", "bare") if r % 2 == 0 else ("bare", "engine")):
+            t0 = time.perf_counter()
+            prep.model.fit(prep.train_ds, epochs=epoch + 1, initial_epoch=epoch, verbose=0, shuffle=False,
+                           callbacks=[*prep.callbacks, *(recorder() if side == "engine" else [])],
+                           **{k: v for k, v in prep.plan["fit_args"].items() if k == "steps_per_epoch"})
+            epoch += 1
+            if r:
+                out[side].append(time.perf_counter() - t0)
+    print(json.dumps(out))
+
+
+def paired(cfg, rounds: int) -> None:
+    """Print the in-process paired comparison (see paired_child)."""
+    from engine.process import worker_env
+
+    res = subprocess.run([sys.executable, __file__, "--paired-child", cfg.to_json(), "--rounds", str(rounds)],
+                         capture_output=True, text=True, env=worker_env(), timeout=1200)
+    if res.returncode:
+        raise SystemExit(res.stderr[-2000:])
+    t = json.loads(res.stdout.strip().splitlines()[-1])
+    ratios = [b / e for e, b in zip(t["engine"], t["bare"])]  # samples/s engine / bare = time bare / engine
+    med = statistics.median(ratios)
+    print(f"in one process, {rounds} paired epochs (engine's Recorder vs no batch hook, alternating): "
+          f"median epoch {statistics.median(t['engine']):.3f} s vs {statistics.median(t['bare']):.3f} s; "
+          f"ratio engine/bare {med:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
+          f"goal >= 0.98: {'met' if med >= 0.98 else 'NOT met'}")
+    if len(ratios) > 2:
+        sd = statistics.stdev(ratios)
+        need = math.ceil((1.96 * 1.2533 * sd / 0.02) ** 2)
+        print(f"spread: sd of the paired ratio {sd:.3f}; pairs needed to resolve a 2% difference (95%, median): "
+              f"{max(need, 1)}")
 
 
 def engine_rate(cfg, store_path) -> tuple[float, float]:
@@ -125,10 +186,17 @@ def main() -> None:
     p.add_argument("--model", default="cnn")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--steps-per-execution", type=int, default=1)
+    p.add_argument("--paired", type=int, default=0, metavar="N",
+                   help="also N paired epochs in one process (the Recorder's own cost, without the "
+                        "process-to-process spread) [0]")
     p.add_argument("--bare-child", help=argparse.SUPPRESS)
+    p.add_argument("--paired-child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.bare_child:
         bare_child(a.bare_child)
+        return
+    if a.paired_child:
+        paired_child(a.paired_child, a.rounds)
         return
     from engine.config import RunConfig
     from engine.hardware.machine import cpu_model
@@ -140,6 +208,8 @@ def main() -> None:
     print(f"machine: {cpu_model()}, {os.cpu_count()} logical cores")
     print(f"config: {cfg.model} on synthetic 8x8x1, {cfg.epochs} epochs of {cfg.steps_per_epoch()} steps of "
           f"batch {cfg.batch_size}, steps_per_execution {cfg.steps_per_execution}")
+    if a.paired:
+        paired(cfg.replace(epochs=1), a.paired)
     ratios = []
     for i in range(a.rounds):
         # ABBA order: a drift in the machine's load (other jobs, thermal) does not favour one side.
@@ -155,6 +225,8 @@ def main() -> None:
         print(f"round {i + 1}: engine {e:,.0f} samples/s, bare fit {b:,.0f} samples/s (epoch to epoch), "
               f"ratio {e / b:.3f}; engine headline steady {headline:,.0f} samples/s "
               f"({headline / e:.2f}x its epoch-to-epoch rate)")
+    if not ratios:
+        return
     med = statistics.median(ratios)
     print(f"median ratio engine/bare: {med:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
           f"goal >= 0.98: {'met' if med >= 0.98 else 'NOT met'}")
