@@ -122,16 +122,25 @@ def paired(cfg, rounds: int) -> None:
         raise SystemExit(res.stderr[-2000:])
     t = json.loads(res.stdout.strip().splitlines()[-1])
     ratios = [b / e for e, b in zip(t["engine"], t["bare"])]  # samples/s engine / bare = time bare / engine
-    med = statistics.median(ratios)
     print(f"in one process, {rounds} paired epochs (engine's Recorder vs no batch hook, alternating): "
-          f"median epoch {statistics.median(t['engine']):.3f} s vs {statistics.median(t['bare']):.3f} s; "
-          f"ratio engine/bare {med:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
+          f"median epoch {statistics.median(t['engine']):.3f} s vs {statistics.median(t['bare']):.3f} s")
+    report(ratios, "pairs")
+
+
+def report(ratios: list[float], what: str) -> None:
+    """The median ratio engine/bare against the goal, and the `what` (rounds, pairs)
+    needed to resolve a 2% difference from their spread."""
+    if not ratios:
+        return
+    med = statistics.median(ratios)
+    print(f"median ratio engine/bare: {med:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
           f"goal >= 0.98: {'met' if med >= 0.98 else 'NOT met'}")
     if len(ratios) > 2:
+        # Standard error of a median ~ 1.2533 sd / sqrt(n): n for a 95% half-width of 2%.
         sd = statistics.stdev(ratios)
         need = math.ceil((1.96 * 1.2533 * sd / 0.02) ** 2)
-        print(f"spread: sd of the paired ratio {sd:.3f}; pairs needed to resolve a 2% difference (95%, median): "
-              f"{max(need, 1)}")
+        print(f"spread: sd of the ratio {sd:.3f}; {what} needed to resolve a 2% difference "
+              f"(95%, median): {max(need, 1)}")
 
 
 def engine_rate(cfg, store_path) -> tuple[float, float]:
@@ -225,17 +234,7 @@ def main() -> None:
         print(f"round {i + 1}: engine {e:,.0f} samples/s, bare fit {b:,.0f} samples/s (epoch to epoch), "
               f"ratio {e / b:.3f}; engine headline steady {headline:,.0f} samples/s "
               f"({headline / e:.2f}x its epoch-to-epoch rate)")
-    if not ratios:
-        return
-    med = statistics.median(ratios)
-    print(f"median ratio engine/bare: {med:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
-          f"goal >= 0.98: {'met' if med >= 0.98 else 'NOT met'}")
-    if len(ratios) > 2:
-        # Standard error of a median ~ 1.2533 sd / sqrt(n): rounds for a 95% half-width of 2%.
-        sd = statistics.stdev(ratios)
-        need = math.ceil((1.96 * 1.2533 * sd / 0.02) ** 2)
-        print(f"spread: sd of the ratio {sd:.3f}; rounds needed to resolve a 2% difference "
-              f"(95%, median): {max(need, 1)}")
+    report(ratios, "rounds")
 
 
 if __name__ == "__main__":
