@@ -60,6 +60,7 @@ def test_only_cpu_replicas_in_one_process_dividing_the_batch_qualify():
     assert not replica_input.eligible("GPU", 2, 1, 128)   # real GPUs prefetch to the device
     assert not replica_input.eligible("CPU", 2, 2, 128)   # multi-worker sharding is Keras's
     assert not replica_input.eligible("CPU", 3, 1, 128)
+    assert not replica_input.eligible("CPU", 2, 1, 128, cache=True)  # one cached copy per replica: no
 
 
 def test_two_simulated_replicas_fit_on_per_replica_pipelines(tmp_path, monkeypatch):

@@ -26,11 +26,13 @@ from __future__ import annotations
 from typing import Callable
 
 
-def eligible(kind: str, replicas: int, workers: int, global_batch: int) -> bool:
+def eligible(kind: str, replicas: int, workers: int, global_batch: int, cache: bool = False) -> bool:
     """Whether a run gets per-replica host pipelines: several replicas on CPU
     devices (logical ones carved out of the host) in one worker process, with a
-    global batch they divide."""
-    return kind == "CPU" and replicas > 1 and workers == 1 and global_batch % replicas == 0
+    global batch they divide, and no in-memory cache (`cache`: RunConfig.data_cache),
+    which every replica's pipeline would hold a copy of."""
+    return (kind == "CPU" and replicas > 1 and workers == 1 and global_batch % replicas == 0
+            and not cache)
 
 
 def per_replica(strategy, make: Callable[[int, int], object]):

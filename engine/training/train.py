@@ -162,7 +162,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
                                       **({"shard": shard} if shard else {}), **opts)
 
     # Simulated CPU replicas: one host pipeline each, no MultiDeviceIterator (replica_input).
-    split = not jax and replica_input.eligible(setup.kind, replicas, setup.workers, cfg.batch_size)
+    split = not jax and replica_input.eligible(setup.kind, replicas, setup.workers, cfg.batch_size, cfg.data_cache)
     val_split = split and pipeline.splits_evenly(len(data.x_val), cfg.batch_size, replicas)
     if split:  # the data wait is metered on replica 0's pipeline (a step waits for every replica alike)
         train_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_train((i, n), meter if i == 0 else None))
