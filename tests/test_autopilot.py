@@ -179,6 +179,12 @@ def test_explanation_names_each_technique_largest_first():
         {"label": "label smoothing 0.1", "factor": None, "note": "not reached in 20 epochs"}])
     assert line == ("bfloat16 1.40x, 8 steps per execution 1.30x, one_cycle 1.10x, "
                     "label smoothing 0.1 (needed: not reached in 20 epochs without it)")
+    # Stop during the ablation (a new user's case): the cut-off runs are not read as "needed".
+    line = autopilot.explanation([
+        {"label": "bfloat16", "factor": 1.03},
+        {"label": "2 steps per execution", "factor": None, "note": "stopped by the user", "kind": "stopped"},
+        {"label": "one_cycle", "factor": None, "note": "not run: the autopilot was stopped", "kind": "not_run"}])
+    assert line == "bfloat16 1.03x, stopped before measuring 2 steps per execution, one_cycle"
 
 
 def test_same_seed_gives_the_same_proposals():

@@ -56,6 +56,16 @@ def test_breakdown_and_divergence_notice_by_hand():
     assert cmp.divergence_notice(s, 0.3, 1.22) == ("validation took 41.0 s of this run's 66.0 s: "
                                                    "end-to-end 0.30x vs steady 1.22x")
     assert cmp.divergence_notice(s, 1.10, 1.22) is None  # 9.8% apart: within 15%
+    # The new user's case: a cold worker's setup (7.2 s of 9.9 s) against a warm baseline's
+    # (0.8 s of 3.8 s): end-to-end 1.12x, but start to finish 3.8 / 9.9 = 0.38x.
+    base, run = {"wall_sec": 3.8, "setup_sec": 0.8}, {"wall_sec": 9.9, "setup_sec": 7.2}
+    assert cmp.setup_notice(base, run, 1.12) == (
+        "setup took 7.2 s of this run's 9.9 s (the baseline's 0.8 s of 3.8 s), outside the speedups: "
+        "start to finish the run took 2.61x as long as the baseline")
+    assert cmp.setup_notice(base, {"wall_sec": 3.5, "setup_sec": 0.7}, 1.12) is None  # 1.086 vs 1.12: within
+    assert cmp.setup_notice(base, {"wall_sec": 9.9}, 1.12) is None                   # still running
+    assert cmp.setup_notice({"wall_sec": 9.0, "setup_sec": 6.0}, {"wall_sec": 3.0, "setup_sec": 0.5},
+                            1.5).endswith("start to finish the run was 3.00x as fast as the baseline")
     assert cmp.breakdown({"samples_per_sec": 1.0}) is None
 
 

@@ -900,8 +900,9 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None
                   "device does, not what the clock says")
     st.caption("**End-to-end**: samples per second of wall time while training. **Steady**: per-step "
                "throughput after warm-up.")
-    if cmp.get("notice"):
-        st.warning(cmp["notice"], icon=":material/schedule:")
+    for key in ("notice", "setup_notice"):
+        if cmp.get(key):
+            st.warning(cmp[key], icon=":material/schedule:")
     for line in cmp["caveats"]:
         st.caption(f":material/warning: {line}")
 

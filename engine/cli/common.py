@@ -227,8 +227,9 @@ def speedup_rows(c: dict) -> list[tuple[str, str]]:
         ("steady", f"{fmt(c.get('steady_speedup'), 3)}x  (median samples/s per execution after warm-up: "
                    f"{fmt(c.get('baseline_samples_per_sec'))} -> {fmt(c.get('samples_per_sec'))})"),
     ]
-    if c.get("notice"):
-        rows.append(("note", c["notice"]))
+    for key in ("notice", "setup_notice"):
+        if c.get(key):
+            rows.append(("note", c[key]))
     return rows
 
 

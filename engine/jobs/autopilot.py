@@ -136,13 +136,17 @@ def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
 
 def explanation(ablation: list[dict]) -> str:
     """'bfloat16 1.40x, 8 steps per execution 1.30x, ...' from ablation entries
-    ({'label', 'factor' (ablated time / winner's), 'note'}), largest factor first;
-    an ablation that did not reach the target reads 'needed to reach it'."""
+    ({'label', 'factor' (ablated time / winner's), 'note', 'kind'}), largest factor
+    first; an ablation that did not reach the target reads 'needed to reach it';
+    one cut short by Stop ('kind' 'stopped' or 'not_run') is named as not measured."""
+    cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
     done = [a for a in ablation if a.get("factor")]
     done.sort(key=lambda a: -a["factor"])
     parts = [f"{a['label']} {a['factor']:.2f}x" for a in done]
     parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
-              if not a.get("factor") and a.get("note")]
+              if not a.get("factor") and a.get("note") and a not in cut]
+    if cut:
+        parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     return ", ".join(parts)
 
 
@@ -329,8 +333,9 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
         kind, reason = "not_reached", f"not reached in {summary.get('epochs_run', len(epochs))} epochs"
     elif run["status"] == "failed":
         kind, reason = "failed", f"failed: {run.get('error') or 'no message'}"
-    else:
-        kind, reason = "stopped", "cancelled outside the autopilot"
+    else:  # cancelled by someone else: the autopilot's own Stop (the page cancels the run too), or not
+        kind, reason = "stopped", ("stopped by the user" if stop is not None and stop.is_set()
+                                   else "cancelled outside the autopilot")
     return {"run_id": run_id, "status": run["status"], "kind": kind, "reason": reason,
             "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
             "wall_sec": time.monotonic() - t_submit,
@@ -587,6 +592,8 @@ class Autopilot:
                     entry.update(run_id=rid, time_to_target_sec=ttt, kind=res["kind"],
                                  factor=(ttt / winner_time) if ttt and winner_time else None,
                                  note=None if ttt else res["reason"])
+                elif a["config"] is not None:
+                    entry.update(kind="not_run", note="not run: the autopilot was stopped")
                 out.append(entry)
                 self._update(ablation=list(out), current=None)
         finally:

@@ -101,6 +101,25 @@ def divergence_notice(summary: dict, e2e: Optional[float], steady: Optional[floa
             f"steady {steady:.2f}x")
 
 
+def setup_notice(base_summary: dict, summary: dict, e2e: Optional[float]) -> Optional[str]:
+    """One line when the whole runs by the clock (setup included) differ from the
+    end-to-end speedup by more than DIVERGENCE (relative): setup (interpreter, imports,
+    devices, data, model) is outside every speedup, so say what it cost each run, e.g.
+    "setup took 7.2 s of this run's 9.9 s (the baseline's 0.8 s of 3.8 s), outside the
+    speedups: start to finish the run took 2.61x as long as the baseline"; None otherwise
+    or before both runs ended."""
+    wb, wr = base_summary.get("wall_sec"), summary.get("wall_sec")
+    sb, sr = base_summary.get("setup_sec"), summary.get("setup_sec")
+    if not e2e or not wb or not wr or sb is None or sr is None:
+        return None
+    whole = wb / wr
+    if abs(whole - e2e) / e2e <= DIVERGENCE:
+        return None
+    how = f"took {wr / wb:.2f}x as long as" if wr > wb else f"was {whole:.2f}x as fast as"
+    return (f"setup took {sr:.1f} s of this run's {wr:.1f} s (the baseline's {sb:.1f} s of {wb:.1f} s), "
+            f"outside the speedups: start to finish the run {how} the baseline")
+
+
 def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float] = None,
             source=None) -> dict:
     """Three speedups of run `run_id` over `baseline_id`, each named for what it is:
@@ -118,8 +137,8 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     `source`: where metrics come from (engine.report.live: StoreMetrics by default,
     LiveMetrics for a live page that reads only new rows).
     Also: the rates behind each ratio, 'target_accuracy', 'breakdown' /
-    'baseline_breakdown' (see `breakdown`), 'notice' (see `divergence_notice`)
-    and 'caveats' (one line each, e.g. a different model or machine).
+    'baseline_breakdown' (see `breakdown`), 'notice' (see `divergence_notice`),
+    'setup_notice' (see `setup_notice`) and 'caveats' (one line each, e.g. a different model or machine).
     Raises: KeyError if a run does not exist.
     """
     base, run = store.get_run(baseline_id), store.get_run(run_id)
@@ -155,6 +174,7 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
         "steady_speedup": steady, "throughput_speedup": steady,
         "baseline_breakdown": breakdown(b), "breakdown": breakdown(r),
         "notice": divergence_notice(r, e2e, steady),
+        "setup_notice": setup_notice(b, r, e2e),
         "caveats": caveats,
     }
 
