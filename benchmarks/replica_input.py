@@ -53,9 +53,9 @@ def main() -> None:
 
     makers = {
         "training, keras": lambda: st.experimental_distribute_dataset(train()),
-        "training, per-replica": lambda: replica_input.per_replica(st, lambda i, n: train((i, n), i == 0)),
+        "training, per-replica": lambda: replica_input.per_replica(st, lambda i, n: train((i, n), i == 0))[0],
         "validation, keras": lambda: st.experimental_distribute_dataset(val()),
-        "validation, per-replica": lambda: replica_input.per_replica(st, lambda i, n: val((i, n))),
+        "validation, per-replica": lambda: replica_input.per_replica(st, lambda i, n: val((i, n)))[0],
     }
     times = {k: [] for k in makers}
     for r in range(a.rounds):

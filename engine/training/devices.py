@@ -6,37 +6,10 @@ runtime initialises (https://www.tensorflow.org/guide/distributed_training).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import tensorflow as tf
 
 from engine.hardware.machine import quick_facts
-
-
-class DeviceError(RuntimeError):
-    """The requested devices cannot be set up (one-line message)."""
-
-
-@dataclass
-class DeviceSetup:
-    """The strategy and what it runs on.
-
-    kind: 'CPU' | 'GPU' | 'TPU'; replicas: strategy.num_replicas_in_sync;
-    simulated: True when replicas are logical devices carved out of one
-    physical device (they share its compute, so expect no speedup);
-    physical: number of physical devices of that kind (on this worker);
-    workers / task_index: multi-worker layout (1 / 0 in one process).
-    """
-
-    strategy: tf.distribute.Strategy
-    kind: str
-    replicas: int
-    simulated: bool
-    physical: int
-    device_names: list = field(default_factory=list)
-    workers: int = 1
-    task_index: int = 0
-    threads: int | None = None
+from engine.training.device_setup import DeviceError, DeviceSetup  # noqa: F401 (re-exported)
 
 
 # A collective that waits longer than this for a dead peer fails instead of hanging (s).

@@ -9,11 +9,8 @@ JAX starts) and labelled simulated, as TensorFlow's logical devices are.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 
-
-class DeviceError(RuntimeError):
-    """The requested devices cannot be set up (one-line message)."""
+from engine.training.device_setup import DeviceError, DeviceSetup
 
 
 class _NoStrategy:
@@ -26,26 +23,7 @@ class _NoStrategy:
         return contextlib.nullcontext()
 
 
-@dataclass
-class JaxSetup:
-    """What a JAX run trains on: the same attributes as engine.training.devices.DeviceSetup.
-
-    kind: 'CPU' | 'GPU'; replicas: devices in the data-parallel mesh; simulated: True when
-    they are XLA host devices sharing one CPU; physical: physical devices of that kind.
-    """
-
-    strategy: object
-    kind: str
-    replicas: int
-    simulated: bool
-    physical: int
-    device_names: list = field(default_factory=list)
-    workers: int = 1
-    task_index: int = 0
-    distribution: object = None
-
-
-def configure(device_type: str, n: int) -> JaxSetup:
+def configure(device_type: str, n: int) -> DeviceSetup:
     """Set up `n` replicas on `device_type` ('auto' | 'cpu' | 'gpu').
 
     Raises: DeviceError when JAX sees no GPU for 'gpu', when more GPUs are asked for
@@ -74,7 +52,7 @@ def configure(device_type: str, n: int) -> JaxSetup:
     names = [f"{d.platform}:{d.id}" for d in devs]
     dist = keras.distribution.DataParallel(devices=names) if n > 1 else None
     keras.distribution.set_distribution(dist)  # None: plain single-device placement
-    return JaxSetup(_NoStrategy(), kind, n, simulated, physical, names, distribution=dist)
+    return DeviceSetup(_NoStrategy(), kind, n, simulated, physical, names, distribution=dist)
 
 
 def _devices(jax, platform: str) -> list:

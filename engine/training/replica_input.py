@@ -35,16 +35,23 @@ def eligible(kind: str, replicas: int, workers: int, global_batch: int, cache: b
             and not cache)
 
 
-def per_replica(strategy, make: Callable[[int, int], object]):
+def per_replica(strategy, make: Callable[[int, int], object]) -> tuple[object, object]:
     """A distributed dataset whose replica i iterates `make(i, replicas)` on the host.
 
     make(index, count) -> the tf.data.Dataset of one replica (its per-replica batches).
-    Returns: tf.distribute.DistributedDataset (Keras's `fit` takes it as it is).
+    Returns: (tf.distribute.DistributedDataset, which Keras's `fit` takes as it is;
+    the element spec of replica 0's dataset, e.g. to build a model from).
     """
     import tensorflow as tf  # here: a JAX worker imports this module's neighbours, never TF
 
     options = tf.distribute.InputOptions(
         experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
         experimental_fetch_to_device=False, experimental_place_dataset_on_device=False)
-    return strategy.distribute_datasets_from_function(
-        lambda ctx: make(ctx.input_pipeline_id, ctx.num_input_pipelines), options)
+    made = {}
+
+    def one(ctx):  # called once per replica, when the distributed dataset is made
+        made[ctx.input_pipeline_id] = make(ctx.input_pipeline_id, ctx.num_input_pipelines)
+        return made[ctx.input_pipeline_id]
+
+    dist = strategy.distribute_datasets_from_function(one, options)
+    return dist, made[0].element_spec

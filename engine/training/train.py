@@ -91,7 +91,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
             timeline=None) -> Prepared:
     """Set the dtype policy and seed, build the input pipelines (tf.data, or NumPy
     PyDatasets on JAX), and build and compile the model under `setup.strategy`
-    (engine.training.devices.DeviceSetup, or jax_devices.JaxSetup whose distribution
+    (engine.training.device_setup.DeviceSetup; on JAX its distribution
     is already set).
 
     `data` (engine.data.datasets.Split) is loaded from `cfg` when omitted.
@@ -165,12 +165,12 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     split = not jax and replica_input.eligible(setup.kind, replicas, setup.workers, cfg.batch_size, cfg.data_cache)
     val_split = split and pipeline.splits_evenly(len(data.x_val), cfg.batch_size, replicas)
     if split:  # the data wait is metered on replica 0's pipeline (a step waits for every replica alike)
-        train_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_train((i, n), meter if i == 0 else None))
-        train_spec = make_train((0, replicas)).element_spec
+        train_ds, train_spec = replica_input.per_replica(
+            setup.strategy, lambda i, n: make_train((i, n), meter if i == 0 else None))
     else:
         train_ds = make_train(meter=meter)
         train_spec = None if jax else train_ds.element_spec  # a JAX PyDataset has none (nor needs one)
-    val_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_val((i, n))) if val_split else make_val()
+    val_ds = replica_input.per_replica(setup.strategy, lambda i, n: make_val((i, n)))[0] if val_split else make_val()
     input_rate = None
     if probe_input:  # a separate copy: iterating the real one would move its shuffle seeds
         input_rate = pipeline.input_rate(pipeline.train_dataset(
