@@ -82,8 +82,16 @@ data = datasets.load(cfg)
 prep = prepare(cfg, setup, data=data, fast_fit=True)
 h = prep.model.fit(prep.train_ds, validation_data=prep.val_ds, epochs=2, verbose=0, shuffle=False,
                    callbacks=prep.callbacks, **prep.plan["fit_args"])
-pred = prep.model.predict(data.x_val, verbose=0).argmax(1)
-print(json.dumps({"split": prep.plan["input_per_replica"], "kind": type(prep.train_ds).__name__,
+m = prep.model
+compiled = {k: float(v) for k, v in m.get_metrics_result().items()}  # engine.training.compiled_metrics
+eager = {k: float(v) for k, v in type(m).get_metrics_result(m).items()}  # Keras's own, eager
+m.reset_metrics()
+after_reset = {k: float(v) for k, v in type(m).get_metrics_result(m).items()}
+pred = m.predict(data.x_val, verbose=0).argmax(1)
+print(json.dumps({"split": prep.plan["input_per_replica"], "kind": [c.__name__ for c in type(prep.train_ds).__mro__],
+                  "started_used": [("_speedlab_started" not in d.__dict__) for d in (prep.train_ds, prep.val_ds)],
+                  "compiled": compiled, "eager": eager, "after_reset": after_reset,
+                  "readout_compiled": not hasattr(m.get_metrics_result, "__self__"),  # not Keras's bound method
                   "val_acc": h.history["val_accuracy"][-1], "mine": float((pred == data.y_val).mean()),
                   "n_val": len(data.y_val), "replicas": setup.replicas}))
 '''
@@ -94,6 +102,40 @@ print(json.dumps({"split": prep.plan["input_per_replica"], "kind": type(prep.tra
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["replicas"] == 2 and r["split"] == {"train": True, "validation": True}
-    assert r["kind"] == "DistributedDatasetsFromFunction"
+    assert "DistributedDatasetsFromFunction" in r["kind"]
+    assert r["kind"][0] == "PrestartedDistributedDatasetsFromFunction"
+    assert r["started_used"] == [True, True]  # fit took the iterators started in setup (iterators.prestart)
+    assert r["readout_compiled"]
+    # The compiled read-out of the metrics (after fit: the last validation's) equals Keras's eager one,
+    # and the compiled reset zeroes the variables that Keras's own read-out sums over the replicas.
+    assert r["compiled"]["accuracy"] == pytest.approx(r["val_acc"], abs=1e-6)
+    assert r["compiled"] == pytest.approx(r["eager"], abs=1e-6) and r["eager"]["loss"] > 0
+    assert r["after_reset"] == {"loss": 0.0, "accuracy": 0.0}
     assert r["n_val"] == 360
     assert r["val_acc"] == pytest.approx(r["mine"], abs=0.5 / 360)   # same examples, each once
+
+
+def test_prestarted_dataset_hands_its_started_iterator_to_the_first_iter_only():
+    """iterators.prestart: Keras still sees a tf.data dataset; the first iter() is the
+    iterator started in setup, later ones are new iterators from the start; a Keras
+    fit on it takes the started one."""
+    import keras
+    import tensorflow as tf
+
+    from engine.training import iterators
+    from keras.src.trainers.data_adapters import is_tf_dataset
+
+    ds = iterators.prestart(tf.data.Dataset.range(5), tf.distribute.get_strategy())
+    assert isinstance(ds, tf.data.Dataset) and is_tf_dataset(ds)
+    started = ds.__dict__["_speedlab_started"]
+    assert next(started) == 0  # already running: the first iter() goes on from here
+    first = iter(ds)
+    assert first is started and [int(v) for v in first] == [1, 2, 3, 4]
+    assert [int(v) for v in iter(ds)] == [0, 1, 2, 3, 4]  # a second iter() starts afresh
+    x = np.ones((8, 3), np.float32)
+    fit_ds = iterators.prestart(tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(4).repeat(),
+                                tf.distribute.get_strategy())
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(fit_ds, steps_per_epoch=2, epochs=1, verbose=0, shuffle=False)
+    assert "_speedlab_started" not in fit_ds.__dict__

@@ -26,10 +26,11 @@ def test_timeline_tiles_merges_and_totals():
     t = totals(tl.spans)
     assert t == {"setup_sec": 4.0, "other_sec": 0.75, "warmup_sec": 1.0, "train_sec": 0.75,
                  "validation_sec": 0.5, "wall_sec": 7.0}
-    parts = setup_parts({"startup": 0.25, "imports": 3.0, "devices": 3.1, "data": 3.5, "model": 3.9}, 4.0)
+    parts = setup_parts({"startup": 0.25, "imports": 3.0, "devices": 3.1, "data": 3.5, "model": 3.9,
+                         "input": 3.95}, 4.0)
     assert [(p["part"], p["start"], p["end"]) for p in parts] == [
         ("startup", 0.0, 0.25), ("imports", 0.25, 3.0), ("devices", 3.0, 3.1), ("data", 3.1, 3.5),
-        ("model", 3.5, 3.9), ("compile", 3.9, 4.0)]
+        ("model", 3.5, 3.9), ("input", 3.9, 3.95), ("compile", 3.95, 4.0)]
 
 
 def test_time_to_accuracy_and_not_reached_by_hand():

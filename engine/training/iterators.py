@@ -86,3 +86,40 @@ class PersistentValidation:
 # its reference, and destroying a live iterator over an endless stream took 0.3-1.2 s
 # (measured) for nothing, since a worker process ends right after its run (os._exit).
 _KEPT: list = []
+
+
+def prestart(dataset, strategy):
+    """Start `dataset`'s input iterator now, during setup, and hand it to the first
+    `iter()` that `fit` calls, instead of starting it inside the first epoch.
+
+    Making a tf.data iterator instantiates the pipeline's functions and
+    optimizes its graph: 35 ms per pipeline measured (2 per-replica pipelines,
+    mixup, 2-core CPU), once per run with persistent iterators. That is input
+    set-up, so it belongs to setup ("starting the input pipelines"), not to the
+    first epoch's training time. A `tf.data.Dataset` is first distributed with
+    `strategy.experimental_distribute_dataset`, exactly what Keras's fit would
+    do with it (the default strategy returns it unchanged). The returned object
+    is the same dataset, of a subclass of its own class whose first `__iter__`
+    returns the started iterator (later calls make new iterators as before), so
+    Keras's type checks and everything else see the dataset they expect.
+    Use only where `fit` is the first to iterate it (not for a multi-worker
+    run, which pulls a batch to build the model).
+    """
+    import tensorflow as tf
+
+    if not isinstance(dataset, tf.distribute.DistributedDataset):
+        dataset = strategy.experimental_distribute_dataset(dataset)
+    started = iter(dataset)
+    base = type(dataset)
+    if base not in _PRESTARTED:
+        def __iter__(self):
+            it = self.__dict__.pop("_speedlab_started", None)
+            return it if it is not None else base.__iter__(self)
+
+        _PRESTARTED[base] = type(f"Prestarted{base.__name__}", (base,), {"__iter__": __iter__})
+    dataset.__class__ = _PRESTARTED[base]
+    dataset.__dict__["_speedlab_started"] = started
+    return dataset
+
+
+_PRESTARTED: dict = {}

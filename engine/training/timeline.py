@@ -4,7 +4,7 @@ Every second from the worker's process start to the end of training lands in
 exactly one span, of one of these kinds (issue "the headline tells the truth"):
 
 - ``setup``: interpreter start and imports, device layout, data load, model build
-  and compile (its parts are kept as marks: `SETUP_MARKS`);
+  and compile, the input pipelines' start (its parts are kept as marks: `SETUP_MARKS`);
 - ``warmup``: executions flagged warm-up (tracing, compilation), and the first
   execution of the first validation pass (the evaluation step is traced then);
 - ``train``: steady training executions (their data wait is inside: summary
@@ -26,9 +26,10 @@ import psutil
 
 KINDS = ("setup", "warmup", "train", "validation", "other")
 # Setup's parts, in order: each mark is the end of the part named after it.
-SETUP_MARKS = ("imports", "devices", "data", "model")
+SETUP_MARKS = ("imports", "devices", "data", "model", "input")
 SETUP_TITLES = {"startup": "interpreter and engine", "imports": "importing TensorFlow and Keras",
-                "devices": "device layout", "data": "loading data", "model": "building and compiling the model"}
+                "devices": "device layout", "data": "loading data", "model": "building and compiling the model",
+                "input": "starting the input pipelines"}
 
 
 class Timeline:

@@ -139,7 +139,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     # The meter's variable is captured by a tf.data function: measured in one
     # process only (TPU hosts and multi-worker sharding rewrite input pipelines).
     meter = pipeline.DataWaitMeter() if setup.kind != "TPU" and setup.workers == 1 else None
-    from engine.training import iterators, replica_input
+    from engine.training import compiled_metrics, iterators, replica_input
 
     # On JAX, mixup runs on the device inside the train step (jax_steps.mix_in_step), not here.
     host_mixup = 0.0 if jax else cfg.mixup_alpha
@@ -208,8 +208,10 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
                 steps_per_execution=cfg.steps_per_execution,
                 jit_compile=cfg.jit_compile,  # always explicit, never Keras's "auto"
             )
-        if build_once:
+        if build_once:  # metrics built from the spec: their read-out can be traced now
             iterators.build_once(model, train_spec)
+            if compiled_metrics.worth_it(setup.strategy, setup.workers):
+                compiled_metrics.compile_readout(model)
 
     compile_phase(phases[0])
     if jax and cfg.mixup_alpha > 0:
@@ -222,6 +224,11 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
         multiworker.apply(model, next(iter(train_ds)))
     if timeline is not None:
         timeline.mark("model")
+    if build_once and setup.workers == 1 and setup.kind != "TPU":  # fit never pulls a batch before training
+        train_ds = iterators.prestart(train_ds, setup.strategy)
+        val_ds = iterators.prestart(val_ds, setup.strategy)
+        if timeline is not None:
+            timeline.mark("input")
     plan = {
         "n_train": int(len(data.x_train)), "n_val": int(len(data.x_val)),
         "steps_per_epoch": steps_per_epoch, "total_steps": steps_per_epoch * cfg.epochs,
