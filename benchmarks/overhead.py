@@ -25,6 +25,12 @@ It also prints the engine's headline steady samples/s (median per execution)
 next to its epoch-to-epoch rate: the two answer different questions.
 The spread of the ratios gives the number of rounds needed to resolve a 2%
 difference (95% confidence, median of rounds) on the machine it ran on.
+Since that spread is far larger than 2% on a shared 2-core VM, each round also
+prints what the engine measures of itself, free of that spread: the time spent
+inside the measuring callback's batch hooks (on the training thread, so a direct
+cost) and the CPU time of the store writer thread, each as a share of the run's
+training time; 1 / (1 + both) bounds engine/bare from below if every such second
+delayed training.
 
 With --paired N it first compares, in one fresh process on one prepared model, N
 epochs with the engine's Recorder against N without a batch hook, alternating:
@@ -143,8 +149,10 @@ def report(ratios: list[float], what: str) -> None:
               f"(95%, median): {max(need, 1)}")
 
 
-def engine_rate(cfg, store_path) -> tuple[float, float]:
-    """(epoch-to-epoch samples/s over epochs 2..E, the run's headline steady samples/s)."""
+def engine_rate(cfg, store_path) -> tuple[float, float, dict]:
+    """(epoch-to-epoch samples/s over epochs 2..E, the run's headline steady samples/s,
+    the instrumentation's own time: {'hooks': share of train_sec spent in the Recorder's
+    batch hooks, 'writer': the writer thread's CPU time as a share of train_sec})."""
     from engine.jobs import runner
     from engine.store import Store
 
@@ -159,7 +167,11 @@ def engine_rate(cfg, store_path) -> tuple[float, float]:
     finally:
         store.close()
     samples = sum(r["samples_per_sec"] * r["duration"] for r in rows)  # as the worker counted them
-    return samples / (ends[-1] - ends[0]), run["summary"]["samples_per_sec"]
+    s = run["summary"]
+    own = s.get("instrumentation") or {}
+    train = s["train_sec"] + s["warmup_sec"]  # the hooks ran on every execution, warm-up included
+    shares = {"hooks": own.get("batch_hooks_sec", 0.0) / train, "writer": (own.get("writer_cpu_sec") or 0.0) / train}
+    return samples / (ends[-1] - ends[0]), s["samples_per_sec"], shares
 
 
 def wait_for_idle_spare(store_path: Path, timeout_s: float = 90.0) -> None:
@@ -219,22 +231,31 @@ def main() -> None:
           f"batch {cfg.batch_size}, steps_per_execution {cfg.steps_per_execution}")
     if a.paired:
         paired(cfg.replace(epochs=1), a.paired)
-    ratios = []
+    ratios, own = [], []
     for i in range(a.rounds):
         # ABBA order: a drift in the machine's load (other jobs, thermal) does not favour one side.
         if i % 2 == 0:
-            e, headline = engine_rate(cfg, store_path)
+            e, headline, shares = engine_rate(cfg, store_path)
             wait_for_idle_spare(store_path)
             b = bare_rate(cfg)
         else:
             b = bare_rate(cfg)
-            e, headline = engine_rate(cfg, store_path)
+            e, headline, shares = engine_rate(cfg, store_path)
             wait_for_idle_spare(store_path)
         ratios.append(e / b)
+        own.append(shares)
         print(f"round {i + 1}: engine {e:,.0f} samples/s, bare fit {b:,.0f} samples/s (epoch to epoch), "
               f"ratio {e / b:.3f}; engine headline steady {headline:,.0f} samples/s "
-              f"({headline / e:.2f}x its epoch-to-epoch rate)")
+              f"({headline / e:.2f}x its epoch-to-epoch rate); measuring's own time: batch hooks "
+              f"{shares['hooks']:.2%} of training, writer thread CPU {shares['writer']:.2%}")
     report(ratios, "rounds")
+    if own:
+        hooks, writer = (statistics.median(o[k] for o in own) for k in ("hooks", "writer"))
+        print(f"measured inside the engine (no spread between processes), median of {len(own)}: "
+              f"its batch hooks took {hooks:.2%} of the training time (on the training thread: "
+              f"a direct cost), its writer thread {writer:.2%} in CPU time (a thread that may run "
+              f"on another core); together {hooks + writer:.2%}, i.e. engine/bare >= "
+              f"{1 / (1 + hooks + writer):.3f} if every such second delayed training")
 
 
 if __name__ == "__main__":

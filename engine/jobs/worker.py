@@ -135,6 +135,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     finally:
         writer.stop(patience_s=LONG_PATIENCE_S)
     summary.update(incomplete_summary(writer))
+    if "instrumentation" in summary:
+        summary["instrumentation"]["writer_cpu_sec"] = writer.cpu_sec
     if status == "completed" and stop.is_set():
         status = "cancelled"
     if cluster is not None:

@@ -65,7 +65,9 @@ class Recorder(keras.callbacks.Callback):
     After training: ``durations``/``batches``/``samples``/``warmups``/``data_waits``
     (per execution: s / count / count / flag / s or None), ``nan_at`` ((epoch, step) or None),
     ``time_to_target`` (s or None), ``epoch_logs`` (last epoch's logs),
-    ``wall`` (s from the first train begin to the last train end).
+    ``wall`` (s from the first train begin to the last train end), ``hook_sec``
+    (s spent inside its own batch hooks: the instrumentation's direct cost to the
+    training loop, measured).
     """
 
     def __init__(self, global_batch: int, steps_per_epoch: int, sink: Callable[[str, tuple], None],
@@ -108,6 +110,7 @@ class Recorder(keras.callbacks.Callback):
         self.last_loss = None
         self.t0 = None
         self.wall = 0.0
+        self.hook_sec = 0.0
 
     def now(self) -> float:
         """Seconds since training began."""
@@ -174,8 +177,16 @@ class Recorder(keras.callbacks.Callback):
         self._t_begin = time.perf_counter()
         if self._prev_end is None:  # an epoch's first execution: what came before it is not training
             self._gap("epoch start (training iterator, callbacks)", upto=self._t_begin)
+        self.hook_sec += time.perf_counter() - self._t_begin
 
     def on_train_batch_end(self, batch, logs=None):
+        t_in = time.perf_counter()
+        try:
+            self._batch_end(batch, logs)
+        finally:
+            self.hook_sec += time.perf_counter() - t_in
+
+    def _batch_end(self, batch, logs):
         # Reading the loss waits for the device: the timestamp after it is honest.
         loss = float(logs["loss"]) if logs and "loss" in logs else float("nan")
         t_end = time.perf_counter()
@@ -273,7 +284,8 @@ class Writer(threading.Thread):
     fails MAX_BATCH_ERRORS times for a reason other than a lock, are given up;
     they are counted in `lost` ({table: rows}) and `lost_total`, which the
     worker stores as the run's `metrics_incomplete`. `locked_s` is the time
-    flushes spent waiting for the store (s); `last_error` the latest failure.
+    flushes spent waiting for the store (s); `last_error` the latest failure;
+    `cpu_sec` the CPU time the thread used (s: commits and psutil samples), set when it ends.
     """
 
     RETRY_MIN_S, RETRY_MAX_S = 0.25, 4.0
@@ -289,6 +301,7 @@ class Writer(threading.Thread):
         self.rows = {"executions": [], "epochs": [], "system": []}
         self.lost = {"executions": 0, "epochs": 0, "system": 0}
         self.locked_s = 0.0
+        self.cpu_sec: Optional[float] = None  # CPU time of this thread (s), once it has ended
         self.last_error: Optional[str] = None
         self.t0 = None  # system samples start once training starts (set_t0)
         self._halt = threading.Event()
@@ -344,6 +357,7 @@ class Writer(threading.Thread):
         store = None
         next_sample = 0.0
         delay = self.RETRY_MIN_S
+        cpu0 = time.thread_time()
         try:
             while True:
                 halting = self._halt.is_set()
@@ -393,6 +407,7 @@ class Writer(threading.Thread):
                     store.close()
                 except Exception:  # noqa: BLE001
                     pass
+            self.cpu_sec = time.thread_time() - cpu0
 
     def stop(self, patience_s: float = 900.0):
         """Flush what is left and end the thread. Waits up to `patience_s`

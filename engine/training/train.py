@@ -369,6 +369,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "data_wait_share": (sum(steady_waits) / steady_secs) if steady_waits and steady_secs > 0 else None,
         "input_batches_per_sec": plan["input_batches_per_sec"],
         "warmup_executions": int(sum(rec.warmups)),
+        # What measuring costs the loop: time in the Recorder's batch hooks (the worker adds
+        # its writer thread's CPU time); benchmarks/overhead.py prints it as a share of train_sec.
+        "instrumentation": {"batch_hooks_sec": rec.hook_sec},
         "init_from": cfg.init_from, "pretrained": cfg.pretrained,
         "freeze_epochs": cfg.freeze_epochs if prep.taken else None,
         "finetune_learning_rate": next((cfg.learning_rate * p.lr_factor for p in prep.phases if not p.frozen), None)
