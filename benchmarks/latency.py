@@ -6,7 +6,7 @@ Launch, the store for everything the page shows, `runner.cancel` on Stop.
 Prints, median of REPEATS with min-max, seconds from Launch to:
 
     queue pick-up, worker clock start (process start, or a warm worker's claim),
-    imports done, devices ready, data ready, model compiled,
+    imports done, devices ready, data ready, model compiled, input pipelines started,
     first execution stored (the page reads the store every LIVE_REFRESH_S = 1 s,
     so the first point is on screen at most 1 s later),
 
@@ -72,8 +72,9 @@ def first_point(home: Path, cfg, warm: bool) -> dict:
     origin, marks = plan["clock_origin"], plan["setup_marks"]
     out = {"queue pick-up": run["started"] - t0, "worker clock start": origin - t0}
     for name, label in (("imports", "imports done"), ("devices", "devices ready"), ("data", "data ready"),
-                        ("model", "model compiled")):
-        out[label] = origin + marks[name] - t0
+                        ("model", "model compiled"), ("input", "input pipelines started")):
+        if name in marks:  # 'input' only where the run starts its iterators in setup
+            out[label] = origin + marks[name] - t0
     out["first execution stored"] = t_first - t0
     return out
 
