@@ -8,50 +8,79 @@ import numpy as np
 import pytest
 
 
-def test_recorder_counts_the_time_spent_in_its_own_batch_hooks():
-    """A sink that takes 30 ms per execution row runs inside on_train_batch_end: 4
-    executions put at least 0.12 s into hook_sec, and not the steps themselves."""
+class FakeClock:
+    """A clock that moves only when told: perf_counter and thread_time read it."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+    def thread_time(self):
+        return self.now
+
+    monotonic, sleep = staticmethod(time.monotonic), staticmethod(time.sleep)  # real waits
+
+
+def test_recorder_counts_the_time_spent_in_its_own_batch_hooks(monkeypatch):
+    """On a clock that moves only in the steps (0.01 s each) and in the sink (0.03 s per
+    execution row, 0.5 s per epoch row), 4 executions put exactly 4 x 0.03 s into
+    hook_sec: execution rows are written from the batch-end hook, the epoch row from the
+    epoch hook, which is not a batch hook, and the steps are not the hooks'."""
     import keras
 
+    from engine.training import recorder
     from engine.training.recorder import Recorder
 
-    def slow_sink(table, row):
-        if table == "executions":
-            time.sleep(0.03)
+    clock = FakeClock()
+    monkeypatch.setattr(recorder, "time", clock)
+
+    def sink(table, row):
+        clock.now += 0.03 if table == "executions" else 0.5
 
     x = np.random.default_rng(0).random((32, 4)).astype(np.float32)
     y = keras.utils.to_categorical(np.arange(32) % 2, 2)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
     model.compile(optimizer="sgd", loss="categorical_crossentropy")
-    quick = Recorder(8, 4, lambda t, r: None)
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[quick])
-    rec = Recorder(8, 4, slow_sink)
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[rec])
-    assert len(rec.durations) == 4
-    assert 0.12 <= rec.hook_sec < 0.12 + 0.2
-    assert quick.hook_sec < 0.05  # the hooks themselves: microseconds a call
+    class Step(keras.callbacks.Callback):  # before the Recorder: each step "takes" 0.01 s
+        def on_train_batch_end(self, batch, logs=None):
+            clock.now += 0.01
+
+    rec = Recorder(8, 4, sink)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[Step(), rec])
+    assert rec.hook_sec == pytest.approx(4 * 0.03, abs=1e-9)
+    # Execution durations run end to end, so each after the first includes the previous row's write.
+    assert rec.durations == pytest.approx([0.01, 0.04, 0.04, 0.04], abs=1e-9)
 
 
-def test_writer_reports_its_threads_cpu_time_once_ended():
+def test_writer_reports_its_threads_cpu_time_once_ended(monkeypatch):
+    """On a thread clock that moves only inside commits (0.05 s each), cpu_sec is
+    exactly 0.05 s per commit made; None until the thread has ended."""
+    from engine.training import recorder
     from engine.training.recorder import Writer
+
+    clock = FakeClock()
+    monkeypatch.setattr(recorder, "time", clock)
+    commits = []
 
     class Store:
         def add_metrics(self, run_id, executions=(), epochs=(), system=()):
-            t = time.thread_time()
-            while time.thread_time() - t < 0.05:  # 50 ms of CPU per commit, in the writer thread
-                pass
+            commits.append(list(epochs))
+            clock.now += 0.05
 
         def close(self):
             pass
 
     w = Writer(lambda: Store(), run_id=1)
     assert w.cpu_sec is None
-    w.start()
-    w.push("epochs", (0,))  # committed at once
-    time.sleep(0.3)
+    w.push("epochs", (0,))
     w.push("epochs", (1,))
+    w.start()
+    w.push("epochs", (2,))
     w.stop(patience_s=10)
-    assert w.cpu_sec == pytest.approx(0.1, abs=0.05)  # two commits; waiting costs no CPU
+    assert [row for c in commits for row in c] == [(0,), (1,), (2,)]
+    assert w.cpu_sec == pytest.approx(0.05 * len(commits), abs=1e-9)
 
 
 def test_no_full_garbage_collection_inside_fit():
