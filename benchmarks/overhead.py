@@ -59,8 +59,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def bare_child(cfg_json: str) -> None:
-    """In a fresh process: bare fit, print samples/s as JSON."""
+def prepared(cfg_json: str):
+    """In a child process: (config, engine.training.train.Prepared) with the engine's own
+    devices, data, model, compile and fit settings."""
     from engine.config import RunConfig
 
     cfg = RunConfig.from_json(cfg_json)
@@ -69,7 +70,12 @@ def bare_child(cfg_json: str) -> None:
     setup = devices.configure(cfg.device_type, cfg.devices)
     from engine.training.train import prepare
 
-    prep = prepare(cfg, setup, fast_fit=True)  # the engine's own data, model, compile and fit settings
+    return cfg, prepare(cfg, setup, fast_fit=True)
+
+
+def bare_child(cfg_json: str) -> None:
+    """In a fresh process: bare fit, print samples/s as JSON."""
+    cfg, prep = prepared(cfg_json)
     import keras
 
     class EpochClock(keras.callbacks.Callback):
@@ -92,16 +98,10 @@ def paired_child(cfg_json: str, rounds: int) -> None:
     engine's Recorder (a sink that keeps nothing, the data-wait meter and LR read as in
     a run) and one epoch with no batch hook, in alternating order; print each epoch's
     seconds as JSON. Same process, same model, same input: only the callback differs."""
-    from engine.config import RunConfig
-
-    cfg = RunConfig.from_json(cfg_json)
-    from engine.training import devices
-
-    setup = devices.configure(cfg.device_type, cfg.devices)
+    cfg, prep = prepared(cfg_json)
     from engine.training.recorder import Recorder
-    from engine.training.train import _lr_table, prepare
+    from engine.training.train import _lr_table
 
-    prep = prepare(cfg, setup, fast_fit=True)
     spe = prep.steps_per_epoch
     # Time on the training thread in Keras's batch-callback dispatch (the hooks included):
     # the whole per-execution cost of having a measuring callback, next to the bare side's.

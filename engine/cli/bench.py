@@ -7,10 +7,13 @@ import time
 
 
 def add_parser(sub) -> None:
+    from engine.jobs.bench import QUICK_ESTIMATE_S
+
     p = sub.add_parser("bench", help="quick speedup benchmark of the options on this machine",
                        description="Short runs on synthetic data (precision x steps per execution x XLA "
                                    "x replicas, x backend where JAX is installed too), each against a float32 single-device baseline measured in "
-                                   "the same invocation. About 75 s on an idle 2-core CPU with --quick (JAX installed).")
+                                   f"the same invocation. About {QUICK_ESTIMATE_S:.0f} s on an idle 2-core CPU with --quick "
+                                   "(JAX installed).")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", default=True, help="small matrix (default)")
     size.add_argument("--full", action="store_true",
