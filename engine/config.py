@@ -23,6 +23,7 @@ BACKBONES = {"mobilenetv2": 224, "resnet50": 224, "efficientnetb0": 224}
 MODELS = ("mlp", "cnn", "resnet", *BACKBONES)
 MIN_BACKBONE_SIZE = 32  # keras.applications' smallest accepted input (min_size=32)
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
+FUSED_OPTIMIZERS = ("adam", "sgd")  # engine.training.fused_optimizer.SUPPORTED (no TF import here)
 SCHEDULES = ("constant", "warmup_cosine", "warmup_step", "cyclic", "one_cycle")
 CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
 # Keras 3 backends a run may use (KERAS_BACKEND, set by the worker before Keras is imported).
@@ -54,6 +55,8 @@ class RunConfig:
     epochs: int = 10
     steps_per_execution: int = 1
     jit_compile: bool = False
+    # One TF training kernel per variable for the optimizer's update (engine.training.fused_optimizer).
+    fused_optimizer: bool = False
     optimizer: str = "adam"
     learning_rate: float = 1e-3
     momentum: float = 0.9
@@ -265,6 +268,13 @@ def _validate(c: RunConfig) -> None:
     _bool("save_model", c.save_model)
     _bool("stop_at_target", c.stop_at_target)
     _choice("optimizer", c.optimizer, OPTIMIZERS)
+    _bool("fused_optimizer", c.fused_optimizer)
+    if c.fused_optimizer and c.backend == "jax":
+        raise ConfigError("fused_optimizer", True, "is a TensorFlow technique (XLA already fuses a JAX step)",
+                          "turn fused_optimizer off, or use backend tensorflow")
+    if c.fused_optimizer and c.optimizer not in FUSED_OPTIMIZERS:
+        raise ConfigError("fused_optimizer", True, f"has no fused kernel for optimizer {c.optimizer}",
+                          f"use optimizer {' or '.join(FUSED_OPTIMIZERS)}, or turn fused_optimizer off")
     _num("learning_rate", c.learning_rate, 0.0, 10.0, lo_open=True)
     _num("momentum", c.momentum, 0.0, 1.0, hi_open=True)
     _int("seed", c.seed, 0, 2**31 - 1)
@@ -346,11 +356,12 @@ def _validate(c: RunConfig) -> None:
 
 def baseline_config(c: RunConfig) -> RunConfig:
     """The like-for-like baseline of `c`: same backend, data, model, global batch, epochs,
-    seed and optimizer; float32 on 1 device, steps_per_execution 1, no XLA,
-    constant learning rate, no label smoothing or mixup, default input pipeline,
+    seed and optimizer; float32 on 1 device, steps_per_execution 1, no XLA, Keras's
+    own (unfused) optimizer update, constant learning rate, no label smoothing or mixup, default input pipeline,
     trained from scratch (no init_from, no pretrained weights: transfer learning
     is one of the techniques measured against it)."""
     return c.replace(precision="float32", devices=1, workers=1, steps_per_execution=1, jit_compile=False,
+                     fused_optimizer=False,
                      schedule="constant", warmup_epochs=0.0, scale_lr=False,
                      reduce_on_plateau=False, label_smoothing=0.0, mixup_alpha=0.0,
                      save_model=False, data_cache=False, data_parallel_map=True, data_prefetch=True,
@@ -374,6 +385,8 @@ FIELD_HELP = {
     "epochs": "passes over the training set",
     "steps_per_execution": "batches fused into one call of the compiled train step",
     "jit_compile": "compile the train step with XLA (always on with backend jax)",
+    "fused_optimizer": "apply the optimizer's update with one TensorFlow kernel per variable "
+                       "(ResourceApplyAdam / ResourceApplyKerasMomentum; adam or sgd, TensorFlow only)",
     "optimizer": "adam, sgd (with momentum) or rmsprop",
     "learning_rate": "base learning rate (before linear scaling)",
     "momentum": "SGD momentum",

@@ -39,6 +39,7 @@ def test_search_space_follows_the_hardware_verdicts():
     c = s.choices
     assert c["precision"] == ("float32", "mixed_bfloat16")  # float16 is emulated on a CPU
     assert c["jit_compile"] == (False, True)                 # XLA on a CPU: 'measure'
+    assert c["fused_optimizer"] == (False, True)             # Adam has a fused kernel
     assert c["devices"] == (1,)                              # one physical CPU: no real replicas
     # digits: 1,437 training samples; 0.5x, 1x, 2x, 4x the base batch of 128.
     assert c["batch_size"] == (64, 128, 256, 512)
@@ -48,6 +49,10 @@ def test_search_space_follows_the_hardware_verdicts():
     assert sp.search_space([], DIGITS, {}, max_lrs=(0.007, 0.0033, 0.007)).choices["max_lr"] == (0.0033, 0.007)
     assert any(n.startswith("mixed_float16 left out (slower)") for n in s.notes)
     assert any("several devices left out" in n for n in s.notes)
+
+    rms = space_for(cpu_facts(), DIGITS.replace(optimizer="rmsprop"))
+    assert rms.choices["fused_optimizer"] == (False,)
+    assert "fused optimizer left out: no fused kernel for rmsprop" in rms.notes
 
     no_bf16 = space_for(cpu_facts(bf16=False)).choices
     assert no_bf16["precision"] == ("float32",)
@@ -78,10 +83,12 @@ def test_the_backend_is_searched_only_where_several_are_usable():
     quick = sp.facts_from_quick({"backends": {"tensorflow": "2.21.0", "jax": "0.10.2", "jaxlib": "0.10.2"}})
     assert space_for(quick).choices["backend"] == ("tensorflow", "jax")
     # A JAX trial compiles with XLA whatever was drawn; XLA then comes with the backend.
+    # It never fuses the optimizer (a TensorFlow technique), whatever was drawn.
     params = {"backend": "jax", "precision": "float32", "steps_per_execution": 1, "batch_size": 128,
-              "schedule": "constant", "label_smoothing": 0.0, "jit_compile": False, "devices": 1}
+              "schedule": "constant", "label_smoothing": 0.0, "jit_compile": False, "devices": 1,
+              "fused_optimizer": True}
     jx = sp.trial_config(DIGITS, params, 0.005)
-    assert (jx.backend, jx.jit_compile) == ("jax", True)
+    assert (jx.backend, jx.jit_compile, jx.fused_optimizer) == ("jax", True, False)
     base = baseline_config(DIGITS)
     assert sp.techniques_used(jx, base) == ["backend"]
     assert sp.describe(jx, base) == "JAX backend"
@@ -95,7 +102,7 @@ def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
     h = sp.hint_params(s, verdicts(cpu_facts(), "auto"))
     assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 2, "batch_size": 256,
                  "schedule": "one_cycle", "cycle_epochs": 10, "max_lr": 0.007, "label_smoothing": 0.1,
-                 "jit_compile": False, "devices": 1}
+                 "jit_compile": False, "devices": 1, "fused_optimizer": True}
 
 
 def test_trial_config_scales_the_lr_and_caps_steps_per_execution():
@@ -118,11 +125,11 @@ def test_trial_config_scales_the_lr_and_caps_steps_per_execution():
 def test_ablation_runs_differ_from_the_winner_in_exactly_one_setting_each():
     winner = sp.trial_config(DIGITS, {"precision": "mixed_bfloat16", "steps_per_execution": 4, "batch_size": 256,
                                       "schedule": "one_cycle", "cycle_epochs": 10, "label_smoothing": 0.1,
-                                      "jit_compile": True, "devices": 1}, max_lr=0.005)
+                                      "jit_compile": True, "devices": 1, "fused_optimizer": True}, max_lr=0.005)
     base = baseline_config(DIGITS)  # the user's settings: batch 128, float32, ...
     plan = sp.ablation_configs(winner, base)
     assert [a["technique"] for a in plan] == ["precision", "steps_per_execution", "batch", "schedule",
-                                              "label_smoothing", "jit_compile"]
+                                              "label_smoothing", "jit_compile", "fused_optimizer"]
     for a in plan:
         assert a["error"] is None
         assert sp.techniques_used(a["config"], winner) == [a["technique"]]  # exactly one setting differs
@@ -134,7 +141,8 @@ def test_ablation_runs_differ_from_the_winner_in_exactly_one_setting_each():
     sched = by["schedule"]["config"]
     assert (sched.schedule, sched.max_lr, sched.epochs, sched.batch_size) == ("constant", None, 20, 256)
     assert [a["label"] for a in plan] == ["bfloat16", "4 steps per execution", "batch 256 + scaled LR",
-                                          "one_cycle (max LR 0.005, 10 epochs)", "label smoothing 0.1", "XLA"]
+                                          "one_cycle (max LR 0.005, 10 epochs)", "label smoothing 0.1", "XLA",
+                                          "fused adam update"]
     # Switching the batch back alone would leave 16 steps per execution in a 12-step epoch: said, not run.
     small = sp.trial_config(DIGITS, {"precision": "float32", "steps_per_execution": 16, "batch_size": 64,
                                      "schedule": "constant", "label_smoothing": 0.0, "jit_compile": False,

@@ -38,6 +38,9 @@ def test_multi_replica_drops_remainder_to_keep_batches_equal():
     (dict(steps_per_execution=13), "steps_per_execution", "at most 12"),
     (dict(batch_size=2000), "batch_size", "at most 1437"),
     (dict(jit_compile="auto"), "jit_compile", "true or false"),
+    (dict(fused_optimizer=True, optimizer="rmsprop"), "fused_optimizer", "use optimizer adam or sgd"),
+    (dict(fused_optimizer=True, backend="jax"), "fused_optimizer", "XLA already fuses"),
+    (dict(fused_optimizer=True, optimizer="sgd"), None, None),
     (dict(learning_rate=0.0), "learning_rate", "(0.0, 10.0]"),
     (dict(validation_fraction=0.9), "validation_fraction", "0.5"),
     (dict(schedule="constant", reduce_on_plateau=True, warmup_epochs=0.0), None, None),
@@ -46,7 +49,7 @@ def test_multi_replica_drops_remainder_to_keep_batches_equal():
 ])
 def test_bad_values_name_field_value_and_fix(kw, field, fragment):
     if field is None:
-        RunConfig(**kw)  # a plateau reducer with a constant LR is allowed
+        RunConfig(**kw)  # allowed: a plateau reducer with a constant LR; a fused SGD update
         return
     e = err(**kw)
     assert e.field == field
@@ -81,9 +84,11 @@ def test_config_is_frozen():
 
 def test_baseline_is_like_for_like():
     c = RunConfig(precision="mixed_bfloat16", devices=2, batch_size=256, steps_per_execution=4,
-                  jit_compile=True, schedule="one_cycle", label_smoothing=0.1, mixup_alpha=0.2)
+                  jit_compile=True, schedule="one_cycle", label_smoothing=0.1, mixup_alpha=0.2,
+                  fused_optimizer=True)
     b = baseline_config(c)
     assert (b.precision, b.devices, b.steps_per_execution, b.jit_compile) == ("float32", 1, 1, False)
+    assert (b.fused_optimizer, b.optimizer) == (False, "adam")  # Keras's own update, same optimizer
     assert (b.schedule, b.label_smoothing, b.mixup_alpha) == ("constant", 0.0, 0.0)
     assert (b.dataset, b.model, b.batch_size, b.epochs, b.seed) == (c.dataset, c.model, 256, c.epochs, c.seed)
     assert baseline_config(c.replace(init_from=7, freeze_epochs=2)).init_from is None

@@ -204,6 +204,10 @@ def speed_controls(f: Form, sb) -> None:
         f.slots["jit_compile"] = sb.empty()
     else:
         f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
+    if f.values["backend"] == "jax":  # a TensorFlow technique: XLA already fuses a JAX step
+        f.values["fused_optimizer"] = False
+    else:
+        f.field("fused_optimizer", "toggle", "Fused optimizer update", value=DEFAULTS.fused_optimizer)
 
 
 def training_controls(f: Form, sb) -> None:

@@ -9,6 +9,9 @@ arXiv:1706.02677: lr x batch / reference batch), with an optional linear warmup
 for batches above the base; the schedule is constant or one-cycle (Smith & Topin
 2018, arXiv:1708.07120) with its maximum LR from the LR range test.
 
+The fused optimizer update (engine.training.fused_optimizer) is searched where
+the optimizer has a fused kernel (Adam, SGD), on TensorFlow trials only.
+
 The Keras backend is searched where several are installed and usable
 (engine.hardware.verdicts.backend_verdicts: 'faster' or 'measure'); JAX always
 compiles with XLA, so on a JAX trial XLA is part of the backend, not a technique
@@ -24,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.config import RunConfig, nearest_divisible
+from engine.config import FUSED_OPTIMIZERS, RunConfig, nearest_divisible
 from engine.hardware.verdicts import backend_verdicts
 
 SPE_CHOICES = (1, 2, 4, 8, 16)
@@ -35,7 +38,7 @@ CYCLE_FRACTIONS = (0.25, 0.5, 1.0)        # one-cycle length as a share of the e
 LOW_PRECISIONS = ("mixed_bfloat16", "mixed_float16")
 
 TECHNIQUES = ("backend", "precision", "steps_per_execution", "batch", "schedule", "label_smoothing",
-              "jit_compile", "devices")
+              "jit_compile", "fused_optimizer", "devices")
 TECHNIQUE_FIELDS = {
     "backend": ("backend", "jit_compile"),   # JAX runs always compile with XLA
     "precision": ("precision",),
@@ -44,6 +47,7 @@ TECHNIQUE_FIELDS = {
     "schedule": ("schedule", "max_lr", "epochs"),
     "label_smoothing": ("label_smoothing",),
     "jit_compile": ("jit_compile",),
+    "fused_optimizer": ("fused_optimizer",),
     "devices": ("devices",),
 }
 
@@ -128,6 +132,11 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
         if max(devices) <= b <= n_train and b not in batches:
             batches.append(b)
     cycles = tuple(sorted({max(1, int(math.ceil(base.epochs * f))) for f in CYCLE_FRACTIONS}))
+    # TensorFlow's fused update kernels exist for Adam and SGD (engine.training.fused_optimizer);
+    # a JAX trial never uses them (trial_config), XLA fuses its step anyway.
+    fused = (False, True) if base.optimizer in FUSED_OPTIMIZERS else (False,)
+    if len(fused) == 1:
+        notes.append(f"fused optimizer left out: no fused kernel for {base.optimizer}")
     backends = [base.backend]
     for b in backend_verdicts(facts or {}, base.device_type):
         if b["backend"] == base.backend:
@@ -148,6 +157,7 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
         "max_lr": tuple(sorted({float(x) for x in max_lrs})) or (10.0 * base.learning_rate,),
         "label_smoothing": LABEL_SMOOTHING_CHOICES,
         "jit_compile": jit,
+        "fused_optimizer": fused,
         "devices": devices,
     }, base_batch=base.batch_size, epochs=base.epochs, notes=notes)
 
@@ -169,6 +179,8 @@ def suggest(trial, space: SearchSpace) -> dict:
     backends = c.get("backend", ())
     if len(backends) > 1:  # drawn last, so a one-backend space proposes as it did before
         p["backend"] = trial.suggest_categorical("backend", backends)
+    if len(c.get("fused_optimizer", ())) > 1:
+        p["fused_optimizer"] = trial.suggest_categorical("fused_optimizer", c["fused_optimizer"])
     return p
 
 
@@ -178,7 +190,8 @@ def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
     time to beat early: the fastest low precision with a 'faster' verdict, 2
     steps per execution, twice the base batch with scaled LR, one-cycle over
     the middle length at the highest max LR offered, label smoothing 0.1, XLA
-    where its verdict is 'faster', every real device, the base backend.
+    where its verdict is 'faster', the fused optimizer update where the optimizer
+    has one (it only removes graph ops), every real device, the base backend.
 
     Only 2 steps per execution: when the time to a target is short, the warm-up
     (tracing the step) is most of it, and tracing grows with the steps fused
@@ -200,6 +213,8 @@ def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
         "jit_compile": v.get("xla") == "faster" and True in c["jit_compile"],
         "devices": max(c["devices"]),
     }
+    if len(c.get("fused_optimizer", ())) > 1:
+        hint["fused_optimizer"] = True
     if len(c.get("backend", ())) > 1:
         hint["backend"] = c["backend"][0]  # the base backend, where the preset was tuned
     return hint
@@ -216,8 +231,10 @@ def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) 
     Raises: ConfigError if the combination is invalid (e.g. a batch the devices do not divide).
     """
     batch = int(params["batch_size"])
-    changes = {"backend": params.get("backend") or base.backend, "precision": params["precision"], "batch_size": batch, "devices": int(params.get("devices", 1)),
-               "jit_compile": bool(params.get("jit_compile", False)),
+    backend = params.get("backend") or base.backend
+    changes = {"backend": backend, "precision": params["precision"], "batch_size": batch,
+               "devices": int(params.get("devices", 1)), "jit_compile": bool(params.get("jit_compile", False)),
+               "fused_optimizer": bool(params.get("fused_optimizer", False)) and backend != "jax",
                "label_smoothing": float(params.get("label_smoothing", 0.0))}
     if batch != base.batch_size:
         changes.update(scale_lr=True, reference_batch_size=base.batch_size)
@@ -278,6 +295,8 @@ def technique_label(technique: str, cfg: RunConfig) -> str:
         return f"label smoothing {cfg.label_smoothing:g}"
     if technique == "jit_compile":
         return "XLA" if cfg.jit_compile else "no XLA"
+    if technique == "fused_optimizer":
+        return f"fused {cfg.optimizer} update" if cfg.fused_optimizer else f"{cfg.optimizer} update"
     if technique == "devices":
         return f"{cfg.devices} devices"
     raise ValueError(f"technique {technique!r}: use one of {', '.join(TECHNIQUES)}")

@@ -76,12 +76,14 @@ def run_label(run: Mapping) -> str:
 
 
 def _speed_parts(cfg: Mapping) -> list:
-    """Backend, steps per execution, XLA and schedule, each only when it is not the default."""
+    """Backend, steps per execution, XLA, the fused update and schedule, each only when it is not the default."""
     parts = ["JAX"] if cfg.get("backend") == "jax" else []
     if cfg.get("steps_per_execution", 1) > 1:
         parts.append(f"spe {cfg['steps_per_execution']}")
     if cfg.get("jit_compile") and cfg.get("backend") != "jax":  # JAX: always XLA
         parts.append("XLA")
+    if cfg.get("fused_optimizer"):
+        parts.append("fused update")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
     return parts

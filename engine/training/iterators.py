@@ -45,8 +45,16 @@ def build_once(model, element_spec) -> None:
     Call after every `compile` (a recompile creates unbuilt metrics).
     Raises whatever Keras raises for a model that cannot be built from the spec.
     """
-    cls_build = type(model)._maybe_symbolic_build  # the real one, also after a previous build_once
-    cls_build(model, data_batch=element_spec)
+    if getattr(model, "_distribute_strategy", None) is None:
+        # Keras defers this build into the first trace when no strategy is set; a
+        # tf.function that creates variables (metrics, loss tracker, optimizer slots) is
+        # traced twice, so building them here halves the first step's trace.
+        from keras.src.trainers.trainer import Trainer
+
+        Trainer._symbolic_build(model, data_batch=element_spec)
+    else:
+        cls_build = type(model)._maybe_symbolic_build  # the real one, also after a previous build_once
+        cls_build(model, data_batch=element_spec)
     model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
 
 

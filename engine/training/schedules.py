@@ -81,8 +81,32 @@ def _as_schedule(obj) -> Schedule:
     return keras.optimizers.schedules.deserialize(obj) if isinstance(obj, dict) else obj
 
 
+class _MomentumOncePerStep:
+    """Evaluates ``momentum_schedule(iterations)`` once per update, not once per
+    variable: the one-cycle formula is ~20 ops, and tracing it for every variable
+    made a one-cycle step's first trace ~0.3 s longer on the digits CNN (8 variables).
+    The value lives only while one `_backend_update_step` call is traced."""
+
+    _momentum_now = None
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        self._momentum_now = {}
+        try:
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        finally:
+            self._momentum_now = None
+
+    def _momentum(self, dtype):
+        if self._momentum_now is None:  # update_step called on its own
+            return ops.cast(self.momentum_schedule(self.iterations), dtype)
+        key = str(dtype)
+        if key not in self._momentum_now:
+            self._momentum_now[key] = ops.cast(self.momentum_schedule(self.iterations), dtype)
+        return self._momentum_now[key]
+
+
 @keras.saving.register_keras_serializable(package=_PKG)
-class ScheduledMomentumSGD(keras.optimizers.SGD):
+class ScheduledMomentumSGD(_MomentumOncePerStep, keras.optimizers.SGD):
     """SGD whose momentum at each step is ``momentum_schedule(iterations)``.
 
     `self.momentum` stays a nonzero float only so that `build()` allocates the
@@ -99,7 +123,7 @@ class ScheduledMomentumSGD(keras.optimizers.SGD):
         # Keras 3 SGD.update_step, with the scheduled momentum tensor.
         lr = ops.cast(learning_rate, variable.dtype)
         gradient = ops.cast(gradient, variable.dtype)
-        mu = ops.cast(self.momentum_schedule(self.iterations), variable.dtype)
+        mu = self._momentum(variable.dtype)
         m = self.momentums[self._get_variable_index(variable)]
         self.assign(m, m * mu - gradient * lr)
         if self.nesterov:
@@ -115,7 +139,7 @@ class ScheduledMomentumSGD(keras.optimizers.SGD):
 
 
 @keras.saving.register_keras_serializable(package=_PKG)
-class ScheduledMomentumAdam(keras.optimizers.Adam):
+class ScheduledMomentumAdam(_MomentumOncePerStep, keras.optimizers.Adam):
     """Adam whose beta_1 at each step is ``momentum_schedule(iterations)``; the bias
     correction uses the current beta_1 (1 - beta_1**t), as PyTorch's Adam does
     under OneCycleLR(cycle_momentum=True)."""
@@ -129,7 +153,7 @@ class ScheduledMomentumAdam(keras.optimizers.Adam):
         # Keras' Adam only does tensor arithmetic with beta_1, so a tensor can
         # stand in for the float while the step is traced; restored afterwards.
         beta_1 = self.beta_1
-        self.beta_1 = ops.cast(self.momentum_schedule(self.iterations), variable.dtype)
+        self.beta_1 = self._momentum(variable.dtype)
         try:
             super().update_step(gradient, variable, learning_rate)
         finally:

@@ -201,9 +201,14 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
         pcfg = cfg if phase.lr_factor == 1.0 else cfg.replace(
             learning_rate=cfg.learning_rate * phase.lr_factor,
             max_lr=None if cfg.max_lr is None else cfg.max_lr * phase.lr_factor)
+        optimizer = _optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch)
+        if cfg.fused_optimizer:
+            from engine.training import fused_optimizer
+
+            fused_optimizer.fuse(optimizer)  # config check: adam or sgd on TensorFlow, so it fuses
         with setup.strategy.scope():
             model.compile(
-                optimizer=_optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch),
+                optimizer=optimizer,
                 loss=_loss(cfg),
                 metrics=_metrics(cfg),
                 steps_per_execution=cfg.steps_per_execution,
@@ -354,6 +359,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         "compute_dtype": plan["compute_dtype"], "variable_dtype": plan["variable_dtype"],
         "loss_scale": _loss_scale(model), "steps_per_execution": cfg.steps_per_execution,
         "jit_compile": cfg.jit_compile, "global_batch_size": cfg.batch_size,
+        "fused_optimizer": fused_optimizer_on(model),
         "per_replica_batch_size": plan["per_replica_batch_size"],
         "dropped_samples_per_epoch": plan["dropped_samples_per_epoch"],
         "steps": rec.step, "executions": len(rec.durations), **update_counts(rec.updates),
@@ -473,6 +479,13 @@ def _loss(cfg: RunConfig):
 
     # The head is float32 softmax, so the loss is computed in float32 too.
     return keras.losses.CategoricalCrossentropy(label_smoothing=cfg.label_smoothing)
+
+
+def fused_optimizer_on(model) -> bool:
+    """Whether the model's optimizer applies fused updates (engine.training.fused_optimizer)."""
+    from engine.training.fused_optimizer import is_fused
+
+    return bool(model.optimizer is not None and is_fused(model.optimizer))
 
 
 def _loss_scale(model) -> Optional[float]:
