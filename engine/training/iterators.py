@@ -131,3 +131,8 @@ def prestart(dataset, strategy):
 
 
 _PRESTARTED: dict = {}
+
+
+def started_iterator(dataset):
+    """The iterator `prestart` started for `dataset`, while no `iter()` has taken it; else None."""
+    return getattr(dataset, "__dict__", {}).get("_speedlab_started")

@@ -57,6 +57,9 @@ class Recorder(keras.callbacks.Callback):
             run compiles a metric named 'ce' (plain cross-entropy) and its
             'val_ce' is stored (validation is never mixed up).
 
+        busy_fn: whether the evaluation step is being traced in the background now
+            (engine.training.eval_trace); an execution that overlaps it is warm-up.
+
     One Recorder may serve several consecutive `fit` calls (transfer learning
     fits the frozen and the unfrozen phase separately): time, steps and
     execution numbers continue, and `expect_warmup()` marks the next execution
@@ -76,8 +79,11 @@ class Recorder(keras.callbacks.Callback):
                  on_start: Optional[Callable[[float], None]] = None,
                  data_wait_fn: Optional[Callable[[], float]] = None,
                  epoch_samples: Optional[int] = None, timeline=None, plain_val_loss: bool = True,
-                 updates: Optional[UpdateTracker] = None, stop_at_target: bool = False):
+                 updates: Optional[UpdateTracker] = None, stop_at_target: bool = False,
+                 busy_fn: Optional[Callable[[], bool]] = None):
         super().__init__()
+        self.busy_fn = busy_fn
+        self._busy_begin = False
         self.updates = updates or UpdateTracker()
         self.stop_at_target = stop_at_target
         self.timeline = timeline
@@ -175,6 +181,7 @@ class Recorder(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         self._begin_step = batch
         self._t_begin = time.perf_counter()
+        self._busy_begin = self.busy_fn is not None and self.busy_fn()
         if self._prev_end is None:  # an epoch's first execution: what came before it is not training
             self._gap("epoch start (training iterator, callbacks)", upto=self._t_begin)
         self.hook_sec += time.perf_counter() - self._t_begin
@@ -201,14 +208,18 @@ class Recorder(keras.callbacks.Callback):
         dur = t_end - start
         self.step += n
         idx = len(self.durations)
-        warm, self._warm_next = self._warm_next, False
+        traced, self._warm_next = self._warm_next, False
+        # Sharing the CPU with the evaluation step's background trace: not steady state either.
+        shared = not traced and (self._busy_begin or (self.busy_fn is not None and self.busy_fn()))
+        warm = traced or shared
         wait = None
         if self.data_wait_fn is not None:
             total = self.data_wait_fn()
             wait, self._wait_seen = max(0.0, total - self._wait_seen), total
         if self.timeline is not None:
+            note = "training step traced" if traced else SHARED_NOTE if shared else None
             self.timeline.add("warmup" if warm else "train", self.timeline.at(start), self.timeline.at(t_end),
-                              self.epoch, "training step traced" if warm else None)
+                              self.epoch, note)
         self.durations.append(dur)
         self.batches.append(n)
         self.samples.append(samples)
@@ -254,6 +265,9 @@ class Recorder(keras.callbacks.Callback):
 
 # Keras accuracies are float32: 171/180 correct reads 0.949999988, which must still count as 0.95.
 TARGET_TOLERANCE = 1e-6
+
+
+SHARED_NOTE = "trained while the validation step was traced in the background"
 
 
 def reached(accuracy: float, target: float) -> bool:

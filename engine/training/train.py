@@ -201,12 +201,12 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
         pcfg = cfg if phase.lr_factor == 1.0 else cfg.replace(
             learning_rate=cfg.learning_rate * phase.lr_factor,
             max_lr=None if cfg.max_lr is None else cfg.max_lr * phase.lr_factor)
-        optimizer = _optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch)
-        if cfg.fused_optimizer:
-            from engine.training import fused_optimizer
+        with setup.strategy.scope():  # an optimizer keeps the strategy it was made under
+            optimizer = _optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch)
+            if cfg.fused_optimizer:
+                from engine.training import fused_optimizer
 
-            fused_optimizer.fuse(optimizer)  # config check: adam or sgd on TensorFlow, so it fuses
-        with setup.strategy.scope():
+                fused_optimizer.fuse(optimizer)  # config check: adam or sgd on TensorFlow, so it fuses
             model.compile(
                 optimizer=optimizer,
                 loss=_loss(cfg),
@@ -320,7 +320,18 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     from engine.data.meta import target_for
 
     target = target_for(cfg.target_accuracy, cfg.dataset)
+    ahead = None
+    from engine.training import eval_trace
+
+    if cfg.backend != "jax" and eval_trace.ENABLED:  # trace validation while the first epoch trains
+        from engine.training.iterators import started_iterator
+
+        its = started_iterator(train_ds), started_iterator(val_ds)
+        if None not in its and len(prep.phases) == 1:
+            ahead = eval_trace.EvalTraceAhead(model, *its)
+            callbacks = [*callbacks, ahead.callback()]
     rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, target, on_start=on_start,
+                   busy_fn=ahead.busy if ahead is not None else None,
                    data_wait_fn=prep.meter.total if prep.meter is not None else None,
                    lr_fn=_lr_table(cfg, steps_per_epoch),
                    epoch_samples=plan["n_train"] - plan["dropped_samples_per_epoch"],
@@ -383,6 +394,9 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         # What measuring costs the loop: time in the Recorder's batch hooks (the worker adds
         # its writer thread's CPU time); benchmarks/overhead.py prints it as a share of train_sec.
         "instrumentation": {"batch_hooks_sec": rec.hook_sec},
+        # The evaluation step traced on a background thread during the first epoch: its wall
+        # seconds there, or the line that made validation trace it as usual (None: not tried).
+        "validation_traced_ahead": None if ahead is None else {"sec": ahead.traced_sec, "error": ahead.error},
         "init_from": cfg.init_from, "pretrained": cfg.pretrained,
         "freeze_epochs": cfg.freeze_epochs if prep.taken else None,
         "finetune_learning_rate": next((cfg.learning_rate * p.lr_factor for p in prep.phases if not p.frozen), None)
