@@ -167,6 +167,7 @@ def print_summary(s: dict) -> None:
         ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
         ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
+        *([("optimizer update", "fused: one TensorFlow kernel per variable")] if s.get("fused_optimizer") else []),
         ("final loss", fmt(s.get("final_loss"))),
         *([("updates", f"{s['updates_applied']:,} applied, {s['skipped_updates']:,} skipped of {s.get('steps'):,} "
                        "batches (non-finite gradients under float16 loss scaling)")]
