@@ -42,6 +42,10 @@ def build_once(model, element_spec) -> None:
     ((x TensorSpec, y TensorSpec) of a batch) under its strategy, then make
     Keras's per-call symbolic build a no-op for this model.
 
+    Without a strategy (one device) Keras would build nothing here and leave it to
+    the first trace, which then creates variables and is traced twice; so the
+    base Trainer's `_symbolic_build` runs here instead (metrics, loss tracker,
+    optimizer slots), as Keras's own build does under a strategy.
     Call after every `compile` (a recompile creates unbuilt metrics).
     Raises whatever Keras raises for a model that cannot be built from the spec.
     """
