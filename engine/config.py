@@ -23,7 +23,7 @@ BACKBONES = {"mobilenetv2": 224, "resnet50": 224, "efficientnetb0": 224}
 MODELS = ("mlp", "cnn", "resnet", *BACKBONES)
 MIN_BACKBONE_SIZE = 32  # keras.applications' smallest accepted input (min_size=32)
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
-FUSED_OPTIMIZERS = ("adam", "sgd")  # engine.training.fused_optimizer.SUPPORTED (no TF import here)
+FUSED_OPTIMIZERS = ("adam", "sgd")  # those engine.training.fused_optimizer fuses
 SCHEDULES = ("constant", "warmup_cosine", "warmup_step", "cyclic", "one_cycle")
 CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
 # Keras 3 backends a run may use (KERAS_BACKEND, set by the worker before Keras is imported).
@@ -357,8 +357,8 @@ def _validate(c: RunConfig) -> None:
 def baseline_config(c: RunConfig) -> RunConfig:
     """The like-for-like baseline of `c`: same backend, data, model, global batch, epochs,
     seed and optimizer; float32 on 1 device, steps_per_execution 1, no XLA, Keras's
-    own (unfused) optimizer update, constant learning rate, no label smoothing or mixup, default input pipeline,
-    trained from scratch (no init_from, no pretrained weights: transfer learning
+    own (unfused) optimizer update, constant learning rate, no label smoothing or
+    mixup, default input pipeline, trained from scratch (no init_from, no pretrained weights: transfer learning
     is one of the techniques measured against it)."""
     return c.replace(precision="float32", devices=1, workers=1, steps_per_execution=1, jit_compile=False,
                      fused_optimizer=False,

@@ -155,6 +155,7 @@ def _fit(monkeypatch, **kw):
     from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
     from engine.config import RunConfig
+    from engine.training.eval_trace import tf_function
     from engine.training.train import train
 
     seen = {"traces": 0}
@@ -168,8 +169,7 @@ def _fit(monkeypatch, **kw):
 
     class Grab(keras.callbacks.Callback):
         def on_train_end(self, logs=None):
-            fn = next(c.cell_contents for c in self.model.train_function.__closure__
-                      if hasattr(c.cell_contents, "experimental_get_tracing_count"))
+            fn = tf_function(self.model.train_function)
             (cf,) = fn._list_all_concrete_functions()
             seen["ops"] = [n.op for f in cf.graph.as_graph_def().library.function for n in f.node_def]
             seen["variables"] = len(self.model.trainable_variables)

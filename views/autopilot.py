@@ -25,8 +25,8 @@ PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "se
 TRAIN_PAGE = "views/train.py"
 # Winner fields handed to the Train page (its widgets are keyed by these RunConfig fields).
 TRAIN_FIELDS = ("dataset", "model", "precision", "devices", "batch_size", "steps_per_execution", "jit_compile",
-                "fused_optimizer", "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr", "scale_lr",
-                "reference_batch_size", "label_smoothing", "target_accuracy", "seed")
+                "fused_optimizer", "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr",
+                "scale_lr", "reference_batch_size", "label_smoothing", "target_accuracy", "seed")
 PHASES = {"starting": "starting", "search": "searching", "confirm": "re-running the winner and the baseline",
           "ablation": "explaining the winner (ablation)", "done": "done", "stopped": "stopped"}
 

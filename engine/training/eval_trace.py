@@ -43,7 +43,8 @@ class EvalTraceAhead:
         self.model = model
         self.train_iterator = train_iterator
         self.val_iterator = val_iterator
-        self.thread: Optional[threading.Thread] = None
+        self.started = False
+        self.thread: Optional[threading.Thread] = None  # None: nothing traced ahead
         self.error: Optional[str] = None
         self.traced_sec: Optional[float] = None
 
@@ -52,13 +53,13 @@ class EvalTraceAhead:
 
     def start(self) -> None:
         """Trace the train function now, then the test function on a thread (once)."""
-        if self.thread is not None:
+        if self.started:
             return
+        self.started = True
         try:
             _concrete(self.model.train_function, self.train_iterator)
-        except Exception as e:  # noqa: BLE001 - Keras traces it at its call, as always
+        except Exception as e:  # noqa: BLE001 - Keras traces it at its call, validation as usual
             self.error = _line("train function", e)
-            self.thread = threading.Thread(target=lambda: None)  # nothing ahead: validation as usual
             return
         self.thread = threading.Thread(target=self._trace, name="speedlab-eval-trace", daemon=True)
         self.thread.start()
@@ -79,7 +80,7 @@ class EvalTraceAhead:
             self.traced_sec = time.perf_counter() - t0
 
     def wait(self) -> None:
-        if self.thread is not None and self.thread.ident is not None:
+        if self.thread is not None:
             self.thread.join()
 
     def callback(self):
@@ -103,13 +104,13 @@ def _line(what: str, e: BaseException) -> str:
 
 def _concrete(function, iterator) -> None:
     """Trace Keras's train or test function (its tf.function inside) for `iterator`, without running it."""
-    fn = _tf_function(function)
+    fn = tf_function(function)
     if fn is None:
         raise RuntimeError("no tf.function inside Keras's function")
     fn.get_concrete_function(iterator)
 
 
-def _tf_function(function):
+def tf_function(function):
     """The tf.function (multi_step_on_iterator) inside Keras's test function closure."""
     for cell in getattr(function, "__closure__", None) or ():
         obj = cell.cell_contents

@@ -20,7 +20,9 @@ LossScaleOptimizer (which calls the inner optimizer's update).
 """
 from __future__ import annotations
 
-SUPPORTED = ("adam", "sgd")  # RunConfig.optimizer values with a fused kernel
+from engine.training import per_update
+
+# engine.config.FUSED_OPTIMIZERS names the RunConfig optimizers this fuses (adam, sgd).
 
 
 def fuse(optimizer) -> bool:
@@ -28,7 +30,8 @@ def fuse(optimizer) -> bool:
 
     Takes a Keras Adam (not AMSGrad) or SGD, including SpeedLab's scheduled-momentum
     variants (engine.training.schedules: the step's momentum is passed to the kernel
-    as a tensor). Sparse gradients (tf.IndexedSlices) keep Keras's update.
+    as a tensor). The step's scalars are made once per update (engine.training.per_update).
+    Sparse gradients (tf.IndexedSlices) keep Keras's update.
     Returns True when fused; False, with `optimizer` unchanged, on another backend
     or optimizer.
     """
@@ -45,22 +48,13 @@ def fuse(optimizer) -> bool:
     import tensorflow as tf
 
     keras_update_step = optimizer.update_step
-    keras_backend_update = optimizer._backend_update_step
-    scalars = [None]  # {key: tensors} while one update is traced: the step's scalars, made once
-
-    def backend_update_step(grads, trainable_variables, learning_rate):
-        scalars[0] = {}
-        try:
-            return keras_backend_update(grads, trainable_variables, learning_rate)
-        finally:
-            scalars[0] = None
+    per_update.install(optimizer)
 
     def update_step(gradient, variable, learning_rate):
         if isinstance(gradient, tf.IndexedSlices):
             return keras_update_step(gradient, variable, learning_rate)
-        return kernel(tf, optimizer, scalars[0], gradient, variable, learning_rate)
+        return kernel(tf, optimizer, gradient, variable, learning_rate)
 
-    optimizer._backend_update_step = backend_update_step
     optimizer.update_step = update_step
     return True
 
@@ -71,19 +65,11 @@ def is_fused(optimizer) -> bool:
     return "update_step" in vars(inner)
 
 
-def _once(cache, key, make):
-    if cache is None:  # update_step called outside an update (no step to share with)
-        return make()
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
-
-
 def _momentum(tf, opt, value: float, dtype):
     """The step's momentum (SGD) or beta_1 (Adam): scheduled (one-cycle) or constant."""
     if getattr(opt, "momentum_schedule", None) is not None:
-        return opt._momentum(dtype)
-    return tf.cast(value, dtype)
+        return opt._momentum(dtype)  # once per update (engine.training.schedules)
+    return per_update.once(opt, ("constant momentum", dtype.name), lambda: tf.cast(value, dtype))
 
 
 def _handle(v):
@@ -92,7 +78,7 @@ def _handle(v):
     return (v.value if isinstance(v, keras.Variable) else v).handle  # a Keras variable wraps a tf.Variable
 
 
-def _adam(tf, opt, cache, gradient, variable, learning_rate):
+def _adam(tf, opt, gradient, variable, learning_rate):
     dt = variable.dtype
 
     def make():
@@ -100,7 +86,7 @@ def _adam(tf, opt, cache, gradient, variable, learning_rate):
         b1, b2 = _momentum(tf, opt, opt.beta_1, dt), tf.cast(opt.beta_2, dt)
         return tf.cast(learning_rate, dt), b1, b2, tf.pow(b1, t), tf.pow(b2, t), tf.cast(opt.epsilon, dt)
 
-    lr, b1, b2, b1_power, b2_power, eps = _once(cache, ("adam", dt.name), make)
+    lr, b1, b2, b1_power, b2_power, eps = per_update.once(opt, ("adam", dt.name), make)
     i = opt._get_variable_index(variable)
     tf.raw_ops.ResourceApplyAdam(
         var=_handle(variable), m=_handle(opt._momentums[i]), v=_handle(opt._velocities[i]),
@@ -108,15 +94,14 @@ def _adam(tf, opt, cache, gradient, variable, learning_rate):
         grad=tf.cast(gradient, dt))
 
 
-def _sgd(tf, opt, cache, gradient, variable, learning_rate):
+def _sgd(tf, opt, gradient, variable, learning_rate):
     dt = variable.dtype
-    scheduled = getattr(opt, "momentum_schedule", None) is not None
-    lr = _once(cache, ("lr", dt.name), lambda: tf.cast(learning_rate, dt))
+    lr = per_update.once(opt, ("lr", dt.name), lambda: tf.cast(learning_rate, dt))
     grad = tf.cast(gradient, dt)
-    if not scheduled and opt.momentum == 0:
+    if getattr(opt, "momentum_schedule", None) is None and opt.momentum == 0:
         tf.raw_ops.ResourceApplyGradientDescent(var=_handle(variable), alpha=lr, delta=grad)
         return
-    mu = _once(cache, ("momentum", dt.name), lambda: _momentum(tf, opt, opt.momentum, dt))
     accum = opt.momentums[opt._get_variable_index(variable)]
     tf.raw_ops.ResourceApplyKerasMomentum(var=_handle(variable), accum=_handle(accum), lr=lr, grad=grad,
-                                          momentum=mu, use_nesterov=bool(opt.nesterov))
+                                          momentum=_momentum(tf, opt, opt.momentum, dt),
+                                          use_nesterov=bool(opt.nesterov))

@@ -19,6 +19,7 @@ import keras
 from keras import ops
 
 from engine import lr_math
+from engine.training import per_update
 
 _PKG = "speedlab"
 
@@ -82,27 +83,13 @@ def _as_schedule(obj) -> Schedule:
 
 
 class _MomentumOncePerStep:
-    """Evaluates ``momentum_schedule(iterations)`` once per update, not once per
-    variable: the one-cycle formula is ~20 ops, and tracing it for every variable
-    made a one-cycle step's first trace ~0.3 s longer on the digits CNN (8 variables).
-    The value lives only while one `_backend_update_step` call is traced."""
-
-    _momentum_now = None
-
-    def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        self._momentum_now = {}
-        try:
-            return super()._backend_update_step(grads, trainable_variables, learning_rate)
-        finally:
-            self._momentum_now = None
+    """The scheduled momentum, evaluated once per update and shared by every variable
+    (engine.training.per_update): the one-cycle formula is ~20 ops, and tracing it for
+    every variable made a one-cycle step's first trace ~0.3 s longer on the digits CNN."""
 
     def _momentum(self, dtype):
-        if self._momentum_now is None:  # update_step called on its own
-            return ops.cast(self.momentum_schedule(self.iterations), dtype)
-        key = str(dtype)
-        if key not in self._momentum_now:
-            self._momentum_now[key] = ops.cast(self.momentum_schedule(self.iterations), dtype)
-        return self._momentum_now[key]
+        return per_update.once(self, ("momentum", str(dtype)),
+                               lambda: ops.cast(self.momentum_schedule(self.iterations), dtype))
 
 
 @keras.saving.register_keras_serializable(package=_PKG)
@@ -118,6 +105,7 @@ class ScheduledMomentumSGD(_MomentumOncePerStep, keras.optimizers.SGD):
         super().__init__(learning_rate=learning_rate, momentum=lr_math.MOMENTUM_MAX,
                          nesterov=nesterov, **kwargs)
         self.momentum_schedule = _as_schedule(momentum_schedule)
+        per_update.install(self)
 
     def update_step(self, gradient, variable, learning_rate):
         # Keras 3 SGD.update_step, with the scheduled momentum tensor.
@@ -148,6 +136,7 @@ class ScheduledMomentumAdam(_MomentumOncePerStep, keras.optimizers.Adam):
         kwargs.pop("beta_1", None)
         super().__init__(learning_rate=learning_rate, beta_1=lr_math.MOMENTUM_MAX, **kwargs)
         self.momentum_schedule = _as_schedule(momentum_schedule)
+        per_update.install(self)
 
     def update_step(self, gradient, variable, learning_rate):
         # Keras' Adam only does tensor arithmetic with beta_1, so a tensor can

@@ -320,16 +320,15 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     from engine.data.meta import target_for
 
     target = target_for(cfg.target_accuracy, cfg.dataset)
-    ahead = None
     from engine.training import eval_trace
+    from engine.training.iterators import started_iterator
 
-    if cfg.backend != "jax" and eval_trace.ENABLED:  # trace validation while the first epoch trains
-        from engine.training.iterators import started_iterator
-
-        its = started_iterator(train_ds), started_iterator(val_ds)
-        if None not in its and len(prep.phases) == 1:
-            ahead = eval_trace.EvalTraceAhead(model, *its)
-            callbacks = [*callbacks, ahead.callback()]
+    # Trace validation while the first epoch trains (TF, iterators started in setup, one phase).
+    its = started_iterator(train_ds), started_iterator(val_ds)
+    ahead = (eval_trace.EvalTraceAhead(model, *its)
+             if eval_trace.ENABLED and cfg.backend != "jax" and None not in its and len(prep.phases) == 1 else None)
+    if ahead is not None:
+        callbacks = [*callbacks, ahead.callback()]
     rec = Recorder(cfg.batch_size, steps_per_epoch, sink, stop_event, target, on_start=on_start,
                    busy_fn=ahead.busy if ahead is not None else None,
                    data_wait_fn=prep.meter.total if prep.meter is not None else None,
