@@ -41,8 +41,12 @@ def test_validation_traced_ahead_gives_the_same_numbers(monkeypatch):
         assert ahead.summary[key] == pytest.approx(plain.summary[key], abs=1e-6), key
     # The first validation still has its warm-up span (what is left of the trace: waiting for the
     # thread, and the graph's first run), and every second is still accounted for.
-    tl = ahead.summary["timeline"]
-    assert [s[4] for s in tl if s[0] == "warmup"][:2] == ["training step traced", "validation step traced"]
+    # Executions that overlapped the thread come between them, as many as the machine's load made.
+    from engine.training.recorder import SHARED_NOTE
+
+    notes = [s[4] for s in ahead.summary["timeline"] if s[0] == "warmup"]
+    assert notes[0] == "training step traced"
+    assert notes[1:notes.index("validation step traced")] in ([], [SHARED_NOTE])  # one span if any
     parts = sum(ahead.summary[k] for k in ("setup_sec", "warmup_sec", "train_sec", "validation_sec", "other_sec"))
     assert parts == pytest.approx(ahead.summary["wall_sec"], abs=1e-6)
 
