@@ -5,7 +5,9 @@ longest tests first, so that no worker is left alone with a 90-s test at the
 end, and keep the tests that share a module-scoped fixture (one real search,
 one matrix subprocess) on one worker, so that it runs once.
 """
+import faulthandler
 import os
+import sys
 import time
 
 import pytest
@@ -125,6 +127,18 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False
     return Units(config, log)
+
+
+# A test still running after this long gets every thread's stack written to its captured
+# stderr (shown only if it fails): a hang on CI then says where it hung.
+STACKS_AFTER_S = float(os.environ.get("SPEEDLAB_TEST_STACKS_AFTER_S", 60))
+
+
+@pytest.fixture(autouse=True)
+def stacks_if_slow():
+    faulthandler.dump_traceback_later(STACKS_AFTER_S, file=sys.__stderr__)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture

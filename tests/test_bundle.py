@@ -210,11 +210,11 @@ def test_not_a_bundle(two_homes, tmp_path):
 
 
 def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monkeypatch):
-    from streamlit.testing.v1 import AppTest
+    from tests.apptest import app_test
 
     _, b, path = two_homes
     monkeypatch.setenv("SPEEDLAB_HOME", str(b))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = app_test()
     at.switch_page("views/runs.py")
     at.run()
     assert not at.exception

@@ -2,16 +2,13 @@
 metrics_incomplete on the status line (stored rows only, no TensorFlow)."""
 import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from streamlit.testing.v1 import AppTest
 
 from engine.config import RunConfig
 from engine.report import charts
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from tests.apptest import app_test
 
 
 def stored_float16_run(store, skips=(0, 1, 2), lost=None):
@@ -55,7 +52,7 @@ def test_loss_scale_figure():
 
 def test_train_page_charts_the_loss_scale_and_says_how_many_updates_were_skipped(store):
     rid = stored_float16_run(store, lost=7)
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = app_test().run()
     assert not at.exception
     specs = {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
     scale = specs["loss_scale"]["data"][0]

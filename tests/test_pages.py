@@ -22,10 +22,9 @@ from engine.config import ConfigError, RunConfig
 from engine.preflight import check_runnable
 from engine.report.measure import steady_state
 from engine.store import SYSTEM_COLS, Store
+from tests.apptest import app_test
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
-TIMEOUT = 60  # s per script run (first run imports pandas, plotly)
 
 
 # --- helpers -------------------------------------------------------------------
@@ -89,7 +88,7 @@ def finished_pair(store: Store, n_exec=None) -> tuple[int, int]:
 
 
 def app(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at = app_test()
     if page:
         at.switch_page(page)
     return at.run()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,7 @@ from engine.config import RunConfig
 from engine.report import replay
 from engine.report.compare import compare
 from engine.store import Store
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.apptest import app_test
 
 
 # --- the clock --------------------------------------------------------------------
@@ -159,7 +157,7 @@ def test_default_pair_is_the_newest_run_with_a_finished_baseline(store):
 # --- the page -----------------------------------------------------------------------
 
 def page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = app_test()
     at.switch_page("views/replay.py")
     return at.run()
 
@@ -205,7 +203,7 @@ def test_replay_page_mid_way_and_at_the_end(pair):
     metrics = {m.label: m.value for m in at.metric}
     cmp = compare(store, b, r)
     assert metrics["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "4.00×"
-    train = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    train = app_test().run()
     assert {m.label: m.value for m in train.metric} == metrics
     assert "2.2 s of 2.2 s recorded · 1× · finished" in at.get("progress")[0].proto.text
 

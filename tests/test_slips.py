@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from engine.config import RunConfig
 from engine.report.table import FIGURES, number
 from engine.store import Store
+from tests.apptest import app_test
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +55,7 @@ def test_cli_runs_writes_every_figure_one_way_and_blank_when_missing(store):
 
 
 def app(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = app_test()
     if page:
         at.switch_page(page)
     return at.run()
@@ -97,7 +98,7 @@ def test_a_typed_data_set_path_is_checked_like_the_cli(store_home, tmp_path):
     good = tmp_path / "stripes.npz"
     np.savez(good, x_train=rng.integers(0, 256, (200, 6, 5), dtype=np.uint8), y_train=np.arange(200) % 4)
     # AppTest cannot type into a selectbox: the URL sets it, as typing does (the box is bound to it).
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = app_test()
     at.query_params["dataset"] = str(good)
     at.run()
     assert not at.exception and not at.error
@@ -107,7 +108,7 @@ def test_a_typed_data_set_path_is_checked_like_the_cli(store_home, tmp_path):
     assert RunConfig(dataset=str(good)).dataset == str(good)  # the CLI's --dataset PATH takes it too
 
     missing = tmp_path / "nope.npz"
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = app_test()
     at.query_params["dataset"] = str(missing)
     at.run()
     msg = f"dataset: {str(missing)!r} cannot be used: {missing} does not exist; check the path"

@@ -28,6 +28,7 @@ def hold_lock(path, seconds: float) -> subprocess.Popen:
         c.execute("BEGIN IMMEDIATE")
         print("locked", flush=True)
         time.sleep({seconds})
+        print(time.time(), flush=True)  # just before it lets go
         c.execute("COMMIT")
     """)], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "locked"
@@ -47,8 +48,10 @@ def test_a_write_waits_for_the_lock_or_says_which_file_is_locked(store):
         impatient.close()
         patient = Store(store.path, patience_s=30, busy_timeout_s=0.1)
         patient.update_run(rid, status="running")  # retried until the lock went away
-        assert locker.poll() is not None  # ... which it only could once the other process committed
+        written_at = time.time()
         patient.close()
+        # ... which it only could once the other process committed (it may not have exited yet).
+        assert float(locker.stdout.readline()) < written_at
     finally:
         locker.wait(30)
     assert store.get_run(rid)["status"] == "running"

@@ -3,20 +3,19 @@ Train and Replay, the projector styling, and the toggle that switches the URL.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from engine.report import replay
 from engine.report.compare import compare
 from tests.talk_seed import seed_pair
+from tests.apptest import app_test
 
-ROOT = Path(__file__).resolve().parents[1]
 SIDEBAR_CHARTS = {"lr_preview", "lr_find_chart"}
 
 
 def app(page: str | None = None, talk: bool = True) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = app_test()
     if talk:
         at.query_params["mode"] = "talk"
     if page:

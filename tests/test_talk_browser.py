@@ -177,8 +177,10 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
             # ... and every headline figure as the Train page shows it for the same stored pair.
             page.goto(server + "/")
             page.get_by_text("completed in").first.wait_for(timeout=60_000)
-            page.wait_for_timeout(1500)
-            assert page.evaluate(METRICS) == replayed
+            # The metrics draw after the status line (on a busy machine, seconds after).
+            shown = wait_for(lambda: (lambda m: m if len(m) >= len(replayed) else None)(page.evaluate(METRICS)),
+                             60, "the Train page's headline metrics")
+            assert shown == replayed
         finally:
             browser.close()
 

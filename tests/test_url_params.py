@@ -1,13 +1,8 @@
 """Train page links: settings the controls did not take are named, with what
 replaced them, and Launch waits until the user accepts; the upload box states
 its limits."""
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
-
 from views import url_params
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from tests.apptest import app_test
 
 
 def test_rejected_compares_meanings_not_spellings():
@@ -22,7 +17,7 @@ def test_rejected_compares_meanings_not_spellings():
 
 
 def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(store_home):
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test()
     at.query_params.update({"batch_size": "abc", "precision": "float8", "learning_rate": "0.01"})
     at.run()
     assert not at.exception
@@ -47,7 +42,7 @@ def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(st
             ({"dataset": "user:faces"}, "dataset: 'user:faces' is not a registered data set; register it first "
                                         "(python -m engine data add NAME PATH); registered: none yet"),
             ({"epochs": "-5"}, "epochs: -5 is out of range; use a value between 1 and 10000")):
-        at = AppTest.from_file(APP, default_timeout=60)
+        at = app_test()
         at.query_params.update(params)
         at.run()
         assert not at.exception and not [w for w in at.warning if "Settings from the link" in w.value]
@@ -56,7 +51,7 @@ def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(st
 
 
 def test_a_good_link_launches_at_once_and_the_upload_box_states_its_limits(store_home):
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = app_test()
     at.query_params.update({"batch_size": "64", "precision": "mixed_bfloat16"})
     at.run()
     assert not [w for w in at.warning if "Settings from the link" in w.value]
