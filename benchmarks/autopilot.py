@@ -73,6 +73,9 @@ def main() -> None:
     p.add_argument("--explain", action="store_true", help="also run the leave-one-out ablation")
     a = p.parse_args()
     os.environ["SPEEDLAB_HOME"] = tempfile.mkdtemp(prefix="speedlab-autopilot-")
+    # The queue and its warm spare (a TensorFlow process) leave 30 s after the last run, not
+    # 10 min: a benchmark run next would otherwise share the CPU with the spare's start.
+    os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "30")
     from engine.hardware.machine import cpu_model
     from engine.jobs import autopilot
 
