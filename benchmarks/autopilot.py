@@ -1,7 +1,8 @@
 """Does the autopilot find a faster route to the target than the baseline and the hand-tuned preset?
 
 One invocation on digits (cnn, baseline batch 128, Adam 1e-3, float32): the
-autopilot searches for BUDGET seconds, then its winner, the baseline and the
+autopilot searches for BUDGET seconds and re-runs its fastest trials once to choose
+its winner (the runoff), then the winner, the baseline and the
 hand-tuned preset of benchmarks/time_to_accuracy.py re-run alternately
 (baseline, winner, preset; REPEATS rounds on fresh seeds). Prints every trial,
 the median time to the target of each, and the winner's speedup over the
@@ -90,6 +91,11 @@ def main() -> None:
             if t["trial"] not in printed:
                 printed.add(t["trial"])
                 print(f"trial {t['trial']:>2} (run #{t['run_id']}): {t['label']}: {t['reason']}", flush=True)
+        for r in (state.get("runoff") or {}).get("runs") or []:
+            if ("r", r["trial"]) not in printed:
+                printed.add(("r", r["trial"]))
+                print(f"runoff: trial {r['trial']} (run #{r['run_id']}) re-run: {_s(r['rerun_sec'])} "
+                      f"({_s(r['time_to_target_sec'])} in the search)", flush=True)
         for r in (state.get("confirm") or {}).get("runs") or []:
             key = ("c", r["round"], r["name"])
             if key not in printed:
@@ -110,7 +116,8 @@ def main() -> None:
     if not w:
         print(f"no trial reached {a.target}")
         return
-    print(f"winner: {w['label']} ({_s(w['search_time_to_target_sec'])} in the search)")
+    print(f"winner: {w['label']} ({_s(w['search_time_to_target_sec'])} in the search"
+          + (f", {_s(w['runoff_sec'])} in the runoff)" if w.get("runoff_sec") else ")"))
     print(f"preset: {TUNED}")
     conf = state.get("confirm") or {}
     if not conf:

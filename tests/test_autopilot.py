@@ -164,6 +164,22 @@ def test_paired_speedup_is_the_median_ratio_with_min_and_max():
     assert autopilot.paired_speedup([None], [1.0])["median"] is None
 
 
+def test_runoff_chooses_the_lowest_mean_of_search_and_rerun():
+    f = [{"trial": 1, "time_to_target_sec": 0.90, "rerun_sec": 1.30},   # lucky in the search: mean 1.10
+         {"trial": 7, "time_to_target_sec": 1.00, "rerun_sec": 0.96},   # mean 0.98
+         {"trial": 9, "time_to_target_sec": 1.02, "rerun_sec": 0.94}]   # mean 0.98: a tie, the earlier trial wins
+    choice = autopilot.choose_finalist(f)
+    assert choice["trial"] == 7 and choice["mean_sec"] == pytest.approx(0.98)
+    # A finalist whose re-run missed the target is out, however fast its search run was.
+    f[1]["rerun_sec"] = f[2]["rerun_sec"] = None
+    assert autopilot.choose_finalist(f)["trial"] == 1
+    # If every re-run missed it, the search's fastest stands, with no mean.
+    f[0]["rerun_sec"] = None
+    assert autopilot.choose_finalist(f) == {**f[0], "mean_sec": None}
+    with pytest.raises(ValueError):
+        autopilot.choose_finalist([])
+
+
 def test_reruns_alternate():
     assert autopilot.alternate(["baseline", "winner"], 3) == [
         (0, "baseline"), (0, "winner"), (1, "baseline"), (1, "winner"), (2, "baseline"), (2, "winner")]
@@ -277,12 +293,13 @@ def searched(tmp_path_factory):
         t0 = time.monotonic()
         ap.search()
         search_wall = time.monotonic() - t0
+        chosen = ap.runoff()
         fast = ap.base.replace(**FAST)
         conf = ap.confirm(fast)
         times = conf["times"]["winner"]
         ablation = ap.explain(fast, times[0])
         yield {"ap": ap, "search_wall": search_wall, "home": home, "fast": fast, "confirm": conf,
-               "ablation": ablation}
+               "ablation": ablation, "chosen": chosen}
     finally:
         from engine.jobs import runner
 
@@ -338,6 +355,36 @@ def test_planted_slow_trial_is_pruned_once_it_passes_the_best_time(searched):
         assert run["status"] == "cancelled" and run["error"] == f"autopilot: {slow['reason']}"
     finally:
         store.close()
+
+
+def test_runoff_reruns_the_fastest_trials_once_each_and_picks_the_lowest_mean(searched):
+    ap, chosen = searched["ap"], searched["chosen"]
+    reached = sorted((t for t in ap.state["trials"] if t["kind"] == "reached"),
+                     key=lambda t: (t["time_to_target_sec"], t["trial"]))
+    if len(reached) < 2:  # a busy machine may leave the planted fast trial the only one: no runoff then
+        assert chosen is None and ap.state["runoff"] is None
+        return
+    finalists = reached[:autopilot.FINALISTS]
+    ro = ap.state["runoff"]
+    assert ro["finalists"] == [t["trial"] for t in finalists] == [r["trial"] for r in ro["runs"]]
+    store = _store(searched["home"])
+    try:
+        for t, r in zip(finalists, ro["runs"]):
+            run, searched_run = store.get_run(r["run_id"]), store.get_run(t["run_id"])
+            # The same configuration on the same seed: only the machine's timing differs.
+            assert run["config"] == searched_run["config"]
+            assert (run["role"], run["group_id"]) == ("runoff", f"{ap.id}-r{t['trial']}")
+            assert run["summary"]["autopilot"]["phase"] == "runoff"
+            assert r["time_to_target_sec"] == t["time_to_target_sec"]
+            assert r["rerun_sec"] == (pytest.approx(run["summary"]["time_to_target_sec"])
+                                      if run["summary"].get("stopped_at_target") else None)
+    finally:
+        store.close()
+    means = {r["trial"]: (r["time_to_target_sec"] + r["rerun_sec"]) / 2 for r in ro["runs"] if r["rerun_sec"]}
+    if means:
+        assert chosen["trial"] == ro["choice"] == min(means, key=lambda n: (means[n], n))
+        assert chosen["mean_sec"] == pytest.approx(means[chosen["trial"]])
+        assert chosen["config"] == next(t["config"] for t in finalists if t["trial"] == chosen["trial"])
 
 
 def test_reruns_alternate_on_fresh_seeds_and_ablation_runs_differ_in_one_setting(searched):

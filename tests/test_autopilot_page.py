@@ -45,8 +45,13 @@ def done_state() -> dict:
             "trials": TRIALS, "best": {**TRIALS[2], "config": WINNER.to_dict()}, "current": None,
             "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
             "explanation": autopilot.explanation(ablation),
+            "runoff": {"finalists": [3, 1], "choice": 3, "mean_sec": 2.6,
+                       "runs": [{"trial": 3, "run_id": 5, "label": "config 3", "time_to_target_sec": 2.5,
+                                 "rerun_sec": 2.7, "reason": "reached 0.95 in 2.70 s of training"},
+                                {"trial": 1, "run_id": 6, "label": "config 1", "time_to_target_sec": 3.0,
+                                 "rerun_sec": 2.9, "reason": "reached 0.95 in 2.90 s of training"}]},
             "winner": {"trial": 3, "run_id": 3, "label": sp.describe(WINNER, BASE), "config": WINNER.to_dict(),
-                       "changes": {}, "search_time_to_target_sec": 2.5}}
+                       "changes": {}, "search_time_to_target_sec": 2.5, "runoff_sec": 2.7, "runoff_mean_sec": 2.6}}
 
 
 def test_empty_page_explains_and_can_start(store_home):
@@ -83,6 +88,8 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     metric = {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"]
     assert metric.value == "2.00×"  # median of 4/2, 5/2, 6/4
     assert "Winner 2.00 s vs baseline 5.00 s (medians)." in texts(at.caption)
+    assert ("Trial 3 (run #3): 2.50 s to 0.95 in the search and 2.70 s re-run: the best mean of the 2 fastest "
+            "trials.") in texts(at.caption)
     assert len(at.dataframe[0].value) == 4
 
 
@@ -132,3 +139,13 @@ def test_train_page_renders_with_an_autopilot_trial_newest(store):
     at = app()
     no_errors(at)
     assert "#1 fp32" in texts(at.markdown)
+
+
+def test_cli_summary_names_the_runoff_and_the_winner():
+    from engine.cli.autopilot import summary_lines
+
+    lines = summary_lines(done_state())
+    assert lines[0] == "search: 4 trials"
+    assert lines[1] == ("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): "
+                        "trial 3 2.50 s + 2.70 s; trial 1 3.00 s + 2.90 s")
+    assert lines[2].startswith("winner: trial 3 (run #3): bfloat16") and lines[2].endswith("2.50 s to 0.95 in the search")

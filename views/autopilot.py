@@ -27,7 +27,8 @@ TRAIN_PAGE = "views/train.py"
 TRAIN_FIELDS = ("dataset", "model", "precision", "devices", "batch_size", "steps_per_execution", "jit_compile",
                 "fused_optimizer", "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr",
                 "scale_lr", "reference_batch_size", "label_smoothing", "target_accuracy", "seed")
-PHASES = {"starting": "starting", "search": "searching", "confirm": "re-running the winner and the baseline",
+PHASES = {"starting": "starting", "search": "searching", "runoff": "re-running the fastest trials once each",
+          "confirm": "re-running the winner and the baseline",
           "ablation": "explaining the winner (ablation)", "done": "done", "stopped": "stopped"}
 
 
@@ -95,6 +96,7 @@ def status(p: dict) -> None:
     elif p["state"] in ACTIVE_STATES:
         cur = p.get("current") or {}
         what = (f"round {cur.get('round')}: {cur.get('name')}" if phase == "confirm" and cur
+                else f"trial {cur.get('trial')}: {cur.get('label', '')}" if phase == "runoff" and cur
                 else cur.get("label", "") if cur else "")
         st.markdown(f":material/autorenew: **{PHASES.get(phase, phase).capitalize()}** · {what} · run "
                     f"#{cur.get('run_id', '?')} · {p.get('elapsed', 0):.0f} s since the start · {best_text}")
@@ -105,7 +107,7 @@ def status(p: dict) -> None:
                    icon=":material/stop_circle:")
     else:
         st.markdown(f":material/check_circle: **Done** in {p.get('elapsed', 0):.0f} s: {len(trials)} trials "
-                    f"in the {p.get('budget_sec', 0):.0f} s search, then the re-runs and the ablation.")
+                    f"in the {p.get('budget_sec', 0):.0f} s search, then the runoff, the re-runs and the ablation.")
 
 
 def current_curves(p: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -212,8 +214,10 @@ def result(p: dict) -> None:
             st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
             st.caption("The re-runs have no complete pair yet (or a side did not reach the target).")
         st.markdown(f"**{w['label']}**")
+        runoff = (f" and {w['runoff_sec']:.2f} s re-run: the best mean of the {len(p['runoff']['runs'])} fastest "
+                  "trials" if w.get("runoff_mean_sec") and p.get("runoff") else "")
         st.caption(f"Trial {w['trial']} (run #{w['run_id']}): {w['search_time_to_target_sec']:.2f} s to "
-                   f"{target:g} in the search. " + charts.config_summary(w["config"]))
+                   f"{target:g} in the search{runoff}. " + charts.config_summary(w["config"]))
         if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:", key="ap_use_btn",
                      on_click=use_winner, args=(w["config"],), width="stretch",
                      help="Fill the Train page with the winner's settings"):
@@ -236,7 +240,8 @@ def main() -> None:
     st.caption("Give a data set, a model, a target validation accuracy and a budget: the autopilot tries "
                "configurations this machine allows (Optuna's seeded TPE sampler over precision, steps per "
                "execution, batch with scaled LR, schedule, label smoothing, XLA, devices), stops each as soon as "
-               "it cannot beat the best time to the target, re-runs the winner against the baseline, and says "
+               "it cannot beat the best time to the target, re-runs the fastest few once to choose the winner, "
+               "re-runs the winner against the baseline, and says "
                "what each technique bought. It runs in the background: you can leave this page.")
     p = autopilot.read_progress()
     running = bool(p) and p["state"] in ACTIVE_STATES

@@ -101,6 +101,10 @@ def summary_lines(state: dict) -> list[str]:
                f"{state['budget_sec']:.0f} s): {reached} reached {target:g}, {pruned} pruned; one-cycle max LR "
                f"{', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}" if state.get("max_lr") else
                f"search: {n} trials")
+    ro = state.get("runoff")
+    if ro and ro.get("runs"):
+        out.append("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): " + "; ".join(
+            f"trial {r['trial']} {_secs(r['time_to_target_sec'])} + {_secs(r['rerun_sec'])}" for r in ro["runs"]))
     w = state.get("winner")
     if not w:
         out.append(f"no trial reached {target:g}")

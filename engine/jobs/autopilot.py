@@ -14,7 +14,10 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
    the budget (TRIAL_SHARE), or when the budget runs out. A trial is labelled
    role 'trial', group 'autopilot-<id>-t<n>', and its summary gets an 'autopilot'
    entry with the reason it ended.
-2. **Confirm** (no winner's curse): the best configuration and the baseline
+2. **Runoff and confirm** (no winner's curse): the search's FINALISTS fastest
+   trials that reached the target re-run once each on the search's seed, and the
+   one with the lowest mean of its two times is the winner (`choose_finalist`:
+   one lucky search run no longer picks it alone); then the winner and the baseline
    (engine.config.baseline_config) re-run alternately, `repeats` times each, on
    seeds the search did not use; the speedup is the median of the per-pair ratios
    with their min-max (`paired_speedup`).
@@ -60,6 +63,8 @@ LR_FIND_MIN_BUDGET_S = 120.0
 # (the hand-tuned preset's 0.005 for Adam at 1e-3).
 FALLBACK_MAX_LR_FACTOR = 5.0
 MAX_BUDGET_S = 24 * 3600.0
+# The search's fastest trials (distinct configurations) re-run once each before the winner is chosen.
+FINALISTS = 3
 MIN_BUDGET_S = 10.0
 
 
@@ -126,6 +131,25 @@ def paired_speedup(baseline_times: list, times: list) -> dict:
             "ratios": ratios, "pairs": len(ratios), "missing": min(len(baseline_times), len(times)) - len(ratios),
             "baseline_median": statistics.median(reached_b) if reached_b else None,
             "median_time": statistics.median(reached_t) if reached_t else None}
+
+
+def choose_finalist(finalists: list[dict]) -> dict:
+    """The runoff's winner: the finalist with the lowest mean time to target (s) over its
+    search run ('time_to_target_sec') and its re-run ('rerun_sec', None when the re-run
+    did not reach the target: such a finalist is out, unless every one is, and then the
+    search's fastest wins). Ties go to the earlier trial ('trial').
+
+    Returns: the chosen entry with 'mean_sec' (None for the search-only fallback).
+    Raises: ValueError for an empty list.
+    """
+    if not finalists:
+        raise ValueError("no finalists")
+    rerun = [f for f in finalists if f.get("rerun_sec")]
+    if not rerun:
+        best = min(finalists, key=lambda f: (f["time_to_target_sec"], f["trial"]))
+        return {**best, "mean_sec": None}
+    scored = [{**f, "mean_sec": (f["time_to_target_sec"] + f["rerun_sec"]) / 2} for f in rerun]
+    return min(scored, key=lambda f: (f["mean_sec"], f["trial"]))
 
 
 def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
@@ -374,6 +398,7 @@ class Autopilot:
         extra: {name: RunConfig} re-run alongside the winner and the baseline
             (benchmarks/autopilot.py adds the hand-tuned preset).
         lr_find / max_lr: see `choose_max_lr`.
+        finalists: how many of the search's fastest trials the runoff re-runs (< 2: none).
     Raises: ConfigError (one line) for bad settings, before anything runs.
     """
 
@@ -381,7 +406,7 @@ class Autopilot:
                  explain: bool = True, facts: Optional[dict] = None, plant: tuple = (),
                  extra: Optional[dict] = None, lr_find: str = "auto", max_lr: Optional[float] = None,
                  store_path=None, on_update: Optional[Callable[[dict], None]] = None,
-                 stop: Optional[threading.Event] = None, share: float = TRIAL_SHARE):
+                 stop: Optional[threading.Event] = None, share: float = TRIAL_SHARE, finalists: int = FINALISTS):
         from engine.hardware.verdicts import verdicts
 
         check_settings(budget_s, target, repeats)
@@ -391,7 +416,7 @@ class Autopilot:
         self.baseline = baseline_config(self.base)
         self.target, self.budget_s = float(target), float(budget_s)
         self.seed = int(base.seed if seed is None else seed)
-        self.repeats, self.do_explain, self.share = repeats, explain, share
+        self.repeats, self.do_explain, self.share, self.finalists = repeats, explain, share, finalists
         self.plant = [self.base.replace(**p) for p in plant]
         self.extra = {k: c.replace(target_accuracy=float(target), stop_at_target=True)
                       for k, c in (extra or {}).items()}
@@ -411,7 +436,7 @@ class Autopilot:
             "trial_limit_sec": trial_limit(self.budget_s, share), "max_lr": None,
             "search_started": None, "search_deadline": None, "search_wall_sec": None,
             "trials": [], "best": None, "current": None, "notes": [], "confirm": None,
-            "ablation": None, "explanation": None, "winner": None,
+            "runoff": None, "ablation": None, "explanation": None, "winner": None,
         }
 
     # -- state ------------------------------------------------------------------
@@ -512,10 +537,10 @@ class Autopilot:
         out = watch_run(rid, store, self.target, best=best["time_to_target_sec"] if best else None,
                         limit=limit, deadline=deadline, stop=self.stop, on_tick=tick)
         entry = {"trial": n, "run_id": rid, "params": params, "planted": params is None, "label": label,
-                 "changes": space_mod.config_changes(cfg, self.baseline), **out}
+                 "changes": space_mod.config_changes(cfg, self.baseline), "config": cfg.to_dict(), **out}
         improved = out["kind"] == "reached" and (best is None or out["time_to_target_sec"] < best["time_to_target_sec"])
         if improved:
-            best = {**entry, "config": cfg.to_dict()}
+            best = dict(entry)
         entry["best_so_far_sec"] = best["time_to_target_sec"] if best else None
         _label_run(store, rid, {"id": self.id, "phase": "search", "trial": n, "kind": out["kind"],
                                 "reason": out["reason"], "params": params})
@@ -523,6 +548,46 @@ class Autopilot:
         return entry
 
     # -- phase 2 ----------------------------------------------------------------
+    def runoff(self, k: int = FINALISTS) -> Optional[dict]:
+        """Re-run the search's `k` fastest trials that reached the target (distinct
+        configurations) once each, on the search's seed (so only the machine's timing
+        differs), and choose the winner by `choose_finalist`. Each re-run is a stored
+        run, role 'runoff', group '<id>-r<trial>'.
+
+        Returns: the chosen trial entry ('rerun_sec', 'mean_sec' added), or None when fewer than 2
+        trials reached the target or the autopilot was stopped.
+        """
+        reached = sorted((t for t in self.state["trials"] if t["kind"] == "reached"),
+                         key=lambda t: (t["time_to_target_sec"], t["trial"]))[:k]
+        if len(reached) < 2 or self.stop.is_set():
+            return None
+        runs: list[dict] = []
+        self._update(phase="runoff", runoff={"finalists": [t["trial"] for t in reached], "runs": runs,
+                                             "choice": None})
+        store = Store(self.store_path)
+        try:
+            for t in reached:
+                cfg = RunConfig.from_dict(t["config"])
+                rid = _submit_when_free(cfg, "runoff", f"{self.id}-r{t['trial']}", self.store_path, self.stop, None)
+                if rid is None:
+                    return None
+                self._update(current={"phase": "runoff", "trial": t["trial"], "run_id": rid, "label": t["label"]})
+                out = watch_run(rid, store, self.target, stop=self.stop)
+                _label_run(store, rid, {"id": self.id, "phase": "runoff", "trial": t["trial"], "kind": out["kind"],
+                                        "reason": out["reason"]})
+                if out["kind"] == "stopped":
+                    return None
+                runs.append({"trial": t["trial"], "run_id": rid, "label": t["label"],
+                             "time_to_target_sec": t["time_to_target_sec"], "rerun_sec": out["time_to_target_sec"],
+                             "reason": out["reason"]})
+                self._update(runoff={**self.state["runoff"], "runs": runs}, current=None)
+        finally:
+            store.close()
+        choice = choose_finalist(runs)
+        self._update(runoff={**self.state["runoff"], "choice": choice["trial"], "mean_sec": choice["mean_sec"]})
+        return next({**t, "mean_sec": choice["mean_sec"], "rerun_sec": choice.get("rerun_sec")}
+                    for t in reached if t["trial"] == choice["trial"])
+
     def confirm(self, winner: RunConfig) -> dict:
         """Re-run the baseline and the winner (and `extra`) alternately,
         `repeats` rounds, round r on seed base.seed + 1 + r."""
@@ -603,7 +668,7 @@ class Autopilot:
 
     # -- all of it ----------------------------------------------------------------
     def run(self) -> dict:
-        """Search, then confirm and explain the winner. Returns the final state
+        """Search, choose the winner by the runoff, confirm and explain it. Returns the final state
         (phase 'done', or 'stopped' when `stop` was set)."""
         t0 = time.monotonic()
         best = self.search()
@@ -611,11 +676,13 @@ class Autopilot:
             self._note("no trial reached the target: nothing to confirm or explain (raise the epoch cap "
                        "or the budget, or lower the target)")
         elif not self.stop.is_set():
+            best = (self.runoff(self.finalists) if self.finalists > 1 else None) or best
             winner = RunConfig.from_dict(best["config"])
             self._update(winner={"trial": best["trial"], "run_id": best["run_id"], "label": best["label"],
                                  "config": best["config"], "changes": space_mod.config_changes(winner, self.baseline),
-                                 "search_time_to_target_sec": best["time_to_target_sec"]})
-            conf = self.confirm(winner) if self.repeats else None
+                                 "search_time_to_target_sec": best["time_to_target_sec"],
+                                 "runoff_sec": best.get("rerun_sec"), "runoff_mean_sec": best.get("mean_sec")})
+            conf = self.confirm(winner) if self.repeats and not self.stop.is_set() else None
             if self.do_explain and not self.stop.is_set():
                 median = (conf or {}).get("speedup", {}).get("median_time") if conf else None
                 self.explain(winner, median or best["time_to_target_sec"])
