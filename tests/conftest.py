@@ -21,10 +21,10 @@ os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "1")
 # Rough seconds (setup + call) on a 2-core machine, from `pytest --durations`;
 # only their order matters. A test not listed counts as 1 s.
 SLOW = {
-    "test_talk_browser.py::test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes": 90,
-    "test_autopilot.py::test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason": 84,
-    "test_jax.py::test_all_24_combinations_train_two_steps_on_jax": 56,
-    "test_composition.py::test_all_24_combinations_train_two_steps": 41,
+    "test_talk_browser.py::test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes": 70,
+    "test_autopilot.py::test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason": 100,
+    "test_jax.py::test_all_24_combinations_train_two_steps_on_jax": 80,
+    "test_composition.py::test_all_24_combinations_train_two_steps": 60,
     "test_browser.py::test_launch_watch_and_review_in_chromium": 40,
     "test_autopilot_browser.py::test_start_a_search_and_watch_the_trials_chart_grow": 35,
     "test_browser.py::test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup": 31,
