@@ -135,10 +135,15 @@ def test_train_page_renders_with_an_autopilot_trial_newest(store):
     """The Train page shows the newest group; a trial's group has no 'run' or 'baseline' role."""
     from test_pages import fake_run
 
-    fake_run(store, BASE, role="trial", group="autopilot-abc123-t1", ttt=2.5)
+    trial = fake_run(store, WINNER.replace(steps_per_execution=2), role="trial", group="autopilot-abc123-t1", ttt=2.5)
     at = app()
     no_errors(at)
-    assert "#1 fp32" in texts(at.markdown)
+    assert f"#{trial} mixed bf16 · spe 2 · one_cycle**: completed" in texts(at.markdown)
+    # Its charts are drawn (they used to wait for a first execution that had long been stored).
+    specs = plotly_specs(at)
+    (line,) = [t for t in specs["throughput"]["data"] if t.get("name") == f"#{trial} mixed bf16 · spe 2 · one_cycle"]
+    drawn = [x for x in values(line["x"]) if x == x]  # NaN breaks the line between epochs
+    assert len(drawn) == sum(not e["warmup"] for e in store.metrics("executions", trial)) == 59  # warm-up apart
 
 
 def test_cli_summary_names_the_runoff_and_the_winner():

@@ -619,7 +619,8 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
 def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | None]:
     """(runs of the newest group, oldest first; its baseline; its run).
 
-    A group holds the baseline and the run launched together. When the
+    A group holds the baseline and the run launched together (an autopilot's
+    group one trial, runoff or ablation run, shown as the run). When the
     baseline was reused from an earlier group, the newest matching stored
     baseline stands in; when a config is its own baseline, both are the same run.
     Imported runs (run bundles) are left to the Runs and Replay pages.
@@ -630,7 +631,8 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     gid = runs[0]["group_id"]
     group = [r for r in reversed(runs) if r["group_id"] == gid] if gid else [runs[0]]
     base = next((r for r in group if r["role"] == "baseline"), None)
-    run = next((r for r in group if r["role"] == "run"), None) or base
+    # An autopilot group (a trial, a runoff or an ablation run) has neither role: its run is shown.
+    run = next((r for r in group if r["role"] == "run"), None) or base or group[-1]
     if base is None and run is not None:
         try:
             base = runner.find_baseline(store, RunConfig.from_dict(run["config"]))
