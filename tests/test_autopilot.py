@@ -209,6 +209,9 @@ def test_explanation_names_each_technique_largest_first():
         {"label": "2 steps per execution", "factor": None, "note": "stopped by the user", "kind": "stopped"},
         {"label": "one_cycle", "factor": None, "note": "not run: the autopilot was stopped", "kind": "not_run"}])
     assert line == "bfloat16 1.03x, stopped before measuring 2 steps per execution, one_cycle"
+    # Under 1x: the winner was faster without it, and the line says so.
+    line = autopilot.explanation([{"label": "label smoothing 0.1", "factor": 0.9}, {"label": "bfloat16", "factor": 1.2}])
+    assert line == "bfloat16 1.20x, label smoothing 0.1 0.90x (faster without it)"
 
 
 def test_same_seed_gives_the_same_proposals():

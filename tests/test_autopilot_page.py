@@ -154,3 +154,25 @@ def test_cli_summary_names_the_runoff_and_the_winner():
     assert lines[1] == ("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): "
                         "trial 3 2.50 s + 2.70 s; trial 1 3.00 s + 2.90 s")
     assert lines[2].startswith("winner: trial 3 (run #3): bfloat16") and lines[2].endswith("2.50 s to 0.95 in the search")
+
+
+def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
+    me = psutil.Process()
+    running = {**done_state(), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
+               "started": time.time() - 100}
+    background.write_json(autopilot.progress_path(), {
+        **running, "phase": "runoff", "winner": None, "confirm": None, "ablation": None,
+        "current": {"phase": "runoff", "trial": 1, "run_id": 6, "label": "config 1"}})
+    at = app(PAGE)
+    no_errors(at)
+    line = texts(at.markdown)
+    assert "**Re-running the fastest trials once each** · trial 1: config 1 · run #6" in line
+    assert "best so far 2.50 s (trial 3)" in line  # the search's best, while the runoff decides
+    background.write_json(autopilot.progress_path(), {
+        **running, "phase": "confirm", "ablation": None,
+        "current": {"phase": "confirm", "round": 2, "name": "baseline", "run_id": 8, "label": "baseline"}})
+    at = app(PAGE)
+    no_errors(at)
+    line = texts(at.markdown)
+    assert "**Re-running the winner and the baseline** · round 2: baseline · run #8" in line
+    assert "winner: trial 3" in line and "best so far" not in line

@@ -83,6 +83,9 @@ def status(p: dict) -> None:
     trials = p.get("trials") or []
     best = p.get("best")
     best_text = f"best so far {best['time_to_target_sec']:.2f} s (trial {best['trial']})" if best else "no time yet"
+    w = p.get("winner")
+    if w and phase not in ("starting", "search"):  # after the runoff the winner may not be the search's best
+        best_text = f"winner: trial {w['trial']}"
     if phase in ("starting", "search") and p["state"] in ACTIVE_STATES:
         budget = p.get("budget_sec") or 0
         used = p.get("elapsed", 0.0)
@@ -91,8 +94,8 @@ def status(p: dict) -> None:
         doing = (f"trial {cur['trial']} at {cur.get('elapsed_sec', 0):.1f} s of training" if cur.get("trial")
                  else "preparing (hardware facts, max LR)" if not trials else "between trials")
         st.progress(min(used / budget, 1.0) if budget else 0.0,
-                    text=f":material/travel_explore: Searching: {len(trials)} trials done, {doing} · "
-                         f"{left:.0f} s of {budget:.0f} s budget left · {best_text}")
+                    text=f":material/travel_explore: Searching: {len(trials)} trial{'' if len(trials) == 1 else 's'} "
+                         f"done, {doing} · {left:.0f} s of {budget:.0f} s budget left · {best_text}")
     elif p["state"] in ACTIVE_STATES:
         cur = p.get("current") or {}
         what = (f"round {cur.get('round')}: {cur.get('name')}" if phase == "confirm" and cur

@@ -178,7 +178,8 @@ def main(args) -> int:
     if not args.quiet:
         dims = ", ".join(f"{k} {list(v)}" for k, v in ap.space.choices.items() if len(v) > 1 and k != "max_lr")
         print(f"autopilot {ap.id}: {base.dataset}, {base.model}, target {target:g}, budget {args.budget:.0f} s; "
-              f"searching {dims} (one-cycle's max LR comes next)", file=sys.stderr, flush=True)
+              f"searching {dims} (steps per execution capped at an epoch's steps for the batch; one-cycle's max "
+              "LR comes next)", file=sys.stderr, flush=True)
     try:
         state = ap.run()
     except Exception as e:  # noqa: BLE001 - the progress file must not stay 'running'

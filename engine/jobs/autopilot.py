@@ -161,12 +161,13 @@ def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
 def explanation(ablation: list[dict]) -> str:
     """'bfloat16 1.40x, 8 steps per execution 1.30x, ...' from ablation entries
     ({'label', 'factor' (ablated time / winner's), 'note', 'kind'}), largest factor
-    first; an ablation that did not reach the target reads 'needed to reach it';
+    first; a factor under 1 says the winner ran faster without that technique (one run:
+    within noise when close to 1); an ablation that did not reach the target reads 'needed to reach it';
     one cut short by Stop ('kind' 'stopped' or 'not_run') is named as not measured."""
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
     done = [a for a in ablation if a.get("factor")]
     done.sort(key=lambda a: -a["factor"])
-    parts = [f"{a['label']} {a['factor']:.2f}x" for a in done]
+    parts = [f"{a['label']} {a['factor']:.2f}x" + (" (faster without it)" if a["factor"] < 1 else "") for a in done]
     parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
               if not a.get("factor") and a.get("note") and a not in cut]
     if cut:
