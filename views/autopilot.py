@@ -175,7 +175,10 @@ def live(was_running: bool) -> None:
         if p.get("trials"):
             st.dataframe(trials_table(p["trials"]), hide_index=True, key="ap_table",
                          column_config={"time to target (s)": st.column_config.NumberColumn(format="%.2f"),
-                                        "training used (s)": st.column_config.NumberColumn(format="%.1f")})
+                                        "training used (s)": st.column_config.NumberColumn(
+                                            format="%.1f", help="seconds from its training start to its last "
+                                            "stored row: a stopped trial's includes the second or two it took "
+                                            "to stop after its pruning time (in 'how it ended')")})
         for note in p.get("notes") or []:
             st.caption(f":material/info: {note}")
         if p.get("winner"):
