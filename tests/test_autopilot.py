@@ -248,6 +248,29 @@ def test_store_last_t_is_the_newest_execution_or_system_time(store):
 
 # --- settings and the CLI -------------------------------------------------------------
 
+def test_a_search_started_from_the_cli_is_followed_by_the_page(store_home, monkeypatch, capsys):
+    from engine.cli.main import main
+
+    live = []
+
+    def run(self):  # stands in for the search: two state changes, as the real one reports them
+        self._update(phase="search", trials=[{"trial": 1, "kind": "reached"}])
+        live.append(autopilot.read_progress())
+        self._update(phase="done")
+        return self.state
+
+    monkeypatch.setattr(autopilot.Autopilot, "run", run)
+    assert autopilot.read_progress() is None
+    assert main(["autopilot", "--budget", "30", "--quiet"]) == 1  # no winner in this stand-in
+    assert live[0]["state"] == "running" and live[0]["pid"] == os.getpid() and live[0]["trials"][0]["trial"] == 1
+    done = autopilot.read_progress()
+    assert done["state"] == "done" and done["id"] == live[0]["id"] and done["phase"] == "done"
+    # A bad setting afterwards is refused without touching what the page shows.
+    assert main(["autopilot", "--budget", "5"]) == 2
+    assert autopilot.read_progress()["id"] == done["id"] and autopilot.read_progress()["state"] == "done"
+    capsys.readouterr()
+
+
 def test_bad_settings_are_one_line_with_exit_code_2(store_home, capsys):
     from engine.cli.main import main
 

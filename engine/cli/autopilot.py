@@ -56,8 +56,8 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object, last on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--progress-file", metavar="FILE",
-                   help="keep FILE (JSON, replaced atomically) up to date with the live state (the "
-                        "dashboard's Autopilot page reads it)")
+                   help="keep FILE (JSON, replaced atomically) up to date with the live state [default: "
+                        "$SPEEDLAB_HOME/autopilot.json, which the dashboard's Autopilot page reads]")
     p.set_defaults(func=main)
 
 
@@ -161,6 +161,8 @@ def main(args) -> int:
     why = background.busy(skip=skip)
     if why:
         return fail(f"not started: {why}")
+    if not args.progress_file:  # the Autopilot page follows this search as one it started itself
+        write = progress_writer(autopilot.progress_path())
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     printed = set()
