@@ -144,6 +144,7 @@ def test_train_page_renders_with_an_autopilot_trial_newest(store):
     (line,) = [t for t in specs["throughput"]["data"] if t.get("name") == f"#{trial} mixed bf16 · spe 2 · one_cycle"]
     drawn = [x for x in values(line["x"]) if x == x]  # NaN breaks the line between epochs
     assert len(drawn) == sum(not e["warmup"] for e in store.metrics("executions", trial)) == 59  # warm-up apart
+    assert "the autopilot's speedups (against the user's batch) are on the **Autopilot** page" in texts(at.caption)
 
 
 def test_cli_summary_names_the_runoff_and_the_winner():

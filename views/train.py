@@ -20,6 +20,7 @@ from engine.jobs import background
 from engine.report import charts
 from engine.data import meta as datasets_meta
 from engine.jobs import lr_find
+from engine.jobs import autopilot
 from engine.jobs import runner
 from engine.jobs import demo
 from engine.transfer_source import saved_model_path
@@ -872,8 +873,12 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None
     end-to-end and steady throughput speedups, smaller, each with what it means."""
     if base is None:
         st.metric("Time-to-accuracy speedup", "—", border=True)
-        st.caption("No baseline for this run: turn on **Compare with baseline** and launch again "
-                   "to measure the speedup.")
+        if run is not None and run.get("role") in autopilot.ROLES:
+            st.caption("An autopilot run with no stored baseline of its settings here: the autopilot's "
+                       "speedups (against the user's batch) are on the **Autopilot** page.")
+        else:
+            st.caption("No baseline for this run: turn on **Compare with baseline** and launch again "
+                       "to measure the speedup.")
         return
     if cmp is None:  # the run is its own baseline
         st.metric("Time-to-accuracy speedup", "1.00×", border=True,
