@@ -260,6 +260,7 @@ def test_a_search_started_from_the_cli_is_followed_by_the_page(store_home, monke
         return self.state
 
     monkeypatch.setattr(autopilot.Autopilot, "run", run)
+    monkeypatch.setattr("signal.signal", lambda *a: None)  # keep this test process's SIGTERM and SIGINT
     assert autopilot.read_progress() is None
     assert main(["autopilot", "--budget", "30", "--quiet"]) == 1  # no winner in this stand-in
     assert live[0]["state"] == "running" and live[0]["pid"] == os.getpid() and live[0]["trials"][0]["trial"] == 1
