@@ -63,11 +63,11 @@ LR_FIND_MIN_BUDGET_S = 120.0
 # (the hand-tuned preset's 0.005 for Adam at 1e-3).
 FALLBACK_MAX_LR_FACTOR = 5.0
 MAX_BUDGET_S = 24 * 3600.0
+MIN_BUDGET_S = 10.0
 # The search's fastest trials (distinct configurations) re-run once each before the winner is chosen.
 FINALISTS = 3
 # Roles of the runs an autopilot submits besides the re-run pairs ('baseline', 'run').
 ROLES = ("trial", "runoff", "ablation")
-MIN_BUDGET_S = 10.0
 
 
 class AutopilotError(RuntimeError):
