@@ -8,7 +8,9 @@ one matrix subprocess) on one worker, so that it runs once.
 import faulthandler
 import os
 import sys
+import tempfile
 import time
+import warnings
 
 import pytest
 
@@ -129,16 +131,29 @@ def pytest_xdist_make_scheduler(config, log):
     return Units(config, log)
 
 
-# A test still running after this long gets every thread's stack written to its captured
-# stderr (shown only if it fails): a hang on CI then says where it hung.
+# A test still running after this long gets every thread's stack taken: a failing test shows
+# them in its report, a passing one as a warning in the summary (a test that crawls on CI
+# then says where it spent its time).
 STACKS_AFTER_S = float(os.environ.get("SPEEDLAB_TEST_STACKS_AFTER_S", 60))
+# Frames of the test runner itself, left out of the warning.
+_RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runpy>")
 
 
 @pytest.fixture(autouse=True)
-def stacks_if_slow():
-    faulthandler.dump_traceback_later(STACKS_AFTER_S, file=sys.__stderr__)
-    yield
-    faulthandler.cancel_dump_traceback_later()
+def stacks_if_slow(request):
+    with tempfile.TemporaryFile("w+") as f:
+        faulthandler.dump_traceback_later(STACKS_AFTER_S, file=f)
+        try:
+            yield
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+            f.seek(0)
+            stacks = "\n".join(line for line in f.read().splitlines()
+                               if not any(s in line for s in _RUNNER_FRAMES))
+        if stacks:
+            sys.stderr.write(stacks + "\n")  # in the captured stderr of a failing test
+            warnings.warn(f"{request.node.nodeid} was still running after {STACKS_AFTER_S:.0f} s; "
+                          f"its threads then:\n{stacks}", pytest.PytestWarning)
 
 
 @pytest.fixture
