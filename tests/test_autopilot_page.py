@@ -8,6 +8,7 @@ import os
 import time
 
 import psutil
+import pyarrow as pa
 
 from engine.config import RunConfig
 from engine.jobs import autopilot, background
@@ -90,7 +91,11 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert "Winner 2.00 s vs baseline 5.00 s (medians)." in texts(at.caption)
     assert ("Trial 3 (run #3): 2.50 s to 0.95 in the search and 2.70 s re-run: the best mean of the 2 fastest "
             "trials.") in texts(at.caption)
-    assert len(at.dataframe[0].value) == 4
+    table = at.dataframe[0]
+    assert len(table.value) == 4 and list(table.value["time to target (s)"].isna()) == [False, True, False, True]
+    # What the user sees: two decimals, and a blank (not "None") where the target was not reached.
+    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_pandas()
+    assert list(shown["time to target (s)"]) == ["3.00", "", "2.50", ""]
 
 
 def test_use_this_configuration_fills_the_train_page(store_home):
