@@ -163,7 +163,8 @@ WORKER = textwrap.dedent("""
     print(json.dumps({"status": run["status"], "error": run["error"], "summary": run["summary"],
                       "environment": run["environment"], "waits": [e["data_wait"] for e in execs],
                       "warmups": [e["warmup"] for e in execs],
-                      "tf_imported": "tensorflow" in sys.modules, "jax_imported": "jax" in sys.modules}))
+                      "tf_imported": "tensorflow" in sys.modules, "jax_imported": "jax" in sys.modules,
+                      "pandas_imported": "pandas" in sys.modules}))
 """)
 
 DIGITS = dict(dataset="digits", model="mlp", batch_size=128, epochs=10, seed=0)
@@ -180,6 +181,7 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(sto
     jx = _worker_run(store_home, backend="jax")
     assert jx["status"] == "completed", jx["error"]
     assert jx["jax_imported"] and not jx["tf_imported"]  # the worker's sys.modules after a JAX run
+    assert not jx["pandas_imported"]  # Keras would import it, unused (backends.UNUSED_IN_WORKER)
     env, s = jx["environment"], jx["summary"]
     assert env["backend"] == "jax" and env["jax"] and s["backend"] == "jax" and s["jit_compile"] is True
     # 1,437 samples: 11 full batches and one of 29 per epoch; the short batch is compiled anew
@@ -190,6 +192,9 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(sto
     tf = _worker_run(store_home, backend="tensorflow")
     assert tf["status"] == "completed", tf["error"]
     assert tf["environment"]["backend"] == "tensorflow"
+    # tf.lite would import JAX and Keras pandas, both unused: kept out, and digits still loads
+    # through scikit-learn (which looks for pandas in sys.modules).
+    assert not tf["jax_imported"] and not tf["pandas_imported"]
     assert s["final_val_accuracy"] > 0.9
     assert abs(s["final_val_accuracy"] - tf["summary"]["final_val_accuracy"]) <= 0.02, (s, tf["summary"])
 

@@ -161,6 +161,9 @@ def warm_main(ready_path: str) -> int:
     (the queue went away) ends it. The run's clock starts at the claim: its setup
     is what is left after the imports (summary 'warm_worker': true).
     """
+    from engine.training import backends
+
+    backends.keep_out(backends.UNUSED_IN_WORKER["tensorflow"])
     import keras  # noqa: F401
     import tensorflow  # noqa: F401
 
