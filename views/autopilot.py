@@ -16,7 +16,6 @@ from engine.data import meta as datasets_meta
 from engine.jobs import autopilot
 from engine.jobs.background import ACTIVE_STATES
 from engine.report import autopilot_charts, charts
-from engine.report.table import number
 from engine.store import Store
 from views.common import one_line_errors
 
@@ -174,13 +173,12 @@ def live(was_running: bool) -> None:
             right.plotly_chart(autopilot_charts.confirm_figure(p["confirm"]["runs"], target), key="ap_confirm",
                                config=PLOTLY_CONFIG)
         if p.get("trials"):
-            # Shown through the Runs table's formatter: a trial that never reached the target
-            # gets a blank cell (its 'how it ended' says why), not a grey "None".
-            shown = trials_table(p["trials"]).style.format(
-                {"time to target (s)": lambda v: number(v, 2), "training used (s)": lambda v: number(v, 1)})
-            st.dataframe(shown, hide_index=True, key="ap_table",
-                         column_config={"training used (s)": st.column_config.NumberColumn(
-                                            help="seconds from its training start to its last "
+            # placeholder: a trial that did not reach the target gets a blank cell (its 'how it
+            # ended' says why), not Streamlit's grey "None" (as the Runs table).
+            st.dataframe(trials_table(p["trials"]), hide_index=True, key="ap_table", placeholder="",
+                         column_config={"time to target (s)": st.column_config.NumberColumn(format="%.2f"),
+                                        "training used (s)": st.column_config.NumberColumn(
+                                            format="%.1f", help="seconds from its training start to its last "
                                             "stored row: a stopped trial's includes the second or two it took "
                                             "to stop after its pruning time (in 'how it ended')")})
         for note in p.get("notes") or []:
