@@ -5,7 +5,7 @@ folder keeps it to one queue process per store. While idle it keeps one *spare*
 worker (engine.jobs.worker --warm: TensorFlow and Keras imported, runtime not
 initialised) and polls the store for queued runs every POLL_S; it exits after
 idle_exit_s() with nothing queued. A claimed run goes to the spare, so it skips
-the ~4 s of imports; the spare is spent on that run (one run per process, as
+the ~5 s of imports; the spare is spent on that run (one run per process, as
 always) and a new one is started only once nothing is queued or running, so a
 spare never competes for cores with a measurement. Multi-worker and JAX runs
 start cold (a spare has Keras imported on TensorFlow). SPEEDLAB_WARM_WORKER=0 turns spares off (each run then starts cold).

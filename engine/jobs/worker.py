@@ -154,7 +154,7 @@ def warm_main(ready_path: str) -> int:
     """``python -m engine.jobs.worker --warm READY_FILE``: a spare worker.
 
     Imports TensorFlow, Keras and the training code (the slowest part of a
-    worker's start: ~4 s on a 2-core CPU) without initialising the TF runtime,
+    worker's start: ~5 s on a 2-core CPU) without initialising the TF runtime,
     so that the device layout can still be set when a run claims it; touches
     READY_FILE; then waits for one line on stdin, ``RUN_ID<TAB>STORE_PATH<TAB>LOG_PATH``,
     sends its output to LOG_PATH and runs that run as `main` would. EOF on stdin
