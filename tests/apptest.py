@@ -7,7 +7,7 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # A hang guard, not a speed check: a script run takes 1-4 s here (the first imports pandas
 # and plotly). One Train page run passed 60 s on CI once (two test processes beside worker
 # processes on 2 cores; cause not found), so the guard is wide, and tests/conftest.py prints
-# every thread's stack when a test is still running after STACKS_AFTER_S.
+# every thread's stack when a test runs far longer than it should (_stacks_after).
 TIMEOUT_S = 240
 
 
