@@ -153,6 +153,13 @@ def test_ablation_runs_differ_from_the_winner_in_exactly_one_setting_each():
 
 # --- re-runs, stopping, the explanation ---------------------------------------------------
 
+def test_a_new_trial_needs_the_median_start_up_plus_the_best_time():
+    assert autopilot.time_needed([], None) == 0.0
+    trials = [{"startup_sec": 5.2}, {"startup_sec": None}, {"startup_sec": 4.1}, {"startup_sec": 6.9}]
+    assert autopilot.time_needed(trials, None) == pytest.approx(5.2)  # median of 4.1, 5.2, 6.9
+    assert autopilot.time_needed(trials, {"time_to_target_sec": 0.9}) == pytest.approx(6.1)
+
+
 def test_paired_speedup_is_the_median_ratio_with_min_and_max():
     r = autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, 4.0])
     assert r["ratios"] == [2.0, 2.5, 1.5]

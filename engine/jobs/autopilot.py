@@ -117,6 +117,18 @@ def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[fl
     return None
 
 
+def time_needed(trials: list[dict], best: Optional[dict]) -> float:
+    """Wall time (s) a new trial needs to beat `best`: the median start-up of the
+    trials so far (submission to training start, 'startup_sec') + the best time to
+    target; 0 before any trial started. The median, not the quickest: start-ups
+    vary by a second or two, and a trial started on the quickest could reach the
+    deadline before its training started ("budget ran out after 0.0 s", seen once)."""
+    starts = [t["startup_sec"] for t in trials if t.get("startup_sec")]
+    if not starts:
+        return 0.0
+    return statistics.median(starts) + (best["time_to_target_sec"] if best else 0.0)
+
+
 def paired_speedup(baseline_times: list, times: list) -> dict:
     """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]),
     time to target in s (None: not reached). Ratio = baseline / run.
@@ -507,13 +519,8 @@ class Autopilot:
         return self.state["best"]
 
     def _time_needed(self) -> float:
-        """Least wall time (s) a new trial needs to beat the best: the quickest
-        start-up seen (submission to training start) + the best time; 0 before any trial."""
-        starts = [t["startup_sec"] for t in self.state["trials"] if t.get("startup_sec")]
-        if not starts:
-            return 0.0
-        best = self.state["best"]
-        return min(starts) + (best["time_to_target_sec"] if best else 0.0)
+        """Wall time (s) a new trial needs to beat the best (`time_needed`)."""
+        return time_needed(self.state["trials"], self.state["best"])
 
     def _note(self, line: str) -> None:
         self._update(notes=[*self.state["notes"], line])
