@@ -151,6 +151,8 @@ _STACKS_ENV = os.environ.get("SPEEDLAB_TEST_STACKS_AFTER_S")
 
 def _stacks_after(item) -> float:
     return float(_STACKS_ENV) if _STACKS_ENV else max(STACKS_AFTER_S, 2 * _seconds(item))
+
+
 # Frames of the test runner itself, left out of the warning.
 _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runpy>")
 

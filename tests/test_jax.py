@@ -198,7 +198,7 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(sto
     tf = _worker_run(store_home, backend="tensorflow")
     assert tf["status"] == "completed", tf["error"]
     assert tf["environment"]["backend"] == "tensorflow"
-    # tf.lite would import JAX and Keras pandas, both unused: kept out, and digits still loads
+    # tf.lite would import JAX, and Keras pandas, both unused: kept out, and digits still loads
     # through scikit-learn (which looks for pandas in sys.modules).
     assert not tf["jax_imported"] and not tf["pandas_imported"]
     assert s["final_val_accuracy"] > 0.9
