@@ -1,14 +1,27 @@
 """The dashboard under streamlit.testing.v1.AppTest, with one hang guard for every page test."""
 from pathlib import Path
 
+from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # A hang guard, not a speed check: a script run takes 1-4 s here (the first imports pandas
-# and plotly). One Train page run passed 60 s on CI once (two test processes beside worker
-# processes on 2 cores; cause not found), so the guard is wide, and tests/conftest.py prints
-# every thread's stack when a test runs far longer than it should (_stacks_after).
+# and plotly). One Train page run passed 60 s on CI once, and 35-65 s in 3 of 6 full runs
+# here; tests/conftest.py's stacks showed where (below).
 TIMEOUT_S = 240
+
+
+def _clean_problem_modules() -> None:
+    """Streamlit's clean-up after every script run, without its Keras part.
+
+    When Keras is imported, Streamlit calls ``keras.backend.clear_session()`` after each
+    run, and so ``gc.collect()``. The dashboard never imports Keras
+    (test_pages_never_import_tensorflow); a test process has it from the in-process
+    training tests that ran before, and there that collection took 35-65 s of a
+    1-s page test. Matplotlib, the other module it cleans, the dashboard does not use."""
+
+
+script_runner._clean_problem_modules = _clean_problem_modules
 
 
 def app_test(path: str = APP) -> AppTest:
