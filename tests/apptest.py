@@ -6,8 +6,9 @@ from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # A hang guard, not a speed check: a script run takes 1-4 s here (the first imports pandas
-# and plotly). One Train page run passed 60 s on CI once, and 35-65 s in 3 of 6 full runs
-# here; tests/conftest.py's stacks showed where (below).
+# and plotly). Now and then one takes 35-65 s in a full run (once past 60 s on CI); the stacks
+# (tests/conftest.py) showed the script thread slow, not waiting: once in the Keras clean-up
+# below, once parsing the page's source. Cause still open.
 TIMEOUT_S = 240
 
 
@@ -17,8 +18,8 @@ def _clean_problem_modules() -> None:
     When Keras is imported, Streamlit calls ``keras.backend.clear_session()`` after each
     run, and so ``gc.collect()``. The dashboard never imports Keras
     (test_pages_never_import_tensorflow); a test process has it from the in-process
-    training tests that ran before, and there that collection took 35-65 s of a
-    1-s page test. Matplotlib, the other module it cleans, the dashboard does not use."""
+    training tests, so this is work the dashboard never does (a slow page test was found
+    in it once). Matplotlib, the other module it cleans, the dashboard does not use."""
 
 
 script_runner._clean_problem_modules = _clean_problem_modules
