@@ -57,6 +57,9 @@ KILL_AFTER_S = 2.0
 N_STARTUP_TRIALS = 4
 # Proposals that repeat an earlier trial are answered from it; this many in a row end the search.
 MAX_DUPLICATES = 50
+# A backend other than the base's is left out once this many of its trials were all
+# pruned before their first validation (`backends_left_out`).
+BACKEND_PRUNED_BEFORE_VALIDATION = 2
 # The LR range test runs inside the budget only when the budget is at least this (s).
 LR_FIND_MIN_BUDGET_S = 120.0
 # Without an LR range test, one-cycle peaks at this x the base learning rate
@@ -115,6 +118,21 @@ def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[fl
     if limit is not None and elapsed > limit:
         return "share", f"not at the target within its share of the budget ({limit:.0f} s of training)"
     return None
+
+
+def backends_left_out(trials: list[dict], base_backend: str, after: int = BACKEND_PRUNED_BEFORE_VALIDATION) -> dict:
+    """{backend: one line} for each backend other than `base_backend` whose first
+    `after` trials were all pruned before their first validation: its warm-up alone
+    (JAX compiles each step with XLA) is longer than the best time, so no trial on it
+    can win on this machine. A backend with a trial that validated, or reached the
+    target, stays in."""
+    out = {}
+    for backend in {t["config"].get("backend") for t in trials} - {base_backend, None}:
+        mine = [t for t in trials if t["config"].get("backend") == backend]
+        if len(mine) >= after and all(t["kind"] == "pruned" and not t.get("validations") for t in mine):
+            out[backend] = (f"backend {backend} left out after {len(mine)} trials: each was stopped at the best "
+                            f"time before its first validation (its warm-up alone is longer)")
+    return out
 
 
 def time_needed(trials: list[dict], best: Optional[dict]) -> float:
@@ -327,7 +345,8 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
     Returns: {'run_id', 'status', 'kind' ('reached' | 'pruned' | 'share' |
     'budget' | 'stopped' | 'not_reached' | 'failed'), 'reason' (one line),
     'time_to_target_sec', 'elapsed_sec' (training s stored), 'wall_sec' (s from
-    submission to the end), 'startup_sec' (submission to training start, or None)}.
+    submission to the end), 'startup_sec' (submission to training start, or None),
+    'validations' (validation passes stored)}.
     """
     from engine.jobs import runner
     from engine.report.compare import time_to_accuracy
@@ -378,7 +397,8 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
     return {"run_id": run_id, "status": run["status"], "kind": kind, "reason": reason,
             "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
             "wall_sec": time.monotonic() - t_submit,
-            "startup_sec": (start - t_submit) if start is not None else None}
+            "startup_sec": (start - t_submit) if start is not None else None,
+            "validations": sum(1 for e in epochs if e.get("val_accuracy") is not None)}
 
 
 def _label_run(store: Store, run_id: int, info: dict) -> None:
@@ -476,7 +496,8 @@ class Autopilot:
         store = Store(self.store_path)
         seen: dict[str, dict] = {}
         planted = list(self.plant)
-        duplicates = 0
+        duplicates = skipped = 0
+        left_out: dict[str, str] = {}
         limit = trial_limit(self.budget_s, self.share)
         try:
             while not self.stop.is_set():
@@ -496,6 +517,15 @@ class Autopilot:
                         proposer.tell(otrial, failed=True)
                         self._note(f"proposal {params} skipped: {e}")
                         continue
+                if otrial is not None and cfg.backend in left_out:
+                    # Told as stopped at the best time, which is where it would have been pruned.
+                    proposer.tell(otrial, None, (self.state["best"] or {}).get("time_to_target_sec"))
+                    skipped += 1
+                    if skipped >= MAX_DUPLICATES:
+                        self._note(f"search ended: {MAX_DUPLICATES} proposals in a row were on a backend left out")
+                        break
+                    continue
+                skipped = 0
                 key = cfg.to_json()
                 if key in seen and otrial is not None:
                     prev = seen[key]
@@ -510,6 +540,10 @@ class Autopilot:
                 if entry is None:
                     break
                 seen[key] = entry
+                for backend, line in backends_left_out(self.state["trials"], self.base.backend).items():
+                    if backend not in left_out:
+                        left_out[backend] = line
+                        self._note(line)
                 if otrial is not None:
                     proposer.tell(otrial, entry["time_to_target_sec"] if entry["kind"] == "reached" else None,
                                   entry["elapsed_sec"], entry["kind"] == "failed")
