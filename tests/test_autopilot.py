@@ -153,19 +153,19 @@ def test_ablation_runs_differ_from_the_winner_in_exactly_one_setting_each():
 
 # --- re-runs, stopping, the explanation ---------------------------------------------------
 
-def _entry(backend, kind, validations=0):
-    return {"config": {"backend": backend}, "kind": kind, "validations": validations}
+def _entry(backend, kind, first=2.5, best=1.0):
+    return {"config": {"backend": backend}, "kind": kind, "first_execution_sec": first, "best_before_sec": best}
 
 
-def test_a_backend_whose_trials_never_reach_a_validation_is_left_out():
-    jax_pruned = [_entry("jax", "pruned"), _entry("tensorflow", "reached", 5), _entry("jax", "pruned")]
-    assert list(autopilot.backends_left_out(jax_pruned, "tensorflow")) == ["jax"]
-    assert autopilot.backends_left_out(jax_pruned, "tensorflow")["jax"] == (
-        "backend jax left out after 2 trials: each was stopped at the best time before its first validation "
-        "(its warm-up alone is longer)")
-    assert autopilot.backends_left_out(jax_pruned[:2], "tensorflow") == {}           # one trial is not enough
-    assert autopilot.backends_left_out([*jax_pruned, _entry("jax", "pruned", 1)], "tensorflow") == {}  # it validated
-    assert autopilot.backends_left_out([*jax_pruned, _entry("jax", "reached", 4)], "tensorflow") == {}
+def test_a_backend_whose_warm_up_outlasts_the_best_time_is_left_out():
+    slow = [_entry("jax", "pruned"), _entry("tensorflow", "reached", 0.5, None), _entry("jax", "pruned", None)]
+    assert autopilot.backends_left_out(slow, "tensorflow") == {"jax": (
+        "backend jax left out after 2 trials: each was still in its warm-up (first execution) when it passed "
+        "the best time")}
+    assert autopilot.backends_left_out(slow[:2], "tensorflow") == {}                    # one trial is not enough
+    # One trial whose first execution ended before the best time it was pruned against: it stays.
+    assert autopilot.backends_left_out([*slow, _entry("jax", "pruned", 0.9, 1.0)], "tensorflow") == {}
+    assert autopilot.backends_left_out([*slow, _entry("jax", "reached", 2.5, 3.0)], "tensorflow") == {}
     assert autopilot.backends_left_out([_entry("jax", "pruned"), _entry("jax", "share")], "tensorflow") == {}
     # The base backend is never left out (it is the baseline's).
     assert autopilot.backends_left_out([_entry("tensorflow", "pruned")] * 3, "tensorflow") == {}
@@ -177,18 +177,20 @@ JAX_FACTS = {**cpu_facts(), "backends": {"tensorflow": {"version": "2.21.0"}, "j
 
 def test_the_search_runs_no_more_trials_on_a_backend_left_out(store_home, monkeypatch):
     """The search loop with stand-in trials (no runs): a TensorFlow trial reaches the target
-    in 1 s, a JAX trial is pruned before its first validation."""
+    in about 1 s, a JAX trial is pruned at 1.1 s, still in its 2.5-s first execution."""
     ap = autopilot.Autopilot(DIGITS, 0.95, 60, seed=3, repeats=0, explain=False, lr_find="no", facts=JAX_FACTS)
     ran = []
 
     def fake_trial(store, cfg, params, limit, deadline):
         ran.append(cfg.backend)
-        out = ({"kind": "pruned", "time_to_target_sec": None, "elapsed_sec": 1.0, "validations": 0}
-               if cfg.backend == "jax" else
-               {"kind": "reached", "time_to_target_sec": 1.0 + len(ran) / 100, "elapsed_sec": 1.0, "validations": 3})
-        entry = {"trial": len(ran), "config": cfg.to_dict(), "startup_sec": 0.1, **out}
-        best = ap.state["best"] or entry
-        ap._update(trials=[*ap.state["trials"], entry], best=best if best["kind"] == "reached" else None)
+        best = (ap.state["best"] or {}).get("time_to_target_sec")
+        out = ({"kind": "pruned", "time_to_target_sec": None, "elapsed_sec": 1.1, "first_execution_sec": 2.5}
+               if cfg.backend == "jax" and best else
+               {"kind": "reached", "time_to_target_sec": 1.0 + len(ran) / 100, "elapsed_sec": 1.0,
+                "first_execution_sec": 0.5})
+        entry = {"trial": len(ran), "config": cfg.to_dict(), "startup_sec": 0.1, "best_before_sec": best, **out}
+        top = ap.state["best"] or entry
+        ap._update(trials=[*ap.state["trials"], entry], best=top if top["kind"] == "reached" else None)
         if len(ran) == 20:
             ap.stop.set()
         return entry
@@ -198,8 +200,8 @@ def test_the_search_runs_no_more_trials_on_a_backend_left_out(store_home, monkey
     assert "jax" in ap.space.choices["backend"]
     second = [i for i, b in enumerate(ran) if b == "jax"][1]  # the second JAX trial ...
     assert "jax" not in ran[second + 1:] and len(ran) == 20   # ... is the last one run
-    assert ("backend jax left out after 2 trials: each was stopped at the best time before its first "
-            "validation (its warm-up alone is longer)") in ap.state["notes"]
+    assert ("backend jax left out after 2 trials: each was still in its warm-up (first execution) when it "
+            "passed the best time") in ap.state["notes"]
 
 
 def test_a_new_trial_needs_the_median_start_up_plus_the_best_time():

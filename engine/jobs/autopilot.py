@@ -58,8 +58,8 @@ N_STARTUP_TRIALS = 4
 # Proposals that repeat an earlier trial are answered from it; this many in a row end the search.
 MAX_DUPLICATES = 50
 # A backend other than the base's is left out once this many of its trials were all
-# pruned before their first validation (`backends_left_out`).
-BACKEND_PRUNED_BEFORE_VALIDATION = 2
+# pruned during their warm-up (`backends_left_out`).
+BACKEND_SLOW_WARMUPS = 2
 # The LR range test runs inside the budget only when the budget is at least this (s).
 LR_FIND_MIN_BUDGET_S = 120.0
 # Without an LR range test, one-cycle peaks at this x the base learning rate
@@ -120,18 +120,23 @@ def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[fl
     return None
 
 
-def backends_left_out(trials: list[dict], base_backend: str, after: int = BACKEND_PRUNED_BEFORE_VALIDATION) -> dict:
-    """{backend: one line} for each backend other than `base_backend` whose first
-    `after` trials were all pruned before their first validation: its warm-up alone
-    (JAX compiles each step with XLA) is longer than the best time, so no trial on it
-    can win on this machine. A backend with a trial that validated, or reached the
-    target, stays in."""
+def backends_left_out(trials: list[dict], base_backend: str, after: int = BACKEND_SLOW_WARMUPS) -> dict:
+    """{backend: one line} for each backend other than `base_backend` whose trials so far
+    (at least `after`) were all pruned while still in their first execution: the warm-up
+    alone (tracing and compiling; JAX compiles each step with XLA) outlasted the best time
+    ('first_execution_sec' None or at least 'best_before_sec', the best time the trial was
+    pruned against), so no trial on that backend can win on this machine. A backend with
+    one trial past its warm-up stays in."""
+    def slow_start(t: dict) -> bool:
+        first, best = t.get("first_execution_sec"), t.get("best_before_sec")
+        return t["kind"] == "pruned" and best is not None and (first is None or first >= best)
+
     out = {}
-    for backend in {t["config"].get("backend") for t in trials} - {base_backend, None}:
+    for backend in sorted({t["config"].get("backend") for t in trials} - {base_backend, None}):
         mine = [t for t in trials if t["config"].get("backend") == backend]
-        if len(mine) >= after and all(t["kind"] == "pruned" and not t.get("validations") for t in mine):
-            out[backend] = (f"backend {backend} left out after {len(mine)} trials: each was stopped at the best "
-                            f"time before its first validation (its warm-up alone is longer)")
+        if len(mine) >= after and all(slow_start(t) for t in mine):
+            out[backend] = (f"backend {backend} left out after {len(mine)} trials: each was still in its warm-up "
+                            f"(first execution) when it passed the best time")
     return out
 
 
@@ -346,7 +351,8 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
     'budget' | 'stopped' | 'not_reached' | 'failed'), 'reason' (one line),
     'time_to_target_sec', 'elapsed_sec' (training s stored), 'wall_sec' (s from
     submission to the end), 'startup_sec' (submission to training start, or None),
-    'validations' (validation passes stored)}.
+    'first_execution_sec' (when the first execution, the warm-up, ended: s since
+    training start; None if it never did)}.
     """
     from engine.jobs import runner
     from engine.report.compare import time_to_accuracy
@@ -398,7 +404,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
             "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
             "wall_sec": time.monotonic() - t_submit,
             "startup_sec": (start - t_submit) if start is not None else None,
-            "validations": sum(1 for e in epochs if e.get("val_accuracy") is not None)}
+            "first_execution_sec": first[0]["t"] if (first := store.metrics("executions", run_id)[:1]) else None}
 
 
 def _label_run(store: Store, run_id: int, info: dict) -> None:
@@ -581,6 +587,7 @@ class Autopilot:
         out = watch_run(rid, store, self.target, best=best["time_to_target_sec"] if best else None,
                         limit=limit, deadline=deadline, stop=self.stop, on_tick=tick)
         entry = {"trial": n, "run_id": rid, "params": params, "planted": params is None, "label": label,
+                 "best_before_sec": best["time_to_target_sec"] if best else None,
                  "changes": space_mod.config_changes(cfg, self.baseline), "config": cfg.to_dict(), **out}
         improved = out["kind"] == "reached" and (best is None or out["time_to_target_sec"] < best["time_to_target_sec"])
         if improved:
