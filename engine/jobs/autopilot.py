@@ -387,6 +387,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
             on_tick(elapsed)
         time.sleep(poll_s)
     epochs = store.metrics("epochs", run_id)
+    first = store.metrics("executions", run_id)[:1]
     ttt = time_to_accuracy(epochs, target)
     summary = run.get("summary") or {}
     if ttt is not None:
@@ -404,7 +405,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
             "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
             "wall_sec": time.monotonic() - t_submit,
             "startup_sec": (start - t_submit) if start is not None else None,
-            "first_execution_sec": first[0]["t"] if (first := store.metrics("executions", run_id)[:1]) else None}
+            "first_execution_sec": first[0]["t"] if first else None}
 
 
 def _label_run(store: Store, run_id: int, info: dict) -> None:
