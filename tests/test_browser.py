@@ -89,12 +89,38 @@ def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.5):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+# Chart and metric boxes (and Plotly's own layout size): unchanged for quiet_ms means the
+# page has drawn and Plotly has relayouted to its container; -1 when it never settles.
+SETTLE = """async ([quietMs, timeoutMs]) => {
+  const sig = () => [...document.querySelectorAll('.js-plotly-plot, [data-testid="stMetric"]')].map(e => {
+    const r = e.getBoundingClientRect(), l = e._fullLayout || {};
+    return [r.left, r.top, r.width, r.height, l.width || 0, l.height || 0].map(Math.round).join(',');
+  }).join(';');
+  const t0 = performance.now();
+  let last = sig(), since = t0;
+  while (performance.now() - t0 < timeoutMs) {
+    await new Promise(r => setTimeout(r, 100));
+    const now = sig();
+    if (now !== last) { last = now; since = performance.now(); }
+    else if (performance.now() - since >= quietMs) return performance.now() - t0;
+  }
+  return -1;
+}"""
+
+
+def settle(page, quiet_ms: int = 600, timeout_ms: int = 5000) -> None:
+    """Wait until the page's charts and metrics keep their size and place for
+    `quiet_ms` (Plotly relayouts to a new width some 100 ms after it), at most
+    `timeout_ms` (a live page may never be still: then go on)."""
+    page.evaluate(SETTLE, [quiet_ms, timeout_ms])
+
+
 def full_screenshot(page, path: Path) -> None:
     """The whole page: Streamlit scrolls inside its main area, so grow the
     viewport to the content instead of using full_page."""
     height = page.evaluate(PAGE_HEIGHT)
     page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height + 40)})
-    page.wait_for_timeout(1500)  # Plotly relayouts to the new size
+    settle(page)  # Plotly relayouts to the new size
     page.screenshot(path=str(path))
     page.set_viewport_size(VIEWPORT)
 
@@ -178,7 +204,7 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             names, bars = page.evaluate(TIME_PARTS)
             assert names == ["setup", "warm-up", "training", "data wait", "validation", "other"]
             assert bars >= 2 * 4  # two runs; parts of 0 s draw no bar
-            page.wait_for_timeout(1500)
+            settle(page)
             full_screenshot(page, OUT / "train.png")
 
             # A reload re-attaches from the store (no state in the browser session).
@@ -192,7 +218,7 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             page.get_by_text("Speedup and scaling").wait_for(timeout=60_000)
             page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
                                    timeout=60_000)
-            page.wait_for_timeout(1500)
+            settle(page)
             full_screenshot(page, OUT / "runs.png")
             body = page.inner_text("body")
             assert "2 of 2 runs" in body and "simulated" in body
@@ -229,7 +255,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(server, store_home)
             page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)
             page.get_by_role("button", name="Use this configuration").wait_for(timeout=30_000)
             page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1", timeout=30_000)
-            page.wait_for_timeout(1500)
+            settle(page)
             full_screenshot(page, OUT / "hardware.png")
             body = page.inner_text("body")
             assert "Host CPU" in body and "Best configuration" in body
@@ -284,7 +310,7 @@ def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(server, st
                 store.close()
             assert b["baseline_id"] == tf_id and value == f"{b['throughput_speedup']:.2f}×", (value, b)
             assert f"vs TensorFlow run #{tf_id}, same configuration" in page.inner_text("body")
-            page.wait_for_timeout(1500)
+            settle(page)
             full_screenshot(page, OUT / "train_jax.png")
         finally:
             browser.close()

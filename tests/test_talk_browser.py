@@ -15,7 +15,7 @@ import time
 
 
 from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
-                                server, wait_for)
+                                server, settle, wait_for)
 from tests.talk_seed import recorded, seed_many, seed_pair
 
 SIZES = ((1280, 720), (1920, 1080))
@@ -77,8 +77,8 @@ def check_page(pages: dict, url: str, name: str, charts: int, ready: str | None 
         if ready:
             page.get_by_text(ready).first.wait_for(timeout=120_000)
         page.wait_for_function(f"{CHARTS} >= {charts}", timeout=60_000)
-    # Plotly's relayout to the container's width: one wait for all sizes, after the last one drew.
-    pages[next(iter(pages))].wait_for_timeout(2000)
+    for page in pages.values():  # Plotly's relayout to the container's width
+        settle(page)
     bad = []
     for size, page in pages.items():
         page.screenshot(path=str(OUT / f"talk_{name}_{size[0]}x{size[1]}.png"))
@@ -170,7 +170,7 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
             page.reload()
             wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) >= n2, 30, "the replay after a reload")
             page.get_by_text("recorded · 10× · finished").wait_for(timeout=60_000)
-            page.wait_for_timeout(1500)
+            settle(page)
             page.screenshot(path=str(OUT / "replay_end.png"))
             replayed = page.evaluate(METRICS)
             assert replayed["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "3.20×"
@@ -217,7 +217,7 @@ def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the
             page.goto(server + "/?mode=talk")
             page.get_by_text(headline).wait_for(timeout=60_000)
             page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
-            page.wait_for_timeout(2000)
+            settle(page)
             page.screenshot(path=str(OUT / "presenter_1280x720.png"))
             seen = page.evaluate(TALK_BOXES)
             assert seen["sidebarCollapsed"] == "true"                      # the settings bar is collapsed
