@@ -129,25 +129,29 @@ def test_running_search_shows_progress_and_blocks_other_measurements(store_home)
     assert "ap_race" in plotly_specs(at)
     at.switch_page("views/train.py")
     at.run()
+    assert "its runs show on the **Autopilot** page, and Launch waits until it ends" in texts(at.info)
     at.button(key="launch").click().run()
     assert "Not launched: the autopilot is searching" in texts(at.warning)
     background.write_json(autopilot.progress_path(), {"state": "done", "pid": None, "started": 1.0})
 
 
-def test_train_page_renders_with_an_autopilot_trial_newest(store):
-    """The Train page shows the newest group; a trial's group has no 'run' or 'baseline' role."""
+def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
+    """The Train page shows the newest group launched here (or from `engine run`),
+    never an autopilot trial's, even when the trial is newer; Stop is the own run's."""
     from test_pages import fake_run
 
     trial = fake_run(store, WINNER.replace(steps_per_execution=2), role="trial", group="autopilot-abc123-t1", ttt=2.5)
     at = app()
     no_errors(at)
-    assert f"#{trial} mixed bf16 · spe 2 · one_cycle**: completed" in texts(at.markdown)
-    # Its charts are drawn (they used to wait for a first execution that had long been stored).
-    specs = plotly_specs(at)
-    (line,) = [t for t in specs["throughput"]["data"] if t.get("name") == f"#{trial} mixed bf16 · spe 2 · one_cycle"]
-    drawn = [x for x in values(line["x"]) if x == x]  # NaN breaks the line between epochs
-    assert len(drawn) == sum(not e["warmup"] for e in store.metrics("executions", trial)) == 59  # warm-up apart
-    assert "the autopilot's speedups (against the user's batch) are on the **Autopilot** page" in texts(at.caption)
+    assert "(The autopilot's runs, 1 so far, are on the **Autopilot** and **Runs** pages.)" in texts(at.info)
+    assert f"#{trial} " not in " ".join(texts(at.markdown))
+    own = fake_run(store, WINNER, role="run", group="g-own", ttt=3.0)
+    later = fake_run(store, WINNER.replace(steps_per_execution=4), role="trial", group="autopilot-abc123-t2", ttt=2.0)
+    at = app()
+    no_errors(at)
+    shown = texts(at.markdown)
+    assert f"**#{own} mixed bf16 · spe 6 · one_cycle**: completed" in shown
+    assert f"#{later} " not in shown and f"#{trial} " not in shown
 
 
 def test_cli_summary_names_the_runoff_and_the_winner():

@@ -586,10 +586,10 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
         active = runner.active_run(store)
     finally:
         store.close()
-    if active:
+    if active and not autopilot_run(active):
         out.warning(active_message(active), icon=":material/hourglass_top:")
         return
-    busy = background.busy() or demo.demo_busy()  # a benchmark, LR range test or the demo
+    busy = background.busy() or demo.demo_busy()  # the autopilot, a benchmark, LR range test or the demo
     if busy:
         out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
         return
@@ -617,16 +617,37 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
 
 # --- the current comparison (from the store) ----------------------------------
 
+def autopilot_run(run: dict) -> bool:
+    """Whether the autopilot submitted `run` (a trial, runoff, re-run or ablation
+    run: its group id starts with the autopilot's id)."""
+    return (run.get("group_id") or "").startswith("autopilot-")
+
+
+def own_active(store: Store) -> list[dict]:
+    """Queued and running runs launched here or from `engine run`: the
+    autopilot's runs are followed on the Autopilot page, not here."""
+    return [r for r in store.active_runs() if not autopilot_run(r)]
+
+
+def autopilot_busy() -> str | None:
+    """One line while the autopilot is searching, else None."""
+    p = autopilot.read_progress()
+    if p and p["state"] in background.ACTIVE_STATES:
+        return (f"The autopilot is searching ({p.get('elapsed', 0):.0f} s so far): its runs show on the "
+                "**Autopilot** page, and Launch waits until it ends (or stop it there).")
+    return None
+
+
 def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | None]:
     """(runs of the newest group, oldest first; its baseline; its run).
 
-    A group holds the baseline and the run launched together (an autopilot's
-    group one trial, runoff or ablation run, shown as the run). When the
+    A group holds the baseline and the run launched together. When the
     baseline was reused from an earlier group, the newest matching stored
     baseline stands in; when a config is its own baseline, both are the same run.
-    Imported runs (run bundles) are left to the Runs and Replay pages.
+    Imported runs (run bundles) are left to the Runs and Replay pages, the
+    autopilot's runs to the Autopilot page (`autopilot_run`).
     """
-    runs = [r for r in store.list_runs() if not r.get("origin")]
+    runs = [r for r in store.list_runs() if not r.get("origin") and not autopilot_run(r)]
     if not runs:
         return [], None, None
     gid = runs[0]["group_id"]
@@ -738,7 +759,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     with stop_col:
         if stop and active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
                                 help="Cancel the active run(s); their metrics stay in the store"):
-            st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
+            st.toast("; ".join(cancel_own()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {w}")
 
@@ -953,27 +974,41 @@ def live_view(was_active: bool) -> None:
         try:
             runner.reconcile(store)
             group, base, run = current_comparison(store)
-            active = bool(store.active_runs())
+            active = bool(own_active(store))
             if active != was_active:  # a run ended or started elsewhere: refresh the whole page
                 st.rerun()
             if not group:
+                n_ap = sum(autopilot_run(r) for r in store.list_runs())
                 st.info("No runs yet: set options on the left and press **Launch**. The baseline "
                         "(float32, 1 device) runs first, then your run; throughput, loss and the "
-                        "speedup appear here live.", icon=":material/arrow_back:")
+                        "speedup appear here live." + (f" (The autopilot's runs, {n_ap} so far, are on the "
+                                                        "**Autopilot** and **Runs** pages.)" if n_ap else ""),
+                        icon=":material/arrow_back:")
                 return
             render_comparison(store, group, base, run)
         finally:
             store.close()
 
 
-def watch() -> None:
-    """Idle watcher: re-attaches when a run starts from another tab or the CLI."""
+def watch(ap_was_busy: bool) -> None:
+    """Idle watcher: re-attaches when a run starts from another tab or the CLI,
+    and redraws when the autopilot starts or ends (its banner, Launch)."""
     store = Store()
     try:
-        if store.active_runs():
+        if own_active(store) or bool(autopilot_busy()) != ap_was_busy:
             st.rerun()
     finally:
         store.close()
+
+
+def cancel_own() -> list[str]:
+    """Cancel the active runs this page shows (never the autopilot's): one line each."""
+    store = Store()
+    try:
+        runs = own_active(store)
+    finally:
+        store.close()
+    return [runner.cancel(r["id"]) for r in sorted(runs, key=lambda r: r["status"] != "queued")]
 
 
 def prewarm() -> None:
@@ -1027,6 +1062,9 @@ def main() -> None:
     if pending:
         url_params.show(pending, st.container())
     messages = st.container()
+    ap_busy = autopilot_busy()
+    if ap_busy:
+        messages.info(ap_busy, icon=":material/travel_explore:")
     if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages)
 
@@ -1035,7 +1073,7 @@ def main() -> None:
     # idle it is drawn once and a cheap watcher looks for new runs.
     st.fragment(live_view, run_every=LIVE_REFRESH_S if active else None)(active)
     if not active:
-        st.fragment(watch, run_every=WATCH_REFRESH_S)()
+        st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
 
 
 def any_active() -> bool:
@@ -1045,7 +1083,7 @@ def any_active() -> bool:
         store = Store()
         try:
             runner.reconcile(store)
-            return bool(store.active_runs())
+            return bool(own_active(store))
         finally:
             store.close()
     return False
@@ -1065,7 +1103,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                                 disabled=cfg is None or active or bool(pending), width="stretch")
     if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
-        st.toast("; ".join(runner.cancel_active()) or "nothing to stop")
+        st.toast("; ".join(cancel_own()) or "nothing to stop")
     talk.toggle(mode)
     if pending:
         url_params.show(pending, st.container())
@@ -1085,7 +1123,7 @@ def talk_view(was_active: bool) -> None:
         try:
             runner.reconcile(store)
             group, base, run = current_comparison(store)
-            if bool(store.active_runs()) != was_active:  # started or ended: Launch/Stop follow
+            if bool(own_active(store)) != was_active:  # started or ended: Launch/Stop follow
                 st.rerun()
             if not group:
                 st.info("No runs yet: press **Launch** (settings in the sidebar, **>** at the top left).",
