@@ -41,22 +41,24 @@ def settings_form() -> tuple[list[str] | None, str | None]:
     dataset = c[0].selectbox("Data set", names, index=names.index("digits"), key="ap_dataset")
     model = c[1].selectbox("Model", MODELS, index=list(MODELS).index("cnn"), key="ap_model")
     default = datasets_meta.default_target(dataset) or 0.9
-    target = c[2].number_input("Target val accuracy", value=float(default), min_value=0.01, max_value=1.0,
-                               step=0.01, format="%.2f", key=f"ap_target_{dataset}",
+    # No min/max on these inputs: Streamlit would silently keep the previous value of an
+    # out-of-range entry (and Start would use it); the engine's checks name the field instead.
+    target = c[2].number_input("Target val accuracy", value=float(default), step=0.01, format="%.3f",
+                               key=f"ap_target_{dataset}",
                                help="the search minimises the seconds from the start of training to the "
                                     "first validation at or above this")
-    budget = c[3].number_input("Search budget (s)", value=300, min_value=10, step=30, key="ap_budget",
+    budget = c[3].number_input("Search budget (s)", value=300, step=30, key="ap_budget",
                                help="wall-clock seconds for the search; the re-runs and the ablation follow")
-    repeats = c[4].number_input("Re-runs each", value=3, min_value=0, max_value=10, step=1, key="ap_repeats",
+    repeats = c[4].number_input("Re-runs each", value=3, step=1, key="ap_repeats",
                                 help="the winner and the baseline re-run alternately this many times each; the "
                                      "speedup is their median ratio (0: no re-runs)")
     with st.expander("More settings", icon=":material/tune:"):
         d = st.columns(5, vertical_alignment="bottom")
-        batch = d[0].number_input("Baseline global batch", value=128, min_value=1, step=32, key="ap_batch",
+        batch = d[0].number_input("Baseline global batch", value=128, step=32, key="ap_batch",
                                   help="the search scales it 0.5-4x with the linear scaling rule")
-        epochs = d[1].number_input("Epoch cap per run", value=20, min_value=1, step=1, key="ap_epochs",
+        epochs = d[1].number_input("Epoch cap per run", value=20, step=1, key="ap_epochs",
                                    help="every run stops at the target; this is the most it may train")
-        seed = d[2].number_input("Seed", value=0, min_value=0, step=1, key="ap_seed",
+        seed = d[2].number_input("Seed", value=0, step=1, key="ap_seed",
                                  help="same seed, same proposals; the re-runs use the seeds after it")
         lr_find = d[3].selectbox("LR range test", ("auto", "yes", "no"), key="ap_lr_find",
                                  help="for one-cycle's max LR: auto = reuse a stored one, else run one when "
@@ -91,11 +93,16 @@ def status(p: dict) -> None:
         used = p.get("elapsed", 0.0)
         left = max(budget - used, 0.0)
         cur = p.get("current") or {}
-        doing = (f"trial {cur['trial']} at {cur.get('elapsed_sec', 0):.1f} s of training" if cur.get("trial")
-                 else "preparing (hardware facts, max LR)" if not trials else "between trials")
+        doing = ("starting (hardware facts, max LR)" if not cur.get("trial") and not trials and not budget
+                 else "preparing (hardware facts, max LR)" if not cur.get("trial") and not trials
+                 else "between trials" if not cur.get("trial")
+                 # Nothing stored yet: its worker is still starting (imports, data, model).
+                 else f"trial {cur['trial']} starting its worker" if not cur.get("elapsed_sec")
+                 else f"trial {cur['trial']} at {cur['elapsed_sec']:.1f} s of training")
+        left_text = f" · {left:.0f} s of {budget:.0f} s budget left" if budget else ""
         st.progress(min(used / budget, 1.0) if budget else 0.0,
                     text=f":material/travel_explore: Searching: {len(trials)} trial{'' if len(trials) == 1 else 's'} "
-                         f"done, {doing} · {left:.0f} s of {budget:.0f} s budget left · {best_text}")
+                         f"done, {doing}{left_text} · {best_text}")
     elif p["state"] in ACTIVE_STATES:
         cur = p.get("current") or {}
         what = (f"round {cur.get('round')}: {cur.get('name')}" if phase == "confirm" and cur
@@ -109,8 +116,12 @@ def status(p: dict) -> None:
         st.warning(f"The autopilot was stopped after {len(trials)} trials; what it found so far is below.",
                    icon=":material/stop_circle:")
     else:
-        st.markdown(f":material/check_circle: **Done** in {p.get('elapsed', 0):.0f} s: {len(trials)} trials "
-                    f"in the {p.get('budget_sec', 0):.0f} s search, then the runoff, the re-runs and the ablation.")
+        after = [what for what, ran in (("the runoff", (p.get("runoff") or {}).get("runs")),
+                                        ("the re-runs", (p.get("confirm") or {}).get("repeats")),
+                                        ("the ablation", p.get("ablation"))) if ran]
+        then = f", then {', '.join(after[:-1])}{' and ' if len(after) > 1 else ''}{after[-1]}" if after else ""
+        st.markdown(f":material/check_circle: **Done** in {p.get('elapsed', 0):.0f} s: {len(trials)} "
+                    f"trial{'' if len(trials) == 1 else 's'} in the {p.get('budget_sec', 0):.0f} s search{then}.")
 
 
 def current_curves(p: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -176,7 +187,11 @@ def live(was_running: bool) -> None:
             # placeholder: a trial that did not reach the target gets a blank cell (its 'how it
             # ended' says why), not Streamlit's grey "None" (as the Runs table).
             st.dataframe(trials_table(p["trials"]), hide_index=True, key="ap_table", placeholder="",
-                         column_config={"time to target (s)": st.column_config.NumberColumn(format="%.2f"),
+                         column_config={"trial": st.column_config.NumberColumn(width="small"),
+                                        "run": st.column_config.NumberColumn(width="small"),
+                                        "settings": st.column_config.TextColumn(width="large"),
+                                        "how it ended": st.column_config.TextColumn(width="large"),
+                                        "time to target (s)": st.column_config.NumberColumn(format="%.2f"),
                                         "training used (s)": st.column_config.NumberColumn(
                                             format="%.1f", help="seconds from its training start to its last "
                                             "stored row: a stopped trial's includes the second or two it took "
@@ -204,6 +219,14 @@ def train_query_params(changes: dict) -> dict:
     return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in changes.items()}
 
 
+def median_line(sp: dict) -> str:
+    """What the headline ratio is, beside the medians' own ratio (they differ:
+    the median of per-pair ratios is not the ratio of the medians)."""
+    return (f"Median of the {sp['pairs']} per-round ratios (baseline / winner, each round on its own seed). "
+            f"Medians: winner {sp['median_time']:.2f} s, baseline {sp['baseline_median']:.2f} s, whose ratio is "
+            f"{sp['baseline_median'] / sp['median_time']:.2f}×.")
+
+
 def result(p: dict) -> None:
     w = p["winner"]
     target = p.get("target_accuracy") or 0.0
@@ -211,13 +234,19 @@ def result(p: dict) -> None:
     sp = conf.get("speedup") or {}
     st.markdown("#### The winner")
     a, b = st.columns([1, 2.2], gap="medium")
+    finished = p["state"] not in ACTIVE_STATES
+    slower = bool(sp.get("median")) and sp["median"] < 1
     with a:
         if sp.get("median"):
             st.metric(f"Time to {target:g}: confirmed speedup", f"{sp['median']:.2f}×", border=True,
                       delta=f"min {sp['min']:.2f}× · max {sp['max']:.2f}×", delta_color="off",
                       help=f"median over {sp['pairs']} alternating re-run pairs of baseline time / winner "
                            "time, on seeds the search did not use")
-            st.caption(f"Winner {sp['median_time']:.2f} s vs baseline {sp['baseline_median']:.2f} s (medians).")
+            st.caption(median_line(sp))
+            if slower:
+                st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['median']:.2f}× as long): "
+                           "the search's time was luck. Keep the baseline's settings, or search longer.",
+                           icon=":material/trending_down:")
         elif conf:
             st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
             st.caption("The re-runs have no complete pair yet (or a side did not reach the target).")
@@ -226,9 +255,12 @@ def result(p: dict) -> None:
                   "trials" if w.get("runoff_mean_sec") and p.get("runoff") else "")
         st.caption(f"Trial {w['trial']} (run #{w['run_id']}): {w['search_time_to_target_sec']:.2f} s to "
                    f"{target:g} in the search{runoff}. " + charts.config_summary(w["config"]))
-        if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:", key="ap_use_btn",
+        # Not while the autopilot still runs: the Train page could not launch it before the end anyway.
+        if st.button("Use this configuration", type="secondary" if slower else "primary",
+                     icon=":material/arrow_forward:", key="ap_use_btn", disabled=not finished,
                      on_click=use_winner, args=(w["config"],), width="stretch",
-                     help="Fill the Train page with the winner's settings"):
+                     help="Fill the Train page with the winner's settings" if finished
+                     else "Available when the autopilot has finished"):
             changes = st.session_state.pop("ap_use", None) or {}
             st.switch_page(TRAIN_PAGE, query_params=train_query_params(changes))
     with b:
@@ -238,9 +270,7 @@ def result(p: dict) -> None:
             if p.get("explanation"):
                 st.caption(f"Without each technique the winner took this many times as long: {p['explanation']}. "
                            "One run each: on a busy machine these are rough.")
-        elif conf.get("runs"):
-            st.plotly_chart(autopilot_charts.confirm_figure(conf["runs"], target), key="ap_confirm_done",
-                            config=PLOTLY_CONFIG)
+        # Without an ablation the re-runs' chart is already drawn above (live), not drawn twice.
 
 
 def main() -> None:
