@@ -157,6 +157,20 @@ def test_train_page_shows_finished_comparison(store):
     assert not [b for b in at.button if b.key == "stop"]  # nothing to stop
 
 
+def test_a_baseline_config_launched_again_is_compared_with_the_baseline_it_reused(store):
+    """Launched against stored baseline #b, a run of the very baseline settings is compared
+    with #b, finished as while it ran (it used to become "its own baseline" once completed)."""
+    cfg = RunConfig(epochs=3, target_accuracy=0.7)
+    b = fake_run(store, cfg, "baseline", group="g1", rate=8000.0, ttt=2.0)
+    r = fake_run(store, cfg, "run", group="g2", rate=10_000.0, ttt=1.6)
+    store.update_run(r, baseline_id=b)
+    at = app()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Steady"] == "1.25×"
+    assert "This run is its own baseline" not in texts(at.caption)
+
+
 def test_failed_and_cancelled_runs_keep_their_charts(store):
     b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
     r = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", status="cancelled")

@@ -655,6 +655,8 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     base = next((r for r in group if r["role"] == "baseline"), None)
     # An autopilot group (a trial, a runoff or an ablation run) has neither role: its run is shown.
     run = next((r for r in group if r["role"] == "run"), None) or base or group[-1]
+    if base is None and run is not None and run.get("baseline_id"):  # the baseline it was launched against
+        base = store.get_run(run["baseline_id"])
     if base is None and run is not None:
         try:
             base = runner.find_baseline(store, RunConfig.from_dict(run["config"]))
