@@ -164,8 +164,10 @@ def print_summary(s: dict) -> None:
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (traced executions: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
         ("backend", s.get("backend") or "tensorflow"),
-        ("replicas", f"{s.get('replicas')}" + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
-        ("precision", f"{s.get('precision')} (compute {s.get('compute_dtype')}, variables {s.get('variable_dtype')})"
+        ("replicas", fmt(s.get("replicas")) + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
+        # compute/variable dtypes come from the worker's setup: absent for a run stopped before it
+        ("precision", f"{s.get('precision')}" + (f" (compute {s['compute_dtype']}, variables {s.get('variable_dtype')})"
+                                                 if s.get("compute_dtype") else "")
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
         *([("optimizer update", "fused: one TensorFlow kernel per variable")] if s.get("fused_optimizer") else []),
         ("final loss", fmt(s.get("final_loss"))),
@@ -179,7 +181,8 @@ def print_summary(s: dict) -> None:
         tta = s.get("time_to_target_sec")
         rows.append((f"time to {target:g} val acc",
                      f"{tta:.2f} s from the start of training" if tta is not None
-                     else f"not reached in {s.get('epochs_run') or '?'} epochs"))
+                     else f"not reached in {s['epochs_run']} epochs" if s.get("epochs_run")
+                     else f"not reached: {s.get('status') or 'ended'} before its first validation"))
     if s.get("end_to_end_samples_per_sec") is not None:
         rows.insert(3, ("end-to-end throughput", f"{fmt(s['end_to_end_samples_per_sec'])} samples/s "
                                                  "(training samples / wall time of training)"))
@@ -209,6 +212,11 @@ def get_run(store, run_id: int) -> Optional[dict]:
     return run
 
 
+def _x(v) -> str:
+    """A ratio as '1.23x', or '-' when there is none (not '-x')."""
+    return "-" if v is None else f"{fmt(v, 3)}x"
+
+
 def speedup_rows(c: dict) -> list[tuple[str, str]]:
     """The three speedups of an engine.report.compare.compare() result as (name, text) rows."""
     target = c.get("target_accuracy")
@@ -223,9 +231,9 @@ def speedup_rows(c: dict) -> list[tuple[str, str]]:
         tta = "-  (" + "; ".join(n for n in notes if n) + f"; target {target:g} val accuracy)"
     rows = [
         ("time to accuracy", tta),
-        ("end-to-end", f"{fmt(c.get('end_to_end_speedup'), 3)}x  (training samples / wall time of training: "
+        ("end-to-end", f"{_x(c.get('end_to_end_speedup'))}  (training samples / wall time of training: "
                        f"{fmt(c.get('baseline_end_to_end_samples_per_sec'))} -> {fmt(c.get('end_to_end_samples_per_sec'))} samples/s)"),
-        ("steady", f"{fmt(c.get('steady_speedup'), 3)}x  (median samples/s per execution after warm-up: "
+        ("steady", f"{_x(c.get('steady_speedup'))}  (median samples/s per execution after warm-up: "
                    f"{fmt(c.get('baseline_samples_per_sec'))} -> {fmt(c.get('samples_per_sec'))})"),
     ]
     for key in ("notice", "setup_notice"):

@@ -31,11 +31,15 @@ def cmd_show(args) -> int:
         print(json.dumps({**run, "summary": summ}, default=str))
         return 0
     print(f"run {run['id']}  {run['status']}  ({run['role']})")
-    if run.get("error"):
-        print(f"error: {run['error']}")
+    if run.get("error"):  # a cancelled run's line says why it was stopped: not an error
+        print(f"{'why it ended' if run['status'] == 'cancelled' else 'error'}: {run['error']}")
     print("config:", json.dumps(run["config"], sort_keys=True))
     print("environment:", json.dumps(run.get("environment"), sort_keys=True))
-    print_summary({**result_json(run), **summ, "run_id": run["id"], "status": run["status"]})
+    # The run's own line (above) replaces the worker's summary line: the autopilot rewrites it
+    # ("autopilot: pruned at ...") where the worker only knew "cancelled by the user".
+    target = summ.get("target_accuracy")  # a run stopped before its first epoch has none stored: its config's
+    print_summary({**result_json(run), **summ, "run_id": run["id"], "status": run["status"], "error": None,
+                   "target_accuracy": target if target is not None else run["config"].get("target_accuracy")})
     if breakdown(summ):
         print(time_table([(f"run #{run['id']}", breakdown(summ))]))
     if not epochs.empty:

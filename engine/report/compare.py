@@ -53,6 +53,8 @@ def not_reached(run: dict, epochs: list[dict], target: Optional[float]) -> Optio
     n = len(epochs)
     if run.get("status") in ("queued", "running"):
         return f"not reached yet ({n} epoch{'s' if n != 1 else ''} so far)"
+    if n == 0:  # stopped or failed before its first validation: "in 0 epochs" would read as no training
+        return f"not reached: {run.get('status') or 'ended'} before its first validation"
     return f"not reached in {n} epoch{'s' if n != 1 else ''}"
 
 
