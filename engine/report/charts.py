@@ -682,7 +682,9 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
             fig.add_trace(go.Scatter(
                 x=g["devices"], y=g["speedup"], name=name, showlegend=per_run_legend,
                 mode="markers+text", text=[text] * len(g),
-                textposition="bottom center", textfont=dict(color=color, size=13),
+                # Beside the marker, not under it: under, a speedup near 1x runs into the x axis.
+                textposition=["middle left" if d >= max_dev else "middle right" for d in g["devices"]],
+                textfont=dict(color=color, size=13),
                 marker=dict(color=color, size=15, symbol=symbol,
                             line=dict(width=3, color=color)),
                 customdata=eff,
