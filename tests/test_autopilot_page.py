@@ -230,3 +230,11 @@ def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
     line = texts(at.markdown)
     assert "**Re-running the winner and the baseline** · round 2: baseline · run #8" in line
     assert "winner: trial 3" in line and "best so far" not in line
+
+
+def test_a_trial_stopped_before_it_trained_is_not_drawn_at_0_s():
+    from engine.report.autopilot_charts import trials_frame
+
+    df = trials_frame([trial(1, "reached", 3.0, best=3.0), trial(2, "budget", None, 0.0, best=3.0),
+                       trial(3, "pruned", None, 3.4, best=3.0)])
+    assert df["y"].isna().tolist() == [False, True, False] and df["y"].tolist()[::2] == [3.0, 3.4]

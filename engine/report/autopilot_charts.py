@@ -29,10 +29,11 @@ BEST_COLOR = PALETTE[2]
 
 
 def trials_frame(trials: list[dict]) -> pd.DataFrame:
-    """One row per trial: 'trial', 'y' (time to target, else training s used),
+    """One row per trial: 'trial', 'y' (time to target, else training s used;
+    None for a trial stopped before it trained, which would read as the fastest at 0 s),
     'kind', 'label', 'reason', 'run_id', 'best' (best time so far after it, s)."""
     rows = [{"trial": t["trial"], "y": t["time_to_target_sec"] if t.get("time_to_target_sec") is not None
-             else t.get("elapsed_sec"), "kind": t["kind"], "label": t.get("label", ""),
+             else t.get("elapsed_sec") or None, "kind": t["kind"], "label": t.get("label", ""),
              "reason": t.get("reason", ""), "run_id": t.get("run_id"), "best": t.get("best_so_far_sec")}
             for t in trials]
     return pd.DataFrame(rows, columns=["trial", "y", "kind", "label", "reason", "run_id", "best"])
