@@ -138,6 +138,8 @@ def test_label_names_host_devices_and_date(pair):
            "environment": {"hostname": "laptop", "device_kind": "CPU", "devices": ["a", "b"],
                            "replicas_simulated": True}}
     assert replay.devices_text(sim) == "2 CPU devices (simulated)"
+    assert replay.devices_text({"environment": {"device_kind": "CPU", "devices": ["/device:CPU:0"],
+                                                "logical_cores": 2}}) == "the CPU (2 cores)"
     assert replay.devices_text({"config": {"devices": 4, "workers": 2, "device_type": "gpu"}}) == \
         "2 workers × 4 GPUs"
 

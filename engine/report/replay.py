@@ -213,7 +213,7 @@ class ReplayMetrics(StoreMetrics):
 # --- the label -----------------------------------------------------------------
 
 def devices_text(run: Mapping) -> str:
-    """'1 CPU', '2 CPU devices (simulated)', '8 GPUs', '2 workers × 4 GPUs' from a
+    """'the CPU (2 cores)', '2 CPU devices (simulated)', '8 GPUs', '2 workers × 4 GPUs' from a
     run's environment and config."""
     env, cfg = run.get("environment") or {}, run.get("config") or {}
     kind = env.get("device_kind") or str(cfg.get("device_type", "device")).upper()
@@ -221,6 +221,9 @@ def devices_text(run: Mapping) -> str:
     simulated = env.get("replicas_simulated")
     if n > 1 and simulated:
         text = f"{n} {kind} devices (simulated)"
+    elif kind == "CPU" and n == 1:  # TensorFlow's one CPU device is all the host's cores, not "1 CPU"
+        cores = env.get("logical_cores")
+        text = f"the CPU ({cores} cores)" if cores else "the CPU"
     else:
         text = f"{n} {kind}" + ("s" if n > 1 else "")
     workers = int(cfg.get("workers", 1))
