@@ -7,6 +7,12 @@ import streamlit as st
 log = logging.getLogger("speedlab.dashboard")
 
 
+def autopilot_run(run: dict) -> bool:
+    """Whether the autopilot submitted `run` (a trial, runoff, re-run or ablation
+    run: its group id starts with the autopilot's id)."""
+    return (run.get("group_id") or "").startswith("autopilot-")
+
+
 @contextmanager
 def one_line_errors(what: str):
     """An unexpected error becomes one line on the page (the traceback goes to

@@ -34,7 +34,7 @@ from engine.hardware.machine import cpu_line, quick_facts
 from engine.report.live import LiveMetrics
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
 from views import talk, url_params
-from views.common import one_line_errors
+from views.common import autopilot_run, one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
     from engine import lr_math
@@ -616,12 +616,6 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
 
 
 # --- the current comparison (from the store) ----------------------------------
-
-def autopilot_run(run: dict) -> bool:
-    """Whether the autopilot submitted `run` (a trial, runoff, re-run or ablation
-    run: its group id starts with the autopilot's id)."""
-    return (run.get("group_id") or "").startswith("autopilot-")
-
 
 def own_active(store: Store) -> list[dict]:
     """Queued and running runs launched here or from `engine run`: the
