@@ -238,3 +238,13 @@ def test_progress_line_counts_down_from_the_written_estimate():
     assert bench.progress_left({"left_sec": 16.0, "left_written": 100.0}, 130.0) == 0.0
     assert bench.progress_left({"done": 4, "total": 16, "elapsed": 20.0}, 0.0) == 60.0  # older files
     assert bench.progress_left({"done": 0, "total": 16, "elapsed": 3.0}, 0.0) is None
+
+
+def test_a_killed_job_without_a_log_line_stops_its_clock_at_its_last_write(store_home):
+    from engine.jobs import background
+
+    background.write_json(bench.progress_path(), {"state": "running", "pid": 2 ** 22 + 12345, "pid_started": 1.0,
+                                                  "started": 100.0, "updated": 135.0, "done": 3, "total": 16})
+    p = bench.read_progress()
+    assert p["state"] == "failed" and p["elapsed"] == 35.0  # not now - 100, growing on every read
+    assert p["error"] == "the benchmark process ended without a result: no error in its log (killed?)"

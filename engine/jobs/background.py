@@ -89,8 +89,10 @@ def check(job: Optional[dict], what: str) -> Optional[dict]:
         if dead:
             job["state"] = "failed"
             job["error"] = job.get("error") or (
-                f"the {what} process ended without a result: {last_error(job.get('log')) or 'no message'}")
-            job.setdefault("finished", now)
+                f"the {what} process ended without a result: "
+                f"{last_error(job.get('log')) or 'no error in its log (killed?)'}")
+            # Its last write, not now: a dead job's elapsed time must not keep growing.
+            job.setdefault("finished", job.get("updated") or now)
     end = job.get("finished") if job.get("state") not in ACTIVE_STATES else None
     job["elapsed"] = (end or now) - job.get("started", now)
     return job
