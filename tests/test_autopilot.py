@@ -246,9 +246,14 @@ def test_reruns_alternate():
 def test_stop_reason_rules():
     assert autopilot.stop_reason(2.0, best=3.0, limit=15.0, now=10.0, deadline=60.0) is None
     kind, line = autopilot.stop_reason(3.2, best=3.0, limit=15.0, now=10.0, deadline=60.0)
-    assert kind == "pruned" and line.startswith("pruned at 3.2 s of training: slower than the best time so far (3.00 s)")
-    assert autopilot.stop_reason(15.5, best=None, limit=15.0)[0] == "share"
-    assert autopilot.stop_reason(1.0, best=3.0, now=60.0, deadline=60.0)[0] == "budget"
+    assert kind == "pruned" and line.startswith("pruned at 3.20 s of training: slower than the best time so far (3.00 s)")
+    # 2 decimals on both sides: at 1, 2.34 s read "2.3 s", as if under the best 2.33 s.
+    assert autopilot.stop_reason(2.34, best=2.33)[1] == ("pruned at 2.34 s of training: slower than the best time "
+                                                         "so far (2.33 s), it cannot win")
+    assert autopilot.stop_reason(15.5, best=None, limit=15.0) == (
+        "share", "not at the target within its share of the budget (15.00 s of training)")
+    assert autopilot.stop_reason(1.234, best=3.0, now=60.0, deadline=60.0) == (
+        "budget", "the search budget ran out after 1.23 s of its training")
     assert autopilot.stop_reason(1.0, stop_requested=True)[0] == "stopped"
     # The share of a 60-s budget is 15 s of training; a 20-s budget still allows 10 s.
     assert autopilot.trial_limit(60) == 15.0 and autopilot.trial_limit(20) == 10.0
@@ -335,7 +340,11 @@ def test_bad_settings_are_one_line_with_exit_code_2(store_home, capsys):
 
     assert main(["autopilot", "--budget", "5"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "error: budget: 5.0 is out of range; give the search's wall-clock seconds, 10 to 86400"
+    assert err == "error: budget: 5.0 is out of range; give the search's wall-clock seconds, 30 to 86400"
+    # A cold worker start alone takes 5-11 s: 10-29 s could never finish a trial.
+    with pytest.raises(ConfigError, match="budget: 29.9 is out of range"):
+        autopilot.check_settings(29.9, 0.95, 3)
+    autopilot.check_settings(30, 0.95, 3)
     assert main(["autopilot", "--dataset", "synthetic"]) == 2
     assert "error: target: None has no default for synthetic; give --target" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="stop_at_target: True needs a target accuracy"):
@@ -352,6 +361,155 @@ def test_a_running_autopilot_makes_the_machine_busy(store_home):
     assert background.busy(skip=(background.AUTOPILOT_FILE,)) is None
     with pytest.raises(autopilot.AutopilotError, match="not started: the autopilot is searching"):
         autopilot.start_background(["--budget", "30"])
+
+
+def test_a_seed_without_room_for_the_reruns_is_refused_up_front(store_home, capsys):
+    from engine.cli.main import main
+
+    # The 3 re-runs would use seeds 2147483648-2147483650, past RunConfig's 2**31 - 1.
+    assert main(["autopilot", "--seed", "2147483647", "--budget", "30"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: seed: 2147483647 is out of range; the re-runs use the 3 "
+                                               "seeds after it: use a value between 0 and 2147483644")
+    autopilot.check_settings(60, 0.95, 3, seed=2147483644)                     # 2147483647 is the last re-run's
+    autopilot.check_settings(60, 0.95, 0, seed=2147483647, explain=False)      # nothing runs on another seed
+    with pytest.raises(ConfigError, match="the re-runs use the seed after it: use a value between 0 and 2147483646"):
+        autopilot.check_settings(60, 0.95, 0, seed=2147483647)                 # the ablation runs on seed + 1
+    with pytest.raises(ConfigError, match="seed: 2147483647 is out of range"):
+        autopilot.Autopilot(DIGITS.replace(seed=2147483647), 0.95, 60, facts=cpu_facts())
+
+
+def test_max_lr_is_checked_up_front(store_home, capsys):
+    from engine.cli.main import main
+
+    fix = "give one-cycle's peak learning rate in (0, 10], at least the base learning rate 0.001"
+    for flag, line in (("nan", f"max_lr: nan is out of range; {fix}"),      # would print NaN: invalid JSON
+                       ("-1", f"max_lr: -1.0 is out of range; {fix}"),     # would skip every one-cycle proposal
+                       ("11", f"max_lr: 11.0 is out of range; {fix}"),
+                       ("0.0005", f"max_lr: 0.0005 is below the base learning rate 0.001; {fix}")):
+        assert main(["autopilot", "--max-lr", flag, "--budget", "30"]) == 2
+        assert capsys.readouterr().err.strip() == f"error: {line}"
+    assert autopilot.progress_path().exists() is False  # refused before anything was written
+    autopilot.check_settings(60, 0.95, 3, max_lr=0.001, learning_rate=0.001)   # equal to the base LR: allowed
+    autopilot.check_settings(60, 0.95, 3, max_lr=10, learning_rate=0.001)
+
+
+def test_the_search_end_note_says_only_what_is_known():
+    # No trial started training yet (no start-up seen): only that the budget ran out.
+    assert autopilot.search_end_note(0.0, 0.0, False) == "search ended: the budget ran out"
+    assert autopilot.search_end_note(-0.4, 6.1, True) == "search ended: the budget ran out"
+    assert autopilot.search_end_note(4.2, 6.9, True) == (
+        "search ended with 4 s of the budget left: a new trial needs at least 7 s (worker start-up + the best time)")
+    assert autopilot.search_end_note(4.2, 5.2, False) == (
+        "search ended with 4 s of the budget left: a new trial needs at least 5 s (worker start-up)")
+
+
+def test_a_stop_before_any_trial_reached_the_target_says_so(store_home, monkeypatch):
+    ap = autopilot.Autopilot(DIGITS, 0.95, 60, repeats=0, explain=False, lr_find="no", facts=cpu_facts())
+
+    def stopped_search():  # stands in for a search that the user stopped during its first trial
+        ap.stop.set()
+        return None
+
+    monkeypatch.setattr(ap, "search", stopped_search)
+    state = ap.run()
+    assert state["phase"] == "stopped"
+    assert state["notes"] == ["stopped by the user before any trial reached the target: nothing to confirm or explain"]
+    # Without a stop the advice stands.
+    ap2 = autopilot.Autopilot(DIGITS, 0.95, 60, repeats=0, explain=False, lr_find="no", facts=cpu_facts())
+    monkeypatch.setattr(ap2, "search", lambda: None)
+    assert ap2.run()["notes"] == ["no trial reached the target: nothing to confirm or explain (raise the epoch cap "
+                                  "or the budget, or lower the target)"]
+
+
+def test_a_bad_progress_file_is_refused_before_anything_runs(store_home, capsys):
+    import tempfile
+
+    from engine.cli.main import main
+
+    eg = os.path.join(tempfile.gettempdir(), "autopilot.json")
+    out = store_home / "out"
+    out.mkdir()
+    assert main(["autopilot", "--budget", "30", "--progress-file", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: progress_file: '{out}' is a directory; give a file path, "
+                                               f"e.g. {out}/autopilot.json")
+    assert list(out.iterdir()) == []  # no temporary file left behind
+    missing = store_home / "no" / "such" / "x.json"
+    assert main(["autopilot", "--budget", "30", "--progress-file", str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: progress_file: '{missing}' is in a folder that does not exist ({missing.parent}); create the "
+        f"folder first, or give a file path in an existing one, e.g. {eg}")
+    assert not (store_home / "no").exists()  # a user's path is never created
+    assert main(["autopilot", "--budget", "30", "--progress-file", os.devnull]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: progress_file: '{os.devnull}' is not a regular file; give "
+                                               f"a file path in a folder you can write, e.g. {eg}")
+    if os.path.isfile("/proc/version"):  # Linux: a regular file in a folder where nothing can be created
+        assert main(["autopilot", "--budget", "30", "--progress-file", "/proc/version"]) == 2
+        assert capsys.readouterr().err.strip().startswith("error: progress_file: '/proc/version' cannot be written (/proc: ")
+    assert autopilot.progress_path().exists() is False
+
+
+def _running_page_job():
+    background.write_json(autopilot.progress_path(), {"state": "running", "pid": os.getpid(),
+                                                      "pid_started": psutil.Process().create_time(),
+                                                      "started": time.time() - 12, "phase": "search", "id": "other"})
+
+
+def test_a_second_autopilot_with_its_own_progress_file_is_refused(store_home, monkeypatch, capsys):
+    from engine.cli.main import main
+
+    _running_page_job()
+    mine = store_home / "mine.json"
+    assert main(["autopilot", "--budget", "30", "--quiet", "--progress-file", str(mine)]) == 2
+    assert capsys.readouterr().err.startswith("error: not started: the autopilot is searching (")
+    assert background.read_json(mine)["state"] == "failed"
+    assert autopilot.read_progress()["id"] == "other" and autopilot.read_progress()["state"] == "running"
+    # The page's own job passes the page's file: it finds its own 'running' file, which is no reason to refuse.
+    monkeypatch.setattr(autopilot.Autopilot, "run", lambda self: {**self.state, "phase": "done"})
+    monkeypatch.setattr("signal.signal", lambda *a: None)
+    assert main(["autopilot", "--budget", "30", "--quiet", "--progress-file", str(autopilot.progress_path())]) == 1
+    assert autopilot.read_progress()["state"] == "done"
+    capsys.readouterr()
+
+
+def test_a_search_with_its_own_progress_file_also_keeps_the_pages_file(store_home, monkeypatch, capsys):
+    from engine.cli.main import main
+
+    live = []
+
+    def run(self):
+        self._update(phase="search", trials=[])
+        live.append((background.read_json(store_home / "mine.json"), autopilot.read_progress(), background.busy()))
+        self._update(phase="done")
+        return self.state
+
+    monkeypatch.setattr(autopilot.Autopilot, "run", run)
+    monkeypatch.setattr("signal.signal", lambda *a: None)
+    assert main(["autopilot", "--budget", "30", "--quiet", "--progress-file", str(store_home / "mine.json")]) == 1
+    (mine, page, why) = live[0]
+    assert mine["state"] == page["state"] == "running" and mine["id"] == page["id"]
+    assert why.startswith("the autopilot is searching")  # so the page, `engine run` and the rest refuse
+    assert background.read_json(store_home / "mine.json")["state"] == autopilot.read_progress()["state"] == "done"
+    capsys.readouterr()
+
+
+def test_the_summary_says_when_the_winner_was_slower_when_re_run():
+    from engine.cli.autopilot import summary_lines
+
+    def state(baseline, winner):
+        return {"target_accuracy": 0.95, "trials": [],
+                "winner": {"trial": 4, "run_id": 9, "label": "bfloat16", "search_time_to_target_sec": 1.5},
+                "confirm": {"repeats": 3, "seeds": [1, 2, 3], "times": {"baseline": baseline, "winner": winner},
+                            "speedup": autopilot.paired_speedup(baseline, winner)}}
+
+    # Ratios 1.76/2.40 = 0.733, 1.70/2.30 = 0.739, 1.80/2.50 = 0.720: median 0.733, and 1/0.733 = 1.36.
+    lines = summary_lines(state([1.76, 1.70, 1.80], [2.40, 2.30, 2.50]))
+    assert lines[2] == ("confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.40 s vs baseline 1.76 s "
+                        "(medians): 0.73x (the winner was slower than the baseline when re-run: 1.36x slower; "
+                        "min 0.72x, max 0.74x)")
+    # Ratios 2.0, 2.5, 1.5.
+    assert summary_lines(state([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]))[2] == (
+        "confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.00 s vs baseline 5.00 s (medians): "
+        "2.00x faster (min 1.50x, max 2.50x)")
 
 
 # --- real runs ------------------------------------------------------------------------------

@@ -56,8 +56,9 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object, last on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--progress-file", metavar="FILE",
-                   help="keep FILE (JSON, replaced atomically) up to date with the live state [default: "
-                        "$SPEEDLAB_HOME/autopilot.json, which the dashboard's Autopilot page reads]")
+                   help="also keep FILE (JSON, replaced atomically) up to date with the live state, besides "
+                        "$SPEEDLAB_HOME/autopilot.json, which the dashboard's Autopilot page reads; FILE's "
+                        "folder must exist")
     p.set_defaults(func=main)
 
 
@@ -115,9 +116,12 @@ def summary_lines(state: dict) -> list[str]:
     if conf and conf.get("speedup"):
         sp, times = conf["speedup"], conf["times"]
         if sp["median"]:
+            m = sp["median"]
+            verdict = (f"{m:.2f}x faster (" if m >= 1 else
+                       f"{m:.2f}x (the winner was slower than the baseline when re-run: {1 / m:.2f}x slower; ")
             out.append(f"confirmed ({conf['repeats']} alternating re-runs each, seeds {conf['seeds']}): "
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} "
-                       f"(medians): {sp['median']:.2f}x faster (min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
+                       f"(medians): {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
@@ -133,18 +137,29 @@ def summary_lines(state: dict) -> list[str]:
 
 
 def main(args) -> int:
-    from engine.cli.bench import progress_writer
+    from pathlib import Path
+
+    from engine.cli.bench import check_progress_file, progress_writer
     from engine.data.meta import target_for
+    from engine.errors import ConfigError
     from engine.jobs import autopilot, background
 
-    write = progress_writer(args.progress_file)
+    if args.progress_file:
+        try:
+            check_progress_file(args.progress_file, background.AUTOPILOT_FILE)
+        except ConfigError as e:  # not written to: it is the file that is wrong
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    writers = [progress_writer(args.progress_file)]
+
+    def write(**fields):
+        for w in writers:
+            w(**fields)
 
     def fail(msg: str, code: int = 2) -> int:
         write(state="failed", error=msg)
         print(f"error: {msg}", file=sys.stderr)
         return code
-
-    from engine.errors import ConfigError
 
     try:
         base = base_config(args)
@@ -157,12 +172,14 @@ def main(args) -> int:
                                  lr_find=args.lr_find, max_lr=args.max_lr, stop=stop)
     except ConfigError as e:
         return fail(str(e))
-    skip = (background.AUTOPILOT_FILE,) if args.progress_file else ()
-    why = background.busy(skip=skip)
+    page_file = autopilot.progress_path()
+    # Only the page's own job (started with the page's file) may find that file active.
+    own = bool(args.progress_file) and Path(args.progress_file).resolve() == page_file
+    why = background.busy(skip=(background.AUTOPILOT_FILE,) if own else ())
     if why:
         return fail(f"not started: {why}")
-    if not args.progress_file:  # the Autopilot page follows this search as one it started itself
-        write = progress_writer(autopilot.progress_path())
+    if not own:  # the page and busy() follow a search started here through the page's file too
+        writers.append(progress_writer(page_file))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     printed = set()

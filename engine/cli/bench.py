@@ -31,6 +31,40 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
+def check_progress_file(path, example: str = "progress.json") -> None:
+    """Check a user-given progress file before anything runs: not a folder or a special
+    file, in an existing folder this process can write (tried with a temporary file,
+    removed at once; checking permission bits says yes to root even on /proc). A missing
+    folder is not created: a typo in it would otherwise go unnoticed.
+
+    Raises: ConfigError (one line: the path, why, and an example `example` file path).
+    """
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from engine.errors import ConfigError
+
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError("progress_file", str(path), "is a directory", f"give a file path, e.g. {p / example}")
+    eg = Path(tempfile.gettempdir()) / example
+    fix = f"give a file path in a folder you can write, e.g. {eg}"
+    if p.exists() and not p.is_file():
+        raise ConfigError("progress_file", str(path), "is not a regular file", fix)
+    folder = p.parent
+    if not folder.is_dir():
+        raise ConfigError("progress_file", str(path), f"is in a folder that does not exist ({folder})",
+                          f"create the folder first, or give a file path in an existing one, e.g. {eg}")
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{p.name}.check")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ConfigError("progress_file", str(path),
+                          f"cannot be written ({folder}: {e.strerror or type(e).__name__})", fix) from None
+
+
 def progress_writer(path):
     """A function(**fields) that rewrites the progress file `path` (atomically)
     with the job's state so far; a no-op without a path. Keeps 'started' and
@@ -89,6 +123,8 @@ def main(args) -> int:
     from engine.hardware.machine import quick_facts
     from engine.jobs.runner import current_run
 
+    if getattr(args, "progress_file", None):
+        check_progress_file(args.progress_file, "bench-progress.json")  # ConfigError: one line, exit code 2
     write = progress_writer(getattr(args, "progress_file", None))
     run = current_run()
     if run:

@@ -30,6 +30,7 @@ Autopilot page follows (`start_background`, `read_progress`, `cancel_background`
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import statistics
@@ -66,7 +67,10 @@ LR_FIND_MIN_BUDGET_S = 120.0
 # (the hand-tuned preset's 0.005 for Adam at 1e-3).
 FALLBACK_MAX_LR_FACTOR = 5.0
 MAX_BUDGET_S = 24 * 3600.0
-MIN_BUDGET_S = 10.0
+# A cold worker start alone takes 5-11 s on the 2-core VM: under 30 s no trial could finish.
+MIN_BUDGET_S = 30.0
+# RunConfig's seed range; the re-runs and the ablation use the seeds after the base seed.
+MAX_SEED = 2**31 - 1
 # The search's fastest trials (distinct configurations) re-run once each before the winner is chosen.
 FINALISTS = 3
 # Roles of the runs an autopilot submits besides the re-run pairs ('baseline', 'run').
@@ -79,8 +83,14 @@ class AutopilotError(RuntimeError):
 
 # --- pure pieces ------------------------------------------------------------------
 
-def check_settings(budget_s, target, repeats) -> None:
-    """Raise ConfigError (field, value, fix) for an unusable budget (s), target (0-1] or repeats."""
+def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=None, learning_rate=None) -> None:
+    """Check the autopilot's settings before anything runs: budget (s), target (0-1],
+    repeats; `seed` (the base seed: the re-runs use the `repeats` seeds after it, the
+    ablation the one after it when `explain`); `max_lr` (one-cycle's peak LR, in
+    (0, 10] like RunConfig's, not below `learning_rate`, the base LR).
+
+    Raises: ConfigError (field, value, fix; one line) for the first unusable one.
+    """
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) \
             or not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
         raise ConfigError("budget", budget_s, "is out of range",
@@ -90,6 +100,20 @@ def check_settings(budget_s, target, repeats) -> None:
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 0 <= repeats <= 10:
         raise ConfigError("repeats", repeats, "is out of range",
                           "use 0 (no re-runs) to 10 re-runs each of the winner and the baseline")
+    after = max(repeats, 1 if explain else 0)
+    if isinstance(seed, int) and after and seed + after > MAX_SEED:
+        raise ConfigError("seed", seed, "is out of range",
+                          f"the re-runs use the {f'{after} seeds' if after > 1 else 'seed'} after it: "
+                          f"use a value between 0 and {MAX_SEED - after}")
+    if max_lr is not None:
+        lr_text = f", at least the base learning rate {learning_rate:g}" if learning_rate else ""
+        if isinstance(max_lr, bool) or not isinstance(max_lr, (int, float)) or not math.isfinite(max_lr) \
+                or not 0 < max_lr <= 10:
+            raise ConfigError("max_lr", max_lr, "is out of range",
+                              f"give one-cycle's peak learning rate in (0, 10]{lr_text}")
+        if learning_rate and max_lr < learning_rate:
+            raise ConfigError("max_lr", max_lr, f"is below the base learning rate {learning_rate:g}",
+                              f"give one-cycle's peak learning rate in (0, 10]{lr_text}")
 
 
 def trial_limit(budget_s: float, share: float = TRIAL_SHARE) -> float:
@@ -110,13 +134,14 @@ def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[fl
     """
     if stop_requested:
         return "stopped", "stopped by the user"
+    # 2 decimals in every line: "pruned at 2.3 s ... than the best (2.33 s)" read as the reverse.
     if deadline is not None and now is not None and now >= deadline:
-        return "budget", f"the search budget ran out after {elapsed:.1f} s of its training"
+        return "budget", f"the search budget ran out after {elapsed:.2f} s of its training"
     if best is not None and elapsed > best:
-        return "pruned", (f"pruned at {elapsed:.1f} s of training: slower than the best time so far "
+        return "pruned", (f"pruned at {elapsed:.2f} s of training: slower than the best time so far "
                           f"({best:.2f} s), it cannot win")
     if limit is not None and elapsed > limit:
-        return "share", f"not at the target within its share of the budget ({limit:.0f} s of training)"
+        return "share", f"not at the target within its share of the budget ({limit:.2f} s of training)"
     return None
 
 
@@ -150,6 +175,16 @@ def time_needed(trials: list[dict], best: Optional[dict]) -> float:
     if not starts:
         return 0.0
     return statistics.median(starts) + (best["time_to_target_sec"] if best else 0.0)
+
+
+def search_end_note(left: float, need: float, have_best: bool) -> str:
+    """The note that ends the search: `left` budget seconds left, `need` the wall
+    seconds a new trial needs (`time_needed`; 0 when nothing is known yet),
+    `have_best` whether a trial reached the target (its time is part of `need`)."""
+    if left <= 0 or need <= 0:
+        return "search ended: the budget ran out"
+    return (f"search ended with {left:.0f} s of the budget left: a new trial needs at least {need:.0f} s "
+            f"(worker start-up{' + the best time' if have_best else ''})")
 
 
 def paired_speedup(baseline_times: list, times: list) -> dict:
@@ -451,7 +486,8 @@ class Autopilot:
                  stop: Optional[threading.Event] = None, share: float = TRIAL_SHARE, finalists: int = FINALISTS):
         from engine.hardware.verdicts import verdicts
 
-        check_settings(budget_s, target, repeats)
+        check_settings(budget_s, target, repeats, seed=base.seed, explain=explain, max_lr=max_lr,
+                       learning_rate=base.learning_rate)
         if lr_find not in ("auto", "yes", "no"):
             raise ConfigError("lr_find", lr_find, "is not supported", "use auto, yes or no")
         self.base = base.replace(target_accuracy=float(target), stop_at_target=True)
@@ -511,8 +547,7 @@ class Autopilot:
                 left = deadline - time.monotonic()
                 need = self._time_needed()
                 if left <= 0 or left < need:
-                    self._note(f"search ended with {max(left, 0):.0f} s of the budget left: a new trial needs "
-                               f"at least {need:.0f} s (worker start-up + the best time)")
+                    self._note(search_end_note(left, need, self.state["best"] is not None))
                     break
                 if planted:
                     otrial, params, cfg = None, None, planted.pop(0)
@@ -724,7 +759,9 @@ class Autopilot:
         (phase 'done', or 'stopped' when `stop` was set)."""
         t0 = time.monotonic()
         best = self.search()
-        if best is None:
+        if best is None and self.stop.is_set():
+            self._note("stopped by the user before any trial reached the target: nothing to confirm or explain")
+        elif best is None:
             self._note("no trial reached the target: nothing to confirm or explain (raise the epoch cap "
                        "or the budget, or lower the target)")
         elif not self.stop.is_set():
