@@ -2,7 +2,8 @@
 
 This process never imports TensorFlow: runs execute in worker processes and
 the CLI only reads the store.  Exit codes: 0 ok, 1 the run failed or was
-cancelled, 2 invalid input (one line on stderr naming field, value and fix).
+cancelled, 2 invalid input (one line on stderr naming field, value and fix),
+141 stdout's reader went away (``... | head``; quietly).
 Each subcommand lives in its own module of engine.cli with `add_parser(sub)`.
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from engine.cli.common import Parser
@@ -34,7 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`... | head`): no traceback, nothing more to stdout. Python's
+        # "Note on SIGPIPE": point stdout at devnull so the final flush at exit cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command ended by it
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

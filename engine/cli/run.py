@@ -21,10 +21,18 @@ def add_parser(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    from engine.jobs import runner
+    """Exit code 0 completed, 1 failed or cancelled, 2 invalid settings or the machine is busy
+    (a run, the autopilot between its runs, the quick benchmark, an LR range test or the
+    transfer demo: engine.jobs.background.busy, as on the Train page). Only the CLI comes
+    here: the autopilot's and the demo's runs go through engine.jobs.runner."""
+    from engine.jobs import background, runner
     from engine.store import Store
 
     cfg = config_from_args(args)
+    why = background.busy()
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     from engine.preflight import check_runnable
 
     if cfg.dataset != "synthetic" and any(getattr(args, k, None) is not None for k in

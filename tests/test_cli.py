@@ -1,0 +1,70 @@
+"""The command line's own rules (engine.cli.main, engine.cli.run, engine.cli.bench),
+without training: refusals and a closed stdout."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from engine.jobs import background
+
+
+def _running(name: str, **fields) -> None:
+    """A job file in $SPEEDLAB_HOME that reads as running (this test process is its pid)."""
+    from engine.store import home
+
+    background.write_json(home() / name, {"state": "running", "pid": os.getpid(),
+                                          "pid_started": psutil.Process().create_time(),
+                                          "started": time.time() - 12, **fields})
+
+
+@pytest.mark.parametrize("name, fields, line", [
+    (background.AUTOPILOT_FILE, {"phase": "search"},
+     "the autopilot is searching (12 s so far, phase search): wait for it to end or stop it on the Autopilot page"),
+    (background.BENCH_FILE, {"done": 3, "total": 8},
+     "the quick benchmark is running (3/8 cells): wait for it to end or cancel it on the Hardware page"),
+    (background.LR_FIND_FILE, {}, "an LR range test is running: wait for it to end (usually under a minute)"),
+    (background.DEMO_FILE, {},
+     "the transfer demo is running (12 s so far, about a minute in all): wait for it to end or stop it on the "
+     "Runs page"),
+])
+def test_engine_run_refuses_while_the_machine_is_busy(store_home, capsys, name, fields, line):
+    """Between its runs the autopilot (or the demo) holds no run, yet owns the machine."""
+    from engine.cli.main import main
+    from engine.store import Store
+
+    _running(name, **fields)
+    assert main(["run", "--model", "mlp", "--epochs", "1", "--quiet"]) == 2
+    # The seconds so far are the wall clock's (about 12): not asserted.
+    expected = re.escape(f"error: {line}").replace("12", r"\d+")
+    assert re.fullmatch(expected, capsys.readouterr().err.strip())
+    store = Store()
+    try:
+        assert store.list_runs() == []  # nothing was queued
+    finally:
+        store.close()
+
+
+def test_a_closed_stdout_ends_quietly(store_home):
+    """`python -m engine runs | head`: the reader is gone before the table is written."""
+    r, w = os.pipe()
+    os.close(r)  # every write to w now fails with EPIPE (Python ignores SIGPIPE)
+    try:
+        out = subprocess.run([sys.executable, "-m", "engine", "runs"], stdout=w, stderr=subprocess.PIPE, text=True,
+                             timeout=120)
+    finally:
+        os.close(w)
+    assert (out.returncode, out.stderr) == (141, "")
+
+
+def test_bench_refuses_a_progress_file_that_is_a_directory(store_home, capsys):
+    from engine.cli.main import main
+
+    assert main(["bench", "--progress-file", str(store_home)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: progress_file: '{store_home}' is a directory; give a file "
+                                               f"path, e.g. {store_home}/bench-progress.json")
