@@ -96,6 +96,8 @@ def test_out_of_range_entries_get_one_line_not_the_old_value(store_home):
     at.number_input(key="ap_target_digits").set_value(0.999)
     at.number_input(key="ap_seed").set_value(-1).run()
     assert at.button(key="ap_start").disabled and "seed: -1 is out of range" in texts(at.error)
+    at.number_input(key="ap_seed").set_value(2 ** 31 - 1).run()  # the re-runs use the seeds after it
+    assert at.button(key="ap_start").disabled and "the re-runs use the 3 seeds after it" in texts(at.error)
     at.number_input(key="ap_seed").set_value(0).run()
     assert not at.button(key="ap_start").disabled and not at.error
 

@@ -68,7 +68,7 @@ def settings_form() -> tuple[list[str] | None, str | None]:
     try:
         RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
                   target_accuracy=float(target), stop_at_target=True)
-        autopilot.check_settings(float(budget), float(target), int(repeats))
+        autopilot.check_settings(float(budget), float(target), int(repeats), seed=int(seed), explain=explain)
     except ConfigError as e:
         return None, str(e)
     args = ["--dataset", dataset, "--model", model, "--target", f"{target:g}", "--budget", str(int(budget)),
