@@ -394,7 +394,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
 
     t_submit = time.monotonic()
     start = None          # latest possible training start (monotonic s)
-    stopping = None       # (kind, reason, asked at)
+    stopping = None       # (kind, reason, asked at (monotonic s), training s then)
     killed = False
     last_reconcile = 0.0
     while True:
@@ -414,7 +414,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
                               now, deadline, bool(stop and stop.is_set()))
             if why:
                 runner.cancel(run_id, store.path)
-                stopping = (*why, now)
+                stopping = (*why, now, elapsed)
         elif not killed and now - stopping[2] > KILL_AFTER_S:
             _kill(run)
             killed = True
@@ -429,6 +429,9 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
         kind, reason = "reached", f"reached {target:g} in {ttt:.2f} s of training"
     elif stopping is not None:
         kind, reason = stopping[0], stopping[1]
+        used = store.last_t(run_id) or 0.0
+        if used - stopping[3] >= 0.1:  # the table shows the training it used: say why it is more
+            reason += f"; it stopped at {used:.2f} s, when the execution under way ended"
     elif run["status"] == "completed":
         kind, reason = "not_reached", f"not reached in {summary.get('epochs_run', len(epochs))} epochs"
     elif run["status"] == "failed":
