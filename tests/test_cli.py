@@ -68,3 +68,13 @@ def test_bench_refuses_a_progress_file_that_is_a_directory(store_home, capsys):
     assert main(["bench", "--progress-file", str(store_home)]) == 2
     assert capsys.readouterr().err.strip() == (f"error: progress_file: '{store_home}' is a directory; give a file "
                                                f"path, e.g. {store_home}/bench-progress.json")
+
+
+def test_bench_refuses_while_the_autopilot_is_between_its_runs(store_home, capsys):
+    from engine.cli.main import main
+
+    _running(background.AUTOPILOT_FILE, phase="search")
+    assert main(["bench", "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
+                        r"to end or stop it on the Autopilot page", err), err

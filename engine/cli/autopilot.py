@@ -174,7 +174,7 @@ def main(args) -> int:
         return fail(str(e))
     page_file = autopilot.progress_path()
     # Only the page's own job (started with the page's file) may find that file active.
-    own = bool(args.progress_file) and Path(args.progress_file).resolve() == page_file
+    own = bool(args.progress_file) and Path(args.progress_file).resolve() == page_file.resolve()
     why = background.busy(skip=(background.AUTOPILOT_FILE,) if own else ())
     if why:
         return fail(f"not started: {why}")

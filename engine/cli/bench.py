@@ -119,7 +119,9 @@ def format_table(result: dict) -> str:
 
 
 def main(args) -> int:
-    from engine.jobs import bench
+    from pathlib import Path
+
+    from engine.jobs import background, bench
     from engine.hardware.machine import quick_facts
     from engine.jobs.runner import current_run
 
@@ -130,6 +132,16 @@ def main(args) -> int:
     if run:
         msg = (f"run {run['id']} is {run['status']}: a benchmark now would spoil both measurements; "
                f"wait or cancel it")
+        write(state="failed", error=msg)
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    # The autopilot between its runs, an LR range test, the demo, another benchmark. Only the
+    # Hardware page's own job (started with the page's file) may find that file active.
+    own = bool(getattr(args, "progress_file", None)) and \
+        Path(args.progress_file).resolve() == bench.progress_path().resolve()
+    why = background.busy(skip=(background.BENCH_FILE,) if own else ())
+    if why:
+        msg = f"not started: {why}"
         write(state="failed", error=msg)
         print(f"error: {msg}", file=sys.stderr)
         return 2

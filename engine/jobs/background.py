@@ -156,15 +156,15 @@ def busy(skip: tuple = ()) -> Optional[str]:
     if run:
         return (f"run #{run['id']} is {run['status']}: wait for it to end or stop it (one measurement "
                 "at a time keeps the numbers clean)")
-    b = check(read_json(home() / BENCH_FILE), "benchmark")
+    b = None if BENCH_FILE in skip else check(read_json(home() / BENCH_FILE), "benchmark")
     if b and b["state"] in ACTIVE_STATES:
         return (f"the quick benchmark is running ({b.get('done', 0)}/{b.get('total') or '?'} cells): "
                 "wait for it to end or cancel it on the Hardware page")
-    lf = check(read_json(home() / LR_FIND_FILE), "LR range test")
+    lf = None if LR_FIND_FILE in skip else check(read_json(home() / LR_FIND_FILE), "LR range test")
     if lf and lf["state"] in ACTIVE_STATES:
         return "an LR range test is running: wait for it to end (usually under a minute)"
     # Between its runs the demo holds no run, but still owns the machine.
-    return demo_line(check(read_json(home() / DEMO_FILE), "transfer demo"))
+    return None if DEMO_FILE in skip else demo_line(check(read_json(home() / DEMO_FILE), "transfer demo"))
 
 
 def demo_line(job: Optional[dict]) -> Optional[str]:
