@@ -78,3 +78,20 @@ def test_bench_refuses_while_the_autopilot_is_between_its_runs(store_home, capsy
     err = capsys.readouterr().err.strip()
     assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
                         r"to end or stop it on the Autopilot page", err), err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["autopilot", "--budget", "5", "--json"], "budget: 5.0 is out of range; give the search's wall-clock seconds, "
+                                               "30 to 86400"),
+    (["run", "--batch-size", "0", "--json"], "batch_size: 0 is out of range; use a value between 1 and 1048576"),
+    (["show", "99", "--json"], "run_id: 99 does not exist; see python -m engine runs"),
+])
+def test_with_json_an_error_still_ends_stdout_with_one_json_object(store_home, capsys, argv, line):
+    import json
+
+    from engine.cli.main import main
+
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out.splitlines()[-1]) == {"error": line, "exit_code": 2}
+    assert err.strip() == f"error: {line}"  # stderr keeps its line

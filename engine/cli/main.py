@@ -33,8 +33,43 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Tap:
+    """A stream that passes writes through and remembers whether any came, and the
+    last 'error: ...' line (for --json's error object)."""
+
+    def __init__(self, stream):
+        self.stream, self.written, self.error = stream, False, None
+
+    def write(self, text):
+        self.written = self.written or bool(text.strip())
+        for line in text.splitlines():
+            if line.startswith("error: "):
+                self.error = line[len("error: "):]
+        return self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if not getattr(args, "json", False):
+        return _run(args)
+    # --json: a command that fails before printing its JSON still ends stdout with one
+    # JSON object, {"error": its one line, "exit_code": n}, for scripts reading the last line.
+    out, err = _Tap(sys.stdout), _Tap(sys.stderr)
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = _run(args)
+    finally:
+        sys.stdout, sys.stderr = old
+    if code not in (0, 141) and not out.written:
+        print(json.dumps({"error": err.error, "exit_code": code}))
+    return code
+
+
+def _run(args) -> int:
     try:
         code = args.func(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
