@@ -672,3 +672,20 @@ def test_max_lr_choices_come_from_the_lr_range_test(store_home):
     assert (got["value"], got["choices"], got["source"]) == (0.0071, [0.0033, 0.0071], "the stored LR range test")
     # A test for another model does not count.
     assert autopilot.choose_max_lr(base.replace(model="mlp"), 60)["choices"] == [0.005]
+
+
+def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypatch):
+    import threading
+
+    from engine.jobs import lr_find
+
+    def failing_test(cfg, stop=None):  # what lr_find.run raises once `stop` is set (or when it fails)
+        raise lr_find.LRFindError("LR range test stopped")
+
+    monkeypatch.setattr(lr_find, "run", failing_test)
+    stop = threading.Event()
+    stop.set()
+    got = autopilot.choose_max_lr(DIGITS, 60, lr_find="yes", stop=stop)
+    assert got == {"value": 0.005, "choices": [0.005], "source": "none: stopped during the LR range test"}
+    with pytest.raises(lr_find.LRFindError):  # not stopped: a failing test is an error as before
+        autopilot.choose_max_lr(DIGITS, 60, lr_find="yes", stop=threading.Event())

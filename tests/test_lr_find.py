@@ -153,3 +153,19 @@ def test_real_sweep_on_random_labels_offers_no_max_lr(store_home, tmp_path, caps
     assert "no reliable suggestion: the loss did not decrease; check data and labels" in out.splitlines()
     assert "suggested max_lr" not in out
     assert lr_find.load_latest()["suggestion"]["suggested"] is None
+
+
+def test_a_stopped_sweep_ends_at_once_and_leaves_no_worker(store_home):
+    """The autopilot's Stop (or Ctrl-C) during its LR range test: the worker, still
+    importing TensorFlow at 1 s, is killed within a poll instead of running its sweep."""
+    import threading
+
+    import psutil
+
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    with pytest.raises(lr_find.LRFindError, match="^LR range test stopped$"):
+        lr_find.run(RunConfig(dataset="digits", model="cnn"), stop=stop)
+    assert not [c for c in psutil.Process().children(recursive=True)
+                if "lr_find_worker" in " ".join(c.cmdline())]
+    assert not (store_home / lr_find.LATEST_FILE).exists()  # nothing saved

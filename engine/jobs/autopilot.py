@@ -310,7 +310,7 @@ def lr_choices(suggestion: dict) -> list[float]:
 
 
 def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
-                  max_lr: Optional[float] = None) -> dict:
+                  max_lr: Optional[float] = None, stop: Optional[threading.Event] = None) -> dict:
     """One-cycle's peak LRs at the base batch: {'value' (the highest), 'choices'
     (ascending), 'source' (one line)}.
 
@@ -319,6 +319,7 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
     'yes', or 'auto' and a budget of at least LR_FIND_MIN_BUDGET_S, a new one
     (its seconds count in the budget). From a test: `lr_choices`. Else
     FALLBACK_MAX_LR_FACTOR x the base LR.
+    `stop` set during a new test ends it at once (the fallback is used then).
     Raises: engine.jobs.lr_find.LRFindError when a requested test fails.
     """
     from engine.jobs import lr_find as lr_find_mod
@@ -333,7 +334,12 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
     if choices and _lr_key(latest.get("config") or {}) == _lr_key(base.to_dict()):
         return out(choices, "the stored LR range test")
     if lr_find == "yes" or (lr_find == "auto" and budget_s >= LR_FIND_MIN_BUDGET_S):
-        res = lr_find_mod.run(base.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False))
+        try:
+            res = lr_find_mod.run(base.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False), stop=stop)
+        except lr_find_mod.LRFindError:
+            if not (stop and stop.is_set()):
+                raise
+            return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate], "none: stopped during the LR range test")
         choices = lr_choices(res.get("suggestion") or {})
         if choices:
             return out(choices, f"an LR range test ({res.get('wall_sec', 0):.0f} s)")
@@ -535,7 +541,7 @@ class Autopilot:
         t0 = time.monotonic()
         deadline = t0 + self.budget_s
         self._update(phase="search", search_started=time.time(), search_deadline=time.time() + self.budget_s)
-        self._update(max_lr=choose_max_lr(self.base, self.budget_s, self.lr_find, self.max_lr_given))
+        self._update(max_lr=choose_max_lr(self.base, self.budget_s, self.lr_find, self.max_lr_given, self.stop))
         self.space = space_mod.search_space(self.verdicts, self.base, self.facts, self.state["max_lr"]["choices"])
         self._update(space=self.space.to_dict())
         proposer = Proposer(self.space, self.seed, space_mod.hint_params(self.space, self.verdicts))

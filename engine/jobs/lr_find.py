@@ -185,8 +185,11 @@ def check_sweep(min_lr: float, max_lr: float, steps: int) -> None:
                           f"use a whole number between {MIN_STEPS} and {MAX_STEPS} (about 100 is typical)")
 
 
+STOP_POLL_S = 0.25  # how often a running test looks at its stop event
+
+
 def run(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0, steps: int = 100,
-        timeout_s: float = 300) -> dict:
+        timeout_s: float = 300, stop=None) -> dict:
     """Run an LR range test for `cfg` in a worker process and save the result.
 
     The worker trains cfg's model on cfg's training data (repeated as needed)
@@ -202,7 +205,8 @@ def run(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0, steps: int = 
     Raises: ConfigError (bad sweep settings, or the machine cannot run cfg);
         LRFindBusyError (an engine.jobs.runner.ActiveRunError) while a training run is queued
         or running in the store; LRFindError when the worker fails or takes
-        longer than `timeout_s` seconds.
+        longer than `timeout_s` seconds, or when `stop` (a threading.Event) is set
+        (the worker is killed within STOP_POLL_S).
     """
     from engine.jobs.runner import active_run
     from engine.preflight import check_runnable
@@ -222,13 +226,19 @@ def run(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0, steps: int = 
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "engine.jobs.lr_find_worker"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())
+    feed = json.dumps(job)
     try:
-        out, err = proc.communicate(json.dumps(job), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise LRFindError(f"LR range test took longer than {timeout_s:.0f} s; "
-                          f"use fewer --steps or a larger --timeout") from None
+        while True:  # in short waits, so that `stop` is seen (retrying loses no output)
+            try:
+                out, err = proc.communicate(feed, timeout=STOP_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                feed = None  # sent with the first call
+                if stop is not None and stop.is_set():
+                    raise LRFindError("LR range test stopped") from None
+                if time.monotonic() - t0 > timeout_s:
+                    raise LRFindError(f"LR range test took longer than {timeout_s:.0f} s; "
+                                      f"use fewer --steps or a larger --timeout") from None
     finally:
         if proc.poll() is None:  # e.g. KeyboardInterrupt while waiting
             proc.kill()
