@@ -168,6 +168,10 @@ def test_running_benchmark_shows_progress_and_blocks_a_second_start(store_home):
     assert "about 40 s left" in bar.text
     assert "Last measured: fp32 · spe 8 · XLA on · 1 device: 2,345 samples/s" in texts(at.caption)
     assert at.button(key="bench_start").disabled and at.button(key="bench_cancel")
+    job = background.read_json(bench.progress_path())
+    background.write_json(bench.progress_path(), {**job, "done": 16, "current": None})
+    at = app(PAGE)  # every cell measured: the process is saving, not starting another worker
+    assert "Cell 16 of 16: finishing (summarising and saving the result)" in at.get("progress")[0].proto.text
     # The Train page refuses to launch meanwhile (both measurements would be spoilt).
     at.switch_page("views/train.py")
     at.run()

@@ -227,6 +227,7 @@ def bench_progress(was_running: bool) -> None:
         if running:
             done, total = p.get("done") or 0, p.get("total") or 0
             what = (f"measuring {p['current']}" if p.get("current")
+                    else "finishing (summarising and saving the result)" if total and done >= total
                     else "starting the worker (TensorFlow, data, model)")
             left = bench.progress_left(p, time.time())
             text = (f":material/speed: Cell {min(done + 1, total)} of {total}: {what} · "
