@@ -176,7 +176,7 @@ def test_running_benchmark_shows_progress_and_blocks_a_second_start(store_home):
     at.switch_page("views/train.py")
     at.run()
     at.button(key="launch").click().run()
-    assert "Not launched: the quick benchmark is running (5/16 cells)" in texts(at.warning)
+    assert "Not launched: the quick benchmark is running (16/16 cells)" in texts(at.warning)
     from engine.store import Store
 
     s = Store()
