@@ -672,6 +672,9 @@ def test_max_lr_choices_come_from_the_lr_range_test(store_home):
     assert (got["value"], got["choices"], got["source"]) == (0.0071, [0.0033, 0.0071], "the stored LR range test")
     # A test for another model does not count.
     assert autopilot.choose_max_lr(base.replace(model="mlp"), 60)["choices"] == [0.005]
+    # --lr-find no: none at all, though one is stored for these very settings.
+    assert autopilot.choose_max_lr(base, 60, lr_find="no") == {
+        "value": 0.005, "choices": [0.005], "source": "no LR range test (--lr-find no): 5x the base learning rate"}
 
 
 def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypatch):

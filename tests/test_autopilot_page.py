@@ -180,6 +180,10 @@ def test_running_search_shows_progress_and_blocks_other_measurements(store_home)
     assert "its runs show on the **Autopilot** page, and Launch waits until it ends" in texts(at.info)
     at.button(key="launch").click().run()
     assert "Not launched: the autopilot is searching" in texts(at.warning)
+    talk = app()
+    talk.query_params["mode"] = "talk"
+    talk.run()
+    assert "its runs show on the **Autopilot** page, and Launch waits until it ends" in texts(talk.info)
     background.write_json(autopilot.progress_path(), {"state": "done", "pid": None, "started": 1.0})
 
 

@@ -117,7 +117,7 @@ def test_cli_bench_refuses_while_a_run_is_active(store_home):
     rid = s.create_run(RunConfig().to_json(), status="queued")
     s.close()
     out = subprocess.run([sys.executable, "-m", "engine", "bench", "--json"], capture_output=True, text=True)
-    assert out.returncode == 2 and f"run {rid} is queued" in out.stderr
+    assert out.returncode == 2 and f"run #{rid} is queued" in out.stderr
 
 
 TINY = {"workload": {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2},
@@ -182,7 +182,7 @@ def test_cli_progress_file_reports_a_refusal(store_home):
     import json
 
     p = json.loads(path.read_text())
-    assert p["state"] == "failed" and f"run {rid} is queued" in p["error"] and p["finished"]
+    assert p["state"] == "failed" and f"run #{rid} is queued" in p["error"] and p["finished"]
 
 
 def test_a_benchmark_process_that_died_reads_as_failed(store_home):

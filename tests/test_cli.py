@@ -95,3 +95,56 @@ def test_with_json_an_error_still_ends_stdout_with_one_json_object(store_home, c
     out, err = capsys.readouterr()
     assert json.loads(out.splitlines()[-1]) == {"error": line, "exit_code": 2}
     assert err.strip() == f"error: {line}"  # stderr keeps its line
+
+
+def test_stop_waits_for_a_job_that_writes_its_state_until_it_ends(store_home):
+    """A job (as the autopilot's CLI) that, stopped, writes 'running' while it stops its
+    run and then its final state: Stop returns once it has ended, with its own last state
+    in the file (not 'running' again, and not a snapshot written over its last write)."""
+    import textwrap
+
+    path = store_home / "job.json"
+    script = textwrap.dedent(f"""
+        import json, os, signal, sys, time
+        def write(state, **kw):
+            tmp = {str(path)!r} + ".tmp"
+            with open(tmp, "w") as fh:
+                json.dump({{"state": state, "pid": os.getpid(), "pid_started": None, **kw}}, fh)
+            os.replace(tmp, {str(path)!r})
+        stopped = []
+        signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
+        write("running", trials=[1])
+        while not stopped:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        write("running", trials=[1, 2])  # still stopping its current run
+        time.sleep(0.5)
+        write("cancelled", trials=[1, 2], error="stopped by the user")
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (path.exists() and background.read_json(path)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        job = background.read_json(path)
+        background.write_json(path, {**job, "pid_started": psutil.Process(proc.pid).create_time()})
+        assert background.cancel_job(path, wait_s=10) is True
+        assert proc.poll() is not None  # it has ended
+        assert background.read_json(path)["state"] == "cancelled"
+        assert background.read_json(path)["trials"] == [1, 2]  # its own last write, kept
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_lr_find_refuses_while_the_autopilot_is_between_its_runs(store_home, capsys):
+    from engine.cli.main import main
+
+    _running(background.AUTOPILOT_FILE, phase="search")
+    assert main(["lr-find", "--steps", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
+                        r"to end or stop it on the Autopilot page", err), err
+    from engine.jobs import lr_find
+
+    assert not (store_home / lr_find.LATEST_FILE).exists()  # no sweep ran

@@ -43,7 +43,8 @@ def settings_form() -> tuple[list[str] | None, str | None]:
     default = datasets_meta.default_target(dataset) or 0.9
     # No min/max on these inputs: Streamlit would silently keep the previous value of an
     # out-of-range entry (and Start would use it); the engine's checks name the field instead.
-    target = c[2].number_input("Target val accuracy", value=float(default), step=0.01, format="%.3f",
+    # %g: every digit typed is shown (0.9995 is not rounded to "1.000" on screen).
+    target = c[2].number_input("Target val accuracy", value=float(default), step=0.01, format="%g",
                                key=f"ap_target_{dataset}",
                                help="the search minimises the seconds from the start of training to the "
                                     "first validation at or above this")
@@ -62,7 +63,8 @@ def settings_form() -> tuple[list[str] | None, str | None]:
                                  help="same seed, same proposals; the re-runs use the seeds after it")
         lr_find = d[3].selectbox("LR range test", ("auto", "yes", "no"), key="ap_lr_find",
                                  help="for one-cycle's max LR: auto = reuse a stored one, else run one when "
-                                      "the budget is at least 120 s")
+                                      "the budget is at least 120 s; yes = reuse or run one; no = none, stored "
+                                      "or new (one-cycle peaks at 5x the base LR)")
         explain = d[4].toggle("Explain the winner", value=True, key="ap_explain",
                               help="leave-one-out ablation: one run per technique the winner uses")
     try:
@@ -222,7 +224,8 @@ def train_query_params(changes: dict) -> dict:
 def median_line(sp: dict) -> str:
     """What the headline ratio is, beside the medians' own ratio (they differ:
     the median of per-pair ratios is not the ratio of the medians)."""
-    return (f"Median of the {sp['pairs']} per-round ratios (baseline / winner, each round on its own seed). "
+    rounds = "the per-round ratio" if sp["pairs"] == 1 else f"the {sp['pairs']} per-round ratios"
+    return (f"Median of {rounds} (baseline / winner, each round on its own seed). "
             f"Medians: winner {sp['median_time']:.2f} s, baseline {sp['baseline_median']:.2f} s, whose ratio is "
             f"{sp['baseline_median'] / sp['median_time']:.2f}×.")
 
@@ -311,7 +314,8 @@ def main() -> None:
         except autopilot.AutopilotError as e:
             c3.warning(str(e), icon=":material/hourglass_top:")
     if running and c2.button("Stop", icon=":material/stop:", key="ap_stop", width="stretch"):
-        autopilot.cancel_background()
+        with st.spinner("Stopping the search (its current run first) ..."):
+            autopilot.cancel_background()
         st.rerun()
     if error:
         c3.error(error, icon=":material/error:")

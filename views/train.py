@@ -1093,6 +1093,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     settings from the link that were not taken (url_params); Launch waits for them."""
     talk.style()
     active = any_active()
+    ap_busy = autopilot_busy()
     summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
     summary.container(key="talk_config").markdown(
         charts.config_summary(cfg.to_dict()) if cfg else f":material/block: {error}")
@@ -1101,6 +1102,8 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
         st.toast("; ".join(cancel_own()) or "nothing to stop")
     talk.toggle(mode)
+    if ap_busy:
+        st.info(ap_busy, icon=":material/travel_explore:")
     if pending:
         url_params.show(pending, st.container())
     if clicked and cfg is not None and not pending:
@@ -1108,10 +1111,10 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
-    st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active)
+    st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active, bool(ap_busy))
 
 
-def talk_view(was_active: bool) -> None:
+def talk_view(was_active: bool, ap_was_busy: bool = False) -> None:
     """Body of presenter mode's live fragment: the current comparison, re-read
     from the store on every tick (as live_view)."""
     with one_line_errors("Live view"):
@@ -1119,7 +1122,8 @@ def talk_view(was_active: bool) -> None:
         try:
             runner.reconcile(store)
             group, base, run = current_comparison(store)
-            if bool(own_active(store)) != was_active:  # started or ended: Launch/Stop follow
+            # A run or the autopilot started or ended: Launch, Stop and the autopilot's line follow.
+            if bool(own_active(store)) != was_active or bool(autopilot_busy()) != ap_was_busy:
                 st.rerun()
             if not group:
                 st.info("No runs yet: press **Launch** (settings in the sidebar, **>** at the top left).",

@@ -50,7 +50,8 @@ def add_parser(sub) -> None:
     how.add_argument("--no-explain", action="store_true", help="skip the leave-one-out ablation")
     how.add_argument("--lr-find", choices=("auto", "yes", "no"), default="auto",
                      help="LR range test for one-cycle's max LR: auto = reuse a stored one, else run one "
-                          "when the budget is at least 120 s [auto]")
+                          "when the budget is at least 120 s; yes = reuse or run one; no = none, stored or "
+                          "new (one-cycle peaks at 5x the base LR) [auto]")
     how.add_argument("--max-lr", type=float, default=None, metavar="LR",
                      help="one-cycle's max LR at the baseline's batch (skips the LR range test)")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object, last on stdout")

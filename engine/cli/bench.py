@@ -123,20 +123,13 @@ def main(args) -> int:
 
     from engine.jobs import background, bench
     from engine.hardware.machine import quick_facts
-    from engine.jobs.runner import current_run
 
     if getattr(args, "progress_file", None):
         check_progress_file(args.progress_file, "bench-progress.json")  # ConfigError: one line, exit code 2
     write = progress_writer(getattr(args, "progress_file", None))
-    run = current_run()
-    if run:
-        msg = (f"run {run['id']} is {run['status']}: a benchmark now would spoil both measurements; "
-               f"wait or cancel it")
-        write(state="failed", error=msg)
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
-    # The autopilot between its runs, an LR range test, the demo, another benchmark. Only the
-    # Hardware page's own job (started with the page's file) may find that file active.
+    # The autopilot (first: its trial is not the user's to cancel), a run, an LR range test,
+    # the demo, another benchmark. Only the Hardware page's own job (started with the
+    # page's file) may find that file active.
     own = bool(getattr(args, "progress_file", None)) and \
         Path(args.progress_file).resolve() == bench.progress_path().resolve()
     why = background.busy(skip=(background.BENCH_FILE,) if own else ())

@@ -181,7 +181,8 @@ def print_summary(s: dict) -> None:
         tta = s.get("time_to_target_sec")
         rows.append((f"time to {target:g} val acc",
                      f"{tta:.2f} s from the start of training" if tta is not None
-                     else f"not reached in {s['epochs_run']} epochs" if s.get("epochs_run")
+                     else f"not reached in {s['epochs_run']} epoch{'s' if s['epochs_run'] != 1 else ''}"
+                     if s.get("epochs_run")
                      else f"not reached: {s.get('status') or 'ended'} before its first validation"))
     if s.get("end_to_end_samples_per_sec") is not None:
         rows.insert(3, ("end-to-end throughput", f"{fmt(s['end_to_end_samples_per_sec'])} samples/s "

@@ -88,9 +88,17 @@ def main(args) -> int:
     from engine.cli.common import config_from_args
     from engine.jobs.runner import ActiveRunError
 
+    from engine.jobs import background
+
     try:
         cfg = config_from_args(args)
         lr_find.check_sweep(args.start_lr, args.end_lr, args.steps)
+        # The autopilot between its runs, a benchmark, the demo, a run. Not the LR range
+        # test's own file: the page starts this command after writing it.
+        why = background.busy(skip=(background.LR_FIND_FILE,))
+        if why:
+            print(f"error: not started: {why}", file=sys.stderr)
+            return 2
         if not args.json:
             print(f"lr-find: {cfg.model} on {cfg.dataset}, {cfg.optimizer}, batch {cfg.batch_size}: "
                   f"LR {args.start_lr:g} -> {args.end_lr:g} over up to {args.steps} steps ...",

@@ -314,7 +314,8 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
     """One-cycle's peak LRs at the base batch: {'value' (the highest), 'choices'
     (ascending), 'source' (one line)}.
 
-    `max_lr` given: that. Else the stored LR range test (engine.jobs.lr_find) for
+    `max_lr` given: that. `lr_find` 'no': FALLBACK_MAX_LR_FACTOR x the base LR (no
+    test, stored or new). Else the stored LR range test (engine.jobs.lr_find) for
     the same data, model, batch, optimizer, LR and seed. Else, with `lr_find`
     'yes', or 'auto' and a budget of at least LR_FIND_MIN_BUDGET_S, a new one
     (its seconds count in the budget). From a test: `lr_choices`. Else
@@ -329,6 +330,9 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
 
     if max_lr is not None:
         return out([float(max_lr)], "given")
+    if lr_find == "no":  # none at all, stored or new: the same search whatever was run before
+        return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate],
+                   f"no LR range test (--lr-find no): {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate")
     latest = lr_find_mod.load_latest() or {}
     choices = lr_choices(latest.get("suggestion") or {})
     if choices and _lr_key(latest.get("config") or {}) == _lr_key(base.to_dict()):
@@ -835,8 +839,13 @@ def read_progress() -> Optional[dict]:
     return background.check(background.read_json(progress_path()), "autopilot")
 
 
+# Stop waits this long for the autopilot's process to end (it stops its run: ~1-3 s).
+STOP_WAIT_S = 15.0
+
+
 def cancel_background() -> bool:
     """Stop the background autopilot (SIGTERM: it stops its current run and
-    writes what it has) and cancel any run it left queued or running.
-    Returns whether one was running."""
-    return background.cancel_job(progress_path(), and_runs=True)
+    writes what it has), cancel any run it left queued or running, and wait up to
+    STOP_WAIT_S for its process to end, so that a Start right after finds the
+    machine free. Returns whether one was running."""
+    return background.cancel_job(progress_path(), and_runs=True, wait_s=STOP_WAIT_S)

@@ -114,10 +114,13 @@ def stop(job: Optional[dict]) -> bool:
     return True
 
 
-def cancel_job(path: Path, and_runs: bool = False) -> bool:
+def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     """Stop the job whose state file is `path` (SIGTERM to its process group) and mark
     it cancelled; with `and_runs`, also cancel every queued or running run it left
-    (the transfer demo and the autopilot queue runs). Returns whether it was active."""
+    (the transfer demo and the autopilot queue runs). With `wait_s`, wait up to that
+    many seconds for its process to end first: a job that writes its state until it
+    ends would otherwise read as running again for a moment, and its last write could
+    land on the state of a job started right after. Returns whether it was active."""
     job = read_json(path)
     if not job or job.get("state") not in ACTIVE_STATES:
         return False
@@ -126,7 +129,12 @@ def cancel_job(path: Path, and_runs: bool = False) -> bool:
         from engine.jobs.runner import cancel_active
 
         cancel_active()
-    write_json(path, {**job, "state": "cancelled", "error": "stopped by the user", "finished": time.time()})
+    deadline = time.monotonic() + wait_s
+    while alive(job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    latest = read_json(path) or job
+    if latest.get("state") in ACTIVE_STATES:  # not ended (yet) by the job's own last write
+        write_json(path, {**latest, "state": "cancelled", "error": "stopped by the user", "finished": time.time()})
     return True
 
 
