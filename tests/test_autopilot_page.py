@@ -69,8 +69,8 @@ def test_slower_winner_is_said_and_not_pushed(store_home):
     at = app(PAGE)
     no_errors(at)
     assert {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"].value == "0.67×"
-    assert ("Re-run, the winner was slower than the baseline (1.50× as long): the search's time was luck. Keep "
-            "the baseline's settings, or search longer.") in texts(at.warning)
+    assert ("Re-run, the winner was slower than the baseline (1.50× as long): its time in the search did not "
+            "hold up. Keep the baseline's settings, or search longer.") in texts(at.warning)
     assert at.button(key="ap_use_btn").proto.type == "secondary"
 
 

@@ -248,7 +248,7 @@ def result(p: dict) -> None:
             st.caption(median_line(sp))
             if slower:
                 st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['median']:.2f}× as long): "
-                           "the search's time was luck. Keep the baseline's settings, or search longer.",
+                           "its time in the search did not hold up. Keep the baseline's settings, or search longer.",
                            icon=":material/trending_down:")
         elif conf:
             st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
