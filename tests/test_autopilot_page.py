@@ -266,3 +266,18 @@ def test_start_right_after_stop_waits_for_the_stopped_searchs_last_run(store):
     wait_for_stopped_search()
     assert store.get_run(rid)["status"] == "cancelled"
     assert store.get_run(own)["status"] == "queued"  # not the autopilot's: neither waited for nor touched
+
+
+def test_the_form_shows_the_last_searchs_settings(store_home):
+    """Back on the page (or after a reload) the form shows what the search on it ran
+    with, not the defaults beside a result they did not produce."""
+    background.write_json(autopilot.progress_path(), {
+        **done_state(), "budget_sec": 60.0, "repeats": 1, "seed": 7, "explain": False, "target_accuracy": 0.97,
+        "base_config": BASE.replace(batch_size=256, epochs=10).to_dict()})
+    at = app(PAGE)
+    no_errors(at)
+    got = {k: at.number_input(key=k).value for k in ("ap_budget", "ap_repeats", "ap_batch", "ap_epochs", "ap_seed",
+                                                     "ap_target_digits")}
+    assert got == {"ap_budget": 60, "ap_repeats": 1, "ap_batch": 256, "ap_epochs": 10, "ap_seed": 7,
+                   "ap_target_digits": 0.97}
+    assert at.toggle(key="ap_explain").value is False

@@ -34,13 +34,32 @@ PHASES = {"starting": "starting", "search": "searching", "runoff": "re-running t
 
 # --- the form --------------------------------------------------------------------------
 
-def settings_form() -> tuple[list[str] | None, str | None]:
-    """The autopilot's settings; returns (CLI arguments, None) or (None, one-line error)."""
+def form_defaults(p: dict | None) -> dict:
+    """The form's starting values: the last search's settings (so the page shows what
+    the search on it ran with, also after leaving the page), else the defaults."""
+    base = (p or {}).get("base_config") or {}
+    d = {"dataset": "digits", "model": "cnn", "target": None, "budget": 300, "repeats": 3, "batch": 128,
+         "epochs": 20, "seed": 0, "explain": True}
+    if p and base:
+        d.update(dataset=base.get("dataset", "digits"), model=base.get("model", "cnn"),
+                 target=p.get("target_accuracy"), budget=int(p.get("budget_sec") or 300),
+                 repeats=int(p.get("repeats", 3)), batch=int(base.get("batch_size", 128)),
+                 epochs=int(base.get("epochs", 20)), seed=int(p.get("seed", 0)), explain=bool(p.get("explain", True)))
+    return d
+
+
+def settings_form(p: dict | None = None) -> tuple[list[str] | None, str | None]:
+    """The autopilot's settings, starting from the last search's (`p`, its state);
+    returns (CLI arguments, None) or (None, one-line error)."""
+    d = form_defaults(p)
     names = list(datasets_meta.DATASET_NAMES)
     c = st.columns([1.2, 1, 1, 1, 1], vertical_alignment="bottom")
-    dataset = c[0].selectbox("Data set", names, index=names.index("digits"), key="ap_dataset")
-    model = c[1].selectbox("Model", MODELS, index=list(MODELS).index("cnn"), key="ap_model")
-    default = datasets_meta.default_target(dataset) or 0.9
+    dataset = c[0].selectbox("Data set", names, index=names.index(d["dataset"]) if d["dataset"] in names else
+                             names.index("digits"), key="ap_dataset")
+    model = c[1].selectbox("Model", MODELS, index=list(MODELS).index(d["model"]) if d["model"] in MODELS else
+                           list(MODELS).index("cnn"), key="ap_model")
+    default = (d["target"] if d["target"] and dataset == d["dataset"]
+               else datasets_meta.default_target(dataset) or 0.9)
     # No min/max on these inputs: Streamlit would silently keep the previous value of an
     # out-of-range entry (and Start would use it); the engine's checks name the field instead.
     # %g: every digit typed is shown (0.9995 is not rounded to "1.000" on screen).
@@ -48,24 +67,24 @@ def settings_form() -> tuple[list[str] | None, str | None]:
                                key=f"ap_target_{dataset}",
                                help="the search minimises the seconds from the start of training to the "
                                     "first validation at or above this")
-    budget = c[3].number_input("Search budget (s)", value=300, step=30, key="ap_budget",
+    budget = c[3].number_input("Search budget (s)", value=d["budget"], step=30, key="ap_budget",
                                help="wall-clock seconds for the search; the re-runs and the ablation follow")
-    repeats = c[4].number_input("Re-runs each", value=3, step=1, key="ap_repeats",
+    repeats = c[4].number_input("Re-runs each", value=d["repeats"], step=1, key="ap_repeats",
                                 help="the winner and the baseline re-run alternately this many times each; the "
                                      "speedup is their median ratio (0: no re-runs)")
     with st.expander("More settings", icon=":material/tune:"):
-        d = st.columns(5, vertical_alignment="bottom")
-        batch = d[0].number_input("Baseline global batch", value=128, step=32, key="ap_batch",
+        e = st.columns(5, vertical_alignment="bottom")
+        batch = e[0].number_input("Baseline global batch", value=d["batch"], step=32, key="ap_batch",
                                   help="the search scales it 0.5-4x with the linear scaling rule")
-        epochs = d[1].number_input("Epoch cap per run", value=20, step=1, key="ap_epochs",
+        epochs = e[1].number_input("Epoch cap per run", value=d["epochs"], step=1, key="ap_epochs",
                                    help="every run stops at the target; this is the most it may train")
-        seed = d[2].number_input("Seed", value=0, step=1, key="ap_seed",
+        seed = e[2].number_input("Seed", value=d["seed"], step=1, key="ap_seed",
                                  help="same seed, same proposals; the re-runs use the seeds after it")
-        lr_find = d[3].selectbox("LR range test", ("auto", "yes", "no"), key="ap_lr_find",
+        lr_find = e[3].selectbox("LR range test", ("auto", "yes", "no"), key="ap_lr_find",
                                  help="for one-cycle's max LR: auto = reuse a stored one, else run one when "
                                       "the budget is at least 120 s; yes = reuse or run one; no = none, stored "
                                       "or new (one-cycle peaks at 5x the base LR)")
-        explain = d[4].toggle("Explain the winner", value=True, key="ap_explain",
+        explain = e[4].toggle("Explain the winner", value=d["explain"], key="ap_explain",
                               help="leave-one-out ablation: one run per technique the winner uses")
     try:
         RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
@@ -130,9 +149,11 @@ def current_curves(p: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(epochs, executions) of the current run and the best trial, tagged for the charts."""
     cur = p.get("current") or {}
     best = p.get("best") or {}
-    runs = [(cur.get("run_id"), f"#{cur.get('run_id')} now: {cur.get('label', '')}", charts.PALETTE[1])]
+    # Short legend names (the settings are in the table): a full label ran past the chart's edge.
+    now = f"trial {cur['trial']}" if cur.get("trial") else cur.get("name") or ""
+    runs = [(cur.get("run_id"), f"#{cur.get('run_id')} now" + (f" ({now})" if now else ""), charts.PALETTE[1])]
     if best.get("run_id") and best.get("run_id") != cur.get("run_id"):
-        runs.append((best["run_id"], f"#{best['run_id']} best: {best.get('label', '')}", charts.BASELINE_COLOR))
+        runs.append((best["run_id"], f"#{best['run_id']} best (trial {best.get('trial')})", charts.BASELINE_COLOR))
     eps, exs = [], []
     store = Store()
     try:
@@ -302,7 +323,7 @@ def main() -> None:
                "what each technique bought. It runs in the background: you can leave this page.")
     p = autopilot.read_progress()
     running = bool(p) and p["state"] in ACTIVE_STATES
-    args, error = settings_form()
+    args, error = settings_form(p)
     c1, c2, c3 = st.columns([1.3, 1, 3.5], vertical_alignment="center")
     if c1.button("Start autopilot", type="primary", icon=":material/travel_explore:", key="ap_start",
                  disabled=running or args is None, width="stretch"):
