@@ -148,3 +148,19 @@ def test_lr_find_refuses_while_the_autopilot_is_between_its_runs(store_home, cap
     from engine.jobs import lr_find
 
     assert not (store_home / lr_find.LATEST_FILE).exists()  # no sweep ran
+
+
+def test_demo_refuses_while_the_autopilot_is_between_its_runs(store_home, capsys):
+    from engine.cli.main import main
+    from engine.store import Store
+
+    _running(background.AUTOPILOT_FILE, phase="search")
+    assert main(["demo-transfer", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
+                        r"to end or stop it on the Autopilot page", err), err
+    store = Store()
+    try:
+        assert store.list_runs() == []  # no pretraining run was queued
+    finally:
+        store.close()

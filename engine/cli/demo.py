@@ -48,6 +48,14 @@ def main(args) -> int:
     from engine.preflight import check_runnable
     from engine.store import Store
 
+    from engine.jobs import background
+
+    # The autopilot between its runs, a benchmark, an LR range test, a run. Not the demo's own
+    # file: the Runs page starts this command after writing it.
+    why = background.busy(skip=(background.DEMO_FILE,))
+    if why:
+        print(f"error: not started: {why}", file=sys.stderr)
+        return 2
     cfgs = demo.demo_configs(epochs=args.epochs, pretrain_epochs=args.pretrain_epochs, model=args.model,
                                  batch_size=args.batch_size, learning_rate=args.learning_rate)
     if args.pretrain_id is not None:
