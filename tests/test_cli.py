@@ -70,16 +70,6 @@ def test_bench_refuses_a_progress_file_that_is_a_directory(store_home, capsys):
                                                f"path, e.g. {store_home}/bench-progress.json")
 
 
-def test_bench_refuses_while_the_autopilot_is_between_its_runs(store_home, capsys):
-    from engine.cli.main import main
-
-    _running(background.AUTOPILOT_FILE, phase="search")
-    assert main(["bench", "--quick"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
-                        r"to end or stop it on the Autopilot page", err), err
-
-
 @pytest.mark.parametrize("argv, line", [
     (["autopilot", "--budget", "5", "--json"], "budget: 5.0 is out of range; give the search's wall-clock seconds, "
                                                "30 to 86400"),
@@ -137,30 +127,22 @@ def test_stop_waits_for_a_job_that_writes_its_state_until_it_ends(store_home):
         proc.wait()
 
 
-def test_lr_find_refuses_while_the_autopilot_is_between_its_runs(store_home, capsys):
+@pytest.mark.parametrize("argv", [["bench", "--quick"], ["lr-find", "--steps", "10"], ["demo-transfer", "--quiet"]])
+def test_measuring_commands_refuse_while_the_autopilot_is_between_its_runs(store_home, capsys, argv):
+    """The quick benchmark, an LR range test and the transfer demo would share the CPU with
+    the autopilot's next trial: refused naming it, before any run is queued or sweep saved."""
     from engine.cli.main import main
-
-    _running(background.AUTOPILOT_FILE, phase="search")
-    assert main(["lr-find", "--steps", "10"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
-                        r"to end or stop it on the Autopilot page", err), err
     from engine.jobs import lr_find
-
-    assert not (store_home / lr_find.LATEST_FILE).exists()  # no sweep ran
-
-
-def test_demo_refuses_while_the_autopilot_is_between_its_runs(store_home, capsys):
-    from engine.cli.main import main
     from engine.store import Store
 
     _running(background.AUTOPILOT_FILE, phase="search")
-    assert main(["demo-transfer", "--quiet"]) == 2
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert re.fullmatch(r"error: not started: the autopilot is searching \(\d+ s so far, phase search\): wait for it "
                         r"to end or stop it on the Autopilot page", err), err
     store = Store()
     try:
-        assert store.list_runs() == []  # no pretraining run was queued
+        assert store.list_runs() == []
     finally:
         store.close()
+    assert not (store_home / lr_find.LATEST_FILE).exists()
