@@ -146,3 +146,12 @@ def test_measuring_commands_refuse_while_the_autopilot_is_between_its_runs(store
     finally:
         store.close()
     assert not (store_home / lr_find.LATEST_FILE).exists()
+
+
+def test_only_the_pages_own_job_file_counts_as_the_jobs_own(store_home, monkeypatch):
+    name = background.AUTOPILOT_FILE
+    assert background.own_job_file(str(store_home / name), name) is True
+    monkeypatch.chdir(store_home)
+    assert background.own_job_file(name, name) is True            # the same file by a relative path
+    assert background.own_job_file(str(store_home / "mine.json"), name) is False
+    assert background.own_job_file(None, name) is False

@@ -138,8 +138,6 @@ def summary_lines(state: dict) -> list[str]:
 
 
 def main(args) -> int:
-    from pathlib import Path
-
     from engine.cli.bench import check_progress_file, progress_writer
     from engine.data.meta import target_for
     from engine.errors import ConfigError
@@ -173,14 +171,12 @@ def main(args) -> int:
                                  lr_find=args.lr_find, max_lr=args.max_lr, stop=stop)
     except ConfigError as e:
         return fail(str(e))
-    page_file = autopilot.progress_path()
-    # Only the page's own job (started with the page's file) may find that file active.
-    own = bool(args.progress_file) and Path(args.progress_file).resolve() == page_file.resolve()
+    own = background.own_job_file(args.progress_file, background.AUTOPILOT_FILE)
     why = background.busy(skip=(background.AUTOPILOT_FILE,) if own else ())
     if why:
         return fail(f"not started: {why}")
     if not own:  # the page and busy() follow a search started here through the page's file too
-        writers.append(progress_writer(page_file))
+        writers.append(progress_writer(autopilot.progress_path()))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     printed = set()

@@ -119,8 +119,6 @@ def format_table(result: dict) -> str:
 
 
 def main(args) -> int:
-    from pathlib import Path
-
     from engine.jobs import background, bench
     from engine.hardware.machine import quick_facts
 
@@ -128,10 +126,8 @@ def main(args) -> int:
         check_progress_file(args.progress_file, "bench-progress.json")  # ConfigError: one line, exit code 2
     write = progress_writer(getattr(args, "progress_file", None))
     # The autopilot (first: its trial is not the user's to cancel), a run, an LR range test,
-    # the demo, another benchmark. Only the Hardware page's own job (started with the
-    # page's file) may find that file active.
-    own = bool(getattr(args, "progress_file", None)) and \
-        Path(args.progress_file).resolve() == bench.progress_path().resolve()
+    # the demo, another benchmark; only the Hardware page's own job may find its file active.
+    own = background.own_job_file(getattr(args, "progress_file", None), background.BENCH_FILE)
     why = background.busy(skip=(background.BENCH_FILE,) if own else ())
     if why:
         msg = f"not started: {why}"

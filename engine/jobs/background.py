@@ -146,6 +146,15 @@ DEMO_FILE = "demo-transfer.json"
 AUTOPILOT_FILE = "autopilot.json"
 
 
+def own_job_file(progress_file, name: str) -> bool:
+    """Whether `progress_file` (a CLI's --progress-file, or None) is the dashboard's job
+    file $SPEEDLAB_HOME/`name`: the page writes it 'starting' and then starts the CLI with
+    it, so that job alone may find the file active (busy(skip=(name,)))."""
+    from engine.store import home
+
+    return bool(progress_file) and Path(progress_file).resolve() == (home() / name).resolve()
+
+
 def busy(skip: tuple = ()) -> Optional[str]:
     """One line when the machine is busy with a measurement (an autopilot
     search, a training run queued or running, a benchmark, an LR range test or
