@@ -246,28 +246,6 @@ def test_a_trial_stopped_before_it_trained_is_not_drawn_at_0_s():
     assert df["y"].isna().tolist() == [False, True, False] and df["y"].tolist()[::2] == [3.0, 3.4]
 
 
-def test_start_right_after_stop_waits_for_the_stopped_searchs_last_run(store):
-    """Stop cancels the search's run, which takes a moment to end (it finishes its
-    execution); Start waits for it instead of refusing with "run #N is running"."""
-    import threading
-
-    from engine.store import Store
-    from views.autopilot import wait_for_stopped_search
-
-    rid = store.create_run(WINNER.to_json(), role="trial", group_id="autopilot-abc123-t9", status="running")
-    own = store.create_run(WINNER.to_json(), role="run", group_id="g-own", status="queued")
-
-    def end_it():  # the worker ending its execution after the cancel
-        s = Store()
-        s.finish_run(rid, "cancelled", "stopped by the user")
-        s.close()
-
-    threading.Timer(1.0, end_it).start()
-    wait_for_stopped_search()
-    assert store.get_run(rid)["status"] == "cancelled"
-    assert store.get_run(own)["status"] == "queued"  # not the autopilot's: neither waited for nor touched
-
-
 def test_the_form_shows_the_last_searchs_settings(store_home):
     """Back on the page (or after a reload) the form shows what the search on it ran
     with, not the defaults beside a result they did not produce."""

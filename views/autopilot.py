@@ -13,11 +13,11 @@ import streamlit as st
 
 from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
-from engine.jobs import autopilot, runner
+from engine.jobs import autopilot
 from engine.jobs.background import ACTIVE_STATES
 from engine.report import autopilot_charts, charts
 from engine.store import Store
-from views.common import autopilot_run, one_line_errors
+from views.common import one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the autopilot runs
 WATCH_REFRESH_S = 3.0  # idle: notice an autopilot started elsewhere
@@ -297,22 +297,6 @@ def result(p: dict) -> None:
         # Without an ablation the re-runs' chart is already drawn above (live), not drawn twice.
 
 
-def wait_for_stopped_search(timeout_s: float = 15.0) -> None:
-    """Right after Stop, the stopped search's last run may still be ending (asked to
-    stop, finishing its execution): wait for it rather than refuse Start for it.
-    Stop has already cancelled it; the queue kills a worker that lingers."""
-    store = Store()
-    try:
-        ending = [r["id"] for r in store.active_runs() if autopilot_run(r)]
-    finally:
-        store.close()
-    for rid in ending:
-        try:
-            runner.wait(rid, timeout_s=timeout_s)
-        except TimeoutError:
-            return  # start_background then names the run that is still active
-
-
 def main() -> None:
     st.markdown("### SpeedLab · Autopilot")
     st.caption("Give a data set, a model, a target validation accuracy and a budget: the autopilot tries "
@@ -328,8 +312,6 @@ def main() -> None:
     if c1.button("Start autopilot", type="primary", icon=":material/travel_explore:", key="ap_start",
                  disabled=running or args is None, width="stretch"):
         try:
-            with st.spinner("Waiting for the stopped search's last run to end ..."):
-                wait_for_stopped_search()
             autopilot.start_background(args)
             st.rerun()
         except autopilot.AutopilotError as e:
