@@ -43,7 +43,7 @@ def test_search_space_follows_the_hardware_verdicts():
     assert c["devices"] == (1,)                              # one physical CPU: no real replicas
     # digits: 1,437 training samples; 0.5x, 1x, 2x, 4x the base batch of 128.
     assert c["batch_size"] == (64, 128, 256, 512)
-    assert c["cycle_epochs"] == (5, 10, 20)                  # 1/4, 1/2, all of the 20-epoch cap
+    assert c["cycle_epochs"] == (2, 3, 5, 10, 20)            # 1/10, 3/20 (1.5 rounded up), 1/4, 1/2, all of 20
     assert c["steps_per_execution"] == (1, 2, 4, 8, 16)
     assert c["max_lr"] == (0.01,)                            # no LR range test yet: 10x the base LR
     assert sp.search_space([], DIGITS, {}, max_lrs=(0.007, 0.0033, 0.007)).choices["max_lr"] == (0.0033, 0.007)
@@ -103,6 +103,14 @@ def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
     assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 2, "batch_size": 256,
                  "schedule": "one_cycle", "cycle_epochs": 10, "max_lr": 0.007, "label_smoothing": 0.1,
                  "jit_compile": False, "devices": 1, "fused_optimizer": True}
+    # With the LR range test's edge (min loss LR / 3) offered too, the first trial keeps to its rules.
+    s3 = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007, 0.0233))
+    assert sp.hint_params(s3, verdicts(cpu_facts(), "auto"), max_lr=0.007)["max_lr"] == 0.007
+    assert sp.hint_params(s3, verdicts(cpu_facts(), "auto"))["max_lr"] == 0.0233
+    # A 10-epoch cap: lengths 1, 2, 3, 5, 10; the one nearest half the cap is 5.
+    s10 = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS.replace(epochs=10), cpu_facts())
+    assert s10.choices["cycle_epochs"] == (1, 2, 3, 5, 10)
+    assert sp.hint_params(s10, verdicts(cpu_facts(), "auto"))["cycle_epochs"] == 5
 
 
 def test_trial_config_scales_the_lr_and_caps_steps_per_execution():
@@ -254,6 +262,8 @@ def test_stop_reason_rules():
         "share", "not at the target within its share of the budget (15.00 s of training)")
     assert autopilot.stop_reason(1.234, best=3.0, now=60.0, deadline=60.0) == (
         "budget", "the search budget ran out after 1.23 s of its training")
+    assert autopilot.stop_reason(0.0, best=3.0, now=60.0, deadline=60.0) == (
+        "budget", "the search budget ran out before its training started")
     assert autopilot.stop_reason(1.0, stop_requested=True)[0] == "stopped"
     # The share of a 60-s budget is 15 s of training; a 20-s budget still allows 10 s.
     assert autopilot.trial_limit(60) == 15.0 and autopilot.trial_limit(20) == 10.0
@@ -661,20 +671,28 @@ def test_max_lr_choices_come_from_the_lr_range_test(store_home):
     from engine.jobs import lr_find
 
     assert autopilot.lr_choices({"suggested": 0.0033, "steepest": 0.0033, "min_over_10": 0.0071}) == [0.0033, 0.0071]
+    # With the minimum loss's LR (0.071): its third (0.0237) is offered above the rules.
+    full = {"suggested": 0.0033, "steepest": 0.0033, "min_over_10": 0.0071, "min_loss_lr": 0.071}
+    assert autopilot.lr_choices(full) == pytest.approx([0.0033, 0.0071, 0.071 / 3])
+    assert autopilot.lr_choices({"min_loss_lr": 0.071}) == []  # no rule's value (no signal): nothing
     base = DIGITS
     got = autopilot.choose_max_lr(base, 60)  # nothing stored, budget under 120 s: no test
-    assert got == {"value": 0.005, "choices": [0.005],
+    assert got == {"value": 0.005, "choices": [0.005], "hint": 0.005,
                    "source": "no LR range test (budget under 120 s): 5x the base learning rate"}
     assert autopilot.choose_max_lr(base, 60, max_lr=0.02)["choices"] == [0.02]
     lr_find.save({"config": base.to_dict(), "suggestion": {"suggested": 0.0033, "steepest": 0.0033,
                                                            "min_over_10": 0.0071}})
     got = autopilot.choose_max_lr(base, 60)
     assert (got["value"], got["choices"], got["source"]) == (0.0071, [0.0033, 0.0071], "the stored LR range test")
+    assert got["hint"] == 0.0071
+    lr_find.save({"config": base.to_dict(), "suggestion": full})
+    got = autopilot.choose_max_lr(base, 60)
+    assert got["choices"] == pytest.approx([0.0033, 0.0071, 0.071 / 3]) and got["hint"] == 0.0071
     # A test for another model does not count.
     assert autopilot.choose_max_lr(base.replace(model="mlp"), 60)["choices"] == [0.005]
     # --lr-find no: none at all, though one is stored for these very settings.
     assert autopilot.choose_max_lr(base, 60, lr_find="no") == {
-        "value": 0.005, "choices": [0.005], "source": "no LR range test (--lr-find no): 5x the base learning rate"}
+        "value": 0.005, "choices": [0.005], "hint": 0.005, "source": "no LR range test (--lr-find no): 5x the base learning rate"}
 
 
 def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypatch):
@@ -689,6 +707,6 @@ def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypa
     stop = threading.Event()
     stop.set()
     got = autopilot.choose_max_lr(DIGITS, 60, lr_find="yes", stop=stop)
-    assert got == {"value": 0.005, "choices": [0.005], "source": "none: stopped during the LR range test"}
+    assert got == {"value": 0.005, "choices": [0.005], "hint": 0.005, "source": "none: stopped during the LR range test"}
     with pytest.raises(lr_find.LRFindError):  # not stopped: a failing test is an error as before
         autopilot.choose_max_lr(DIGITS, 60, lr_find="yes", stop=threading.Event())

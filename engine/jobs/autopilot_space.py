@@ -34,7 +34,10 @@ SPE_CHOICES = (1, 2, 4, 8, 16)
 BATCH_FACTORS = (0.5, 1, 2, 4)           # x the base global batch
 LABEL_SMOOTHING_CHOICES = (0.0, 0.1)
 WARMUP_CHOICES = (0.0, 1.0)               # epochs, only for batches above the base (constant schedule)
-CYCLE_FRACTIONS = (0.25, 0.5, 1.0)        # one-cycle length as a share of the epoch cap
+# One-cycle length as a share of the epoch cap. The short ones are for targets a few epochs
+# away (digits reaches 0.95 in 2-3 epochs at a high peak LR); a target reached mid-cycle
+# is reached at a lower LR than the peak, so a cycle as long as the cap rarely wins.
+CYCLE_FRACTIONS = (0.1, 0.15, 0.25, 0.5, 1.0)
 LOW_PRECISIONS = ("mixed_bfloat16", "mixed_float16")
 
 TECHNIQUES = ("backend", "precision", "steps_per_execution", "batch", "schedule", "label_smoothing",
@@ -102,7 +105,7 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
     count and at most the training samples. Steps per execution: SPE_CHOICES
     (trial_config caps them at an epoch's steps). One-cycle lengths:
     CYCLE_FRACTIONS of base.epochs (the cap every trial runs at most); its peak
-    LRs at the base batch: `max_lrs` (the LR range test's rules), default 10x
+    LRs at the base batch: `max_lrs` (engine.jobs.autopilot.lr_choices), default 10x
     the base LR (Keras's and SpeedLab's default for one_cycle).
     """
     v = {x["option"]: x for x in verdict_list}
@@ -184,12 +187,13 @@ def suggest(trial, space: SearchSpace) -> dict:
     return p
 
 
-def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
+def hint_params(space: SearchSpace, verdict_list: list[dict], max_lr: Optional[float] = None) -> dict:
     """The first trial: what the hardware verdicts and the hand-tuned preset
     (benchmarks/time_to_accuracy.py) suggest, so that the pruning has a good
     time to beat early: the fastest low precision with a 'faster' verdict, 2
     steps per execution, twice the base batch with scaled LR, one-cycle over
-    the middle length at the highest max LR offered, label smoothing 0.1, XLA
+    the length nearest half the epoch cap at `max_lr` (when offered; else the
+    highest peak offered), label smoothing 0.1, XLA
     where its verdict is 'faster', the fused optimizer update where the optimizer
     has one (it only removes graph ops), every real device, the base backend.
 
@@ -207,8 +211,8 @@ def hint_params(space: SearchSpace, verdict_list: list[dict]) -> dict:
         "batch_size": double[0] if double else space.base_batch if space.base_batch in c["batch_size"]
         else c["batch_size"][-1],
         "schedule": "one_cycle",
-        "cycle_epochs": c["cycle_epochs"][len(c["cycle_epochs"]) // 2],
-        "max_lr": c["max_lr"][-1],
+        "cycle_epochs": min(c["cycle_epochs"], key=lambda e: (abs(2 * e - space.epochs), e)),
+        "max_lr": max_lr if max_lr in c["max_lr"] else c["max_lr"][-1],
         "label_smoothing": 0.1 if 0.1 in c["label_smoothing"] else c["label_smoothing"][0],
         "jit_compile": v.get("xla") == "faster" and True in c["jit_compile"],
         "devices": max(c["devices"]),
