@@ -40,3 +40,26 @@ def test_compare_with_a_trial_stopped_before_its_first_validation(store, capsys)
     out = capsys.readouterr().out
     assert "-x" not in out
     assert "run not reached: cancelled before its first validation" in out
+
+
+def test_no_end_to_end_ratio_with_a_run_that_ended_in_its_warm_up(store, capsys):
+    from engine.cli.main import main
+    from engine.report.compare import compare
+
+    base = store.create_run(RunConfig(target_accuracy=0.95).to_json(), role="baseline", group_id="g", status="running")
+    # (idx, epoch, step, batches, t, duration, samples/s, loss, lr, warmup): one warm-up, two steady executions
+    store.add_metrics(base, executions=[(0, 0, 1, 1, 0.50, 0.50, 256.0, 2.3, 1e-3, 1),
+                                        (1, 0, 2, 1, 0.52, 0.02, 6400.0, 2.0, 1e-3, 0),
+                                        (2, 0, 3, 1, 0.54, 0.02, 6400.0, 1.8, 1e-3, 0)])
+    store.finish_run(base, "completed")
+    rid = _stopped_trial(store)
+    store.add_metrics(rid, executions=[(0, 0, 1, 1, 0.60, 0.60, 213.0, 2.3, 1e-3, 1)])
+    got = compare(store, base, rid)
+    # Before: 213 x 0.6 / 0.6 = 213 samples/s against (128 + 256) / 0.54 = 711: "0.30x end-to-end".
+    assert got["end_to_end_speedup"] is None
+    assert f"run #{rid} ended in its warm-up (1 execution, all warm-up): no end-to-end ratio" in got["caveats"]
+    # Both finished runs with steady executions: the ratio is there and no such line.
+    assert compare(store, base, base)["end_to_end_speedup"] == 1.0
+    assert not any("warm-up" in c for c in compare(store, base, base)["caveats"])
+    main(["compare", str(base), str(rid)])
+    assert "ended in its warm-up" in capsys.readouterr().out

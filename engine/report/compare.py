@@ -122,6 +122,20 @@ def setup_notice(base_summary: dict, summary: dict, e2e: Optional[float]) -> Opt
             f"outside the speedups: start to finish the run {how} the baseline")
 
 
+def ended_in_warmup(run: dict, execs) -> Optional[str]:
+    """One line when `run` ended (not queued or running) without an execution past
+    its warm-up: its end-to-end rate is then mostly tracing and compiling, and a
+    ratio with a run that trained on would mean nothing. Else None.
+    `execs`: the run's executions (DataFrame of EXEC_COLS)."""
+    if run.get("status") in ("queued", "running"):
+        return None
+    if execs is not None and len(execs) and not execs["warmup"].astype(bool).all():
+        return None
+    n = 0 if execs is None else len(execs)
+    return (f"run #{run['id']} ended in its warm-up ({n} execution{'s' if n != 1 else ''}, "
+            f"{'all warm-up' if n else 'none stored'}): no end-to-end ratio")
+
+
 def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float] = None,
             source=None) -> dict:
     """Three speedups of run `run_id` over `baseline_id`, each named for what it is:
@@ -164,6 +178,10 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     eb, er = end_to_end_rate(b, rows_b), end_to_end_rate(r, rows_r)
     steady = speedup(b.get("samples_per_sec"), r.get("samples_per_sec"))
     e2e = speedup(eb, er)
+    cut = [line for line in (ended_in_warmup(base, rows_b), ended_in_warmup(run, rows_r)) if line]
+    if cut:  # e.g. an autopilot trial pruned in its first execution read 0.12x end-to-end
+        caveats.extend(cut)
+        e2e = None
     return {
         "baseline_id": baseline_id, "run_id": run_id, "target_accuracy": goal,
         "baseline_time_to_accuracy_sec": tb, "time_to_accuracy_sec": tr,
