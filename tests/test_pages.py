@@ -157,6 +157,16 @@ def test_train_page_shows_finished_comparison(store):
     assert not [b for b in at.button if b.key == "stop"]  # nothing to stop
 
 
+def test_a_run_that_is_its_own_baseline_shows_no_speedup(store):
+    b = fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.8, 0.886])
+    at = app()
+    no_errors(at)
+    # "1.00x" read as a measured result, here for a run that never reached 0.95.
+    assert {m.label: m.value for m in at.metric}["Time-to-accuracy speedup"] == "—"
+    assert "This run is its own baseline: nothing to compare." in texts(at.caption)
+    assert b
+
+
 def test_a_baseline_config_launched_again_is_compared_with_the_baseline_it_reused(store):
     """Launched against stored baseline #b, a run of the very baseline settings is compared
     with #b, finished as while it ran (it used to become "its own baseline" once completed)."""
@@ -685,6 +695,44 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     assert f"Deleted run(s) #{r}." in texts(at.success)
     assert {x["id"] for x in store.list_runs()} == {b, q}
     assert store.frame("executions", r).empty
+
+
+def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
+    b, r = finished_pair(store)
+    x = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", group="g2")
+    at = app("views/runs.py")
+    at.multiselect(key="overlay").set_value([b, r, x])
+    at.multiselect(key="bundle_ids").set_value([b, x])
+    at.multiselect(key="delete_ids").set_value([x])
+    at.selectbox(key="export_run").set_value(x)
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    no_errors(at)
+    assert f"Deleted run(s) #{x}." in texts(at.success)
+    assert at.selectbox(key="export_run").value == r  # the newest run left, not the deleted one
+    # Set (not dropped): the browser shows what the server uses.
+    assert at.multiselect(key="overlay").value == [b, r]
+    assert at.multiselect(key="bundle_ids").value == [b]
+    assert at.multiselect(key="delete_ids").value == []
+    assert at.checkbox(key="delete_sure").value is False
+    assert x not in at.multiselect(key="delete_ids").options and x not in at.selectbox(key="export_run").options
+    assert "Export 1 run (.zip)" in [d.label for d in at.get("download_button")]
+
+
+def test_runs_page_baseline_that_missed_the_target_gets_no_bar(store):
+    cfg = RunConfig(epochs=3, target_accuracy=0.95)
+    b = fake_run(store, cfg, "baseline", rate=8000.0, val_acc=[0.6, 0.8, 0.9])
+    r = fake_run(store, cfg.replace(precision="mixed_bfloat16"), "run", rate=10_000.0, val_acc=[0.7, 0.96, 0.97])
+    at = app("views/runs.py")
+    no_errors(at)
+    specs = plotly_specs(at)
+    # Neither a "1.00x" for a baseline that never got there nor a bar for the run measured against it.
+    assert not specs["speedup_bars"]["data"]
+    assert "no speedup to draw" in specs["speedup_bars"]["layout"]["annotations"][0]["text"]
+    assert (f"No bar: #{b} baseline fp32: not reached in 3 epochs; "
+            f"#{r} mixed bf16: baseline not reached in 3 epochs") in texts(at.caption)
+    assert specs["scaling"]["layout"]["yaxis"]["title"]["text"] == "steady speedup vs baseline (×)"
+    assert r
 
 
 def demo_pair(store: Store) -> tuple[int, int, int]:

@@ -33,7 +33,8 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
     at = app()
     assert not at.exception
     # Configuration, Launch, Stop (nothing to stop), the mode toggle.
-    assert "digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [m.value for m in at.markdown]
+    # The sidebar's configuration, named as what Launch starts: the charts show another run.
+    assert "**Next launch:** digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [m.value for m in at.markdown]
     assert not at.button(key="launch").disabled and at.button(key="stop").disabled
     assert at.toggle(key="talk_toggle_True").value is True
     assert not [t for t in at.toggle if t.key == "with_baseline"]
@@ -49,6 +50,21 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
     # No status lines, data-wait, learning-rate or system charts; high-contrast styling applied.
     assert not at.get("progress") and not [m for m in at.markdown if "completed in" in m.value]
     assert any("font-size: 19px" in m.value for m in at.markdown)
+
+
+def test_presenter_mode_says_why_there_is_no_time_to_accuracy(store):
+    from tests.test_pages import fake_run
+    from engine.config import RunConfig
+
+    cfg = RunConfig(epochs=3, target_accuracy=0.95)
+    fake_run(store, cfg, "baseline", rate=8000.0, val_acc=[0.6, 0.8, 0.97])
+    fake_run(store, cfg.replace(precision="mixed_bfloat16"), "run", rate=10_000.0, val_acc=[0.6, 0.8, 0.9])
+    at = app()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Time to 0.95 val accuracy · run not reached in 3 epochs"] == "—"
+    # The sidebar holds the run's own settings but for precision: "Next launch" names the difference.
+    assert "**Next launch:** digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [m.value for m in at.markdown]
 
 
 def test_the_toggle_switches_the_url_both_ways(store_home):

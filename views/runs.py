@@ -158,15 +158,19 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                                 help="time to accuracy: seconds to the target validation accuracy; end-to-end: "
                                      "samples per second of wall time while training; steady: median "
                                      "samples/s per execution after warm-up") or "time to accuracy"
-    rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR, "speedup": 1.0,
-             **_scaling_point(store, base), "note": "baseline"}]
+    # A baseline that missed its own target has no time to accuracy: no bar, as for any run.
+    base_missing = compare(store, base_id, base_id)["time_to_accuracy_note"] if kind == "time to accuracy" else None
+    rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR,
+             "speedup": None if base_missing else 1.0, "steady": 1.0,
+             **_scaling_point(store, base), "note": "baseline", "missing": base_missing}]
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
         rows.append({"label": charts.run_label(r), "color": charts.run_color(rid, r["role"]),
                      "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
                      "note": "; ".join(c["caveats"]) or "like for like",
-                     "missing": c["time_to_accuracy_note"] or c["baseline_time_to_accuracy_note"]})
+                     "missing": c["time_to_accuracy_note"] or (c["baseline_time_to_accuracy_note"] and
+                                                               f"baseline {c['baseline_time_to_accuracy_note']}")})
     bars = pd.DataFrame(rows)
     c1, c2 = st.columns([1.2, 1], gap="medium")
     c1.plotly_chart(charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {charts.run_label(base)}",
@@ -175,10 +179,12 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     if kind == "time to accuracy" and bars["speedup"].isna().any():
         c1.caption("No bar: " + "; ".join(f"{row.label}: {row.missing or 'not reached'}"
                                           for row in bars.itertuples() if pd.isna(row.speedup)))
-    # Scaling is a property of the steps: it always uses the steady speedup.
-    c2.plotly_chart(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(bars["speedup"]))),
+    # Scaling is a property of the steps: it always uses the steady speedup, and says so.
+    c2.plotly_chart(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(bars["speedup"])),
+                                          y_title="steady speedup vs baseline (×)"),
                     key="scaling", config=PLOTLY_CONFIG)
-    c2.caption("Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
+    c2.caption("Always the **steady** speedup, whichever is picked on the left: scaling is a property "
+               "of the steps. Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
                "diamonds: a well-tuned data-parallel setup (2 replicas 2.0x, 4 replicas 3.8x, 8 replicas "
                "7.3x). Circles: devices in one process; squares: several worker processes. Open "
                "markers share hardware: simulated logical devices carved out of one physical device, "
@@ -261,9 +267,36 @@ def delete_section(store: Store, by_id: dict) -> None:
         for i in picked:
             store.delete_run(i)
         st.session_state["runs_flash"] = f"Deleted run(s) {', '.join(f'#{i}' for i in picked)}."
-        for key in ("delete_ids", "delete_sure", "overlay", "speedup_baseline", "export_run", "bundle_ids"):
-            st.session_state.pop(key, None)  # they may name deleted runs
+        st.session_state["runs_deleted"] = True  # forget_deleted() mends the pickers on the rerun
         st.rerun()
+
+
+MULTI_PICKERS = ("delete_ids", "overlay", "bundle_ids")
+SINGLE_PICKERS = ("speedup_baseline", "export_run")
+
+
+def forget_deleted(by_id: dict) -> None:
+    """After a delete, before any widget is drawn: drop deleted runs from every picker and
+    untick "I am sure". Values are set, not popped: a popped key falls back to the widget's
+    default on the server while the browser keeps showing the old choice (seen: the overlay
+    still listed a deleted run and drew another, the export button vanished with two runs
+    still picked, "I am sure" stayed ticked)."""
+    if not st.session_state.pop("runs_deleted", False):
+        return
+    state = st.session_state
+    for key in MULTI_PICKERS:
+        if key in state:
+            state[key] = [i for i in state[key] if i in by_id] if key != "delete_ids" else []
+    for key in SINGLE_PICKERS:
+        if key in state and state[key] not in by_id:
+            done = [i for i, r in by_id.items() if r["status"] == "completed"]
+            pick = ([i for i in done if by_id[i]["role"] == "baseline"] + done if key == "speedup_baseline"
+                    else list(by_id))
+            if pick:
+                state[key] = pick[0]  # the newest run (baseline): what the picker shows first
+            else:
+                del state[key]
+    state["delete_sure"] = False
 
 
 def _demo_active() -> bool:
@@ -395,6 +428,7 @@ def main() -> None:
         runner.reconcile(store)
         runs = store.list_runs()
         active_demo = _demo_active()
+        forget_deleted({r["id"]: r for r in runs})
         if not runs:
             st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
                     "Every run is kept here.", icon=":material/info:")

@@ -74,15 +74,20 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None) -> None:
     """The headline speedup large (time to accuracy), end-to-end and steady beside it."""
     box = st.container(key="talk_headline")
     if base is None or cmp is None:
-        box.metric("Speedup", "—" if base is None else "1.00×", border=True)
+        box.metric("Speedup", "—", border=True)
         box.caption("No baseline to compare with yet." if base is None
-                    else "This run is its own baseline: turn on a speed option to compare.")
+                    else "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
         return
     big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
     target, tt = cmp.get("target_accuracy"), cmp.get("time_to_accuracy_speedup")
     label = f"Time to {target:g} val accuracy" if target is not None else "Time to accuracy"
     if tt is not None:  # the seconds in the label: a delta line would cost the charts their room
         label += f" · {cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s"
+    else:  # why "—", once it is final (a live "not reached yet (2 epochs so far)" would flicker)
+        why = [f"{who} {note}" for who, note in (("run", cmp.get("time_to_accuracy_note")),
+                                                 ("baseline", cmp.get("baseline_time_to_accuracy_note")))
+               if note and not note.startswith("not reached yet")]
+        label += f" · {why[0]}" if why else ""
     value = "—" if tt is None else f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)"
     big.metric(label, value, border=True)
     for col, name, key in ((e2e, "End-to-end", "end_to_end_speedup"), (steady, "Steady", "steady_speedup")):

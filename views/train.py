@@ -898,10 +898,11 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None
                        "to measure the speedup.")
         return
     if cmp is None:  # the run is its own baseline
-        st.metric("Time-to-accuracy speedup", "1.00×", border=True,
+        # Not "1.00×": that read as a measured result, also for a run that never reached the target.
+        st.metric("Time-to-accuracy speedup", "—", border=True,
                   help="This configuration is the baseline itself (float32, 1 device, no options).")
-        st.caption("This run is its own baseline: turn on a speed option (precision, devices, "
-                   "steps per execution, XLA) to compare.")
+        st.caption("This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
+                   "devices, steps per execution, XLA) to compare.")
         return
     target = cmp.get("target_accuracy")
     tt = cmp.get("time_to_accuracy_speedup")
@@ -1095,8 +1096,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     active = any_active()
     ap_busy = autopilot_busy()
     summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
-    summary.container(key="talk_config").markdown(
-        charts.config_summary(cfg.to_dict()) if cfg else f":material/block: {error}")
+    summary.container(key="talk_config").markdown(talk_config_line(cfg, error))
     clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                                 disabled=cfg is None or active or bool(pending), width="stretch")
     if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
@@ -1112,6 +1112,23 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
     st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active, bool(ap_busy))
+
+
+def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:
+    """Presenter mode's top line: the configuration Launch starts. Named "Next launch" when
+    the run on screen is another one (a new tab starts from the defaults, and the line read
+    as the label of the charts below)."""
+    if cfg is None:
+        return f":material/block: {error}"
+    line = charts.config_summary(cfg.to_dict())
+    store = Store()
+    try:
+        _, _, run = current_comparison(store)
+    finally:
+        store.close()
+    if run is None or charts.config_summary(run["config"]) == line:
+        return line
+    return f"**Next launch:** {line}"
 
 
 def talk_view(was_active: bool, ap_was_busy: bool = False) -> None:

@@ -547,6 +547,8 @@ def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseli
         return empty_figure("no speedup yet: waiting for steady-state throughput", height,
                             x_title, "", title)
     bars = bars.dropna(subset=["speedup"])
+    if bars.empty:  # e.g. no run reached the target: axes with no bars read as a broken chart
+        return empty_figure("no speedup to draw: no run has one (see below)", height, x_title, "", title)
     notes = bars["note"].fillna("") if "note" in bars.columns else pd.Series("", index=bars.index)
     fig = go.Figure(go.Bar(
         x=bars["speedup"], y=bars["label"], orientation="h", marker_color=list(bars["color"]),
@@ -632,9 +634,10 @@ def system_figure(system: pd.DataFrame, column: str, y_title: str, title: str,
 
 
 def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs replicas",
-                   height: int = 400) -> go.Figure:
+                   height: int = 400, y_title: str = "speedup vs baseline (×)") -> go.Figure:
     """Measured speedup against device count, with the ideal line (speedup =
-    devices) and a well-tuned data-parallel reference (REFERENCE_SCALING).
+    devices) and a well-tuned data-parallel reference (REFERENCE_SCALING);
+    `y_title` names which speedup it is.
 
     Args:
         points: one row per run: devices (all replicas: devices per worker x
@@ -690,7 +693,7 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
                 customdata=eff,
                 hovertemplate="%{y:.2f}× on %{x} replicas (%{customdata:.0f}% efficiency)"
                               "<extra>" + label + "</extra>"))
-    _style(fig, "replicas (devices × workers)", "speedup vs baseline (×)", title, height)
+    _style(fig, "replicas (devices × workers)", y_title, title, height)
     ticks = [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= max_dev]
     fig.update_xaxes(tickvals=ticks, range=[0.5, max_dev + 0.5])
     fig.update_yaxes(rangemode="tozero")
