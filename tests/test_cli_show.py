@@ -63,3 +63,15 @@ def test_no_end_to_end_ratio_with_a_run_that_ended_in_its_warm_up(store, capsys)
     assert not any("warm-up" in c for c in compare(store, base, base)["caveats"])
     main(["compare", str(base), str(rid)])
     assert "ended in its warm-up" in capsys.readouterr().out
+
+
+def test_summary_labels_stay_in_one_column(capsys):
+    from engine.cli.common import print_summary
+
+    print_summary({"run_id": 7, "status": "completed", "end_to_end_samples_per_sec": 1234.5, "target_accuracy": 0.995,
+                   "time_to_target_sec": 1.5, "epochs_run": 3})
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    # "time to 0.995 val acc" (21 characters) sets the width: every value starts in one column.
+    assert " end-to-end samples/s  1,234 (training samples / wall time of training)" in lines
+    assert "time to 0.995 val acc  1.50 s from the start of training" in lines
+    assert {len(ln) - len(ln[21:].lstrip(" ")) for ln in lines} == {23}

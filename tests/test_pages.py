@@ -612,6 +612,20 @@ def test_live_view_notes_unmeasured_data_wait(store):
     assert f"#{r} fp32 · 2 workers** · data wait vs compute: not measured for multi-worker runs" in texts(at.caption)
 
 
+def test_the_train_page_says_before_launch_that_the_quick_benchmark_holds_the_machine(store_home):
+    import time
+
+    from engine.jobs import background
+
+    background.write_json(store_home / background.BENCH_FILE,
+                          {"state": "running", "pid": os.getpid(), "pid_started": _my_start(),
+                           "started": time.time(), "done": 3, "total": 12})
+    at = app()
+    no_errors(at)
+    assert ("Launch waits: the quick benchmark is running (3/12 cells): wait for it to end or cancel it "
+            "on the Hardware page.") in texts(at.info)
+
+
 def test_launch_is_refused_while_the_transfer_demo_runs(store_home):
     import time
 

@@ -623,12 +623,16 @@ def own_active(store: Store) -> list[dict]:
     return [r for r in store.active_runs() if not autopilot_run(r)]
 
 
-def autopilot_busy() -> str | None:
-    """One line while the autopilot is searching, else None."""
+def machine_busy() -> str | None:
+    """One line while another job holds the machine (the autopilot, the quick benchmark, an
+    LR range test, the transfer demo), else None; the Train page's own runs show below it."""
     p = autopilot.read_progress()
     if p and p["state"] in background.ACTIVE_STATES:
         return (f"The autopilot is searching ({p.get('elapsed', 0):.0f} s so far): its runs show on the "
                 "**Autopilot** page, and Launch waits until it ends (or stop it there).")
+    line = background.busy()
+    if line and not line.startswith("run #"):  # said before Launch is pressed, not only after
+        return f"Launch waits: {line}."
     return None
 
 
@@ -992,7 +996,7 @@ def watch(ap_was_busy: bool) -> None:
     and redraws when the autopilot starts or ends (its banner, Launch)."""
     store = Store()
     try:
-        if own_active(store) or bool(autopilot_busy()) != ap_was_busy:
+        if own_active(store) or bool(machine_busy()) != ap_was_busy:
             st.rerun()
     finally:
         store.close()
@@ -1059,7 +1063,7 @@ def main() -> None:
     if pending:
         url_params.show(pending, st.container())
     messages = st.container()
-    ap_busy = autopilot_busy()
+    ap_busy = machine_busy()
     if ap_busy:
         messages.info(ap_busy, icon=":material/travel_explore:")
     if clicked and cfg is not None and not pending:
@@ -1094,7 +1098,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     settings from the link that were not taken (url_params); Launch waits for them."""
     talk.style()
     active = any_active()
-    ap_busy = autopilot_busy()
+    ap_busy = machine_busy()
     summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
     summary.container(key="talk_config").markdown(talk_config_line(cfg, error))
     clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
@@ -1140,7 +1144,7 @@ def talk_view(was_active: bool, ap_was_busy: bool = False) -> None:
             runner.reconcile(store)
             group, base, run = current_comparison(store)
             # A run or the autopilot started or ended: Launch, Stop and the autopilot's line follow.
-            if bool(own_active(store)) != was_active or bool(autopilot_busy()) != ap_was_busy:
+            if bool(own_active(store)) != was_active or bool(machine_busy()) != ap_was_busy:
                 st.rerun()
             if not group:
                 st.info("No runs yet: press **Launch** (settings in the sidebar, **>** at the top left).",

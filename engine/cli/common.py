@@ -185,8 +185,8 @@ def print_summary(s: dict) -> None:
                      if s.get("epochs_run")
                      else f"not reached: {s.get('status') or 'ended'} before its first validation"))
     if s.get("end_to_end_samples_per_sec") is not None:
-        rows.insert(3, ("end-to-end throughput", f"{fmt(s['end_to_end_samples_per_sec'])} samples/s "
-                                                 "(training samples / wall time of training)"))
+        rows.insert(3, ("end-to-end samples/s", f"{fmt(s['end_to_end_samples_per_sec'])} "
+                                                "(training samples / wall time of training)"))
     if s.get("model_path"):
         rows.append(("saved model", f"{s['model_path']} (load it: import engine.training.saved, "
                                     "then keras.models.load_model(path))"))
@@ -201,8 +201,9 @@ def print_summary(s: dict) -> None:
                                         + (f", {tta:.2f}x time to accuracy" if tta else "")))
     if s.get("error"):
         rows.append(("error", s["error"]))
+    width = max([20, *(len(k) for k, _ in rows)])  # e.g. "time to 0.995 val acc" is 21
     for k, v in rows:
-        print(f"{k:>20}  {v}")
+        print(f"{k:>{width}}  {v}")
 
 
 def get_run(store, run_id: int) -> Optional[dict]:

@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     s.add_argument("run_id", type=int)
     s.add_argument("--target-accuracy", type=float, metavar="ACC",
                    help="validation accuracy (0-1) for the time-to-accuracy speedup [the run's target]")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.set_defaults(func=cmd_compare)
 
 

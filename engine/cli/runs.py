@@ -6,7 +6,7 @@ from engine.report.table import runs_frame, text_frame
 
 def add_parser(sub) -> None:
     s = sub.add_parser("runs", help="table of stored runs")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the runs as one JSON list")
     s.set_defaults(func=cmd_runs)
 
 

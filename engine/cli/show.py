@@ -10,7 +10,7 @@ from engine.report.compare import breakdown
 def add_parser(sub) -> None:
     s = sub.add_parser("show", help="one run's config, environment, summary and epochs")
     s.add_argument("run_id", type=int)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.set_defaults(func=cmd_show)
 
 
