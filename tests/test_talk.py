@@ -34,7 +34,8 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
     assert not at.exception
     # Configuration, Launch, Stop (nothing to stop), the mode toggle.
     # The sidebar's configuration, named as what Launch starts: the charts show another run.
-    assert "**Next launch:** digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [m.value for m in at.markdown]
+    assert ":material/skip_next: Next: digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [
+        m.value for m in at.markdown]
     assert not at.button(key="launch").disabled and at.button(key="stop").disabled
     assert at.toggle(key="talk_toggle_True").value is True
     assert not [t for t in at.toggle if t.key == "with_baseline"]
@@ -62,9 +63,10 @@ def test_presenter_mode_says_why_there_is_no_time_to_accuracy(store):
     at = app()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Time to 0.95 val accuracy · run not reached in 3 epochs"] == "—"
-    # The sidebar holds the run's own settings but for precision: "Next launch" names the difference.
-    assert "**Next launch:** digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [m.value for m in at.markdown]
+    assert metrics["Time to 0.95 val accuracy · run"] == "not reached"
+    # The sidebar holds the defaults, not the run on screen: "Next" says which is which.
+    assert ":material/skip_next: Next: digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [
+        m.value for m in at.markdown]
 
 
 def test_the_toggle_switches_the_url_both_ways(store_home):

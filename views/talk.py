@@ -29,7 +29,7 @@ html { font-size: 19px; }
 [data-testid="stMetricValue"] { font-size: 2.1rem; font-weight: 700; color: #000000; line-height: 1.15; }
 .st-key-talk_headline [data-testid="stColumn"]:first-child [data-testid="stMetricValue"] { font-size: 2.7rem; }
 [data-testid="stMetricDelta"] div { font-size: 1rem; }
-.st-key-talk_config p { font-size: 1.15rem; font-weight: 600; color: #000000; }
+.st-key-talk_config p { font-size: 1.05rem; font-weight: 600; color: #000000; }
 </style>
 """
 
@@ -83,12 +83,14 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None) -> None:
     label = f"Time to {target:g} val accuracy" if target is not None else "Time to accuracy"
     if tt is not None:  # the seconds in the label: a delta line would cost the charts their room
         label += f" · {cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s"
-    else:  # why "—", once it is final (a live "not reached yet (2 epochs so far)" would flicker)
-        why = [f"{who} {note}" for who, note in (("run", cmp.get("time_to_accuracy_note")),
-                                                 ("baseline", cmp.get("baseline_time_to_accuracy_note")))
-               if note and not note.startswith("not reached yet")]
-        label += f" · {why[0]}" if why else ""
-    value = "—" if tt is None else f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)"
+    # Why there is no number, once it is final (a live "not reached yet (2 epochs so far)" would
+    # flicker); short, since a longer label is cut at 1280 px.
+    missed = [who for who, note in (("run", cmp.get("time_to_accuracy_note")),
+                                    ("baseline", cmp.get("baseline_time_to_accuracy_note")))
+              if tt is None and note and not note.startswith("not reached yet")]
+    if missed:
+        label += f" · {missed[0]}"
+    value = ("not reached" if missed else "—") if tt is None else f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)"
     big.metric(label, value, border=True)
     for col, name, key in ((e2e, "End-to-end", "end_to_end_speedup"), (steady, "Steady", "steady_speedup")):
         v = cmp.get(key)

@@ -1099,7 +1099,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     talk.style()
     active = any_active()
     ap_busy = machine_busy()
-    summary, launch_col, stop_col, mode = st.columns([4.4, 1.2, 1.1, 2.0], vertical_alignment="center")
+    summary, launch_col, stop_col, mode = st.columns([4.7, 1.2, 1.1, 1.8], vertical_alignment="center")
     summary.container(key="talk_config").markdown(talk_config_line(cfg, error))
     clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                                 disabled=cfg is None or active or bool(pending), width="stretch")
@@ -1119,9 +1119,9 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
 
 
 def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:
-    """Presenter mode's top line: the configuration Launch starts. Named "Next launch" when
+    """Presenter mode's top line: the configuration Launch starts. Named "Next" when
     the run on screen is another one (a new tab starts from the defaults, and the line read
-    as the label of the charts below)."""
+    as the label of the charts below); "Next" keeps it on one line at 1280 px."""
     if cfg is None:
         return f":material/block: {error}"
     line = charts.config_summary(cfg.to_dict())
@@ -1132,7 +1132,7 @@ def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:
         store.close()
     if run is None or charts.config_summary(run["config"]) == line:
         return line
-    return f"**Next launch:** {line}"
+    return f":material/skip_next: Next: {line}"
 
 
 def talk_view(was_active: bool, ap_was_busy: bool = False) -> None:
