@@ -41,6 +41,18 @@ def source_shape(run: dict) -> Optional[tuple]:
         return None
 
 
+def keras_archive(path) -> bool:
+    """Whether `path` reads as a Keras 3 `.keras` file: a zip holding config.json (read
+    without TensorFlow; the weights themselves are only read by the worker)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return "config.json" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def check_source(cfg: RunConfig, store: Optional[Store] = None) -> dict:
     """Check that `cfg.init_from` names a usable source run (reads the store only).
 
@@ -57,8 +69,12 @@ def check_source(cfg: RunConfig, store: Optional[Store] = None) -> dict:
         if run["status"] != "completed":
             raise ConfigError("init_from", rid, f"is {run['status']}, not completed",
                               "give the id of a completed run that saved its model")
-        if saved_model_path(store, run) is None:
+        path = saved_model_path(store, run)
+        if path is None:
             raise ConfigError("init_from", rid, "did not save its model",
+                              "run it again with save_model on (--save-model), or pick another run")
+        if not keras_archive(path):  # else the worker fails later, saying it "does not fit"
+            raise ConfigError("init_from", rid, f"has a damaged saved model ({path} is not a .keras archive)",
                               "run it again with save_model on (--save-model), or pick another run")
         src = run["config"]
         if src.get("model") != cfg.model:

@@ -75,6 +75,10 @@ def test_bench_refuses_a_progress_file_that_is_a_directory(store_home, capsys):
                                                "30 to 86400"),
     (["run", "--batch-size", "0", "--json"], "batch_size: 0 is out of range; use a value between 1 and 1048576"),
     (["show", "99", "--json"], "run_id: 99 does not exist; see python -m engine runs"),
+    # Refused by argparse itself, before any command runs.
+    (["run", "--batch-size", "abc", "--json"], "argument --batch-size: invalid int value: 'abc'; "
+                                               "see python -m engine run --help"),
+    (["show", "abc", "--json"], "argument run_id: invalid int value: 'abc'; see python -m engine show --help"),
 ])
 def test_with_json_an_error_still_ends_stdout_with_one_json_object(store_home, capsys, argv, line):
     import json
@@ -85,6 +89,26 @@ def test_with_json_an_error_still_ends_stdout_with_one_json_object(store_home, c
     out, err = capsys.readouterr()
     assert json.loads(out.splitlines()[-1]) == {"error": line, "exit_code": 2}
     assert err.strip() == f"error: {line}"  # stderr keeps its line
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(store_home, tmp_path, capsys):
+    from engine.cli.main import main
+
+    bad = tmp_path / "bin.json"
+    bad.write_bytes(b"\xff\xfe\x00")  # was a UnicodeDecodeError traceback, exit code 1
+    assert main(["run", "--config", str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: config: '{bad}' is not UTF-8 text (byte 0); "
+                                               "give a JSON file of settings, saved as UTF-8")
+
+
+def test_an_argparse_error_without_json_still_exits_2(capsys):
+    from engine.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--bogus-flag"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == ("error: unrecognized arguments: --bogus-flag; "
+                                               "see python -m engine --help")
 
 
 def test_stop_waits_for_a_job_that_writes_its_state_until_it_ends(store_home):

@@ -89,7 +89,8 @@ def test_killed_worker_ends_failed_with_reason(start_long_run):
     os.kill(run["pid"], signal.SIGKILL)
     run = runner.wait(rid, timeout_s=60)
     assert run["status"] == "failed"
-    assert "killed by SIGKILL" in run["error"]
+    # Only that: its last stderr line (a TensorFlow log line) read as the cause.
+    assert run["error"] == "worker was killed by SIGKILL (out of memory?)"
     assert run["stderr_tail"] is not None
     assert len(st.metrics("executions", rid)) >= 3
 
@@ -137,3 +138,15 @@ def test_recorded_learning_rate_follows_the_schedule(store_home):
     np.testing.assert_allclose([e["lr"] for e in ex], lr_at(cfg, steps - 1, 12), rtol=1e-6)
     # Warmup: lr * (step + 1) / 12 at iteration 3 = 1e-3 * 4 / 12.
     assert ex[0]["lr"] == pytest.approx(1e-3 * 4 / 12)
+
+
+def test_the_reason_a_worker_ended_skips_tensorflow_log_lines():
+    from engine.jobs.queue_runner import last_error_line
+
+    tail = ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+            "ValueError: shapes (3,) and (4,) do not match\n"
+            "E0000 00:00:1796203617.918733   25959 util.cc:131] oneDNN supports DT_HALF only on platforms "
+            "with AVX-512.\nWARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n\n")
+    assert last_error_line(tail) == "ValueError: shapes (3,) and (4,) do not match"
+    assert last_error_line("I0000 00:00:17.1 1 cudart_stub.cc:31] no cuda\n") is None
+    assert last_error_line(None) is None

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import threading
+import zipfile
 
 import numpy as np
 import pytest
@@ -51,7 +52,11 @@ def test_source_run_checks_read_only_the_store(store):
     store.finish_run(rid, "completed", summary={})
     fails(want, "init_from", "did not save its model")
     store.update_run(rid, plan={"input_shape": [8, 8, 1], "classes": 5})
-    (store.run_dir(rid) / "model.keras").write_bytes(b"stand-in")
+    saved = store.run_dir(rid) / "model.keras"
+    saved.write_bytes(b"garbage")  # the worker failed on it later, saying the model "does not fit"
+    fails(want, "init_from", f"has a damaged saved model ({saved} is not a .keras archive)")
+    with zipfile.ZipFile(saved, "w") as z:  # a stand-in archive: only its listing is read here
+        z.writestr("config.json", "{}")
     assert transfer_source.check_source(want, store)["id"] == rid
     fails(want.replace(model="mlp"), "model", f"differs from run {rid}'s model 'cnn'")
     other = RunConfig(dataset="synthetic", synthetic_shape=(16, 16, 1), model="cnn", init_from=rid)

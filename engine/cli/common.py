@@ -34,11 +34,21 @@ def _int_list(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of class labels (e.g. 5,6,7,8,9)") from None
 
 
+class UsageError(SystemExit):
+    """What `Parser.error` raises (exit code 2): `line` is its one line, without 'error: '."""
+
+    def __init__(self, line: str):
+        super().__init__(2)
+        self.line = line
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage dump), exit code 2."""
 
     def error(self, message):
-        self.exit(2, f"error: {message}; see {self.prog} --help\n")
+        line = f"{message}; see {self.prog} --help"
+        sys.stderr.write(f"error: {line}\n")
+        raise UsageError(line)
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -65,8 +75,11 @@ def config_from_args(args) -> RunConfig:
     base = {}
     if getattr(args, "config", None):
         try:
-            with open(args.config) as fh:
+            with open(args.config, encoding="utf-8") as fh:
                 base = json.load(fh)
+        except UnicodeDecodeError as e:
+            raise ConfigError("config", args.config, f"is not UTF-8 text (byte {e.start})",
+                              "give a JSON file of settings, saved as UTF-8") from None
         except OSError as e:
             raise ConfigError("config", args.config, f"cannot be read ({e.strerror})",
                               "give the path of a JSON file of settings") from None

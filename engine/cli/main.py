@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from engine.cli.common import Parser
+from engine.cli.common import Parser, UsageError
 from engine.errors import ActiveRunError, ConfigError
 from engine.store import StoreError
 
@@ -52,7 +52,14 @@ class _Tap:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as e:  # a flag argparse rejects: --json still gets its error object
+        if "--json" in argv:
+            print(json.dumps({"error": e.line, "exit_code": 2}))
+            return 2
+        raise
     if not getattr(args, "json", False):
         return _run(args)
     # --json: a command that fails before printing its JSON still ends stdout with one

@@ -17,6 +17,7 @@ that ignores a cancel for CANCEL_GRACE_S is killed and ends ``cancelled``.
 from __future__ import annotations
 
 import fcntl
+import re
 import signal
 import subprocess
 import sys
@@ -197,9 +198,25 @@ def _settle(store: Store, run_id: int, code: int, failure) -> None:
         store.finish_run(run_id, "cancelled", "cancelled (worker stopped by signal)",
                          only_if_active=True, stderr_tail=tail)
         return
-    last = next((ln for ln in reversed((tail or "").splitlines()) if ln.strip()), "")
-    reason = _describe_exit(code) + (f": {last.strip()[:300]}" if last else "")
+    # A killed worker left no line about its end: its last line is whatever it logged before.
+    last = last_error_line(tail) if code > 0 else None
+    reason = _describe_exit(code) + (f": {last[:300]}" if last else "")
     store.finish_run(run_id, "failed", reason, only_if_active=True, stderr_tail=tail)
+
+
+# TensorFlow's C++ (absl) log lines, e.g. "E0000 00:00:1796203617.918733 25959 util.cc:131] oneDNN ...":
+# never the reason a worker ended, though often its last line.
+_ABSL_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d")
+
+
+def last_error_line(tail: str | None) -> str | None:
+    """The last line of a worker's stderr that can say why it ended (not a TensorFlow
+    C++ log line, not absl's 'WARNING: All log messages before ...'), or None."""
+    for line in reversed((tail or "").splitlines()):
+        line = line.strip()
+        if line and not _ABSL_LINE.match(line) and not line.startswith("WARNING: All log messages before absl"):
+            return line
+    return None
 
 
 def serve(store: Store) -> None:
