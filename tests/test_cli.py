@@ -179,3 +179,36 @@ def test_only_the_pages_own_job_file_counts_as_the_jobs_own(store_home, monkeypa
     assert background.own_job_file(name, name) is True            # the same file by a relative path
     assert background.own_job_file(str(store_home / "mine.json"), name) is False
     assert background.own_job_file(None, name) is False
+
+
+def test_file_errors_of_export_import_and_data_are_one_line(store_home, tmp_path, capsys):
+    import json
+
+    import numpy as np
+
+    from engine.cli.main import main
+    from engine.config import RunConfig
+    from engine.store import Store
+
+    store = Store()
+    rid = store.create_run(RunConfig().to_json(), status="running")
+    store.finish_run(rid, "completed")
+    store.close()
+    # Were "error: FileNotFoundError: [Errno 2] No such file or directory: '...x.zip.part'".
+    assert main(["export", str(rid), "-o", "/nonexistent/dir/x.zip"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: output: '/nonexistent/dir/x.zip' cannot be written (No such "
+                                               "file or directory); give a path in an existing, writable folder")
+    assert main(["import", "/nonexistent.zip"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: bundle: '/nonexistent.zip' cannot be read (No such file or "
+                                               "directory); give the path of a .zip from python -m engine export")
+    # Was printed on stdout, as if it were a result.
+    assert main(["data", "remove", "nope"]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err.strip()) == ("", "error: name: no data set user:nope; see python -m engine data list")
+    # data add takes --json as data check does.
+    rng = np.random.default_rng(0)
+    npz = tmp_path / "small.npz"
+    np.savez(npz, x_train=rng.random((40, 8, 8, 1), dtype=np.float32), y_train=np.arange(40) % 4)
+    assert main(["data", "add", "small", str(npz), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {
+        "ok": True, "dataset": "user:small", "shape": [8, 8, 1], "classes": 4, "samples": 40, "test_samples": 0}

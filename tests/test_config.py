@@ -31,11 +31,13 @@ def test_multi_replica_drops_remainder_to_keep_batches_equal():
 
 
 @pytest.mark.parametrize("kw, field, fragment", [
-    (dict(devices=0), "devices", "at least 1"),
+    (dict(devices=0), "devices", "use 1 to 64 devices"),
     (dict(precision="float8"), "precision", "mixed_bfloat16"),
     (dict(dataset="imagenet"), "dataset", "digits"),
     (dict(model="vit"), "model", "resnet"),
     (dict(steps_per_execution=13), "steps_per_execution", "at most 12"),
+    (dict(devices=100000), "devices", "is out of range; use 1 to 64 devices"),  # said "at least 1"
+    (dict(workers=100), "workers", "is out of range; use 1 (this process) to 64 worker processes"),
     (dict(batch_size=2000), "batch_size", "at most 1437"),
     (dict(jit_compile="auto"), "jit_compile", "true or false"),
     (dict(fused_optimizer=True, optimizer="rmsprop"), "fused_optimizer", "use optimizer adam or sgd"),

@@ -21,6 +21,7 @@ def add_parser(subparsers) -> None:
     a.add_argument("name")
     a.add_argument("path")
     a.add_argument("--replace", action="store_true", help="replace a data set of that name")
+    a.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     a.set_defaults(func=cmd_add)
     s = sub.add_parser("list", help="registered data sets")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
@@ -75,10 +76,16 @@ def cmd_add(args) -> int:
     try:
         info = userdata.register(args.name, args.path, overwrite=args.replace)
     except userdata.DataError as e:
+        if args.json:  # as data check: every problem, not only the last line
+            print(json.dumps({"ok": False, "problems": e.problems}))
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    print(f"registered user:{args.name}: {_describe(info)}")
+    if args.json:
+        print(json.dumps({"ok": True, "dataset": f"user:{args.name}", "shape": list(info.shape),
+                          "classes": info.classes, "samples": info.samples, "test_samples": info.test_samples}))
+    else:
+        print(f"registered user:{args.name}: {_describe(info)}")
     return 0
 
 
@@ -103,5 +110,8 @@ def cmd_remove(args) -> int:
     except userdata.DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"removed user:{args.name}" if found else f"no data set user:{args.name}")
-    return 0 if found else 2
+    if not found:
+        print(f"error: name: no data set user:{args.name}; see python -m engine data list", file=sys.stderr)
+        return 2
+    print(f"removed user:{args.name}")
+    return 0

@@ -26,6 +26,10 @@ def cmd_export(args) -> int:
     except BundleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # e.g. a folder that does not exist: one line, not a FileNotFoundError
+        print(f"error: output: {args.output!r} cannot be written ({e.strerror}); "
+              "give a path in an existing, writable folder", file=sys.stderr)
+        return 2
     finally:
         store.close()
         if os.path.exists(tmp):

@@ -23,6 +23,10 @@ def cmd_import(args) -> int:
     except BundleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        print(f"error: bundle: {args.bundle!r} cannot be read ({e.strerror}); "
+              "give the path of a .zip from python -m engine export", file=sys.stderr)
+        return 2
     finally:
         store.close()
     for (old, new), run in zip(pairs, runs):
