@@ -35,6 +35,21 @@ def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(st
     assert not at.button(key="launch").disabled
 
 
+def test_a_link_setting_whose_control_is_hidden_is_named_not_dropped(store_home):
+    at = app_test()
+    # reduce_on_plateau has no control with a cyclic schedule: its value used to vanish unsaid.
+    at.query_params.update({"schedule": "cyclic", "reduce_on_plateau": "true", "utm_source": "mail"})
+    at.run()
+    assert not at.exception
+    (box,) = [w for w in at.warning if "Settings from the link were changed" in w.value]
+    lines = [ln[2:] for ln in box.value.splitlines() if ln.startswith("- ")]
+    assert lines == ["reduce_on_plateau: 'true' from the link was not used (no control takes it with these "
+                     "settings); the run uses the default"]  # utm_source is not a run setting: no notice
+    assert at.button(key="launch").disabled
+    at.button(key="url_accept").click().run()
+    assert not at.button(key="launch").disabled
+
+
 def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(store_home):
     # The Data set box takes typed names and paths, and the number boxes leave ranges to the
     # engine (issue 12): such a value from a link is kept, and the engine's one line names it.

@@ -52,6 +52,7 @@ LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 SLOW_REFRESH_S = 5.0
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
+LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
 OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" for these fields
 HARDWARE_PAGE = "views/hardware.py"
 BACKEND_LABELS = {"tensorflow": "TensorFlow", "jax": "JAX"}
@@ -1044,7 +1045,7 @@ def main() -> None:
         st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
 
     if talk.is_on():
-        return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"]))
+        return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
     talk.toggle(mode)
@@ -1053,7 +1054,7 @@ def main() -> None:
                               bind="query-params", persist_state="session",
                               help="Run the float32, 1-device baseline first (or reuse a stored "
                                    "one that matches) and report the speedup over it.")
-    pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"])
+    pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"], LINK_SETTINGS)
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                         disabled=cfg is None or bool(pending), width="stretch")
     if cfg is None:

@@ -75,12 +75,23 @@ def _why(key: str, raw: str, value: Any) -> Optional[str]:
     return "not one of the choices"
 
 
-def check(raw: Optional[dict], keys) -> list[str]:
+def unused(raw: Mapping[str, str], keys, settings) -> list[str]:
+    """One notice for each parameter of `raw` that is a run setting (in `settings`) with
+    no control among `keys`: one hidden by the other settings (reduce_on_plateau with a
+    cyclic schedule, fused_optimizer on JAX), whose value would otherwise vanish."""
+    shown = set(keys)
+    return [f"{k}: {v!r} from the link was not used (no control takes it with these settings); "
+            "the run uses the default" for k, v in raw.items() if k in settings and k not in shown]
+
+
+def check(raw: Optional[dict], keys, settings=()) -> list[str]:
     """Record a notice for every parameter of `raw` (from `snapshot`) that the
-    controls named in `keys` did not take; returns the pending notices."""
+    controls named in `keys` did not take, and for every run setting of `settings`
+    that no control took (`unused`); returns the pending notices."""
     if raw is not None:
         values = {k: st.session_state[k] for k in keys if k in st.session_state}
         found = [notice(k, v, val, _why(k, v, val)) for k, v, val in rejected(raw, values)]
+        found += unused(raw, keys, settings)
         st.session_state[_NOTICES] = found
         st.session_state[_CHECKED] = True
     return list(st.session_state.get(_NOTICES) or [])
