@@ -129,6 +129,11 @@ def test_speedup_figure_puts_baseline_at_one():
     assert list(fig.data[0].x) == [1.0, 1.8]
     assert list(fig.data[0].marker.color) == [charts.BASELINE_COLOR, "#D55E00"]
     assert list(fig.data[0].text) == ["1.00×", "1.80×"]
+    assert list(fig.data[0].textposition) == ["outside", "outside"]
+    # 0.85x: inside its bar, not drawn across the dashed line at 1.0; 0.2x is too short to hold it.
+    slow = charts.speedup_figure(pd.concat([bars, pd.DataFrame([{"label": "a", "color": "#000", "speedup": 0.85},
+                                                               {"label": "b", "color": "#000", "speedup": 0.2}])]))
+    assert list(slow.data[0].textposition) == ["outside", "outside", "inside", "outside"]
     assert any(s.x0 == 1.0 and s.x1 == 1.0 for s in fig.layout.shapes)
     assert "×" in fig.layout.xaxis.title.text
 

@@ -533,6 +533,9 @@ def time_figure(rows: list[tuple[str, Optional[Mapping]]], title: Optional[str] 
     return fig
 
 
+SLOWER_INSIDE = 0.45  # speedups in [this, 1): label inside the bar (long enough to hold "0.85×")
+
+
 def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseline",
                    height: Optional[int] = None,
                    x_title: str = "speedup (×, steady samples/s vs baseline)") -> go.Figure:
@@ -552,7 +555,10 @@ def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseli
     notes = bars["note"].fillna("") if "note" in bars.columns else pd.Series("", index=bars.index)
     fig = go.Figure(go.Bar(
         x=bars["speedup"], y=bars["label"], orientation="h", marker_color=list(bars["color"]),
-        text=[f"{v:.2f}×" for v in bars["speedup"]], textposition="outside", cliponaxis=False,
+        text=[f"{v:.2f}×" for v in bars["speedup"]], cliponaxis=False,
+        # A bar ending just short of 1.0: its label inside, not across the dashed baseline line.
+        textposition=["inside" if SLOWER_INSIDE <= v < 1.0 else "outside" for v in bars["speedup"]],
+        insidetextanchor="end",
         textfont=dict(size=16), customdata=notes,
         hovertemplate="%{y}: %{x:.3f}×<br>%{customdata}<extra></extra>"))
     fig.add_vline(x=1.0, line=dict(color=BASELINE_COLOR, width=2, dash="dash"),
