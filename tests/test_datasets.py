@@ -168,6 +168,47 @@ def test_cli_rejects_uncached_dataset_offline_with_exit_2(keras_home, store_home
     assert len(lines) == 1 and "fashion-mnist/ (train-labels-idx1-ubyte.gz" in lines[0], out.stderr
 
 
+# --- synthetic data -------------------------------------------------------------------
+def test_synthetic_data_over_the_memory_limit_is_refused_at_the_config_check(monkeypatch):
+    # The tester's run: accepted, then MemoryError (188 GiB) in the worker.
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset="synthetic", synthetic_shape=(4096, 4096, 3), synthetic_samples=1000, batch_size=4)
+    assert str(e.value) == ("synthetic_samples: 1000 x 4096x4096x3 float32 = 187.50 GiB is over the 2.00 GiB limit "
+                            "for a data set in memory; use at most 10 samples or a smaller synthetic_shape, or raise "
+                            "SPEEDLAB_MAX_DECODED_MB (MiB)")
+    assert RunConfig(dataset="synthetic", synthetic_shape=(4096, 4096, 3), synthetic_samples=10,
+                     batch_size=4).data_sizes() == (8, 2)
+    # The same variable as user data: 1 MiB holds 85 samples of 32x32x3 float32 (12,288 bytes each).
+    monkeypatch.setenv("SPEEDLAB_MAX_DECODED_MB", "1")
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset="synthetic")
+    assert str(e.value) == ("synthetic_samples: 2048 x 32x32x3 float32 = 24.0 MiB is over the 1.0 MiB limit for a "
+                            "data set in memory; use at most 85 samples or a smaller synthetic_shape, or raise "
+                            "SPEEDLAB_MAX_DECODED_MB (MiB)")
+    assert RunConfig(dataset="synthetic", synthetic_samples=85, batch_size=4).data_sizes() == (68, 17)
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset="synthetic", synthetic_shape=(512, 512, 3), synthetic_samples=4)
+    assert str(e.value) == ("synthetic_samples: 4 x 512x512x3 float32 = 12.0 MiB is over the 1.0 MiB limit for a "
+                            "data set in memory; use a smaller synthetic_shape, or raise SPEEDLAB_MAX_DECODED_MB (MiB)")
+
+
+@pytest.mark.parametrize("shape, message", [
+    # Positive integers: the message was "is not an image shape; give three positive integers".
+    ((100000, 100000, 3), "synthetic_shape: [100000, 100000, 3] is over the limit of 4096 per dimension; "
+                          "give H, W and C of 1 to 4096 each, e.g. 224,224,3"),
+    ((32, 32, 5000), "synthetic_shape: [32, 32, 5000] is over the limit of 4096 per dimension; "
+                     "give H, W and C of 1 to 4096 each, e.g. 224,224,3"),
+])
+def test_synthetic_shapes_state_the_real_limit(shape, message):
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset="synthetic", synthetic_shape=shape)
+    assert str(e.value) == message
+    with pytest.raises(ConfigError) as e:  # what is not positive integers keeps its own message
+        RunConfig(dataset="synthetic", synthetic_shape=(0,) + shape[1:])
+    assert str(e.value) == (f"synthetic_shape: [0, {shape[1]}, {shape[2]}] is not an image shape; give three "
+                            "positive integers H, W, C, e.g. 32,32,3")
+
+
 # --- label subsets ------------------------------------------------------------------
 def test_digits_counts_and_label_subset():
     from sklearn.datasets import load_digits
@@ -348,13 +389,73 @@ def test_image_folder_faults_are_each_reported(tmp_path):
     (root / "fish").mkdir()
     with pytest.raises(userdata.DataError) as e:
         userdata.read_images(root)
-    assert e.value.problems[0].startswith("'cat/9.png' is not a readable image (UnidentifiedImageError")
+    assert e.value.problems[0] == ("'cat/9.png' is not a readable image (not a format Pillow can read); "
+                                   "remove or replace it")  # was Pillow's text, naming a BytesIO object
     assert e.value.problems[1:] == [
         "class folder 'fish' has no images (.png, .jpg, .jpeg, .bmp, .gif, .webp, .tif, .tiff)",
         "'dog/1.png' is 6x5 pixels but most images are 6x4; give all images one size"]
     one = make_folder(tmp_path / "one", classes=("only",))
     with pytest.raises(userdata.DataError, match="has only 1 class folder"):
         userdata.read_images(one)
+
+
+def test_a_broken_link_named_as_an_image_is_a_fault_and_other_links_are_skipped(tmp_path, store_home, capsys):
+    from engine.cli.main import main
+
+    root = make_folder(tmp_path / "pets")
+    (root / "dog" / "gone.png").symlink_to(tmp_path / "nowhere.png")
+    (root / "cat" / "notes.txt").symlink_to(tmp_path / "nowhere.txt")
+    line = (f"'dog/gone.png' is a broken link (to {tmp_path / 'nowhere.png'}, which does not exist); "
+            "remove or replace it")
+    # Was a raw FileNotFoundError, in data check and on the Train page.
+    assert main(["data", "check", str(root)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset=str(root), batch_size=2)
+    assert str(e.value) == f"dataset: '{root}' cannot be used: {line}"
+    (root / "dog" / "gone.png").unlink()  # the fix; the link that is not an image is skipped like any other file
+    assert userdata.path_info(root).samples == 6
+
+
+def test_system_folders_and_folders_without_images_are_refused_with_one_line(tmp_path, store_home, capsys):
+    from engine.cli.main import main
+
+    # /proc/self: files vanish while it is read (was a raw FileNotFoundError) and root/ links to /.
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset="/proc/self", batch_size=2)
+    assert str(e.value) == ("dataset: '/proc/self' cannot be used: /proc/self is inside /proc, a system folder, not "
+                            "user data; give a .npz file, or a folder or .zip with one sub-folder of images per class")
+    # Like /etc: many sub-folders, no images, a broken link (was one line per sub-folder, then FileNotFoundError).
+    etc = tmp_path / "etc"
+    for i in range(40):
+        (etc / f"conf{i:02}.d").mkdir(parents=True)
+        (etc / f"conf{i:02}.d" / "x.conf").write_text("x")
+    (etc / "conf00.d" / "old.conf").symlink_to(tmp_path / "gone")
+    assert main(["data", "check", str(etc)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: etc has no images (.png, .jpg, .jpeg, .bmp, .gif, .webp, .tif, .tiff) in any of its 40 "
+        "sub-folders; give a folder with one sub-folder of images per class"]
+    # A real data folder with a few empty class folders still names them, the rest counted.
+    root = make_folder(tmp_path / "pets")
+    for c in ("eel", "fox", "gnu", "hen", "ibis"):
+        (root / c).mkdir()
+    with pytest.raises(userdata.DataError) as e:
+        userdata.read_images(root)
+    assert e.value.problems == [f"class folder {c!r} has no images (.png, .jpg, .jpeg, .bmp, .gif, .webp, .tif, "
+                                ".tiff)" for c in ("eel", "fox", "gnu")] + [
+        "2 more class folders have no images; put images in them or remove them"]
+
+
+def test_a_class_folder_linking_above_the_data_folder_is_a_fault(tmp_path):
+    root = make_folder(tmp_path / "pets")
+    (root / "up").symlink_to(tmp_path)  # read as a class, it would hold the data folder again
+    with pytest.raises(userdata.DataError) as e:
+        userdata.read_images(root)
+    assert e.value.problems == [f"class folder 'up' links to {tmp_path}, which holds the data folder itself; "
+                                "remove the link"]
+    (root / "up").unlink()
+    (root / "cow").symlink_to(make_folder(tmp_path / "elsewhere", classes=("cow",)) / "cow")
+    assert userdata.read_images(root)[1] == ("cat", "cow", "dog")  # other linked class folders are read
 
 
 # --- the registry ----------------------------------------------------------------------------

@@ -157,6 +157,52 @@ def test_over_large_images_are_refused_from_the_header_before_decoding(tmp_path,
                                 "downscale them (e.g. to 224x224) before adding them"]
 
 
+def png_header(w: int, h: int, crc_ok: bool = True) -> bytes:
+    """A PNG whose header claims w x h 8-bit gray pixels (with almost no pixel data)."""
+    def chunk(tag, data):
+        crc = zlib.crc32(tag + data) & 0xFFFFFFFF if crc_ok or tag != b"IHDR" else 0
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00" * 10)) + chunk(b"IEND", b""))
+
+
+def test_a_header_beyond_pillows_own_guard_gets_the_side_limit(tmp_path, monkeypatch):
+    import warnings
+
+    ok = save(Image.new("L", (4, 3)))
+    root = folder(tmp_path / "huge", {"a/huge.png": png_header(100000, 100000), "a/big.png": png_header(10000, 10000),
+                                      "a/ok.png": ok, "b/ok.png": ok})
+    monkeypatch.setattr(images, "decode", lambda *a, **k: pytest.fail("decoded pixels"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 10000x10000 made Pillow warn of a decompression bomb on stderr
+        with pytest.raises(userdata.DataError) as e:
+            read(root)
+    # Was "'a/huge.png' is too large to open safely (Image size (10000000000 pixels) exceeds limit ...".
+    assert e.value.problems == [
+        f"'a/{n}.png' is {s}x{s} pixels; images may be 2 to 4096 pixels a side; downscale them (e.g. to 224x224) "
+        "before adding them" for n, s in (("big", 10000), ("huge", 100000))]
+
+
+def test_unreadable_files_are_named_without_python_internals(tmp_path):
+    import zipfile
+
+    z = tmp_path / "a.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("a/img0.png", np.random.default_rng(0).bytes(100))
+        zf.writestr("a/img1.png", png_header(100000, 100000, crc_ok=False))
+        zf.writestr("a/img2.png", b"")
+        zf.writestr("a/ok.png", save(Image.new("L", (4, 3))))
+        zf.writestr("b/ok.png", save(Image.new("L", (4, 3))))
+    with pytest.raises(userdata.DataError) as e:
+        userdata.read_images(z)
+    # Was "(UnidentifiedImageError: cannot identify image file <_io.BytesIO object at 0x7f55d0c38540>)".
+    assert e.value.problems == [
+        "'a/img0.png' is not a readable image (not a format Pillow can read); remove or replace it",
+        "'a/img1.png' is not a readable image (broken PNG file (bad header checksum in b'IHDR')); remove or replace it",
+        "'a/img2.png' is empty (0 bytes); remove or replace it"]
+
+
 def test_the_decoded_total_is_capped_before_decoding(tmp_path, monkeypatch):
     files = {f"{c}/{i}.png": save(Image.new("RGB", (6, 4))) for c in ("a", "b") for i in range(50)}
     root = folder(tmp_path / "many", files)

@@ -73,6 +73,82 @@ def test_a_split_that_cannot_keep_every_class_is_refused(tmp_path):
     assert RunConfig(dataset=f, validation_fraction=0.25, batch_size=2).data_sizes() == (6, 2)
 
 
+ONE_EACH = ("has 1 sample in each of its {k} classes, so no validation split is possible (a class needs 2 "
+            "samples to give one to validation and keep one for training); add samples so that some class has "
+            "at least 2, ")
+
+
+@pytest.mark.parametrize("k", [2, 100])
+def test_one_sample_per_class_is_a_fault_before_registering(tmp_path, store_home, capsys, k):
+    from engine.cli.main import main
+
+    f = tmp_path / "two.npz"  # the tester's file (and its 100-class variant)
+    np.savez(f, x_train=np.random.default_rng(0).random((k, 8, 8)), y_train=np.arange(k))
+    line = f"two.npz {ONE_EACH.format(k=k)}or add x_test and y_test to the .npz as validation data"
+    # Was "ok" with a warning, and then every run refused with "use a fraction of at most 0".
+    assert main(["data", "check", str(f)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
+    with pytest.raises(userdata.DataError) as e:
+        userdata.register("two", f)
+    assert e.value.problems == [line] and userdata.registered() == []
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset=str(f), batch_size=1)
+    problem, _, fix = line.partition("; ")
+    assert str(e.value) == f"dataset: '{f}' cannot be used: {problem}; {fix}"
+    # The fix works: a test split, or a second sample in one class.
+    np.savez(f, x_train=np.zeros((k, 8, 8)), y_train=np.arange(k), x_test=np.zeros((k, 8, 8)), y_test=np.arange(k))
+    assert RunConfig(dataset=str(f), batch_size=1).data_sizes() == (k, k)
+    np.savez(f, x_train=np.zeros((k + 1, 8, 8)), y_train=np.append(np.arange(k), 0))
+    assert main(["data", "check", str(f)]) == 0
+
+
+def test_one_sample_per_class_folder_is_a_fault(tmp_path):
+    from PIL import Image
+
+    for c in ("cat", "dog"):
+        (tmp_path / "pets" / c).mkdir(parents=True)
+        Image.new("L", (4, 4)).save(tmp_path / "pets" / c / "0.png")
+    with pytest.raises(userdata.DataError) as e:
+        userdata.load_path(tmp_path / "pets")
+    assert e.value.problems == [
+        "pets has 1 image in each of its 2 class folders, so no validation split is possible (a class needs 2 "
+        "samples to give one to validation and keep one for training); add images so that some class folder "
+        "has at least 2"]
+
+
+def test_a_label_subset_of_lone_samples_names_the_data_set_not_an_impossible_fraction(tmp_path):
+    f = npz(tmp_path / "few.npz", (3, 1, 1))
+    with pytest.raises(ConfigError) as e:  # was: use a fraction of at most 0, which is out of range
+        RunConfig(dataset=f, label_subset=(1, 2), batch_size=1)
+    assert str(e.value) == (f"dataset: '{f}' {ONE_EACH.format(k=2)}or give an .npz with x_test and y_test as "
+                            "validation data (or keep labels with 2 or more samples in label_subset)")
+    assert RunConfig(dataset=f, label_subset=(0, 2), batch_size=1).data_sizes() == (3, 1)
+
+
+def test_the_largest_fraction_named_is_one_that_is_accepted(tmp_path, capsys):
+    from engine.cli.main import main
+
+    f = npz(tmp_path / "lone.npz", (3,) + (1,) * 27)  # 30 samples: room for 2 validation samples
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset=f, batch_size=4)
+    # 2/30 = 0.0667 to 3 digits, but ceil(0.0667 x 30) = 3: the fraction is rounded down.
+    assert str(e.value) == (f"validation_fraction: 0.2 would hold out 6 of 30 samples of {f}, leaving a class "
+                            "with no training sample; use a fraction of at most 0.0666 (at most 2 validation samples)")
+    assert RunConfig(dataset=f, batch_size=4, validation_fraction=0.0666).data_sizes() == (28, 2)
+    with pytest.raises(ConfigError, match="at most 0.0666"):
+        RunConfig(dataset=f, batch_size=4, validation_fraction=0.0667)
+    # 0.07 x 100 is 7.000000000000001 in floats: its ceil is 8, so 0.0699 is the most for 7 samples.
+    g = npz(tmp_path / "hundred.npz", (8,) + (1,) * 92)
+    with pytest.raises(ConfigError, match=r"at most 0\.0699 \(at most 7 validation samples\)$"):
+        RunConfig(dataset=g, batch_size=4)
+    assert RunConfig(dataset=g, batch_size=4, validation_fraction=0.0699).data_sizes() == (93, 7)
+    # data check warns before any run is configured.
+    assert main(["data", "check", f]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "warning: dataset: the default validation_fraction 0.2 would leave a class with no training sample; "
+        "use validation_fraction 0.0666 or less")
+
+
 def test_data_with_its_own_test_split_is_not_warned_about(tmp_path):
     f = tmp_path / "t.npz"
     np.savez(f, x_train=np.zeros((3, 4, 4), np.uint8), y_train=np.array([0, 0, 1]),

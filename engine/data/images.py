@@ -33,6 +33,7 @@ References: Pillow handbook, "Concepts: Modes" and ``ImageOps.exif_transpose``
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -73,6 +74,53 @@ def _pil():
 def open_image(data: bytes):
     """A lazily opened PIL image (header read, no pixels decoded)."""
     return _pil().open(io.BytesIO(data))
+
+
+def _open_unguarded(data: bytes):
+    """(image, why not): `data` opened by the first Pillow plugin that knows its
+    signature, without Pillow's pixel-count guard, so that an over-large image's
+    size can still be read from its header; (None, the plugin's reason, or "" when
+    no plugin knows the signature) otherwise."""
+    Image = _pil()
+    Image.init()
+    why = ""
+    for fmt in Image.ID:
+        factory, accept = Image.OPEN[fmt]
+        if accept is None:  # formats without a signature would take any bytes
+            continue
+        try:
+            ok = accept(data[:16])
+            if isinstance(ok, str):  # known but unsupported here, e.g. "... support not installed"
+                why = why or ok
+                continue
+            if not ok:
+                continue
+            return factory(io.BytesIO(data), ""), ""
+        except SyntaxError as e:  # Pillow's "broken or not this format", e.g. a bad header checksum
+            why = why or str(e).splitlines()[0][:120]
+        except Exception:  # noqa: BLE001 - struct errors and such: nothing a user can act on
+            continue
+    return None, why
+
+
+def read_header(data: bytes, name: str) -> Header:
+    """The Header of image file bytes `data` (no pixel decoded), also for images
+    too large for Pillow's own guard: callers refuse those by their size before
+    decoding. Raises ImageFault (one line ending in a fix)."""
+    Image = _pil()
+    if not data:
+        raise ImageFault(f"{name!r} is empty (0 bytes); remove or replace it")
+    try:
+        with warnings.catch_warnings():  # sizes are checked against MAX_SIDE instead
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+    except (Image.DecompressionBombError, Image.UnidentifiedImageError):
+        im, why = _open_unguarded(data)
+        if im is None:  # Pillow's own message names a BytesIO object: useless to the user
+            raise ImageFault(f"{name!r} is not a readable image ({why or 'not a format Pillow can read'}); "
+                             "remove or replace it") from None
+    with im:
+        return header(im, name)
 
 
 def _palette_is_gray(im) -> bool:

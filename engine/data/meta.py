@@ -103,15 +103,29 @@ def _base_info(name: str, cfg) -> DatasetInfo:
         shape = tuple(getattr(cfg, "synthetic_shape", (32, 32, 3)))
         classes = getattr(cfg, "synthetic_classes", 10)
         samples = getattr(cfg, "synthetic_samples", 2048)
-        if len(shape) != 3 or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= 4096
-                                      for s in shape):
+        from engine.data.userdata import MAX_SIDE, fmt_bytes, max_decoded_bytes
+
+        if len(shape) != 3 or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
             raise _error("synthetic_shape", list(shape), "is not an image shape",
                          "give three positive integers H, W, C, e.g. 32,32,3")
+        if max(shape) > MAX_SIDE:  # the same side limit as user images
+            raise _error("synthetic_shape", list(shape), f"is over the limit of {MAX_SIDE} per dimension",
+                         f"give H, W and C of 1 to {MAX_SIDE} each, e.g. 224,224,3")
         if isinstance(classes, bool) or not isinstance(classes, int) or not 2 <= classes <= 100_000:
             raise _error("synthetic_classes", classes, "is out of range", "use 2 or more classes")
         if isinstance(samples, bool) or not isinstance(samples, int) or not 4 <= samples <= 10_000_000:
             raise _error("synthetic_samples", samples, "is out of range",
                          "use between 4 and 10,000,000 samples")
+        # The worker allocates all of it at once (float32): the same cap as user data.
+        per, cap = shape[0] * shape[1] * shape[2] * 4, max_decoded_bytes()
+        if samples * per > cap:
+            fit = cap // per
+            fewer = f"use at most {fit:,} samples" if fit >= 4 else "use a smaller synthetic_shape"
+            raise _error("synthetic_samples", samples,
+                         f"x {shape[0]}x{shape[1]}x{shape[2]} float32 = {fmt_bytes(samples * per)} is over "
+                         f"the {fmt_bytes(cap)} limit for a data set in memory",
+                         f"{fewer}{' or a smaller synthetic_shape' if fit >= 4 else ''}, "
+                         "or raise SPEEDLAB_MAX_DECODED_MB (MiB)")
         return DatasetInfo("synthetic", shape, classes, samples,
                            f"random {shape[0]}x{shape[1]}x{shape[2]} images, {classes} classes")
     if name in KERAS_DATASETS:
@@ -244,20 +258,58 @@ def split_counts(class_counts, fraction: float) -> dict:
             "stratified": n_val >= len(rest), "feasible": n_val <= sum(rest) - len(rest)}
 
 
+def max_fraction(class_counts) -> Optional[float]:
+    """The largest validation_fraction, to 3 significant digits, that leaves every
+    class a training sample (as split_counts computes it, floats included); None
+    when there is none: every class has fewer than MIN_CLASS_SAMPLES samples."""
+    import math
+
+    sc = split_counts(class_counts, 0.0)
+    room, n = sc["rest_samples"] - sc["rest_classes"], sum(int(c) for c in class_counts)
+    if room < 1:
+        return None
+    if room * 2 >= n:
+        return 0.5  # the largest fraction allowed
+    e = math.floor(math.log10(room / n)) - 2  # negative: room / n is below 0.5
+    m = room * 10 ** -e // n  # 3 digits, rounded down (to nearest could round up past room)
+    # Check as the printed value is read back: 0.07 x 100 is 7.000000000000001, whose ceil is 8.
+    while m > 1 and math.ceil(float(f"{m}e{e}") * n) > room:
+        m -= 1
+    return float(f"{m}e{e}")
+
+
+def no_split_problem(info: DatasetInfo) -> Optional[str]:
+    """Why no validation_fraction can split `info` (every class has 1 sample and
+    there is no test split), as 'problem; fix', or None."""
+    if info.test_samples or not info.class_counts or max_fraction(info.class_counts) is not None:
+        return None
+    k = sum(1 for c in info.class_counts if c)
+    subset = " (or keep labels with 2 or more samples in label_subset)" if info.labels else ""
+    return (f"has 1 sample in each of its {k} classes, so no validation split is possible (a class needs "
+            f"{MIN_CLASS_SAMPLES} samples to give one to validation and keep one for training); add samples "
+            f"so that some class has at least {MIN_CLASS_SAMPLES}, or give an .npz with x_test and y_test "
+            f"as validation data{subset}")
+
+
 def check_split(info: DatasetInfo, fraction: float) -> None:
     """Raise ConfigError (field validation_fraction) when holding out
-    ceil(fraction x N) samples would leave a class without a training sample.
+    ceil(fraction x N) samples would leave a class without a training sample,
+    or (field dataset) when no fraction can split the data set at all.
     Data sets with their own test split, or unknown class counts, pass."""
     if info.test_samples or not info.class_counts:
         return
     sc = split_counts(info.class_counts, fraction)
     if sc["feasible"]:
         return
-    room = sc["rest_samples"] - sc["rest_classes"]  # the most validation samples that fit
+    none = no_split_problem(info)
+    if none:  # no fraction in (0, 0.5] works: the data set must change
+        problem, _, fix = none.partition("; ")
+        raise _error("dataset", info.name, problem, fix)
+    best = max_fraction(info.class_counts)
     raise _error("validation_fraction", fraction,
                  f"would hold out {sc['n_val']} of {info.samples} samples of {info.name}, leaving a class "
-                 f"with no training sample", f"use a fraction of at most {room / info.samples:.3g} "
-                 f"(at most {room} validation samples)")
+                 f"with no training sample", f"use a fraction of at most {best:.3g} "
+                 f"(at most {split_counts(info.class_counts, best)['n_val']} validation samples)")
 
 
 def class_warnings(info: DatasetInfo, fraction: Optional[float] = None) -> list[str]:
@@ -274,6 +326,10 @@ def class_warnings(info: DatasetInfo, fraction: Optional[float] = None) -> list[
         out.append(f"dataset: {k} class{'es' if k > 1 else ''} ({_names(info, sc['small'])}) "
                    f"{'have' if k > 1 else 'has'} fewer than {MIN_CLASS_SAMPLES} samples: kept in training "
                    "and never validated; add samples to validate them")
+    best = max_fraction(info.class_counts)
+    if fraction is None and not sc["feasible"] and best is not None:  # data check: before any config
+        out.append(f"dataset: the default validation_fraction 0.2 would leave a class with no training "
+                   f"sample; use validation_fraction {best:.3g} or less")
     if fraction is not None and not sc["stratified"] and sc["feasible"]:
         out.append(f"dataset: {sc['n_val']} validation samples for {sc['rest_classes']} classes cannot be "
                    "stratified: some classes are not validated (every class keeps training samples); "

@@ -21,6 +21,10 @@ pixels a side (from each file's header), and the decoded data set (samples x
 H x W x C x bytes per value, also an .npz's arrays, from their headers) at most
 $SPEEDLAB_MAX_DECODED_MB MiB (default 2048).
 
+Without x_test/y_test, some class needs 2 or more samples: else no validation
+split is possible (engine.data.meta.check_split) and the data set is refused.
+Folders under /proc and /sys are refused; broken links named as images are faults.
+
 Every fault is reported as its own one-line message (`DataError.problems`).
 A registered data set ("user:NAME") is stored converted under
 ``$SPEEDLAB_HOME/datasets/NAME/`` (``data.npz`` + ``meta.json``); registering
@@ -51,6 +55,8 @@ DEFAULT_MAX_DECODED_MB = 2048
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # A zip is read into memory; refuse archives that would unpack to more than this.
 MAX_UNPACKED_BYTES = 4 << 30
+# The kernel's own file systems (Linux): never user data (/dev is not: /dev/shm may hold data).
+SYSTEM_DIRS = ("proc", "sys")
 
 
 class DataError(ValueError):
@@ -299,22 +305,44 @@ def _check_npz_size(path: os.PathLike) -> None:
     total = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in heads.values())
     if total > max_decoded_bytes():
         sizes = ", ".join(f"{k} {_fmt_shape(shape) or 'scalar'} {dtype}" for k, (shape, dtype) in sorted(heads.items()))
-        raise DataError([f"{Path(path).name} holds {_gib(total)} of arrays ({sizes}); the limit is "
-                         f"{_gib(max_decoded_bytes())} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images"])
+        raise DataError([f"{Path(path).name} holds {fmt_bytes(total)} of arrays ({sizes}); the limit is "
+                         f"{fmt_bytes(max_decoded_bytes())} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images"])
 
 
 def _skip(part: str) -> bool:
     return part.startswith(".") or part == "__MACOSX"
 
 
-def _entries_folder(root: Path) -> dict[str, list[tuple[str, object]]]:
-    """{class: [(relative path, opener)]} of a folder of class folders."""
+def _is_file(f: Path) -> bool:
+    """A regular file, or a broken link named as an image (reported, not skipped:
+    the user meant an image there); FIFOs, sockets and other links are skipped."""
+    try:
+        return f.is_file() or (f.is_symlink() and f.suffix.lower() in IMAGE_EXTS)
+    except OSError:  # e.g. a file of /proc that is gone, or no permission: not an image
+        return False
+
+
+def _entries_folder(root: Path, problems: list) -> dict[str, list[tuple[str, object]]]:
+    """{class: [(relative path, opener)]} of a folder of class folders; a class
+    folder that links to the folder itself or above it is added to `problems`."""
     out: dict = {}
-    for d in sorted(p for p in root.iterdir() if p.is_dir() and not _skip(p.name)):
+    try:
+        dirs = sorted(p for p in root.iterdir() if not _skip(p.name) and p.is_dir())
+    except OSError as e:
+        raise DataError([f"{root} cannot be read ({e.strerror or type(e).__name__}); "
+                         "check its permissions, or give another folder"]) from None
+    real = root.resolve()
+    for d in dirs:
+        target = d.resolve()
+        if d.is_symlink() and (real == target or target in real.parents):
+            # Reading it would walk the data folder again, or the whole disk (/proc/self/root).
+            problems.append(f"class folder {d.name!r} links to {target}, which holds the data folder itself; "
+                            "remove the link")
+            continue
         files = []
         for f in sorted(d.rglob("*")):
             rel = f.relative_to(root)
-            if f.is_file() and not any(_skip(part) for part in rel.parts):
+            if not any(_skip(part) for part in rel.parts) and _is_file(f):
                 files.append((rel.as_posix(), f))
         out[d.name] = files
     return out
@@ -354,7 +382,7 @@ def max_decoded_bytes() -> int:
     return int(mb * 2**20)
 
 
-def _gib(n: int) -> str:
+def fmt_bytes(n: int) -> str:
     """A byte count for people: GiB, MiB or bytes."""
     if n >= 2**30:
         return f"{n / 2**30:.2f} GiB"
@@ -366,15 +394,15 @@ def decoded_limit_problem(n: int, h: int, w: int, c: int, itemsize: int, what: s
     total, cap = n * h * w * c * itemsize, max_decoded_bytes()
     if total <= cap:
         return None
-    return (f"{what} decode to {n:,} x {h} x {w} x {c} x {itemsize} bytes = {_gib(total)}; the limit is "
-            f"{_gib(cap)} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images")
+    return (f"{what} decode to {n:,} x {h} x {w} x {c} x {itemsize} bytes = {fmt_bytes(total)}; the limit is "
+            f"{fmt_bytes(cap)} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images")
 
 
 def limits_line(upload_mb: Optional[float] = None) -> str:
     """One line stating the user data limits (for the upload box: `upload_mb` is
     the server's upload limit in MB) and where bigger sets go."""
     up = f"Uploads up to {upload_mb:g} MB. " if upload_mb else ""
-    return (f"{up}Images 2 to {MAX_SIDE} pixels a side, at most {_gib(max_decoded_bytes())} decoded "
+    return (f"{up}Images 2 to {MAX_SIDE} pixels a side, at most {fmt_bytes(max_decoded_bytes())} decoded "
             "(SPEEDLAB_MAX_DECODED_MB). Bigger sets: `python -m engine data add NAME PATH` or "
             "`--dataset PATH` on the command line.")
 
@@ -401,17 +429,26 @@ def read_images(path: os.PathLike) -> tuple[dict, tuple]:
     def read(src) -> bytes:
         return src.read_bytes() if isinstance(src, Path) else z.read(src)
 
-    def unreadable(rel, e) -> str:
+    def unreadable(rel, src, e) -> str:
         if isinstance(e, imgs.ImageFault):
             return str(e)
         if isinstance(e, Image.DecompressionBombError):
             return f"{rel!r} is too large to open safely ({str(e).splitlines()[0][:100]}); downscale it"
-        return (f"{rel!r} is not a readable image ({type(e).__name__}: "
-                f"{str(e).splitlines()[0][:120] if str(e) else ''}); remove or replace it")
+        if isinstance(e, Image.UnidentifiedImageError):  # its text is a BytesIO object's repr
+            return f"{rel!r} is not a readable image (not a format Pillow can read); remove or replace it"
+        if isinstance(src, Path) and src.is_symlink() and not src.exists():
+            return (f"{rel!r} is a broken link (to {os.readlink(src)}, which does not exist); "
+                    "remove or replace it")
+        if isinstance(e, OSError) and e.strerror:  # without the absolute path Python adds
+            return f"{rel!r} cannot be read ({e.strerror}); remove or replace it"
+        text = re.sub(r"<[^<>]* at 0x[0-9a-fA-F]+>", "the file", str(e).splitlines()[0] if str(e) else "")
+        return (f"{rel!r} is not a readable image ({type(e).__name__}: {text[:120]}); "
+                "remove or replace it")
 
+    problems: list[str] = []
     try:
         if path.is_dir():
-            entries = _entries_folder(path)
+            entries = _entries_folder(path, problems)
         else:
             try:
                 z = zipfile.ZipFile(path)
@@ -419,26 +456,30 @@ def read_images(path: os.PathLike) -> tuple[dict, tuple]:
                 raise DataError([f"{path.name} is not a readable zip file ({e}); "
                                  "zip the folder of class folders again"]) from None
             entries = _entries_zip(z)
-        problems: list[str] = []
         if not entries:
-            raise DataError([f"{path.name} has no class sub-folders; put the images of each class "
-                             "in its own sub-folder (e.g. cats/, dogs/)"])
+            raise DataError(problems + [f"{path.name} has no class sub-folders; put the images of each class "
+                                        "in its own sub-folder (e.g. cats/, dogs/)"])
         if len(entries) == 1:
             problems.append(f"{path.name} has only 1 class folder ({next(iter(entries))!r}); "
                             "give at least 2 classes, one sub-folder each")
+        entries = {c: [f for f in files if f[0].lower().endswith(IMAGE_EXTS)] for c, files in entries.items()}
+        empty = [c for c, files in entries.items() if not files]
+        exts = ", ".join(IMAGE_EXTS)
+        if len(empty) == len(entries) > 1:  # not a data folder at all (e.g. /etc): one line
+            problems.append(f"{path.name} has no images ({exts}) in any of its {len(empty)} sub-folders; "
+                            "give a folder with one sub-folder of images per class")
+            empty = []
         # Pass 1: headers only (no pixel is decoded).
         heads, labels, names, srcs = [], [], [], []
         big = []
         for label, (cls, files) in enumerate(entries.items()):
-            files = [f for f in files if f[0].lower().endswith(IMAGE_EXTS)]
-            if not files:
-                problems.append(f"class folder {cls!r} has no images ({', '.join(IMAGE_EXTS)})")
+            if cls in empty[:3]:
+                problems.append(f"class folder {cls!r} has no images ({exts})")
             for rel, src in files:
                 try:
-                    with imgs.open_image(read(src)) as im:
-                        hd = imgs.header(im, rel)
+                    hd = imgs.read_header(read(src), rel)
                 except Exception as e:  # noqa: BLE001 - any decoder error is the file's fault
-                    problems.append(unreadable(rel, e))
+                    problems.append(unreadable(rel, src, e))
                     continue
                 if max(hd.width, hd.height) > MAX_SIDE or min(hd.width, hd.height) < 2:
                     big.append((rel, hd))
@@ -447,6 +488,8 @@ def read_images(path: os.PathLike) -> tuple[dict, tuple]:
                 labels.append(label)
                 names.append(rel)
                 srcs.append(src)
+        if len(empty) > 3:
+            problems.append(f"{len(empty) - 3} more class folders have no images; put images in them or remove them")
         for rel, hd in big[:3]:
             problems.append(f"{rel!r} is {hd.width}x{hd.height} pixels; images may be 2 to {MAX_SIDE} pixels a "
                             "side; downscale them (e.g. to 224x224) before adding them")
@@ -476,7 +519,7 @@ def read_images(path: os.PathLike) -> tuple[dict, tuple]:
                 with imgs.open_image(read(src)) as im:
                     a = imgs.decode(im, rel, gray, high)
             except Exception as e:  # noqa: BLE001
-                problems.append(unreadable(rel, e))
+                problems.append(unreadable(rel, src, e))
                 continue
             if a.shape[:2] != (h, w):  # a header that lied about the size
                 problems.append(f"{rel!r} decodes to {a.shape[1]}x{a.shape[0]} pixels, not the {w}x{h} its header "
@@ -510,7 +553,10 @@ def _signature(path: Path) -> tuple:
         n, newest, size = 0, 0, 0
         for dirpath, _, files in os.walk(path):
             for f in files:
-                st = os.stat(os.path.join(dirpath, f))
+                try:
+                    st = os.stat(os.path.join(dirpath, f))
+                except OSError:  # a broken link, or a file gone since listed: read_images reports it
+                    continue
                 n, newest, size = n + 1, max(newest, st.st_mtime_ns), size + st.st_size
         return (str(path), "dir", n, newest, size)
     st = path.stat()
@@ -520,26 +566,56 @@ def _signature(path: Path) -> tuple:
 def load_path(path: os.PathLike) -> UserData:
     """Read and check a user data path (.npz, folder or .zip). Cached per
     process by path, modification time and size. Raises DataError."""
-    path = Path(path).expanduser().resolve()
+    given = Path(path).expanduser()
+    path = given.resolve()
     if not path.exists():
         raise DataError([f"{path} does not exist; check the path"])
     if not (path.is_dir() or path.suffix.lower() in (".npz", ".zip")):
         raise DataError([f"{path.name} is not a .npz file, a .zip or a folder; give one of those"])
-    key = _signature(path)
-    if key in _CACHE:
-        return _CACHE[key]
-    if path.suffix.lower() == ".npz" and path.is_file():
-        arrays = normalise(read_npz(path))
-        classes = int(arrays["y_train"].max()) + 1
-        names = tuple(str(i) for i in range(classes))
-    else:
-        arrays, names = read_images(path)
-        arrays = normalise(arrays)
+    if len(path.parts) > 1 and path.parts[1] in SYSTEM_DIRS:  # kernel views: files vanish, links lead to /
+        raise DataError([f"{given} is inside /{path.parts[1]}, a system folder, not user data; give a .npz file, "
+                         "or a folder or .zip with one sub-folder of images per class"])
+    try:
+        key = _signature(path)
+        if key in _CACHE:
+            return _CACHE[key]
+        folder = not (path.suffix.lower() == ".npz" and path.is_file())
+        if not folder:
+            arrays = normalise(read_npz(path))
+            classes = int(arrays["y_train"].max()) + 1
+            names = tuple(str(i) for i in range(classes))
+        else:
+            arrays, names = read_images(path)
+            arrays = normalise(arrays)
+    except OSError as e:  # whatever the readers did not foresee: still one line naming the file
+        raise DataError([f"{e.filename or path} cannot be read ({e.strerror or type(e).__name__}); "
+                         "check that it exists and is readable, or give another path"]) from None
+    unsplittable = _no_split(path, arrays, folder)
+    if unsplittable:
+        raise DataError([unsplittable])
     data = UserData(arrays, names, str(path))
     _CACHE[key] = data
     while len(_CACHE) > _CACHE_KEEP:
         _CACHE.pop(next(iter(_CACHE)))
     return data
+
+
+def _no_split(path: Path, arrays: dict, folder: bool) -> Optional[str]:
+    """The fault of a data set that no validation_fraction can split
+    (engine.data.meta.check_split): no test split and 1 sample in every class."""
+    from engine.data.meta import MIN_CLASS_SAMPLES
+
+    counts = np.bincount(arrays["y_train"])
+    if "y_test" in arrays or counts.max(initial=0) >= MIN_CLASS_SAMPLES:
+        return None
+    k, n = int((counts > 0).sum()), MIN_CLASS_SAMPLES
+    why = f"a class needs {n} samples to give one to validation and keep one for training"
+    if folder:
+        return (f"{path.name} has 1 image in each of its {k} class folders, so no validation split is possible "
+                f"({why}); add images so that some class folder has at least {n}")
+    return (f"{path.name} has 1 sample in each of its {k} classes, so no validation split is possible ({why}); "
+            f"add samples so that some class has at least {n}, or add x_test and y_test to the .npz "
+            "as validation data")
 
 
 def _meta(name: str, data: UserData) -> dict:
