@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Optional
 
 from engine.data.info import DatasetInfo  # noqa: F401 (re-exported: the record every data module shares)
+from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes  # noqa: F401 (re-exported)
 
 DATASET_NAMES = ("digits", "synthetic", "mnist", "fashion_mnist", "cifar10")
 KERAS_DATASETS = ("mnist", "fashion_mnist", "cifar10")
@@ -103,8 +104,6 @@ def _base_info(name: str, cfg) -> DatasetInfo:
         shape = tuple(getattr(cfg, "synthetic_shape", (32, 32, 3)))
         classes = getattr(cfg, "synthetic_classes", 10)
         samples = getattr(cfg, "synthetic_samples", 2048)
-        from engine.data.userdata import MAX_SIDE, fmt_bytes, max_decoded_bytes
-
         if len(shape) != 3 or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
             raise _error("synthetic_shape", list(shape), "is not an image shape",
                          "give three positive integers H, W, C, e.g. 32,32,3")
@@ -231,7 +230,6 @@ def check_available(name: str) -> None:
 # --- the validation split: every class keeps training samples --------------------
 # A class needs at least this many samples to be split between training and validation;
 # smaller classes are kept whole in training (and never validated).
-MIN_CLASS_SAMPLES = 2
 
 
 def _names(info: DatasetInfo, classes) -> str:

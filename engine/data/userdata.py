@@ -47,11 +47,10 @@ from typing import Optional
 
 import numpy as np
 
+from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes
+
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 # Images may be 2 to MAX_SIDE pixels a side (checked from the header, before decoding).
-MAX_SIDE = 4096
-# Default cap on a data set's decoded size (samples x H x W x C x bytes per value), MiB.
-DEFAULT_MAX_DECODED_MB = 2048
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # A zip is read into memory; refuse archives that would unpack to more than this.
 MAX_UNPACKED_BYTES = 4 << 30
@@ -372,23 +371,6 @@ def _entries_zip(z: zipfile.ZipFile) -> dict[str, list[tuple[str, object]]]:
     return {c: sorted(out[c], key=lambda e: e[0]) for c in sorted(out)}
 
 
-def max_decoded_bytes() -> int:
-    """The cap on a data set's decoded size in bytes: $SPEEDLAB_MAX_DECODED_MB
-    (MiB), default DEFAULT_MAX_DECODED_MB (2 GiB)."""
-    try:
-        mb = float(os.environ.get("SPEEDLAB_MAX_DECODED_MB", DEFAULT_MAX_DECODED_MB))
-    except ValueError:
-        mb = DEFAULT_MAX_DECODED_MB
-    return int(mb * 2**20)
-
-
-def fmt_bytes(n: int) -> str:
-    """A byte count for people: GiB, MiB or bytes."""
-    if n >= 2**30:
-        return f"{n / 2**30:.2f} GiB"
-    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
-
-
 def decoded_limit_problem(n: int, h: int, w: int, c: int, itemsize: int, what: str = "the images") -> Optional[str]:
     """One line when n x h x w x c x itemsize bytes exceed `max_decoded_bytes()`, else None."""
     total, cap = n * h * w * c * itemsize, max_decoded_bytes()
@@ -603,8 +585,6 @@ def load_path(path: os.PathLike) -> UserData:
 def _no_split(path: Path, arrays: dict, folder: bool) -> Optional[str]:
     """The fault of a data set that no validation_fraction can split
     (engine.data.meta.check_split): no test split and 1 sample in every class."""
-    from engine.data.meta import MIN_CLASS_SAMPLES
-
     counts = np.bincount(arrays["y_train"])
     if "y_test" in arrays or counts.max(initial=0) >= MIN_CLASS_SAMPLES:
         return None
