@@ -8,7 +8,9 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # A hang guard, not a speed check: a script run takes 1-4 s here (the first imports pandas
 # and plotly). Now and then one takes 35-65 s in a full run (once past 60 s on CI); the stacks
 # (tests/conftest.py) showed the script thread slow, not waiting: once in the Keras clean-up
-# below, once parsing the page's source. Cause still open.
+# below, parsing the page's source (3 times), in copy.deepcopy (once). The thread listed with no
+# frame is xdist's execnet thread (its frames are filtered out), not a clue. The report now adds
+# the test's time in the garbage collector. Cause still open.
 TIMEOUT_S = 240
 
 

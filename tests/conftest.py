@@ -6,6 +6,7 @@ end, and keep the tests that share a module-scoped fixture (one real search,
 one matrix subprocess) on one worker, so that it runs once.
 """
 import faulthandler
+import gc
 import os
 import sys
 import tempfile
@@ -157,9 +158,40 @@ def _stacks_after(item) -> float:
 _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runpy>")
 
 
+class _GcClock:
+    """Seconds spent in Python's cyclic garbage collector during the current test: a stalled
+    page test's script thread was caught in pure-Python work (ast.parse, copy.deepcopy),
+    and a collection over a heap that in-process training left large is one suspect."""
+
+    def __init__(self):
+        self.t0, self.count, self.total, self.longest = None, 0, 0.0, (0.0, None)
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self.t0 = time.perf_counter()
+        elif self.t0 is not None:
+            d = time.perf_counter() - self.t0
+            self.count, self.total = self.count + 1, self.total + d
+            if d > self.longest[0]:
+                self.longest = (d, info.get("generation"))
+
+    def line(self) -> str:
+        return (f"gc during the test: {self.count} collections, {self.total:.2f} s in all, longest "
+                f"{self.longest[0]:.2f} s (generation {self.longest[1]})")
+
+
 @pytest.fixture(autouse=True)
 def stacks_if_slow(request):
     after = _stacks_after(request.node)
+    clock = _GcClock()
+    gc.callbacks.append(clock)
+    try:
+        yield from _stacks(request, after, clock)
+    finally:
+        gc.callbacks.remove(clock)
+
+
+def _stacks(request, after, clock):
     with tempfile.TemporaryFile("w+") as f:
         faulthandler.dump_traceback_later(after, file=f)
         try:
@@ -170,6 +202,7 @@ def stacks_if_slow(request):
             stacks = "\n".join(line for line in f.read().splitlines()
                                if not any(s in line for s in _RUNNER_FRAMES))
         if stacks:
+            stacks += "\n" + clock.line()
             sys.stderr.write(stacks + "\n")  # in the captured stderr of a failing test
             warnings.warn(f"{request.node.nodeid} was still running after {after:.0f} s; "
                           f"its threads then:\n{stacks}", pytest.PytestWarning)
