@@ -123,11 +123,12 @@ def setup_notice(base_summary: dict, summary: dict, e2e: Optional[float]) -> Opt
 
 
 def ended_in_warmup(run: dict, execs) -> Optional[str]:
-    """One line when `run` ended (not queued or running) without an execution past
-    its warm-up: its end-to-end rate is then mostly tracing and compiling, and a
-    ratio with a run that trained on would mean nothing. Else None.
+    """One line when `run` was stopped or failed without an execution past its
+    warm-up: its end-to-end rate is then mostly tracing and compiling, and a ratio
+    with a run that trained on would mean nothing. Else None (also for a completed
+    run: however short, its rate is what it did).
     `execs`: the run's executions (DataFrame of EXEC_COLS)."""
-    if run.get("status") in ("queued", "running"):
+    if run.get("status") not in ("cancelled", "failed"):
         return None
     if execs is not None and len(execs) and not execs["warmup"].astype(bool).all():
         return None
