@@ -107,6 +107,12 @@ def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
     s3 = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007, 0.0233))
     assert sp.hint_params(s3, verdicts(cpu_facts(), "auto"), max_lr=0.007)["max_lr"] == 0.007
     assert sp.hint_params(s3, verdicts(cpu_facts(), "auto"))["max_lr"] == 0.0233
+    # The second trial: the same, on the super-convergence route (short cycle, the edge peak,
+    # base batch, 1 step per execution); none when only one peak is offered.
+    h3 = sp.hint_params(s3, verdicts(cpu_facts(), "auto"), max_lr=0.007)
+    assert sp.short_cycle_hint(s3, h3) == {**h3, "max_lr": 0.0233, "cycle_epochs": 3, "batch_size": 128,
+                                           "steps_per_execution": 1}
+    assert sp.short_cycle_hint(s, h) is None
     # A 10-epoch cap: lengths 1, 2, 3, 5, 10; the one nearest half the cap is 5.
     s10 = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS.replace(epochs=10), cpu_facts())
     assert s10.choices["cycle_epochs"] == (1, 2, 3, 5, 10)
@@ -307,6 +313,11 @@ def test_same_seed_gives_the_same_proposals():
     a, b = sequence(7), sequence(7)
     assert a == b
     assert a[0] == hint  # the hint goes first
+    # Two hints: both first, in order; the same seed still gives the same proposals after them.
+    second = {**hint, "batch_size": 128, "steps_per_execution": 1}
+    prop = autopilot.Proposer(space, 7, [hint, second])
+    got = [prop.ask()[1] for _ in range(2)]
+    assert got == [hint, second]
     assert sequence(8)[1:] != a[1:]  # another seed proposes otherwise
 
 

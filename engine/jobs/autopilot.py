@@ -255,11 +255,12 @@ class Proposer:
     (https://optuna.readthedocs.io/en/stable/tutorial/20_recipes/009_ask_and_tell.html).
 
     The TPE sampler (Bergstra et al. 2011) starts with N_STARTUP_TRIALS random
-    proposals, then models the results; `hint` (parameters) is proposed first.
+    proposals, then models the results; `hint` (parameters, or a list of them) is
+    proposed first, in order (each counts as one of the startup proposals).
     The same seed and the same results told give the same proposals.
     """
 
-    def __init__(self, space: space_mod.SearchSpace, seed: int, hint: Optional[dict] = None,
+    def __init__(self, space: space_mod.SearchSpace, seed: int, hint=None,
                  n_startup: int = N_STARTUP_TRIALS):
         import optuna
 
@@ -268,8 +269,9 @@ class Proposer:
         self._state = optuna.trial.TrialState
         self.study = optuna.create_study(
             direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup))
-        if hint:
-            self.study.enqueue_trial(hint)
+        for h in ([hint] if isinstance(hint, dict) else hint or []):
+            if h:
+                self.study.enqueue_trial(h)
 
     def ask(self):
         """(optuna trial, parameters {name: value})."""
@@ -571,8 +573,8 @@ class Autopilot:
         self._update(max_lr=choose_max_lr(self.base, self.budget_s, self.lr_find, self.max_lr_given, self.stop))
         self.space = space_mod.search_space(self.verdicts, self.base, self.facts, self.state["max_lr"]["choices"])
         self._update(space=self.space.to_dict())
-        proposer = Proposer(self.space, self.seed, space_mod.hint_params(
-            self.space, self.verdicts, self.state["max_lr"].get("hint")))
+        hint = space_mod.hint_params(self.space, self.verdicts, self.state["max_lr"].get("hint"))
+        proposer = Proposer(self.space, self.seed, [hint, space_mod.short_cycle_hint(self.space, hint)])
         store = Store(self.store_path)
         seen: dict[str, dict] = {}
         planted = list(self.plant)
