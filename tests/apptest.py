@@ -10,8 +10,9 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # (tests/conftest.py) showed the script thread slow, not waiting: once in the Keras clean-up
 # below, parsing the page's source (3 times), in copy.deepcopy (once). The thread listed with no
 # frame is xdist's execnet thread (its frames are filtered out), not a clue. The report's time in
-# the garbage collector then showed one generation-2 collection of 37.5 s: another test's garbage
-# collected inside this one. Each test now collects its own garbage at its end (conftest).
+# the garbage collector then showed one generation-2 collection of 37.5 s: garbage that in-process
+# training runs had frozen (train() calls gc.freeze) and one test had unfrozen, collected inside
+# this one. Each test now unfreezes and collects its own garbage at its end (conftest).
 TIMEOUT_S = 240
 
 

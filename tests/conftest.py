@@ -161,7 +161,9 @@ _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runp
 class _GcClock:
     """Seconds spent in Python's cyclic garbage collector during the current test: a stalled
     page test's script thread was caught in pure-Python work (ast.parse, copy.deepcopy); this
-    clock then showed one generation-2 collection of 37.5 s (2026-12-02)."""
+    clock then showed one generation-2 collection of 37.5 s (2026-12-02), and after each test
+    collected its own garbage, one of 40.7 s in the teardown of the only test that called
+    gc.unfreeze() (see `_stacks`)."""
 
     def __init__(self):
         self.t0, self.count, self.total, self.longest = None, 0, 0.0, (0.0, None)
@@ -196,9 +198,13 @@ def _stacks(request, after, clock):
         faulthandler.dump_traceback_later(after, file=f)
         try:
             yield
-            # Collect this test's garbage now, inside its own time: one generation-2 collection
-            # took 37.5 s inside a later page test's ast.parse (the stall above), most likely on
-            # objects an in-process training test had left (TensorFlow iterators, models).
+            # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after
+            # its run). In a test process every in-process run froze its own and all earlier
+            # garbage, until one test's gc.unfreeze() handed it all back: the next generation-2
+            # collection took 37-41 s, once inside a later page test's ast.parse (the stall).
+            # So each test unfreezes and collects its own garbage, timed where it was made.
+            if gc.get_freeze_count():
+                gc.unfreeze()
             gc.collect()
         finally:
             faulthandler.cancel_dump_traceback_later()
