@@ -194,6 +194,7 @@ def stacks_if_slow(request):
 
 
 def _stacks(request, after, clock):
+    frozen = gc.get_freeze_count()
     with tempfile.TemporaryFile("w+") as f:
         faulthandler.dump_traceback_later(after, file=f)
         try:
@@ -202,10 +203,15 @@ def _stacks(request, after, clock):
             # its run). In a test process every in-process run froze its own and all earlier
             # garbage, until one test's gc.unfreeze() handed it all back: the next generation-2
             # collection took 37-41 s, once inside a later page test's ast.parse (the stall).
-            # So each test unfreezes and collects its own garbage, timed where it was made.
-            if gc.get_freeze_count():
+            # So a test whose run froze the heap unfreezes it and collects its garbage, timed where
+            # it was made; the survivors (imports, mostly) are frozen again, so that the other tests'
+            # collections stay small (collecting them all at every test's end cost ~110 s a suite).
+            if gc.get_freeze_count() != frozen:
                 gc.unfreeze()
-            gc.collect()
+                gc.collect()
+                gc.freeze()
+            else:
+                gc.collect()
         finally:
             faulthandler.cancel_dump_traceback_later()
             f.seek(0)
