@@ -27,3 +27,16 @@ def fmt_bytes(n: int) -> str:
     if n >= 2**30:
         return f"{n / 2**30:.2f} GiB"
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def no_split(class_counts, unit: str = "sample", groups: str = "classes"):
+    """'has 1 sample in each of its K classes, so no validation split is possible (...)'
+    when no class of `class_counts` has MIN_CLASS_SAMPLES samples (no validation_fraction
+    can then leave every class a training sample), else None. The one rule behind both
+    engine.data.userdata's refusal and engine.data.meta.check_split's; callers add the fix."""
+    counts = [int(c) for c in class_counts]
+    if not counts or max(counts) >= MIN_CLASS_SAMPLES:
+        return None
+    k = sum(1 for c in counts if c)
+    return (f"has 1 {unit} in each of its {k} {groups}, so no validation split is possible (a class needs "
+            f"{MIN_CLASS_SAMPLES} samples to give one to validation and keep one for training)")

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Optional
 
 from engine.data.info import DatasetInfo  # noqa: F401 (re-exported: the record every data module shares)
-from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes  # noqa: F401 (re-exported)
+from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes, no_split  # noqa: F401 (re-exported)
 
 DATASET_NAMES = ("digits", "synthetic", "mnist", "fashion_mnist", "cifar10")
 KERAS_DATASETS = ("mnist", "fashion_mnist", "cifar10")
@@ -279,14 +279,12 @@ def max_fraction(class_counts) -> Optional[float]:
 def no_split_problem(info: DatasetInfo) -> Optional[str]:
     """Why no validation_fraction can split `info` (every class has 1 sample and
     there is no test split), as 'problem; fix', or None."""
-    if info.test_samples or not info.class_counts or max_fraction(info.class_counts) is not None:
+    line = None if info.test_samples else no_split(info.class_counts or [])
+    if line is None:
         return None
-    k = sum(1 for c in info.class_counts if c)
     subset = " (or keep labels with 2 or more samples in label_subset)" if info.labels else ""
-    return (f"has 1 sample in each of its {k} classes, so no validation split is possible (a class needs "
-            f"{MIN_CLASS_SAMPLES} samples to give one to validation and keep one for training); add samples "
-            f"so that some class has at least {MIN_CLASS_SAMPLES}, or give an .npz with x_test and y_test "
-            f"as validation data{subset}")
+    return (f"{line}; add samples so that some class has at least {MIN_CLASS_SAMPLES}, or give an .npz with "
+            f"x_test and y_test as validation data{subset}")
 
 
 def check_split(info: DatasetInfo, fraction: float) -> None:

@@ -47,7 +47,7 @@ from typing import Optional
 
 import numpy as np
 
-from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes
+from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes, no_split
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 # Images may be 2 to MAX_SIDE pixels a side (checked from the header, before decoding).
@@ -584,18 +584,16 @@ def load_path(path: os.PathLike) -> UserData:
 
 def _no_split(path: Path, arrays: dict, folder: bool) -> Optional[str]:
     """The fault of a data set that no validation_fraction can split
-    (engine.data.meta.check_split): no test split and 1 sample in every class."""
-    counts = np.bincount(arrays["y_train"])
-    if "y_test" in arrays or counts.max(initial=0) >= MIN_CLASS_SAMPLES:
+    (engine.data.limits.no_split): no test split and 1 sample in every class."""
+    if "y_test" in arrays:
         return None
-    k, n = int((counts > 0).sum()), MIN_CLASS_SAMPLES
-    why = f"a class needs {n} samples to give one to validation and keep one for training"
+    n = MIN_CLASS_SAMPLES
     if folder:
-        return (f"{path.name} has 1 image in each of its {k} class folders, so no validation split is possible "
-                f"({why}); add images so that some class folder has at least {n}")
-    return (f"{path.name} has 1 sample in each of its {k} classes, so no validation split is possible ({why}); "
-            f"add samples so that some class has at least {n}, or add x_test and y_test to the .npz "
-            "as validation data")
+        line = no_split(np.bincount(arrays["y_train"]), "image", "class folders")
+        return line and f"{path.name} {line}; add images so that some class folder has at least {n}"
+    line = no_split(np.bincount(arrays["y_train"]))
+    return line and (f"{path.name} {line}; add samples so that some class has at least {n}, or add x_test "
+                     "and y_test to the .npz as validation data")
 
 
 def _meta(name: str, data: UserData) -> dict:
