@@ -216,6 +216,7 @@ def test_play_and_restart_buttons_write_the_clock(pair):
     at.button(key="replay_play").click().run()
     s = replay.load_state()
     assert not s.paused and s.offset == 0.0 and 0 < s.anchor <= time.time()
+    assert [b.key for b in at.button if b.key in ("replay_play", "replay_pause")] == ["replay_pause"]
     at.segmented_control(key="replay_speed").set_value(10).run()
     assert replay.load_state().speed == 10
     at.button(key="replay_pause").click().run()

@@ -63,17 +63,23 @@ def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, 
         c2.selectbox("Run", ids, key="replay_run", format_func=lambda i: _label(runs[i]), on_change=_picked)
     c3.segmented_control("Speed", list(replay.SPEEDS), key="replay_speed", format_func=lambda s: f"{s}×",
                          on_change=_speed, required=True, label_visibility="collapsed" if talk_on else "visible")
-    now = time.time()
+    # Callbacks: the state is saved before the page reruns, so the rerun draws the new
+    # button at once (a click handled in the script drew Play and Pause both for a moment).
     if state.paused:
-        if c4.button("Play", icon=":material/play_arrow:", key="replay_play", type="primary", width="stretch"):
-            replay.save_state(state.restart(now) if state.offset >= duration else state.play(now))
-            st.rerun()
-    elif c4.button("Pause", icon=":material/pause:", key="replay_pause", type="primary", width="stretch"):
-        replay.save_state(state.pause(now))
-        st.rerun()
-    if c5.button("Restart", icon=":material/replay:", key="replay_restart", width="stretch"):
-        replay.save_state(state.restart(now))
-        st.rerun()
+        c4.button("Play", icon=":material/play_arrow:", key="replay_play", type="primary", width="stretch",
+                  on_click=_save, args=(lambda s, now: s.restart(now) if s.offset >= duration else s.play(now),))
+    else:
+        c4.button("Pause", icon=":material/pause:", key="replay_pause", type="primary", width="stretch",
+                  on_click=_save, args=(lambda s, now: s.pause(now),))
+    c5.button("Restart", icon=":material/replay:", key="replay_restart", width="stretch",
+              on_click=_save, args=(lambda s, now: s.restart(now),))
+
+
+def _save(change) -> None:
+    """Apply `change(state, now)` to the saved replay state (a button's callback)."""
+    state = replay.load_state()
+    if state is not None:
+        replay.save_state(change(state, time.time()))
 
 
 def body(was_playing: bool, talk_on: bool = False) -> None:
