@@ -12,7 +12,7 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # frame is xdist's execnet thread (its frames are filtered out), not a clue. The report's time in
 # the garbage collector then showed one generation-2 collection of 37.5 s: garbage that in-process
 # training runs had frozen (train() calls gc.freeze) and one test had unfrozen, collected inside
-# this one. Each test now unfreezes and collects its own garbage at its end (conftest).
+# this one. Test processes now run train() without freezing (conftest.pytest_configure).
 TIMEOUT_S = 240
 
 

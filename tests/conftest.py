@@ -161,9 +161,8 @@ _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runp
 class _GcClock:
     """Seconds spent in Python's cyclic garbage collector during the current test: a stalled
     page test's script thread was caught in pure-Python work (ast.parse, copy.deepcopy); this
-    clock then showed one generation-2 collection of 37.5 s (2026-12-02), and after each test
-    collected its own garbage, one of 40.7 s in the teardown of the only test that called
-    gc.unfreeze() (see `_stacks`)."""
+    clock then showed one generation-2 collection of 37.5 s (2026-12-02): frozen garbage handed
+    back (see `pytest_configure`)."""
 
     def __init__(self):
         self.t0, self.count, self.total, self.longest = None, 0, 0.0, (0.0, None)
@@ -182,6 +181,17 @@ class _GcClock:
                 f"{self.longest[0]:.2f} s (generation {self.longest[1]})")
 
 
+def pytest_configure(config):
+    # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after its
+    # run). A test process runs many: each run froze its own and all earlier garbage, and
+    # whatever unfroze it (a test, or this file's refreezing after each such test) then paid one
+    # generation-2 collection over all of it: 18-41 s, stalling whichever test it fell in.
+    # Tests run train() unfrozen (test_instrumentation switches it back on to test it).
+    import engine.training.train as train_module
+
+    train_module.FREEZE_HEAP = False
+
+
 @pytest.fixture(autouse=True)
 def stacks_if_slow(request):
     after = _stacks_after(request.node)
@@ -194,24 +204,10 @@ def stacks_if_slow(request):
 
 
 def _stacks(request, after, clock):
-    frozen = gc.get_freeze_count()
     with tempfile.TemporaryFile("w+") as f:
         faulthandler.dump_traceback_later(after, file=f)
         try:
             yield
-            # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after
-            # its run). In a test process every in-process run froze its own and all earlier
-            # garbage, until one test's gc.unfreeze() handed it all back: the next generation-2
-            # collection took 37-41 s, once inside a later page test's ast.parse (the stall).
-            # So a test whose run froze the heap unfreezes it and collects its garbage, timed where
-            # it was made; the survivors (imports, mostly) are frozen again, so that the other tests'
-            # collections stay small (collecting them all at every test's end cost ~110 s a suite).
-            if gc.get_freeze_count() != frozen:
-                gc.unfreeze()
-                gc.collect()
-                gc.freeze()
-            else:
-                gc.collect()
         finally:
             faulthandler.cancel_dump_traceback_later()
             f.seek(0)

@@ -83,7 +83,7 @@ def test_writer_reports_its_threads_cpu_time_once_ended(monkeypatch):
     assert w.cpu_sec == pytest.approx(0.05 * len(commits), abs=1e-9)
 
 
-def test_no_full_garbage_collection_inside_fit():
+def test_no_full_garbage_collection_inside_fit(monkeypatch):
     """train() freezes what setup made (gc.freeze) before fit, so no generation-2
     collection walks the imports' objects during training: measured at 190 ms inside
     the first trace of a digits run before."""
@@ -93,7 +93,10 @@ def test_no_full_garbage_collection_inside_fit():
     import keras
 
     from engine.config import RunConfig
+    from engine.training import train as train_module
     from engine.training.train import train
+
+    monkeypatch.setattr(train_module, "FREEZE_HEAP", True)  # as in a worker (conftest switches it off)
 
     full, inside = [], [False]
 

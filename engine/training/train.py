@@ -20,6 +20,10 @@ from typing import Callable, Optional
 
 from engine.config import RunConfig
 
+# gc.freeze() before fit: right in a worker, which exits after its one run. The test suite
+# runs many in one process and switches it off (tests/conftest.py): frozen garbage piles up.
+FREEZE_HEAP = True
+
 
 class RunFailed(RuntimeError):
     """Training ended in a way the user must see as `failed` (one-line message)."""
@@ -339,7 +343,8 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     # Everything made so far (the imports' ~450,000 objects, data, model) lives as long as the
     # run: move it out of the garbage collector's reach. Otherwise the first full collection
     # lands inside the first trace and walks it all: 190 ms of a digits run's warm-up, measured.
-    gc.freeze()
+    if FREEZE_HEAP:
+        gc.freeze()
     if cfg.backend == "jax":  # the step is compiled again for an epoch's short last batch
         from engine.training.jax_steps import ShapeWarmup
 
