@@ -192,7 +192,7 @@ JAX_FACTS = {**cpu_facts(), "backends": {"tensorflow": {"version": "2.21.0"}, "j
 def test_the_search_runs_no_more_trials_on_a_backend_left_out(store_home, monkeypatch):
     """The search loop with stand-in trials (no runs): a TensorFlow trial reaches the target
     in about 1 s, a JAX trial is pruned at 1.1 s, still in its 2.5-s first execution."""
-    ap = autopilot.Autopilot(DIGITS, 0.95, 60, seed=3, repeats=0, explain=False, lr_find="no", facts=JAX_FACTS)
+    ap = autopilot.Autopilot(DIGITS, 0.95, 120, seed=3, repeats=0, explain=False, lr_find="no", facts=JAX_FACTS)
     ran = []
 
     def fake_trial(store, cfg, params, limit, deadline):
@@ -216,6 +216,16 @@ def test_the_search_runs_no_more_trials_on_a_backend_left_out(store_home, monkey
     assert "jax" not in ran[second + 1:] and len(ran) == 20   # ... is the last one run
     assert ("backend jax left out after 2 trials: each was still in its warm-up (first execution) when it "
             "passed the best time") in ap.state["notes"]
+
+
+def test_a_short_budget_searches_the_base_backend_only(store_home):
+    # A new user's 30-s and 60-s searches spent 2 of their 4 trials on JAX, each pruned while compiling.
+    short = autopilot.Autopilot(DIGITS, 0.95, 119, facts=JAX_FACTS, lr_find="no")
+    assert short.space.choices["backend"] == ("tensorflow",)
+    assert ("backend jax left out: a budget this short leaves no room for a second backend (its trials start "
+            "cold and compile first); give a budget of 120 s or more to search it") in short.space.notes
+    assert autopilot.Autopilot(DIGITS, 0.95, 120, facts=JAX_FACTS, lr_find="no").space.choices["backend"] == (
+        "tensorflow", "jax")
 
 
 def test_a_new_trial_needs_the_median_start_up_plus_the_best_time():
@@ -291,6 +301,16 @@ def test_explanation_names_each_technique_largest_first():
     # Under 1x: the winner was faster without it, and the line says so.
     line = autopilot.explanation([{"label": "label smoothing 0.1", "factor": 0.9}, {"label": "bfloat16", "factor": 1.2}])
     assert line == "bfloat16 1.20x, label smoothing 0.1 0.90x (faster without it)"
+    # A new user's case: re-runs of the winner at 2.05, 2.60 and 3.41 s; each ablation is one run,
+    # so a factor inside the winner's own spread is not read as what a technique bought.
+    spread = autopilot.rerun_spread([2.05, 3.41, None, 2.60])
+    assert spread == pytest.approx((2.05 / 2.60, 3.41 / 2.60))  # 0.788x-1.312x
+    assert autopilot.rerun_spread([2.0, None]) is None
+    line = autopilot.explanation([{"label": "bfloat16", "factor": 1.68}, {"label": "one_cycle", "factor": 1.2},
+                                  {"label": "label smoothing 0.1", "factor": 0.7}], spread)
+    assert line == ("bfloat16 1.68x, one_cycle 1.20x (within noise), label smoothing 0.1 0.70x (faster without it); "
+                    "the winner's own re-runs ranged 0.79-1.31x of their median, so a factor inside that range "
+                    "is within noise")
 
 
 def test_same_seed_gives_the_same_proposals():

@@ -44,7 +44,8 @@ def done_state() -> dict:
             "phase": "done", "id": "autopilot-abc123", "target_accuracy": 0.95, "budget_sec": 300.0,
             "trials": TRIALS, "best": {**TRIALS[2], "config": WINNER.to_dict()}, "current": None,
             "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
-            "explanation": autopilot.explanation(ablation),
+            "explanation": autopilot.explanation(ablation, autopilot.rerun_spread(conf["times"]["winner"])),
+            "ablation_spread": list(autopilot.rerun_spread(conf["times"]["winner"])),
             "runoff": {"finalists": [3, 1], "choice": 3, "mean_sec": 2.6,
                        "runs": [{"trial": 3, "run_id": 5, "label": "config 3", "time_to_target_sec": 2.5,
                                  "rerun_sec": 2.7, "reason": "reached 0.95 in 2.70 s of training"},
@@ -125,6 +126,14 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     bars = specs["ap_ablation"]["data"][0]
     assert list(bars["y"]) == ["one_cycle (max LR 0.005, 10 epochs)", "bfloat16"]
     assert list(bars["text"]) == ["not reached in 20 epochs", "1.40x"]
+    # The winner's re-runs (2, 2, 4 s) span 1.0-2.0x of their median: shaded, and 1.40x said to be inside it.
+    [band] = [s for s in specs["ap_ablation"]["layout"]["shapes"] if s["type"] == "rect"]
+    assert (band["x0"], band["x1"]) == (1.0, 2.0)
+    assert ("bfloat16 1.40x (within noise), one_cycle (max LR 0.005, 10 epochs) (needed: not reached in 20 epochs "
+            "without it); the winner's own re-runs ranged 1.00-2.00x of their median, so a factor inside that "
+            "range is within noise. One run each") in texts(at.caption)
+    # Stopped trials are drawn at the time they used: the axis title says so.
+    assert specs["ap_trials"]["layout"]["yaxis"]["title"]["text"] == "time to target or to stop (s)"
     metric = {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"]
     assert metric.value == "2.00×"  # median of 4/2, 5/2, 6/4
     # The headline is the median of the per-round ratios; the medians' ratio (5/2) is said apart.

@@ -289,8 +289,8 @@ def result(p: dict) -> None:
             st.switch_page(TRAIN_PAGE, query_params=train_query_params(changes))
     with b:
         if p.get("ablation"):
-            st.plotly_chart(autopilot_charts.ablation_figure(p["ablation"]), key="ap_ablation",
-                            config=PLOTLY_CONFIG)
+            st.plotly_chart(autopilot_charts.ablation_figure(p["ablation"], spread=p.get("ablation_spread")),
+                            key="ap_ablation", config=PLOTLY_CONFIG)
             if p.get("explanation"):
                 st.caption(f"Without each technique the winner took this many times as long: {p['explanation']}. "
                            "One run each: on a busy machine these are rough.")

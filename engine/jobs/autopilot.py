@@ -63,6 +63,7 @@ MAX_DUPLICATES = 50
 BACKEND_SLOW_WARMUPS = 2
 # The LR range test runs inside the budget only when the budget is at least this (s).
 LR_FIND_MIN_BUDGET_S = 120.0
+
 # Without an LR range test, one-cycle peaks at this x the base learning rate
 # (the hand-tuned preset's 0.005 for Adam at 1e-3).
 FALLBACK_MAX_LR_FACTOR = 5.0
@@ -233,21 +234,43 @@ def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
     return [(r, n) for r in range(repeats) for n in names]
 
 
-def explanation(ablation: list[dict]) -> str:
+def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
     """'bfloat16 1.40x, 8 steps per execution 1.30x, ...' from ablation entries
     ({'label', 'factor' (ablated time / winner's), 'note', 'kind'}), largest factor
     first; a factor under 1 says the winner ran faster without that technique (one run:
     within noise when close to 1); an ablation that did not reach the target reads 'needed to reach it';
-    one cut short by Stop ('kind' 'stopped' or 'not_run') is named as not measured."""
+    one cut short by Stop ('kind' 'stopped' or 'not_run') is named as not measured.
+    spread: (lowest, highest) of the winner's own confirming re-runs / their median (x):
+    a factor inside it is marked 'within noise' (each ablation is one run), and the line
+    ends with that spread."""
+    def inside(f: float) -> bool:
+        return spread is not None and spread[0] <= f <= spread[1]
+
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
     done = [a for a in ablation if a.get("factor")]
     done.sort(key=lambda a: -a["factor"])
-    parts = [f"{a['label']} {a['factor']:.2f}x" + (" (faster without it)" if a["factor"] < 1 else "") for a in done]
+    parts = [f"{a['label']} {a['factor']:.2f}x" + (" (within noise)" if inside(a["factor"]) else
+                                                   " (faster without it)" if a["factor"] < 1 else "")
+             for a in done]
     parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
               if not a.get("factor") and a.get("note") and a not in cut]
     if cut:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    if spread is not None and done:
+        line += (f"; the winner's own re-runs ranged {spread[0]:.2f}-{spread[1]:.2f}x of their median, "
+                 "so a factor inside that range is within noise")
+    return line
+
+
+def rerun_spread(times: list) -> Optional[tuple]:
+    """(lowest, highest) / median of the winner's re-run times to target (s); None
+    with fewer than 2 that reached it."""
+    done = sorted(t for t in times if t)
+    if len(done) < 2:
+        return None
+    mid = statistics.median(done)
+    return done[0] / mid, done[-1] / mid
 
 
 class Proposer:
@@ -539,7 +562,8 @@ class Autopilot:
         self.lr_find, self.max_lr_given = lr_find, max_lr
         self.facts = facts if facts is not None else machine_facts()
         self.verdicts = verdicts(self.facts, self.base.device_type)
-        self.space = space_mod.search_space(self.verdicts, self.base, self.facts)
+        self.space = space_mod.search_space(self.verdicts, self.base, self.facts,
+                                            other_backends=self.budget_s >= space_mod.BACKEND_MIN_BUDGET_S)
         self.store_path = Path(store_path) if store_path else default_path()
         self.on_update = on_update or (lambda state: None)
         self.stop = stop or threading.Event()
@@ -552,7 +576,7 @@ class Autopilot:
             "trial_limit_sec": trial_limit(self.budget_s, share), "max_lr": None,
             "search_started": None, "search_deadline": None, "search_wall_sec": None,
             "trials": [], "best": None, "current": None, "notes": [], "confirm": None,
-            "runoff": None, "ablation": None, "explanation": None, "winner": None,
+            "runoff": None, "ablation": None, "ablation_spread": None, "explanation": None, "winner": None,
         }
 
     # -- state ------------------------------------------------------------------
@@ -571,7 +595,8 @@ class Autopilot:
         deadline = t0 + self.budget_s
         self._update(phase="search", search_started=time.time(), search_deadline=time.time() + self.budget_s)
         self._update(max_lr=choose_max_lr(self.base, self.budget_s, self.lr_find, self.max_lr_given, self.stop))
-        self.space = space_mod.search_space(self.verdicts, self.base, self.facts, self.state["max_lr"]["choices"])
+        self.space = space_mod.search_space(self.verdicts, self.base, self.facts, self.state["max_lr"]["choices"],
+                                            other_backends=self.budget_s >= space_mod.BACKEND_MIN_BUDGET_S)
         self._update(space=self.space.to_dict())
         hint = space_mod.hint_params(self.space, self.verdicts, self.state["max_lr"].get("hint"))
         proposer = Proposer(self.space, self.seed, [hint, space_mod.short_cycle_hint(self.space, hint)])
@@ -756,9 +781,11 @@ class Autopilot:
         return result
 
     # -- phase 3 ----------------------------------------------------------------
-    def explain(self, winner: RunConfig, winner_time: Optional[float]) -> list[dict]:
+    def explain(self, winner: RunConfig, winner_time: Optional[float], spread: Optional[tuple] = None) -> list[dict]:
         """One run per technique the winner uses, with that technique switched
-        back; factor = its time to target / `winner_time` (s)."""
+        back; factor = its time to target / `winner_time` (s). spread: the winner's
+        re-runs' (lowest, highest) / median (`rerun_spread`), stored as 'ablation_spread'
+        and used by `explanation`."""
         plan = space_mod.ablation_configs(winner, self.baseline)
         out: list[dict] = []
         self._update(phase="ablation", ablation=out)
@@ -789,7 +816,8 @@ class Autopilot:
                 self._update(ablation=list(out), current=None)
         finally:
             store.close()
-        self._update(ablation=out, explanation=explanation(out))
+        self._update(ablation=out, explanation=explanation(out, spread),
+                     ablation_spread=list(spread) if spread else None)
         return out
 
     # -- all of it ----------------------------------------------------------------
@@ -813,7 +841,8 @@ class Autopilot:
             conf = self.confirm(winner) if self.repeats and not self.stop.is_set() else None
             if self.do_explain and not self.stop.is_set():
                 median = (conf or {}).get("speedup", {}).get("median_time") if conf else None
-                self.explain(winner, median or best["time_to_target_sec"])
+                spread = rerun_spread(conf["times"]["winner"]) if median else None
+                self.explain(winner, median or best["time_to_target_sec"], spread)
         self._update(phase="stopped" if self.stop.is_set() else "done", current=None,
                      wall_sec=time.monotonic() - t0)
         return self.state

@@ -96,8 +96,14 @@ def real_devices(facts: dict, device_type: str) -> int:
     return 1
 
 
+# A backend other than the base's is searched only with a budget of at least this (s): its
+# trials start cold and compile first (JAX on a 2-core CPU: 3.4-3.5 s of training each, both
+# pruned, in a 30-s search of 4 trials and in a 60-s one).
+BACKEND_MIN_BUDGET_S = 120.0
+
+
 def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict] = None,
-                 max_lrs: tuple = ()) -> SearchSpace:
+                 max_lrs: tuple = (), other_backends: bool = True) -> SearchSpace:
     """The choices for `base` on a machine with these verdicts
     (engine.hardware.verdicts.verdicts(facts, base.device_type)).
 
@@ -106,7 +112,8 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
     (trial_config caps them at an epoch's steps). One-cycle lengths:
     CYCLE_FRACTIONS of base.epochs (the cap every trial runs at most); its peak
     LRs at the base batch: `max_lrs` (engine.jobs.autopilot.lr_choices), default 10x
-    the base LR (Keras's and SpeedLab's default for one_cycle).
+    the base LR (Keras's and SpeedLab's default for one_cycle). other_backends: False
+    keeps the search on base.backend (a note says why: a budget under BACKEND_MIN_BUDGET_S).
     """
     v = {x["option"]: x for x in verdict_list}
     notes = []
@@ -144,7 +151,11 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
     for b in backend_verdicts(facts or {}, base.device_type):
         if b["backend"] == base.backend:
             continue
-        if b["verdict"] in ("faster", "measure") and n == 1:
+        if b["verdict"] in ("faster", "measure") and n == 1 and not other_backends:
+            notes.append(f"backend {b['backend']} left out: a budget this short leaves no room for a second "
+                         "backend (its trials start cold and compile first); give a budget of "
+                         f"{BACKEND_MIN_BUDGET_S:.0f} s or more to search it")
+        elif b["verdict"] in ("faster", "measure") and n == 1:
             backends.append(b["backend"])
         else:
             why = b["reason"] if n == 1 else "several devices are searched on the base backend only"

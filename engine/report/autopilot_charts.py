@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 from engine.report.charts import BASELINE_COLOR, PALETTE, _style, empty_figure
 
 # One marker per way a trial ended (the state's 'kind').
+# Stopped trials have no time to target: they are drawn at the training time they used.
+TRIALS_Y = "time to target or to stop (s)"
 KINDS = {
     "reached": ("reached the target", "circle", PALETTE[0]),
     "pruned": ("pruned: passed the best time", "x-thin-open", PALETTE[1]),
@@ -42,11 +44,12 @@ def trials_frame(trials: list[dict]) -> pd.DataFrame:
 def trials_figure(trials: list[dict], target: float, title: Optional[str] = None,
                   height: int = 380) -> go.Figure:
     """Time to target against trial number, one marker style per way a trial
-    ended, and the best time so far as a step line."""
+    ended, and the best time so far as a step line. A trial that ended before the
+    target is drawn at the training time it used (its axis title says so)."""
     title = title or f"Trials: time to {target:g} val accuracy"
     df = trials_frame(trials)
     if df.empty:
-        return empty_figure("waiting for the first trial to end ...", height, "trial", "time to target (s)", title)
+        return empty_figure("waiting for the first trial to end ...", height, "trial", TRIALS_Y, title)
     fig = go.Figure()
     for kind, (name, symbol, color) in KINDS.items():
         g = df[df["kind"] == kind]
@@ -65,7 +68,7 @@ def trials_figure(trials: list[dict], target: float, title: Optional[str] = None
             x=best["trial"], y=best["best"], mode="lines", name="best so far", line_shape="hv",
             line=dict(color=BEST_COLOR, width=3),
             hovertemplate="best so far after trial %{x}: %{y:.2f} s<extra></extra>"))
-    _style(fig, "trial", "time to target (s)", title, height)
+    _style(fig, "trial", TRIALS_Y, title, height)
     fig.update_xaxes(dtick=1, rangemode="tozero")
     fig.update_yaxes(rangemode="tozero")
     return fig
@@ -103,10 +106,12 @@ def race_figure(curves: pd.DataFrame, target: float, best: Optional[float] = Non
 
 
 def ablation_figure(ablation: list[dict], title: Optional[str] = "What each technique bought",
-                    height: Optional[int] = None) -> go.Figure:
+                    height: Optional[int] = None, spread: Optional[tuple] = None) -> go.Figure:
     """Horizontal bars, one per technique of the winner: its time to target
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
-    without it). A switched-back run that never reached the target is labelled so."""
+    without it). A switched-back run that never reached the target is labelled so.
+    spread: the winner's own re-runs' (lowest, highest) / median (x), shaded: a bar
+    ending inside it is within noise (engine.jobs.autopilot.rerun_spread)."""
     rows = [a for a in ablation if a.get("run_id") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:
@@ -119,6 +124,10 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
         x=factors, y=names, orientation="h", text=text, textposition="outside", cliponaxis=False,
         marker=dict(color=[PALETTE[0] if (f or 0) >= 1 else PALETTE[1] for f in factors]),
         hovertemplate="%{y}: %{text}<extra>without it / winner</extra>", showlegend=False))
+    if spread:
+        fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="#9ca3af", opacity=0.18, line_width=0, layer="below",
+                      annotation_text="winner's re-run spread", annotation_position="top left",
+                      annotation_font=dict(size=11, color="#4b5563"))
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
     _style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
     fig.update_xaxes(rangemode="tozero")
