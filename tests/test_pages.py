@@ -163,9 +163,16 @@ def test_a_run_that_is_its_own_baseline_shows_no_speedup(store):
     at = app()
     no_errors(at)
     # "1.00x" read as a measured result, here for a run that never reached 0.95.
-    assert {m.label: m.value for m in at.metric}["Time-to-accuracy speedup"] == "—"
-    assert "This run is its own baseline: nothing to compare." in texts(at.caption)
-    assert b
+    assert {m.label: m.value for m in at.metric}["Time to 0.95 val accuracy"] == "—"
+    assert "Not reached in 3 epochs. This run is its own baseline: nothing to compare." in texts(at.caption)
+    # One that reached it shows its own time (a first user's default Launch showed only "—").
+    store.delete_run(b)
+    fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.96, 0.97])
+    at = app()
+    no_errors(at)
+    epochs = store.metrics("epochs", store.list_runs()[0]["id"])
+    assert {m.label: m.value for m in at.metric}["Time to 0.95 val accuracy"] == f"{epochs[1]['t']:.2f} s"
+    assert "Not reached" not in texts(at.caption) and "This run is its own baseline" in texts(at.caption)
 
 
 def test_a_baseline_config_launched_again_is_compared_with_the_baseline_it_reused(store):

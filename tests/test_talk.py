@@ -69,6 +69,19 @@ def test_presenter_mode_says_why_there_is_no_time_to_accuracy(store):
         m.value for m in at.markdown]
 
 
+def test_presenter_mode_shows_the_time_of_a_run_that_is_its_own_baseline(store):
+    from tests.test_pages import fake_run
+    from engine.config import RunConfig
+
+    rid = fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.96, 0.97])
+    at = app()
+    assert not at.exception
+    t = store.metrics("epochs", rid)[1]["t"]
+    assert {m.label: m.value for m in at.metric} == {"Time to 0.95 val accuracy": f"{t:.2f} s"}
+    assert ("This run is its own baseline: nothing to compare. Turn on a speed option to compare."
+            in [c.value for c in at.caption])
+
+
 def test_the_toggle_switches_the_url_both_ways(store_home):
     at = app(talk=False)
     assert at.query_params.get("mode") is None

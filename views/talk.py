@@ -70,13 +70,19 @@ def style() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
 
 
-def headline(base: dict | None, run: dict | None, cmp: dict | None) -> None:
-    """The headline speedup large (time to accuracy), end-to-end and steady beside it."""
+def headline(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None) -> None:
+    """The headline speedup large (time to accuracy), end-to-end and steady beside it.
+    own: views.train.own_time of a run that is its own baseline (its time to target is shown)."""
     box = st.container(key="talk_headline")
     if base is None or cmp is None:
-        box.metric("Speedup", "—", border=True)
+        goal, secs, note = own or (None, None, None)
+        if base is not None and goal is not None:
+            box.metric(f"Time to {goal:g} val accuracy", f"{secs:.2f} s" if secs is not None else "—", border=True)
+        else:
+            box.metric("Speedup", "—", border=True)
         box.caption("No baseline to compare with yet." if base is None
-                    else "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
+                    else (f"{note[0].upper()}{note[1:]}. " if note else "") +
+                    "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
         return
     big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
     target, tt = cmp.get("target_accuracy"), cmp.get("time_to_accuracy_speedup")
@@ -101,13 +107,13 @@ def comparison(store, base: dict | None, run: dict | None, source=None) -> None:
     """Headline, then throughput and loss against wall time side by side, for the
     baseline and the run. `store` may be an engine.report.replay.ReplayStore with
     `source` its metrics (default: the Train page's LiveMetrics of this session)."""
-    from views.train import _frames, _live  # the Train page's frames: same charts, same colours
+    from views.train import _frames, _live, own_time  # the Train page's frames: same charts, same colours
 
     src = source or _live(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
-    headline(base, run, cmp)
+    headline(base, run, cmp, own_time(run, src.epochs(run)) if run and base and run["id"] == base["id"] else None)
     frames = _frames(src, runs)
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)

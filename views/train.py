@@ -25,7 +25,8 @@ from engine.jobs import runner
 from engine.jobs import demo
 from engine.transfer_source import saved_model_path
 from engine.data import userdata
-from engine.report.compare import backend_speedup, compare, live_summary, progress
+from engine.report.compare import (backend_speedup, compare, effective_target, live_summary, not_reached,
+                                   progress, time_to_accuracy)
 from engine.report.table import incomplete_note
 from engine.config import (BACKBONES, BACKENDS, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
@@ -769,6 +770,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     frames = _frames(src, runs)
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
+    own = own_time(run, src.epochs(run)) if run and base and run["id"] == base["id"] else None
     # compare() has just computed both steady medians: reuse them rather than recompute.
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
@@ -777,7 +779,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
-        speedup_panel(base, run, cmp)
+        speedup_panel(base, run, cmp, own)
         backend_line(store, run)
     with right:
         st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
@@ -890,9 +892,16 @@ def _x(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}×"
 
 
-def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None:
+def own_time(run: dict, epochs: list[dict]) -> tuple:
+    """(target, seconds to it or None, 'not reached ...' or None) of a run that is its own baseline."""
+    goal = effective_target(run)
+    return goal, time_to_accuracy(epochs, goal), not_reached(run, epochs, goal)
+
+
+def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None) -> None:
     """The headline: time-to-accuracy speedup (what the clock says), then the
-    end-to-end and steady throughput speedups, smaller, each with what it means."""
+    end-to-end and steady throughput speedups, smaller, each with what it means.
+    own: `own_time` of a run that is its own baseline: its time to target is shown instead."""
     if base is None:
         st.metric("Time-to-accuracy speedup", "—", border=True)
         if run is not None and run.get("role") in autopilot.ROLES:
@@ -904,9 +913,17 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None) -> None
         return
     if cmp is None:  # the run is its own baseline
         # Not "1.00×": that read as a measured result, also for a run that never reached the target.
-        st.metric("Time-to-accuracy speedup", "—", border=True,
-                  help="This configuration is the baseline itself (float32, 1 device, no options).")
-        st.caption("This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
+        # Its own time to target is what it measured: shown (a first user saw only "—").
+        goal, secs, note = own or (None, None, None)
+        if goal is None:
+            st.metric("Time-to-accuracy speedup", "—", border=True,
+                      help="This configuration is the baseline itself (float32, 1 device, no options).")
+        else:
+            st.metric(f"Time to {goal:g} val accuracy", f"{secs:.2f} s" if secs is not None else "—", border=True,
+                      help="seconds from the start of training to the first validation at or above the target; "
+                           "this configuration is the baseline itself (float32, 1 device, no options)")
+        st.caption((f"{note[0].upper()}{note[1:]}. " if note else "") +
+                   "This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
                    "devices, steps per execution, XLA) to compare.")
         return
     target = cmp.get("target_accuracy")
@@ -983,7 +1000,8 @@ def live_view(was_active: bool) -> None:
                 n_ap = sum(autopilot_run(r) for r in store.list_runs())
                 st.info("No runs yet: set options on the left and press **Launch**. The baseline "
                         "(float32, 1 device) runs first, then your run; throughput, loss and the "
-                        "speedup appear here live." + (f" (The autopilot's runs, {n_ap} so far, are on the "
+                        "speedup appear here live. With no speed option on, your run is the baseline "
+                        "itself: turn one on (e.g. precision mixed_bfloat16) to see a speedup." + (f" (The autopilot's runs, {n_ap} so far, are on the "
                                                         "**Autopilot** and **Runs** pages.)" if n_ap else ""),
                         icon=":material/arrow_back:")
                 return
