@@ -64,6 +64,36 @@ def test_summarize_speedups_and_spread():
     assert r["best"]["precision"] == "mixed_bfloat16"
 
 
+def _two_cells(base_rates, ratio=1.5):
+    """summarize() of a baseline with `base_rates` (samples/s, one per repeat) and a
+    bf16 cell `ratio` times faster in every repeat."""
+    cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False},
+             {"precision": "mixed_bfloat16", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+              "simulated": False}]
+    samples = [{"cell": i, "repeat": r, "samples_per_sec": rate * (ratio if i else 1.0), "warmup_sec": 1.0}
+               for r, rate in enumerate(base_rates) for i in range(2)]
+    return bench.summarize(cells, samples)
+
+
+def test_a_baseline_whose_repeats_differ_gets_a_caution():
+    # As a new user saw on a busy machine: 1,680 and 3,017 samples/s, 3,017 / 1,680 = 1.796.
+    busy = _two_cells([1680.0, 3017.0])
+    assert (busy["cells"][0]["samples_per_sec_min"], busy["cells"][0]["samples_per_sec_max"]) == (1680.0, 3017.0)
+    assert busy["best"]["speedup"] == pytest.approx(1.5)
+    assert bench.baseline_caution(busy) == (
+        "The baseline's own repeats differ 1.8x (1,680 to 3,017 samples/s): the machine was busy; speedups "
+        "under ~1.8x are within that noise. Run it again on a quieter machine.")
+    # 1,260 / 1,000 = 1.26 > 1.25: cautioned; 1,250 / 1,000 = 1.25 exactly is not.
+    assert bench.baseline_caution(_two_cells([1000.0, 1260.0])).startswith(
+        "The baseline's own repeats differ 1.3x (1,000 to 1,260 samples/s)")
+    assert bench.baseline_caution(_two_cells([1250.0, 1000.0])) is None
+    assert bench.baseline_caution(_two_cells([1680.0])) is None  # one repeat: no spread to judge
+    # A result saved before the min and max were kept: no caution, no error.
+    old = {"cells": [{k: v for k, v in c.items() if not k.startswith("samples_per_sec_")} for c in busy["cells"]]}
+    assert bench.baseline_caution(old) is None and bench.baseline_caution({"cells": []}) is None
+
+
 def test_warm_up_is_the_compiling_repeats():
     cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
               "simulated": False}]
@@ -91,6 +121,9 @@ def test_repeats_refit_each_cells_compiled_model(store_home):
     assert all(s["samples_per_sec"] > 0 for s in seen)
     assert [c["repeats"] for c in r["cells"]] == [2, 2]
     assert [c["warmup_sec"] for c in r["cells"]] == [seen[0]["warmup_sec"], seen[1]["warmup_sec"]]
+    base = sorted([seen[0]["samples_per_sec"], seen[2]["samples_per_sec"]])
+    assert [r["cells"][0]["samples_per_sec_min"], r["cells"][0]["samples_per_sec_max"]] == base
+    assert r["caution"] == bench.baseline_caution(r)  # for --json; None or the line, by this machine's load
 
 
 def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):

@@ -127,6 +127,26 @@ def test_saved_benchmark_shows_chart_table_and_best(store_home):
     assert table.loc[table["best"] == "★ best", "speedup"].iloc[0] == pytest.approx(best["speedup"])
     assert {m.label: m.value for m in at.metric}["Best configuration"] == f"{best['speedup']:.2f}×"
     assert at.selectbox(key="bench_pick").value == 6  # the best cell is preselected
+    assert "repeats differ" not in texts(at.warning)  # baseline 1,000 and 1,100 samples/s: 1.1x, quiet enough
+
+
+def test_a_busy_baseline_is_cautioned_above_the_result(store_home):
+    cache(store_home, facts())
+    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
+    # The baseline's repeats as a new user saw them on a busy machine; every cell moves with it.
+    base = [1680.0, 3017.0]
+    rates = {0: 1.0, 1: 0.9, 2: 1.5, 3: 0.8, 4: 1.4, 5: 0.7, 6: 1.52, 7: 1.1}
+    samples = [{"cell": i, "repeat": r, "samples_per_sec": base[r] * rates[i], "warmup_sec": 1.0}
+               for r in range(2) for i in range(len(cells))]
+    result = bench.summarize(cells, samples)
+    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=70.0, repeats=2)
+    bench.save(result)
+    at = app(PAGE)
+    no_errors(at)
+    assert texts(at.warning) == ("The baseline's own repeats differ 1.8x (1,680 to 3,017 samples/s): the machine "
+                                 "was busy; speedups under ~1.8x are within that noise. Run it again on a quieter "
+                                 "machine.")
+    assert {m.label: m.value for m in at.metric}["Best configuration"] == "1.52×"  # still shown, cautioned
 
 
 def test_use_this_configuration_fills_the_train_page(store_home):

@@ -195,4 +195,7 @@ def main(args) -> int:
         b = result["best"]
         print(f"best: {b.get('backend', 'tensorflow')}, {b['precision']}, steps_per_execution {b['steps_per_execution']}, "
               f"XLA {'on' if b['jit_compile'] else 'off'}, {b['devices']} device(s): {b['speedup']:.2f}x")
+        caution = bench.baseline_caution(result)
+        if caution:
+            print(f"caution: {caution}")
     return 0

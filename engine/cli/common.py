@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import typing
 from dataclasses import fields
 from typing import Optional
@@ -105,33 +104,39 @@ def fmt(v, digits=4):
 
 
 def progress_line(run_id: int):
-    """A `runner.wait` poll callback that prints one progress line (in place on a terminal)."""
+    """A `runner.wait` poll callback that prints the run's progress: on a terminal one
+    line rewritten in place at every poll; elsewhere (a pipe, a file) a new line only when
+    the phase changes (queued, setting up, warm-up, each epoch), so a log holds no repeats."""
     from engine.report.compare import progress
     from engine.store import Store
 
-    last = {"t": 0.0}
+    last = {"phase": None}
     tty = sys.stderr.isatty()
 
     def on_poll(run):
-        now = time.monotonic()
-        if not tty and now - last["t"] < 2.0:
-            return
-        last["t"] = now
         store = Store()
         try:
             p = progress(store, run_id)
         finally:
             store.close()
         if run["status"] == "queued":
-            line = f"[run {run_id}] queued"
+            phase, line = "queued", f"[run {run_id}] queued"
         elif not p["total_steps"]:
-            line = f"[run {run_id}] setting up (devices, data, model)"
+            phase, line = "setting up", f"[run {run_id}] setting up (devices, data, model)"
         else:
             left = f"{p['time_left_sec']:.0f} s left" if p["time_left_sec"] is not None else "warm-up"
             sps = f"{p['samples_per_sec']:,.0f} samples/s" if p["samples_per_sec"] else "- samples/s"
             line = (f"[run {run_id}] epoch {p['epoch']}/{p['epochs']} step {p['step']}/{p['total_steps']}"
                     f" | {sps} | loss {fmt(p['loss'])} | {left}")
-        sys.stderr.write(("\r" + line.ljust(100)) if tty else line + "\n")
+            # No steady rate yet is the warm-up (tracing, compiling), whichever epoch it spans.
+            phase = "warm-up" if p["time_left_sec"] is None else f"epoch {p['epoch']}"
+        if tty:
+            sys.stderr.write("\r" + line.ljust(100))
+        elif phase != last["phase"]:
+            sys.stderr.write(line + "\n")
+        else:
+            return
+        last["phase"] = phase
         sys.stderr.flush()
 
     return on_poll
@@ -209,8 +214,8 @@ def print_summary(s: dict) -> None:
         c = s["backend_comparison"]
         tta = c.get("time_to_accuracy_speedup")
         rows.append(("backend speedup", f"{c['backend']} vs {c['other_backend']} (run {c['baseline_id']}, same "
-                                        f"configuration): {fmt(c.get('steady_speedup'), 3)}x steady, "
-                                        f"{fmt(c.get('end_to_end_speedup'), 3)}x end-to-end"
+                                        f"configuration): {_x(c.get('steady_speedup'))} steady, "
+                                        f"{_x(c.get('end_to_end_speedup'))} end-to-end"
                                         + (f", {tta:.2f}x time to accuracy" if tta else "")))
     if s.get("error"):
         rows.append(("error", s["error"]))
@@ -228,8 +233,9 @@ def get_run(store, run_id: int) -> Optional[dict]:
 
 
 def _x(v) -> str:
-    """A ratio as '1.23x', or '-' when there is none (not '-x')."""
-    return "-" if v is None else f"{fmt(v, 3)}x"
+    """A ratio as '1.23x' (2 decimals, as every speedup the CLI prints), or '-' when there
+    is none (not '-x')."""
+    return "-" if v is None else f"{v:.2f}x"
 
 
 def speedup_rows(c: dict) -> list[tuple[str, str]]:

@@ -10,6 +10,15 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_runs)
 
 
+def with_backend(df, runs: list[dict]):
+    """`runs_frame`'s table with a 'backend' column (tensorflow / jax, as --backend spells
+    it) before 'precision': a JAX run's 'xla yes' reads otherwise as a TensorFlow run's.
+    `runs`: the store's run rows; a run missing there (or stored before backends) is tensorflow."""
+    by_id = {r["id"]: r["config"].get("backend") or "tensorflow" for r in runs}
+    df.insert(df.columns.get_loc("precision"), "backend", [by_id.get(i, "tensorflow") for i in df["id"]])
+    return df
+
+
 def cmd_runs(args) -> int:
     from engine.jobs import runner
     from engine.store import Store
@@ -17,7 +26,7 @@ def cmd_runs(args) -> int:
     store = Store()
     try:
         runner.reconcile(store)
-        df = runs_frame(store)
+        df = with_backend(runs_frame(store), store.list_runs())
     finally:
         store.close()
     if args.json:

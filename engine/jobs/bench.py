@@ -100,6 +100,7 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
             'samples_per_sec': steady median, 'warmup_sec', 'compiled' (False for a
             repeat that fitted the cell's already compiled model; missing: True)}.
     Returns: {'cells': [{..settings.., 'samples_per_sec' (median over repeats),
+        'samples_per_sec_min', 'samples_per_sec_max' (over repeats),
         'speedup' (median over repeats of cell/baseline of the same repeat),
         'speedup_min', 'speedup_max', 'repeats', 'warmup_sec' (median over the repeats
         that compiled)}], 'best': the cell with the highest median speedup}.
@@ -116,6 +117,8 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
         # A repeat that reused the compiled model has next to no warm-up: not the cell's.
         warm = [by[(i, r)]["warmup_sec"] for r in reps if by[(i, r)].get("compiled", True)]
         out.append({**c, "samples_per_sec": statistics.median(rates) if rates else None,
+                    "samples_per_sec_min": min(rates) if rates else None,
+                    "samples_per_sec_max": max(rates) if rates else None,
                     "warmup_sec": statistics.median(warm) if warm else None,
                     "speedup": statistics.median(ratios) if ratios else None,
                     "speedup_min": min(ratios) if ratios else None,
@@ -125,12 +128,33 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
     return {"cells": out, "best": best}
 
 
+# The baseline's own repeats (max / min samples/s) further apart than this mean the machine's
+# load changed while the benchmark ran: a quarter is as large as the gains many cells show
+# (e.g. 1.3x), so the ranking may be the load's, not the options'.
+BASELINE_SPREAD_LIMIT = 1.25
+
+
+def baseline_caution(result: dict) -> Optional[str]:
+    """One line when the float32 baseline's repeats (result['cells'][0]'s
+    'samples_per_sec_min' and 'samples_per_sec_max', samples/s) differ by more than
+    BASELINE_SPREAD_LIMIT (max / min), naming both; None otherwise, with one repeat, or
+    for a result saved before those figures were kept."""
+    base = (result.get("cells") or [{}])[0]
+    lo, hi = base.get("samples_per_sec_min"), base.get("samples_per_sec_max")
+    if not lo or not hi or hi / lo <= BASELINE_SPREAD_LIMIT:
+        return None
+    r = hi / lo
+    return (f"The baseline's own repeats differ {r:.1f}x ({lo:,.0f} to {hi:,.0f} samples/s): the machine was "
+            f"busy; speedups under ~{r:.1f}x are within that noise. Run it again on a quieter machine.")
+
+
 def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
         on_progress: Optional[Callable[[int, int, dict], None]] = None,
         workload: Optional[dict] = None, cells: Optional[list[dict]] = None,
         timeout_s: float = 900) -> dict:
     """Measure the matrix; returns summarize()'s dict plus 'workload', 'machine',
-    'wall_sec'.  `on_progress(done, total, sample)` is called after each cell.
+    'wall_sec' and 'caution' (`baseline_caution`: one line or None).
+    `on_progress(done, total, sample)` is called after each cell.
 
     Raises: BenchError if a worker fails or times out.
     """
@@ -169,7 +193,8 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
             tail = proc.stderr.read().strip().splitlines()[-1:] or [""]
             raise BenchError(f"benchmark worker exited with code {code}: {tail[0][:300]}")
     result = summarize(cells, samples)
-    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats, full=full)
+    result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats, full=full,
+                  caution=baseline_caution(result))
     return result
 
 
