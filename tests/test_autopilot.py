@@ -381,7 +381,7 @@ def test_bad_settings_are_one_line_with_exit_code_2(store_home, capsys):
 
     assert main(["autopilot", "--budget", "5"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "error: budget: 5.0 is out of range; give the search's wall-clock seconds, 30 to 86400"
+    assert err == "error: budget: 5 is out of range; give the search's wall-clock seconds, 30 to 86400"
     # A cold worker start alone takes 5-11 s: 10-29 s could never finish a trial.
     with pytest.raises(ConfigError, match="budget: 29.9 is out of range"):
         autopilot.check_settings(29.9, 0.95, 3)

@@ -69,7 +69,9 @@ def test_slower_winner_is_said_and_not_pushed(store_home):
     background.write_json(autopilot.progress_path(), state)
     at = app(PAGE)
     no_errors(at)
-    assert {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"].value == "0.67×"
+    metric = {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"]
+    assert metric.value == "0.67×" and metric.proto.delta == "min 0.67× · max 1.00×"
+    assert metric.proto.direction == metric.proto.MetricDirection.Value("NONE")  # a range: no up arrow beside a loss
     assert ("Re-run, the winner was slower than the baseline (1.50× as long): its time in the search did not "
             "hold up. Keep the baseline's settings, or search longer.") in texts(at.warning)
     assert at.button(key="ap_use_btn").proto.type == "secondary"

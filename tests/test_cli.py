@@ -71,7 +71,7 @@ def test_bench_refuses_a_progress_file_that_is_a_directory(store_home, capsys):
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["autopilot", "--budget", "5", "--json"], "budget: 5.0 is out of range; give the search's wall-clock seconds, "
+    (["autopilot", "--budget", "5", "--json"], "budget: 5 is out of range; give the search's wall-clock seconds, "
                                                "30 to 86400"),
     (["run", "--batch-size", "0", "--json"], "batch_size: 0 is out of range; use a value between 1 and 1048576"),
     (["show", "99", "--json"], "run_id: 99 does not exist; see python -m engine runs"),

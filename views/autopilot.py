@@ -263,7 +263,9 @@ def result(p: dict) -> None:
     with a:
         if sp.get("median"):
             st.metric(f"Time to {target:g}: confirmed speedup", f"{sp['median']:.2f}×", border=True,
-                      delta=f"min {sp['min']:.2f}× · max {sp['max']:.2f}×", delta_color="off",
+                      # A range, not a change: no arrow (an up arrow beside a 0.87x loss read as a gain).
+                      delta=(f"min {sp['min']:.2f}× · max {sp['max']:.2f}×" if sp["pairs"] > 1
+                             else "1 re-run pair"), delta_color="off", delta_arrow="off",
                       help=f"median over {sp['pairs']} alternating re-run pairs of baseline time / winner "
                            "time, on seeds the search did not use")
             st.caption(median_line(sp))

@@ -95,7 +95,8 @@ def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=No
     """
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) \
             or not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
-        raise ConfigError("budget", budget_s, "is out of range",
+        shown = int(budget_s) if isinstance(budget_s, float) and budget_s.is_integer() else budget_s  # "10", not "10.0"
+        raise ConfigError("budget", shown, "is out of range",
                           f"give the search's wall-clock seconds, {MIN_BUDGET_S:.0f} to {MAX_BUDGET_S:.0f}")
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
         raise ConfigError("target", target, "is out of range", "give a validation accuracy in (0, 1], e.g. 0.95")
