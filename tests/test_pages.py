@@ -151,6 +151,10 @@ def test_train_page_shows_finished_comparison(store):
     assert f"#{b} baseline fp32**: completed" in status and f"#{r} mixed bf16 · 2 dev (sim)**: completed" in status
     specs = plotly_specs(at)
     assert {"throughput", "loss_t", "loss_step", "lr", "cpu", "mem"} <= set(specs)
+    # Plotly's tool bar covered the titles of the three small charts in a row: none there.
+    bars = {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.config).get("displayModeBar")
+            for el in at.get("plotly_chart")}
+    assert [bars[k] for k in ("lr", "cpu", "mem", "throughput")] == [False, False, False, None]
     tp = specs["throughput"]
     names = {t.get("name") for t in tp["data"]}
     assert {f"#{b} baseline fp32", f"#{r} mixed bf16 · 2 dev (sim)", "warm-up (compile)"} <= names

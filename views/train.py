@@ -65,6 +65,9 @@ LR_SWEEP = {"min_lr": 1e-6, "max_lr": 1.0, "steps": 100}
 LR_SWEEP_FIELDS = ("dataset", "model", "batch_size", "optimizer", "momentum", "precision", "devices",
                    "label_smoothing", "mixup_alpha")
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+# Small charts (three in a row, the sidebar previews): Plotly's tool bar covered their
+# titles (drag still zooms, a double click resets).
+SMALL_CONFIG = {**PLOTLY_CONFIG, "displayModeBar": False}
 log = logging.getLogger("speedlab.dashboard")
 
 
@@ -498,7 +501,7 @@ def lr_preview(cfg: RunConfig, container) -> None:
         return
     container.markdown("**Learning-rate preview**")
     container.plotly_chart(charts.lr_preview_figure(df, cfg.steps_per_epoch()), key="lr_preview",
-                           config={**PLOTLY_CONFIG, "displayModeBar": False})
+                           config=SMALL_CONFIG)
 
 
 def use_max_lr(value: float) -> None:
@@ -553,7 +556,7 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
         sug = res.get("suggestion") or {}
         df = pd.DataFrame({"lr": res["lr"], "loss": res["loss"], "smoothed": res["smoothed"]})
         st.plotly_chart(charts.lr_find_figure(df, sug.get("suggested"), sug.get("min_loss_lr")),
-                        key="lr_find_chart", config={**PLOTLY_CONFIG, "displayModeBar": False})
+                        key="lr_find_chart", config=SMALL_CONFIG)
         differs = _sweep_differs(res, cfg) if cfg else []
         if differs:
             st.caption(f":material/info: This sweep used other settings ({', '.join(differs)}): "
@@ -797,11 +800,11 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     execs, system = frames["executions"], frames["system"]
-    s1.plotly_chart(_kept(slow, "lr", execs, lambda: charts.lr_figure(execs)), key="lr", config=PLOTLY_CONFIG)
+    s1.plotly_chart(_kept(slow, "lr", execs, lambda: charts.lr_figure(execs)), key="lr", config=SMALL_CONFIG)
     s2.plotly_chart(_kept(slow, "cpu", system, lambda: charts.system_figure(
-        system, "cpu_percent", "CPU (% of a core)", "Worker CPU")), key="cpu", config=PLOTLY_CONFIG)
+        system, "cpu_percent", "CPU (% of a core)", "Worker CPU")), key="cpu", config=SMALL_CONFIG)
     s3.plotly_chart(_kept(slow, "mem", system, lambda: charts.system_figure(
-        system, "rss_mb", "memory (RSS, MB)", "Worker memory")), key="mem", config=PLOTLY_CONFIG)
+        system, "rss_mb", "memory (RSS, MB)", "Worker memory")), key="mem", config=SMALL_CONFIG)
 
 
 class _Slow:
