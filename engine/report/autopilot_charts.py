@@ -125,9 +125,8 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
         marker=dict(color=[PALETTE[0] if (f or 0) >= 1 else PALETTE[1] for f in factors]),
         hovertemplate="%{y}: %{text}<extra>without it / winner</extra>", showlegend=False))
     if spread:
-        fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="#9ca3af", opacity=0.18, line_width=0, layer="below",
-                      annotation_text="winner's re-run spread", annotation_position="top left",
-                      annotation_font=dict(size=11, color="#4b5563"))
+        # No label inside: on a two-bar chart it had no room (the page's caption names the band).
+        fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="#9ca3af", opacity=0.18, line_width=0, layer="below")
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
     _style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
     fig.update_xaxes(rangemode="tozero")
