@@ -148,9 +148,11 @@ def test_scaling_figure_has_ideal_reference_and_simulated_points():
     ideal, ref = fig.data[0], fig.data[1]
     assert list(ideal.x) == list(ideal.y)
     assert dict(zip(ref.x, ref.y)) == charts.REFERENCE_SCALING
-    sim = fig.data[-1]
+    sim, base = fig.data[-2], fig.data[-1]
     assert sim.marker.symbol == "circle-open" and "simulated" in sim.name and sim.text[0] == "simulated"
-    assert fig.data[-2].marker.symbol == "circle"
+    # The baseline is drawn last and smaller: a run at (1, ~1.0) hid it (a new user's report).
+    assert base.name == "#1 baseline fp32" and base.marker.symbol == "circle"
+    assert (base.marker.size, sim.marker.size) == (9, 15)
     assert fig.layout.xaxis.title.text == "replicas (devices × workers)"
     assert "×" in fig.layout.yaxis.title.text
 

@@ -675,7 +675,10 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
         # A legend entry per run fits a few runs; with more it would fill the chart
         # (the speedup bars beside it name every run in the same colours).
         per_run_legend = pts["label"].nunique() <= SCALING_LEGEND_MAX
-        for label, color, g in _groups(pts):
+        # The baseline last and smaller: it sits at (1, 1.0), where a single-device run near 1x
+        # would otherwise hide it; on top, the run's marker still shows around it.
+        groups = sorted(_groups(pts), key=lambda grp: grp[1] == BASELINE_COLOR)
+        for label, color, g in groups:
             sim = bool(g["simulated"].fillna(False).astype(bool).iloc[0]) if "simulated" in g else False
             workers = int(g["workers"].fillna(1).iloc[0]) if "workers" in g else 1
             shared = bool(g["one_host"].fillna(False).astype(bool).iloc[0]) if "one_host" in g else False
@@ -694,7 +697,7 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
                 # Beside the marker, not under it: under, a speedup near 1x runs into the x axis.
                 textposition=["middle left" if d >= max_dev else "middle right" for d in g["devices"]],
                 textfont=dict(color=color, size=13),
-                marker=dict(color=color, size=15, symbol=symbol,
+                marker=dict(color=color, size=9 if color == BASELINE_COLOR else 15, symbol=symbol,
                             line=dict(width=3, color=color)),
                 customdata=eff,
                 hovertemplate="%{y:.2f}× on %{x} replicas (%{customdata:.0f}% efficiency)"
