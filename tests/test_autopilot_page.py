@@ -225,6 +225,12 @@ def test_cli_summary_names_the_runoff_and_the_winner():
     assert lines[1] == ("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): "
                         "trial 3 2.50 s + 2.70 s; trial 1 3.00 s + 2.90 s")
     assert lines[2].startswith("winner: trial 3 (run #3): bfloat16") and lines[2].endswith("2.50 s to 0.95 in the search")
+    # Ctrl-C during the search: a trial had reached the target (it read "no trial reached 0.95").
+    stopped = {**done_state(), "phase": "stopped", "winner": None, "runoff": None, "confirm": None,
+               "ablation": None, "explanation": None}
+    assert summary_lines(stopped)[1] == ("no winner chosen (stopped); the fastest trial so far: trial 3 (run #3): "
+                                         "config 3; 2.50 s to 0.95")
+    assert summary_lines({**stopped, "best": None})[1] == "no trial reached 0.95"
 
 
 def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):

@@ -158,6 +158,17 @@ def test_offline_and_not_cached_is_rejected_with_where_to_put_the_file(keras_hom
         check_runnable(RunConfig(dataset="cifar10"), CPU)
 
 
+def test_the_autopilot_refuses_an_offline_uncached_data_set_before_it_starts(keras_home, store_home, capsys):
+    # It used to print its search header, then fail with exit code 1 and "ConfigError: ..." once searching.
+    from engine.cli.main import main
+
+    assert main(["autopilot", "--dataset", "mnist", "--model", "cnn", "--budget", "60", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: dataset: 'mnist' is not in the Keras cache and this machine is offline")
+    assert "autopilot autopilot-" not in err and "\n" not in err.rstrip("\n")
+    assert json.loads(out.splitlines()[-1])["exit_code"] == 2
+
+
 def test_cli_rejects_uncached_dataset_offline_with_exit_2(keras_home, store_home):
     if (keras_data.Path("/tmp/.keras/datasets/fashion-mnist")).exists():
         pytest.skip("Fashion-MNIST is cached in /tmp/.keras on this machine")

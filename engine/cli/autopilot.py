@@ -107,8 +107,11 @@ def summary_lines(state: dict) -> list[str]:
     if ro and ro.get("runs"):
         out.append("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): " + "; ".join(
             f"trial {r['trial']} {_secs(r['time_to_target_sec'])} + {_secs(r['rerun_sec'])}" for r in ro["runs"]))
-    w = state.get("winner")
-    if not w:
+    w, best = state.get("winner"), state.get("best")
+    if not w and best and best.get("time_to_target_sec") is not None:  # stopped before the runoff chose one
+        out.append(f"no winner chosen (stopped); the fastest trial so far: trial {best['trial']} "
+                   f"(run #{best['run_id']}): {best['label']}; {_secs(best['time_to_target_sec'])} to {target:g}")
+    elif not w:
         out.append(f"no trial reached {target:g}")
     else:
         out.append(f"winner: trial {w['trial']} (run #{w['run_id']}): {w['label']}; "

@@ -553,6 +553,11 @@ class Autopilot:
         if lr_find not in ("auto", "yes", "no"):
             raise ConfigError("lr_find", lr_find, "is not supported", "use auto, yes or no")
         self.base = base.replace(target_accuracy=float(target), stop_at_target=True)
+        # This machine's checks (data or its download, devices, weights) as `engine run` makes them:
+        # an offline, uncached data set was refused only once the search had started (exit 1).
+        from engine.preflight import check_runnable
+
+        check_runnable(self.base)
         self.baseline = baseline_config(self.base)
         self.target, self.budget_s = float(target), float(budget_s)
         self.seed = int(base.seed if seed is None else seed)
