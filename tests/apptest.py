@@ -10,9 +10,9 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # (tests/conftest.py) showed the script thread slow, not waiting: once in the Keras clean-up
 # below, parsing the page's source (3 times), in copy.deepcopy (once). The thread listed with no
 # frame is xdist's execnet thread (its frames are filtered out), not a clue. The report's time in
-# the garbage collector then showed one generation-2 collection of 37.5 s: garbage that in-process
-# training runs had frozen (train() calls gc.freeze) and one test had unfrozen, collected inside
-# this one. Test processes now run train() without freezing (conftest.pytest_configure).
+# the garbage collector then showed one generation-2 collection of 37.5 s (later 18 and 39.6 s),
+# in C (no finalizer's frame on top); not frozen garbage after all: test processes no longer
+# freeze (conftest.pytest_configure) and it still happens now and then. Cause open (README).
 TIMEOUT_S = 240
 
 

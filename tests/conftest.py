@@ -161,8 +161,8 @@ _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runp
 class _GcClock:
     """Seconds spent in Python's cyclic garbage collector during the current test: a stalled
     page test's script thread was caught in pure-Python work (ast.parse, copy.deepcopy); this
-    clock then showed one generation-2 collection of 37.5 s (2026-12-02): frozen garbage handed
-    back (see `pytest_configure`)."""
+    clock then showed one generation-2 collection of 37.5 s (2026-12-02); 18 and 39.6 s later,
+    cause still open (see `pytest_configure`)."""
 
     def __init__(self):
         self.t0, self.count, self.total, self.longest = None, 0, 0.0, (0.0, None)
@@ -183,10 +183,10 @@ class _GcClock:
 
 def pytest_configure(config):
     # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after its
-    # run). A test process runs many: each run froze its own and all earlier garbage, and
-    # whatever unfroze it (a test, or this file's refreezing after each such test) then paid one
-    # generation-2 collection over all of it: 18-41 s, stalling whichever test it fell in.
-    # Tests run train() unfrozen (test_instrumentation switches it back on to test it).
+    # run). A test process runs many, and each froze its own and all earlier garbage until some
+    # unfreeze handed it back. Tests run train() unfrozen (test_instrumentation switches it back
+    # on to test it). The 18-41 s generation-2 collections that now and then stall a page test
+    # were first blamed on that; they still occur, cause open (README, "The test suite").
     import engine.training.train as train_module
 
     train_module.FREEZE_HEAP = False

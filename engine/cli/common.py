@@ -106,7 +106,9 @@ def fmt(v, digits=4):
 def progress_line(run_id: int):
     """A `runner.wait` poll callback that prints the run's progress: on a terminal one
     line rewritten in place at every poll; elsewhere (a pipe, a file) a new line only when
-    the phase changes (queued, setting up, warm-up, each epoch), so a log holds no repeats."""
+    the phase seen at this poll differs from the last one printed (queued, setting up,
+    warm-up, the epoch reached: short epochs between two polls share a line), so a log
+    holds no repeats."""
     from engine.report.compare import progress
     from engine.store import Store
 
