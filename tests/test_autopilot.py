@@ -306,10 +306,18 @@ def test_explanation_names_each_technique_largest_first():
     spread = autopilot.rerun_spread([2.05, 3.41, None, 2.60])
     assert spread == pytest.approx((2.05 / 2.60, 3.41 / 2.60))  # 0.788x-1.312x
     assert autopilot.rerun_spread([2.0, None]) is None
+    # Against the winner's re-run on the ablation's seed (like with like), not their median.
+    conf = {"seeds": [1, 2, 3], "times": {"winner": [1.23, 1.20, 0.87]}}
+    assert autopilot.same_seed_time(conf, 1) == 1.23 and autopilot.same_seed_time(conf, 7) is None
+    assert autopilot.same_seed_time({"seeds": [1, 2, 3], "times": {"winner": [None, 1.2, 0.9]}}, 1) is None
+    assert autopilot.rerun_spread(conf["times"]["winner"], 1.23) == pytest.approx((0.87 / 1.23, 1.0))
+    # "Within noise" as printed: 1.0136 beside a spread ending at 1.0081 both read 1.01.
+    assert autopilot.explanation([{"label": "batch 256 + scaled LR", "factor": 1.0136}], (0.67, 1.0081)).startswith(
+        "batch 256 + scaled LR 1.01x (within noise);")
     line = autopilot.explanation([{"label": "bfloat16", "factor": 1.68}, {"label": "one_cycle", "factor": 1.2},
                                   {"label": "label smoothing 0.1", "factor": 0.7}], spread)
     assert line == ("bfloat16 1.68x, one_cycle 1.20x (within noise), label smoothing 0.1 0.70x (faster without it); "
-                    "the winner's own re-runs ranged 0.79-1.31x of their median, so a factor inside that range "
+                    "the winner's own re-runs ranged 0.79-1.31x of the time compared with, so a factor inside that range "
                     "is within noise")
 
 
@@ -545,12 +553,18 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
     # Ratios 1.76/2.40 = 0.733, 1.70/2.30 = 0.739, 1.80/2.50 = 0.720: median 0.733, and 1/0.733 = 1.36.
     lines = summary_lines(state([1.76, 1.70, 1.80], [2.40, 2.30, 2.50]))
     assert lines[2] == ("confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.40 s vs baseline 1.76 s "
-                        "(medians): 0.73x (the winner was slower than the baseline when re-run: 1.36x slower; "
-                        "min 0.72x, max 0.74x)")
-    # Ratios 2.0, 2.5, 1.5.
+                        "(medians; their ratio 0.73x): 0.73x (the winner was slower than the baseline when re-run: "
+                        "1.36x slower; min 0.72x, max 0.74x)")
+    # Ratios 2.0, 2.5, 1.5; the medians' own ratio 5.0/2.0 is said beside their median.
     assert summary_lines(state([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]))[2] == (
-        "confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.00 s vs baseline 5.00 s (medians): "
-        "2.00x faster (min 1.50x, max 2.50x)")
+        "confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.00 s vs baseline 5.00 s (medians; their "
+        "ratio 2.50x): 2.00x faster (min 1.50x, max 2.50x)")
+    # Ctrl-C during the re-runs (a tester's case): 1 complete pair, said, and the stop said.
+    stopped = {**state([1.14, 1.36], [0.81, None]), "phase": "stopped"}
+    lines = summary_lines(stopped)
+    assert lines[2].startswith("confirmed (1 of 3 alternating re-run pairs complete, seeds [1, 2, 3]): ")
+    assert lines[2].endswith("1.41x faster (min 1.41x, max 1.41x)")  # 1.14 / 0.81, the one complete pair
+    assert lines[-1] == "stopped by the user: what is above is what had been measured by then"
 
 
 # --- real runs ------------------------------------------------------------------------------

@@ -132,7 +132,7 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     [band] = [s for s in specs["ap_ablation"]["layout"]["shapes"] if s["type"] == "rect"]
     assert (band["x0"], band["x1"]) == (1.0, 2.0)
     assert ("bfloat16 1.40x (within noise), one_cycle (max LR 0.005, 10 epochs) (needed: not reached in 20 epochs "
-            "without it); the winner's own re-runs ranged 1.00-2.00x of their median, so a factor inside that "
+            "without it); the winner's own re-runs ranged 1.00-2.00x of the time compared with, so a factor inside that "
             "range is within noise. Shaded: the winner's own re-run spread. One run each") in texts(at.caption)
     # Stopped trials are drawn at the time they used: the axis title says so.
     assert specs["ap_trials"]["layout"]["yaxis"]["title"]["text"] == "time to target or to stop (s)"

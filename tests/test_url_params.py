@@ -48,6 +48,13 @@ def test_a_link_setting_whose_control_is_hidden_is_named_not_dropped(store_home)
     assert at.button(key="launch").disabled
     at.button(key="url_accept").click().run()
     assert not at.button(key="launch").disabled
+    # A hidden setting at its default loses nothing: no notice, Launch free (the Autopilot's
+    # "Use this configuration" passes reference_batch_size 128 without scale_lr).
+    at = app_test()
+    at.query_params.update({"schedule": "cyclic", "reduce_on_plateau": "false", "reference_batch_size": "128"})
+    at.run()
+    assert not at.exception and not [w for w in at.warning if "Settings from the link" in w.value]
+    assert not at.button(key="launch").disabled
 
 
 def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(store_home):

@@ -78,10 +78,28 @@ def _why(key: str, raw: str, value: Any) -> Optional[str]:
 def unused(raw: Mapping[str, str], keys, settings) -> list[str]:
     """One notice for each parameter of `raw` that is a run setting (in `settings`) with
     no control among `keys`: one hidden by the other settings (reduce_on_plateau with a
-    cyclic schedule, fused_optimizer on JAX), whose value would otherwise vanish."""
+    cyclic schedule, fused_optimizer on JAX), whose value would otherwise vanish. A value
+    equal to the default is not one: the run uses it anyway (the Autopilot's "Use this
+    configuration" passes every field, e.g. reference_batch_size 128 without scale_lr)."""
     shown = set(keys)
     return [f"{k}: {v!r} from the link was not used (no control takes it with these settings); "
-            "the run uses the default" for k, v in raw.items() if k in settings and k not in shown]
+            "the run uses the default" for k, v in raw.items()
+            if k in settings and k not in shown and not _is_default(k, v)]
+
+
+def _is_default(key: str, text: str) -> bool:
+    """Whether URL value `text` spells RunConfig's default for field `key`."""
+    from engine.config import RunConfig
+
+    default = getattr(RunConfig(), key, None)
+    if isinstance(default, bool):
+        return text.strip().lower() == str(default).lower()
+    if isinstance(default, (int, float)):
+        try:
+            return float(text) == float(default)
+        except ValueError:
+            return False
+    return text == str(default)
 
 
 def check(raw: Optional[dict], keys, settings=()) -> list[str]:

@@ -99,10 +99,10 @@ def summary_lines(state: dict) -> list[str]:
     n = len(state["trials"])
     reached = sum(1 for t in state["trials"] if t["kind"] == "reached")
     pruned = sum(1 for t in state["trials"] if t["kind"] == "pruned")
-    out.append(f"search: {n} trials in {state.get('search_wall_sec') or 0:.0f} s (budget "
+    out.append(f"search: {n} trial{'s' if n != 1 else ''} in {state.get('search_wall_sec') or 0:.0f} s (budget "
                f"{state['budget_sec']:.0f} s): {reached} reached {target:g}, {pruned} pruned; one-cycle max LR "
                f"{', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}" if state.get("max_lr") else
-               f"search: {n} trials")
+               f"search: {n} trial{'s' if n != 1 else ''}")
     ro = state.get("runoff")
     if ro and ro.get("runs"):
         out.append("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): " + "; ".join(
@@ -123,9 +123,15 @@ def summary_lines(state: dict) -> list[str]:
             m = sp["median"]
             verdict = (f"{m:.2f}x faster (" if m >= 1 else
                        f"{m:.2f}x (the winner was slower than the baseline when re-run: {1 / m:.2f}x slower; ")
-            out.append(f"confirmed ({conf['repeats']} alternating re-runs each, seeds {conf['seeds']}): "
-                       f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} "
-                       f"(medians): {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
+            # Stopped during the re-runs: say how many pairs the ratio rests on.
+            pairs = (f"{conf['repeats']} alternating re-runs each" if sp["pairs"] == conf["repeats"] else
+                     f"{sp['pairs']} of {conf['repeats']} alternating re-run pairs complete")
+            # The medians' own ratio beside the verdict (the median of per-round ratios): they can differ.
+            medians = (f" (medians; their ratio {sp['baseline_median'] / sp['median_time']:.2f}x)"
+                       if sp.get("baseline_median") and sp.get("median_time") else " (medians)")
+            out.append(f"confirmed ({pairs}, seeds {conf['seeds']}): "
+                       f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])}"
+                       f"{medians}: {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
@@ -137,6 +143,8 @@ def summary_lines(state: dict) -> list[str]:
         out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
     for note in state.get("notes") or []:
         out.append(f"note: {note}")
+    if state.get("phase") == "stopped":
+        out.append("stopped by the user: what is above is what had been measured by then")
     return out
 
 

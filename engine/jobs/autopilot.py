@@ -241,11 +241,11 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
     first; a factor under 1 says the winner ran faster without that technique (one run:
     within noise when close to 1); an ablation that did not reach the target reads 'needed to reach it';
     one cut short by Stop ('kind' 'stopped' or 'not_run') is named as not measured.
-    spread: (lowest, highest) of the winner's own confirming re-runs / their median (x):
-    a factor inside it is marked 'within noise' (each ablation is one run), and the line
-    ends with that spread."""
-    def inside(f: float) -> bool:
-        return spread is not None and spread[0] <= f <= spread[1]
+    spread: (lowest, highest) of the winner's own confirming re-runs / the factors'
+    denominator (x): a factor inside it (as printed, to 2 decimals) is marked 'within
+    noise' (each ablation is one run), and the line ends with that spread."""
+    def inside(f: float) -> bool:  # as printed: 1.0136 beside a spread ending at 1.0081 reads "1.01 ... 1.01x"
+        return spread is not None and round(spread[0], 2) <= round(f, 2) <= round(spread[1], 2)
 
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
     done = [a for a in ablation if a.get("factor")]
@@ -259,19 +259,28 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     line = ", ".join(parts)
     if spread is not None and done:
-        line += (f"; the winner's own re-runs ranged {spread[0]:.2f}-{spread[1]:.2f}x of their median, "
-                 "so a factor inside that range is within noise")
+        line += (f"; the winner's own re-runs ranged {spread[0]:.2f}-{spread[1]:.2f}x of the time compared "
+                 "with, so a factor inside that range is within noise")
     return line
 
 
-def rerun_spread(times: list) -> Optional[tuple]:
-    """(lowest, highest) / median of the winner's re-run times to target (s); None
-    with fewer than 2 that reached it."""
+def rerun_spread(times: list, ref: Optional[float] = None) -> Optional[tuple]:
+    """(lowest, highest) / `ref` (default: their median) of the winner's re-run times
+    to target (s); None with fewer than 2 that reached it."""
     done = sorted(t for t in times if t)
     if len(done) < 2:
         return None
-    mid = statistics.median(done)
-    return done[0] / mid, done[-1] / mid
+    ref = ref or statistics.median(done)
+    return done[0] / ref, done[-1] / ref
+
+
+def same_seed_time(conf: Optional[dict], seed: int) -> Optional[float]:
+    """The winner's confirming re-run time to target (s) on `seed` (the ablation's), or None."""
+    if not conf or seed not in conf.get("seeds", []):
+        return None
+    times = conf["times"]["winner"]
+    i = conf["seeds"].index(seed)
+    return times[i] if i < len(times) else None
 
 
 class Proposer:
@@ -789,9 +798,10 @@ class Autopilot:
     # -- phase 3 ----------------------------------------------------------------
     def explain(self, winner: RunConfig, winner_time: Optional[float], spread: Optional[tuple] = None) -> list[dict]:
         """One run per technique the winner uses, with that technique switched
-        back; factor = its time to target / `winner_time` (s). spread: the winner's
-        re-runs' (lowest, highest) / median (`rerun_spread`), stored as 'ablation_spread'
-        and used by `explanation`."""
+        back; factor = its time to target / `winner_time` (s: the winner's re-run on the
+        ablation's seed, else their median). spread: the winner's re-runs' (lowest,
+        highest) / `winner_time` (`rerun_spread`), stored as 'ablation_spread' and used by
+        `explanation`."""
         plan = space_mod.ablation_configs(winner, self.baseline)
         out: list[dict] = []
         self._update(phase="ablation", ablation=out)
@@ -847,8 +857,11 @@ class Autopilot:
             conf = self.confirm(winner) if self.repeats and not self.stop.is_set() else None
             if self.do_explain and not self.stop.is_set():
                 median = (conf or {}).get("speedup", {}).get("median_time") if conf else None
-                spread = rerun_spread(conf["times"]["winner"]) if median else None
-                self.explain(winner, median or best["time_to_target_sec"], spread)
+                # Like with like: the ablation runs on seed + 1, so the winner's re-run on that seed
+                # (a tester saw factors against a median set by a seed that needed one epoch fewer).
+                ref = same_seed_time(conf, self.base.seed + 1) or median
+                spread = rerun_spread(conf["times"]["winner"], ref) if ref and conf else None
+                self.explain(winner, ref or best["time_to_target_sec"], spread)
         self._update(phase="stopped" if self.stop.is_set() else "done", current=None,
                      wall_sec=time.monotonic() - t0)
         return self.state
