@@ -107,6 +107,10 @@ def test_runs_table_and_json_name_the_backend(store, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [(r["id"], r["backend"], r["xla"]) for r in rows] == [(2, "jax", True), (1, "tensorflow", False)]
     assert list(rows[0])[5:8] == ["model", "backend", "precision"]  # the table's order
+    # `show` of a JAX run stopped before its summary (killed while compiling) said "tensorflow".
+    assert main(["show", "2"]) == 0
+    assert [ln.split() for ln in capsys.readouterr().out.splitlines() if ln.split()[:1] == ["backend"]] == [
+        ["backend", "jax"]]
 
 
 def test_bench_text_ends_with_the_caution_of_a_busy_baseline(store_home, monkeypatch, capsys):

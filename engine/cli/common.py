@@ -171,6 +171,8 @@ def result_json(run: dict) -> dict:
     s.setdefault("precision", cfg["precision"])
     s.setdefault("steps_per_execution", cfg["steps_per_execution"])
     s.setdefault("jit_compile", cfg["jit_compile"])
+    # A run stopped before its summary (a JAX trial killed while compiling) read "tensorflow".
+    s.setdefault("backend", cfg.get("backend") or "tensorflow")
     return s
 
 
