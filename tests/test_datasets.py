@@ -465,26 +465,24 @@ def test_a_folder_of_mostly_other_files_is_refused_before_it_is_walked(tmp_path,
         (home / c).mkdir(parents=True)
         for i in range(4):
             (home / c / f"f{i}.txt").write_text("x")
-    walked = []
-    real = userdata._is_file
-    monkeypatch.setattr(userdata, "_is_file", lambda f: walked.append(f) or real(f))
-    with pytest.raises(userdata.DataError) as e:
-        userdata.read_images(home)
+    stats = []
+    with monkeypatch.context() as m:
+        real = os.stat
+        m.setattr(userdata.os, "stat", lambda p, *a, **k: stats.append(p) or real(p, *a, **k))
+        with pytest.raises(userdata.DataError) as e:
+            userdata.load_path(home)
     [line] = e.value.problems
     assert line.startswith(f"{home} holds more than 5 files that are not images (.png, .jpg, .jpeg, .bmp, .gif, "
-                           ".webp, .tif, .tiff), e.g. 'src/f")
+                           ".webp, .tif, .tiff) and few images, e.g. '")
     assert line.endswith("'; give a folder with one sub-folder of images per class")
-    assert len(walked) == 6  # stopped at the sixth, not after all 8
-    # load_path (data check, the config check) walks for its cache key first: stopped there too.
-    with pytest.raises(userdata.DataError) as e:
-        userdata.load_path(home)
-    assert e.value.problems[0].startswith(f"{home} holds more than 5 files that are not images")
-    # More images than other files: a data folder with some clutter is read as before.
+    files = [p for p in stats if str(p).endswith(".txt")]
+    assert len(files) == 4  # the first folder's files only: refused before the second was read
+    # A data folder with as many sidecar files as images (more than the limit) is read as before.
     root = make_folder(tmp_path / "pets", n=4)
-    for i in range(6):
+    for i in range(12):
         (root / "dog" / f"note{i}.txt").write_text("x")
-    arrays, names = userdata.read_images(root)
-    assert names == ("cat", "dog") and arrays["x_train"].shape == (8, 4, 6, 1)
+    data = userdata.load_path(root)
+    assert data.class_names == ("cat", "dog") and data.arrays["x_train"].shape == (8, 4, 6, 1)
 
 
 def test_a_class_folder_linking_above_the_data_folder_is_a_fault(tmp_path):

@@ -228,8 +228,8 @@ def check_available(name: str) -> None:
 
 
 # --- the validation split: every class keeps training samples --------------------
-# A class needs at least this many samples to be split between training and validation;
-# smaller classes are kept whole in training (and never validated).
+# A class needs MIN_CLASS_SAMPLES (engine.data.limits) to be split between training and
+# validation; smaller classes are kept whole in training (and never validated).
 
 
 def _names(info: DatasetInfo, classes) -> str:

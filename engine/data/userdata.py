@@ -50,8 +50,11 @@ import numpy as np
 from engine.data.limits import MAX_SIDE, MIN_CLASS_SAMPLES, fmt_bytes, max_decoded_bytes, no_split
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-# More files than this that are not images (and more of them than images): not a data folder.
+# More files than this that are not images, and OTHER_FILES_RATIO times as many as images: not a
+# data folder (/, a home folder). A ratio, not "more than images": a data set whose images each
+# have a sidecar file (.json, .txt) has about as many of both.
 MAX_OTHER_FILES = 10_000
+OTHER_FILES_RATIO = 10
 # Images may be 2 to MAX_SIDE pixels a side (checked from the header, before decoding).
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # A zip is read into memory; refuse archives that would unpack to more than this.
@@ -323,23 +326,11 @@ def _is_file(f: Path) -> bool:
         return False
 
 
-def _check_not_data(root: Path, rel: str, images: int, others: int, problems: list = ()) -> None:
-    """Raise DataError once a walk of `root` has met more than MAX_OTHER_FILES files
-    that are not images, and more of them than images (`rel`: the latest, named as an
-    example): not a data folder (e.g. / or a home folder), so stop before walking all of it."""
-    if others > MAX_OTHER_FILES and others > images:
-        raise DataError(list(problems) + [
-            f"{root} holds more than {MAX_OTHER_FILES:,} files that are not images ({', '.join(IMAGE_EXTS)}), "
-            f"e.g. {rel!r}; give a folder with one sub-folder of images per class"])
-
-
 def _entries_folder(root: Path, problems: list) -> dict[str, list[tuple[str, object]]]:
     """{class: [(relative path, opener)]} of a folder of class folders; a class
     folder that links to the folder itself or above it is added to `problems`.
-    Raises DataError for an unreadable folder, or one with more than MAX_OTHER_FILES
-    files that are not images and fewer images (found while walking it, not after)."""
+    Raises DataError for an unreadable folder."""
     out: dict = {}
-    images = others = 0
     try:
         dirs = sorted(p for p in root.iterdir() if not _skip(p.name) and p.is_dir())
     except OSError as e:
@@ -354,16 +345,11 @@ def _entries_folder(root: Path, problems: list) -> dict[str, list[tuple[str, obj
                             "remove the link")
             continue
         files = []
-        for f in d.rglob("*"):
+        for f in sorted(d.rglob("*")):
             rel = f.relative_to(root)
             if not any(_skip(part) for part in rel.parts) and _is_file(f):
                 files.append((rel.as_posix(), f))
-                if f.suffix.lower() not in IMAGE_EXTS:
-                    others += 1
-                    _check_not_data(root, rel.as_posix(), images, others, problems)
-                else:
-                    images += 1
-        out[d.name] = sorted(files, key=lambda e: e[1])  # the order read_images has always used
+        out[d.name] = files
     return out
 
 
@@ -553,13 +539,16 @@ _CACHE_KEEP = 2  # whole data sets are cached: keep only the last few
 def _signature(path: Path) -> tuple:
     if path.is_dir():
         n, newest, size, images, others = 0, 0, 0, 0, 0
-        for dirpath, _, files in os.walk(path):
+        for dirpath, _, files in os.walk(path):  # the first walk of a folder (read_images walks it next)
+            k = sum(f.lower().endswith(IMAGE_EXTS) for f in files)
+            images, others = images + k, others + len(files) - k
+            if others > MAX_OTHER_FILES and others > OTHER_FILES_RATIO * images:
+                # Not a data folder: stop before walking (and reading) all of it.
+                raise DataError([f"{path} holds more than {MAX_OTHER_FILES:,} files that are not images "
+                                 f"({', '.join(IMAGE_EXTS)}) and few images, e.g. "
+                                 f"{os.path.relpath(os.path.join(dirpath, files[0]), path)!r}; give a folder "
+                                 "with one sub-folder of images per class"])
             for f in files:
-                if f.lower().endswith(IMAGE_EXTS):
-                    images += 1
-                else:
-                    others += 1
-                    _check_not_data(path, os.path.relpath(os.path.join(dirpath, f), path), images, others)
                 try:
                     st = os.stat(os.path.join(dirpath, f))
                 except OSError:  # a broken link, or a file gone since listed: read_images reports it
