@@ -75,14 +75,13 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: tuple |
     own: views.train.own_time of a run that is its own baseline (its time to target is shown)."""
     box = st.container(key="talk_headline")
     if base is None or cmp is None:
-        goal, secs, note = own or (None, None, None)
+        goal, secs, note = own or (None, None, "")
         if base is not None and goal is not None:
             box.metric(f"Time to {goal:g} val accuracy", f"{secs:.2f} s" if secs is not None else "—", border=True)
         else:
             box.metric("Speedup", "—", border=True)
         box.caption("No baseline to compare with yet." if base is None
-                    else (f"{note[0].upper()}{note[1:]}. " if note else "") +
-                    "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
+                    else note + "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
         return
     big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
     target, tt = cmp.get("target_accuracy"), cmp.get("time_to_accuracy_speedup")
@@ -113,7 +112,7 @@ def comparison(store, base: dict | None, run: dict | None, source=None) -> None:
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
-    headline(base, run, cmp, own_time(run, src.epochs(run)) if run and base and run["id"] == base["id"] else None)
+    headline(base, run, cmp, own_time(base, run, src))
     frames = _frames(src, runs)
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)

@@ -773,7 +773,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     frames = _frames(src, runs)
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
-    own = own_time(run, src.epochs(run)) if run and base and run["id"] == base["id"] else None
+    own = own_time(base, run, src)
     # compare() has just computed both steady medians: reuse them rather than recompute.
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
@@ -895,10 +895,14 @@ def _x(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}×"
 
 
-def own_time(run: dict, epochs: list[dict]) -> tuple:
-    """(target, seconds to it or None, 'not reached ...' or None) of a run that is its own baseline."""
-    goal = effective_target(run)
-    return goal, time_to_accuracy(epochs, goal), not_reached(run, epochs, goal)
+def own_time(base: dict | None, run: dict | None, src) -> tuple | None:
+    """(target, seconds to it or None, 'Not reached ... . ' or '') when `run` is its own
+    baseline (`base` the same run), else None; `src` gives its epoch rows."""
+    if not (run and base and run["id"] == base["id"]):
+        return None
+    goal, epochs = effective_target(run), src.epochs(run)
+    note = not_reached(run, epochs, goal)
+    return goal, time_to_accuracy(epochs, goal), f"{note[0].upper()}{note[1:]}. " if note else ""
 
 
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None) -> None:
@@ -917,7 +921,7 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
     if cmp is None:  # the run is its own baseline
         # Not "1.00×": that read as a measured result, also for a run that never reached the target.
         # Its own time to target is what it measured: shown (a first user saw only "—").
-        goal, secs, note = own or (None, None, None)
+        goal, secs, note = own or (None, None, "")
         if goal is None:
             st.metric("Time-to-accuracy speedup", "—", border=True,
                       help="This configuration is the baseline itself (float32, 1 device, no options).")
@@ -925,8 +929,7 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
             st.metric(f"Time to {goal:g} val accuracy", f"{secs:.2f} s" if secs is not None else "—", border=True,
                       help="seconds from the start of training to the first validation at or above the target; "
                            "this configuration is the baseline itself (float32, 1 device, no options)")
-        st.caption((f"{note[0].upper()}{note[1:]}. " if note else "") +
-                   "This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
+        st.caption(note + "This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
                    "devices, steps per execution, XLA) to compare.")
         return
     target = cmp.get("target_accuracy")
