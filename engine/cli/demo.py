@@ -44,7 +44,7 @@ def _fmt_t(v) -> str:
 def main(args) -> int:
     from engine.jobs import runner
     from engine.jobs import demo
-    from engine.cli.common import follow
+    from engine.cli.common import follow, print_json
     from engine.preflight import check_runnable
     from engine.store import Store
 
@@ -84,7 +84,7 @@ def main(args) -> int:
     c["pretrain_id"] = pid
     c["pretrain_final_val_accuracy"] = (pre_run.get("summary") or {}).get("final_val_accuracy")
     if args.json:
-        print(json.dumps(c))
+        print_json(c)
     else:
         t = c["target_accuracy"]
         print(f"pretrained  run {pid}: digits 0-4, final val accuracy "

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
+
+from engine.cli.common import print_json
 import time
 
 from engine.hardware.verdicts import ProbeError, probe
@@ -79,7 +81,7 @@ def main(args) -> int:
         print(f"hardware check failed: {e}", file=sys.stderr)
         return 1
     if getattr(args, "json", False):
-        print(json.dumps(result, indent=2, sort_keys=True))
+        print_json(result, indent=2, sort_keys=True)
     else:
         print(format_table(result))
     return 0

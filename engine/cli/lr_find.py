@@ -17,7 +17,7 @@ HELP = "LR range test: short sweep with exponentially increasing learning rate; 
 
 def add_parser(subparsers) -> None:
     """Register the `lr-find` subcommand: RunConfig flags plus the sweep's own."""
-    from engine.cli.common import add_config_args
+    from engine.cli.common import add_config_args, print_json
 
     p = subparsers.add_parser(
         "lr-find", help=HELP,
@@ -114,7 +114,7 @@ def main(args) -> int:
     for w in result.get("warnings") or []:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result))
+        print_json(result)
     else:
         print(format_table(result))
     return 0

@@ -13,7 +13,7 @@ import sys
 
 
 def add_parser(sub) -> None:
-    from engine.cli.common import add_config_args
+    from engine.cli.common import add_config_args, print_json
 
     p = sub.add_parser("worker", help="join a multi-worker run (MultiWorkerMirroredStrategy, TF_CONFIG)",
                        description=__doc__)
@@ -84,7 +84,7 @@ def main(args) -> int:
         store.close()
     mine = next((w for w in workers if w["task_index"] == cluster.task_index), {})
     if args.json:
-        print(json.dumps({**result_json(run), "task_index": cluster.task_index, "worker_status": mine.get("status")}))
+        print_json({**result_json(run), "task_index": cluster.task_index, "worker_status": mine.get("status")})
     else:
         print(f"run {rid}, task {cluster.task_index}: {mine.get('status') or run['status']}"
               + (f" ({run['error']})" if run.get("error") else ""))
