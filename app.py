@@ -9,7 +9,7 @@ $SPEEDLAB_SECRET set, no page runs before the session has given it (views/gate.p
 """
 import streamlit as st
 
-from views import gate
+from views import gate, store_check
 
 # Presenter mode (?mode=talk, views/talk.py) starts with the settings bar collapsed.
 st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",
@@ -23,6 +23,10 @@ PAGES = [
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/travel_explore:"),
 ]
 
-# The optional shared secret ($SPEEDLAB_SECRET) is checked before any page runs.
+# The optional shared secret ($SPEEDLAB_SECRET) is checked before any page runs; a
+# damaged or unreadable store is one line with the way out, not a page's traceback.
 if gate.passed():
-    st.navigation(PAGES, position="top").run()
+    page = st.navigation(PAGES, position="top")
+    if store_check.healthy():
+        with store_check.guard():
+            page.run()

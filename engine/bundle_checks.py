@@ -187,7 +187,8 @@ def config_problem(config: dict) -> str | None:
     except TypeError as e:  # e.g. a field of the wrong kind that the dataclass chokes on
         return f"{e}"
     try:  # the data set is not here: check the rest against a stand-in
-        RunConfig.from_dict({**config, "dataset": "synthetic", "synthetic_samples": 1 << 30})
+        RunConfig.from_dict({**config, "dataset": "synthetic", "synthetic_samples": 100_000,
+                              "synthetic_shape": [8, 8, 1], "synthetic_classes": 10})
     except ConfigError as e:
         if e.field not in _DATA_FIELDS:
             return str(e)

@@ -26,7 +26,7 @@ from engine.store import Store
 
 TABLES = ("runs", "executions", "epochs", "system", "workers", "meta")
 CHUNK = 500           # rows read per query while salvaging
-MAX_SKIPS = 20_000    # unreadable chunks skipped in one table before giving up on it
+MAX_EMPTY_CHUNKS = 40 # consecutive chunks with no readable row before a table is given up
 
 
 @dataclass
@@ -39,7 +39,8 @@ class Check:
 
 @dataclass
 class Salvage:
-    """Outcome of `salvage`: rows copied and rows lost per table, where the damaged file went."""
+    """Outcome of `salvage`: rows copied and row lookups that failed (`unreadable`) per table,
+    where the damaged file went, whether its header was rebuilt."""
     kept_as: Path
     copied: dict[str, int]
     unreadable: dict[str, int]
@@ -144,7 +145,9 @@ def _write_header(path: Path, page_size: int) -> None:
 
 
 def _copy_table(src: sqlite3.Connection, dst: sqlite3.Connection, table: str) -> tuple[int, int]:
-    """Copy the readable rows of `table` (columns both sides have). Returns (copied, chunks unreadable)."""
+    """Copy the readable rows of `table` (columns both sides have), in rowid order.
+    A range whose b-tree pages are gone is probed row by row (a point lookup needs only
+    its own path through the tree). Returns (rows copied, rowids that could not be read)."""
     try:
         src_cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
     except sqlite3.DatabaseError:
@@ -153,34 +156,46 @@ def _copy_table(src: sqlite3.Connection, dst: sqlite3.Connection, table: str) ->
     cols = [c for c in src_cols if c in dst_cols]
     if not cols:
         return 0, 0
-    try:
-        top = src.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()[0] or 0
-    except sqlite3.DatabaseError:
-        top = None  # the rightmost page is gone: read until nothing more comes
+    top = _top_rowid(src, table)
+    select = f"SELECT rowid, {', '.join(cols)} FROM {table}"
     insert = f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})"
-    last, copied, bad = 0, 0, 0
+    last, copied, bad, empty_runs = 0, 0, 0, 0
     dst.execute("BEGIN")
     try:
-        while bad < MAX_SKIPS:
+        while empty_runs < MAX_EMPTY_CHUNKS and (top is None or last < top):
             try:
-                rows = src.execute(f"SELECT rowid, {', '.join(cols)} FROM {table} WHERE rowid > ? "
-                                   f"ORDER BY rowid LIMIT {CHUNK}", (last,)).fetchall()
+                rows = src.execute(f"{select} WHERE rowid > ? ORDER BY rowid LIMIT {CHUNK}", (last,)).fetchall()
+                if not rows:
+                    break  # the tree reads to its end
             except sqlite3.DatabaseError:
-                bad += 1
-                last += CHUNK  # skip the unreadable range and try beyond it
-                if top is not None and last > top:
-                    break
-                continue
-            if not rows:
-                if top is None or last >= top:
-                    break
+                rows = []
+                for rowid in range(last + 1, last + CHUNK + 1):
+                    try:
+                        rows += src.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchall()
+                    except sqlite3.DatabaseError:
+                        bad += 1
                 last += CHUNK
-                continue
-            dst.executemany(insert, [tuple(r[1:]) for r in rows])
-            copied += len(rows)
-            last = rows[-1][0]
+            if rows:
+                dst.executemany(insert, [tuple(r[1:]) for r in rows])
+                copied += len(rows)
+                last = max(last, rows[-1][0])
+                empty_runs = 0
+            else:
+                empty_runs += 1
         dst.execute("COMMIT")
     except BaseException:
         dst.execute("ROLLBACK")
         raise
     return copied, bad
+
+
+def _top_rowid(src: sqlite3.Connection, table: str) -> Optional[int]:
+    """The largest rowid `table` may hold: MAX(rowid), else sqlite_sequence, else None."""
+    for q in (f"SELECT MAX(rowid) FROM {table}", "SELECT seq FROM sqlite_sequence WHERE name=?"):
+        try:
+            row = src.execute(q, (table,) if "?" in q else ()).fetchone()
+            if row and row[0] is not None:
+                return int(row[0])
+        except sqlite3.DatabaseError:
+            continue
+    return None

@@ -317,11 +317,11 @@ class Store:
         return out
 
     def damaged_runs(self) -> list[dict]:
-        """Rows that cannot be read whole, newest first: {'id', 'status', 'created', 'reason'}
+        """Rows that cannot be read whole (not trashed), newest first: {'id', 'status', 'created', 'reason'}
         (engine.run_rows names the reason). They are listed apart so that they break
         no table, and can be deleted (`delete_run`)."""
         out = []
-        for r in self.conn.execute("SELECT * FROM runs ORDER BY id DESC").fetchall():
+        for r in self.conn.execute("SELECT * FROM runs WHERE trashed IS NULL ORDER BY id DESC").fetchall():
             _, problem = parse_row(dict(r))
             if problem:
                 out.append({"id": r["id"], "status": r["status"], "created": r["created"], "reason": problem,

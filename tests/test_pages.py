@@ -719,9 +719,10 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
     no_errors(at)
-    assert f"Deleted run(s) #{r}." in texts(at.success)
+    assert f"Moved 1 run to the trash: #{r}. Restore them under Trash below." in texts(at.success)
     assert {x["id"] for x in store.list_runs()} == {b, q}
-    assert store.frame("executions", r).empty
+    assert [t["id"] for t in store.trashed_runs()] == [r]
+    assert not store.frame("executions", r).empty  # kept until the trash is emptied
 
 
 def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
@@ -735,7 +736,7 @@ def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
     no_errors(at)
-    assert f"Deleted run(s) #{x}." in texts(at.success)
+    assert f"Moved 1 run to the trash: #{x}. Restore them under Trash below." in texts(at.success)
     assert at.selectbox(key="export_run").value == r  # the newest run left, not the deleted one
     # Set (not dropped): the browser shows what the server uses.
     assert at.multiselect(key="overlay").value == [b, r]

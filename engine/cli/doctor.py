@@ -48,15 +48,15 @@ def cmd_doctor(args) -> int:
     except OSError as e:
         print(f"error: {path} cannot be moved aside ({e.strerror}); check the folder's permissions", file=sys.stderr)
         return 2
-    lost = sum(s.unreadable.values())
+    lost = sum(s.unreadable.values())  # rowids probed in vain
     if args.json:
         print_json({"store": str(path), "ok": False, "problems": result.problems, "kept_as": str(s.kept_as),
-                    "copied": s.copied, "unreadable_chunks": s.unreadable, "header_rebuilt": s.header_rebuilt})
+                    "copied": s.copied, "failed_lookups": s.unreadable, "header_rebuilt": s.header_rebuilt})
         return 1
     print(f"salvaged into a new {path}: {s.copied['runs']} runs, "
           f"{sum(v for k, v in s.copied.items() if k != 'runs'):,} metric rows"
           + (" (header rebuilt)" if s.header_rebuilt else "")
-          + (f"; {lost} unreadable range{'s' if lost != 1 else ''} of {doctor.CHUNK} rows skipped" if lost else ""))
+          + (f"; {lost:,} row lookups failed (rows lost with their pages, or never there)" if lost else ""))
     print(f"the damaged file is kept as {s.kept_as}")
     return 1
 
