@@ -367,8 +367,7 @@ def test_pages_show_damaged_rows_apart(store):
     assert any(f"#{no_model}: config lacks 'model'" in w.value for w in at.warning)
     picker = at.multiselect(key="delete_ids")
     assert set(picker.options) >= {f"#{no_model} · damaged: config lacks 'model'"}
-    picker.set_value([no_model, bad_json])
-    at.run()
+    picker.set_value([no_model, bad_json]).run()
     assert at.checkbox(key="delete_sure").label == f"Move 2 runs to the trash: #{no_model}, #{bad_json}"
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
@@ -387,6 +386,12 @@ def test_delete_picker_has_no_select_all_and_no_default(store):
     picker = at.multiselect(key="delete_ids")
     assert picker.value == [] and picker.proto.select_all == 0  # Streamlit's own "Select all" is off
     assert len(picker.options) == 3
+    ids = [r["id"] for r in store.list_runs()]
+    picker.set_value(ids[:1]).run()
+    at.checkbox(key="delete_sure").check().run()
+    at.multiselect(key="delete_ids").set_value(ids[:2]).run()  # picked more after confirming
+    box = at.checkbox(key="delete_sure")
+    assert box.value is False and box.label == f"Move 2 runs to the trash: #{ids[1]}, #{ids[0]}"
 
 
 # --- 3. a store that survives ------------------------------------------------------

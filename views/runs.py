@@ -265,15 +265,17 @@ def delete_section(store: Store, by_id: dict, damaged: list[dict] | None = None)
               **{d["id"]: f"#{d['id']} · damaged: {d['reason']}" for d in damaged}}
     options = sorted(labels, reverse=True)
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+    # A changed pick unticks the confirmation: it must name the runs that will move.
     picked = c1.multiselect("Runs to delete", options, key="delete_ids", format_func=lambda i: labels[i],
-                            select_all=False, placeholder="pick runs (they go to the trash)")
+                            select_all=False, placeholder="pick runs (they go to the trash)",
+                            on_change=lambda: st.session_state.update(delete_sure=False))
     c2.button(f"Pick all {len(options)}", key="delete_pick_all", disabled=not options,
               help="Put every listed run in the picker (you still confirm below)",
-              on_click=lambda: st.session_state.update(delete_ids=options))
+              on_click=lambda: st.session_state.update(delete_ids=options, delete_sure=False))
     picked = [i for i in picked if i in labels]
     n = len(picked)
     sure = st.checkbox(f"Move {n} run{'s' if n != 1 else ''} to the trash: {_ids(sorted(picked))}" if picked
-                       else "Move the picked runs to the trash", key="delete_sure", disabled=not picked)
+                       else "Move the picked runs to the trash", key="delete_sure")
     if st.button("Delete", icon=":material/delete:", key="delete", disabled=not picked or not sure):
         busy = [i for i in picked if i in by_id and by_id[i]["status"] in ACTIVE_STATUSES]
         if busy:
