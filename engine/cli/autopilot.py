@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 
 from engine.cli.common import print_json
-import threading
 
 HELP = "search for the fastest route to a target validation accuracy on this machine, and explain it"
 

@@ -1,9 +1,8 @@
 """``python -m engine compare BASELINE_ID RUN_ID``: speedup of a run over its baseline."""
 from __future__ import annotations
 
-import json
 
-from engine.cli.common import get_run, speedup_rows, time_table, print_json
+from engine.cli.common import get_run, print_json, speedup_rows, time_table
 from engine.errors import ConfigError
 
 

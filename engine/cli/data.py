@@ -4,7 +4,6 @@ Wire it up with ``cli_data.add_parser(subparsers)``. Formats: engine.data.userda
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from engine.cli.common import print_json

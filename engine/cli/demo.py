@@ -10,7 +10,6 @@ Wire it up with ``cli_demo.add_parser(subparsers)``.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 

@@ -5,12 +5,10 @@ Wire it up with ``cli_hardware.add_parser(subparsers)``; the parser's default
 """
 from __future__ import annotations
 
-import json
 import sys
-
-from engine.cli.common import print_json
 import time
 
+from engine.cli.common import print_json
 from engine.hardware.verdicts import ProbeError, probe
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import get_run, print_summary, result_json, time_table, print_json
+from engine.cli.common import get_run, print_json, print_summary, result_json, time_table
 from engine.report.compare import breakdown
 
 

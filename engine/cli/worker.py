@@ -7,7 +7,6 @@ TF_CONFIG environment variable describes the cluster.
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
