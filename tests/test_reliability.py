@@ -24,7 +24,7 @@ import pytest
 from engine import bundle, bundle_checks
 from engine.config import RunConfig
 from engine.jobs import runner
-from engine.store import Store
+from engine.store import SCHEMA_VERSION, Store
 from tests.apptest import app_test
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def _bundle(payloads: dict[str, object], manifest: dict | None = None, raw: dict
     files.update(raw or {})
     import hashlib
 
-    man = {"format": bundle.FORMAT, "bundle_version": 1, "schema_version": 7, "exported": 1.0,
+    man = {"format": bundle.FORMAT, "bundle_version": 1, "schema_version": SCHEMA_VERSION, "exported": 1.0,
            "exported_from": "box-7", "runs": [int(n.split("/")[1].split(".")[0]) for n in files],
            "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}, **(manifest or {})}
     buf = io.BytesIO()
@@ -169,12 +169,12 @@ def test_a_valid_generated_bundle_imports(store, good_payload, tmp_path):
 
 
 def test_zip_bomb_is_refused_from_its_headers_under_300_mb(store, tmp_path):
-    """400 MB of one byte in a 0.4 MB member: refused before any byte is inflated; the
+    """400 MB of spaces in a 0.4 MB member: refused before any byte is inflated; the
     importing process's peak RSS (getrusage of a fresh child) stays far below 300 MB."""
     path = tmp_path / "bomb.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        z.writestr("manifest.json", json.dumps({"format": bundle.FORMAT, "bundle_version": 1, "schema_version": 7,
-                                                "runs": [1], "sha256": {}}))
+        z.writestr("manifest.json", json.dumps({"format": bundle.FORMAT, "bundle_version": 1,
+                                                "schema_version": SCHEMA_VERSION, "runs": [1], "sha256": {}}))
         with z.open("runs/1.json", "w", force_zip64=True) as fh:
             chunk = b" " * (16 << 20)
             for _ in range(25):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from engine.cli.common import print_json
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
@@ -43,7 +45,7 @@ def _fmt_t(v) -> str:
 def main(args) -> int:
     from engine.jobs import runner
     from engine.jobs import demo
-    from engine.cli.common import follow, print_json
+    from engine.cli.common import follow
     from engine.preflight import check_runnable
     from engine.store import Store
 

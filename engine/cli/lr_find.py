@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
+from engine.cli.common import print_json
 from engine.config import ConfigError
 
 HELP = "LR range test: short sweep with exponentially increasing learning rate; suggests a max LR"
@@ -17,7 +18,7 @@ HELP = "LR range test: short sweep with exponentially increasing learning rate; 
 
 def add_parser(subparsers) -> None:
     """Register the `lr-find` subcommand: RunConfig flags plus the sweep's own."""
-    from engine.cli.common import add_config_args, print_json
+    from engine.cli.common import add_config_args
 
     p = subparsers.add_parser(
         "lr-find", help=HELP,

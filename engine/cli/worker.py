@@ -10,9 +10,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from engine.cli.common import print_json
+
 
 def add_parser(sub) -> None:
-    from engine.cli.common import add_config_args, print_json
+    from engine.cli.common import add_config_args
 
     p = sub.add_parser("worker", help="join a multi-worker run (MultiWorkerMirroredStrategy, TF_CONFIG)",
                        description=__doc__)
