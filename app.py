@@ -4,9 +4,12 @@ Page config and navigation only; each page is one file in views/. Not pages/:
 next to st.navigation, a pages/ folder makes Streamlit run a page without
 app.py when its URL is opened directly or reloaded. Adding a page is one
 line in PAGES. The app process never imports TensorFlow: runs
-execute in worker processes started by engine.jobs.runner.
+execute in worker processes started by engine.jobs.runner. With
+$SPEEDLAB_SECRET set, no page runs before the session has given it (views/gate.py).
 """
 import streamlit as st
+
+from views import gate, store_check
 
 # Presenter mode (?mode=talk, views/talk.py) starts with the settings bar collapsed.
 st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",
@@ -20,4 +23,10 @@ PAGES = [
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/travel_explore:"),
 ]
 
-st.navigation(PAGES, position="top").run()
+# The optional shared secret ($SPEEDLAB_SECRET) is checked before any page runs; a
+# damaged or unreadable store is one line with the way out, not a page's traceback.
+if gate.passed():
+    page = st.navigation(PAGES, position="top")
+    if store_check.healthy():
+        with store_check.guard():
+            page.run()

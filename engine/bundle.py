@@ -21,12 +21,14 @@ import hashlib
 import json
 import os
 import socket
+import sqlite3
 import time
 import zipfile
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterable, Union
 
+from engine.bundle_checks import BundleRejected, check_headers, check_manifest, check_payload, loads, read_member
 from engine.store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
 FORMAT = "speedlab-run-bundle"
@@ -73,9 +75,13 @@ def export_runs(store: Store, run_ids: Iterable[int], dest: Union[str, os.PathLi
         if run["status"] not in FINAL_STATUSES:
             raise BundleError(f"run_id: {rid} is {run['status']}; export it once it has ended "
                               "(its figures are not final yet)")
-        for key in _JSON_COLUMNS:
-            if run.get(key):
-                run[key] = json.loads(run[key])
+        try:
+            for key in _JSON_COLUMNS:
+                if run.get(key):
+                    run[key] = json.loads(run[key])
+        except (ValueError, RecursionError):
+            raise BundleError(f"run_id: {rid} is damaged (its {key} is not valid JSON); it cannot be "
+                              "exported (python -m engine delete removes it)") from None
         run.pop("pid", None), run.pop("pid_started", None), run.pop("cancel_requested", None)
         payload = {"run": {**run, "key": run_key(run)}}
         for table in METRIC_TABLES:
@@ -106,24 +112,28 @@ def read_bundle(src: Source, name: str | None = None) -> tuple[dict, list[dict]]
     name = name or _name(src)
     try:
         with zipfile.ZipFile(src) as z:
+            check_headers(z)  # sizes and ratios from the central directory: nothing inflated yet
             if MANIFEST not in z.namelist():
                 raise BundleError(f"{name} is not a SpeedLab run bundle (no {MANIFEST}); "
                                   "make one with python -m engine export RUN_ID... -o FILE.zip")
-            manifest = json.loads(z.read(MANIFEST))
+            manifest = loads(MANIFEST, read_member(z, MANIFEST))
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
                 raise BundleError(f"{name} is not a SpeedLab run bundle ({MANIFEST} is of another format); "
                                   "make one with python -m engine export RUN_ID... -o FILE.zip")
             _check_versions(name, manifest)
+            check_manifest(manifest)
             runs = []
             for rid in manifest["runs"]:
                 member = f"runs/{rid}.json"
-                data = z.read(member)
+                data = read_member(z, member)
                 if hashlib.sha256(data).hexdigest() != manifest["sha256"].get(member):
                     raise BundleError(f"{name} is corrupt: {member} does not match its checksum; "
                                       "export the runs again")
-                runs.append(json.loads(data))
+                runs.append(loads(member, data))
     except BundleError:
         raise
+    except BundleRejected as e:
+        raise BundleError(f"{name}: {e}; nothing was imported") from None
     except (zipfile.BadZipFile, EOFError, zlib.error) as e:
         raise BundleError(f"{name} is corrupt or truncated ({_first_line(e)}); copy or export it again") from None
     except KeyError as e:
@@ -145,6 +155,7 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     """
     name = name or _name(src)
     manifest, payloads = read_bundle(src, name)
+    check_runs(store, manifest, payloads, name)
     present = _present_keys(store)
     dupes = [(p["run"]["id"], present[p["run"]["key"]]) for p in payloads if p["run"]["key"] in present]
     if dupes:
@@ -154,6 +165,27 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     have = {t: {r[1] for r in store.conn.execute(f"PRAGMA table_info({t})")} for t in ("runs", *METRIC_TABLES)}
     now = time.time()
     mapping: dict[int, int] = {}
+    try:
+        _insert(store, manifest, payloads, name, have, now, mapping)
+    except sqlite3.IntegrityError as e:  # e.g. two rows of one execution: the transaction rolled back
+        raise BundleError(f"{name}: its rows do not fit the store ({_first_line(e)}); nothing was imported") from None
+    return [(p["run"]["id"], mapping[p["run"]["id"]]) for p in payloads]
+
+
+def check_runs(store: Store, manifest: dict, payloads: list[dict], name: str) -> None:
+    """Validate every run file against the schema and this store's columns (engine.bundle_checks).
+    Raises: BundleError '<bundle>: <member>: <problem>; nothing was imported'."""
+    columns = {t: {r[1]: bool(r[3]) for r in store.conn.execute(f"PRAGMA table_info({t})")}
+               for t in ("runs", *METRIC_TABLES)}
+    try:
+        for rid, p in zip(manifest["runs"], payloads):
+            check_payload(f"runs/{rid}.json", p, columns)
+    except BundleRejected as e:
+        raise BundleError(f"{name}: {e}; nothing was imported") from None
+
+
+def _insert(store: Store, manifest: dict, payloads: list[dict], name: str, have: dict, now: float,
+            mapping: dict) -> None:
     with store.tx() as conn:
         for p in payloads:
             run = p["run"]
@@ -180,7 +212,6 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
                 cols = ["run_id", *(t["columns"][i] for i in keep)]
                 conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
                                  [(new, *(row[i] for i in keep)) for row in t["rows"]])
-    return [(p["run"]["id"], mapping[p["run"]["id"]]) for p in payloads]
 
 
 def provenance(run: dict) -> str | None:
@@ -209,10 +240,13 @@ def _present_keys(store: Store) -> dict[str, int]:
     """{run_key: local id} of every run in the store."""
     out = {}
     for row in store.conn.execute("SELECT id, created, environment, origin FROM runs"):
-        run = {"id": row["id"], "created": row["created"],
-               "environment": json.loads(row["environment"]) if row["environment"] else None,
-               "origin": json.loads(row["origin"]) if row["origin"] else None}
-        out[run_key(run)] = row["id"]
+        try:
+            run = {"id": row["id"], "created": float(row["created"]),
+                   "environment": json.loads(row["environment"]) if row["environment"] else None,
+                   "origin": json.loads(row["origin"]) if row["origin"] else None}
+            out[run_key(run)] = row["id"]
+        except (TypeError, ValueError, AttributeError, RecursionError):
+            continue  # a damaged row (engine.run_rows) is no run a bundle can duplicate
     return out
 
 

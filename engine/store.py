@@ -16,13 +16,16 @@ keeps its rows and retries until the run ends.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-SCHEMA_VERSION = 6
+from engine.run_rows import parse_row
+
+SCHEMA_VERSION = 7
 # sqlite3's own busy handler: how long one attempt waits for a lock (s).
 BUSY_TIMEOUT_S = 5.0
 # How long a write transaction keeps retrying a locked store (s): interactive
@@ -92,6 +95,7 @@ _ADDED_COLUMNS = [
     (5, "executions", "skipped", "INTEGER"),
     (5, "executions", "loss_scale", "REAL"),
     (6, "runs", "origin", "TEXT"),               # JSON provenance of an imported run
+    (7, "runs", "trashed", "REAL"),              # time it was moved to the trash (NULL: not in it)
 ]
 
 EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
@@ -108,12 +112,68 @@ class StoreBusyError(StoreError):
     """Another process held the store's write lock longer than the caller's patience."""
 
 
+class StoreCorruptError(StoreError):
+    """The store file is damaged or not a database; `str(err)` names it and the way out
+    (python -m engine doctor)."""
+
+
+class StoreFullError(StoreError):
+    """A write failed because the disk (or filesystem) holding the store is full."""
+
+
+class DamagedRunError(StoreError):
+    """A run row that cannot be read whole (engine.run_rows); `run_id`, `reason`."""
+
+    def __init__(self, run_id: int, reason: str):
+        self.run_id, self.reason = run_id, reason
+        super().__init__(f"run #{run_id} is damaged ({reason}); it cannot be shown: delete it with "
+                         f"python -m engine delete {run_id} (or on the Runs page)")
+
+
+DOCTOR = "python -m engine doctor"
+
+
+def fault_line(exc: BaseException, path: os.PathLike) -> Optional[str]:
+    """One line for an SQLite error that means the store file itself is unusable
+    (corrupt, not a database, unreadable, disk full), else None (e.g. a lock)."""
+    if not isinstance(exc, sqlite3.DatabaseError) or is_busy(exc):
+        return None
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc).lower()
+    if code == "SQLITE_FULL" or "disk is full" in text:
+        return (f"the disk holding the store {path} is full ({exc}); free some space: the runs "
+                "already stored are kept, and SpeedLab works again once there is room")
+    if code in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "malformed" in text or "not a database" in text:
+        return (f"the store {path} is damaged ({exc}); run `{DOCTOR}` to check it and salvage its "
+                "runs into a new store (the damaged file is kept beside it)")
+    if code.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM")):
+        return (f"the store {path} cannot be read or written ({exc}); check the file's permissions "
+                f"and disk, then run `{DOCTOR}`")
+    return None
+
+
+def _raise_fault(exc: BaseException, path: os.PathLike) -> None:
+    """Re-raise `exc` as StoreFullError / StoreCorruptError when it is one (no-op otherwise)."""
+    line = fault_line(exc, path)
+    if line:
+        cls = StoreFullError if "is full" in line else StoreCorruptError
+        raise cls(line) from None
+
+
 def is_busy(exc: BaseException) -> bool:
     """Whether `exc` is SQLite's "database is locked" / "database is busy" (transient)."""
     if not isinstance(exc, sqlite3.OperationalError):
         return False
     text = str(exc).lower()
     return "locked" in text or "busy" in text
+
+
+def trash_retention_s() -> float:
+    """How long a trashed run is kept (s): $SPEEDLAB_TRASH_DAYS days, default 30."""
+    try:
+        return float(os.environ.get("SPEEDLAB_TRASH_DAYS", "30")) * 86400.0
+    except ValueError:
+        return 30 * 86400.0
 
 
 def home() -> Path:
@@ -142,11 +202,20 @@ class Store:
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.patience_s = float(patience_s)
-        self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+        except sqlite3.Error as e:
+            _raise_fault(e, self.path)
+            raise
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
-        self._migrate()
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
+            self._migrate()
+        except sqlite3.DatabaseError as e:  # a zeroed header, a truncated file: one line, not a traceback
+            self.conn.close()
+            _raise_fault(e, self.path)
+            raise
 
     def _migrate(self):
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -220,18 +289,44 @@ class Store:
             return cur.rowcount > 0
 
     def get_run(self, run_id: int) -> Optional[dict]:
+        """The run (a trashed one too: see its 'trashed'), or None.
+        Raises: DamagedRunError for a row that cannot be read whole."""
         row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-        return _run_dict(row) if row else None
+        if row is None:
+            return None
+        d, problem = parse_row(dict(row))
+        if problem:
+            raise DamagedRunError(run_id, problem)
+        return d
 
     def list_runs(self, statuses: Optional[Iterable[str]] = None) -> list[dict]:
-        """All runs, newest first (optionally only those with the given statuses)."""
+        """All runs, newest first (optionally only those with the given statuses);
+        neither trashed runs (`trashed_runs`) nor damaged rows (`damaged_runs`)."""
         if statuses:
             st = tuple(statuses)
-            q = f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(st))}) ORDER BY id DESC"
+            q = (f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(st))}) AND trashed IS NULL "
+                 "ORDER BY id DESC")
             rows = self.conn.execute(q, st).fetchall()
         else:
-            rows = self.conn.execute("SELECT * FROM runs ORDER BY id DESC").fetchall()
-        return [_run_dict(r) for r in rows]
+            rows = self.conn.execute("SELECT * FROM runs WHERE trashed IS NULL ORDER BY id DESC").fetchall()
+        out = []
+        for r in rows:
+            d, problem = parse_row(dict(r))
+            if not problem:
+                out.append(d)
+        return out
+
+    def damaged_runs(self) -> list[dict]:
+        """Rows that cannot be read whole (not trashed), newest first: {'id', 'status', 'created', 'reason'}
+        (engine.run_rows names the reason). They are listed apart so that they break
+        no table, and can be deleted (`delete_run`)."""
+        out = []
+        for r in self.conn.execute("SELECT * FROM runs WHERE trashed IS NULL ORDER BY id DESC").fetchall():
+            _, problem = parse_row(dict(r))
+            if problem:
+                out.append({"id": r["id"], "status": r["status"], "created": r["created"], "reason": problem,
+                            "trashed": r["trashed"]})
+        return out
 
     def active_runs(self) -> list[dict]:
         """Queued and running runs, oldest first."""
@@ -262,6 +357,61 @@ class Store:
                 self.conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             self.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
         shutil.rmtree(self.path.parent / "runs" / str(run_id), ignore_errors=True)
+
+    # --- trash ----------------------------------------------------------
+    # Deleting from the dashboard or `python -m engine delete` moves runs here; they come
+    # back with restore_runs until the trash is emptied or they are older than the retention.
+    def trash_runs(self, run_ids: Iterable[int]) -> list[int]:
+        """Move finished runs to the trash (metrics and files kept). Queued and running
+        runs are left alone. Also empties what passed the retention (`purge_expired`).
+        Returns: the ids moved, in the order given."""
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        moved = []
+        now = time.time()
+        with self.tx():
+            for rid in ids:
+                row = self.conn.execute("SELECT * FROM runs WHERE id=?", (rid,)).fetchone()
+                damaged = row is not None and parse_row(dict(row))[1] is not None  # never runs: any status
+                cur = self.conn.execute("UPDATE runs SET trashed=? WHERE id=? AND trashed IS NULL AND "
+                                        "(status NOT IN ('queued','running') OR ?)", (now, rid, damaged))
+                if cur.rowcount:
+                    moved.append(rid)
+        self.purge_expired()
+        return moved
+
+    def restore_runs(self, run_ids: Iterable[int]) -> list[int]:
+        """Bring runs back from the trash. Returns: the ids restored."""
+        restored = []
+        with self.tx():
+            for rid in dict.fromkeys(int(i) for i in run_ids):
+                if self.conn.execute("UPDATE runs SET trashed=NULL WHERE id=? AND trashed IS NOT NULL",
+                                     (rid,)).rowcount:
+                    restored.append(rid)
+        return restored
+
+    def trashed_runs(self) -> list[dict]:
+        """Runs in the trash, most recently trashed first: {'id', 'status', 'role', 'created',
+        'trashed', 'config' (dict, or None for a damaged row), 'reason' (damaged rows)}."""
+        out = []
+        for r in self.conn.execute("SELECT * FROM runs WHERE trashed IS NOT NULL ORDER BY trashed DESC, id DESC"):
+            d, problem = parse_row(dict(r))
+            out.append({"id": r["id"], "status": r["status"], "role": r["role"], "created": r["created"],
+                        "trashed": r["trashed"], "config": None if problem else d["config"], "reason": problem})
+        return out
+
+    def empty_trash(self, older_than_s: Optional[float] = None) -> list[int]:
+        """Delete for good the trashed runs (only those trashed more than `older_than_s`
+        seconds ago, when given), with their metrics and files. Returns their ids."""
+        cutoff = time.time() - older_than_s if older_than_s is not None else math.inf
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM runs WHERE trashed IS NOT NULL AND trashed < ?",
+                                               (cutoff,))]
+        for rid in ids:
+            self.delete_run(rid)
+        return ids
+
+    def purge_expired(self) -> list[int]:
+        """Empty what has been in the trash longer than `trash_retention_s()`."""
+        return self.empty_trash(trash_retention_s())
 
     # --- metrics --------------------------------------------------------
     def add_metrics(self, run_id: int, executions: list[tuple] = (), epochs: list[tuple] = (),
@@ -340,6 +490,7 @@ class _Tx:
             except sqlite3.OperationalError as e:
                 left = deadline - time.monotonic()
                 if not is_busy(e):
+                    _raise_fault(e, self.store.path)
                     raise
                 if left <= 0:
                     raise StoreBusyError(
@@ -351,21 +502,23 @@ class _Tx:
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # SQLite may have rolled back itself (e.g. SQLITE_FULL)
+                self.conn.execute("ROLLBACK")
+            _raise_fault(exc, self.store.path)  # a full disk or damaged file: one line
             return False
         try:
             self.conn.execute("COMMIT")
-        except sqlite3.Error:
+        except sqlite3.Error as e:
             # Leave no transaction open on this connection: the next write starts clean.
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+            _raise_fault(e, self.store.path)
             raise
         return False
 
 
 def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
-    d = dict(row)
-    for key in ("config", "environment", "plan", "summary", "origin"):
-        if d.get(key):
-            d[key] = json.loads(d[key])
+    d, problem = parse_row(dict(row))
+    if problem:
+        raise DamagedRunError(d.get("id"), problem)
     return d

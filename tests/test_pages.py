@@ -709,19 +709,20 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     b, r = finished_pair(store)
     q = fake_run(store, RunConfig(epochs=2), "run", group="g2", status="queued")
     at = app("views/runs.py")
-    at.multiselect(key="delete_ids").set_value([q, r])
+    at.multiselect(key="delete_ids").set_value([q, r]).run()  # a new pick unticks "sure"
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
     no_errors(at)
     assert f"#{q} are still active" in texts(at.error)
     assert {x["id"] for x in store.list_runs()} == {b, r, q}
-    at.multiselect(key="delete_ids").set_value([r])
+    at.multiselect(key="delete_ids").set_value([r]).run()
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
     no_errors(at)
-    assert f"Deleted run(s) #{r}." in texts(at.success)
+    assert f"Moved 1 run to the trash: #{r}. Restore them under Trash below." in texts(at.success)
     assert {x["id"] for x in store.list_runs()} == {b, q}
-    assert store.frame("executions", r).empty
+    assert [t["id"] for t in store.trashed_runs()] == [r]
+    assert not store.frame("executions", r).empty  # kept until the trash is emptied
 
 
 def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
@@ -730,12 +731,12 @@ def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
     at = app("views/runs.py")
     at.multiselect(key="overlay").set_value([b, r, x])
     at.multiselect(key="bundle_ids").set_value([b, x])
-    at.multiselect(key="delete_ids").set_value([x])
+    at.multiselect(key="delete_ids").set_value([x]).run()
     at.selectbox(key="export_run").set_value(x)
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
     no_errors(at)
-    assert f"Deleted run(s) #{x}." in texts(at.success)
+    assert f"Moved 1 run to the trash: #{x}. Restore them under Trash below." in texts(at.success)
     assert at.selectbox(key="export_run").value == r  # the newest run left, not the deleted one
     # Set (not dropped): the browser shows what the server uses.
     assert at.multiselect(key="overlay").value == [b, r]

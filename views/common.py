@@ -22,5 +22,11 @@ def one_line_errors(what: str):
         yield
     except Exception as e:  # noqa: BLE001 - st.rerun/st.stop are BaseExceptions and pass
         log.exception("%s failed", what)
+        from engine.store import StoreError, default_path, fault_line
+
+        line = str(e) if isinstance(e, StoreError) else fault_line(e, default_path())
+        if line:  # a damaged or full store, a damaged row: its own line and the way out
+            st.error(f"{what}: {line}", icon=":material/database:")
+            return
         first = (str(e).splitlines() or [""])[0][:300]
         st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")

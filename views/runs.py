@@ -251,24 +251,98 @@ def bundle_section(store: Store, by_id: dict) -> None:
             st.rerun()
 
 
-def delete_section(store: Store, by_id: dict) -> None:
-    """Delete runs and their metrics; active runs are refused."""
+def _ids(ids) -> str:
+    return ", ".join(f"#{i}" for i in ids)
+
+
+def delete_section(store: Store, by_id: dict, damaged: list[dict] | None = None) -> None:
+    """Move runs to the trash (restorable below); active runs are refused. Damaged rows
+    (engine.store.damaged_runs) are offered too. No "Select all" in the picker: one slip
+    must not take every run; the confirmation names how many runs and which."""
     st.markdown("### Delete runs")
-    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
-    picked = c1.multiselect("Runs to delete", list(by_id), key="delete_ids",
-                            format_func=lambda i: _label(by_id, i))
-    sure = c2.checkbox("I am sure", key="delete_sure")
-    if c3.button("Delete", icon=":material/delete:", key="delete", disabled=not picked or not sure):
-        busy = [i for i in picked if by_id[i]["status"] in ACTIVE_STATUSES]
+    damaged = damaged or []
+    labels = {**{i: _label(by_id, i) for i in by_id},
+              **{d["id"]: f"#{d['id']} · damaged: {d['reason']}" for d in damaged}}
+    options = sorted(labels, reverse=True)
+    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+    # A changed pick unticks the confirmation: it must name the runs that will move.
+    picked = c1.multiselect("Runs to delete", options, key="delete_ids", format_func=lambda i: labels[i],
+                            select_all=False, placeholder="pick runs (they go to the trash)",
+                            on_change=lambda: st.session_state.update(delete_sure=False))
+    c2.button(f"Pick all {len(options)}", key="delete_pick_all", disabled=not options,
+              help="Put every listed run in the picker (you still confirm below)",
+              on_click=lambda: st.session_state.update(delete_ids=options, delete_sure=False))
+    picked = [i for i in picked if i in labels]
+    n = len(picked)
+    sure = st.checkbox(f"Move {n} run{'s' if n != 1 else ''} to the trash: {_ids(sorted(picked))}" if picked
+                       else "Move the picked runs to the trash", key="delete_sure")
+    if st.button("Delete", icon=":material/delete:", key="delete", disabled=not picked or not sure):
+        busy = [i for i in picked if i in by_id and by_id[i]["status"] in ACTIVE_STATUSES]
         if busy:
-            st.error(f"Run(s) {', '.join(f'#{i}' for i in busy)} are still active: stop them on the "
-                     "Train page first. Nothing was deleted.")
+            st.error(f"Run(s) {_ids(busy)} are still active: stop them on the Train page first. "
+                     "Nothing was deleted.")
             return
-        for i in picked:
-            store.delete_run(i)
-        st.session_state["runs_flash"] = f"Deleted run(s) {', '.join(f'#{i}' for i in picked)}."
+        moved = store.trash_runs(picked)
+        st.session_state["runs_flash"] = (f"Moved {len(moved)} run{'s' if len(moved) != 1 else ''} to the trash: "
+                                          f"{_ids(moved)}. Restore them under Trash below.")
         st.session_state["runs_deleted"] = True  # forget_deleted() mends the pickers on the rerun
         st.rerun()
+
+
+def trash_section(store: Store) -> None:
+    """Trashed runs: restore any, or empty the trash (confirmed, naming how many and which).
+    Runs older than the retention ($SPEEDLAB_TRASH_DAYS, default 30) are emptied on their own."""
+    import time
+
+    from engine.store import trash_retention_s
+
+    store.purge_expired()
+    runs = store.trashed_runs()
+    days = trash_retention_s() / 86400
+    with st.expander(f"Trash ({len(runs)} run{'s' if len(runs) != 1 else ''})", icon=":material/delete:",
+                     expanded=bool(st.session_state.get("trash_open"))):
+        if not runs:
+            st.caption(f"The trash is empty. Deleted runs stay here {days:g} days before they are removed "
+                       "for good (python -m engine trash lists them).")
+            return
+        labels = {}
+        for r in runs:
+            cfg = r["config"] or {}
+            what = (f"{cfg.get('dataset')} · {cfg.get('model')} · {cfg.get('precision')}" if r["config"]
+                    else f"damaged: {r['reason']}")
+            left = max(0.0, (r["trashed"] + trash_retention_s() - time.time()) / 86400)
+            labels[r["id"]] = f"#{r['id']} · {what} · {r['status']} · removed for good in {left:.1f} days"
+        c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+        picked = c1.multiselect("Runs to restore", list(labels), key="restore_ids", select_all=False,
+                                format_func=lambda i: labels[i], placeholder="pick runs to bring back")
+        # Callbacks: they run before the widgets they reset are drawn again.
+        c2.button("Restore", icon=":material/restore_from_trash:", key="restore", disabled=not picked,
+                  on_click=_restore_picked)
+        ids = sorted(labels)
+        sure = st.checkbox(f"Delete {len(ids)} run{'s' if len(ids) != 1 else ''} for good: {_ids(ids)}",
+                           key="empty_sure")
+        st.button("Empty the trash", icon=":material/delete_forever:", key="empty_trash", disabled=not sure,
+                  on_click=_empty_trash)
+
+
+def _restore_picked() -> None:
+    store = Store()
+    try:
+        done = store.restore_runs(st.session_state.get("restore_ids") or [])
+    finally:
+        store.close()
+    st.session_state.update(runs_flash=f"Restored {len(done)} run{'s' if len(done) != 1 else ''}: {_ids(done)}.",
+                            restore_ids=[], trash_open=True)
+
+
+def _empty_trash() -> None:
+    store = Store()
+    try:
+        gone = store.empty_trash()
+    finally:
+        store.close()
+    st.session_state.update(runs_flash=f"Deleted {len(gone)} run{'s' if len(gone) != 1 else ''} for good.",
+                            empty_sure=False)
 
 
 MULTI_PICKERS = ("delete_ids", "overlay", "bundle_ids")
@@ -427,14 +501,25 @@ def main() -> None:
     try:
         runner.reconcile(store)
         runs = store.list_runs()
+        damaged = store.damaged_runs()
         active_demo = _demo_active()
-        forget_deleted({r["id"]: r for r in runs})
+        forget_deleted({r["id"]: r for r in runs} | {d["id"]: d for d in damaged})
+        if damaged:  # listed apart: a row that cannot be read whole breaks no table
+            st.warning(f"{len(damaged)} damaged run row{'s' if len(damaged) != 1 else ''} (from an older or broken "
+                       "SpeedLab, or edited by hand) cannot be shown: "
+                       + "; ".join(f"#{d['id']}: {d['reason']}" for d in damaged[:5])
+                       + ". Delete them below.", icon=":material/report:")
         if not runs:
             st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
                     "Every run is kept here.", icon=":material/info:")
             st.fragment(transfer_section, run_every=DEMO_REFRESH_S if active_demo else None)(active_demo)
             with one_line_errors("Run bundles"):
                 bundle_section(store, {})
+            if damaged:
+                with one_line_errors("Delete"):
+                    delete_section(store, {}, damaged)
+            with one_line_errors("Trash"):
+                trash_section(store)
             return
         by_id = {r["id"]: r for r in runs}
         df = table(runs, runs_frame(store))
@@ -463,7 +548,9 @@ def main() -> None:
         with one_line_errors("Run bundles"):
             bundle_section(store, by_id)
         with one_line_errors("Delete"):
-            delete_section(store, by_id)
+            delete_section(store, by_id, damaged)
+        with one_line_errors("Trash"):
+            trash_section(store)
     finally:
         store.close()
 

@@ -12,6 +12,8 @@ import signal
 import sys
 import threading
 
+from engine.cli.common import print_json
+
 HELP = "search for the fastest route to a target validation accuracy on this machine, and explain it"
 
 
@@ -215,7 +217,7 @@ def main(args) -> int:
     write(state="cancelled" if stopped else "done", **{k: v for k, v in state.items() if k != "state"},
           error="stopped by the user" if stopped else None)
     if args.json:
-        print(json.dumps(state))
+        print_json(state)
     else:
         print("\n".join(summary_lines(state)))
     return 1 if stopped or not state.get("winner") else 0

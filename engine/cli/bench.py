@@ -5,6 +5,8 @@ import json
 import sys
 import time
 
+from engine.cli.common import print_json
+
 
 def add_parser(sub) -> None:
     from engine.jobs.bench import QUICK_ESTIMATE_S
@@ -189,7 +191,7 @@ def main(args) -> int:
     bench.save(result)
     write(state="done", done=total, current=None)
     if args.json:
-        print(json.dumps(result))
+        print_json(result)
     else:
         print(format_table(result))
         b = result["best"]

@@ -94,6 +94,14 @@ def config_from_args(args) -> RunConfig:
     return RunConfig.from_dict(base)
 
 
+def print_json(obj, **kw) -> None:
+    """Print `obj` as strict JSON (engine.jsonsafe: non-finite numbers as null, named
+    in 'non_finite'): the one way every --json output is written."""
+    from engine.jsonsafe import dumps
+
+    print(dumps(obj, **kw))
+
+
 def fmt(v, digits=4):
     """A number for the terminal: thousands separators, 4 significant digits, '-' for missing."""
     if v is None:
@@ -229,10 +237,14 @@ def print_summary(s: dict) -> None:
 
 
 def get_run(store, run_id: int) -> Optional[dict]:
-    """The run, or None after printing the one-line error for an unknown id."""
-    run = store.get_run(run_id)
+    """The run, or None after printing the one-line error for an unknown or trashed id."""
+    run = store.get_run(run_id)  # a damaged row raises DamagedRunError: one line, exit 2 (main)
     if run is None:
         print(f"error: run_id: {run_id} does not exist; see python -m engine runs", file=sys.stderr)
+    elif run.get("trashed"):
+        print(f"error: run_id: {run_id} is in the trash; restore it with python -m engine trash --restore {run_id}",
+              file=sys.stderr)
+        return None
     return run
 
 

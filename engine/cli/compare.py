@@ -1,9 +1,8 @@
 """``python -m engine compare BASELINE_ID RUN_ID``: speedup of a run over its baseline."""
 from __future__ import annotations
 
-import json
 
-from engine.cli.common import get_run, speedup_rows, time_table
+from engine.cli.common import get_run, print_json, speedup_rows, time_table
 from engine.errors import ConfigError
 
 
@@ -33,7 +32,7 @@ def cmd_compare(args) -> int:
     finally:
         store.close()
     if args.json:
-        print(json.dumps(c))
+        print_json(c)
         return 0
     print(f"run {c['run_id']} vs baseline run {c['baseline_id']}")
     for k, v in speedup_rows(c):

@@ -4,8 +4,9 @@ Wire it up with ``cli_data.add_parser(subparsers)``. Formats: engine.data.userda
 """
 from __future__ import annotations
 
-import json
 import sys
+
+from engine.cli.common import print_json
 
 
 def add_parser(subparsers) -> None:
@@ -44,7 +45,7 @@ def cmd_check(args) -> int:
         info = userdata.path_info(args.path)
     except userdata.DataError as e:
         if args.json:
-            print(json.dumps({"ok": False, "problems": e.problems}))
+            print_json({"ok": False, "problems": e.problems})
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
         return 2
@@ -52,10 +53,10 @@ def cmd_check(args) -> int:
 
     warnings = class_warnings(info)
     if args.json:
-        print(json.dumps({"ok": True, "shape": list(info.shape), "classes": info.classes,
+        print_json({"ok": True, "shape": list(info.shape), "classes": info.classes,
                           "samples": info.samples, "test_samples": info.test_samples,
                           "class_names": list(info.class_names), "dtype": info_dtype(args.path),
-                          "warnings": warnings}))
+                          "warnings": warnings})
     else:
         print(f"ok: {_describe(info)}")
     for w in warnings:
@@ -77,13 +78,13 @@ def cmd_add(args) -> int:
         info = userdata.register(args.name, args.path, overwrite=args.replace)
     except userdata.DataError as e:
         if args.json:  # as data check: every problem, not only the last line
-            print(json.dumps({"ok": False, "problems": e.problems}))
+            print_json({"ok": False, "problems": e.problems})
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"ok": True, "dataset": f"user:{args.name}", "shape": list(info.shape),
-                          "classes": info.classes, "samples": info.samples, "test_samples": info.test_samples}))
+        print_json({"ok": True, "dataset": f"user:{args.name}", "shape": list(info.shape),
+                          "classes": info.classes, "samples": info.samples, "test_samples": info.test_samples})
     else:
         print(f"registered user:{args.name}: {_describe(info)}")
     return 0
@@ -94,7 +95,7 @@ def cmd_list(args) -> int:
 
     names = userdata.registered()
     if args.json:
-        print(json.dumps([{**userdata.registered_meta(n), "dataset": f"user:{n}"} for n in names]))
+        print_json([{**userdata.registered_meta(n), "dataset": f"user:{n}"} for n in names])
     elif not names:
         print("no registered data sets: python -m engine data add NAME PATH")
     for n in names if not args.json else []:

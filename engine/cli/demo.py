@@ -10,8 +10,9 @@ Wire it up with ``cli_demo.add_parser(subparsers)``.
 """
 from __future__ import annotations
 
-import json
 import sys
+
+from engine.cli.common import print_json
 
 
 def add_parser(subparsers) -> None:
@@ -84,7 +85,7 @@ def main(args) -> int:
     c["pretrain_id"] = pid
     c["pretrain_final_val_accuracy"] = (pre_run.get("summary") or {}).get("final_val_accuracy")
     if args.json:
-        print(json.dumps(c))
+        print_json(c)
     else:
         t = c["target_accuracy"]
         print(f"pretrained  run {pid}: digits 0-4, final val accuracy "

@@ -5,10 +5,10 @@ Wire it up with ``cli_hardware.add_parser(subparsers)``; the parser's default
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from engine.cli.common import print_json
 from engine.hardware.verdicts import ProbeError, probe
 
 
@@ -79,7 +79,7 @@ def main(args) -> int:
         print(f"hardware check failed: {e}", file=sys.stderr)
         return 1
     if getattr(args, "json", False):
-        print(json.dumps(result, indent=2, sort_keys=True))
+        print_json(result, indent=2, sort_keys=True)
     else:
         print(format_table(result))
     return 0

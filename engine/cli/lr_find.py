@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
+from engine.cli.common import print_json
 from engine.config import ConfigError
 
 HELP = "LR range test: short sweep with exponentially increasing learning rate; suggests a max LR"
@@ -114,7 +115,7 @@ def main(args) -> int:
     for w in result.get("warnings") or []:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result))
+        print_json(result)
     else:
         print(format_table(result))
     return 0

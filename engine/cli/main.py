@@ -12,15 +12,16 @@ import argparse
 import importlib
 import json
 import os
+import sqlite3
 import sys
 
 from engine.cli.common import Parser, UsageError
 from engine.errors import ActiveRunError, ConfigError
-from engine.store import StoreError
+from engine.store import StoreError, default_path, fault_line
 
 # In --help order.
-SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "hardware", "bench", "lr_find",
-               "autopilot", "worker", "demo", "data")
+SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor", "hardware",
+               "bench", "lr_find", "autopilot", "worker", "demo", "data")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +95,12 @@ def _run(args) -> int:
         return 2
     except StoreError as e:  # e.g. the store is locked by another program for too long
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as e:  # the store file itself: damaged, unreadable, disk full
+        line = fault_line(e, default_path())
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
         return 2
     except (OSError, json.JSONDecodeError) as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)

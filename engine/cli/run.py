@@ -1,10 +1,9 @@
 """``python -m engine run``: train one configuration in a fresh worker, follow it, print its summary."""
 from __future__ import annotations
 
-import json
 import sys
 
-from engine.cli.common import add_config_args, config_from_args, follow, print_summary, result_json
+from engine.cli.common import add_config_args, config_from_args, follow, print_json, print_summary, result_json
 
 
 def add_parser(sub) -> None:
@@ -66,7 +65,7 @@ def cmd_run(args) -> int:
     finally:
         store.close()
     if args.json:
-        print(json.dumps(out))
+        print_json(out)
     else:
         print_summary(out)
     return 0 if run["status"] == "completed" else 1

@@ -1,6 +1,7 @@
 """``python -m engine runs``: the table of stored runs."""
 from __future__ import annotations
 
+from engine.cli.common import print_json
 from engine.report.table import runs_frame, text_frame
 
 
@@ -27,12 +28,18 @@ def cmd_runs(args) -> int:
     try:
         runner.reconcile(store)
         df = with_backend(runs_frame(store), store.list_runs())
+        damaged = store.damaged_runs()
     finally:
         store.close()
     if args.json:
-        print(df.to_json(orient="records"))
-    elif df.empty:
+        # Missing figures are NaN in the frame: null, as pandas writes them; inf is named.
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+        print_json(records + [{"id": d["id"], "status": d["status"], "damaged": d["reason"]} for d in damaged])
+        return 0
+    if df.empty and not damaged:
         print("no runs yet: python -m engine run --help")
-    else:
+    elif not df.empty:
         print(text_frame(df).drop(columns=["error"]).to_string(index=False))
+    for d in damaged:  # listed apart: a row that cannot be read whole breaks no table
+        print(f"run #{d['id']} is damaged ({d['reason']}): delete it with python -m engine delete {d['id']}")
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import get_run, print_summary, result_json, time_table
+from engine.cli.common import get_run, print_json, print_summary, result_json, time_table
 from engine.report.compare import breakdown
 
 
@@ -28,7 +28,7 @@ def cmd_show(args) -> int:
     finally:
         store.close()
     if args.json:
-        print(json.dumps({**run, "summary": summ}, default=str))
+        print_json({**run, "summary": summ})
         return 0
     print(f"run {run['id']}  {run['status']}  ({run['role']})")
     if run.get("error"):  # a cancelled run's line says why it was stopped: not an error

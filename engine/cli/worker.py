@@ -7,9 +7,10 @@ TF_CONFIG environment variable describes the cluster.
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+
+from engine.cli.common import print_json
 
 
 def add_parser(sub) -> None:
@@ -84,7 +85,7 @@ def main(args) -> int:
         store.close()
     mine = next((w for w in workers if w["task_index"] == cluster.task_index), {})
     if args.json:
-        print(json.dumps({**result_json(run), "task_index": cluster.task_index, "worker_status": mine.get("status")}))
+        print_json({**result_json(run), "task_index": cluster.task_index, "worker_status": mine.get("status")})
     else:
         print(f"run {rid}, task {cluster.task_index}: {mine.get('status') or run['status']}"
               + (f" ({run['error']})" if run.get("error") else ""))

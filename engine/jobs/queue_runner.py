@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 
 from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
-from engine.store import LONG_PATIENCE_S, Store
+from engine.store import LONG_PATIENCE_S, DamagedRunError, Store
 
 
 def _claim_next(store: Store):
@@ -230,7 +230,11 @@ def serve(store: Store) -> None:
             if run_id is not None:
                 use = spare if spare is not None and spare.alive() else None
                 spare = None  # spent on this run either way (a multi-worker run closes it)
-                run_one(store, run_id, use)
+                try:
+                    run_one(store, run_id, use)
+                except DamagedRunError as e:  # a row that cannot be read: it cannot run either
+                    store.conn.execute("UPDATE runs SET status='failed', error=?, ended=? WHERE id=?",
+                                       (str(e), time.time(), run_id))
                 idle_since = time.monotonic()
                 continue
             if time.monotonic() - idle_since > idle_exit_s():

@@ -58,18 +58,47 @@ def queue_alive(store: Store) -> bool:
         return False
 
 
+# A queued run this young may be waiting for the queue process its submitter is
+# starting right now (submit stores it, then starts the queue) (s).
+ORPHAN_GRACE_S = 10.0
+
+
+def queue_starting(store: Store) -> bool:
+    """Whether the queue process started last (queue.pid: pid and psutil create time)
+    is still alive: it may not hold the queue lock yet."""
+    try:
+        pid, started = (store.path.parent / "queue.pid").read_text().split()
+        return process_alive(int(pid), float(started))
+    except (OSError, ValueError):
+        return False
+
+
 def reconcile(store: Store) -> None:
-    """Mark runs whose worker died unseen as failed (e.g. the machine's OOM killer
-    took the worker and its queue process)."""
-    running = store.list_runs(["running"])
-    if not running or queue_alive(store):
+    """Settle runs that no process will ever finish, once no queue process serves the
+    store (a live queue settles its runs itself, with better reasons):
+
+    - running, its worker gone (pid plus start time, so a reused pid is not taken for
+      it): failed, "worker process ended without reporting";
+    - running with no worker recorded, or queued, and the queue process gone (killed,
+      crashed, the machine rebooted): failed, saying so, so that new runs are accepted
+      again and nobody waits for a run that will not start.
+    """
+    active = store.list_runs(["queued", "running"])
+    if not active or queue_alive(store) or queue_starting(store):
         return
-    for run in running:
-        if run["pid"] and not process_alive(run["pid"], run["pid_started"]):
+    now = time.time()
+    for run in active:
+        if run["status"] == "running" and run["pid"]:
+            if process_alive(run["pid"], run["pid_started"]):
+                continue
             tail = read_tail(store.run_dir(run["id"]) / "worker.log")
             store.finish_run(run["id"], "failed", "worker process ended without reporting "
                              "(killed or crashed); see stderr_tail", only_if_active=True,
                              stderr_tail=tail)
+        elif now - (run.get("started") or run["created"]) > ORPHAN_GRACE_S:
+            what = "before its worker started" if run["status"] == "running" else "before it started"
+            store.finish_run(run["id"], "failed", f"its queue process ended {what} (killed or crashed); "
+                             "nothing ran: launch it again", only_if_active=True)
 
 
 def active_run(store: Store) -> Optional[dict]:

@@ -18,7 +18,11 @@ import traceback
 from pathlib import Path
 
 from engine.config import RunConfig
-from engine.store import LONG_PATIENCE_S, Store
+from engine.store import LONG_PATIENCE_S, Store, StoreFullError
+
+# Space set aside at the start of a run and freed when the disk fills, so that the
+# run's failure and cause can still be stored (bytes; a ballast file in its folder).
+DISK_RESERVE_BYTES = 1 << 20
 
 
 def _one_line(exc: BaseException) -> str:
@@ -39,8 +43,8 @@ def incomplete_summary(writer) -> dict:
     writer (engine.training.recorder.Writer) could not store every row, else {}."""
     if not writer.lost_total:
         return {}
-    print(f"metrics incomplete: {writer.lost_total} rows could not be stored ({writer.lost}); "
-          f"last error: {writer.last_error}", file=sys.stderr)
+    _say(f"metrics incomplete: {writer.lost_total} rows could not be stored ({writer.lost}); "
+         f"last error: {writer.last_error}")
     return {"metrics_incomplete": writer.lost_total, "metrics_lost": dict(writer.lost)}
 
 
@@ -92,6 +96,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     # One short attempt per flush: the writer keeps its rows and retries while it goes on sampling.
     writer = Writer(lambda: Store(store_path, patience_s=0, busy_timeout_s=0.5), run_id,
                     worker=args.task_index if cluster else 0)
+    reserve = _reserve(store, run_id) if chief else None
+    writer.on_full = stop.set  # a full disk ends the run at the next execution: no row could be kept
     writer.start()
     # Only the chief writes the run's metrics; other workers write their system metrics.
     sink = writer.push if chief else (lambda table, row: None)
@@ -130,12 +136,19 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
             from engine.training.saved import LOAD_LINE
 
             summary["model_load"] = LOAD_LINE  # how to load it with plain Keras elsewhere
+    except StoreFullError:  # the run's own writes (plan, environment) met the full disk
+        writer.disk_full = True
     except Exception as exc:  # noqa: BLE001 - every error must end as one line in the store
         traceback.print_exc()
         error = _one_line(exc)
     finally:
         writer.stop(patience_s=LONG_PATIENCE_S)
     summary.update(incomplete_summary(writer))
+    if writer.disk_full:
+        status, error = "failed", disk_full_line(writer.lost_total, store_path)
+        _say(error)
+        if reserve is not None:
+            reserve.unlink(missing_ok=True)  # room for the lines below
     if "instrumentation" in summary:
         summary["instrumentation"]["writer_cpu_sec"] = writer.cpu_sec
     if status == "completed" and stop.is_set():
@@ -145,9 +158,40 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     if chief:
         summary.update(warnings=warnings, run_id=run_id, status=status, error=error,
                        warm_worker=warm)
-        store.finish_run(run_id, status, error, summary=summary)
+        try:
+            store.finish_run(run_id, status, error, summary=summary)
+        except StoreFullError:  # not even the reserve was enough: the outcome alone, no summary
+            store.finish_run(run_id, status, error or disk_full_line(writer.lost_total, store_path))
+    if reserve is not None:
+        reserve.unlink(missing_ok=True)
     store.close()
     return 0
+
+
+def _say(line: str) -> None:
+    """A line to the worker's log (stderr), which may sit on the full disk itself."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
+
+
+def disk_full_line(lost: int, store_path) -> str:
+    """The cause a run stopped by a full disk is stored with."""
+    return (f"disk full: {lost:,} metric rows not stored (the disk holding {store_path} filled up; the rows "
+            "committed before are kept); free space and run it again")
+
+
+def _reserve(store: Store, run_id: int):
+    """Write the run's DISK_RESERVE_BYTES ballast file; its path, or None when even that does not fit."""
+    path = store.run_dir(run_id) / ".disk-reserve"
+    try:
+        with open(path, "wb") as fh:
+            fh.write(b"\0" * DISK_RESERVE_BYTES)
+        return path
+    except OSError:
+        path.unlink(missing_ok=True)
+        return None
 
 
 def warm_main(ready_path: str) -> int:

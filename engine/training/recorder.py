@@ -294,8 +294,9 @@ class Writer(threading.Thread):
     Nothing is dropped on a locked store: rows leave the buffer only once their
     commit succeeded, a failed flush is retried with backoff (RETRY_MIN_S to
     RETRY_MAX_S) while sampling goes on, and the thread never dies of an error.
-    Only rows still unwritten when `stop`'s patience runs out, or a batch that
-    fails MAX_BATCH_ERRORS times for a reason other than a lock, are given up;
+    Only rows still unwritten when `stop`'s patience runs out, a batch that
+    fails MAX_BATCH_ERRORS times for a reason other than a lock, or a batch that
+    meets a full disk (`disk_full`, then `on_full()` once), are given up;
     they are counted in `lost` ({table: rows}) and `lost_total`, which the
     worker stores as the run's `metrics_incomplete`. `locked_s` is the time
     flushes spent waiting for the store (s); `last_error` the latest failure;
@@ -317,6 +318,10 @@ class Writer(threading.Thread):
         self.locked_s = 0.0
         self.cpu_sec: Optional[float] = None  # CPU time of this thread (s), once it has ended
         self.last_error: Optional[str] = None
+        # A full disk: the batch that failed is counted lost at once (retrying cannot help
+        # until space is freed), and `on_full` is called once (the worker stops the run).
+        self.disk_full = False
+        self.on_full: Optional[Callable[[], None]] = None
         self.t0 = None  # system samples start once training starts (set_t0)
         self._halt = threading.Event()
         self._kick = threading.Event()
@@ -394,10 +399,16 @@ class Writer(threading.Thread):
                     self._kick.wait(FLUSH_EVERY_S)  # stop() kicks too
                     continue
                 except Exception as e:  # noqa: BLE001 - keep the rows, keep the thread
-                    from engine.store import is_busy
+                    from engine.store import StoreFullError, is_busy
 
                     self.last_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                    if is_busy(e) or "locked" in str(e):
+                    if isinstance(e, StoreFullError) or "disk is full" in str(e):
+                        self._drop(counts)  # these rows cannot be stored: count them, keep the thread
+                        if not self.disk_full:
+                            self.disk_full = True
+                            if self.on_full:
+                                self.on_full()
+                    elif is_busy(e) or "locked" in str(e):
                         self.locked_s += time.perf_counter() - t_try
                     else:
                         self._errors += 1

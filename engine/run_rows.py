@@ -1,0 +1,54 @@
+"""Whether a stored run row can be read whole: the store's guard against damaged rows.
+
+A row written by an older or broken SpeedLab, edited by hand, or imported before
+bundles were checked may lack config fields or hold invalid JSON. Such a row must
+not break a listing: `row_problem` names what is wrong, and engine.store lists the
+row apart as damaged (with that reason) so it can be seen and deleted.
+
+No engine imports (the store imports this).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+# Config fields every reader indexes directly (tables, labels, comparisons); newer
+# fields are read with defaults, so a run from an older SpeedLab still lacks none of these.
+REQUIRED_CONFIG = {"dataset": (str,), "model": (str,), "precision": (str,), "devices": (int,),
+                   "batch_size": (int,), "steps_per_execution": (int,), "jit_compile": (bool,),
+                   "epochs": (int,)}
+JSON_COLUMNS = ("config", "environment", "plan", "summary", "origin")
+STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+
+
+def parse_row(row: dict) -> tuple[dict, Optional[str]]:
+    """(the row with its JSON columns parsed, None) or (the raw row, the problem)."""
+    d = dict(row)
+    for key in JSON_COLUMNS:
+        if d.get(key):
+            try:
+                d[key] = json.loads(d[key])
+            except (TypeError, ValueError, RecursionError) as e:
+                return dict(row), f"{key} is not valid JSON ({type(e).__name__})"
+            if not isinstance(d[key], dict):
+                return dict(row), f"{key} is not a JSON object"
+    problem = row_problem(d)
+    return (dict(row), problem) if problem else (d, None)
+
+
+def row_problem(d: dict[str, Any]) -> Optional[str]:
+    """What makes a parsed run row unreadable, or None."""
+    if d.get("status") not in STATUSES:
+        return f"status {d.get('status')!r} is not one of {', '.join(STATUSES)}"
+    if not isinstance(d.get("created"), (int, float)):
+        return "created is not a time"
+    cfg = d.get("config")
+    if not isinstance(cfg, dict):
+        return "config is missing"
+    for key, types in REQUIRED_CONFIG.items():
+        if key not in cfg:
+            return f"config lacks {key!r}"
+        v = cfg[key]
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            return f"config {key!r} is {v!r}, not {' or '.join(t.__name__ for t in types)}"
+    return None
