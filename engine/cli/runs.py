@@ -34,5 +34,7 @@ def cmd_runs(args) -> int:
     elif df.empty:
         print("no runs yet: python -m engine run --help")
     else:
-        print(text_frame(df).drop(columns=["error"]).to_string(index=False))
+        # The terminal table keeps MFU; FLOP figures, the peak's source and the verdict are in --json and show.
+        print(text_frame(df).drop(columns=["error", "flops_per_sample", "model_flops_per_sec",
+                                           "peak_flops_per_sec", "peak_source", "bound_by"]).to_string(index=False))
     return 0
