@@ -56,8 +56,16 @@ def mfu_summary(cfg: RunConfig, summary: dict, run_id: int) -> dict:
         kind, dtype = summary.get("device_kind") or "CPU", summary.get("compute_dtype") or "float32"
         gpus = quick_facts()["gpu_names"]
         name = gpus[0] if kind == "GPU" and gpus else quick_facts()["cpu_model"] if kind == "CPU" else kind
-        peak = ensure_peak(cfg.backend, kind, dtype, name, f"run #{run_id}'s worker after training")
-        return mfu.fields(summary, summary.get("flops_per_sample"), peak, gpus[0] if gpus else None)
+        where = f"run #{run_id}'s worker after training"
+        peak = ensure_peak(cfg.backend, kind, dtype, name, where)
+        out = mfu.fields(summary, summary.get("flops_per_sample"), peak, gpus[0] if gpus else None)
+        if (out["mfu"] or 0) > 1 and peak is not None:  # the stored peak read low (measured under load)
+            peak = ensure_peak(cfg.backend, kind, dtype, name, where, again=True)
+            out = mfu.fields(summary, summary.get("flops_per_sample"), peak, gpus[0] if gpus else None)
+        if (out["mfu"] or 0) > 1:
+            out["peak_source"] += ("; below this run's achieved rate: measured while other work shared the "
+                                   "machine, re-measure with python -m engine hardware --refresh")
+        return out
     except Exception as e:  # noqa: BLE001 - a missing MFU must not fail a finished run
         traceback.print_exc()
         return {"peak_source": f"MFU not computed: {type(e).__name__}: {str(e)[:200]}"}

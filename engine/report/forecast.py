@@ -87,3 +87,13 @@ def forecast(one: dict, runs: Iterable[dict], ns: Iterable[int] = (1, 2, 4, 8)) 
             "one_id": one.get("id"), "two_id": two["id"] if two is not None else None,
             "physical": [(n, speedup(t1, share, c2, n, shared=False)) for n in ns],
             "simulated": [(n, speedup(t1, share, c2, n, shared=True)) for n in ns]}
+
+
+def caption(fc: dict) -> str:
+    """One line under the scaling chart: what the forecast assumed and where c2 came from."""
+    at = dict(fc["physical"])
+    best = max(at)
+    return (f"Purple: a **forecast**, not a measurement. Amdahl's law on run #{fc['one_id']}'s steady step "
+            f"({fc['t1'] * 1e3:.3g} ms, {100 * fc['serial_share']:.2g}% data wait kept serial) plus a ring "
+            f"all-reduce; c2 {fc['c2_source']}. Dashed: N devices like this one ({at[best]:.2f}× on {best}); "
+            "dotted: N simulated on this one (they share its cores).")

@@ -87,11 +87,13 @@ def runs_frame(store):
             "error": r.get("error") or incomplete_note(s),
             "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
         })
-    return pd.DataFrame.from_records(recs, columns=[
+    df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
         "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
         "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin"])
+    df["mfu"] = pd.to_numeric(df["mfu"], errors="coerce")  # a number column also when no run has one
+    return df
 
 
 def text_frame(df):
