@@ -56,3 +56,12 @@ def test_forecast_needs_a_one_replica_run_and_says_when_c2_is_missing():
     other["config"]["batch_size"] = 64                # not the same configuration
     f = fc.forecast(one, [other])
     assert f["c2"] == 0 and f["two_id"] is None and "communication left out" in f["c2_source"]
+
+
+def test_auto_and_cpu_device_types_match_on_the_same_device_kind():
+    one, two, gpu = _run(1, 1, 6_400.0, 1), _run(2, 2, 5_120.0, 2), _run(3, 2, 12_800.0, 2, simulated=False)
+    two["config"]["device_type"] = "cpu"
+    for r, kind in ((one, "CPU"), (two, "CPU"), (gpu, "GPU")):
+        r["summary"]["device_kind"] = kind
+    assert fc.forecast(one, [gpu, two])["two_id"] == 2
+    assert fc.forecast(one, [gpu])["two_id"] is None

@@ -154,7 +154,8 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     assert peak["device"] == ("GPU" if f["gpus"] else "CPU") and peak["seconds"] <= 5.0
     assert peak["dtypes"]["float32"]["flops_per_sec"] > 1e8  # any CPU of the last 20 years
     row = peak["dtypes"]["float32"]
-    assert row["flops_per_sec"] == pytest.approx(2 * peak["n"] ** 3 / row["best_sec"])
+    assert row["flops_per_sec"] == pytest.approx(2 * row["n"] ** 3 / row["best_sec"])
+    assert row["flops_per_sec"] == max(row["by_n"].values()) and len(row["by_n"]) == len(peak["sizes"])
     if not f["gpus"] and not flags & {"avx512_fp16", "amx_fp16"}:
         assert "skipped" in peak["dtypes"]["float16"]
     v = {x["option"]: x["verdict"] for x in result["verdicts"]}

@@ -45,7 +45,7 @@ TABLE_COLUMNS = {
                                          help="model FLOPs utilization: steady samples/s × training FLOPs per "
                                               "sample ÷ the peak of the run's compute dtype (python -m engine show ID "
                                               "names which peak)"),
-    "bound_by": st.column_config.TextColumn("bound by", width="large",
+    "bound_by": st.column_config.TextColumn("bound by", width="medium",
                                             help="what limits the run and the next lever, with the figures "
                                                  "that decided it"),
     "created": st.column_config.TextColumn("created"),
@@ -53,8 +53,8 @@ TABLE_COLUMNS = {
     "error": st.column_config.TextColumn("error"),
 }
 # Shown without scrolling at 1280 px; the others are one click away (column chooser).
-KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "mfu", "wall_sec", "val_accuracy",
-               "time_to_target_sec", "bound_by")
+KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "mfu", "bound_by", "wall_sec", "val_accuracy",
+               "time_to_target_sec")
 MORE_COLUMNS = ("end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "created",
                 "origin", "error")
 

@@ -83,9 +83,9 @@ def peak_line(peak) -> str:
             parts.append(f"{dtype} {flops_text(row['flops_per_sec'])}")
         elif row.get("error"):
             parts.append(f"{dtype} failed ({row['error']})")
-    n = peak.get("n")
+    sizes = "/".join(str(n) for n in peak.get("sizes") or [peak.get("n")])
     return (", ".join(parts) or "no dtype measured") + \
-        f" ({peak.get('backend')} {n}x{n} matmul on {peak.get('device')}, {peak.get('seconds')} s)"
+        f" (best of {peak.get('backend')} matmuls n = {sizes} on {peak.get('device')}, {peak.get('seconds')} s)"
 
 
 def main(args) -> int:

@@ -1,9 +1,10 @@
 """The achievable peak FLOP/s per dtype, timed with a square matmul (imports TensorFlow
 or JAX: the hardware probe and the worker call it, never the app).
 
-One n x n x n matmul is 2 n^3 FLOPs. Each dtype gets one untimed call (tracing,
+One n x n x n matmul is 2 n^3 FLOPs. Each dtype and size gets one untimed call (tracing,
 kernel selection), then timed calls until its share of the time budget is spent; the
-fastest call counts (what the hardware can do, not what the shared machine let us
+fastest call of the fastest size counts (on a 2-core EPYC, TF's float32 matmul ran at
+76 GFLOP/s at n = 512 but 38 at n = 1024, load average 8: cache sizes matter) (what the hardware can do, not what the shared machine let us
 have on average). float16 is skipped on a CPU without float16 hardware: TensorFlow
 emulates it there, about 100x slower, and the peak would mean nothing.
 """
@@ -14,7 +15,7 @@ from typing import Optional
 
 from engine.hardware.verdicts import CPU_FP16_FLAGS
 
-CPU_N, GPU_N = 1024, 8192
+CPU_SIZES, GPU_SIZES = (512, 1024), (4096, 8192)
 CALLS_PER_TIMING = {"CPU": 1, "GPU": 8}  # matmuls per timed call: amortise the launch on a GPU
 BUDGET_S = 4.0
 
@@ -80,37 +81,44 @@ def _jax_call(dtype: str, n: int, k: int, device: str):
 
 
 def measure(backend: str = "tensorflow", device_kind: str = "CPU", device_name: Optional[str] = None,
-            dtypes: Optional[dict] = None, budget_s: float = BUDGET_S, n: Optional[int] = None,
+            dtypes: Optional[dict] = None, budget_s: float = BUDGET_S, sizes: Optional[tuple] = None,
             where: str = "hardware check") -> dict:
     """Time matmuls on the first device of `device_kind` ('CPU' or 'GPU') with `backend`
     ('tensorflow' or 'jax'), about `budget_s` seconds in all.
 
     Args:
         dtypes: {dtype: None or a reason to skip it}, default `dtypes_for(device_kind)`.
-        n: matrix size (default 1024 on a CPU, 8192 on a GPU).
+        sizes: matrix sizes n tried (default CPU_SIZES on a CPU, GPU_SIZES on a GPU).
         where: who measured, for the peak's source line ('hardware check', 'run #3's worker').
-    Returns: {'backend', 'device', 'device_name', 'n', 'where', 'measured_at' (s since the
-    epoch), 'seconds' (s, all of it), 'dtypes': {dtype: {'flops_per_sec', 'best_sec',
-    'calls'} | {'skipped': reason} | {'error': line}}}.
+    Returns: {'backend', 'device', 'device_name', 'sizes', 'where', 'measured_at' (s since the
+    epoch), 'seconds' (s, all of it), 'dtypes': {dtype: {'flops_per_sec' (the best size's),
+    'n' (that size), 'best_sec' (one matmul), 'calls', 'by_n': {n: FLOP/s}} | {'skipped': reason}
+    | {'error': line}}}.
     """
     t_start = time.perf_counter()
     dtypes = dtypes if dtypes is not None else dtypes_for(device_kind)
-    n = n or (GPU_N if device_kind == "GPU" else CPU_N)
+    sizes = tuple(sizes or (GPU_SIZES if device_kind == "GPU" else CPU_SIZES))
     k = CALLS_PER_TIMING.get(device_kind, 1)
     todo = [d for d, why in dtypes.items() if why is None]
-    out = {"backend": backend, "device": device_kind, "device_name": device_name or device_kind, "n": n,
+    out = {"backend": backend, "device": device_kind, "device_name": device_name or device_kind, "sizes": list(sizes),
            "where": where, "measured_at": round(time.time(), 3), "dtypes": {}}
     device = "/GPU:0" if device_kind == "GPU" else "/CPU:0"
     for i, dtype in enumerate(dtypes):
         if dtypes[dtype] is not None:
             out["dtypes"][dtype] = {"skipped": dtypes[dtype]}
             continue
-        left = budget_s - (time.perf_counter() - t_start)
-        share = left / max(len(todo) - todo.index(dtype), 1)
         try:
-            call = (_jax_call if backend == "jax" else _tf_call)(dtype, n, k, device)
-            best, calls = _time(call, max(share * 0.6, 0.05))  # the untimed first call takes the rest
-            out["dtypes"][dtype] = {"flops_per_sec": 2.0 * n ** 3 * k / best, "best_sec": best / k, "calls": calls}
+            row = {"by_n": {}}
+            for j, n in enumerate(sizes):
+                left = budget_s - (time.perf_counter() - t_start)
+                share = left / max((len(todo) - todo.index(dtype)) * len(sizes) - j, 1)
+                call = (_jax_call if backend == "jax" else _tf_call)(dtype, n, k, device)
+                best, calls = _time(call, max(share * 0.6, 0.05))  # the untimed first call takes the rest
+                rate = 2.0 * n ** 3 * k / best
+                row["by_n"][str(n)] = rate
+                if rate > row.get("flops_per_sec", 0):
+                    row.update(flops_per_sec=rate, n=n, best_sec=best / k, calls=calls)
+            out["dtypes"][dtype] = row
         except Exception as e:  # noqa: BLE001 - a dtype this device cannot run is a fact, not a crash
             out["dtypes"][dtype] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
     out["seconds"] = round(time.perf_counter() - t_start, 3)

@@ -66,7 +66,7 @@ def measured(peak: Optional[dict], device_kind: str, compute_dtype: str) -> Opti
     rate = row.get("flops_per_sec")
     if not rate:
         return None
-    n = peak.get("n")
+    n = row.get("n") or peak.get("n")
     return rate, (f"this machine's measured {compute_dtype} peak ({peak.get('backend')} {n}x{n} matmul on "
                   f"{peak.get('device_name') or device_kind}, {peak.get('where') or 'hardware check'})")
 

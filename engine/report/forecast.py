@@ -54,7 +54,8 @@ def _step(summary: dict) -> Optional[float]:
 
 
 def _same_but_devices(a: dict, b: dict) -> bool:
-    skip = {"devices"}
+    """Same config but for the device count ('auto' and 'cpu' alike: the runs' device kinds are compared apart)."""
+    skip = {"devices", "device_type"}
     return {k: v for k, v in a.items() if k not in skip} == {k: v for k, v in b.items() if k not in skip}
 
 
@@ -74,7 +75,8 @@ def forecast(one: dict, runs: Iterable[dict], ns: Iterable[int] = (1, 2, 4, 8)) 
         return None
     share = s1.get("data_wait_share") or 0.0
     two = next((r for r in runs if r.get("status") == "completed" and (r.get("summary") or {}).get("replicas") == 2
-                and _same_but_devices(r["config"], one["config"]) and _step(r.get("summary") or {})), None)
+                and _same_but_devices(r["config"], one["config"]) and _step(r.get("summary") or {})
+                and r["summary"].get("device_kind") == s1.get("device_kind")), None)
     if two is not None:
         shared = bool(two["summary"].get("replicas_simulated"))
         c2 = derive_c2(t1, share, _step(two["summary"]), shared)

@@ -50,7 +50,7 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
                       annotation=dict(text=f"{which} peak {flops_text(value)}", font=dict(size=13, color=color)),
                       annotation_position="top left")
     _style(fig, T_TITLE, Y_TITLE, title, height)
-    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero", exponentformat="SI")  # 200G, not Plotly's 200B
     return fig
 
 
