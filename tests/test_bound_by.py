@@ -55,18 +55,19 @@ def test_outside_training_names_the_largest_part_and_the_steps_bound(store):
     assert v["figures"]["outside_share"] == pytest.approx((6.0 + 1.0 + 0.1 + 0.1) / 10.0)
     assert v["line"].startswith("Bound by time outside training: 72% of 10.0 s wall, most of it setup (6.0 s)")
     assert v["steps"] == "host" and "The steps themselves: host overhead" in v["line"]
+    assert v["short"] == "outside training: setup 6.0 s of 10.0 s; steps: host overhead: 3.2 ms steps, 3.33x their FLOPs at the peak"
 
 
 def test_input_bound_when_steps_wait_for_data(store):
     v = bound_by(stored(store, **{**STEPS, "data_wait_share": 0.34}, samples_per_sec=5_000.0, mfu=0.2))
-    assert v["kind"] == "input"
+    assert v["kind"] == "input" and v["short"] == "input: data wait 34%"
     assert v["line"] == ("Bound by input: the steady steps waited for data 34% of their time. "
                          "Next lever: prefetch, cache the decoded data, or a cheaper augmentation")
 
 
 def test_compute_bound_near_the_achievable_peak(store):
     v = bound_by(stored(store, **STEPS, samples_per_sec=5_000.0, mfu=0.82))
-    assert v["kind"] == "compute"
+    assert v["kind"] == "compute" and v["short"] == "compute: MFU 82%"
     assert v["line"] == ("Bound by compute: MFU 82% of the float32 peak. Next lever: lower precision "
                          "(mixed_bfloat16, or mixed_float16 on a GPU), more devices")
     assert "more devices, or a smaller model" in bound_by(
@@ -86,7 +87,7 @@ def test_host_overhead_for_tiny_steps_far_from_the_peak(store):
 
 def test_kernels_bound_for_long_steps_far_from_the_peak(store):
     v = bound_by(stored(store, **STEPS, samples_per_sec=1_000.0, mfu=0.08))  # 128 ms steps
-    assert v["kind"] == "kernels"
+    assert v["kind"] == "kernels" and v["short"] == "kernels: MFU 8% in 128 ms steps"
     assert v["line"].startswith("Bound by kernels: MFU 8% in 128 ms steps without data wait")
     assert v["lever"] == "XLA fusion (jit_compile), lower precision"
 

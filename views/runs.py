@@ -46,8 +46,8 @@ TABLE_COLUMNS = {
                                               "sample ÷ the peak of the run's compute dtype (python -m engine show ID "
                                               "names which peak)"),
     "bound_by": st.column_config.TextColumn("bound by", width="medium",
-                                            help="what limits the run and the next lever, with the figures "
-                                                 "that decided it"),
+                                            help="what limits the run, with the figures that decided it; "
+                                                 "python -m engine show ID adds the next lever"),
     "created": st.column_config.TextColumn("created"),
     "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
     "error": st.column_config.TextColumn("error"),

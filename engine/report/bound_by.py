@@ -52,7 +52,7 @@ def _steps_bound(s: dict) -> Optional[dict]:
         return None
     step = batch / rate if batch else None
     if wait is not None and wait >= INPUT_SHARE:
-        return {"kind": "input", "figures": {"data_wait_share": wait},
+        return {"kind": "input", "figures": {"data_wait_share": wait}, "short": f"input: data wait {_pct(wait)}",
                 "line": f"input: the steady steps waited for data {_pct(wait)} of their time",
                 "lever": "prefetch, cache the decoded data, or a cheaper augmentation"}
     if mfu is None:
@@ -61,7 +61,7 @@ def _steps_bound(s: dict) -> Optional[dict]:
     if mfu >= COMPUTE_MFU:
         lever = ("lower precision (mixed_bfloat16, or mixed_float16 on a GPU), more devices"
                  if dtype == "float32" else "more devices, or a smaller model")
-        return {"kind": "compute", "figures": {"mfu": mfu},
+        return {"kind": "compute", "figures": {"mfu": mfu}, "short": f"compute: MFU {_pct(mfu)}",
                 "line": f"compute: MFU {_pct(mfu)} of the {dtype} peak", "lever": lever}
     ideal = step * mfu if step else None  # the step's FLOPs at the peak, s
     if step is not None and step < HOST_STEP_S:
@@ -70,10 +70,12 @@ def _steps_bound(s: dict) -> Optional[dict]:
         if not s.get("jit_compile"):
             levers.append("XLA (jit_compile)")
         return {"kind": "host", "figures": {"mfu": mfu, "step_sec": step, "ideal_step_sec": ideal},
+                "short": f"host overhead: {_ms(step)} steps, {1 / mfu:.3g}x their FLOPs at the peak",
                 "line": f"host overhead: a step takes {_ms(step)}, {1 / mfu:.3g}x its FLOPs at the peak "
                         f"({_ms(ideal)}; MFU {_pct(mfu)})",
                 "lever": ", ".join(levers)}
     return {"kind": "kernels", "figures": {"mfu": mfu, "step_sec": step},
+            "short": f"kernels: MFU {_pct(mfu)} in {_ms(step) if step else 'long'} steps",
             "line": f"kernels: MFU {_pct(mfu)} in {_ms(step) if step else 'long'} steps without data wait: "
                     "memory-bound ops (normalisation, elementwise, small convolutions) take the time",
             "lever": ("XLA fusion (jit_compile), lower precision" if not s.get("jit_compile")
@@ -89,7 +91,8 @@ def bound_by(summary: dict) -> Optional[dict]:
             data_wait_share (0..1), mfu (0..1, engine.report.mfu), compute_dtype,
             steps_per_execution, jit_compile.
     Returns: {'kind': 'outside' | 'input' | 'compute' | 'host' | 'kernels', 'line': one
-    line with the figures that decided it and the next lever, 'lever', 'figures',
+    line with the figures that decided it and the next lever, 'short': the verdict and
+    its figures without the lever (a table cell), 'lever', 'figures',
     'steps': the steady steps' own verdict (for 'outside'; else the same dict's kind)};
     None without a steady state to judge.
     """
@@ -103,7 +106,10 @@ def bound_by(summary: dict) -> Optional[dict]:
                 f"{PART_WORDS[k]} ({parts[k]:.1f} s). Next lever: {OUTSIDE_FIXES[k]}")
         if steps:
             line += f". The steps themselves: {steps['line']}"
+        short = f"outside training: {PART_WORDS[k]} {parts[k]:.1f} s of {wall:.1f} s" + (
+            f"; steps: {steps['short']}" if steps else "")
         return {"kind": "outside", "figures": {"outside_share": outside / wall, "part": k, "part_sec": parts[k]},
+                "short": short,
                 "lever": OUTSIDE_FIXES[k], "line": line, "steps": steps["kind"] if steps else None}
     if steps is None:
         return None

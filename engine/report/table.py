@@ -41,13 +41,14 @@ def number(v, decimals: int = 0) -> str:
 
 
 def bound_by_cell(run: dict) -> Optional[str]:
-    """The bound-by verdict of a finished run without its 'Bound by ' (engine.report.bound_by), or None."""
+    """The bound-by verdict of a finished run in short, without the lever (engine.report.bound_by;
+    `show` prints the whole line), or None."""
     from engine.report.bound_by import bound_by
 
     if run["status"] not in ("completed", "cancelled", "failed"):
         return None
     v = bound_by(run.get("summary") or {})
-    return v["line"].removeprefix("Bound by ") if v else None
+    return v["short"] if v else None
 
 
 def mfu_text(v) -> str:
