@@ -149,6 +149,15 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     assert isinstance(f["build"]["is_cuda_build"], bool)
     assert f["driver"]["gpus"] == machine.nvidia_gpus()
     assert f["tpu"]["cores"] == 0 and f["errors"] == []
+    # The matmul peak per dtype (engine.hardware.matmul_peak), within its 5 s budget.
+    peak = f["peak"]
+    assert peak["device"] == ("GPU" if f["gpus"] else "CPU") and peak["seconds"] <= 5.0
+    assert peak["dtypes"]["float32"]["flops_per_sec"] > 1e8  # any CPU of the last 20 years
+    row = peak["dtypes"]["float32"]
+    assert row["flops_per_sec"] == pytest.approx(2 * row["n"] ** 3 / row["best_sec"])
+    assert row["flops_per_sec"] == max(row["by_n"].values()) and len(row["by_n"]) == len(peak["sizes"])
+    if not f["gpus"] and not flags & {"avx512_fp16", "amx_fp16"}:
+        assert "skipped" in peak["dtypes"]["float16"]
     v = {x["option"]: x["verdict"] for x in result["verdicts"]}
     if not f["gpus"]:  # CPU-only machine: judged from its flags
         bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
@@ -167,3 +176,4 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "(cached; --refresh to re-probe)" in out
     assert f"mixed_bfloat16  {v['mixed_bfloat16']}" in out
+    assert "Peak (measured)  " in out and "float32 " in out and "FLOP/s" in out

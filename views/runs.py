@@ -17,6 +17,7 @@ from engine.jobs import background
 from engine.report import charts
 from engine.jobs import runner
 from engine.jobs import demo
+from engine.report import forecast, mfu_charts
 from engine.report.table import FIGURES, number, runs_frame
 from engine.report.compare import compare, live_summary, progress
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
@@ -40,12 +41,20 @@ TABLE_COLUMNS = {
                                           "batch · speed options that are on · epochs"),
     **{col: st.column_config.NumberColumn(name, width=max(96, 8 * len(name)), help=FIGURE_HELP.get(col))
        for col, (name, _) in FIGURES.items()},
+    "mfu": st.column_config.NumberColumn("MFU", format="percent", width=72,
+                                         help="model FLOPs utilization: steady samples/s × training FLOPs per "
+                                              "sample ÷ the peak of the run's compute dtype (python -m engine show ID "
+                                              "names which peak)"),
+    "bound_by": st.column_config.TextColumn("bound by", width="medium",
+                                            help="what limits the run, with the figures that decided it; "
+                                                 "python -m engine show ID adds the next lever"),
     "created": st.column_config.TextColumn("created"),
     "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
     "error": st.column_config.TextColumn("error"),
 }
 # Shown without scrolling at 1280 px; the others are one click away (column chooser).
-KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "wall_sec", "val_accuracy", "time_to_target_sec")
+KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "mfu", "bound_by", "wall_sec", "val_accuracy",
+               "time_to_target_sec")
 MORE_COLUMNS = ("end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "created",
                 "origin", "error")
 
@@ -180,9 +189,11 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
         c1.caption("No bar: " + "; ".join(f"{row.label}: {row.missing or 'not reached'}"
                                           for row in bars.itertuples() if pd.isna(row.speedup)))
     # Scaling is a property of the steps: it always uses the steady speedup, and says so.
-    c2.plotly_chart(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(bars["speedup"])),
-                                          y_title="steady speedup vs baseline (×)"),
-                    key="scaling", config=PLOTLY_CONFIG)
+    fc = forecast.forecast(base, [by_id[i] for i in ids])  # what-if from the baseline's split
+    c2.plotly_chart(mfu_charts.add_forecast(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(
+        bars["speedup"])), y_title="steady speedup vs baseline (×)"), fc), key="scaling", config=PLOTLY_CONFIG)
+    if fc:
+        c2.caption(forecast.caption(fc))
     c2.caption("Always the **steady** speedup, whichever is picked on the left: scaling is a property "
                "of the steps. Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
                "diamonds: a well-tuned data-parallel setup (2 replicas 2.0x, 4 replicas 3.8x, 8 replicas "

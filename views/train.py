@@ -34,7 +34,7 @@ from engine.preflight import check_runnable
 from engine.hardware.machine import cpu_line, quick_facts
 from engine.report.live import LiveMetrics
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
-from views import talk, url_params
+from views import limits, talk, url_params
 from views.common import autopilot_run, one_line_errors
 
 try:  # optional engine modules, written in parallel: their widgets are skipped if absent
@@ -784,6 +784,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     with left:
         speedup_panel(base, run, cmp, own)
         backend_line(store, run)
+        limits.headline(store, run or base, src)
     with right:
         st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)
@@ -797,6 +798,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     # The live Train page keeps its slower charts a few seconds; a replay (source given) redraws all.
     slow = _Slow(runs) if source is None else None
     data_wait_row(src, runs, frames["executions"], slow)
+    limits.flops_chart(store, runs, frames["executions"], src)
     loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     execs, system = frames["executions"], frames["system"]

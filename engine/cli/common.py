@@ -181,6 +181,14 @@ def result_json(run: dict) -> dict:
     s.setdefault("jit_compile", cfg["jit_compile"])
     # A run stopped before its summary (a JAX trial killed while compiling) read "tensorflow".
     s.setdefault("backend", cfg.get("backend") or "tensorflow")
+    from engine.report.bound_by import bound_by
+    from engine.report.mfu import MFU_KEYS
+
+    for key in MFU_KEYS:
+        s.setdefault(key, None)
+    verdict = bound_by(s) if run["status"] in ("completed", "cancelled", "failed") else None
+    s["bound_by"] = verdict["line"] if verdict else None
+    s["bound_by_kind"] = verdict["kind"] if verdict else None
     return s
 
 
@@ -193,6 +201,7 @@ def print_summary(s: dict) -> None:
         ("steady throughput", f"{fmt(s.get('samples_per_sec'))} samples/s (median per execution)"),
         ("warm-up", f"{fmt(s.get('warmup_sec'))} s (traced executions: tracing, compilation)"),
         ("wall time", f"{fmt(s.get('wall_sec'))} s"),
+        *mfu_rows(s),
         ("backend", s.get("backend") or "tensorflow"),
         ("replicas", fmt(s.get("replicas")) + (" (simulated logical devices)" if s.get("replicas_simulated") else "")),
         # compute/variable dtypes come from the worker's setup: absent for a run stopped before it
@@ -234,6 +243,26 @@ def print_summary(s: dict) -> None:
     width = max([20, *(len(k) for k, _ in rows)])  # e.g. "time to 0.995 val acc" is 21
     for k, v in rows:
         print(f"{k:>{width}}  {v}")
+
+
+def mfu_rows(s: dict) -> list[tuple[str, str]]:
+    """'model FLOPs', 'MFU' and 'bound by' rows of a summary with engine.report.mfu's fields."""
+    from engine.hardware.peaks import flops_text
+    from engine.report.mfu import headline
+
+    rows = []
+    if s.get("flops_per_sample"):
+        rows.append(("model FLOPs", f"{s['flops_per_sample']:,} per training sample (3x forward, matmuls only)"
+                                    + (f"; {flops_text(s['model_flops_per_sec'])} at the steady rate"
+                                       if s.get("model_flops_per_sec") else "")))
+    line = headline(s)
+    if line:
+        rows += [("MFU", line), ("peak", s.get("peak_source"))]
+    elif s.get("peak_source") and s.get("flops_per_sample"):
+        rows.append(("MFU", f"- ({s['peak_source']})"))
+    if s.get("bound_by"):
+        rows.append(("bound by", s["bound_by"].removeprefix("Bound by ")))
+    return rows
 
 
 def get_run(store, run_id: int) -> Optional[dict]:

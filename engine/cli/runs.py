@@ -39,7 +39,9 @@ def cmd_runs(args) -> int:
     if df.empty and not damaged:
         print("no runs yet: python -m engine run --help")
     elif not df.empty:
-        print(text_frame(df).drop(columns=["error"]).to_string(index=False))
+        # The terminal table keeps MFU; FLOP figures, the peak's source and the verdict are in --json and show.
+        print(text_frame(df).drop(columns=["error", "flops_per_sample", "model_flops_per_sec",
+                                           "peak_flops_per_sec", "peak_source", "bound_by"]).to_string(index=False))
     for d in damaged:  # listed apart: a row that cannot be read whole breaks no table
         print(f"run #{d['id']} is damaged ({d['reason']}): delete it with python -m engine delete {d['id']}")
     return 0

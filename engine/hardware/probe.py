@@ -148,6 +148,25 @@ def jax_facts(versions: dict, errors: list[str]) -> dict:
     return out
 
 
+def peak_facts(facts: dict, versions: dict, errors: list[str]):
+    """The matmul peak per dtype (engine.hardware.matmul_peak.measure, <= 5 s) on the
+    first GPU where there is one, else the CPU; with TensorFlow, else JAX; None without either."""
+    from engine.hardware import matmul_peak
+
+    backend = "tensorflow" if versions["tensorflow"] else "jax" if versions["jax"] else None
+    if backend is None:
+        return None
+    gpus = facts.get("gpus") or []
+    kind = "GPU" if gpus else "CPU"
+    name = gpus[0]["name"] if gpus else (facts.get("host") or {}).get("cpu_model")
+    try:
+        return matmul_peak.measure(backend, kind, name, matmul_peak.dtypes_for(
+            kind, (facts.get("host") or {}).get("cpu_flags") or (), gpus[0].get("compute_capability") if gpus else None))
+    except Exception as e:  # noqa: BLE001 - report, don't abort
+        errors.append(f"matmul peak: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        return None
+
+
 def collect() -> dict:
     """All facts; imports TensorFlow and JAX where installed (about 3-6 s on a CPU machine)."""
     t0 = time.time()
@@ -185,6 +204,7 @@ def collect() -> dict:
             for g, row in zip(facts["gpus"], smi):
                 g["memory_mib"] = row["memory_mib"]
         facts["backends"]["jax"].pop("gpu_details", None)
+    facts["peak"] = peak_facts(facts, versions, errors)
     facts["errors"] = errors
     facts["probed_at"] = round(t0, 3)
     facts["probe_seconds"] = round(time.time() - t0, 2)

@@ -19,6 +19,9 @@ Facts (the probe's JSON; every key optional to `verdicts`)::
                 memory_mib: int|None (nvidia-smi memory.total)}]
     driver     {gpus: [names from nvidia-smi, else /dev/nvidiaN], version: str|None}
     tpu        {hint: bool (engine.hardware.machine.tpu_hint), cores: int, error: str|None}
+    peak       engine.hardware.matmul_peak.measure(): {backend, device ('CPU'|'GPU'), device_name, n,
+                where, measured_at, seconds, dtypes: {float32|bfloat16|float16: {flops_per_sec,
+                best_sec, calls} | {skipped} | {error}}} or None (the achievable FLOP/s for MFU)
     errors     [str]; probed_at: s since the epoch; probe_seconds: s
 
 Verdict rules (the TF mixed precision guide,

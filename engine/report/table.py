@@ -40,11 +40,33 @@ def number(v, decimals: int = 0) -> str:
     return f"{float(v):,.{decimals}f}"
 
 
+def bound_by_cell(run: dict) -> Optional[str]:
+    """The bound-by verdict of a finished run in short, without the lever (engine.report.bound_by;
+    `show` prints the whole line), or None."""
+    from engine.report.bound_by import bound_by
+
+    if run["status"] not in ("completed", "cancelled", "failed"):
+        return None
+    v = bound_by(run.get("summary") or {})
+    return v["short"] if v else None
+
+
+def mfu_text(v) -> str:
+    """MFU as '31.6%' (3 significant digits), '' when missing."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return f"{100 * float(v):.3g}%"
+
+
 def runs_frame(store):
     """All runs as a pandas DataFrame (one row each, newest first): config columns,
     steady and end-to-end samples/s, where the wall time went (s), final
-    validation accuracy and time to the target accuracy (s)."""
+    validation accuracy and time to the target accuracy (s), the MFU fields
+    (engine.report.mfu.MFU_KEYS: FLOPs per sample, FLOP/s, peak FLOP/s, its source,
+    MFU 0..1) and the bound-by line."""
     import pandas as pd
+
+    from engine.report.mfu import MFU_KEYS
 
     recs = []
     for r in store.list_runs():
@@ -62,14 +84,17 @@ def runs_frame(store):
             "validation_sec": s.get("validation_sec"), "other_sec": s.get("other_sec"),
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
             "time_to_target_sec": s.get("time_to_target_sec"),
+            **{k: s.get(k) for k in MFU_KEYS}, "bound_by": bound_by_cell(r),
             "error": r.get("error") or incomplete_note(s),
             "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
         })
-    return pd.DataFrame.from_records(recs, columns=[
+    df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
         "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
         "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
-        "val_accuracy", "time_to_target_sec", "error", "origin"])
+        "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin"])
+    df["mfu"] = pd.to_numeric(df["mfu"], errors="coerce")  # a number column also when no run has one
+    return df
 
 
 def text_frame(df):
@@ -78,6 +103,7 @@ def text_frame(df):
     out = df.copy()
     for col, (name, decimals) in FIGURES.items():
         out[col] = [number(v, decimals) for v in df[col]]
+    out["mfu"] = [mfu_text(v) for v in df["mfu"]]
     for col in ("simulated", "xla"):
         out[col] = ["" if v is None or v != v else "yes" if v else "no" for v in df[col]]
     return out.astype(object).where(out.notna(), "")

@@ -319,6 +319,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     # The worker's clock in wall-clock terms, for latency measurements (benchmarks/latency.py).
     plan["clock_origin"] = time.time() - tl.now()
     plan["setup_marks"] = dict(tl.marks)
+    plan.update(flops_plan(model))
     on_setup(environment(setup), plan)
 
     from engine.data.meta import target_for
@@ -402,6 +403,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         # seconds there, or the line that made validation trace it as usual (None: not tried).
         "validation_traced_ahead": None if ahead is None else {"sec": ahead.traced_sec, "error": ahead.error},
         "init_from": cfg.init_from, "pretrained": cfg.pretrained,
+        **{k: plan.get(k) for k in ("flops_per_sample", "forward_flops_per_sample", "flops_uncounted")},
         "freeze_epochs": cfg.freeze_epochs if prep.taken else None,
         "finetune_learning_rate": next((cfg.learning_rate * p.lr_factor for p in prep.phases if not p.frozen), None)
         if prep.taken else None,
@@ -414,6 +416,23 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
     if stop_event.is_set():
         return Outcome("cancelled", summary, "cancelled by the user", model)
     return Outcome("completed", summary, None, model)
+
+
+def flops_plan(model) -> dict:
+    """{'flops_per_sample': training FLOPs per sample (engine.training.flops), 'forward_flops_per_sample',
+    'flops_uncounted': layers with weights left out}; None figures (and the reason on
+    stderr) for a model that cannot be counted: MFU is then missing, the run goes on."""
+    import sys
+
+    from engine.training import flops
+
+    try:
+        c = flops.count(model)
+    except Exception as e:  # noqa: BLE001 - a figure for the report, never a reason to fail the run
+        print(f"FLOPs not counted: {type(e).__name__}: {e}", file=sys.stderr)
+        return {"flops_per_sample": None, "forward_flops_per_sample": None, "flops_uncounted": None}
+    return {"flops_per_sample": c["flops_per_sample"] or None, "forward_flops_per_sample": c["forward_flops_per_sample"],
+            "flops_uncounted": c["uncounted"]}
 
 
 def time_accounts(tl, samples: int) -> dict:

@@ -1,0 +1,39 @@
+"""MFU end to end: a real digits run prints its FLOPs, peak and MFU in --json, keeps the
+peak it measured for the next run, and `runs` / `show` read the same fields."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine.process import worker_env
+
+
+def _cli(*args, home, timeout=240):
+    p = subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True,
+                       timeout=timeout, env={**worker_env(), "SPEEDLAB_HOME": str(home)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
+    out = json.loads(_cli("run", "--dataset", "digits", "--model", "mlp", "--epochs", "1", "--json", "--quiet",
+                          home=store_home).strip().splitlines()[-1])
+    assert out["flops_per_sample"] == 3 * (2 * 64 * 256 + 2 * 256 * 128 + 2 * 128 * 10)
+    assert out["model_flops_per_sec"] == out["samples_per_sec"] * out["flops_per_sample"]
+    # No hardware check in this store: the worker measured float32 after training and kept it.
+    assert "run #1's worker after training" in out["peak_source"] and "float32" in out["peak_source"]
+    assert 0 < out["mfu"] <= 1 and out["mfu"] == out["model_flops_per_sec"] / out["peak_flops_per_sec"]
+    assert out["bound_by"].startswith("Bound by ")
+    cache = json.loads((store_home / "hardware.json").read_text())
+    kept = next(v for k, v in cache.items() if k.startswith("peak|"))
+    assert kept["dtypes"]["float32"]["flops_per_sec"] == out["peak_flops_per_sec"]
+
+    runs = json.loads(_cli("runs", "--json", home=store_home))
+    assert runs[0]["mfu"] == pytest.approx(out["mfu"]) and runs[0]["peak_source"] == out["peak_source"]
+    shown = _cli("show", "1", home=store_home)
+    assert f"{out['flops_per_sample']:,} per training sample" in shown
+    assert "MFU  " in shown and "bound by  " in shown
+    assert "   mfu" in _cli("runs", home=store_home).splitlines()[0]
