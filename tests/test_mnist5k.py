@@ -127,3 +127,39 @@ def test_a_real_mlp_run_on_mnist5k_reaches_its_target(store_home):
     s = json.loads(out.stdout.strip().splitlines()[-1])
     assert s["status"] == "completed" and s["steps"] == 64  # 2 epochs x ceil(4000 / 128)
     assert s["final_val_accuracy"] >= 0.85 and 0 < s["time_to_target_sec"] <= s["wall_sec"]
+
+
+def test_the_preset_and_its_link_give_the_same_config():
+    from urllib.parse import parse_qsl
+
+    from engine.config import baseline_config
+    from engine.presets import preset, train_link
+
+    tuned = preset("mnist5k")
+    assert tuned.dataset == "mnist5k" and tuned.schedule == "one_cycle" and tuned.precision == "mixed_bfloat16"
+    # Its like-for-like baseline is RunConfig's defaults on mnist5k (max_lr unused at a constant LR).
+    assert baseline_config(tuned).replace(max_lr=None) == RunConfig(dataset="mnist5k")
+    link = dict(parse_qsl(train_link("mnist5k", talk=True)[1:]))
+    assert link.pop("mode") == "talk"
+    typed = {f: type(getattr(tuned, f)) for f in link}
+    assert RunConfig.from_dict({k: (v == "true") if typed[k] is bool else typed[k](v)
+                                for k, v in link.items()}) == tuned
+
+
+def test_the_shipped_recording_imports_as_a_pair_for_replay(store):
+    from engine.jobs import recorded_demo
+    from engine.report import replay
+
+    mapping = recorded_demo.import_recorded(store)
+    assert len(mapping) == 2
+    (_, bid), (_, rid) = mapping
+    base, run = store.get_run(bid), store.get_run(rid)
+    assert base["role"] == "baseline" and run["role"] == "run" and run["baseline_id"] == bid
+    assert base["config"]["dataset"] == run["config"]["dataset"] == "mnist5k"
+    assert replay.default_pair(store.list_runs()) == (bid, rid)
+    b, t = base["summary"], run["summary"]
+    assert b["target_accuracy"] == t["target_accuracy"] == 0.965
+    assert b["time_to_target_sec"] >= 20 and t["time_to_target_sec"] < b["time_to_target_sec"]
+    assert len(store.metrics("executions", bid)) == 320 and len(store.metrics("epochs", rid)) == 10
+    with pytest.raises(Exception, match="already imported"):
+        recorded_demo.import_recorded(store)
