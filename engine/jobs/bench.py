@@ -257,8 +257,9 @@ LOG_FILE = "bench.log"
 QUICK_ESTIMATE_S = 75.0
 
 
-# The mnist5k sibling on the same machine: 10 cells x 2 repeats x 2 epochs of 4,000 samples
-# at 700-1,300 samples/s plus the builds (README "Measured figures" / docs/datasets.md).
+# The mnist5k sibling on an idle 2-core CPU, estimated (not measured idle): 10 cells x 2
+# repeats x 2 epochs of 4,000 samples at ~1,300 samples/s, plus each cell's build and
+# compilation and a worker start per backend. Measured under load: docs/datasets.md.
 MNIST5K_ESTIMATE_S = 240.0
 
 
