@@ -21,8 +21,8 @@ def add_parser(sub) -> None:
                       help="larger matrix: ResNet-style model on 32x32x3, float16 and simulated replicas too")
     p.add_argument("--dataset", choices=("synthetic", "mnist5k"), default="synthetic",
                    help="synthetic images (the quick check), or mnist5k: the same matrix on the bundled "
-                        "real MNIST 28x28 with the cnn, its longer sibling (about 4 min on a 2-core CPU) "
-                        "[synthetic]")
+                        "real MNIST 28x28 with the cnn, its longer sibling (about 4 min on an idle 2-core CPU, "
+                        "estimated; docs/datasets.md) [synthetic]")
     p.add_argument("--repeats", type=int, default=2, choices=range(1, 11), metavar="N",
                    help="measurements per cell, interleaved (1-10) [2]")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
