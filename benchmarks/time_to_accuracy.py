@@ -19,12 +19,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import RunConfig  # noqa: E402
+from engine.presets import PRESETS  # noqa: E402
 
 # The baseline gets a generous epoch budget; the tuned run's one-cycle schedule spans its 10 epochs.
 BASELINE = dict(model="cnn", batch_size=128, epochs=20, learning_rate=1e-3)
-TUNED = dict(model="cnn", batch_size=256, epochs=10, learning_rate=1e-3, scale_lr=True,
-             reference_batch_size=128, schedule="one_cycle", max_lr=0.005, label_smoothing=0.1,
-             precision="mixed_bfloat16", steps_per_execution=2)
+TUNED = dict(PRESETS["digits"])  # the hand-tuned preset (engine.presets)
 
 
 def measure(cfg: RunConfig, store_path) -> dict:

@@ -241,3 +241,21 @@ def test_replay_page_empty_store(store_home):
     at = page()
     assert not at.exception
     assert "Nothing to replay yet" in at.info[0].value
+
+
+def test_replay_page_imports_the_recorded_mnist5k_pair_when_empty(store_home):
+    at = page()
+    at.button(key="replay_recorded").click().run(timeout=60)
+    assert not at.exception and not at.error
+    st = Store()
+    try:
+        runs = st.list_runs()
+    finally:
+        st.close()
+    assert sorted(r["role"] for r in runs) == ["baseline", "run"]
+    assert {r["config"]["dataset"] for r in runs} == {"mnist5k"}
+    ids = {r["role"]: r["id"] for r in runs}
+    # The page now offers the imported pair: baseline and run picked, nothing left to import.
+    assert not [i for i in at.info if "Nothing to replay" in i.value]
+    assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (ids["baseline"], ids["run"])
+    assert at.selectbox(key="replay_run").options[0].startswith(f"#{ids['run']} mixed bf16 · spe 4 · one_cycle · imported")

@@ -15,11 +15,16 @@ def add_parser(sub) -> None:
                        description="Short runs on synthetic data (precision x steps per execution x XLA "
                                    "x replicas, x backend where JAX is installed too), each against a float32 single-device baseline measured in "
                                    f"the same invocation. About {QUICK_ESTIMATE_S:.0f} s on an idle 2-core CPU with --quick "
-                                   "(JAX installed).")
+                                   "(JAX installed). --dataset mnist5k is its longer sibling: the same matrix "
+                                   "with the cnn on the bundled real MNIST 28x28.")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", default=True, help="small matrix (default)")
     size.add_argument("--full", action="store_true",
                       help="larger matrix: ResNet-style model on 32x32x3, float16 and simulated replicas too")
+    p.add_argument("--dataset", choices=("synthetic", "mnist5k"), default="synthetic",
+                   help="synthetic images (the quick check), or mnist5k: the same matrix on the bundled "
+                        "real MNIST 28x28 with the cnn, its longer sibling (about 4 min on an idle 2-core CPU, "
+                        "estimated; docs/datasets.md) [synthetic]")
     p.add_argument("--repeats", type=int, default=2, choices=range(1, 11), metavar="N",
                    help="measurements per cell, interleaved (1-10) [2]")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
@@ -114,7 +119,7 @@ def format_table(result: dict) -> str:
                      f"{str(c['jit_compile']):>5} "
                      f"{dev:>4} {rate:>11} {sp:>8} {spread:>13}{mark}")
     w = result["workload"]
-    lines.append(f"workload: {w['model']} on synthetic {'x'.join(map(str, w['synthetic_shape']))}, global batch "
+    lines.append(f"workload: {bench.workload_text(w)}, global batch "
                  f"{w['batch_size']}, {w['steps']} steps x {w['epochs']} epochs per cell; {result['repeats']} "
                  f"repeats; {result['wall_sec']:.0f} s in all. 's' = simulated logical devices.")
     return "\n".join(lines)
@@ -162,6 +167,8 @@ def main(args) -> int:
         return bench.cell_name(cells[i]) + (f", repeat {r + 1}/{args.repeats}" if args.repeats > 1 else "")
 
     write(state="running", done=0, total=total, current=current(0), full=args.full, repeats=args.repeats)
+    if workload is None and getattr(args, "dataset", "synthetic") != "synthetic":
+        workload = bench.workload_for(args.dataset, args.full)
     work = workload or (bench.FULL if args.full else bench.QUICK)
     work_samples = work["steps"] * work["epochs"] * work["batch_size"]
     seen = []

@@ -1,7 +1,7 @@
 """Loading data sets as NumPy arrays (no TF, except to download a Keras data set).
 
 Arrays: x of shape (N, H, W, C), either float32 in [0, 1] (digits, synthetic,
-float user data) or uint8 0..255 (Keras data sets, image folders, uint8 user
+float user data) or uint8 0..255 (mnist5k, Keras data sets, image folders, uint8 user
 data; the input pipeline scales these by 1/255); y int32 of shape (N,).
 """
 from __future__ import annotations
@@ -47,6 +47,13 @@ def load(cfg) -> Split:
     test = None
     if cfg.dataset == "digits":
         x, y = digits()
+    elif cfg.dataset == "mnist5k":
+        from engine.data import mnist5k
+
+        try:
+            x, y = mnist5k.load()
+        except mnist5k.BundledDataMissing as e:
+            raise DataUnavailable(f"dataset mnist5k: {e}") from None
     elif cfg.dataset == "synthetic":
         x, y = synthetic(info.shape, info.classes, info.samples, cfg.seed)
     elif cfg.dataset in KERAS_DATASETS:

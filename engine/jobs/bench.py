@@ -25,6 +25,26 @@ from engine.hardware.machine import quick_facts
 # `steps` per epoch, 2 epochs per cell: enough steady executions even at 8 steps per execution.
 QUICK = {"model": "cnn", "synthetic_shape": [16, 16, 3], "batch_size": 64, "steps": 32, "epochs": 2}
 FULL = {"model": "resnet", "synthetic_shape": [32, 32, 3], "batch_size": 128, "steps": 48, "epochs": 2}
+# The longer sibling on real data: the bundled MNIST 28x28 (engine.data.mnist5k), its 4,000
+# training samples (validation_fraction 0.2) in 32 batches of 128 (the last one of 32) an epoch.
+MNIST5K = {"model": "cnn", "dataset": "mnist5k", "batch_size": 128, "steps": 32, "epochs": 2}
+WORKLOADS = {"synthetic": None, "mnist5k": MNIST5K}  # --dataset: None = QUICK or FULL
+
+
+def workload_for(dataset: str = "synthetic", full: bool = False) -> dict:
+    """The workload of `bench --dataset DATASET [--full]`: QUICK or FULL on synthetic
+    images, else the real data set's (MNIST5K). Raises KeyError for another name."""
+    return dict(WORKLOADS[dataset] or (FULL if full else QUICK))
+
+
+def workload_text(w: dict) -> str:
+    """'cnn on synthetic 16x16x3' or 'cnn on mnist5k (real 28x28x1 images)'."""
+    if w.get("dataset", "synthetic") != "synthetic":
+        from engine.data.meta import dataset_info
+
+        shape = "x".join(map(str, dataset_info(w["dataset"]).shape))
+        return f"{w.get('model')} on {w['dataset']} (real {shape} images)"
+    return f"{w.get('model')} on synthetic {'x'.join(map(str, w.get('synthetic_shape') or []))}"
 
 
 class BenchError(RuntimeError):
@@ -151,10 +171,12 @@ def baseline_caution(result: dict) -> Optional[str]:
 def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
         on_progress: Optional[Callable[[int, int, dict], None]] = None,
         workload: Optional[dict] = None, cells: Optional[list[dict]] = None,
-        timeout_s: float = 900) -> dict:
+        timeout_s: Optional[float] = None) -> dict:
     """Measure the matrix; returns summarize()'s dict plus 'workload', 'machine',
     'wall_sec' and 'caution' (`baseline_caution`: one line or None).
-    `on_progress(done, total, sample)` is called after each cell.
+    `on_progress(done, total, sample)` is called after each cell. `timeout_s`: the
+    whole benchmark's limit, default 900 s, 2,400 s on a real data set (mnist5k took
+    over 900 s with 2 repeats at load 7-12 on a 2-core CPU).
 
     Raises: BenchError if a worker fails or times out.
     """
@@ -163,6 +185,8 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
     f = facts if facts is not None else quick_facts()
     cells = cells if cells is not None else plan_matrix(f, full)
     work = dict(workload or (FULL if full else QUICK))
+    if timeout_s is None:
+        timeout_s = 2400.0 if work.get("dataset", "synthetic") != "synthetic" else 900.0
     total = len(cells) * repeats
     samples: list[dict] = []
     t0 = time.monotonic()
@@ -237,14 +261,22 @@ LOG_FILE = "bench.log"
 QUICK_ESTIMATE_S = 75.0
 
 
-def estimate_sec(latest: Optional[dict] = None, full: bool = False) -> tuple[float, str]:
+# The mnist5k sibling on an idle 2-core CPU, estimated (not measured idle): 10 cells x 2
+# repeats x 2 epochs of 4,000 samples at ~1,300 samples/s, plus each cell's build and
+# compilation and a worker start per backend. Measured under load: docs/datasets.md.
+MNIST5K_ESTIMATE_S = 240.0
+
+
+def estimate_sec(latest: Optional[dict] = None, full: bool = False,
+                 dataset: str = "synthetic") -> tuple[float, str]:
     """(seconds, where the figure comes from) for a benchmark here: the last run's
-    measured wall time on this machine when there is one, else QUICK_ESTIMATE_S
-    (quick matrix; no estimate is made for --full)."""
+    measured wall time on this machine when it measured the same matrix and data set,
+    else QUICK_ESTIMATE_S (MNIST5K_ESTIMATE_S on mnist5k; no estimate is made for --full)."""
     latest = latest if latest is not None else (load_latest() or {})
-    if latest.get("wall_sec") and bool(latest.get("full")) == full:
+    same = (latest.get("workload") or {}).get("dataset", "synthetic") == dataset
+    if latest.get("wall_sec") and bool(latest.get("full")) == full and same:
         return float(latest["wall_sec"]), "the last run on this machine"
-    return QUICK_ESTIMATE_S, "a 2-core CPU"
+    return (MNIST5K_ESTIMATE_S if dataset == "mnist5k" else QUICK_ESTIMATE_S), "a 2-core CPU"
 
 
 def time_left_sec(done: int, total: int, elapsed: float) -> Optional[float]:
@@ -378,13 +410,15 @@ def progress_path():
     return home() / PROGRESS_FILE
 
 
-def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict] = None) -> int:
+def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict] = None,
+                     dataset: str = "synthetic") -> int:
     """Start ``python -m engine bench --json --progress-file ...`` detached (its
     own session: it outlives the caller) and return its pid. Follow it with
     `read_progress`; the result is saved as usual (`load_latest`).
 
     `matrix` ({'workload', 'cells'}, see the CLI's --matrix) replaces the
-    planned matrix (tests use a tiny one).
+    planned matrix (tests use a tiny one). `dataset`: the workload's data set
+    (`workload_for`: synthetic, or mnist5k for the longer sibling on real data).
 
     Raises: BenchError (one line) while a training run is queued or running, or
     a benchmark or LR range test is already running.
@@ -408,7 +442,7 @@ def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict
                                  "log": str(log)})
     pid, pid_started = background.spawn(
         ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
-         "--progress-file", str(path), *extra], log)
+         "--dataset", dataset, "--progress-file", str(path), *extra], log)
     job = background.read_json(path) or {}
     if job.get("pid") is None:  # the child has not written yet
         background.write_json(path, {**job, "pid": pid, "pid_started": pid_started})

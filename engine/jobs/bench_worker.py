@@ -16,9 +16,15 @@ import traceback
 
 def cell_config(work: dict, cell: dict):
     """The RunConfig of one cell: synthetic data with exactly work['steps'] batches
-    per epoch (20% of samples held out, unused)."""
+    per epoch (20% of samples held out, unused), or the real data set
+    work['dataset'] (its 80% training split; validation unused)."""
     from engine.config import RunConfig
 
+    if work.get("dataset", "synthetic") != "synthetic":
+        return RunConfig(dataset=work["dataset"], backend=job_backend(work, cell), validation_fraction=0.2,
+                         model=work["model"], batch_size=work["batch_size"], epochs=work["epochs"],
+                         precision=cell["precision"], steps_per_execution=cell["steps_per_execution"],
+                         jit_compile=cell["jit_compile"], devices=cell["devices"])
     n_train = work["steps"] * work["batch_size"]
     return RunConfig(dataset="synthetic", backend=job_backend(work, cell), synthetic_shape=tuple(work["synthetic_shape"]),
                      synthetic_samples=n_train * 5 // 4, validation_fraction=0.2,

@@ -1,0 +1,81 @@
+"""The recorded mnist5k comparison that ships for Replay (no TF here).
+
+A baseline (RunConfig's defaults on mnist5k) and the hand-tuned preset
+(engine.presets), recorded one after the other on one machine to the data set's
+default target and exported as a run bundle (engine.bundle) to RECORDED_BUNDLE.
+The Replay page offers to import it when the store has nothing to replay, so a
+talk can show a half-minute run on a machine that trains nothing on stage.
+
+Record it again with ``python -m engine.jobs.recorded_demo [PATH]`` (about 1.5 min
+on a 2-core CPU); docs/datasets.md gives the figures of the shipped one.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from engine.store import Store
+
+RECORDED_BUNDLE = Path(__file__).with_name("recorded") / "mnist5k-baseline-vs-tuned.zip"
+
+
+def configs(seed: int = 0) -> tuple:
+    """(baseline, tuned) RunConfigs of the recording: the preset (engine.presets) and
+    its like-for-like baseline (engine.config.baseline_config: RunConfig's defaults on
+    mnist5k), both measured to the default target (engine.data.meta.DEFAULT_TARGETS)."""
+    from engine.config import baseline_config
+    from engine.presets import preset
+
+    tuned = preset("mnist5k", seed=seed)
+    return baseline_config(tuned), tuned
+
+
+def record(dest: os.PathLike = RECORDED_BUNDLE, seed: int = 0, timeout_s: float = 900) -> dict:
+    """Run the baseline and the tuned preset in a fresh store (a temporary
+    SPEEDLAB_HOME) and export both to `dest`. Returns the bundle's manifest.
+
+    Raises: RuntimeError when a run does not complete; runner and bundle errors as theirs.
+    """
+    from engine import bundle
+    from engine.jobs import runner
+
+    base, tuned = configs(seed)
+    old = os.environ.get("SPEEDLAB_HOME")
+    os.environ["SPEEDLAB_HOME"] = tempfile.mkdtemp(prefix="speedlab-recorded-")
+    try:
+        bid, rid = runner.submit([base, tuned], ["baseline", "run"])
+        for i in (bid, rid):
+            run = runner.wait(i, timeout_s=timeout_s)
+            if run["status"] != "completed":
+                raise RuntimeError(f"run {i} ended {run['status']}: {run.get('error')}")
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        store = Store()
+        try:
+            return bundle.export_runs(store, [bid, rid], dest)
+        finally:
+            store.close()
+    finally:
+        if old is None:
+            os.environ.pop("SPEEDLAB_HOME", None)
+        else:
+            os.environ["SPEEDLAB_HOME"] = old
+
+
+def import_recorded(store: Store, src: Optional[os.PathLike] = None) -> list[tuple[int, int]]:
+    """Import the shipped recording into `store` (engine.bundle.import_bundle).
+    Returns [(original id, new id)]. Raises: engine.bundle.BundleError (one line:
+    already imported, or the file is missing or broken)."""
+    from engine import bundle
+
+    src = Path(src or RECORDED_BUNDLE)
+    if not src.is_file():
+        raise bundle.BundleError(f"{src} is missing; record it with python -m engine.jobs.recorded_demo")
+    return bundle.import_bundle(store, src)
+
+
+if __name__ == "__main__":
+    m = record(Path(sys.argv[1]) if len(sys.argv) > 1 else RECORDED_BUNDLE)
+    print(f"recorded runs {m['runs']} to {sys.argv[1] if len(sys.argv) > 1 else RECORDED_BUNDLE}")
