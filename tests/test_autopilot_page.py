@@ -4,6 +4,7 @@ confirmed speedup, ablation chart, 'Use this configuration'), a running one
 (progress, Stop, the Train page refusing to launch), and a bad setting."""
 from __future__ import annotations
 
+import pytest
 import os
 import time
 
@@ -13,6 +14,8 @@ from engine.config import RunConfig
 from engine.jobs import autopilot, background
 from engine.jobs import autopilot_space as sp
 from test_pages import app, no_errors, plotly_specs, texts, values
+
+pytestmark = pytest.mark.page  # lane: docs/testing.md
 
 PAGE = "views/autopilot.py"
 BASE = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=20, target_accuracy=0.95,
@@ -217,6 +220,7 @@ def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
     assert f"#{later} " not in shown and f"#{trial} " not in shown
 
 
+@pytest.mark.unit
 def test_cli_summary_names_the_runoff_and_the_winner():
     from engine.cli.autopilot import summary_lines
 
@@ -255,6 +259,7 @@ def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
     assert "winner: trial 3" in line and "best so far" not in line
 
 
+@pytest.mark.unit
 def test_a_trial_stopped_before_it_trained_is_not_drawn_at_0_s():
     from engine.report.autopilot_charts import trials_frame
 

@@ -17,6 +17,8 @@ from engine import bundle
 from engine.config import RunConfig
 from engine.store import SCHEMA_VERSION, Store
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -101,6 +103,7 @@ def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_pro
     assert json.loads(out.stdout)["throughput_speedup"] == pytest.approx(1.0)
 
 
+@pytest.mark.unit
 def test_baseline_link_is_kept_inside_the_bundle(tmp_path, monkeypatch):
     a, b = Store(tmp_path / "a.sqlite"), Store(tmp_path / "b.sqlite")
     b.create_run(RunConfig().to_json(), status="completed")  # b's own run #1: the ids move on
@@ -116,6 +119,7 @@ def test_baseline_link_is_kept_inside_the_bundle(tmp_path, monkeypatch):
     assert b.metrics("epochs", 2) == a.metrics("epochs", base)
 
 
+@pytest.mark.unit
 def test_active_or_unknown_runs_are_not_exported(store):
     rid = store.create_run(RunConfig().to_json(), status="running")
     with pytest.raises(bundle.BundleError, match=f"run_id: {rid} is running; export it once it has ended"):
@@ -209,6 +213,7 @@ def test_not_a_bundle(two_homes, tmp_path):
                              "make one with python -m engine export RUN_ID... -o FILE.zip")
 
 
+@pytest.mark.page
 def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monkeypatch):
     from tests.apptest import app_test
 

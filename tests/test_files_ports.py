@@ -13,6 +13,8 @@ from engine.config import ConfigError, RunConfig
 from engine.data import keras_data
 from engine.preflight import check_runnable
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 WEIGHTS = "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_96_no_top.h5"
 
@@ -38,6 +40,7 @@ def write_h5(path):
     return path
 
 
+@pytest.mark.unit
 def test_a_truncated_weights_file_is_refused_at_the_config_check(models_dir):
     cfg = RunConfig(model="mobilenetv2", pretrained=True, image_size=96)
     good = write_h5(models_dir / WEIGHTS)

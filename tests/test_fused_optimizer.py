@@ -3,11 +3,15 @@ Keras's own update, with one kernel per variable in the traced step."""
 import numpy as np
 import pytest
 
-keras = pytest.importorskip("keras")
-tf = pytest.importorskip("tensorflow")
+from tests.lazy import lazy
 
-from engine.training import fused_optimizer  # noqa: E402
-from engine.training import schedules  # noqa: E402
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+keras = lazy("keras")
+tf = lazy("tensorflow")
+
+fused_optimizer = lazy("engine.training.fused_optimizer")
+schedules = lazy("engine.training.schedules")
 
 RNG = np.random.RandomState(0)
 W0 = [RNG.randn(40).astype("float32"), RNG.randn(4, 5).astype("float32")]
@@ -104,6 +108,7 @@ def test_one_cycle_momentum_is_traced_once_per_step(fused):
     assert types.count("Sin") == sines
 
 
+@pytest.mark.worker
 def test_fused_under_mirrored_strategy_updates_every_replica(tmp_path):
     """In a fresh process with 2 logical CPUs (as SpeedLab simulates devices): inside
     Strategy.update each slot's handle is the current replica's copy, so both

@@ -25,6 +25,7 @@ def _resolve(internal: str):
     return obj
 
 
+@pytest.mark.unit
 def test_the_registry_lists_every_patch_module_once_with_a_complete_record():
     from pathlib import Path
 

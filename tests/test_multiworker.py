@@ -15,9 +15,12 @@ from engine.config import ConfigError, RunConfig
 from engine.preflight import check_runnable
 from engine.store import Store
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("spec, index, field, fragment", [
     ("127.0.0.1:12345,127.0.0.1", 0, "cluster", "is not host:port"),
     ("127.0.0.1:70000", 0, "cluster", "outside 1-65535"),
@@ -33,6 +36,7 @@ def test_invalid_cluster_descriptions(spec, index, field, fragment):
     assert e.value.field == field and fragment in str(e.value)
 
 
+@pytest.mark.unit
 def test_valid_cluster_and_tf_config_round_trip():
     c = cluster.parse("10.0.0.2:2222, host-b.example:2222,[::1]:2223", 1)
     assert c.workers == ("10.0.0.2:2222", "host-b.example:2222", "[::1]:2223") and not c.is_chief
@@ -46,6 +50,7 @@ def test_valid_cluster_and_tf_config_round_trip():
     assert a != b and all(1024 <= p <= 65535 for p in (a, b))
 
 
+@pytest.mark.unit
 def test_batch_must_divide_over_all_replicas():
     with pytest.raises(ConfigError, match="not divisible by 4 replicas"):
         RunConfig(workers=2, devices=2, batch_size=130)

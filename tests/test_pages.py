@@ -25,6 +25,8 @@ from engine.report.measure import steady_state
 from engine.store import SYSTEM_COLS, Store
 from tests.apptest import app_test
 
+pytestmark = pytest.mark.page  # lane: docs/testing.md
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -368,6 +370,7 @@ def test_lr_finder_chart_and_use_as_max_lr(store_home):
     assert "This sweep used other settings (model)" in texts(at.caption)
 
 
+@pytest.mark.worker
 def test_lr_finder_runs_in_the_background(store_home):
     """A real sweep (mlp on digits) started from the page; the page is not
     blocked, and shows the chart once the detached process is done."""
@@ -426,6 +429,7 @@ def test_running_run_shows_progress_and_live_speedup(store):
     assert base
 
 
+@pytest.mark.worker
 def test_real_run_launched_from_the_train_page(store_home):
     """A tiny real baseline + run (digits, mlp, 2 epochs) through the page."""
     at = app()
@@ -829,6 +833,7 @@ def charts_mod():
 
 # --- no TensorFlow in the app process ----------------------------------------------
 
+@pytest.mark.worker
 def test_pages_never_import_tensorflow(store_home):
     """Import every page module, then render every page on a filled store, in a
     fresh interpreter: neither may pull in TensorFlow or Keras."""
@@ -856,6 +861,7 @@ def test_pages_never_import_tensorflow(store_home):
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 
+@pytest.mark.worker
 def test_after_launch_the_previous_speedup_is_gone(store):
     b, r = finished_pair(store)
     at = app()

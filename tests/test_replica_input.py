@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.data import pipeline
-from engine.training import replica_input
+from tests.lazy import lazy
+
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+pipeline = lazy("engine.data.pipeline")
+replica_input = lazy("engine.training.replica_input")
 
 
 def ids_of(ds, batches):
@@ -63,6 +67,7 @@ def test_only_cpu_replicas_in_one_process_dividing_the_batch_qualify():
     assert not replica_input.eligible("CPU", 2, 1, 128, cache=True)  # one cached copy per replica: no
 
 
+@pytest.mark.worker
 def test_two_simulated_replicas_fit_on_per_replica_pipelines(tmp_path, monkeypatch):
     """In a fresh process: a 2-replica digits fit uses per-replica host pipelines and its
     reported validation accuracy is the model's accuracy on all 360 validation examples."""

@@ -12,6 +12,8 @@ from engine.report.compare import compare
 from engine.config import RunConfig
 from engine.store import Store
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 def run_and_wait(cfg, timeout=180):
     (rid,) = runner.submit([cfg])
     return runner.wait(rid, timeout_s=timeout)
@@ -140,6 +142,7 @@ def test_recorded_learning_rate_follows_the_schedule(store_home):
     assert ex[0]["lr"] == pytest.approx(1e-3 * 4 / 12)
 
 
+@pytest.mark.unit
 def test_the_reason_a_worker_ended_skips_tensorflow_log_lines():
     from engine.jobs.queue_runner import last_error_line
 

@@ -4,6 +4,7 @@ first, a typed data set path checked as the CLI checks it, and the batch-size
 message naming the value on screen."""
 from __future__ import annotations
 
+import pytest
 import math
 import os
 import subprocess
@@ -18,9 +19,12 @@ from engine.report.table import FIGURES, number
 from engine.store import Store
 from tests.apptest import app_test
 
+pytestmark = pytest.mark.page  # lane: docs/testing.md
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.unit
 def test_number_format():
     assert number(16520.4) == "16,520" and number(9210.0) == "9,210"
     assert number(1234.5678, 1) == "1,234.6" and number(0.96112, 3) == "0.961"
@@ -37,6 +41,7 @@ def stored_run(store: Store, rate: float | None, ttt: float | None, **cfg) -> in
     return rid
 
 
+@pytest.mark.worker
 def test_cli_runs_writes_every_figure_one_way_and_blank_when_missing(store):
     stored_run(store, 16520.4, 2.5)
     stored_run(store, 9210.0, None, precision="mixed_bfloat16")

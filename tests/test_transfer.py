@@ -16,6 +16,8 @@ from engine.training import transfer
 from engine.config import ConfigError, RunConfig
 from engine.preflight import check_runnable
 
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 FIRST, SECOND = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)
 
@@ -37,6 +39,7 @@ def weights(layer):
     return [np.array(w.numpy()) for w in layer.weights]
 
 
+@pytest.mark.unit
 def test_source_run_checks_read_only_the_store(store):
     src = RunConfig(label_subset=FIRST, model="cnn", save_model=True)
     rid = store.create_run(src.to_json(), status="running")
@@ -69,6 +72,7 @@ def test_source_run_checks_read_only_the_store(store):
         RunConfig(finetune_lr_factor=0.0)
 
 
+@pytest.mark.unit
 def test_phases():
     c = RunConfig(epochs=5, init_from=1)
     assert transfer.phases(c, False) == [transfer.Phase(0, 5, False, 1.0)]
@@ -167,6 +171,7 @@ def test_other_backbones_build_at_32_pixels(name):
     assert out.shape == (2, 3) and np.allclose(out.sum(axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.unit
 def test_backbone_settings_are_checked(tmp_path, monkeypatch):
     from engine.data import keras_data
 
@@ -192,6 +197,7 @@ def test_backbone_settings_are_checked(tmp_path, monkeypatch):
     assert "slow" in check_runnable(RunConfig(model="efficientnetb0", pretrained=True), CPU)[0]
 
 
+@pytest.mark.worker
 def test_demo_through_the_cli(store_home):
     from engine.store import Store
 

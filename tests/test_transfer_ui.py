@@ -12,6 +12,8 @@ import pytest
 from engine.jobs import background
 from engine.jobs import demo as transfer
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 
 def finished_job(store_home, lines: list[str]) -> None:
     """A job file whose process has ended, with `lines` as its log."""
@@ -23,6 +25,7 @@ def finished_job(store_home, lines: list[str]) -> None:
                                                      "started": time.time() - 5, "log": str(log)})
 
 
+@pytest.mark.unit
 def test_no_job_means_not_busy(store_home):
     assert transfer.read_demo_progress() is None and transfer.demo_busy() is None
     assert transfer.cancel_demo_background() is False
@@ -44,6 +47,7 @@ def test_a_failed_demo_reports_its_error_line(store_home):
     assert job["error"] == "the transfer demo ended without a result: pretraining run 1 ended failed: out of memory"
 
 
+@pytest.mark.unit
 def test_a_running_demo_is_busy_and_refuses_a_second_start(store_home):
     import psutil
 

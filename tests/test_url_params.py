@@ -1,10 +1,14 @@
 """Train page links: settings the controls did not take are named, with what
 replaced them, and Launch waits until the user accepts; the upload box states
 its limits."""
+import pytest
 from views import url_params
 from tests.apptest import app_test
 
+pytestmark = pytest.mark.page  # lane: docs/testing.md
 
+
+@pytest.mark.unit
 def test_rejected_compares_meanings_not_spellings():
     raw = {"batch_size": "abc", "learning_rate": "1e-3", "epochs": "3.0", "jit_compile": "True",
            "precision": "float8", "dataset": "user:faces", "utm_source": "mail"}
