@@ -23,9 +23,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("SPEEDLAB_WARM_WORKER", "0")
 os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "1")
 
-# Test lanes (docs/testing.md): the most expensive thing a test needs. A test's lane is the
-# lane marker closest to it (a decorator beats its module's `pytestmark`); a test with none is
-# `unit`. LANES is cheapest first; the seconds are rough (setup + call, 2 cores) and set when a
+# Test lanes (docs/testing.md): the most expensive thing a test needs. A test has at most one
+# lane marker, on itself or in its module's `pytestmark` (never both: `-m LANE` would select
+# it twice); a test with none is `unit`. LANES is cheapest first; the seconds are rough (setup + call, 2 cores) and set when a
 # slow test's stacks are taken (`_stacks_after`).
 LANES = {"unit": 0.2, "page": 2.0, "tf": 5.0, "worker": 15.0, "browser": 40.0}
 # Full-suite order under xdist: page tests first, so that they run before anything in their
@@ -36,7 +36,7 @@ FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
 
 
 def lane(item) -> str:
-    """The test's lane: its closest lane marker, else unit."""
+    """The test's lane: its lane marker, else unit."""
     for mark in item.iter_markers():
         if mark.name in LANES:
             return mark.name
@@ -66,8 +66,12 @@ def pytest_collection_modifyitems(config, items):
     SHARED_MODULES module counted as one unit with the costliest lane of its tests, its tests
     kept together in file order."""
     for item in items:
-        if not any(m.name in LANES for m in item.iter_markers()):
+        marked = [m.name for m in item.iter_markers() if m.name in LANES]
+        if not marked:
             item.add_marker("unit")
+        elif len(marked) > 1:
+            item.stash[_UNSHARED] = (f"{item.nodeid} has the lane markers {marked}: give it one "
+                                     "(on the test or in its module's pytestmark; docs/testing.md)")
     if not hasattr(config, "workerinput"):
         return  # a plain serial run keeps file order
     for item in items:

@@ -17,7 +17,6 @@ from engine import bundle
 from engine.config import RunConfig
 from engine.store import SCHEMA_VERSION, Store
 
-pytestmark = pytest.mark.worker  # lane: docs/testing.md
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,6 +63,7 @@ def small_pair(store: Store) -> tuple[int, int]:
     return ids[0], ids[1]
 
 
+@pytest.mark.worker
 def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_provenance(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     out = cli(a, "run", "--model", "mlp", "--epochs", "2", "--json", "--quiet")
@@ -158,6 +158,7 @@ def assert_refused(home: Path, path: Path, line: str) -> None:
     assert counts(home) == before
 
 
+@pytest.mark.worker
 def test_truncated_bundle_is_one_line_and_changes_nothing(two_homes, tmp_path):
     _, b, path = two_homes
     data = path.read_bytes()
@@ -166,6 +167,7 @@ def test_truncated_bundle_is_one_line_and_changes_nothing(two_homes, tmp_path):
     assert_refused(b, cut, "cut.zip is corrupt or truncated (File is not a zip file); copy or export it again")
 
 
+@pytest.mark.worker
 def test_tampered_member_fails_its_checksum(two_homes, tmp_path):
     _, b, path = two_homes
     bad = tmp_path / "bad.zip"
@@ -175,6 +177,7 @@ def test_tampered_member_fails_its_checksum(two_homes, tmp_path):
     assert_refused(b, bad, f"bad.zip is corrupt: {last} does not match its checksum; export the runs again")
 
 
+@pytest.mark.worker
 def test_future_schema_is_one_line_and_changes_nothing(two_homes, tmp_path):
     _, b, path = two_homes
     future = tmp_path / "future.zip"
@@ -191,6 +194,7 @@ def test_future_schema_is_one_line_and_changes_nothing(two_homes, tmp_path):
                               f"this one reads up to {SCHEMA_VERSION}); upgrade SpeedLab here to import it")
 
 
+@pytest.mark.worker
 def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_homes):
     a, b, path = two_homes
     out = cli(b, "import", str(path))
@@ -204,6 +208,7 @@ def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_ho
                             "store; nothing was added (delete them first to import again)")
 
 
+@pytest.mark.worker
 def test_not_a_bundle(two_homes, tmp_path):
     _, b, _ = two_homes
     other = tmp_path / "photos.zip"

@@ -13,7 +13,6 @@ import pytest
 
 from engine.training import keras_patches
 
-pytestmark = pytest.mark.tf
 PATCHES = keras_patches.registry()
 
 
@@ -38,6 +37,7 @@ def test_the_registry_lists_every_patch_module_once_with_a_complete_record():
         assert f"| {p.name} |" in keras_patches.__doc__, f"{p.name} is missing from the package's table"
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("patch", PATCHES, ids=[p.name for p in PATCHES])
 def test_installed_keras_is_a_version_the_patch_was_written_for(patch):
     import keras
@@ -49,6 +49,7 @@ def test_installed_keras_is_a_version_the_patch_was_written_for(patch):
         f"engine/training/keras_patches/{patch.name}.py (or drop the patch).")
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("patch", PATCHES, ids=[p.name for p in PATCHES])
 def test_every_internal_the_patch_touches_still_exists(patch):
     missing = []
@@ -68,6 +69,7 @@ def _model():
     return model
 
 
+@pytest.mark.tf
 def test_instance_internals_the_patches_read_exist_on_real_objects():
     """The attributes that only exist on live objects: a model's strategy slot, Adam's and
     SGD's slot variables, the tf.function inside Keras's test function."""

@@ -19,7 +19,6 @@ from engine.report.table import FIGURES, number
 from engine.store import Store
 from tests.apptest import app_test
 
-pytestmark = pytest.mark.page  # lane: docs/testing.md
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +65,7 @@ def app(page: str | None = None) -> AppTest:
     return at.run()
 
 
+@pytest.mark.page
 def test_runs_page_key_columns_chooser_and_blank_cells(store):
     a = stored_run(store, 16520.4, 2.5)
     b = stored_run(store, 9210.0, None)
@@ -82,12 +82,14 @@ def test_runs_page_key_columns_chooser_and_blank_cells(store):
     assert at.dataframe[0].proto.column_order[-2:] == ["warmup_sec", "created"]
 
 
+@pytest.mark.page
 def test_speed_options_come_first_in_the_sidebar(store_home):
     at = app()
     heads = [m.value for m in at.sidebar.markdown if m.value.startswith("####")]
     assert heads[:4] == ["#### Speed options", "#### Data", "#### Model", "#### Training"]
 
 
+@pytest.mark.page
 def test_batch_size_message_names_the_value_on_screen(store_home):
     at = app()
     at.number_input(key="batch_size").set_value(0).run()
@@ -98,6 +100,7 @@ def test_batch_size_message_names_the_value_on_screen(store_home):
     assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_typed_data_set_path_is_checked_like_the_cli(store_home, tmp_path):
     rng = np.random.default_rng(0)
     good = tmp_path / "stripes.npz"

@@ -13,7 +13,6 @@ import pytest
 from engine.config import RunConfig
 from engine.store import Store, StoreBusyError
 
-pytestmark = pytest.mark.worker  # lane: docs/testing.md
 
 # Lock length in the real-run test (s). The reported case held the lock for 40 s; 8 s
 # proves the same point here because the worker's metrics writer tries each flush
@@ -37,6 +36,7 @@ def hold_lock(path, seconds: float) -> subprocess.Popen:
     return p
 
 
+@pytest.mark.worker
 def test_a_write_waits_for_the_lock_or_says_which_file_is_locked(store):
     rid = store.create_run(RunConfig().to_json())
     locker = hold_lock(store.path, 1.5)
@@ -140,6 +140,7 @@ def test_writer_counts_rows_it_cannot_store_and_the_run_says_so():
     assert incomplete_summary(_writer(broken)) == {}  # nothing lost: nothing said
 
 
+@pytest.mark.worker
 def test_run_keeps_every_row_through_a_long_lock(store_home):
     from engine.jobs import runner
 

@@ -16,7 +16,6 @@ from engine.training import transfer
 from engine.config import ConfigError, RunConfig
 from engine.preflight import check_runnable
 
-pytestmark = pytest.mark.tf  # lane: docs/testing.md
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 FIRST, SECOND = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)
@@ -81,6 +80,7 @@ def test_phases():
     assert transfer.phases(c.replace(freeze_epochs=5), True) == [transfer.Phase(0, 5, True, 1.0)]
 
 
+@pytest.mark.tf
 def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(store):
     keras = pytest.importorskip("keras")
     from engine.training.train import train
@@ -142,6 +142,7 @@ def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(
     np.testing.assert_allclose(back.predict(x, verbose=0), out.model.predict(x, verbose=0), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.tf
 def test_backbone_trains_saves_and_loads(store):
     keras = pytest.importorskip("keras")
     from engine.data import datasets
@@ -161,6 +162,7 @@ def test_backbone_trains_saves_and_loads(store):
     assert back.get_layer("backbone_input").get_config()["size"] == 32
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name", ["resnet50", "efficientnetb0"])
 def test_other_backbones_build_at_32_pixels(name):
     keras = pytest.importorskip("keras")
@@ -218,6 +220,7 @@ def test_demo_through_the_cli(store_home):
         st.close()
 
 
+@pytest.mark.tf
 def test_later_phase_reads_the_schedule_where_it_stands():
     pytest.importorskip("keras")
     from engine.training import schedules
@@ -233,6 +236,7 @@ def test_later_phase_reads_the_schedule_where_it_stands():
     assert schedules.shift(const, 12)._learning_rate is const._learning_rate  # constant: untouched
 
 
+@pytest.mark.tf
 def test_float32_accuracy_of_exactly_the_target_counts():
     pytest.importorskip("keras")
     from engine.training.recorder import reached

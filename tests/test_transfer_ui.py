@@ -12,8 +12,6 @@ import pytest
 from engine.jobs import background
 from engine.jobs import demo as transfer
 
-pytestmark = pytest.mark.worker  # lane: docs/testing.md
-
 
 def finished_job(store_home, lines: list[str]) -> None:
     """A job file whose process has ended, with `lines` as its log."""
@@ -31,6 +29,7 @@ def test_no_job_means_not_busy(store_home):
     assert transfer.cancel_demo_background() is False
 
 
+@pytest.mark.worker
 def test_a_finished_demo_is_done_with_its_result(store_home):
     result = {"finetune_id": 2, "scratch_id": 3, "finetune_status": "completed", "scratch_status": "completed",
               "speedup": 0.52}
@@ -40,6 +39,7 @@ def test_a_finished_demo_is_done_with_its_result(store_home):
     assert job["elapsed"] >= 5 and transfer.demo_busy() is None
 
 
+@pytest.mark.worker
 def test_a_failed_demo_reports_its_error_line(store_home):
     finished_job(store_home, ["error: pretraining run 1 ended failed: out of memory"])
     job = transfer.read_demo_progress()
@@ -59,6 +59,7 @@ def test_a_running_demo_is_busy_and_refuses_a_second_start(store_home):
         transfer.start_demo_background()
 
 
+@pytest.mark.worker
 def test_transfer_module_still_imports_no_tensorflow():
     code = ("import sys, engine.training.transfer, engine.data.userdata; "
             "bad = [m for m in ('tensorflow', 'keras') if m in sys.modules]; assert not bad, bad")

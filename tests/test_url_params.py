@@ -5,8 +5,6 @@ import pytest
 from views import url_params
 from tests.apptest import app_test
 
-pytestmark = pytest.mark.page  # lane: docs/testing.md
-
 
 @pytest.mark.unit
 def test_rejected_compares_meanings_not_spellings():
@@ -20,6 +18,7 @@ def test_rejected_compares_meanings_not_spellings():
         "batch_size: 'abc' from the link was not accepted (not a number); using 128 instead"
 
 
+@pytest.mark.page
 def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(store_home):
     at = app_test()
     at.query_params.update({"batch_size": "abc", "precision": "float8", "learning_rate": "0.01"})
@@ -39,6 +38,7 @@ def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(st
     assert not at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_link_setting_whose_control_is_hidden_is_named_not_dropped(store_home):
     at = app_test()
     # reduce_on_plateau has no control with a cyclic schedule: its value used to vanish unsaid.
@@ -61,6 +61,7 @@ def test_a_link_setting_whose_control_is_hidden_is_named_not_dropped(store_home)
     assert not at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(store_home):
     # The Data set box takes typed names and paths, and the number boxes leave ranges to the
     # engine (issue 12): such a value from a link is kept, and the engine's one line names it.
@@ -76,6 +77,7 @@ def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(st
         assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_good_link_launches_at_once_and_the_upload_box_states_its_limits(store_home):
     at = app_test()
     at.query_params.update({"batch_size": "64", "precision": "mixed_bfloat16"})
