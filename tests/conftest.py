@@ -163,8 +163,9 @@ def pytest_configure(config):
     # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after its
     # run). A test process runs many, and each froze its own and all earlier garbage until some
     # unfreeze handed it back. Tests run train() unfrozen (test_instrumentation switches it back
-    # on to test it). The 18-41 s generation-2 collections that now and then stall a page test
-    # were first blamed on that; they still occur, cause open (README, "The test suite").
+    # on to test it). The 18-41 s generation-2 collections that now and then stalled a page test
+    # were first blamed on that; they outlived it, in processes holding TF's heap. Page tests
+    # now run in processes without TF (docs/testing.md, "Page tests and TensorFlow").
     import engine.training.train as train_module
 
     train_module.FREEZE_HEAP = False
