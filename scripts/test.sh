@@ -15,7 +15,13 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "note: could not install chromium; the browser test will be skipped"
 fi
-# Two test processes (pytest-xdist): the longest tests start first (tests/conftest.py) and tests
-# that share a module-scoped run stay on one process. One test, serially:
-#   .venv/bin/python -m pytest -q tests/test_runs.py::test_killed_worker_ends_failed_with_reason
+# Lint first (pyproject.toml [tool.ruff]: real defects only); a finding fails the command.
+.venv/bin/ruff check .
+# --fast: the unit lane (no TensorFlow, no processes; about a minute), for use while working.
+# Otherwise the whole suite on two test processes (pytest-xdist), in lane order (tests/conftest.py):
+# page tests first, then the long browser and worker tests. Lanes and one test: docs/testing.md.
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  exec .venv/bin/python -m pytest -q -p no:xdist -m unit "$@"
+fi
 exec .venv/bin/python -m pytest -q -n 2 "$@"

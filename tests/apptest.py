@@ -12,7 +12,8 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 # frame is xdist's execnet thread (its frames are filtered out), not a clue. The report's time in
 # the garbage collector then showed one generation-2 collection of 37.5 s (later 18 and 39.6 s),
 # in C (no finalizer's frame on top); not frozen garbage after all: test processes no longer
-# freeze (conftest.pytest_configure) and it still happens now and then. Cause open (README).
+# freeze (conftest.pytest_configure) and it still happened now and then, always in a process that
+# had TensorFlow loaded; page tests now run in processes without it (docs/testing.md).
 TIMEOUT_S = 240
 
 

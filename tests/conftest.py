@@ -7,7 +7,9 @@ one matrix subprocess) on one worker, so that it runs once.
 """
 import faulthandler
 import gc
+import importlib.abc
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,57 +23,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("SPEEDLAB_WARM_WORKER", "0")
 os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "1")
 
-# Rough seconds (setup + call) on a 2-core machine, from `pytest --durations`: they order the
-# tests (longest first) and set when a test's stacks are taken (`_stacks_after`). A test not
-# listed counts as 1 s.
-SLOW = {
-    "test_talk_browser.py::test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes": 90,
-    "test_autopilot.py::test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason": 100,
-    "test_jax.py::test_all_24_combinations_train_two_steps_on_jax": 80,
-    "test_composition.py::test_all_24_combinations_train_two_steps": 60,
-    "test_browser.py::test_launch_watch_and_review_in_chromium": 55,
-    "test_autopilot_browser.py::test_start_a_search_and_watch_the_trials_chart_grow": 35,
-    "test_browser.py::test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup": 31,
-    "test_transfer.py::test_backbone_trains_saves_and_loads": 30,
-    "test_multiworker.py::test_two_workers_match_one_process": 40,
-    "test_transfer.py::test_demo_through_the_cli": 25,
-    "test_talk_browser.py::test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers": 23,
-    "test_pages.py::test_real_run_launched_from_the_train_page": 22,
-    "test_runs.py::test_baseline_launch_reuse_and_compare": 20,
-    "test_store_lock.py::test_run_keeps_every_row_through_a_long_lock": 18,
-    "test_runs.py::test_cli_digits_run_reaches_095_and_prints_json": 18,
-    "test_warm_worker.py::test_a_warm_spare_runs_the_next_run_and_is_replaced_after_it": 17,
-    "test_jax.py::test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy": 25,
-    "test_runs.py::test_two_simulated_replicas_then_one_back_to_back": 17,
-    "test_browser.py::test_hardware_page_with_a_finished_benchmark_in_chromium": 16,
-    "test_transfer.py::test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm": 15,
-    "test_pages.py::test_pages_never_import_tensorflow": 14,
-    "test_pages.py::test_lr_finder_runs_in_the_background": 13,
-    "test_timeline.py::test_a_target_never_reached_is_said_not_numbered": 13,
-    "test_pages.py::test_after_launch_the_previous_speedup_is_gone": 13,
-    "test_bundle.py::test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_provenance": 12,
-    "test_talk_browser.py::test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold": 12,
-    "test_multiworker.py::test_engine_worker_cli_two_processes": 18,
-    "test_saved_models.py::test_a_backbone_model_loads_elsewhere": 11,
-    "test_multiworker.py::test_killed_worker_fails_the_run_quickly_and_leaves_no_process": 20,
-    "test_usable_cpus.py::test_the_stored_environment_and_threads_follow_the_usable_cpus": 8,
-    "test_bench.py::test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one": 8,
-    "test_bench.py::test_background_benchmark_writes_progress_and_refuses_a_second": 13,
-    "test_replay.py::test_play_and_restart_buttons_write_the_clock": 8,
-    "test_saved_models.py::test_a_trained_one_cycle_cnn_loads_elsewhere": 8,
-    "test_multiworker.py::test_cancel_multi_worker_run_ends_all_workers": 8,
-    "test_lr_find.py::test_real_sweep_on_random_labels_offers_no_max_lr": 7,
-    "test_warm_worker.py::test_stop_during_an_epoch_ends_cancelled_with_the_executions_before_it": 7,
-    "test_lr_find.py::test_real_sweep_via_cli_json": 7,
-    "test_bench.py::test_repeats_refit_each_cells_compiled_model": 12,
-    "test_replica_input.py::test_two_simulated_replicas_fit_on_per_replica_pipelines": 10,
-    "test_files_ports.py::test_the_worker_names_a_weights_file_that_breaks_after_the_check": 9,
-    "test_runs.py::test_second_launch_is_refused_and_cancel_keeps_partial_metrics": 9,
-    "test_runs.py::test_mixed_float16_records_loss_scale": 8,
-    "test_runs.py::test_recorded_learning_rate_follows_the_schedule": 8,
-    "test_fused_optimizer.py::test_fused_under_mirrored_strategy_updates_every_replica": 8,
-    "test_timeline.py::test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady": 6,
-}
+# Test lanes (docs/testing.md): the most expensive thing a test needs. A test has at most one
+# lane marker, on itself or in its module's `pytestmark` (never both: `-m LANE` would select
+# it twice); a test with none is `unit`. LANES is cheapest first; the seconds are rough (setup + call, 2 cores) and set when a
+# slow test's stacks are taken (`_stacks_after`).
+LANES = {"unit": 0.2, "page": 2.0, "tf": 5.0, "worker": 15.0, "browser": 40.0}
+# Full-suite order under xdist: page tests first, so that they run before anything in their
+# process has imported TensorFlow (their guard below checks it), then the long ones (browser,
+# worker) so that no process is left alone with one at the end, then tf, then unit to fill gaps.
+ORDER = ("page", "browser", "worker", "tf", "unit")
+FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
+
+
+def lane(item) -> str:
+    """The test's lane: its lane marker, else unit."""
+    for mark in item.iter_markers():
+        if mark.name in LANES:
+            return mark.name
+    return "unit"
 
 
 # Test modules with a module-scoped fixture (one real search, one matrix subprocess):
@@ -89,12 +58,20 @@ def _shared_fixture(item) -> str | None:
 
 
 def _seconds(item) -> float:
-    return SLOW.get(item.nodeid.split("/", 1)[-1], 1.0)
+    return LANES[lane(item)]
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under xdist: longest first, a SHARED_MODULES module counted as one unit
-    (the sum of its tests), its tests kept together in file order."""
+    """Give every test its lane marker; under xdist, order the tests by lane (ORDER), a
+    SHARED_MODULES module counted as one unit with the costliest lane of its tests, its tests
+    kept together in file order."""
+    for item in items:
+        marked = [m.name for m in item.iter_markers() if m.name in LANES]
+        if not marked:
+            item.add_marker("unit")
+        elif len(marked) > 1:
+            item.stash[_UNSHARED] = (f"{item.nodeid} has the lane markers {marked}: give it one "
+                                     "(on the test or in its module's pytestmark; docs/testing.md)")
     if not hasattr(config, "workerinput"):
         return  # a plain serial run keeps file order
     for item in items:
@@ -102,12 +79,13 @@ def pytest_collection_modifyitems(config, items):
         if shared and item.nodeid.split("::")[0] not in SHARED_MODULES:
             item.stash[_UNSHARED] = (f"{item.nodeid} uses the shared fixture {shared}: add its module to "
                                      "SHARED_MODULES in tests/conftest.py so that it runs on one worker")
-    units: dict[str, float] = {}
+    units: dict[str, int] = {}
     for item in items:
         unit = _unit(item.nodeid)
-        units[unit] = units.get(unit, 0.0) + _seconds(item)
+        units[unit] = min(units.get(unit, len(ORDER)), ORDER.index(lane(item)))
     order = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (-units[_unit(item.nodeid)], _unit(item.nodeid), order[id(item)]))
+    items.sort(key=lambda item: (units[_unit(item.nodeid)], _unit(item.nodeid) if _unit(item.nodeid) in SHARED_MODULES
+                                 else "", order[id(item)]))
 
 
 _UNSHARED = pytest.StashKey[str]()
@@ -141,7 +119,7 @@ def pytest_xdist_make_scheduler(config, log):
     return Units(config, log)
 
 
-# A test still running after twice its SLOW seconds, and at least STACKS_AFTER_S, gets every
+# A test still running after twice its lane's seconds, and at least STACKS_AFTER_S, gets every
 # thread's stack taken: a failing test shows them in its report, a passing one as a warning in
 # the summary (a test that crawls on CI then says where it spent its time; the Train page's
 # AppTest, 1 s alone, took 57-65 s in 2 of 5 full runs here). SPEEDLAB_TEST_STACKS_AFTER_S
@@ -185,11 +163,53 @@ def pytest_configure(config):
     # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after its
     # run). A test process runs many, and each froze its own and all earlier garbage until some
     # unfreeze handed it back. Tests run train() unfrozen (test_instrumentation switches it back
-    # on to test it). The 18-41 s generation-2 collections that now and then stall a page test
-    # were first blamed on that; they still occur, cause open (README, "The test suite").
+    # on to test it). The 18-41 s generation-2 collections that now and then stalled a page test
+    # were first blamed on that; they outlived it, in processes holding TF's heap. Page tests
+    # now run in processes without TF (docs/testing.md, "Page tests and TensorFlow").
     import engine.training.train as train_module
 
     train_module.FREEZE_HEAP = False
+
+
+class _LaneGuard(importlib.abc.MetaPathFinder):
+    """While a unit or page test runs: importing a framework fails, naming the lane to mark."""
+
+    test: str | None = None
+
+    def find_spec(self, name, path, target=None):
+        if self.test and name.split(".")[0] in FRAMEWORKS:
+            raise ImportError(f"{self.test} imports {name} in the test process: a unit or page test must not "
+                              "(mark it tf, or for a page test seed its data without TF; docs/testing.md)")
+        return None
+
+
+_GUARD = _LaneGuard()
+sys.meta_path.insert(0, _GUARD)
+
+
+@pytest.fixture(autouse=True)
+def lane_guard(request, monkeypatch):
+    """unit: no framework import, no process; page: the same, and no framework already loaded
+    in this process (the GC stall of a page test in a process holding TF's heap)."""
+    which = lane(request.node)
+    if which not in ("unit", "page"):
+        yield
+        return
+    nodeid = request.node.nodeid
+    if which == "page":
+        loaded = [m for m in FRAMEWORKS if m in sys.modules]
+        assert not loaded, (f"{nodeid} is a page test but this process has already imported {loaded}: run page "
+                            "tests before tf tests (tests/conftest.py ORDER) or in a process of their own")
+
+    def no_process(self, *args, **kwargs):
+        raise RuntimeError(f"{nodeid} starts a process: a {which} test must not (mark it worker; docs/testing.md)")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
+    _GUARD.test = nodeid
+    try:
+        yield
+    finally:
+        _GUARD.test = None
 
 
 @pytest.fixture(autouse=True)

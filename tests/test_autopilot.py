@@ -614,6 +614,7 @@ def _store(home):
     return Store(home / "runs.sqlite")
 
 
+@pytest.mark.worker
 def test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason(searched):
     ap = searched["ap"]
     assert searched["search_wall"] <= 60 * 1.10
@@ -639,6 +640,7 @@ def test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason(se
         store.close()
 
 
+@pytest.mark.worker
 def test_planted_slow_trial_is_pruned_once_it_passes_the_best_time(searched):
     trials = searched["ap"].state["trials"]
     fast, slow = trials[0], trials[1]
@@ -658,6 +660,7 @@ def test_planted_slow_trial_is_pruned_once_it_passes_the_best_time(searched):
         store.close()
 
 
+@pytest.mark.worker
 def test_runoff_reruns_the_fastest_trials_once_each_and_picks_the_lowest_mean(searched):
     ap, chosen = searched["ap"], searched["chosen"]
     reached = sorted((t for t in ap.state["trials"] if t["kind"] == "reached"),
@@ -688,6 +691,7 @@ def test_runoff_reruns_the_fastest_trials_once_each_and_picks_the_lowest_mean(se
         assert chosen["config"] == next(t["config"] for t in finalists if t["trial"] == chosen["trial"])
 
 
+@pytest.mark.worker
 def test_reruns_alternate_on_fresh_seeds_and_ablation_runs_differ_in_one_setting(searched):
     ap, conf, fast = searched["ap"], searched["confirm"], searched["fast"]
     assert [(r["round"], r["name"], r["seed"]) for r in conf["runs"]] == [(1, "baseline", 1), (1, "winner", 1)]

@@ -4,9 +4,12 @@ them): start a short search from the page, see the trials chart grow as trials
 end, then Stop. Saves test-output/autopilot_live.png."""
 from __future__ import annotations
 
+import pytest
 import time
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, VIEWPORT, full_screenshot, playwright_api, server, wait_for
+
+pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
 __all__ = ["server"]  # the fixture, re-used
 

@@ -4,6 +4,7 @@ confirmed speedup, ablation chart, 'Use this configuration'), a running one
 (progress, Stop, the Train page refusing to launch), and a bad setting."""
 from __future__ import annotations
 
+import pytest
 import os
 import time
 
@@ -13,6 +14,7 @@ from engine.config import RunConfig
 from engine.jobs import autopilot, background
 from engine.jobs import autopilot_space as sp
 from test_pages import app, no_errors, plotly_specs, texts, values
+
 
 PAGE = "views/autopilot.py"
 BASE = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=20, target_accuracy=0.95,
@@ -55,6 +57,7 @@ def done_state() -> dict:
                        "changes": {}, "search_time_to_target_sec": 2.5, "runoff_sec": 2.7, "runoff_mean_sec": 2.6}}
 
 
+@pytest.mark.page
 def test_empty_page_explains_and_can_start(store_home):
     at = app(PAGE)
     no_errors(at)
@@ -63,6 +66,7 @@ def test_empty_page_explains_and_can_start(store_home):
     assert start.label == "Start autopilot" and not start.disabled
 
 
+@pytest.mark.page
 def test_slower_winner_is_said_and_not_pushed(store_home):
     state = done_state()
     state["confirm"]["speedup"] = autopilot.paired_speedup([2.0, 2.0, 2.0], [3.0, 3.0, 2.0])
@@ -77,6 +81,7 @@ def test_slower_winner_is_said_and_not_pushed(store_home):
     assert at.button(key="ap_use_btn").proto.type == "secondary"
 
 
+@pytest.mark.page
 def test_use_this_configuration_waits_for_the_end(store_home):
     me = psutil.Process()  # a live process stands in for the autopilot's, now in its ablation
     background.write_json(autopilot.progress_path(), {
@@ -88,6 +93,7 @@ def test_use_this_configuration_waits_for_the_end(store_home):
     background.write_json(autopilot.progress_path(), {"state": "done", "pid": None, "started": 1.0})
 
 
+@pytest.mark.page
 def test_out_of_range_entries_get_one_line_not_the_old_value(store_home):
     """Streamlit keeps the previous value of an entry outside a widget's min/max without
     a word; the form has none, so the engine's check names the field and Start waits."""
@@ -105,6 +111,7 @@ def test_out_of_range_entries_get_one_line_not_the_old_value(store_home):
     assert not at.button(key="ap_start").disabled and not at.error
 
 
+@pytest.mark.page
 def test_bad_budget_disables_start_with_one_line(store_home):
     at = app(PAGE)
     at.number_input(key="ap_budget").set_value(30)  # the smallest budget is fine ...
@@ -116,6 +123,7 @@ def test_bad_budget_disables_start_with_one_line(store_home):
     assert "batch_size: 5000 is larger than the 1437 training samples of digits" in texts(at.error)
 
 
+@pytest.mark.page
 def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(store_home):
     background.write_json(autopilot.progress_path(), done_state())
     at = app(PAGE)
@@ -151,6 +159,7 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert table.proto.HasField("placeholder") and table.proto.placeholder == ""
 
 
+@pytest.mark.page
 def test_use_this_configuration_fills_the_train_page(store_home):
     background.write_json(autopilot.progress_path(), done_state())
     at = app(PAGE)
@@ -168,6 +177,7 @@ def test_use_this_configuration_fills_the_train_page(store_home):
     assert at.query_params["batch_size"] == "256"
 
 
+@pytest.mark.page
 def test_running_search_shows_progress_and_blocks_other_measurements(store_home):
     me = psutil.Process()  # a live process stands in for the autopilot's
     background.write_json(autopilot.progress_path(), {
@@ -198,6 +208,7 @@ def test_running_search_shows_progress_and_blocks_other_measurements(store_home)
     background.write_json(autopilot.progress_path(), {"state": "done", "pid": None, "started": 1.0})
 
 
+@pytest.mark.page
 def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
     """The Train page shows the newest group launched here (or from `engine run`),
     never an autopilot trial's, even when the trial is newer; Stop is the own run's."""
@@ -217,6 +228,7 @@ def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
     assert f"#{later} " not in shown and f"#{trial} " not in shown
 
 
+@pytest.mark.unit
 def test_cli_summary_names_the_runoff_and_the_winner():
     from engine.cli.autopilot import summary_lines
 
@@ -233,6 +245,7 @@ def test_cli_summary_names_the_runoff_and_the_winner():
     assert summary_lines({**stopped, "best": None})[1] == "no trial reached 0.95"
 
 
+@pytest.mark.page
 def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
     me = psutil.Process()
     running = {**done_state(), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
@@ -255,6 +268,7 @@ def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
     assert "winner: trial 3" in line and "best so far" not in line
 
 
+@pytest.mark.unit
 def test_a_trial_stopped_before_it_trained_is_not_drawn_at_0_s():
     from engine.report.autopilot_charts import trials_frame
 
@@ -263,6 +277,7 @@ def test_a_trial_stopped_before_it_trained_is_not_drawn_at_0_s():
     assert df["y"].isna().tolist() == [False, True, False] and df["y"].tolist()[::2] == [3.0, 3.4]
 
 
+@pytest.mark.page
 def test_the_form_shows_the_last_searchs_settings(store_home):
     """Back on the page (or after a reload) the form shows what the search on it ran
     with, not the defaults beside a result they did not produce."""

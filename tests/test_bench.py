@@ -107,6 +107,7 @@ def test_warm_up_is_the_compiling_repeats():
     assert bench.summarize(cells, samples)["cells"][0]["warmup_sec"] == pytest.approx(1.025)
 
 
+@pytest.mark.worker
 def test_repeats_refit_each_cells_compiled_model(store_home):
     cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
               "simulated": False},
@@ -126,6 +127,7 @@ def test_repeats_refit_each_cells_compiled_model(store_home):
     assert r["caution"] == bench.baseline_caution(r)  # for --json; None or the line, by this machine's load
 
 
+@pytest.mark.worker
 def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):
     cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
               "simulated": False},
@@ -142,6 +144,7 @@ def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):
     assert bench.load_latest()["cells"][1]["steps_per_execution"] == 4
 
 
+@pytest.mark.worker
 def test_cli_bench_refuses_while_a_run_is_active(store_home):
     from engine.config import RunConfig
     from engine.store import Store
@@ -158,6 +161,7 @@ TINY = {"workload": {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size":
                   {"precision": "float32", "steps_per_execution": 4, "jit_compile": False, "devices": 1}]}
 
 
+@pytest.mark.worker
 def test_background_benchmark_writes_progress_and_refuses_a_second(store_home):
     """A tiny real matrix in a detached process: the progress file goes
     starting/running -> done with cells done/total and the cell being measured."""
@@ -201,6 +205,7 @@ def test_background_benchmark_refused_while_a_run_is_active(store_home):
     assert bench.read_progress() is None  # nothing was started
 
 
+@pytest.mark.worker
 def test_cli_progress_file_reports_a_refusal(store_home):
     from engine.config import RunConfig
     from engine.store import Store

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.browser  # lane: docs/testing.md
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "test-output"
 CHROMIUM = "/usr/bin/chromium"

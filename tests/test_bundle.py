@@ -17,6 +17,7 @@ from engine import bundle
 from engine.config import RunConfig
 from engine.store import SCHEMA_VERSION, Store
 
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -62,6 +63,7 @@ def small_pair(store: Store) -> tuple[int, int]:
     return ids[0], ids[1]
 
 
+@pytest.mark.worker
 def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_provenance(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     out = cli(a, "run", "--model", "mlp", "--epochs", "2", "--json", "--quiet")
@@ -101,6 +103,7 @@ def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_pro
     assert json.loads(out.stdout)["throughput_speedup"] == pytest.approx(1.0)
 
 
+@pytest.mark.unit
 def test_baseline_link_is_kept_inside_the_bundle(tmp_path, monkeypatch):
     a, b = Store(tmp_path / "a.sqlite"), Store(tmp_path / "b.sqlite")
     b.create_run(RunConfig().to_json(), status="completed")  # b's own run #1: the ids move on
@@ -116,6 +119,7 @@ def test_baseline_link_is_kept_inside_the_bundle(tmp_path, monkeypatch):
     assert b.metrics("epochs", 2) == a.metrics("epochs", base)
 
 
+@pytest.mark.unit
 def test_active_or_unknown_runs_are_not_exported(store):
     rid = store.create_run(RunConfig().to_json(), status="running")
     with pytest.raises(bundle.BundleError, match=f"run_id: {rid} is running; export it once it has ended"):
@@ -154,6 +158,7 @@ def assert_refused(home: Path, path: Path, line: str) -> None:
     assert counts(home) == before
 
 
+@pytest.mark.worker
 def test_truncated_bundle_is_one_line_and_changes_nothing(two_homes, tmp_path):
     _, b, path = two_homes
     data = path.read_bytes()
@@ -162,6 +167,7 @@ def test_truncated_bundle_is_one_line_and_changes_nothing(two_homes, tmp_path):
     assert_refused(b, cut, "cut.zip is corrupt or truncated (File is not a zip file); copy or export it again")
 
 
+@pytest.mark.worker
 def test_tampered_member_fails_its_checksum(two_homes, tmp_path):
     _, b, path = two_homes
     bad = tmp_path / "bad.zip"
@@ -171,6 +177,7 @@ def test_tampered_member_fails_its_checksum(two_homes, tmp_path):
     assert_refused(b, bad, f"bad.zip is corrupt: {last} does not match its checksum; export the runs again")
 
 
+@pytest.mark.worker
 def test_future_schema_is_one_line_and_changes_nothing(two_homes, tmp_path):
     _, b, path = two_homes
     future = tmp_path / "future.zip"
@@ -187,6 +194,7 @@ def test_future_schema_is_one_line_and_changes_nothing(two_homes, tmp_path):
                               f"this one reads up to {SCHEMA_VERSION}); upgrade SpeedLab here to import it")
 
 
+@pytest.mark.worker
 def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_homes):
     a, b, path = two_homes
     out = cli(b, "import", str(path))
@@ -200,6 +208,7 @@ def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_ho
                             "store; nothing was added (delete them first to import again)")
 
 
+@pytest.mark.worker
 def test_not_a_bundle(two_homes, tmp_path):
     _, b, _ = two_homes
     other = tmp_path / "photos.zip"
@@ -209,6 +218,7 @@ def test_not_a_bundle(two_homes, tmp_path):
                              "make one with python -m engine export RUN_ID... -o FILE.zip")
 
 
+@pytest.mark.page
 def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monkeypatch):
     from tests.apptest import app_test
 

@@ -182,6 +182,7 @@ def test_lr_preview_shows_momentum_only_when_it_moves():
     assert len(fig.data) == 2 and fig.data[1].yaxis == "y2"
 
 
+@pytest.mark.worker
 def test_charts_module_imports_neither_streamlit_nor_tensorflow():
     code = ("import sys, engine.report.charts; "
             "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "

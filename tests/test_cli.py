@@ -50,6 +50,7 @@ def test_engine_run_refuses_while_the_machine_is_busy(store_home, capsys, name, 
         store.close()
 
 
+@pytest.mark.worker
 def test_a_closed_stdout_ends_quietly(store_home):
     """`python -m engine runs | head`: the reader is gone before the table is written."""
     r, w = os.pipe()
@@ -111,6 +112,7 @@ def test_an_argparse_error_without_json_still_exits_2(capsys):
                                                "see python -m engine --help")
 
 
+@pytest.mark.worker
 def test_stop_waits_for_a_job_that_writes_its_state_until_it_ends(store_home):
     """A job (as the autopilot's CLI) that, stopped, writes 'running' while it stops its
     run and then its final state: Stop returns once it has ended, with its own last state

@@ -11,6 +11,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 SCRIPT = textwrap.dedent("""
     import itertools, json
     import tensorflow as tf

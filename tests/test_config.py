@@ -110,6 +110,7 @@ def test_machine_checks():
     assert check_runnable(RunConfig(precision="mixed_float16", devices=2, batch_size=128), two_gpus) == []
 
 
+@pytest.mark.worker
 @pytest.mark.parametrize("argv, field", [
     (["--devices", "0"], "devices"),
     (["--precision", "fp8"], "precision"),

@@ -169,6 +169,7 @@ def test_the_autopilot_refuses_an_offline_uncached_data_set_before_it_starts(ker
     assert json.loads(out.splitlines()[-1])["exit_code"] == 2
 
 
+@pytest.mark.worker
 def test_cli_rejects_uncached_dataset_offline_with_exit_2(keras_home, store_home):
     if (keras_data.Path("/tmp/.keras/datasets/fashion-mnist")).exists():
         pytest.skip("Fashion-MNIST is cached in /tmp/.keras on this machine")
@@ -525,6 +526,7 @@ def test_register_checks_first_and_leaves_nothing_behind(store_home, tmp_path):
         userdata.register("../evil", good)
 
 
+@pytest.mark.worker
 def test_cli_data_check_lists_every_problem(tmp_path, store_home):
     f = tmp_path / "bad.npz"
     np.savez(f, x_train=images(10, 4, 4), y_train=np.arange(9) % 2, x_test=images(2, 4, 4))
@@ -541,6 +543,7 @@ def test_cli_data_check_lists_every_problem(tmp_path, store_home):
 
 
 # --- input pipeline ------------------------------------------------------------------------
+@pytest.mark.tf
 def test_pipeline_scales_uint8_and_cache_gives_the_same_batches():
     tf = pytest.importorskip("tensorflow")
     from engine.data import pipeline
@@ -569,6 +572,7 @@ def test_pipeline_scales_uint8_and_cache_gives_the_same_batches():
     assert tf.data.Dataset is not None
 
 
+@pytest.mark.tf
 def test_data_wait_meter_sees_a_slow_pipeline():
     tf = pytest.importorskip("tensorflow")
     from engine.data import pipeline

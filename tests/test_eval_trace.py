@@ -5,7 +5,11 @@ import threading
 
 import pytest
 
-keras = pytest.importorskip("keras")
+from tests.lazy import lazy
+
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+keras = lazy("keras")
 
 
 def _run(monkeypatch, ahead: bool, **kw):

@@ -13,6 +13,7 @@ from engine.config import ConfigError, RunConfig
 from engine.data import keras_data
 from engine.preflight import check_runnable
 
+
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 WEIGHTS = "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_96_no_top.h5"
 
@@ -38,6 +39,7 @@ def write_h5(path):
     return path
 
 
+@pytest.mark.unit
 def test_a_truncated_weights_file_is_refused_at_the_config_check(models_dir):
     cfg = RunConfig(model="mobilenetv2", pretrained=True, image_size=96)
     good = write_h5(models_dir / WEIGHTS)
@@ -54,6 +56,7 @@ def test_a_truncated_weights_file_is_refused_at_the_config_check(models_dir):
         check_runnable(cfg, CPU)
 
 
+@pytest.mark.worker
 def test_the_worker_names_a_weights_file_that_breaks_after_the_check(models_dir, tmp_path):
     bad = write_h5(models_dir / WEIGHTS)
     bad.write_bytes(bad.read_bytes()[:2000])
@@ -68,6 +71,7 @@ def test_the_worker_names_a_weights_file_that_breaks_after_the_check(models_dir,
     assert line.endswith("; delete it so that it is downloaded again")
 
 
+@pytest.mark.worker
 def test_a_taken_cluster_port_is_refused_before_tensorflow_starts(store_home):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

@@ -3,11 +3,14 @@ Keras's own update, with one kernel per variable in the traced step."""
 import numpy as np
 import pytest
 
-keras = pytest.importorskip("keras")
-tf = pytest.importorskip("tensorflow")
+from tests.lazy import lazy
 
-from engine.training import fused_optimizer  # noqa: E402
-from engine.training import schedules  # noqa: E402
+
+keras = lazy("keras")
+tf = lazy("tensorflow")
+
+fused_optimizer = lazy("engine.training.fused_optimizer")
+schedules = lazy("engine.training.schedules")
 
 RNG = np.random.RandomState(0)
 W0 = [RNG.randn(40).astype("float32"), RNG.randn(4, 5).astype("float32")]
@@ -33,6 +36,8 @@ OPTIMIZERS = {
 
 
 def _run(make, fused: bool, strategy=None):
+    import tensorflow as tf  # the real module: AutoGraph resolves `step`'s names through it, not a lazy one
+
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
         vs = [keras.Variable(w.copy()) for w in W0]
@@ -62,6 +67,7 @@ def _op_types(step):
     return types
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_fused_update_equals_keras_update(name):
     keras_out, keras_step, _, _ = _run(OPTIMIZERS[name], fused=False)
@@ -81,6 +87,7 @@ def test_fused_update_equals_keras_update(name):
     assert kernel not in keras_types
 
 
+@pytest.mark.tf
 def test_fused_adam_traces_fewer_ops_and_shares_the_step_scalars():
     k = _op_types(_run(OPTIMIZERS["adam"], fused=False)[1])
     f = _op_types(_run(OPTIMIZERS["adam"], fused=True)[1])
@@ -91,6 +98,7 @@ def test_fused_adam_traces_fewer_ops_and_shares_the_step_scalars():
     assert len(f) < len(k) / 2
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("fused", [False, True])
 def test_one_cycle_momentum_is_traced_once_per_step(fused):
     """engine.training.schedules evaluates the momentum schedule once per update,
@@ -104,6 +112,7 @@ def test_one_cycle_momentum_is_traced_once_per_step(fused):
     assert types.count("Sin") == sines
 
 
+@pytest.mark.worker
 def test_fused_under_mirrored_strategy_updates_every_replica(tmp_path):
     """In a fresh process with 2 logical CPUs (as SpeedLab simulates devices): inside
     Strategy.update each slot's handle is the current replica's copy, so both
@@ -143,6 +152,7 @@ print(json.dumps(out))
         assert x["replicas_differ"] == 0.0, name
 
 
+@pytest.mark.tf
 def test_not_fused_where_no_kernel():
     assert fused_optimizer.fuse(keras.optimizers.RMSprop(1e-3)) is False
     assert fused_optimizer.fuse(keras.optimizers.Adam(1e-3, amsgrad=True)) is False
@@ -180,6 +190,7 @@ def _fit(monkeypatch, **kw):
     return out, seen
 
 
+@pytest.mark.tf
 def test_a_digits_run_with_the_fused_update_trains_like_keras_and_traces_once(monkeypatch):
     """A real run each way (digits, mlp, 2 epochs, same seed). Both train functions are
     traced once: the metrics, loss tracker and optimizer slots are built before fit

@@ -135,6 +135,7 @@ def test_probe_cache_keyed_by_host_and_tf_version(tmp_path, monkeypatch):
     assert hardware.probe()["cached"] is False
 
 
+@pytest.mark.worker
 def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
     result = hardware.probe(timeout_s=120, refresh=True)

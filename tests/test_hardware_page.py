@@ -16,6 +16,8 @@ from engine.hardware import verdicts as hardware
 from engine.config import RunConfig
 from test_pages import app, no_errors, plotly_specs, texts, values
 
+pytestmark = pytest.mark.page  # lane: docs/testing.md
+
 PAGE = "views/hardware.py"
 
 

@@ -7,6 +7,8 @@ import time
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
 
 class FakeClock:
     """A clock that moves only when told: perf_counter and thread_time read it."""

@@ -8,6 +8,7 @@ train step for seconds on a 2-core CPU).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,7 +16,9 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
+# find_spec, not importorskip: collecting this file must not import JAX (docs/testing.md)
+pytestmark = [pytest.mark.worker, pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                 reason="JAX is not installed: pip install -r requirements-dev.txt")]
 
 # 3 precisions x label smoothing x mixup x 1-2 replicas: two steps each through the engine's
 # own prepare(), then the LR the optimizer really uses under one-cycle with 2 steps per execution.

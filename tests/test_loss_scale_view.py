@@ -1,5 +1,6 @@
 """The loss scale and skipped updates of a float16 run on the Train page, and
 metrics_incomplete on the status line (stored rows only, no TensorFlow)."""
+import pytest
 import base64
 import json
 
@@ -50,6 +51,7 @@ def test_loss_scale_figure():
     assert empty.layout.annotations[0].text == "no float16 loss scaling in these runs"
 
 
+@pytest.mark.page
 def test_train_page_charts_the_loss_scale_and_says_how_many_updates_were_skipped(store):
     rid = stored_float16_run(store, lost=7)
     at = app_test().run()

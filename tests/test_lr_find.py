@@ -117,6 +117,7 @@ def test_refuses_while_a_run_is_active(store):
     assert lr_find.load_latest() is None
 
 
+@pytest.mark.worker
 def test_real_sweep_via_cli_json(store_home, capsys):
     rc = cli_main(["lr-find", "--model", "mlp", "--device-type", "cpu", "--steps", "60", "--json"])
     out = capsys.readouterr().out.strip().splitlines()
@@ -139,6 +140,7 @@ def test_real_sweep_via_cli_json(store_home, capsys):
     assert saved["suggestion"] == s and saved["lr"] == lrs
 
 
+@pytest.mark.worker
 def test_real_sweep_on_random_labels_offers_no_max_lr(store_home, tmp_path, capsys):
     # Digits images with labels drawn at random: nothing to learn, so the loss never falls.
     from engine.data.datasets import digits
@@ -155,6 +157,7 @@ def test_real_sweep_on_random_labels_offers_no_max_lr(store_home, tmp_path, caps
     assert lr_find.load_latest()["suggestion"]["suggested"] is None
 
 
+@pytest.mark.worker
 def test_a_stopped_sweep_ends_at_once_and_leaves_no_worker(store_home):
     """The autopilot's Stop (or Ctrl-C) during its LR range test: the worker, still
     importing TensorFlow at 1 s, is killed within a poll instead of running its sweep."""

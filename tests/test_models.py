@@ -3,10 +3,14 @@ import threading
 
 import pytest
 
-keras = pytest.importorskip("keras")
+from tests.lazy import lazy
 
-from engine.training import models  # noqa: E402
-from engine.training.recorder import Recorder  # noqa: E402
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+keras = lazy("keras")
+
+models = lazy("engine.training.models")
+recorder = lazy("engine.training.recorder")
 
 
 @pytest.fixture
@@ -40,7 +44,7 @@ class _FakeModel:
 
 def test_recorder_stops_on_nan_with_epoch_and_step():
     rows = []
-    rec = Recorder(64, steps_per_epoch=5, sink=lambda t, r: rows.append((t, r)),
+    rec = recorder.Recorder(64, steps_per_epoch=5, sink=lambda t, r: rows.append((t, r)),
                    stop_event=threading.Event())
     rec.set_model(_FakeModel())
     rec.on_train_begin()
@@ -57,10 +61,10 @@ def test_recorder_stops_on_nan_with_epoch_and_step():
 
 
 def _one_epoch_spe2(**kw):
-    """Drive a Recorder through one epoch of 5 batches at steps_per_execution 2, as
+    """Drive a recorder.Recorder through one epoch of 5 batches at steps_per_execution 2, as
     Keras reports it: (0,1), (2,3), (4,5) although the last execution has 1 batch."""
     rows = []
-    rec = Recorder(32, steps_per_epoch=5, sink=lambda t, r: rows.append(r), **kw)
+    rec = recorder.Recorder(32, steps_per_epoch=5, sink=lambda t, r: rows.append(r), **kw)
     rec.set_model(_FakeModel())
     rec.on_train_begin()
     rec.on_epoch_begin(0)

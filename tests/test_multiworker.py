@@ -15,9 +15,11 @@ from engine.config import ConfigError, RunConfig
 from engine.preflight import check_runnable
 from engine.store import Store
 
+
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("spec, index, field, fragment", [
     ("127.0.0.1:12345,127.0.0.1", 0, "cluster", "is not host:port"),
     ("127.0.0.1:70000", 0, "cluster", "outside 1-65535"),
@@ -33,6 +35,7 @@ def test_invalid_cluster_descriptions(spec, index, field, fragment):
     assert e.value.field == field and fragment in str(e.value)
 
 
+@pytest.mark.unit
 def test_valid_cluster_and_tf_config_round_trip():
     c = cluster.parse("10.0.0.2:2222, host-b.example:2222,[::1]:2223", 1)
     assert c.workers == ("10.0.0.2:2222", "host-b.example:2222", "[::1]:2223") and not c.is_chief
@@ -46,6 +49,7 @@ def test_valid_cluster_and_tf_config_round_trip():
     assert a != b and all(1024 <= p <= 65535 for p in (a, b))
 
 
+@pytest.mark.unit
 def test_batch_must_divide_over_all_replicas():
     with pytest.raises(ConfigError, match="not divisible by 4 replicas"):
         RunConfig(workers=2, devices=2, batch_size=130)
@@ -54,6 +58,7 @@ def test_batch_must_divide_over_all_replicas():
         check_runnable(RunConfig(workers=2, devices=2, batch_size=128), CPU)
 
 
+@pytest.mark.worker
 def test_two_workers_match_one_process(store_home):
     # Same global batch and seed; the 2-worker run drops the last partial batch (1437 % 128 = 29).
     cfg = RunConfig(workers=2, batch_size=128, epochs=10)
@@ -73,6 +78,7 @@ def test_two_workers_match_one_process(store_home):
     assert multi["plan"]["per_worker_batch_size"] == 64
 
 
+@pytest.mark.worker
 def test_killed_worker_fails_the_run_quickly_and_leaves_no_process(start_long_run):
     rid, st = start_long_run(workers=2)
     pids = {w["task_index"]: w["pid"] for w in st.workers(rid)}
@@ -87,6 +93,7 @@ def test_killed_worker_fails_the_run_quickly_and_leaves_no_process(start_long_ru
     assert not {p: s for p, s in alive.items() if s != psutil.STATUS_ZOMBIE}, (pids, alive)
 
 
+@pytest.mark.worker
 def test_engine_worker_cli_two_processes(store_home, tmp_path):
     addrs = ",".join(cluster.local(2))
     cmd = [sys.executable, "-m", "engine", "worker", "--cluster", addrs, "--model", "mlp", "--epochs", "2",
@@ -104,6 +111,7 @@ def test_engine_worker_cli_two_processes(store_home, tmp_path):
     assert chief["final_val_accuracy"] > 0.5
 
 
+@pytest.mark.worker
 def test_cancel_multi_worker_run_ends_all_workers(start_long_run):
     rid, st = start_long_run(workers=2)
     assert "stop requested" in runner.cancel(rid)

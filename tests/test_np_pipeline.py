@@ -8,7 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from engine.data import np_pipeline as npp
+from tests.lazy import lazy
+
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+npp = lazy("engine.data.np_pipeline")
 
 
 def arrays(n=10, dtype=np.float32):

@@ -25,6 +25,7 @@ from engine.report.measure import steady_state
 from engine.store import SYSTEM_COLS, Store
 from tests.apptest import app_test
 
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -124,6 +125,7 @@ def no_errors(at: AppTest) -> None:
 
 # --- Train page ------------------------------------------------------------------
 
+@pytest.mark.page
 def test_train_page_empty_store(store_home):
     at = app()
     no_errors(at)
@@ -134,6 +136,7 @@ def test_train_page_empty_store(store_home):
     assert set(plotly_specs(at)) <= {"lr_preview"}  # no run charts yet
 
 
+@pytest.mark.page
 def test_train_page_shows_finished_comparison(store):
     b, r = finished_pair(store)
     at = app()
@@ -162,6 +165,7 @@ def test_train_page_shows_finished_comparison(store):
     assert not [b for b in at.button if b.key == "stop"]  # nothing to stop
 
 
+@pytest.mark.page
 def test_a_run_that_is_its_own_baseline_shows_no_speedup(store):
     b = fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.8, 0.886])
     at = app()
@@ -179,6 +183,7 @@ def test_a_run_that_is_its_own_baseline_shows_no_speedup(store):
     assert "Not reached" not in texts(at.caption) and "This run is its own baseline" in texts(at.caption)
 
 
+@pytest.mark.page
 def test_a_baseline_config_launched_again_is_compared_with_the_baseline_it_reused(store):
     """Launched against stored baseline #b, a run of the very baseline settings is compared
     with #b, finished as while it ran (it used to become "its own baseline" once completed)."""
@@ -193,6 +198,7 @@ def test_a_baseline_config_launched_again_is_compared_with_the_baseline_it_reuse
     assert "This run is its own baseline" not in texts(at.caption)
 
 
+@pytest.mark.page
 def test_failed_and_cancelled_runs_keep_their_charts(store):
     b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
     r = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", status="cancelled")
@@ -206,6 +212,7 @@ def test_failed_and_cancelled_runs_keep_their_charts(store):
     assert "failed: out of memory: OOM when allocating; use a smaller batch_size" in texts(at.markdown)
 
 
+@pytest.mark.page
 def test_long_runs_are_downsampled_for_display(store):
     finished_pair(store, n_exec=6000)
     specs = plotly_specs(app())
@@ -214,6 +221,7 @@ def test_long_runs_are_downsampled_for_display(store):
         assert 1000 < longest <= 2000 + 3, key
 
 
+@pytest.mark.page
 def test_invalid_settings_disable_launch_and_show_the_engine_message(store_home):
     at = app()
     at.number_input(key="devices").set_value(3).run()
@@ -232,6 +240,7 @@ def test_invalid_settings_disable_launch_and_show_the_engine_message(store_home)
     assert not at.error and not at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_missing_device_is_refused_before_launch(store_home):
     from engine.hardware.machine import quick_facts
 
@@ -244,6 +253,7 @@ def test_missing_device_is_refused_before_launch(store_home):
     assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_simulated_devices_are_explained(store_home):
     at = app()
     at.number_input(key="devices").set_value(2).run()
@@ -253,6 +263,7 @@ def test_simulated_devices_are_explained(store_home):
     assert "Per-replica batch: **64** samples on each of 2 replicas" in texts(at.markdown)
 
 
+@pytest.mark.page
 def test_schedule_expander_previews_the_learning_rate(store_home):
     pytest.importorskip("engine.lr_math")
     at = app()
@@ -267,6 +278,7 @@ def test_schedule_expander_previews_the_learning_rate(store_home):
     assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_hardware_hint_from_the_cached_check(store_home):
     hardware = pytest.importorskip("engine.hardware.verdicts")
     facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
@@ -277,6 +289,7 @@ def test_hardware_hint_from_the_cached_check(store_home):
     assert hardware.option_hint(facts, "mixed_bfloat16") in texts(at.caption)
 
 
+@pytest.mark.page
 def test_hardware_link_when_no_check_is_cached_and_verdicts_when_it_is(store_home):
     hardware = pytest.importorskip("engine.hardware.verdicts")
     at = app()
@@ -294,6 +307,7 @@ def test_hardware_link_when_no_check_is_cached_and_verdicts_when_it_is(store_hom
     assert ":gray-badge[neutral] " + hardware.option_hint(facts, "devices") in captions
 
 
+@pytest.mark.page
 def test_workers_times_devices_gives_the_replicas(store_home):
     at = app()
     at.number_input(key="workers").set_value(2).run()
@@ -308,6 +322,7 @@ def test_workers_times_devices_gives_the_replicas(store_home):
         assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_each_schedule_shows_its_own_settings_and_advanced_fields(store_home):
     at = app()
     keys = lambda: {w.key for w in [*at.number_input, *at.selectbox, *at.toggle]}  # noqa: E731
@@ -350,6 +365,7 @@ def lr_sweep(n=80, suggested=3e-3) -> dict:
     return res
 
 
+@pytest.mark.page
 def test_lr_finder_chart_and_use_as_max_lr(store_home):
     lr_sweep()
     at = app()
@@ -368,6 +384,7 @@ def test_lr_finder_chart_and_use_as_max_lr(store_home):
     assert "This sweep used other settings (model)" in texts(at.caption)
 
 
+@pytest.mark.worker
 def test_lr_finder_runs_in_the_background(store_home):
     """A real sweep (mlp on digits) started from the page; the page is not
     blocked, and shows the chart once the detached process is done."""
@@ -397,6 +414,7 @@ def test_lr_finder_runs_in_the_background(store_home):
     assert "lr_find_chart" in plotly_specs(at) and at.button(key="lr_find_use")
 
 
+@pytest.mark.page
 def test_active_run_reattaches_blocks_a_second_launch_and_stops(store):
     rid = fake_run(store, RunConfig(epochs=2), "baseline", status="queued")
     at = app()  # a fresh session (like a reload or a second tab) finds the run in the store
@@ -412,6 +430,7 @@ def test_active_run_reattaches_blocks_a_second_launch_and_stops(store):
     assert "cancelled" in texts(at.markdown)
 
 
+@pytest.mark.page
 def test_running_run_shows_progress_and_live_speedup(store):
     base = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
     rid = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", rate=16_000.0,
@@ -426,6 +445,7 @@ def test_running_run_shows_progress_and_live_speedup(store):
     assert base
 
 
+@pytest.mark.worker
 def test_real_run_launched_from_the_train_page(store_home):
     """A tiny real baseline + run (digits, mlp, 2 epochs) through the page."""
     at = app()
@@ -472,6 +492,7 @@ def registry(store_home: Path) -> list[str]:
     return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
 
 
+@pytest.mark.page
 def test_upload_registers_a_good_npz_and_selects_it(store_home):
     rng = np.random.default_rng(0)
     good = npz_bytes(x_train=rng.integers(0, 256, (200, 6, 5), dtype=np.uint8),
@@ -497,6 +518,7 @@ def test_upload_registers_a_good_npz_and_selects_it(store_home):
     assert registry(store_home) == ["stripes"]
 
 
+@pytest.mark.page
 def test_upload_of_a_bad_npz_shows_one_line_per_fault_and_registers_nothing(store_home):
     bad = npz_bytes(x_train=np.zeros((1000, 8, 8), np.uint8), y_train=np.arange(999) % 10)
     at = app()
@@ -521,6 +543,7 @@ def test_upload_of_a_bad_npz_shows_one_line_per_fault_and_registers_nothing(stor
     assert registry(store_home) == []
 
 
+@pytest.mark.page
 def test_label_subset_pipeline_and_model_controls(store_home):
     at = app()
     at.text_input(key="label_subset").input("5-9").run()
@@ -552,6 +575,7 @@ def test_label_subset_pipeline_and_model_controls(store_home):
         assert "pretrained: True needs the ImageNet weights of mobilenetv2" in texts(at.error)
 
 
+@pytest.mark.page
 def test_keras_data_set_availability_is_the_engines_message(store_home, monkeypatch):
     from engine.data import keras_data
 
@@ -569,6 +593,7 @@ def test_keras_data_set_availability_is_the_engines_message(store_home, monkeypa
     assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_start_from_a_saved_run(store):
     from engine.jobs import demo as transfer
 
@@ -596,6 +621,7 @@ def test_start_from_a_saved_run(store):
     assert "freeze_epochs: 3 is out of range; use 0 (never frozen) up to epochs (2)" in texts(at.error)
 
 
+@pytest.mark.page
 def test_live_view_shows_data_wait_vs_compute_and_a_verdict(store):
     b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0, wait=0.05)
     r = fake_run(store, RunConfig(epochs=3, data_prefetch=False), "run", rate=8000.0, wait=0.63)
@@ -616,6 +642,7 @@ def test_live_view_shows_data_wait_vs_compute_and_a_verdict(store):
     assert ":green-badge[compute-bound] only 5% of step time waiting for data" in md
 
 
+@pytest.mark.page
 def test_live_view_notes_unmeasured_data_wait(store):
     fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
     r = fake_run(store, RunConfig(epochs=3, workers=2), "run", rate=8000.0)  # wait=None: NULL, as multi-worker
@@ -625,6 +652,7 @@ def test_live_view_notes_unmeasured_data_wait(store):
     assert f"#{r} fp32 · 2 workers** · data wait vs compute: not measured for multi-worker runs" in texts(at.caption)
 
 
+@pytest.mark.page
 def test_the_train_page_says_before_launch_that_the_quick_benchmark_holds_the_machine(store_home):
     import time
 
@@ -639,6 +667,7 @@ def test_the_train_page_says_before_launch_that_the_quick_benchmark_holds_the_ma
             "on the Hardware page.") in texts(at.info)
 
 
+@pytest.mark.page
 def test_launch_is_refused_while_the_transfer_demo_runs(store_home):
     import time
 
@@ -657,12 +686,14 @@ def test_launch_is_refused_while_the_transfer_demo_runs(store_home):
 
 # --- Runs page -------------------------------------------------------------------
 
+@pytest.mark.page
 def test_runs_page_empty_store(store_home):
     at = app("views/runs.py")
     no_errors(at)
     assert "No runs yet" in texts(at.info)
 
 
+@pytest.mark.page
 def test_runs_page_with_finished_runs(store):
     b, r = finished_pair(store)
     at = app("views/runs.py")
@@ -689,6 +720,7 @@ def test_runs_page_with_finished_runs(store):
     assert list(at.dataframe[0].value["id"]) == [b]
 
 
+@pytest.mark.page
 def test_runs_page_scaling_labels_multi_worker_runs(store):
     b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
     r = fake_run(store, RunConfig(epochs=3, workers=2), "run", rate=7000.0)
@@ -705,6 +737,7 @@ def test_runs_page_scaling_labels_multi_worker_runs(store):
     assert b
 
 
+@pytest.mark.page
 def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     b, r = finished_pair(store)
     q = fake_run(store, RunConfig(epochs=2), "run", group="g2", status="queued")
@@ -725,6 +758,7 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     assert not store.frame("executions", r).empty  # kept until the trash is emptied
 
 
+@pytest.mark.page
 def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
     b, r = finished_pair(store)
     x = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", group="g2")
@@ -747,6 +781,7 @@ def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
     assert "Export 1 run (.zip)" in [d.label for d in at.get("download_button")]
 
 
+@pytest.mark.page
 def test_runs_page_baseline_that_missed_the_target_gets_no_bar(store):
     cfg = RunConfig(epochs=3, target_accuracy=0.95)
     b = fake_run(store, cfg, "baseline", rate=8000.0, val_acc=[0.6, 0.8, 0.9])
@@ -776,6 +811,7 @@ def demo_pair(store: Store) -> tuple[int, int, int]:
     return pid, fid, sid
 
 
+@pytest.mark.page
 def test_runs_page_transfer_section_draws_the_demo_pair(store):
     pid, fid, sid = demo_pair(store)
     at = app("views/runs.py")
@@ -796,6 +832,7 @@ def test_runs_page_transfer_section_draws_the_demo_pair(store):
     assert at.button(key="demo_start")
 
 
+@pytest.mark.page
 def test_train_page_with_the_demo_runs_as_newest_group(store):
     """The fine-tuned run's like-for-like baseline is the from-scratch run (a baseline
     trains from scratch): both are drawn, each once, with no error."""
@@ -808,6 +845,7 @@ def test_train_page_with_the_demo_runs_as_newest_group(store):
     assert f"#{fid} fp32 · from #{pid}**: completed" in texts(at.markdown)
 
 
+@pytest.mark.page
 def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(store):
     b = fake_run(store, RunConfig(epochs=2))
     at = app("views/runs.py")
@@ -830,6 +868,7 @@ def charts_mod():
 
 # --- no TensorFlow in the app process ----------------------------------------------
 
+@pytest.mark.worker
 def test_pages_never_import_tensorflow(store_home):
     """Import every page module, then render every page on a filled store, in a
     fresh interpreter: neither may pull in TensorFlow or Keras."""
@@ -857,6 +896,7 @@ def test_pages_never_import_tensorflow(store_home):
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 
+@pytest.mark.worker
 def test_after_launch_the_previous_speedup_is_gone(store):
     b, r = finished_pair(store)
     at = app()

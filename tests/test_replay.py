@@ -178,6 +178,7 @@ def values(v) -> list:
     return list(v or [])
 
 
+@pytest.mark.page
 def test_replay_page_mid_way_and_at_the_end(pair):
     store, b, r = pair
     at = page()
@@ -210,6 +211,7 @@ def test_replay_page_mid_way_and_at_the_end(pair):
     assert "2.2 s of 2.2 s recorded · 1× · finished" in at.get("progress")[0].proto.text
 
 
+@pytest.mark.page
 def test_play_and_restart_buttons_write_the_clock(pair):
     store, b, r = pair
     at = page()
@@ -237,6 +239,7 @@ def test_play_and_restart_buttons_write_the_clock(pair):
     assert not saved[0].paused and saved[0].offset == 0.0
 
 
+@pytest.mark.page
 def test_replay_page_empty_store(store_home):
     at = page()
     assert not at.exception

@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.data import pipeline
-from engine.training import replica_input
+from tests.lazy import lazy
+
+
+pipeline = lazy("engine.data.pipeline")
+replica_input = lazy("engine.training.replica_input")
 
 
 def ids_of(ds, batches):
@@ -26,6 +29,7 @@ def data(n):
     return x, np.arange(n, dtype=np.int32) % 3
 
 
+@pytest.mark.tf
 def test_each_replica_takes_its_slice_of_the_same_global_batches():
     # 23 examples, global batch 8 over 2 replicas, mixup on: replica i gets examples
     # [4i, 4i + 4) of each global batch, mixed exactly as in the one shared pipeline.
@@ -40,6 +44,7 @@ def test_each_replica_takes_its_slice_of_the_same_global_batches():
             np.testing.assert_array_equal(ys.numpy(), yw.numpy()[4 * i:4 * i + 4])
 
 
+@pytest.mark.tf
 def test_validation_slices_count_every_example_once():
     x, y = data(23)                                   # batches of 8, 8, 7: slices 4+4, 4+4, 3+4
     assert pipeline.splits_evenly(23, 8, 2)
@@ -54,6 +59,7 @@ def test_validation_slices_count_every_example_once():
     assert not pipeline.splits_evenly(1, 8, 2) and not pipeline.splits_evenly(24, 6, 4)
 
 
+@pytest.mark.tf
 def test_only_cpu_replicas_in_one_process_dividing_the_batch_qualify():
     assert replica_input.eligible("CPU", 2, 1, 128)
     assert not replica_input.eligible("CPU", 1, 1, 128)
@@ -63,6 +69,7 @@ def test_only_cpu_replicas_in_one_process_dividing_the_batch_qualify():
     assert not replica_input.eligible("CPU", 2, 1, 128, cache=True)  # one cached copy per replica: no
 
 
+@pytest.mark.worker
 def test_two_simulated_replicas_fit_on_per_replica_pipelines(tmp_path, monkeypatch):
     """In a fresh process: a 2-replica digits fit uses per-replica host pipelines and its
     reported validation accuracy is the model's accuracy on all 360 validation examples."""
@@ -115,6 +122,7 @@ print(json.dumps({"split": prep.plan["input_per_replica"], "kind": [c.__name__ f
     assert r["val_acc"] == pytest.approx(r["mine"], abs=0.5 / 360)   # same examples, each once
 
 
+@pytest.mark.tf
 def test_prestarted_dataset_hands_its_started_iterator_to_the_first_iter_only():
     """iterators.prestart: Keras still sees a tf.data dataset; the first iter() is the
     iterator started in setup, later ones are new iterators from the start; a Keras

@@ -12,11 +12,13 @@ from engine.report.compare import compare
 from engine.config import RunConfig
 from engine.store import Store
 
+
 def run_and_wait(cfg, timeout=180):
     (rid,) = runner.submit([cfg])
     return runner.wait(rid, timeout_s=timeout)
 
 
+@pytest.mark.worker
 def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet",
                           "--target-accuracy", "0.9"], capture_output=True, text=True, timeout=300)
@@ -47,6 +49,7 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     assert env["tensorflow"].startswith("2.21") and env["hostname"]
 
 
+@pytest.mark.worker
 def test_two_simulated_replicas_then_one_back_to_back(store_home):
     cfg = RunConfig(model="mlp", devices=2, batch_size=256, epochs=2, precision="mixed_bfloat16",
                     steps_per_execution=2)
@@ -65,12 +68,14 @@ def test_two_simulated_replicas_then_one_back_to_back(store_home):
     assert r1["summary"]["replicas"] == 1 and r1["summary"]["steps"] == 12  # 2 x ceil(1437/256)
 
 
+@pytest.mark.worker
 def test_mixed_float16_records_loss_scale(store_home):
     r = run_and_wait(RunConfig(model="mlp", epochs=1, precision="mixed_float16"))
     assert r["status"] == "completed", r["error"]
     assert r["summary"]["compute_dtype"] == "float16" and r["summary"]["loss_scale"] > 0
 
 
+@pytest.mark.worker
 def test_second_launch_is_refused_and_cancel_keeps_partial_metrics(start_long_run):
     rid, st = start_long_run()
     with pytest.raises(runner.ActiveRunError, match=f"run {rid} is running"):
@@ -83,6 +88,7 @@ def test_second_launch_is_refused_and_cancel_keeps_partial_metrics(start_long_ru
     assert run["summary"]["executions"] == n
 
 
+@pytest.mark.worker
 def test_killed_worker_ends_failed_with_reason(start_long_run):
     rid, st = start_long_run(n=3)
     run = st.get_run(rid)
@@ -95,6 +101,7 @@ def test_killed_worker_ends_failed_with_reason(start_long_run):
     assert len(st.metrics("executions", rid)) >= 3
 
 
+@pytest.mark.worker
 def test_baseline_launch_reuse_and_compare(store_home):
     cfg = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5)
     bid, rid, reused = runner.launch_with_baseline(cfg)
@@ -115,6 +122,7 @@ def test_baseline_launch_reuse_and_compare(store_home):
     assert st.get_run(rid2)["baseline_id"] == bid
 
 
+@pytest.mark.worker
 def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
     # Bypass the up-front check to prove the worker itself also fails cleanly.
     monkeypatch.setattr(runner, "check_runnable", lambda c: [])
@@ -122,6 +130,7 @@ def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
     assert run["status"] == "failed" and run["error"] == "No TPU detected"
 
 
+@pytest.mark.worker
 def test_recorded_learning_rate_follows_the_schedule(store_home):
     import numpy as np
 
@@ -140,6 +149,7 @@ def test_recorded_learning_rate_follows_the_schedule(store_home):
     assert ex[0]["lr"] == pytest.approx(1e-3 * 4 / 12)
 
 
+@pytest.mark.unit
 def test_the_reason_a_worker_ended_skips_tensorflow_log_lines():
     from engine.jobs.queue_runner import last_error_line
 

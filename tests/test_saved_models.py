@@ -1,5 +1,6 @@
 """A model saved with --save-model loads with plain Keras in a fresh interpreter
 after the one documented line (import engine.training.saved)."""
+import pytest
 import subprocess
 import sys
 import threading
@@ -7,6 +8,8 @@ import threading
 import numpy as np
 
 from engine.config import RunConfig
+
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
 
 LOAD = """
 import sys

@@ -5,15 +5,18 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TF is imported
 
 
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from engine import lr_math
 from engine.config import RunConfig
-from engine.training.schedules import (Schedule, ScheduledMomentumAdam, ScheduledMomentumSGD,
-                              build_momentum_schedule, build_optimizer, build_schedule)
+from tests.lazy import lazy
+
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+keras = lazy("keras")
+tf = lazy("tensorflow")
+sch = lazy("engine.training.schedules")
 
 SPE = 10  # steps per epoch; with epochs=10 -> total_steps = 100
 
@@ -28,8 +31,8 @@ def lr(c, steps):
     return lr_math.lr_at(c, np.asarray(steps), SPE)
 
 
-def keras_lr(c, steps, dtype=tf.int64):
-    return build_schedule(c, SPE)(tf.constant(steps, dtype)).numpy()
+def keras_lr(c, steps, dtype="int64"):
+    return sch.build_schedule(c, SPE)(tf.constant(steps, dtype)).numpy()
 
 
 # --- hand-computed values -----------------------------------------------------------
@@ -42,7 +45,7 @@ def test_effective_lr_linear_scaling():
 def test_constant_with_and_without_warmup():
     c = cfg(warmup_epochs=0.5)  # 5 warmup steps: 0.1 * (s + 1) / 5
     np.testing.assert_allclose(lr(c, [0, 2, 4, 5, 99]), [0.02, 0.06, 0.1, 0.1, 0.1], rtol=1e-12)
-    assert build_schedule(cfg(), SPE) == pytest.approx(0.1)  # plain float, no schedule object
+    assert sch.build_schedule(cfg(), SPE) == pytest.approx(0.1)  # plain float, no schedule object
     np.testing.assert_allclose(lr(cfg(), [0, 50, 99]), [0.1, 0.1, 0.1])
 
 
@@ -146,20 +149,20 @@ def test_keras_schedule_matches_numpy(kw):
 def test_keras_momentum_schedule_matches_numpy_and_runs_under_xla():
     c = cfg(schedule="one_cycle", optimizer="adam")
     steps = np.arange(0, 100)
-    mom = build_momentum_schedule(c, SPE)
+    mom = sch.build_momentum_schedule(c, SPE)
     np.testing.assert_allclose(mom(tf.constant(steps)).numpy(),
                                lr_math.momentum_at(c, steps, SPE), rtol=1e-6, atol=0)
-    sched = build_schedule(c, SPE)
+    sched = sch.build_schedule(c, SPE)
     xla = tf.function(lambda s: sched(s), jit_compile=True)
     assert float(xla(tf.constant(29, tf.int64))) == pytest.approx(1.0, rel=1e-6)  # peak 10 x 0.1
 
 
 # --- serialisation ----------------------------------------------------------------------
 def test_serialize_round_trip():
-    s = build_schedule(cfg(schedule="cyclic", cyclic_mode="exp_range", max_lr=0.5), SPE)
+    s = sch.build_schedule(cfg(schedule="cyclic", cyclic_mode="exp_range", max_lr=0.5), SPE)
     d = keras.optimizers.schedules.serialize(s)
     back = keras.optimizers.schedules.deserialize(d)
-    assert isinstance(back, Schedule) and back.get_config() == s.get_config()
+    assert isinstance(back, sch.Schedule) and back.get_config() == s.get_config()
     assert float(back(20)) == pytest.approx(0.1 + 0.4 * 0.999 ** 20, rel=1e-6)
 
 
@@ -167,13 +170,13 @@ def test_serialize_round_trip():
 def test_saved_model_keeps_schedules(tmp_path, opt):
     c = cfg(schedule="one_cycle", optimizer=opt, max_lr=1.0)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
-    model.compile(build_optimizer(c, SPE), "categorical_crossentropy")
+    model.compile(sch.build_optimizer(c, SPE), "categorical_crossentropy")
     model.fit(np.ones((4, 3), "float32"), np.eye(2, dtype="float32")[[0, 1, 0, 1]], verbose=0)
     path = tmp_path / "m.keras"
     model.save(path)
     loaded = keras.saving.load_model(path)
     o = loaded.optimizer
-    assert type(o) is {"sgd": ScheduledMomentumSGD, "adam": ScheduledMomentumAdam}[opt]
+    assert type(o) is {"sgd": sch.ScheduledMomentumSGD, "adam": sch.ScheduledMomentumAdam}[opt]
     assert int(o.iterations) == 1  # optimizer state came back too
     o.iterations.assign(29)  # LR peak / momentum trough
     assert float(o.learning_rate) == pytest.approx(1.0, rel=1e-6)
@@ -181,11 +184,11 @@ def test_saved_model_keeps_schedules(tmp_path, opt):
 
 
 def test_build_optimizer_kinds():
-    sgd = build_optimizer(cfg(optimizer="sgd", momentum=0.8), SPE)
+    sgd = sch.build_optimizer(cfg(optimizer="sgd", momentum=0.8), SPE)
     assert type(sgd) is keras.optimizers.SGD and sgd.momentum == 0.8
-    adam = build_optimizer(cfg(schedule="warmup_cosine"), SPE)
+    adam = sch.build_optimizer(cfg(schedule="warmup_cosine"), SPE)
     assert type(adam) is keras.optimizers.Adam and adam.beta_1 == 0.9
-    rms = build_optimizer(cfg(schedule="one_cycle", optimizer="rmsprop"), SPE)
+    rms = sch.build_optimizer(cfg(schedule="one_cycle", optimizer="rmsprop"), SPE)
     assert type(rms) is keras.optimizers.RMSprop
 
 
@@ -211,7 +214,7 @@ MOM = dict(total_steps=4, pct_start=0.5)
 def test_scheduled_sgd_momentum_changes_update(jit_compile):
     # m1 = -lr*g = -0.1, w1 = 0.9; m2 = 0.85*m1 - 0.1 = -0.185, w2 = 0.715
     # (a fixed momentum of 0.95 would give 0.705).
-    opt = ScheduledMomentumSGD(Schedule("one_cycle_momentum", MOM), learning_rate=0.1)
+    opt = sch.ScheduledMomentumSGD(sch.Schedule("one_cycle_momentum", MOM), learning_rate=0.1)
     assert _two_steps(opt, jit_compile) == pytest.approx(0.715, abs=1e-6)
 
 
@@ -223,6 +226,6 @@ def test_scheduled_adam_beta1_changes_update():
     #             step = 0.1*sqrt(1-0.999**2)/(1-0.85**2) * m/(sqrt(v)+eps) ~= 0.1*0.1925/0.2775
     #             = 0.0693692 -> w2 = 1 - 0.0999997 - 0.0693692 = 0.8306311
     # (a fixed beta_1 of 0.95 would give m/(1-0.95**2) = 1 -> w2 = 0.8).
-    opt = ScheduledMomentumAdam(Schedule("one_cycle_momentum", MOM), learning_rate=0.1)
+    opt = sch.ScheduledMomentumAdam(sch.Schedule("one_cycle_momentum", MOM), learning_rate=0.1)
     assert _two_steps(opt, False) == pytest.approx(0.8306311, abs=1e-5)
     assert opt.beta_1 == 0.95  # the float attribute is restored after tracing

@@ -7,33 +7,39 @@ import threading
 
 import pytest
 
-keras = pytest.importorskip("keras")
-tf = pytest.importorskip("tensorflow")
+from engine.config import RunConfig
+from tests.lazy import lazy
 
-from engine.config import RunConfig  # noqa: E402
-from engine.training.loss_scale import UpdateTracker  # noqa: E402
-from engine.training.recorder import Recorder  # noqa: E402
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+keras = lazy("keras")
+tf = lazy("tensorflow")
+loss_scale = lazy("engine.training.loss_scale")
+recorder = lazy("engine.training.recorder")
 
 
-class Poison(keras.layers.Layer):
-    """Identity forward; backward multiplies the gradient by `gate` (a variable):
-    gate = inf makes every gradient below this layer non-finite, so the loss
-    scale optimizer skips the update while the loss itself stays finite."""
+def _poison_class():
+    class Poison(keras.layers.Layer):
+        """Identity forward; backward multiplies the gradient by `gate` (a variable):
+        gate = inf makes every gradient below this layer non-finite, so the loss
+        scale optimizer skips the update while the loss itself stays finite."""
 
-    def __init__(self, gate, **kwargs):
-        super().__init__(**kwargs)
-        self.gate = gate
+        def __init__(self, gate, **kwargs):
+            super().__init__(**kwargs)
+            self.gate = gate
 
-    def call(self, x):
-        gate = self.gate
+        def call(self, x):
+            gate = self.gate
 
-        @tf.custom_gradient
-        def f(v):
-            def grad(dy):
-                return dy * tf.cast(gate, dy.dtype)
-            return tf.identity(v), grad
+            @tf.custom_gradient
+            def f(v):
+                def grad(dy):
+                    return dy * tf.cast(gate, dy.dtype)
+                return tf.identity(v), grad
 
-        return f(x)
+            return f(x)
+
+    return Poison
 
 
 def poisoned_model(gate, shape=(8, 8, 1), classes=10):
@@ -42,20 +48,23 @@ def poisoned_model(gate, shape=(8, 8, 1), classes=10):
     inp = keras.Input(shape)
     x = keras.layers.Flatten()(inp)
     x = keras.layers.Dense(16, activation="relu")(x)
-    x = Poison(gate)(x)
+    x = _poison_class()(gate)(x)
     return keras.Model(inp, models.head(x, classes))
 
 
-class PoisonFirst(keras.callbacks.Callback):
+def PoisonFirst(gate, k):  # noqa: N802 - a Keras callback, made when Keras is first needed
     """Non-finite gradients for the first `k` batches of the run, finite after."""
 
-    def __init__(self, gate, k):
-        super().__init__()
-        self.gate, self.k, self.seen = gate, k, 0
+    class _PoisonFirst(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.gate, self.k, self.seen = gate, k, 0
 
-    def on_train_batch_begin(self, batch, logs=None):
-        self.gate.assign(math.inf if self.seen < self.k else 1.0)
-        self.seen += 1
+        def on_train_batch_begin(self, batch, logs=None):
+            self.gate.assign(math.inf if self.seen < self.k else 1.0)
+            self.seen += 1
+
+    return _PoisonFirst()
 
 
 @pytest.fixture
@@ -79,7 +88,7 @@ def test_ten_forced_skips_are_recorded_and_the_lr_follows_applied_updates(float1
     assert type(model.optimizer).__name__ == "LossScaleOptimizer"  # Keras wraps it under mixed_float16
     rows = []
     # 192 samples in batches of 16: 12 batches an epoch, 24 over 2 epochs; LR = 0.001 x updates applied.
-    rec = Recorder(16, 12, lambda table, row: rows.append((table, row)), lr_fn=lambda u: 0.001 * u)
+    rec = recorder.Recorder(16, 12, lambda table, row: rows.append((table, row)), lr_fn=lambda u: 0.001 * u)
     x, y = digits_batches()
     model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0, callbacks=[PoisonFirst(gate, 10), rec])
     ex = [r for t, r in rows if t == "executions"]
@@ -100,7 +109,7 @@ def test_consecutive_skips_stop_training_with_the_cause_and_fixes(float16):
     model = poisoned_model(gate)
     model.compile(optimizer=keras.optimizers.SGD(0.01), loss="categorical_crossentropy")
     rows = []
-    rec = Recorder(16, 12, lambda table, row: rows.append(row), updates=UpdateTracker(max_consecutive=5))
+    rec = recorder.Recorder(16, 12, lambda table, row: rows.append(row), updates=loss_scale.UpdateTracker(max_consecutive=5))
     x, y = digits_batches()
     model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0, callbacks=[rec])
     assert rec.updates.stalled and rec.step == 5 and rec.nan_at is None  # stopped after 5, the loss finite

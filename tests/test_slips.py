@@ -4,6 +4,7 @@ first, a typed data set path checked as the CLI checks it, and the batch-size
 message naming the value on screen."""
 from __future__ import annotations
 
+import pytest
 import math
 import os
 import subprocess
@@ -18,9 +19,11 @@ from engine.report.table import FIGURES, number
 from engine.store import Store
 from tests.apptest import app_test
 
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.unit
 def test_number_format():
     assert number(16520.4) == "16,520" and number(9210.0) == "9,210"
     assert number(1234.5678, 1) == "1,234.6" and number(0.96112, 3) == "0.961"
@@ -37,6 +40,7 @@ def stored_run(store: Store, rate: float | None, ttt: float | None, **cfg) -> in
     return rid
 
 
+@pytest.mark.worker
 def test_cli_runs_writes_every_figure_one_way_and_blank_when_missing(store):
     stored_run(store, 16520.4, 2.5)
     stored_run(store, 9210.0, None, precision="mixed_bfloat16")
@@ -61,6 +65,7 @@ def app(page: str | None = None) -> AppTest:
     return at.run()
 
 
+@pytest.mark.page
 def test_runs_page_key_columns_chooser_and_blank_cells(store):
     a = stored_run(store, 16520.4, 2.5)
     b = stored_run(store, 9210.0, None)
@@ -77,12 +82,14 @@ def test_runs_page_key_columns_chooser_and_blank_cells(store):
     assert at.dataframe[0].proto.column_order[-2:] == ["warmup_sec", "created"]
 
 
+@pytest.mark.page
 def test_speed_options_come_first_in_the_sidebar(store_home):
     at = app()
     heads = [m.value for m in at.sidebar.markdown if m.value.startswith("####")]
     assert heads[:4] == ["#### Speed options", "#### Data", "#### Model", "#### Training"]
 
 
+@pytest.mark.page
 def test_batch_size_message_names_the_value_on_screen(store_home):
     at = app()
     at.number_input(key="batch_size").set_value(0).run()
@@ -93,6 +100,7 @@ def test_batch_size_message_names_the_value_on_screen(store_home):
     assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_typed_data_set_path_is_checked_like_the_cli(store_home, tmp_path):
     rng = np.random.default_rng(0)
     good = tmp_path / "stripes.npz"

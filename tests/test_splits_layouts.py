@@ -23,6 +23,7 @@ def npz(path, counts, h=6, w=5):
 
 
 # --- splits ----------------------------------------------------------------------
+@pytest.mark.worker
 def test_a_lone_sample_class_is_trained_and_the_rest_stays_stratified(tmp_path):
     f = npz(tmp_path / "faces.npz", (40, 40, 1))
     cfg = RunConfig(dataset=f, seed=12, batch_size=8)

@@ -43,6 +43,7 @@ def test_wal_mode(store):
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.worker
 def test_reader_sees_rows_while_another_process_writes(store):
     rid = store.create_run(RunConfig().to_json(), status="running")
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""

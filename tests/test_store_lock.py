@@ -13,6 +13,7 @@ import pytest
 from engine.config import RunConfig
 from engine.store import Store, StoreBusyError
 
+
 # Lock length in the real-run test (s). The reported case held the lock for 40 s; 8 s
 # proves the same point here because the worker's metrics writer tries each flush
 # for only 0.5 s (before this fix one failed flush ended the writer for good).
@@ -35,6 +36,7 @@ def hold_lock(path, seconds: float) -> subprocess.Popen:
     return p
 
 
+@pytest.mark.worker
 def test_a_write_waits_for_the_lock_or_says_which_file_is_locked(store):
     rid = store.create_run(RunConfig().to_json())
     locker = hold_lock(store.path, 1.5)
@@ -84,6 +86,7 @@ def _writer(store):
     return w
 
 
+@pytest.mark.tf
 def test_writer_keeps_its_rows_while_the_store_is_locked():
     store = FlakyStore(6, sqlite3.OperationalError("database is locked"))
     w = _writer(store)
@@ -101,6 +104,7 @@ def test_writer_keeps_its_rows_while_the_store_is_locked():
     assert w.lost_total == 0 and w.locked_s >= 0
 
 
+@pytest.mark.tf
 def test_writer_counts_rows_it_cannot_store_and_the_run_says_so():
     from engine.jobs.worker import incomplete_summary
     from engine.report.table import incomplete_note
@@ -136,6 +140,7 @@ def test_writer_counts_rows_it_cannot_store_and_the_run_says_so():
     assert incomplete_summary(_writer(broken)) == {}  # nothing lost: nothing said
 
 
+@pytest.mark.worker
 def test_run_keeps_every_row_through_a_long_lock(store_home):
     from engine.jobs import runner
 

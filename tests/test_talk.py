@@ -2,6 +2,7 @@
 Train and Replay, the projector styling, and the toggle that switches the URL."""
 from __future__ import annotations
 
+import pytest
 import json
 
 from streamlit.testing.v1 import AppTest
@@ -10,6 +11,8 @@ from engine.report import replay
 from engine.report.compare import compare
 from tests.talk_seed import seed_pair
 from tests.apptest import app_test
+
+pytestmark = pytest.mark.page  # lane: docs/testing.md
 
 SIDEBAR_CHARTS = {"lr_preview", "lr_find_chart"}
 

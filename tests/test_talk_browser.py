@@ -9,6 +9,7 @@ replay_1.png / replay_2.png, presenter_1280x720.png.
 """
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ import time
 from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
                                 server, settle, wait_for)
 from tests.talk_seed import recorded, seed_many, seed_pair
+
+pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
 SIZES = ((1280, 720), (1920, 1080))
 

@@ -3,13 +3,17 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TF is imported
 
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from engine.config import RunConfig
-from engine.data.targets import make_loss, mixup, needs_one_hot, one_hot, prepare_targets
+from tests.lazy import lazy
+
+pytestmark = pytest.mark.tf  # lane: docs/testing.md
+
+keras = lazy("keras")
+tf = lazy("tensorflow")
+targets = lazy("engine.data.targets")
 
 
 def batches(ds):
@@ -24,7 +28,7 @@ def identity_ds(n, batch):
 
 
 def test_one_hot():
-    got = one_hot(tf.constant([2, 0], tf.int64), 3)
+    got = targets.one_hot(tf.constant([2, 0], tf.int64), 3)
     assert got.dtype == tf.float32
     np.testing.assert_array_equal(got.numpy(), [[0, 0, 1], [1, 0, 0]])
 
@@ -35,19 +39,19 @@ def test_label_smoothing_loss_value():
     #   = 0.91 * 0.597837000756 + 0.09 * 2.995732273554 = 0.813647575307
     y = np.eye(10, dtype=np.float32)[[0]]
     p = np.array([[0.55] + [0.05] * 9], np.float32)
-    loss = make_loss(RunConfig(label_smoothing=0.1))
+    loss = targets.make_loss(RunConfig(label_smoothing=0.1))
     assert isinstance(loss, keras.losses.CategoricalCrossentropy)
     assert float(loss(y, p)) == pytest.approx(0.813647575307, rel=1e-5)
     # no smoothing: -ln 0.55
-    assert float(make_loss(RunConfig())(y, p)) == pytest.approx(0.597837000756, rel=1e-5)
+    assert float(targets.make_loss(RunConfig())(y, p)) == pytest.approx(0.597837000756, rel=1e-5)
 
 
 def test_sparse_labels_refused_with_smoothing_or_mixup():
     with pytest.raises(ValueError, match="one-hot"):
-        make_loss(RunConfig(label_smoothing=0.1), sparse_labels=True)
+        targets.make_loss(RunConfig(label_smoothing=0.1), sparse_labels=True)
     with pytest.raises(ValueError, match="one-hot"):
-        make_loss(RunConfig(mixup_alpha=0.2), sparse_labels=True)
-    sparse = make_loss(RunConfig(), sparse_labels=True)
+        targets.make_loss(RunConfig(mixup_alpha=0.2), sparse_labels=True)
+    sparse = targets.make_loss(RunConfig(), sparse_labels=True)
     assert isinstance(sparse, keras.losses.SparseCategoricalCrossentropy)
     # -ln 0.55 again, from the integer label
     assert float(sparse(np.array([0]), np.array([[0.55] + [0.05] * 9], np.float32))) == \
@@ -56,7 +60,7 @@ def test_sparse_labels_refused_with_smoothing_or_mixup():
 
 def test_mixup_mixes_x_and_y_with_one_lambda_and_partner():
     n = 512
-    (x, y), = batches(mixup(identity_ds(n, n), alpha=0.4, seed=3))
+    (x, y), = batches(targets.mixup(identity_ds(n, n), alpha=0.4, seed=3))
     assert x.dtype == np.float32 and y.dtype == np.float32
     np.testing.assert_allclose(y.sum(axis=1), 1.0, rtol=1e-6)  # label rows sum to 1
     np.testing.assert_array_equal(x, y)  # same lambda and same partner for x and y
@@ -78,9 +82,9 @@ def test_mixup_images_and_determinism():
     idx = np.arange(16)
     x = (idx[:, None, None, None] * np.ones((16, 2, 2, 1))).astype(np.uint8)
     ds = tf.data.Dataset.from_tensor_slices((x, np.eye(16, dtype=np.float32))).batch(8)
-    a = mixup(ds, alpha=1.0, seed=7)
+    a = targets.mixup(ds, alpha=1.0, seed=7)
     first, second = batches(a), batches(a)  # two epochs of one pipeline
-    again = batches(mixup(ds, alpha=1.0, seed=7))
+    again = batches(targets.mixup(ds, alpha=1.0, seed=7))
     for (xa, ya), (xb, yb) in zip(first, again):  # same seed -> same batches
         np.testing.assert_array_equal(xa, xb)
         np.testing.assert_array_equal(ya, yb)
@@ -94,7 +98,7 @@ def test_mixup_images_and_determinism():
 
 def test_alpha_zero_is_identity():
     ds = identity_ds(8, 4)
-    for (xa, ya), (xb, yb) in zip(batches(mixup(ds, alpha=0.0, seed=1)), batches(ds)):
+    for (xa, ya), (xb, yb) in zip(batches(targets.mixup(ds, alpha=0.0, seed=1)), batches(ds)):
         np.testing.assert_array_equal(xa, xb)
         np.testing.assert_array_equal(ya, yb)
 
@@ -104,13 +108,13 @@ def test_prepare_targets_validation_is_unmixed():
     labels = np.arange(12) % 3
     ds = tf.data.Dataset.from_tensor_slices((x, labels)).batch(6)
     c = RunConfig(mixup_alpha=1.0, label_smoothing=0.1)
-    assert needs_one_hot(c) and not needs_one_hot(RunConfig())
-    val = batches(prepare_targets(ds, c, 3, training=False))
+    assert targets.needs_one_hot(c) and not targets.needs_one_hot(RunConfig())
+    val = batches(targets.prepare_targets(ds, c, 3, training=False))
     np.testing.assert_array_equal(np.concatenate([b[0] for b in val]), x)
     np.testing.assert_array_equal(np.concatenate([b[1] for b in val]), np.eye(3)[labels])
-    train = np.concatenate([b[1] for b in batches(prepare_targets(ds, c, 3, training=True))])
+    train = np.concatenate([b[1] for b in batches(targets.prepare_targets(ds, c, 3, training=True))])
     assert not np.isin(train, [0.0, 1.0]).all()  # training labels are mixed
     np.testing.assert_allclose(train.sum(axis=1), 1.0, rtol=1e-6)
     # neither smoothing nor mixup: sparse integer labels pass through untouched
-    plain = batches(prepare_targets(ds, RunConfig(), 3, training=True))
+    plain = batches(targets.prepare_targets(ds, RunConfig(), 3, training=True))
     np.testing.assert_array_equal(np.concatenate([b[1] for b in plain]), labels)

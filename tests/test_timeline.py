@@ -96,6 +96,7 @@ def _stored_run(store, cfg, extra=None) -> int:
     return rid
 
 
+@pytest.mark.tf
 def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
     cfg = RunConfig(model="mlp", epochs=3, batch_size=64)
     _stored_run(store, cfg.replace(epochs=1))  # the process's first run pays TF's one-off start-up
@@ -122,6 +123,7 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
     assert c["notice"] is not None  # end-to-end and steady differ by more than 15%: said, with the largest part
 
 
+@pytest.mark.worker
 def test_a_target_never_reached_is_said_not_numbered(store_home):
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet", "--baseline", "--model", "mlp",
                           "--epochs", "2", "--precision", "mixed_bfloat16", "--target-accuracy", "0.999"],

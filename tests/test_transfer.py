@@ -16,6 +16,7 @@ from engine.training import transfer
 from engine.config import ConfigError, RunConfig
 from engine.preflight import check_runnable
 
+
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 FIRST, SECOND = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)
 
@@ -37,6 +38,7 @@ def weights(layer):
     return [np.array(w.numpy()) for w in layer.weights]
 
 
+@pytest.mark.unit
 def test_source_run_checks_read_only_the_store(store):
     src = RunConfig(label_subset=FIRST, model="cnn", save_model=True)
     rid = store.create_run(src.to_json(), status="running")
@@ -69,6 +71,7 @@ def test_source_run_checks_read_only_the_store(store):
         RunConfig(finetune_lr_factor=0.0)
 
 
+@pytest.mark.unit
 def test_phases():
     c = RunConfig(epochs=5, init_from=1)
     assert transfer.phases(c, False) == [transfer.Phase(0, 5, False, 1.0)]
@@ -77,6 +80,7 @@ def test_phases():
     assert transfer.phases(c.replace(freeze_epochs=5), True) == [transfer.Phase(0, 5, True, 1.0)]
 
 
+@pytest.mark.tf
 def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(store):
     keras = pytest.importorskip("keras")
     from engine.training.train import train
@@ -138,6 +142,7 @@ def test_finetune_takes_weights_over_freezes_then_unfreezes_and_keeps_batchnorm(
     np.testing.assert_allclose(back.predict(x, verbose=0), out.model.predict(x, verbose=0), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.tf
 def test_backbone_trains_saves_and_loads(store):
     keras = pytest.importorskip("keras")
     from engine.data import datasets
@@ -157,6 +162,7 @@ def test_backbone_trains_saves_and_loads(store):
     assert back.get_layer("backbone_input").get_config()["size"] == 32
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name", ["resnet50", "efficientnetb0"])
 def test_other_backbones_build_at_32_pixels(name):
     keras = pytest.importorskip("keras")
@@ -167,6 +173,7 @@ def test_other_backbones_build_at_32_pixels(name):
     assert out.shape == (2, 3) and np.allclose(out.sum(axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.unit
 def test_backbone_settings_are_checked(tmp_path, monkeypatch):
     from engine.data import keras_data
 
@@ -192,6 +199,7 @@ def test_backbone_settings_are_checked(tmp_path, monkeypatch):
     assert "slow" in check_runnable(RunConfig(model="efficientnetb0", pretrained=True), CPU)[0]
 
 
+@pytest.mark.worker
 def test_demo_through_the_cli(store_home):
     from engine.store import Store
 
@@ -212,6 +220,7 @@ def test_demo_through_the_cli(store_home):
         st.close()
 
 
+@pytest.mark.tf
 def test_later_phase_reads_the_schedule_where_it_stands():
     pytest.importorskip("keras")
     from engine.training import schedules
@@ -227,6 +236,7 @@ def test_later_phase_reads_the_schedule_where_it_stands():
     assert schedules.shift(const, 12)._learning_rate is const._learning_rate  # constant: untouched
 
 
+@pytest.mark.tf
 def test_float32_accuracy_of_exactly_the_target_counts():
     pytest.importorskip("keras")
     from engine.training.recorder import reached

@@ -23,11 +23,13 @@ def finished_job(store_home, lines: list[str]) -> None:
                                                      "started": time.time() - 5, "log": str(log)})
 
 
+@pytest.mark.unit
 def test_no_job_means_not_busy(store_home):
     assert transfer.read_demo_progress() is None and transfer.demo_busy() is None
     assert transfer.cancel_demo_background() is False
 
 
+@pytest.mark.worker
 def test_a_finished_demo_is_done_with_its_result(store_home):
     result = {"finetune_id": 2, "scratch_id": 3, "finetune_status": "completed", "scratch_status": "completed",
               "speedup": 0.52}
@@ -37,6 +39,7 @@ def test_a_finished_demo_is_done_with_its_result(store_home):
     assert job["elapsed"] >= 5 and transfer.demo_busy() is None
 
 
+@pytest.mark.worker
 def test_a_failed_demo_reports_its_error_line(store_home):
     finished_job(store_home, ["error: pretraining run 1 ended failed: out of memory"])
     job = transfer.read_demo_progress()
@@ -44,6 +47,7 @@ def test_a_failed_demo_reports_its_error_line(store_home):
     assert job["error"] == "the transfer demo ended without a result: pretraining run 1 ended failed: out of memory"
 
 
+@pytest.mark.unit
 def test_a_running_demo_is_busy_and_refuses_a_second_start(store_home):
     import psutil
 
@@ -55,6 +59,7 @@ def test_a_running_demo_is_busy_and_refuses_a_second_start(store_home):
         transfer.start_demo_background()
 
 
+@pytest.mark.worker
 def test_transfer_module_still_imports_no_tensorflow():
     code = ("import sys, engine.training.transfer, engine.data.userdata; "
             "bad = [m for m in ('tensorflow', 'keras') if m in sys.modules]; assert not bad, bad")

@@ -1,10 +1,12 @@
 """Train page links: settings the controls did not take are named, with what
 replaced them, and Launch waits until the user accepts; the upload box states
 its limits."""
+import pytest
 from views import url_params
 from tests.apptest import app_test
 
 
+@pytest.mark.unit
 def test_rejected_compares_meanings_not_spellings():
     raw = {"batch_size": "abc", "learning_rate": "1e-3", "epochs": "3.0", "jit_compile": "True",
            "precision": "float8", "dataset": "user:faces", "utm_source": "mail"}
@@ -16,6 +18,7 @@ def test_rejected_compares_meanings_not_spellings():
         "batch_size: 'abc' from the link was not accepted (not a number); using 128 instead"
 
 
+@pytest.mark.page
 def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(store_home):
     at = app_test()
     at.query_params.update({"batch_size": "abc", "precision": "float8", "learning_rate": "0.01"})
@@ -35,6 +38,7 @@ def test_a_link_with_bad_settings_names_each_and_blocks_launch_until_accepted(st
     assert not at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_link_setting_whose_control_is_hidden_is_named_not_dropped(store_home):
     at = app_test()
     # reduce_on_plateau has no control with a cyclic schedule: its value used to vanish unsaid.
@@ -57,6 +61,7 @@ def test_a_link_setting_whose_control_is_hidden_is_named_not_dropped(store_home)
     assert not at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(store_home):
     # The Data set box takes typed names and paths, and the number boxes leave ranges to the
     # engine (issue 12): such a value from a link is kept, and the engine's one line names it.
@@ -72,6 +77,7 @@ def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(st
         assert at.button(key="launch").disabled
 
 
+@pytest.mark.page
 def test_a_good_link_launches_at_once_and_the_upload_box_states_its_limits(store_home):
     at = app_test()
     at.query_params.update({"batch_size": "64", "precision": "mixed_bfloat16"})

@@ -48,6 +48,7 @@ def test_usable_count_in_lines_and_verdicts():
                                "sharing it, no speedup expected")
 
 
+@pytest.mark.worker
 @needs_two
 def test_quick_facts_and_the_train_page_line_under_taskset():
     code = ("import json; from engine.hardware.machine import quick_facts, cpu_line; "
@@ -59,6 +60,7 @@ def test_quick_facts_and_the_train_page_line_under_taskset():
     assert line == f"1 of {os.cpu_count()} CPU cores usable (affinity 1)"
 
 
+@pytest.mark.worker
 @needs_two
 def test_the_stored_environment_and_threads_follow_the_usable_cpus(store_home):
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--model", "mlp", "--epochs", "1", "--json",

@@ -8,6 +8,8 @@ from engine.config import RunConfig
 from engine.jobs import runner
 from engine.store import Store
 
+pytestmark = pytest.mark.worker  # lane: docs/testing.md
+
 
 def _warm_pids(store_home) -> set[int]:
     """Live spare-worker processes of this store (their command line names its spares folder)."""

@@ -19,8 +19,11 @@ exactly as the eager cross-replica read does (tested). Call it after every
 (traced over the old ones) would not see.
 Both are traced at once (part of setup, like the compile they belong to).
 Reference: https://www.tensorflow.org/api_docs/python/tf/function
+The patch (`compile_readout`) lives in engine.training.keras_patches.eager_metrics_readout.
 """
 from __future__ import annotations
+
+from engine.training.keras_patches.eager_metrics_readout import compile_readout  # noqa: F401 (this module's API)
 
 
 def worth_it(strategy, workers: int) -> bool:
@@ -31,36 +34,3 @@ def worth_it(strategy, workers: int) -> bool:
 
     return isinstance(strategy, tf.distribute.MirroredStrategy) and strategy.num_replicas_in_sync > 1 \
         and workers == 1
-
-
-def compile_readout(model) -> None:
-    """Give `model` (compiled, metrics built) a compiled `reset_metrics` and
-    `get_metrics_result` for calls from eager code; calls made while a function
-    is being traced go to Keras's own methods. Raises nothing itself."""
-    import tensorflow as tf
-
-    cls = type(model)
-    metrics = list(model.metrics)  # the compiled functions are traced over these objects
-
-    @tf.function(autograph=False)
-    def reset():
-        for m in metrics:
-            m.reset_state()
-
-    read = tf.function(lambda: cls.get_metrics_result(model), autograph=False)
-
-    def reset_metrics():
-        if tf.inside_function():
-            return cls.reset_metrics(model)
-        reset()
-
-    def get_metrics_result():
-        if tf.inside_function():
-            return cls.get_metrics_result(model)
-        return read()
-
-    model.reset_metrics = reset_metrics
-    model.get_metrics_result = get_metrics_result
-    # Traced here, with the model's compile, not at the first epoch inside fit.
-    reset()
-    read()

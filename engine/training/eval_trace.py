@@ -22,6 +22,8 @@ import sys
 import threading
 from typing import Optional
 
+from engine.training.keras_patches.function_closure import tf_function
+
 ENABLED = True  # tests switch it off to compare with Keras's own order
 SWITCH_INTERVAL_S = 0.001  # while tracing: the training loop gets the GIL back within 1 ms, not 5
 
@@ -108,12 +110,3 @@ def _concrete(function, iterator) -> None:
     if fn is None:
         raise RuntimeError("no tf.function inside Keras's function")
     fn.get_concrete_function(iterator)
-
-
-def tf_function(function):
-    """The tf.function (multi_step_on_iterator) inside Keras's test function closure."""
-    for cell in getattr(function, "__closure__", None) or ():
-        obj = cell.cell_contents
-        if hasattr(obj, "get_concrete_function"):
-            return obj
-    return None

@@ -16,11 +16,13 @@ behind PyTorch's ``Adam(fused=True)`` and NVIDIA Apex's FusedAdam.
 Keras's (a saved model loads anywhere with the unfused update). It works under
 tf.distribute (in `Strategy.update` a mirrored slot's `handle` is the current
 replica's), under XLA (the kernels have XLA lowerings) and inside Keras's
-LossScaleOptimizer (which calls the inner optimizer's update).
+LossScaleOptimizer (which calls the inner optimizer's update). The Keras internals it
+swaps and reads are in engine.training.keras_patches.fused_update_step.
 """
 from __future__ import annotations
 
 from engine.training import per_update
+from engine.training.keras_patches import fused_update_step
 
 # engine.config.FUSED_OPTIMIZERS names the RunConfig optimizers this fuses (adam, sgd).
 
@@ -55,14 +57,13 @@ def fuse(optimizer) -> bool:
             return keras_update_step(gradient, variable, learning_rate)
         return kernel(tf, optimizer, gradient, variable, learning_rate)
 
-    optimizer.update_step = update_step
+    fused_update_step.install(optimizer, update_step)
     return True
 
 
 def is_fused(optimizer) -> bool:
     """Whether `fuse` was applied to `optimizer` (or to the one a LossScaleOptimizer wraps)."""
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    return "update_step" in vars(inner)
+    return fused_update_step.installed(optimizer)
 
 
 def _momentum(tf, opt, value: float, dtype):
@@ -87,9 +88,9 @@ def _adam(tf, opt, gradient, variable, learning_rate):
         return tf.cast(learning_rate, dt), b1, b2, tf.pow(b1, t), tf.pow(b2, t), tf.cast(opt.epsilon, dt)
 
     lr, b1, b2, b1_power, b2_power, eps = per_update.once(opt, ("adam", dt.name), make)
-    i = opt._get_variable_index(variable)
+    m, v = fused_update_step.adam_slots(opt, variable)
     tf.raw_ops.ResourceApplyAdam(
-        var=_handle(variable), m=_handle(opt._momentums[i]), v=_handle(opt._velocities[i]),
+        var=_handle(variable), m=_handle(m), v=_handle(v),
         beta1_power=b1_power, beta2_power=b2_power, lr=lr, beta1=b1, beta2=b2, epsilon=eps,
         grad=tf.cast(gradient, dt))
 
@@ -101,7 +102,7 @@ def _sgd(tf, opt, gradient, variable, learning_rate):
     if getattr(opt, "momentum_schedule", None) is None and opt.momentum == 0:
         tf.raw_ops.ResourceApplyGradientDescent(var=_handle(variable), alpha=lr, delta=grad)
         return
-    accum = opt.momentums[opt._get_variable_index(variable)]
+    accum = fused_update_step.sgd_momentum_slot(opt, variable)
     tf.raw_ops.ResourceApplyKerasMomentum(var=_handle(variable), accum=_handle(accum), lr=lr, grad=grad,
                                           momentum=_momentum(tf, opt, opt.momentum, dt),
                                           use_nesterov=bool(opt.nesterov))

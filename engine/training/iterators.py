@@ -12,12 +12,16 @@ SpeedLab therefore feeds `fit` endless datasets (engine.data.pipeline's
 ``repeat=True``) with steps_per_epoch / validation_steps, and builds the model
 once from the dataset's element spec (no batch pulled) right after each
 compile; the per-call symbolic build is then skipped. Keras has no public
-switch for the last part, so this module is the one place that touches the
-private method, behind a check that it exists (`supported`). Without it a
-persistent iterator would lose a batch to every symbolic build, so callers use
-persistent iterators only when `supported()`.
+switch for the last part, so engine.training.keras_patches.symbolic_build touches
+the private method, behind a check that it exists (`supported`); the kept
+validation iterator is keras_patches.eval_iterator_reset (`PersistentValidation`).
+Without the first a persistent iterator would lose a batch to every symbolic
+build, so callers use persistent iterators only when `supported()`.
 """
 from __future__ import annotations
+
+from engine.training.keras_patches.eval_iterator_reset import PersistentValidation  # noqa: F401
+from engine.training.keras_patches.symbolic_build import build_once, supported  # noqa: F401
 
 
 def persistent_ok(steps_per_epoch: int, steps_per_execution: int) -> bool:
@@ -28,76 +32,9 @@ def persistent_ok(steps_per_epoch: int, steps_per_execution: int) -> bool:
     return supported() and steps_per_epoch % steps_per_execution == 0
 
 
-def supported() -> bool:
-    """Whether this Keras has the TF trainer's `_maybe_symbolic_build` to bypass."""
-    try:
-        from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-    except ImportError:
-        return False
-    return callable(getattr(TensorFlowTrainer, "_maybe_symbolic_build", None))
-
-
-def build_once(model, element_spec) -> None:
-    """Build `model`'s layers, compiled metrics and loss from `element_spec`
-    ((x TensorSpec, y TensorSpec) of a batch) under its strategy, then make
-    Keras's per-call symbolic build a no-op for this model.
-
-    Without a strategy (one device) Keras would build nothing here and leave it to
-    the first trace, which then creates variables and is traced twice; so the
-    base Trainer's `_symbolic_build` runs here instead (metrics, loss tracker,
-    optimizer slots), as Keras's own build does under a strategy.
-    Call after every `compile` (a recompile creates unbuilt metrics).
-    Raises whatever Keras raises for a model that cannot be built from the spec.
-    """
-    if getattr(model, "_distribute_strategy", None) is None:
-        # Keras defers this build into the first trace when no strategy is set; a
-        # tf.function that creates variables (metrics, loss tracker, optimizer slots) is
-        # traced twice, so building them here halves the first step's trace.
-        from keras.src.trainers.trainer import Trainer
-
-        Trainer._symbolic_build(model, data_batch=element_spec)
-    else:
-        cls_build = type(model)._maybe_symbolic_build  # the real one, also after a previous build_once
-        cls_build(model, data_batch=element_spec)
-    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
-
-
 def batches_per_pass(samples: int, global_batch: int, drop_remainder: bool) -> int:
     """Batches in one pass over `samples` (the last one partial unless dropped)."""
     return samples // global_batch if drop_remainder else -(-samples // global_batch)
-
-
-class PersistentValidation:
-    """Keep `fit`'s cached validation iterator across epochs.
-
-    Keras's `evaluate` resets the cached validation iterator on every call, so
-    with an endless validation dataset each epoch would drop a live, prefetching
-    iterator (~150 ms measured) and build a new one (~100 ms with 2 replicas).
-    Given an endless validation dataset and ``validation_steps`` = batches per
-    pass, this callback (first in the list) turns that reset into a no-op once
-    the iterator exists, so every epoch reads exactly the next pass.
-    Use only when `persistent_ok(validation_steps, steps_per_execution)`.
-    The iterator is kept alive until the process ends (`_KEPT`).
-    """
-
-    def __new__(cls):
-        import keras
-
-        class _Callback(keras.callbacks.Callback):
-            def on_test_begin(self, logs=None):
-                it = getattr(self.model, "_eval_epoch_iterator", None)
-                if it is not None and not getattr(it, "_speedlab_kept", False):
-                    it.reset = lambda: None
-                    it._speedlab_kept = True
-                    _KEPT.append(it)
-
-        return _Callback()
-
-
-# Live validation iterators, kept until the process ends: at the end of fit Keras drops
-# its reference, and destroying a live iterator over an endless stream took 0.3-1.2 s
-# (measured) for nothing, since a worker process ends right after its run (os._exit).
-_KEPT: list = []
 
 
 def prestart(dataset, strategy):

@@ -11,30 +11,10 @@ Keras 3.15 (the TF backend) breaks MultiWorkerMirroredStrategy in two places
    worker's replicas, as single-worker strategies do.  Epoch-end metrics are
    unaffected: Keras reads the metric variables (sync-on-read, summed over all
    workers) at the end of each epoch and of validation, so they stay global.
-Consequence, documented in the README: per-execution losses on a multi-worker
+Consequence, documented in docs/multiworker-and-gpus.md: per-execution losses on a multi-worker
 run are the chief's own shard; epoch metrics cover all workers.
+The patch itself lives in engine.training.keras_patches.multiworker_fit.
 """
 from __future__ import annotations
 
-import keras
-
-
-def apply(model, sample_batch) -> None:
-    """Patch `model` (and the Keras TF trainer) for multi-worker `fit`.
-
-    sample_batch: one un-distributed (x, y) batch of the training data.
-    Raises: RuntimeError when this Keras no longer has the patched internals
-    (then check whether the upstream issues are fixed and drop this module).
-    """
-    from keras.src.backend.tensorflow import trainer as tf_trainer
-
-    if not hasattr(tf_trainer, "_collective_all_reduce_multi_worker") or \
-            not hasattr(model, "_maybe_symbolic_build"):
-        raise RuntimeError(f"Keras {keras.__version__}: multi-worker workaround no longer applies")
-    tf_trainer._collective_all_reduce_multi_worker = lambda strategy: False
-    original = model._maybe_symbolic_build
-
-    def build(iterator=None, data_batch=None):
-        return original(iterator=None, data_batch=data_batch if data_batch is not None else sample_batch)
-
-    model._maybe_symbolic_build = build
+from engine.training.keras_patches.multiworker_fit import apply  # noqa: F401 (this module's API)

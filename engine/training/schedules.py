@@ -20,6 +20,7 @@ from keras import ops
 
 from engine import lr_math
 from engine.training import per_update
+from engine.training.keras_patches import learning_rate_attr
 
 _PKG = "speedlab"
 
@@ -71,8 +72,9 @@ class Shifted(keras.optimizers.schedules.LearningRateSchedule):
 def shift(optimizer, offset: int):
     """`optimizer` with its LR schedule and (one-cycle) momentum schedule read
     `offset` steps later; a constant LR is left alone. Returns `optimizer`."""
-    if offset and isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
-        optimizer._learning_rate = Shifted(optimizer._learning_rate, offset)
+    schedule = learning_rate_attr.schedule_of(optimizer)
+    if offset and schedule is not None:
+        learning_rate_attr.set_schedule(optimizer, Shifted(schedule, offset))
     if offset and getattr(optimizer, "momentum_schedule", None) is not None:
         optimizer.momentum_schedule = Shifted(optimizer.momentum_schedule, offset)
     return optimizer
