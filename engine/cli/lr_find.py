@@ -7,7 +7,6 @@ a training run is active (one line on stderr).
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from engine.cli.common import print_json
