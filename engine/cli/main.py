@@ -19,7 +19,7 @@ from engine.errors import ActiveRunError, ConfigError
 from engine.store import StoreError
 
 # In --help order.
-SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "hardware", "bench", "lr_find",
+SUBCOMMANDS = ("run", "noise", "runs", "show", "cancel", "compare", "export", "import_", "hardware", "bench", "lr_find",
                "autopilot", "worker", "demo", "data")
 
 
