@@ -146,15 +146,19 @@ def evaluate(store: Store, comparison: dict) -> dict:
     from engine.report.compare import effective_target
 
     plan = comparison["plan"] or []
-    first = store.get_run(plan[0]["run_id"]) if plan else None
-    target = effective_target(first) if first else None
+    one = store.get_run(plan[0]["run_id"]) if plan else None
+    target = effective_target(one) if one else None
     rows = _pair_rows(store, plan, target)
     done = [r for r in rows if r["status"] == "complete"]
     out = {"kind": comparison["kind"], "target_accuracy": target, "pairs": len(done), "planned": len(plan),
            "pair_rows": rows, "baseline_ids": [p["baseline_id"] for p in plan if not p.get("dropped")],
            "run_ids": [p["run_id"] for p in plan if not p.get("dropped")], "baseline_reused": False}
+    settings = comparison.get("settings") or {}
+    # Adaptive: Stein's two-stage interval once the first stage is in (engine.report.stats).
+    first = settings.get("min_pairs", stats.MIN_PAIRS) if settings.get("pairs") is None else None
     for name, _, _, higher in MEASURES:
-        out[name] = stats.summarize([r[f"baseline_{name}"] for r in done], [r[name] for r in done], higher)
+        out[name] = stats.summarize([r[f"baseline_{name}"] for r in done], [r[name] for r in done], higher,
+                                    first_stage=first)
         out[f"{name}_speedup"] = out[name]["speedup"]
         out[f"{name}_ci95"] = out[name]["ci95"]
     measure = headline_measure(out)
@@ -164,7 +168,8 @@ def evaluate(store: Store, comparison: dict) -> dict:
     _, kb, kr, higher = next(m for m in MEASURES if m[0] == measure)
     out["history"] = []
     for k in range(1, len(done) + 1):
-        s = stats.summarize([r[f"baseline_{measure}"] for r in done[:k]], [r[measure] for r in done[:k]], higher)
+        s = stats.summarize([r[f"baseline_{measure}"] for r in done[:k]], [r[measure] for r in done[:k]], higher,
+                            first_stage=first)
         out["history"].append({"pairs": k, "speedup": s["speedup"], "ci95": s["ci95"]})
     started = [store.get_run(i) for i in out["baseline_ids"]]
     times = [r["started"] for r in started if r and r.get("started")]
@@ -199,9 +204,10 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     if s.get("pairs") is not None:
         return f"the {s['pairs']} pair{'s' if s['pairs'] != 1 else ''} asked for" if k >= s["pairs"] else None
     summary = result[result["measure"]]
-    if stats.precise_enough(summary, s["target_half_width"], s.get("min_pairs", stats.MIN_PAIRS)):
+    why = stats.adaptive_stop(summary, k, s["max_pairs"], s["target_half_width"], s.get("min_pairs", stats.MIN_PAIRS))
+    if why == "precise":
         return f"interval within ±{s['target_half_width'] * 100:.0f}% after {k} pairs"
-    if k >= s["max_pairs"]:
+    if why == "pair limit":
         hw = summary.get("half_width")
         return f"pair limit ({s['max_pairs']}) reached" + (f"; interval ±{hw * 100:.0f}%" if hw is not None else "")
     budget = s.get("budget_s")
