@@ -45,7 +45,7 @@ def _age(t: float | None) -> str:
             f"{s / 3600:.1f} h ago" if s < 172800 else f"{s / 86400:.0f} days ago")
 
 
-def headline(comp: dict, floor: float | None = None, size_rem: float = 1.9, key: str = "cmp_headline") -> None:
+def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key: str = "cmp_headline") -> None:
     """The headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
     at 1280 px), coloured by the verdict, with its measure and note under it."""
     running = comp["status"] == "running"

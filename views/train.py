@@ -695,8 +695,9 @@ def _current_pair(group: list[dict]) -> list[dict] | None:
     pairs = [group[i:i + 2] for i in range(0, len(group) - 1, 2)]
     pairs = [sorted(p, key=lambda r: r["role"] != "baseline") for p in pairs]
     live = next((p for p in pairs if any(r["status"] == "running" for r in p)), None)
-    done = [p for p in pairs if all(r["status"] not in ACTIVE_STATUSES for r in p)]
-    return live or (done[-1] if done else pairs[0] if pairs else None)
+    done = [p for p in pairs if all(r["status"] == "completed" for r in p)]
+    started = [p for p in pairs if any(r.get("started") for r in p)]
+    return live or (done or started or pairs[:1] or [None])[-1]
 
 
 def _chief(df: pd.DataFrame) -> pd.DataFrame:
@@ -988,7 +989,7 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
                    "devices, steps per execution, XLA) to compare.")
         return
     if base["status"] in ACTIVE_STATUSES or run["status"] in ACTIVE_STATUSES:
-        st.metric("Speedup of this pair", "in progress", border=True,
+        st.metric("Speedup of this pair · in progress", "—", border=True,
                   help="held back until both sides have ended: a ratio of a run still warming up means nothing")
         st.caption("One pair is one sample: " + ("the comparison's interval above is what to read." if pair_of else
                    "turn off **Reuse stored baseline** for interleaved pairs with an interval."))
@@ -999,7 +1000,7 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
     if pair_of is not None:
         label = f"this pair: {label}"
     if tt is not None:
-        st.metric(label, f"{tt:.2f}×",
+        st.metric(label, f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× slower",
                   delta=f"{cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s",
                   delta_color="normal" if tt >= 1 else "inverse", border=True,
                   help="seconds from the start of training to the first validation at or above the "
@@ -1220,7 +1221,8 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
-    st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active, bool(ap_busy))
+    st.fragment(talk_view, run_every=(QUIET_REFRESH_S if measuring() else LIVE_REFRESH_S) if active
+                else WATCH_REFRESH_S)(active, bool(ap_busy))
 
 
 def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:

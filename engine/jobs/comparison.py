@@ -264,10 +264,12 @@ def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
 
 
 def wait(comparison_id: int, store_path: Optional[os.PathLike] = None, poll_s: float = 0.5,
-         on_poll: Optional[Callable[[dict], None]] = None) -> dict:
-    """Block until the comparison is final; `on_poll(comparison)` each poll. Returns it."""
+         on_poll: Optional[Callable[[dict], None]] = None, timeout_s: Optional[float] = None) -> dict:
+    """Block until the comparison is final; `on_poll(comparison)` each poll. Returns it.
+    Raises: TimeoutError after `timeout_s`."""
     from engine.jobs import runner
 
+    t0 = time.monotonic()
     store = Store(store_path)
     try:
         while True:
@@ -279,6 +281,8 @@ def wait(comparison_id: int, store_path: Optional[os.PathLike] = None, poll_s: f
                 on_poll(comp)
             if comp["status"] != "running":
                 return comp
+            if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                raise TimeoutError(f"comparison {comparison_id} still running after {timeout_s} s")
             time.sleep(poll_s)
     finally:
         store.close()

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from engine.report.charts import BASELINE_COLOR, PALETTE, _style, empty_figure
 from engine.report.stats import MEASURE_NAMES, pair_ratio
 
-GOOD, BAD, NEUTRAL = "#15803D", "#B91C1C", PALETTE[0]
+NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
 
 
 def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str] = None) -> go.Figure:
@@ -34,14 +34,14 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     if with_ci:
         k = [p for p, _ in with_ci]
         fig.add_trace(go.Scatter(x=k + k[::-1], y=[c[1] for _, c in with_ci] + [c[0] for _, c in with_ci][::-1],
-                                 fill="toself", fillcolor="rgba(0,114,178,0.15)", line=dict(width=0),
+                                 fill="toself", fillcolor="rgba(0,114,178,0.15)", line=dict(width=0), mode="lines",
                                  name="95% interval so far", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[h["pairs"] for h in hist if h.get("speedup")],
                              y=[h["speedup"] for h in hist if h.get("speedup")], mode="lines",
                              line=dict(color=NEUTRAL, width=2), name="geometric mean so far"))
     shown = [(x, y, r) for x, y, r in zip(xs, ratios, done) if y is not None]
     fig.add_trace(go.Scatter(x=[x for x, _, _ in shown], y=[y for _, y, _ in shown], mode="markers",
-                             marker=dict(size=12, color=[GOOD if y > 1 else BAD for _, y, _ in shown]),
+                             marker=dict(size=12, color=PAIR_COLOR, line=dict(width=1, color="white")),
                              name="one pair", text=[f"pair {r['pair'] + 1} ({r['order']}, seed {r['seed']})"
                                                     for _, _, r in shown],
                              hovertemplate="%{text}: %{y:.2f}×<extra></extra>"))
