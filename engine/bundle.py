@@ -84,9 +84,14 @@ def export_runs(store: Store, run_ids: Iterable[int], dest: Union[str, os.PathLi
             payload[table] = {"columns": cols,
                               "rows": [[r[c] for c in cols] for r in cur.fetchall()]}
         files[f"runs/{rid}.json"] = json.dumps(payload, separators=(",", ":")).encode()
+    from engine import bundle_comparisons
+
+    comparisons = bundle_comparisons.export_files(store, ids)  # comparisons whose runs all travel
+    files.update(comparisons)
     manifest = {
         "format": FORMAT, "bundle_version": BUNDLE_VERSION, "schema_version": SCHEMA_VERSION,
         "exported": time.time(), "exported_from": socket.gethostname(), "runs": ids,
+        **({"comparisons": list(comparisons)} if comparisons else {}),
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }
     with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED) as z:
@@ -180,6 +185,13 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
                 cols = ["run_id", *(t["columns"][i] for i in keep)]
                 conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
                                  [(new, *(row[i] for i in keep)) for row in t["rows"]])
+    from engine import bundle_comparisons
+
+    try:
+        comps = bundle_comparisons.read(src, manifest, name)
+    except (ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise BundleError(f"{name}: its comparisons cannot be read ({_first_line(e)}); the runs were imported") from None
+    bundle_comparisons.import_rows(store, comps, mapping)
     return [(p["run"]["id"], mapping[p["run"]["id"]]) for p in payloads]
 
 

@@ -142,3 +142,42 @@ def test_a_a_comparison_runs_the_baseline_on_both_sides(no_queue, store):
     assert comp["kind"] == "aa" and cstore.latest_noise(store, comp["hostname"])["id"] == cid
     assert comp["result"]["time_to_accuracy_ci95"] == pytest.approx([1 / 1.02, 1 / 1.02])
     assert math.isclose(comp["result"]["time_to_accuracy"]["half_width"], 0.0, abs_tol=1e-12)
+
+
+def test_a_bundle_of_a_comparisons_runs_carries_the_comparison(no_queue, store, tmp_path):
+    from engine.bundle import export_runs, import_bundle
+
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=3)
+    speed = {0: 1.2, 1: 1.3, 2: 1.25}
+    _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else
+          (10.0 / speed[run["config"]["seed"]], 100.0))
+    here = cstore.get(store, cid)
+    ids = here["result"]["baseline_ids"] + here["result"]["run_ids"]
+    manifest = export_runs(store, ids, tmp_path / "b.zip")
+    assert manifest["comparisons"] == [f"comparisons/{cid}.json"]
+    assert "comparisons" not in export_runs(store, ids[:-1], tmp_path / "part.zip")  # not all its runs
+    other = Store(tmp_path / "other" / "runs.sqlite")
+    try:
+        mapping = dict(import_bundle(other, tmp_path / "b.zip"))
+        (there,) = cstore.list_all(other)
+        assert [p["run_id"] for p in there["plan"]] == [mapping[p["run_id"]] for p in here["plan"]]
+        for key in ("time_to_accuracy_speedup", "time_to_accuracy_ci95", "pair_ratios", "verdict", "pairs"):
+            assert there["result"][key] == pytest.approx(here["result"][key])
+        assert there["ended_by"] == here["ended_by"] == "the 3 pairs asked for"
+    finally:
+        other.close()
+
+
+def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store):
+    from tests.test_pages import app, no_errors
+
+    comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=4)
+    speed = {0: 1.2, 1: 1.25, 2: 1.3, 3: 1.35}
+    _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else
+          (10.0 / speed[run["config"]["seed"]], 100.0))
+    at = app("views/runs.py")
+    no_errors(at)
+    (table,) = [d.value for d in at.dataframe if "headline" in d.value.columns]
+    assert list(table["headline"]) == ["1.27x faster [1.18–1.38], 4 pairs"]
+    assert list(table["verdict"]) == ["faster"] and list(table["pairs"]) == [4]
+    assert list(table["ended by"]) == ["the 4 pairs asked for"]
