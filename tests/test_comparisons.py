@@ -181,3 +181,13 @@ def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store
     assert list(table["headline"]) == ["1.27x faster [1.18–1.38], 4 pairs"]
     assert list(table["verdict"]) == ["faster"] and list(table["pairs"]) == [4]
     assert list(table["ended by"]) == ["the 4 pairs asked for"]
+
+
+def test_the_time_budget_ends_an_adaptive_comparison_at_a_pair_boundary(no_queue, store):
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), budget_s=100)
+    cstore.update(store, cid, created=cstore.get(store, cid)["created"] - 80)  # 80 s gone by pair 1's end
+    _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else (8.0, 125.0))
+    comp = cstore.get(store, cid)
+    # 80 s for one pair: a second would end near 160 s, past the budget.
+    assert comp["ended_by"] == "time budget (100 s) reached after 1 pair"
+    assert comp["result"]["pairs"] == 1 and len(store.list_runs()) == 2

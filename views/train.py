@@ -53,6 +53,7 @@ LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 # is live (their figures are kept in between), since drawing them every second cost
 # about a third of a live refresh's server CPU (benchmarks/live_view.py).
 SLOW_REFRESH_S = 5.0
+PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min
 QUIET_REFRESH_S = 2.0  # while a comparison measures: progress only (the page must not slow the run)
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
@@ -607,7 +608,7 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> Non
             from engine import store_comparisons as cstore
             from engine.jobs import comparison
 
-            cid = comparison.start(cfg)
+            cid = comparison.start(cfg, budget_s=PAGE_BUDGET_S)
             store = Store()
             try:
                 plan = cstore.get(store, cid)["plan"]
@@ -615,7 +616,8 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> Non
                 store.close()
             bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
             msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of baseline and run "
-                   f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10%")
+                   f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
+                   f"or {PAGE_BUDGET_S / 60:.0f} min")
         elif with_baseline:
             bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
             if bid == rid:

@@ -214,7 +214,7 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     if budget and k:
         elapsed = now - comparison["created"]
         if elapsed + elapsed / k > budget:
-            return f"time budget ({budget:.0f} s) reached after {k} pairs"
+            return f"time budget ({budget:.0f} s) reached after {k} pair{'s' if k != 1 else ''}"
     return None
 
 
