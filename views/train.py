@@ -54,7 +54,7 @@ LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 # about a third of a live refresh's server CPU (benchmarks/live_view.py).
 SLOW_REFRESH_S = 5.0
 PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min
-QUIET_REFRESH_S = 2.0  # while a comparison measures: progress only (the page must not slow the run)
+QUIET_REFRESH_S = 5.0  # while a comparison measures: progress only (the page must not slow the run)
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
 LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
@@ -691,6 +691,23 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     return group, base, run
 
 
+def comparison_block(store: Store, comp: dict) -> None:
+    """A comparison's headline, details and pair chart (views/comparison.py)."""
+    left, right = st.columns([1.3, 2.4], gap="medium")
+    with left:
+        cmp_view.headline(comp, cmp_view.noise_floor(store))
+        cmp_view.details(comp)
+    with right:
+        cmp_view.pairs_chart(comp)
+
+
+def _signature(comp: dict | None) -> tuple | None:
+    """What changes a measuring comparison's block: its id, pairs done and status."""
+    if comp is None:
+        return None
+    return comp["id"], len((comp.get("result") or {}).get("history") or []), comp["status"]
+
+
 def _current_pair(group: list[dict]) -> list[dict] | None:
     """[baseline, run] of a comparison's pair being measured (else its last complete
     pair), from the group's runs (oldest first; a pair's two runs are adjacent)."""
@@ -805,20 +822,16 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             st.toast("; ".join(cancel_own()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {w}")
-    if comp is not None:
-        left, right = st.columns([1.3, 2.4], gap="medium")
-        with left:
-            cmp_view.headline(comp, cmp_view.noise_floor(store))
-            cmp_view.details(comp)
-        with right:
-            cmp_view.pairs_chart(comp)
-        if source is None and comp["status"] == "running" and active:
-            st.caption(":material/speed: Quiet while measuring: the live charts are drawn once the comparison "
-                       "ends, so that the page does not slow the runs it measures (progress every "
-                       f"{QUIET_REFRESH_S:.0f} s).")
-            return
-        if base and run and base["id"] != run["id"]:
-            st.markdown(f"**This pair** (seed {run['config'].get('seed')}): baseline #{base['id']} vs run #{run['id']}")
+    quiet = source is None and comp is not None and comp["status"] == "running" and active
+    if comp is not None and not quiet:
+        comparison_block(store, comp)
+    if quiet:  # the headline and pair chart are drawn outside the live fragment (main)
+        st.caption(":material/speed: Quiet while measuring: the live charts are drawn once the comparison "
+                   "ends, so that the page does not slow the runs it measures (progress every "
+                   f"{QUIET_REFRESH_S:.0f} s).")
+        return
+    if comp is not None and base and run and base["id"] != run["id"]:
+        st.markdown(f"**This pair** (seed {run['config'].get('seed')}): baseline #{base['id']} vs run #{run['id']}")
 
     # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
@@ -1058,8 +1071,10 @@ def backend_line(store: Store, run: dict | None) -> None:
                f"vs {b['other_backend']} run #{b['baseline_id']}, same configuration.")
 
 
-def live_view(was_active: bool) -> None:
-    """Body of the live fragment: re-reads the store on every tick."""
+def live_view(was_active: bool, drawn: tuple | None = None) -> None:
+    """Body of the live fragment: re-reads the store on every tick. `drawn`: the
+    `_signature` of the measuring comparison whose block main() drew outside this
+    fragment; a new pair (or its end) redraws the page."""
     with one_line_errors("Live view"):
         store = Store()
         try:
@@ -1067,6 +1082,8 @@ def live_view(was_active: bool) -> None:
             group, base, run = current_comparison(store)
             active = bool(own_active(store))
             if active != was_active:  # a run ended or started elsewhere: refresh the whole page
+                st.rerun()
+            if drawn is not None and _signature(cmp_view.lookup(store, run)) != drawn:
                 st.rerun()
             if not group:
                 n_ap = sum(autopilot_run(r) for r in store.list_runs())
@@ -1166,23 +1183,34 @@ def main() -> None:
 
     active = any_active()
     # While a run is active the live view re-reads the store every second; when
-    # idle it is drawn once and a cheap watcher looks for new runs.
-    st.fragment(live_view, run_every=(QUIET_REFRESH_S if measuring() else LIVE_REFRESH_S) if active else None)(active)
+    # idle it is drawn once and a cheap watcher looks for new runs. While a comparison
+    # measures, its headline and pair chart are drawn here, once per pair, and the
+    # fragment only moves the progress lines every QUIET_REFRESH_S.
+    live = measuring() if active else None
+    if live is not None:
+        with one_line_errors("Comparison"):
+            store = Store()
+            try:
+                comparison_block(store, live)
+            finally:
+                store.close()
+    st.fragment(live_view, run_every=(QUIET_REFRESH_S if live else LIVE_REFRESH_S) if active else None)(
+        active, _signature(live))
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
 
 
-def measuring() -> bool:
-    """Whether a comparison of interleaved pairs is running (the page then stays quiet)."""
+def measuring() -> dict | None:
+    """The comparison of interleaved pairs that is running, or None (the page then stays quiet)."""
     from engine.jobs import comparison
 
     with one_line_errors("Reading the store"):
         store = Store()
         try:
-            return comparison.running(store) is not None
+            return comparison.running(store)
         finally:
             store.close()
-    return False
+    return None
 
 
 def any_active() -> bool:
