@@ -84,12 +84,6 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: tuple |
                     else note + "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
         return
     big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
-    if base["status"] in ("queued", "running") or run["status"] in ("queued", "running"):
-        # A ratio of a run still warming up means nothing (end-to-end read 0.06x before 0.9x).
-        big.metric("Speedup · in progress", "—", border=True)
-        e2e.metric("End-to-end", "—", border=True)
-        steady.metric("Steady", "—", border=True)
-        return
     target, tt = cmp.get("target_accuracy"), cmp.get("time_to_accuracy_speedup")
     label = f"Time to {target:g} val accuracy" if target is not None else "Time to accuracy"
     if tt is not None:  # the seconds in the label: a delta line would cost the charts their room
