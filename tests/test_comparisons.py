@@ -191,3 +191,20 @@ def test_the_time_budget_ends_an_adaptive_comparison_at_a_pair_boundary(no_queue
     # 80 s for one pair: a second would end near 160 s, past the budget.
     assert comp["ended_by"] == "time budget (100 s) reached after 1 pair"
     assert comp["result"]["pairs"] == 1 and len(store.list_runs()) == 2
+
+
+def test_stop_between_two_runs_still_ends_the_comparison(no_queue, store):
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=3)
+    _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else (8.0, 125.0), stop_after=99)
+    comp = cstore.get(store, cid)
+    assert comp["status"] == "completed"
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=3)
+    plan = cstore.get(store, cid)["plan"]
+    for rid in (plan[0]["baseline_id"], plan[0]["run_id"]):
+        _finish(store, rid, 10.0, 100.0)
+        comparison.on_run_end(store, rid)
+    runner.cancel_active()  # only queued runs left: no run ends, the queue's hook does not run
+    assert cstore.get(store, cid)["status"] == "running"
+    assert comparison.running(store) is None  # settled on the next look
+    comp = cstore.get(store, cid)
+    assert comp["status"] == "stopped" and comp["ended_by"] == "stopped by the user; 1 complete pair kept"

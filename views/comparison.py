@@ -23,7 +23,12 @@ def lookup(store, run: dict | None) -> dict | None:
     has no comparisons table: the Replay page passes the comparison itself)."""
     if not run or not (run.get("group_id") or "").startswith("cmp-") or not hasattr(store, "conn"):
         return None
-    return cstore.by_group(store, run["group_id"])
+    comp = cstore.by_group(store, run["group_id"])
+    if comp is not None and comp["status"] == "running":
+        from engine.jobs import comparison
+
+        comp = comparison.settle_if_idle(store, comp)
+    return comp
 
 
 def noise_floor(store) -> float | None:

@@ -87,8 +87,7 @@ def run_comparison(cfg, kind: str, args) -> dict:
             try:
                 runner.reconcile(store)
                 comp = poll(store)
-                if comp["status"] == "running" and not store.active_runs() and not runner.queue_alive(store):
-                    comp = comparison.finish_if_done(store, comp)
+                comp = comparison.settle_if_idle(store, comp)
             finally:
                 store.close()
             if comp["status"] != "running":

@@ -275,8 +275,7 @@ def wait(comparison_id: int, store_path: Optional[os.PathLike] = None, poll_s: f
         while True:
             runner.reconcile(store)
             comp = cstore.get(store, comparison_id)
-            if comp["status"] == "running" and not runner.queue_alive(store) and not store.active_runs():
-                comp = finish_if_done(store, comp)  # the queue went away: settle what is there
+            comp = settle_if_idle(store, comp)  # e.g. stopped between two runs
             if on_poll:
                 on_poll(comp)
             if comp["status"] != "running":
@@ -288,9 +287,26 @@ def wait(comparison_id: int, store_path: Optional[os.PathLike] = None, poll_s: f
         store.close()
 
 
+def settle_if_idle(store: Store, comp: dict) -> dict:
+    """Mark a running comparison final when none of its runs is queued or running
+    (e.g. Stop cancelled its queued runs before the next one started: no run ended,
+    so the queue's hook never ran). Returns the comparison as stored now."""
+    if comp["status"] != "running":
+        return comp
+    for p in comp.get("plan") or []:
+        for k in ("baseline_id", "run_id"):
+            r = store.get_run(p[k]) if not p.get("dropped") else None
+            if r is not None and r["status"] in ACTIVE_STATUSES:
+                return comp
+    return finish_if_done(store, comp)
+
+
 def running(store: Store) -> Optional[dict]:
-    """The newest comparison still running, or None."""
-    return next((c for c in cstore.list_all(store) if c["status"] == "running"), None)
+    """The newest comparison still running (one whose runs all ended is settled first), or None."""
+    for c in cstore.list_all(store):
+        if c["status"] == "running" and settle_if_idle(store, c)["status"] == "running":
+            return c
+    return None
 
 
 def is_comparison_run(run: Optional[dict]) -> bool:
