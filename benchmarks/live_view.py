@@ -31,6 +31,19 @@ script on every run, which the server caches: full page runs here cost a little
 more than on the server.
 
     python benchmarks/live_view.py [--executions 50000] [--refreshes 1000] [--rows-per-refresh 100]
+
+Does the open page slow the run it measures? ``--open-closed PAIRS`` measures it
+side by side instead: a real Streamlit server and headless Chromium on this
+machine, and PAIRS interleaved pairs (closed/open, then open/closed, ...) of the
+same measured launch (a one-pair A/A comparison of digits/`--model`, `--epochs`
+epochs, through engine.jobs.comparison as the Train page launches it), page open
+in Chromium for one side and closed for the other. It prints steady and
+end-to-end samples/s with the page open / closed, per pair and as the geometric
+mean with its 95% t interval (engine.report.stats), and the CPU seconds the
+server and the browser used per second of run. Targets: steady open/closed >= 0.98;
+server + browser <= 0.05 CPU-s per s of run.
+
+    python benchmarks/live_view.py --open-closed 4 [--epochs 60] [--model cnn]
 """
 from __future__ import annotations
 
@@ -139,7 +152,116 @@ def fragment_run(at, fid: str) -> None:
         lsr.RerunData = orig
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _cpu(procs) -> float:
+    total = 0.0
+    for pr in procs:
+        try:
+            t = pr.cpu_times()
+            total += t.user + t.system
+        except Exception:  # noqa: BLE001 (a renderer that exited)
+            pass
+    return total
+
+
+def open_closed(pairs: int, epochs: int, model: str) -> None:
+    """The --open-closed measurement (see the module docstring)."""
+    import subprocess
+    import urllib.request
+
+    import psutil
+
+    from engine.config import RunConfig
+    from engine.jobs import comparison
+    from engine.report import stats
+    from engine.store import Store
+
+    home = Path(tempfile.mkdtemp(prefix="speedlab-openclosed-"))
+    os.environ["SPEEDLAB_HOME"] = str(home)
+    port = _free_port()
+    log = open(home / "streamlit.log", "wb")
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+                               f"--server.port={port}", "--server.address=127.0.0.1",
+                               "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                              env={**os.environ, "SPEEDLAB_HOME": str(home)})
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.5)
+    server_ps = psutil.Process(server.pid)
+    cfg = RunConfig(dataset="digits", model=model, epochs=epochs)
+    rows = {"closed": [], "open": []}
+    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}; {pairs} pairs, digits/{model}, "
+          f"{epochs} epochs; server {url}")
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as p:
+            for i in range(pairs):
+                for side in (("closed", "open") if i % 2 == 0 else ("open", "closed")):
+                    browser = page = None
+                    if side == "open":
+                        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
+                        page = browser.new_page(viewport={"width": 1280, "height": 720})
+                        page.goto(url)
+                        page.get_by_text("SpeedLab · Train").wait_for(timeout=60_000)
+                        time.sleep(2)
+                    browser_ps = [c for c in psutil.Process().children(recursive=True)
+                                  if "chrom" in c.name().lower()]
+                    c0s, c0b, t0 = _cpu([server_ps]), _cpu(browser_ps), time.monotonic()
+                    cid = comparison.start(cfg, kind="aa", pairs=1)
+                    comp = comparison.wait(cid, poll_s=1.0)
+                    wall = time.monotonic() - t0
+                    cs, cb = _cpu([server_ps]) - c0s, _cpu(browser_ps) - c0b
+                    if browser is not None:
+                        browser.close()
+                    store = Store()
+                    try:
+                        runs = [store.get_run(x) for x in comp["result"]["baseline_ids"] + comp["result"]["run_ids"]]
+                    finally:
+                        store.close()
+                    steady = statistics.mean(r["summary"]["samples_per_sec"] for r in runs)
+                    e2e = statistics.mean(r["summary"]["end_to_end_samples_per_sec"] for r in runs)
+                    rows[side].append({"steady": steady, "e2e": e2e, "wall": wall, "server": cs / wall,
+                                       "browser": cb / wall})
+                    print(f"pair {i + 1} {side:>6}: steady {steady:,.0f} samples/s, end-to-end {e2e:,.0f}, "
+                          f"wall {wall:.1f} s, server {cs / wall:.3f} CPU-s/s, browser {cb / wall:.3f} CPU-s/s",
+                          flush=True)
+    finally:
+        os.killpg(server.pid, 15)
+    for key, name in (("steady", "steady samples/s"), ("e2e", "end-to-end samples/s")):
+        s = stats.summarize([r[key] for r in rows["closed"]], [r[key] for r in rows["open"]], higher_is_better=True)
+        ci = s["ci95"]
+        print(f"{name}, open / closed: {s['speedup']:.3f}x" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
+              + f", {s['verdict'] or 'no interval'}; pairs: {', '.join(f'{x:.3f}' for x in s['pair_ratios'])}"
+              + ("  (target >= 0.98)" if key == "steady" else ""))
+    o = rows["open"]
+    print(f"page open: server {statistics.mean(r['server'] for r in o):.3f} + browser "
+          f"{statistics.mean(r['browser'] for r in o):.3f} CPU-s per s of run (target together <= 0.05)")
+    print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
+
+
 def main() -> None:
+    if "--open-closed" in sys.argv:
+        q = argparse.ArgumentParser()
+        q.add_argument("--open-closed", type=int, required=True, metavar="PAIRS")
+        q.add_argument("--epochs", type=int, default=60)
+        q.add_argument("--model", default="cnn")
+        b = q.parse_args()
+        return open_closed(b.open_closed, b.epochs, b.model)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--executions", type=int, default=50_000)
     p.add_argument("--refreshes", type=int, default=1000)

@@ -90,9 +90,14 @@ def export_runs(store: Store, run_ids: Iterable[int], dest: Union[str, os.PathLi
             payload[table] = {"columns": cols,
                               "rows": [[r[c] for c in cols] for r in cur.fetchall()]}
         files[f"runs/{rid}.json"] = json.dumps(payload, separators=(",", ":")).encode()
+    from engine import bundle_comparisons
+
+    comparisons = bundle_comparisons.export_files(store, ids)  # comparisons whose runs all travel
+    files.update(comparisons)
     manifest = {
         "format": FORMAT, "bundle_version": BUNDLE_VERSION, "schema_version": SCHEMA_VERSION,
         "exported": time.time(), "exported_from": socket.gethostname(), "runs": ids,
+        **({"comparisons": list(comparisons)} if comparisons else {}),
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }
     with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED) as z:
@@ -156,6 +161,14 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     name = name or _name(src)
     manifest, payloads = read_bundle(src, name)
     check_runs(store, manifest, payloads, name)
+    from engine import bundle_comparisons
+
+    try:  # read and checked before anything is written, like the runs
+        comps = bundle_comparisons.read(src, manifest, name)
+    except BundleRejected as e:
+        raise BundleError(f"{name}: {e}; nothing was imported") from None
+    except (ValueError, TypeError, KeyError, zipfile.BadZipFile) as e:
+        raise BundleError(f"{name}: its comparisons cannot be read ({_first_line(e)}); nothing was imported") from None
     present = _present_keys(store)
     dupes = [(p["run"]["id"], present[p["run"]["key"]]) for p in payloads if p["run"]["key"] in present]
     if dupes:
@@ -169,6 +182,7 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
         _insert(store, manifest, payloads, name, have, now, mapping)
     except sqlite3.IntegrityError as e:  # e.g. two rows of one execution: the transaction rolled back
         raise BundleError(f"{name}: its rows do not fit the store ({_first_line(e)}); nothing was imported") from None
+    bundle_comparisons.import_rows(store, comps, mapping)
     return [(p["run"]["id"], mapping[p["run"]["id"]]) for p in payloads]
 
 

@@ -240,6 +240,11 @@ def test_paired_speedup_is_the_median_ratio_with_min_and_max():
     assert r["ratios"] == [2.0, 2.5, 1.5]
     assert (r["median"], r["min"], r["max"], r["pairs"], r["missing"]) == (2.0, 1.5, 2.5, 3, 0)
     assert (r["baseline_median"], r["median_time"]) == (5.0, 2.0)
+    # The comparisons' statistics (engine.report.stats): logs 0.693147, 0.916291, 0.405465, mean 0.671634,
+    # sd 0.256092, sem 0.147855, half 4.302653 * 0.147855 = 0.636169.
+    assert r["speedup"] == pytest.approx(1.957434, abs=1e-5)
+    assert r["ci95"] == pytest.approx([1.036104, 3.698031], abs=1e-5)
+    assert r["verdict"] == "faster" and r["headline"] == "1.96x faster [1.04–3.70], 3 pairs"
     # A pair where one side did not reach the target counts as missing, not as a number.
     r = autopilot.paired_speedup([4.0, None, 6.0, 3.0], [2.0, 2.0, None, 3.0])
     assert r["ratios"] == [2.0, 1.0] and r["median"] == 1.5 and r["missing"] == 2

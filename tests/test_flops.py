@@ -10,11 +10,16 @@ import textwrap
 
 import pytest
 
-from engine.training import flops, models
+from tests.lazy import lazy
+
+# Bound on first use: importing engine.training loads Keras (tests/lazy.py).
+flops = lazy("engine.training.flops")
+models = lazy("engine.training.models")
 
 DIGITS = (8, 8, 1)
 
 
+@pytest.mark.tf
 def test_mlp_counts_its_three_dense_layers_at_two_flops_per_multiply_add():
     c = flops.count(models.build("mlp", DIGITS, 10))
     dense1 = 2 * (8 * 8 * 1) * 256  # Flatten(8x8x1) = 64 inputs -> 256 units
@@ -26,6 +31,7 @@ def test_mlp_counts_its_three_dense_layers_at_two_flops_per_multiply_add():
     assert c["uncounted"] == []
 
 
+@pytest.mark.tf
 def test_cnn_counts_convolutions_per_output_position_and_skips_pooling():
     c = flops.count(models.build("cnn", DIGITS, 10))
     conv1 = 2 * (8 * 8) * (3 * 3 * 1) * 32   # 'same' padding: 8x8 outputs, 3x3x1 kernel, 32 filters
@@ -37,6 +43,7 @@ def test_cnn_counts_convolutions_per_output_position_and_skips_pooling():
     assert c["flops_per_sample"] == 3 * 2_660_864
 
 
+@pytest.mark.tf
 def test_strided_depthwise_and_separable_convolutions():
     import keras
     from keras import layers
@@ -55,6 +62,7 @@ def test_strided_depthwise_and_separable_convolutions():
     ]
 
 
+@pytest.mark.tf
 def test_nested_backbone_is_walked_and_unknown_weighted_layers_are_named():
     import keras
     from keras import layers
@@ -74,7 +82,11 @@ def test_nested_backbone_is_walked_and_unknown_weighted_layers_are_named():
 XLA_COUNT = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp
-    from engine.training import flops, models
+    from tests.lazy import lazy
+
+# Bound on first use: importing engine.training loads Keras (tests/lazy.py).
+flops = lazy("engine.training.flops")
+models = lazy("engine.training.models")
     B = 32
     out = {}
     for name in ("mlp", "cnn"):
@@ -104,6 +116,7 @@ XLA_COUNT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.worker
 def test_analytic_count_is_within_15_percent_of_xla_cost_analysis():
     pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
     from engine.process import worker_env

@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
 
 # docs/architecture.md, "Layer rules": layer -> the layers it may import (its own always).
-BASE = ("engine.errors", "engine.process", "engine.store", "engine.run_rows", "engine.doctor",
+BASE = ("engine.errors", "engine.process", "engine.store", "engine.store_comparisons", "engine.run_rows", "engine.doctor",
         "engine.jsonsafe", "engine.lr_math", "engine.cluster", "engine.imports")
-# Bundles validate each run's config like a new run, so they sit with the config.
-CONFIG = ("engine.config", "engine.transfer_source", "engine.preflight", "engine.presets",
-          "engine.bundle", "engine.bundle_checks")
+CONFIG = ("engine.config", "engine.transfer_source", "engine.preflight", "engine.presets")
 DATA, HARDWARE, REPORT = ("engine.data",), ("engine.hardware",), ("engine.report",)
-TRAINING, JOBS, CLI = ("engine.training",), ("engine.jobs",), ("engine.cli",)
+# Bundles carry comparisons, whose results engine.jobs.comparison recomputes on import.
+TRAINING, CLI = ("engine.training",), ("engine.cli",)
+JOBS = ("engine.jobs", "engine.bundle", "engine.bundle_checks", "engine.bundle_comparisons")
 RULES: dict[tuple[str, ...], tuple[str, ...]] = {
     BASE: BASE,
     DATA: BASE,
@@ -153,7 +153,7 @@ def test_the_ui_never_imports_a_framework_nor_the_worker_side():
 
 def test_no_view_imports_another_view():
     views = {f"views.{p.stem}" for p in (ROOT / "views").glob("*.py")}
-    shared = {"views.common", "views.url_params", "views.limits"}  # shared helpers, not pages
+    shared = {"views.common", "views.url_params", "views.limits", "views.comparison"}  # shared helpers, not pages
     bad = []
     for p in sorted((ROOT / "views").glob("*.py")):
         me = f"views.{p.stem}"

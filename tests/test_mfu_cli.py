@@ -18,6 +18,7 @@ def _cli(*args, home, timeout=240):
     return p.stdout
 
 
+@pytest.mark.worker
 def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
     out = json.loads(_cli("run", "--dataset", "digits", "--model", "mlp", "--epochs", "1", "--json", "--quiet",
                           home=store_home).strip().splitlines()[-1])

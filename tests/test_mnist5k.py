@@ -119,6 +119,7 @@ def test_the_autopilot_searches_mnist5k_at_its_default_target():
     assert "mixed_bfloat16" in space.choices["precision"] and space.epochs == 20
 
 
+@pytest.mark.worker
 def test_a_real_mlp_run_on_mnist5k_reaches_its_target(store_home):
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet", "--dataset", "mnist5k",
                           "--model", "mlp", "--epochs", "2", "--target-accuracy", "0.85"],

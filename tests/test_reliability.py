@@ -80,6 +80,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.worker
 def test_server_with_the_repository_config_refuses_a_non_loopback_connection(store_home):
     ip = _external_ip()
     if ip is None:
@@ -160,6 +161,7 @@ def good_payload(tmp_path):
         return json.loads(z.read(f"runs/{rid}.json"))
 
 
+@pytest.mark.worker
 def test_a_valid_generated_bundle_imports(store, good_payload, tmp_path):
     path = tmp_path / "ok.zip"
     path.write_bytes(_bundle({"runs/1.json": good_payload}))
@@ -168,6 +170,7 @@ def test_a_valid_generated_bundle_imports(store, good_payload, tmp_path):
     assert counts(store.path)["runs"] == 1 and counts(store.path)["executions"] == 3
 
 
+@pytest.mark.worker
 def test_zip_bomb_is_refused_from_its_headers_under_300_mb(store, tmp_path):
     """400 MB of spaces in a 0.4 MB member: refused before any byte is inflated; the
     importing process's peak RSS (getrusage of a fresh child) stays far below 300 MB."""
@@ -195,6 +198,7 @@ def test_zip_bomb_is_refused_from_its_headers_under_300_mb(store, tmp_path):
     assert counts(store.path) == before
 
 
+@pytest.mark.worker
 def test_high_ratio_member_under_the_size_limit_is_refused(store, tmp_path):
     path = tmp_path / "ratio.zip"
     path.write_bytes(_bundle({}, raw={"runs/1.json": b"[" + b" " * (8 << 20) + b"]"}))
@@ -221,6 +225,7 @@ def test_member_larger_than_its_header_is_not_read_past_it(tmp_path):
             bundle_checks.read_member(z, "runs/1.json")
 
 
+@pytest.mark.worker
 def test_deep_json_is_refused_without_recursion(store, tmp_path):
     path = tmp_path / "deep.zip"
     path.write_bytes(_bundle({}, raw={"runs/1.json": b"[" * 100_000 + b"]" * 100_000}))
@@ -290,6 +295,7 @@ def test_bundle_from_a_machine_with_data_this_one_lacks_imports(store, good_payl
     ([1, 2], "runs/1.json: is a JSON array, not a run object"),
     ("run", "runs/1.json: is a JSON string, not a run object"),
 ])
+@pytest.mark.worker
 def test_payload_of_the_wrong_type_is_one_line(store, tmp_path, payload, expect):
     path = tmp_path / "t.zip"
     path.write_bytes(_bundle({"runs/1.json": payload}))
@@ -333,6 +339,7 @@ def _damage(store: Store) -> tuple[int, int, int]:
     return good, no_model, bad_json
 
 
+@pytest.mark.worker
 def test_damaged_rows_break_no_command_and_can_be_deleted(store):
     good, no_model, bad_json = _damage(store)
     home = store.path.parent
@@ -408,6 +415,7 @@ def _filled_store(home: Path, n=4) -> Path:
     return home / "runs.sqlite"
 
 
+@pytest.mark.worker
 @pytest.mark.parametrize("damage", ["zeroed header", "truncated"])
 def test_damaged_store_is_one_line_and_doctor_salvages_it(store_home, damage):
     path = _filled_store(store_home)
@@ -450,6 +458,7 @@ def test_pages_show_the_damaged_store_line_and_the_command(store_home):
     assert [c.value for c in at.code] == ["python -m engine doctor"]
 
 
+@pytest.mark.worker
 def test_doctor_on_a_sound_store_changes_nothing(store_home):
     path = _filled_store(store_home, n=2)
     p = cli(store_home, "doctor", "--json")
@@ -467,6 +476,7 @@ def _tmpfs(path: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
 
 
+@pytest.mark.worker
 def test_full_disk_during_a_real_run_fails_it_with_the_cause(tmp_path):
     """A real digits run on a 24 MB tmpfs that a filler file fills after epoch 2: the run
     ends failed with 'disk full: N metric rows not stored', the rows committed before
@@ -564,6 +574,7 @@ def _dead_process() -> tuple[int, float]:
     return p.pid, started
 
 
+@pytest.mark.worker
 def test_killed_queue_and_worker_fail_their_runs_and_new_runs_are_accepted(store):
     """The CLI, queue and worker of a baseline+run pair killed: the running baseline (its
     worker gone) and the queued run (no queue left) end failed with the reason."""
@@ -602,6 +613,7 @@ def test_claimed_run_whose_queue_died_before_its_worker_started(store):
     assert store.get_run(rid)["error"].startswith("its queue process ended before its worker started")
 
 
+@pytest.mark.worker
 def test_really_killed_queue_process_is_recovered(store_home):
     """A real queue process killed with SIGKILL while it holds a queued run (a worker
     that never starts: the queue waits on the store's lock held here)."""
@@ -628,6 +640,7 @@ def test_really_killed_queue_process_is_recovered(store_home):
 
 # --- 5. deleting is recoverable ----------------------------------------------------
 
+@pytest.mark.worker
 def test_trash_restore_empty_and_retention(store):
     a, b, c = finished(store), finished(store), finished(store)
     home = store.path.parent
@@ -649,6 +662,7 @@ def test_trash_restore_empty_and_retention(store):
     assert one_line(cli(home, "delete", "999")) == "error: run_id: #999 not in this store; see python -m engine runs"
 
 
+@pytest.mark.worker
 def test_active_runs_cannot_be_deleted(store):
     q = store.create_run(RunConfig(epochs=1).to_json())
     assert "still queued or running" in one_line(cli(store.path.parent, "delete", str(q)))
@@ -679,6 +693,7 @@ def _strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.worker
 def test_show_and_runs_json_are_strict_and_name_the_non_finite(store):
     rid = finished(store, samples_per_sec=math.inf)
     store.update_run(rid, summary={"samples_per_sec": math.inf, "final_loss": math.nan, "wall_sec": 0.4})

@@ -269,6 +269,8 @@ def result(p: dict) -> None:
                       help=f"median over {sp['pairs']} alternating re-run pairs of baseline time / winner "
                            "time, on seeds the search did not use")
             st.caption(median_line(sp))
+            if sp.get("headline"):  # the same statistics and words as the Train page's comparisons
+                st.caption(f"95% interval: {sp['headline']}")
             if slower:
                 st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['median']:.2f}× as long): "
                            "its time in the search did not hold up. Keep the baseline's settings, or search longer.",

@@ -19,6 +19,7 @@ from engine.report import replay
 from engine.store import Store
 from views import talk
 from views.common import one_line_errors
+from views import comparison as cmp_view
 from views.train import render_comparison
 
 REFRESH_S = 0.5  # the charts re-read the replay this often while it plays
@@ -96,6 +97,7 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
         try:
             now = time.time()
             view = replay.ReplayStore(store, [state.baseline_id, state.run_id], state.position(now), now)
+            comp = cmp_view.lookup(store, store.get_run(state.run_id))  # the pairs this one belongs to
         finally:
             store.close()
         t, end = min(view.t, view.duration), view.duration
@@ -108,11 +110,11 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
                 f"{state.speed}× · {where}")
         if talk_on:  # one line, the label first: the charts keep their room
             st.markdown(line)
-            talk.comparison(view, base, run, source=view.source())
+            talk.comparison(view, base, run, source=view.source(), comp=comp)
             return
         st.progress(min(t / end, 1.0) if end else 1.0, text=line)
         render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False,
-                          source=view.source())
+                          source=view.source(), comp=comp)
 
 
 def recorded_offer() -> None:

@@ -134,6 +134,30 @@ def overlay_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                     key="overlay_loss", config=PLOTLY_CONFIG)
 
 
+def comparisons_section(store: Store) -> None:
+    """Stored comparisons of interleaved pairs (engine.jobs.comparison), newest first:
+    the same headline, interval and verdict as the Train page and `engine compare`."""
+    from engine import store_comparisons as cstore
+    from engine.report import stats
+
+    comps = [c for c in cstore.list_all(store) if c.get("result")]
+    if not comps:
+        return
+    st.markdown("### Comparisons")
+    rows = []
+    for c in comps:
+        r = c["result"]
+        h = stats.comparison_headline(r, in_progress=c["status"] == "running")
+        rows.append({"comparison": c["id"], "kind": "A/A (noise floor)" if c["kind"] == "aa" else "baseline vs run",
+                     "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
+                     "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
+                     "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
+                     "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", []))})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="comparisons_table")
+    st.caption("Geometric mean of the pair ratios, 95% interval, verdict: 'faster' or 'slower' only when the "
+               "interval excludes 1 (docs/comparisons.md).")
+
+
 def _replicas(run: dict) -> int:
     """All replicas of a run: devices per worker x worker processes."""
     return run["config"]["devices"] * run["config"].get("workers", 1)
@@ -548,6 +572,8 @@ def main() -> None:
         if view.empty:
             st.caption("No run matches the filters on the left.")
         else:
+            with one_line_errors("Comparisons"):
+                comparisons_section(store)
             for title, section in (("Overlay", overlay_section), ("Speedup", speedup_section)):
                 with one_line_errors(title):
                     section(store, by_id, view)

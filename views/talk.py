@@ -102,17 +102,29 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: tuple |
         col.metric(name, "—" if v is None else f"{v:.2f}×", border=True)
 
 
-def comparison(store, base: dict | None, run: dict | None, source=None) -> None:
+def comparison(store, base: dict | None, run: dict | None, source=None, comp: dict | None = None) -> None:
     """Headline, then throughput and loss against wall time side by side, for the
     baseline and the run. `store` may be an engine.report.replay.ReplayStore with
-    `source` its metrics (default: the Train page's LiveMetrics of this session)."""
+    `source` its metrics (default: the Train page's LiveMetrics of this session).
+    `comp`: the comparison of interleaved pairs the runs belong to (default: looked
+    up): its headline (as on the Train page) and pair chart lead; while it measures
+    only they are drawn (the page must not slow the run it measures)."""
+    from views import comparison as cmp_view
     from views.train import _frames, _live, own_time  # the Train page's frames: same charts, same colours
 
+    comp = comp or cmp_view.lookup(store, run)
+    if comp is not None:
+        cmp_view.headline(comp, cmp_view.noise_floor(store), size_rem=1.9, key="talk_cmp_headline")
+        if source is None and comp["status"] == "running":
+            cmp_view.pairs_chart(comp, key="talk_pairs", height=CHART_HEIGHT)
+            st.caption("Quiet while measuring: the run charts are drawn once the comparison ends.")
+            return
     src = source or _live(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
-    headline(base, run, cmp, own_time(base, run, src))
+    if comp is None:
+        headline(base, run, cmp, own_time(base, run, src))
     frames = _frames(src, runs)
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)

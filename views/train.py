@@ -28,12 +28,14 @@ from engine.data import userdata
 from engine.report.compare import (backend_speedup, compare, effective_target, live_summary, not_reached,
                                    progress, time_to_accuracy)
 from engine.report.table import incomplete_note
+from engine.config import baseline_config
 from engine.config import (BACKBONES, BACKENDS, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, MODELS, OPTIMIZERS,
                            PRECISIONS, SCHEDULES, ConfigError, RunConfig)
 from engine.preflight import check_runnable
 from engine.hardware.machine import cpu_line, quick_facts
 from engine.report.live import LiveMetrics
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
+from views import comparison as cmp_view
 from views import limits, talk, url_params
 from views.common import autopilot_run, one_line_errors
 
@@ -51,6 +53,8 @@ LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 # is live (their figures are kept in between), since drawing them every second cost
 # about a third of a live refresh's server CPU (benchmarks/live_view.py).
 SLOW_REFRESH_S = 5.0
+PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min
+QUIET_REFRESH_S = 5.0  # while a comparison measures: progress only (the page must not slow the run)
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
 DEFAULTS = RunConfig()
 LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
@@ -583,9 +587,10 @@ def active_message(run: dict) -> str:
             "measurements clean. Wait for it to finish or press Stop.")
 
 
-def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
-    """Queue `cfg` (after its baseline, unless a matching one is stored), or
-    say which run is active instead."""
+def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> None:
+    """Queue `cfg` as a comparison of interleaved pairs with its baseline
+    (engine.jobs.comparison; `reuse`: one run against a stored baseline instead,
+    said so with its age), or alone; or say which run is active instead."""
     store = Store()
     try:
         active = runner.active_run(store)
@@ -599,12 +604,26 @@ def launch(cfg: RunConfig, with_baseline: bool, out) -> None:
         out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
         return
     try:
-        if with_baseline:
-            bid, rid, reused = runner.launch_with_baseline(cfg)
+        if with_baseline and not reuse and baseline_config(cfg) != cfg:
+            from engine import store_comparisons as cstore
+            from engine.jobs import comparison
+
+            cid = comparison.start(cfg, budget_s=PAGE_BUDGET_S)
+            store = Store()
+            try:
+                plan = cstore.get(store, cid)["plan"]
+            finally:
+                store.close()
+            bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
+            msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of baseline and run "
+                   f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
+                   f"or {PAGE_BUDGET_S / 60:.0f} min")
+        elif with_baseline:
+            bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
             if bid == rid:
                 msg = f"Queued run #{rid}: it is its own baseline (float32, 1 device, no options on)"
             elif reused:
-                msg = f"Reusing stored baseline #{bid}; queued run #{rid}"
+                msg = f"Reusing stored baseline #{bid} (as asked); queued run #{rid}: one pair, no interval"
             else:
                 msg = f"Queued baseline #{bid}, then run #{rid}"
         else:
@@ -655,6 +674,10 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
         return [], None, None
     gid = runs[0]["group_id"]
     group = [r for r in reversed(runs) if r["group_id"] == gid] if gid else [runs[0]]
+    if (gid or "").startswith("cmp-"):  # a comparison: its current pair (engine.jobs.comparison)
+        pair = _current_pair(group)
+        if pair:
+            return pair, pair[0], pair[1]
     base = next((r for r in group if r["role"] == "baseline"), None)
     # An autopilot group (a trial, a runoff or an ablation run) has neither role: its run is shown.
     run = next((r for r in group if r["role"] == "run"), None) or base or group[-1]
@@ -666,6 +689,34 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
         except ConfigError:
             base = None
     return group, base, run
+
+
+def comparison_block(store: Store, comp: dict) -> None:
+    """A comparison's headline, details and pair chart (views/comparison.py)."""
+    left, right = st.columns([1.3, 2.4], gap="medium")
+    with left:
+        cmp_view.headline(comp, cmp_view.noise_floor(store))
+        cmp_view.details(comp)
+    with right:
+        cmp_view.pairs_chart(comp)
+
+
+def _signature(comp: dict | None) -> tuple | None:
+    """What changes a measuring comparison's block: its id, pairs done and status."""
+    if comp is None:
+        return None
+    return comp["id"], len((comp.get("result") or {}).get("history") or []), comp["status"]
+
+
+def _current_pair(group: list[dict]) -> list[dict] | None:
+    """[baseline, run] of a comparison's pair being measured (else its last complete
+    pair), from the group's runs (oldest first; a pair's two runs are adjacent)."""
+    pairs = [group[i:i + 2] for i in range(0, len(group) - 1, 2)]
+    pairs = [sorted(p, key=lambda r: r["role"] != "baseline") for p in pairs]
+    live = next((p for p in pairs if any(r["status"] == "running" for r in p)), None)
+    done = [p for p in pairs if all(r["status"] == "completed" for r in p)]
+    started = [p for p in pairs if any(r.get("started") for r in p)]
+    return live or (done or started or pairs[:1] or [None])[-1]
 
 
 def _chief(df: pd.DataFrame) -> pd.DataFrame:
@@ -744,11 +795,15 @@ def launched_banner(runs: list[dict]) -> None:
 
 
 def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None,
-                      stop: bool = True, source=None) -> None:
+                      stop: bool = True, source=None, comp: dict | None = None) -> None:
     """Status, Stop (unless `stop` is False: a replay has nothing to stop),
     speedup and the live charts of the current comparison. The Replay page draws
     through here too, with `store` an engine.report.replay.ReplayStore and
-    `source` its metrics (default: this session's LiveMetrics)."""
+    `source` its metrics (default: this session's LiveMetrics). `comp`: the stored
+    comparison of interleaved pairs the runs belong to (default: looked up in `store`):
+    its headline, interval, verdict and pair chart lead; while it measures, the page
+    stays quiet (progress only: the live charts would slow the run they measure)."""
+    comp = comp or cmp_view.lookup(store, run)
     launched_banner(group)
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
@@ -767,6 +822,16 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             st.toast("; ".join(cancel_own()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {w}")
+    quiet = source is None and comp is not None and comp["status"] == "running" and active
+    if comp is not None and not quiet:
+        comparison_block(store, comp)
+    if quiet:  # the headline and pair chart are drawn outside the live fragment (main)
+        st.caption(":material/speed: Quiet while measuring: the live charts are drawn once the comparison "
+                   "ends, so that the page does not slow the runs it measures (progress every "
+                   f"{QUIET_REFRESH_S:.0f} s).")
+        return
+    if comp is not None and base and run and base["id"] != run["id"]:
+        st.markdown(f"**This pair** (seed {run['config'].get('seed')}): baseline #{base['id']} vs run #{run['id']}")
 
     # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
@@ -782,7 +847,9 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
-        speedup_panel(base, run, cmp, own)
+        if comp is None:
+            cmp_view.reused_line(base, run)
+        speedup_panel(base, run, cmp, own, pair_of=comp)
         backend_line(store, run)
         limits.headline(store, run or base, src)
     with right:
@@ -907,10 +974,14 @@ def own_time(base: dict | None, run: dict | None, src) -> tuple | None:
     return goal, time_to_accuracy(epochs, goal), f"{note[0].upper()}{note[1:]}. " if note else ""
 
 
-def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None) -> None:
+def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None,
+                  pair_of: dict | None = None) -> None:
     """The headline: time-to-accuracy speedup (what the clock says), then the
     end-to-end and steady throughput speedups, smaller, each with what it means.
-    own: `own_time` of a run that is its own baseline: its time to target is shown instead."""
+    own: `own_time` of a run that is its own baseline: its time to target is shown instead.
+    pair_of: the comparison this pair belongs to (its headline is shown above): the
+    figures are labelled as one pair's. While a side still runs, no ratio is shown
+    (mid-run, end-to-end read 0.06x, 0.30x, 0.41x before settling near 0.9x)."""
     if base is None:
         st.metric("Time-to-accuracy speedup", "—", border=True)
         if run is not None and run.get("role") in autopilot.ROLES:
@@ -934,11 +1005,19 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
         st.caption(note + "This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
                    "devices, steps per execution, XLA) to compare.")
         return
+    if base["status"] in ACTIVE_STATUSES or run["status"] in ACTIVE_STATUSES:
+        st.metric("Speedup of this pair · in progress", "—", border=True,
+                  help="held back until both sides have ended: a ratio of a run still warming up means nothing")
+        st.caption("One pair is one sample: " + ("the comparison's interval above is what to read." if pair_of else
+                   "turn off **Reuse stored baseline** for interleaved pairs with an interval."))
+        return
     target = cmp.get("target_accuracy")
     tt = cmp.get("time_to_accuracy_speedup")
     label = f"time to {target:g} val accuracy" if target is not None else "time to accuracy"
+    if pair_of is not None:
+        label = f"this pair: {label}"
     if tt is not None:
-        st.metric(label, f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)",
+        st.metric(label, f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× slower",
                   delta=f"{cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s",
                   delta_color="normal" if tt >= 1 else "inverse", border=True,
                   help="seconds from the start of training to the first validation at or above the "
@@ -994,8 +1073,10 @@ def backend_line(store: Store, run: dict | None) -> None:
                f"vs {b['other_backend']} run #{b['baseline_id']}, same configuration.")
 
 
-def live_view(was_active: bool) -> None:
-    """Body of the live fragment: re-reads the store on every tick."""
+def live_view(was_active: bool, drawn: tuple | None = None) -> None:
+    """Body of the live fragment: re-reads the store on every tick. `drawn`: the
+    `_signature` of the measuring comparison whose block main() drew outside this
+    fragment; a new pair (or its end) redraws the page."""
     with one_line_errors("Live view"):
         store = Store()
         try:
@@ -1003,6 +1084,8 @@ def live_view(was_active: bool) -> None:
             group, base, run = current_comparison(store)
             active = bool(own_active(store))
             if active != was_active:  # a run ended or started elsewhere: refresh the whole page
+                st.rerun()
+            if drawn is not None and _signature(cmp_view.lookup(store, run)) != drawn:
                 st.rerun()
             if not group:
                 n_ap = sum(autopilot_run(r) for r in store.list_runs())
@@ -1080,6 +1163,10 @@ def main() -> None:
                               bind="query-params", persist_state="session",
                               help="Run the float32, 1-device baseline first (or reuse a stored "
                                    "one that matches) and report the speedup over it.")
+    reuse = c1.toggle("Reuse stored baseline", value=False, key="reuse_baseline", disabled=not with_baseline,
+                      help="Off (default): the baseline is measured fresh, in interleaved pairs with your run, "
+                           "for an interval and a verdict. On: one run against the newest matching stored "
+                           "baseline of this machine (its age is shown); one pair, no interval.")
     pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"], LINK_SETTINGS)
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                         disabled=cfg is None or bool(pending), width="stretch")
@@ -1094,14 +1181,38 @@ def main() -> None:
     if ap_busy:
         messages.info(ap_busy, icon=":material/travel_explore:")
     if clicked and cfg is not None and not pending:
-        launch(cfg, with_baseline, messages)
+        launch(cfg, with_baseline, messages, reuse=reuse)
 
     active = any_active()
     # While a run is active the live view re-reads the store every second; when
-    # idle it is drawn once and a cheap watcher looks for new runs.
-    st.fragment(live_view, run_every=LIVE_REFRESH_S if active else None)(active)
+    # idle it is drawn once and a cheap watcher looks for new runs. While a comparison
+    # measures, its headline and pair chart are drawn here, once per pair, and the
+    # fragment only moves the progress lines every QUIET_REFRESH_S.
+    live = measuring() if active else None
+    if live is not None:
+        with one_line_errors("Comparison"):
+            store = Store()
+            try:
+                comparison_block(store, live)
+            finally:
+                store.close()
+    st.fragment(live_view, run_every=(QUIET_REFRESH_S if live else LIVE_REFRESH_S) if active else None)(
+        active, _signature(live))
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
+
+
+def measuring() -> dict | None:
+    """The comparison of interleaved pairs that is running, or None (the page then stays quiet)."""
+    from engine.jobs import comparison
+
+    with one_line_errors("Reading the store"):
+        store = Store()
+        try:
+            return comparison.running(store)
+        finally:
+            store.close()
+    return None
 
 
 def any_active() -> bool:
@@ -1142,7 +1253,8 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
-    st.fragment(talk_view, run_every=LIVE_REFRESH_S if active else WATCH_REFRESH_S)(active, bool(ap_busy))
+    st.fragment(talk_view, run_every=(QUIET_REFRESH_S if measuring() else LIVE_REFRESH_S) if active
+                else WATCH_REFRESH_S)(active, bool(ap_busy))
 
 
 def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:

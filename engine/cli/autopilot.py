@@ -134,6 +134,8 @@ def summary_lines(state: dict) -> list[str]:
             out.append(f"confirmed ({pairs}, seeds {conf['seeds']}): "
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])}"
                        f"{medians}: {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
+            if sp.get("headline"):  # the comparisons' statistics and words (engine.report.stats)
+                out.append(f"  interval: {sp['headline']}")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():

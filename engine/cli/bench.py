@@ -107,17 +107,19 @@ def format_table(result: dict) -> str:
     from engine.jobs import bench
 
     lines = [f"{'backend':<11} {'precision':<15} {'spe':>4} {'xla':>5} {'dev':>4} {'samples/s':>11} "
-             f"{'speedup':>8} {'spread':>13}"]
+             f"{'speedup':>8} {'95% interval':>13}  verdict"]
     best = result.get("best")
     for c in result["cells"]:
         dev = f"{c['devices']}{'s' if c['simulated'] else ''}"
         sp = f"{c['speedup']:.2f}x" if c["speedup"] is not None else "-"
-        spread = (f"{c['speedup_min']:.2f}-{c['speedup_max']:.2f}" if c["speedup"] is not None else "-")
+        ci = c.get("speedup_ci95")
+        spread = f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-"
+        verdict = c.get("verdict") or ("baseline" if c is result["cells"][0] else "-")
         mark = " *" if best and bench.cell_key(c) == bench.cell_key(best) else ""
         rate = f"{c['samples_per_sec']:,.0f}" if c["samples_per_sec"] else "-"
         lines.append(f"{c.get('backend', 'tensorflow'):<11} {c['precision']:<15} {c['steps_per_execution']:>4} "
                      f"{str(c['jit_compile']):>5} "
-                     f"{dev:>4} {rate:>11} {sp:>8} {spread:>13}{mark}")
+                     f"{dev:>4} {rate:>11} {sp:>8} {spread:>13}  {verdict}{mark}")
     w = result["workload"]
     lines.append(f"workload: {bench.workload_text(w)}, global batch "
                  f"{w['batch_size']}, {w['steps']} steps x {w['epochs']} epochs per cell; {result['repeats']} "

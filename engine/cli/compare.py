@@ -29,6 +29,12 @@ def cmd_compare(args) -> int:
             if get_run(store, rid) is None:
                 return 2
         c = compare(store, args.baseline_id, args.run_id, target=args.target_accuracy)
+        from engine import store_comparisons as cstore
+        from engine.cli.pairs import comparison_json
+
+        comp = cstore.for_run(store, args.run_id)
+        if comp and comp.get("result") and args.baseline_id in comp["result"].get("baseline_ids", []):
+            c["comparison"] = comparison_json(comp)  # the stored pairs this one belongs to
     finally:
         store.close()
     if args.json:
@@ -41,4 +47,10 @@ def cmd_compare(args) -> int:
                       (f"run #{c['run_id']}", c["breakdown"])]))
     for line in c["caveats"]:
         print(f"caveat: {line}")
+    if c.get("comparison"):
+        from engine.cli.pairs import comparison_rows
+
+        print("this pair belongs to a stored comparison of interleaved pairs:")
+        for k, v in comparison_rows(c["comparison"]):
+            print(f"{k:>20}  {v}")
     return 0

@@ -20,8 +20,8 @@ from engine.errors import ActiveRunError, ConfigError
 from engine.store import StoreError, default_path, fault_line
 
 # In --help order.
-SUBCOMMANDS = ("run", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor", "hardware",
-               "bench", "lr_find", "autopilot", "worker", "demo", "data")
+SUBCOMMANDS = ("run", "noise", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
+               "hardware", "bench", "lr_find", "autopilot", "worker", "demo", "data")
 
 
 def build_parser() -> argparse.ArgumentParser:

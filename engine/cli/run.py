@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from engine.cli.common import add_config_args, config_from_args, follow, print_json, print_summary, result_json
+from engine.cli.pairs import add_pair_args, check_pair_args, comparison_json, comparison_rows, run_comparison
 
 
 def add_parser(sub) -> None:
@@ -11,9 +12,14 @@ def add_parser(sub) -> None:
                        description="Train one configuration in a fresh worker process, show progress, "
                                    "store the run, and print its summary (last stdout line with --json).")
     add_config_args(s)
+    add_pair_args(s)
     s.add_argument("--config", metavar="FILE", help="JSON file of settings (flags override it)")
     s.add_argument("--baseline", action="store_true",
-                   help="first run (or reuse) the float32 single-device baseline and report the speedup")
+                   help="compare with the float32 single-device baseline: interleaved pairs (AB BA ...), "
+                        "seed i for pair i, a 95%% interval and a verdict (see --pairs)")
+    s.add_argument("--reuse-baseline", action="store_true",
+                   help="with --baseline: one run against a stored baseline of this machine (its age is "
+                        "shown) instead of fresh pairs; no interval")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.add_argument("--quiet", action="store_true", help="no progress line")
     s.set_defaults(func=cmd_run)
@@ -40,6 +46,9 @@ def cmd_run(args) -> int:
               file=sys.stderr)
     for w in check_runnable(cfg):
         print(f"warning: {w}", file=sys.stderr)
+    check_pair_args(args)
+    if args.baseline and not args.reuse_baseline:
+        return _run_pairs(cfg, args)
     if args.baseline:
         bid, rid, reused = runner.launch_with_baseline(cfg)
         if not args.quiet:
@@ -59,6 +68,11 @@ def cmd_run(args) -> int:
     try:
         if bid is not None and bid != rid:
             out["comparison"] = compare(store, bid, rid)
+            if reused:
+                base = store.get_run(bid)
+                out["comparison"].update(baseline_reused=True, baseline_measured=base.get("started"), pairs=1,
+                                         verdict=None, pair_ratios=[out["comparison"]["time_to_accuracy_speedup"]],
+                                         time_to_accuracy_ci95=None)
         backend = backend_speedup(store, rid) if run["status"] == "completed" else None
         if backend is not None:  # the same configuration stored on the other backend
             out["backend_comparison"] = backend
@@ -69,3 +83,48 @@ def cmd_run(args) -> int:
     else:
         print_summary(out)
     return 0 if run["status"] == "completed" else 1
+
+
+def _run_pairs(cfg, args) -> int:
+    """--baseline: a comparison of interleaved pairs (engine.jobs.comparison); the
+    summary printed is the last run's of the configuration, plus 'comparison'."""
+    import os
+
+    from engine import store_comparisons as cstore
+    from engine.config import baseline_config
+    from engine.store import Store
+
+    kind = "aa" if baseline_config(cfg) == cfg else "ab"
+    if kind == "aa" and not args.quiet:
+        print("note: this configuration is its own baseline: the pairs measure it against itself (A/A)",
+              file=sys.stderr)
+    comp = run_comparison(cfg, kind, args)
+    store = Store()
+    try:
+        ids = (comp.get("result") or {}).get("run_ids") or []
+        runs = [store.get_run(i) for i in ids]
+        runs = [r for r in runs if r and r["status"] != "queued"]
+        run = next((r for r in reversed(runs) if r["status"] == "completed"), runs[-1] if runs else None)
+        noise = cstore.latest_noise(store, os.uname().nodename)
+    finally:
+        store.close()
+    floor = _floor(noise)
+    out = result_json(run) if run else {"run_id": None, "status": comp["status"], "error": comp.get("ended_by")}
+    out["comparison"] = comparison_json(comp, floor)
+    if args.json:
+        print_json(out)
+    else:
+        if run:
+            print_summary(out)
+        width = 20
+        for k, v in comparison_rows(out["comparison"]):
+            print(f"{k:>{width}}  {v}")
+    return 0 if comp["status"] == "completed" and out["comparison"].get("pairs") else 1
+
+
+def _floor(noise):
+    """The relative half width of a stored A/A comparison's headline measure, or None."""
+    if not noise:
+        return None
+    r = noise["result"]
+    return (r.get(r.get("measure") or "time_to_accuracy") or {}).get("half_width")

@@ -194,20 +194,30 @@ def search_end_note(left: float, need: float, have_best: bool) -> str:
 
 def paired_speedup(baseline_times: list, times: list) -> dict:
     """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]),
-    time to target in s (None: not reached). Ratio = baseline / run.
+    time to target in s (None: not reached). Ratio = baseline / run. The statistics
+    are the comparisons' (engine.report.stats.summarize: geometric mean, 95% t
+    interval on the log ratios, verdict), so the autopilot and the Train page agree.
 
     Returns: {'median', 'min', 'max' (of the ratios; None without a complete
     pair), 'ratios', 'pairs' (complete), 'baseline_median', 'median_time' (s,
-    over the reached runs), 'missing' (pairs with a side that did not reach)}.
+    over the reached runs), 'missing' (pairs with a side that did not reach),
+    'speedup' (geometric mean), 'ci95' ([low, high] or None), 'half_width',
+    'verdict' ('faster' | 'slower' | 'no difference' | None), 'headline' (its words)}.
     """
-    ratios = [b / t for b, t in zip(baseline_times, times) if b and t]
+    from engine.report import stats
+
+    n = min(len(baseline_times), len(times))
+    s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False)
+    ratios = [r for r in s["pair_ratios"] if r is not None]
     reached_b = [b for b in baseline_times if b]
     reached_t = [t for t in times if t]
     return {"median": statistics.median(ratios) if ratios else None,
             "min": min(ratios) if ratios else None, "max": max(ratios) if ratios else None,
-            "ratios": ratios, "pairs": len(ratios), "missing": min(len(baseline_times), len(times)) - len(ratios),
+            "ratios": ratios, "pairs": len(ratios), "missing": n - len(ratios),
             "baseline_median": statistics.median(reached_b) if reached_b else None,
-            "median_time": statistics.median(reached_t) if reached_t else None}
+            "median_time": statistics.median(reached_t) if reached_t else None,
+            "speedup": s["speedup"], "ci95": s["ci95"], "half_width": s["half_width"], "verdict": s["verdict"],
+            "headline": stats.headline(s)["text"]}
 
 
 def choose_finalist(finalists: list[dict]) -> dict:

@@ -123,8 +123,12 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
         'samples_per_sec_min', 'samples_per_sec_max' (over repeats),
         'speedup' (median over repeats of cell/baseline of the same repeat),
         'speedup_min', 'speedup_max', 'repeats', 'warmup_sec' (median over the repeats
-        that compiled)}], 'best': the cell with the highest median speedup}.
+        that compiled), 'speedup_ci95' ([low, high]: 95% t interval of the geometric mean
+        of the per-repeat ratios, engine.report.stats; None with one repeat), 'verdict'
+        ('faster' | 'slower' | 'no difference' | None)}], 'best': the cell with the
+        highest median speedup}.
     """
+    from engine.report import stats
     by = {}
     for s in samples:
         by.setdefault((s["cell"], s["repeat"]), s)
@@ -143,6 +147,11 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
                     "speedup": statistics.median(ratios) if ratios else None,
                     "speedup_min": min(ratios) if ratios else None,
                     "speedup_max": max(ratios) if ratios else None, "repeats": len(ratios)})
+        # Each repeat pairs the cell with the baseline of the same repeat: the comparisons' statistics.
+        paired = [r for r in reps if (0, r) in by and by[(0, r)]["samples_per_sec"]]
+        st_ = stats.summarize([by[(0, r)]["samples_per_sec"] for r in paired],
+                              [by[(i, r)]["samples_per_sec"] for r in paired], higher_is_better=True)
+        out[-1].update(speedup_ci95=st_["ci95"] if i else None, verdict=st_["verdict"] if i else None)
     measured = [c for c in out if c["speedup"] is not None]
     best = max(measured, key=lambda c: c["speedup"]) if measured else None
     return {"cells": out, "best": best}

@@ -226,6 +226,10 @@ def serve(store: Store) -> None:
     idle_since = time.monotonic()
     try:
         while True:
+            if warm_enabled() and (spare is None or not spare.alive()) and _next_in_comparison(store):
+                # Every run of a comparison starts from a warm spare (both sides start the same
+                # way): started here, between runs, never beside a measurement; claimed once ready.
+                spare = Spare(store)
             run_id = _claim_next(store)
             if run_id is not None:
                 use = spare if spare is not None and spare.alive() else None
@@ -235,6 +239,7 @@ def serve(store: Store) -> None:
                 except DamagedRunError as e:  # a row that cannot be read: it cannot run either
                     store.conn.execute("UPDATE runs SET status='failed', error=?, ended=? WHERE id=?",
                                        (str(e), time.time(), run_id))
+                _after_run(store, run_id)
                 idle_since = time.monotonic()
                 continue
             if time.monotonic() - idle_since > idle_exit_s():
@@ -245,6 +250,23 @@ def serve(store: Store) -> None:
     finally:
         if spare is not None:
             spare.close()
+
+
+def _after_run(store: Store, run_id: int) -> None:
+    """Let a comparison (engine.jobs.comparison) update its statistics and decide
+    whether to queue-stop; a failure there must not stop the queue."""
+    from engine.jobs import comparison
+
+    try:
+        comparison.on_run_end(store, run_id)
+    except Exception as e:  # noqa: BLE001 (logged to queue.log; the runs themselves are settled)
+        print(f"comparison update after run {run_id} failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+
+def _next_in_comparison(store: Store) -> bool:
+    """Whether the next queued run belongs to a comparison."""
+    row = store.conn.execute("SELECT group_id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()
+    return bool(row and (row[0] or "").startswith("cmp-"))
 
 
 def main(argv=None) -> int:

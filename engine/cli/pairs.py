@@ -1,0 +1,139 @@
+"""CLI side of comparisons (engine.jobs.comparison): flags, following, printing.
+
+Shared by ``run --baseline`` (a configuration against its baseline) and
+``noise`` (the baseline against itself)."""
+from __future__ import annotations
+
+import sys
+import time
+
+from engine.report import stats
+
+
+def add_pair_args(p) -> None:
+    """--pairs, --max-pairs, --precision, --budget-s."""
+    g = p.add_argument_group("comparison (interleaved pairs, seed i for pair i)")
+    g.add_argument("--pairs", type=int, metavar="N",
+                   help="run exactly N pairs [adaptive: until the 95%% interval is within ±--within, "
+                        "--max-pairs or --budget-s]")
+    g.add_argument("--max-pairs", type=int, default=stats.MAX_PAIRS, metavar="N",
+                   help=f"adaptive: pair limit [{stats.MAX_PAIRS}]")
+    g.add_argument("--within", type=float, default=stats.TARGET_HALF_WIDTH, metavar="FRAC",
+                   help=f"adaptive: stop once the interval is within ± this fraction [{stats.TARGET_HALF_WIDTH}]")
+    g.add_argument("--budget-s", type=float, metavar="S", help="adaptive: time budget in s [none]")
+
+
+def check_pair_args(args) -> None:
+    """Raises ConfigError for a pair count or precision out of range."""
+    from engine.errors import ConfigError
+
+    if args.pairs is not None and not 1 <= args.pairs <= 50:
+        raise ConfigError("pairs", args.pairs, "is out of range", "give 1 to 50 pairs (2 or more for an interval)")
+    if not 1 <= args.max_pairs <= 50:
+        raise ConfigError("max_pairs", args.max_pairs, "is out of range", "give 1 to 50")
+    if not 0 < args.within < 1:
+        raise ConfigError("within", args.within, "is not a fraction", "give e.g. 0.10 for ±10%")
+    if args.budget_s is not None and args.budget_s <= 0:
+        raise ConfigError("budget_s", args.budget_s, "is not positive", "give seconds, e.g. 600")
+
+
+def run_comparison(cfg, kind: str, args) -> dict:
+    """Start a comparison, follow it with progress lines (unless --quiet), Ctrl-C
+    stops it (complete pairs are kept). Returns the final comparison row."""
+    from engine import store_comparisons as cstore
+    from engine.cli.common import progress_line
+    from engine.jobs import comparison, runner
+    from engine.store import Store
+
+    cid = comparison.start(cfg, kind=kind, pairs=args.pairs, max_pairs=args.max_pairs,
+                           target_half_width=args.within, budget_s=args.budget_s)
+    quiet = args.quiet
+    if not quiet:
+        how = f"{args.pairs} pairs" if args.pairs else (f"adaptive: until ±{args.within * 100:.0f}%, "
+                                                        f"at most {args.max_pairs} pairs")
+        print(f"comparison {cid} ({'A/A: the baseline against itself' if kind == 'aa' else 'baseline vs run'}; "
+              f"{how}; pair i on seed {cfg.seed}+i, order AB BA ...)", file=sys.stderr)
+    state = {"run": None, "cb": None, "shown": 0}
+
+    def poll(store):
+        comp = cstore.get(store, cid)
+        if quiet:
+            return comp
+        result = comp.get("result") or {}
+        hist = result.get("history") or []
+        done = [r for r in result.get("pair_rows") or [] if r["status"] == "complete"]
+        measure = result.get("measure")
+        for h, row in list(zip(hist, done))[state["shown"]:]:
+            so_far = {"speedup": h["speedup"], "ci95": h["ci95"], "half_width": stats.half_width(h["ci95"]),
+                      "verdict": stats.verdict(h["ci95"]), "pairs": h["pairs"]}
+            ratio = stats.pair_ratio(row[f"baseline_{measure}"], row[measure], measure != "time_to_accuracy")
+            sys.stderr.write(("\n" if sys.stderr.isatty() else "") +
+                             f"pair {row['pair'] + 1} ({row['order']}, seed {row['seed']}): "
+                             f"{stats.fmt_ratio(ratio)} {measure.replace('_', ' ')}; so far: "
+                             f"{stats.headline(so_far)['text']}\n")
+            state["shown"] += 1
+        active = next((store.get_run(p[k]) for p in comp["plan"] if not p.get("dropped")
+                       for k in (("baseline_id", "run_id") if p["order"] == "AB" else ("run_id", "baseline_id"))
+                       if (store.get_run(p[k]) or {}).get("status") in ("queued", "running")), None)
+        if active:
+            if state["run"] != active["id"]:
+                state["run"], state["cb"] = active["id"], progress_line(active["id"])
+            state["cb"](active)
+        return comp
+
+    def follow():
+        while True:
+            store = Store()
+            try:
+                runner.reconcile(store)
+                comp = poll(store)
+                comp = comparison.settle_if_idle(store, comp)
+            finally:
+                store.close()
+            if comp["status"] != "running":
+                return comp
+            time.sleep(0.5)
+
+    try:
+        comp = follow()
+    except KeyboardInterrupt:
+        sys.stderr.write(f"\nstopping comparison {cid} (complete pairs are kept) ...\n")
+        runner.cancel_active()
+        comp = comparison.wait(cid)
+    if not quiet and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    return comp
+
+
+def comparison_json(comp: dict, floor=None) -> dict:
+    """The 'comparison' object of --json: the stored result's flat fields (see
+    engine.jobs.comparison.evaluate) plus 'comparison_id', 'status', 'ended_by',
+    'headline' and 'headline_note'."""
+    result = dict(comp.get("result") or {})
+    h = stats.comparison_headline(result, floor=floor)
+    result.update(comparison_id=comp["id"], status=comp["status"], ended_by=comp.get("ended_by"),
+                  headline=h["text"], headline_note=h["note"])
+    return result
+
+
+def comparison_rows(c: dict) -> list[tuple[str, str]]:
+    """(name, text) rows of a comparison_json() result for the terminal."""
+    rows = [("comparison", f"#{c['comparison_id']}: {c['headline']}" +
+             (f" ({stats.MEASURE_NAMES.get(c['measure'], c['measure'])})" if c.get("measure") else ""))]
+    if c.get("headline_note"):
+        rows.append(("note", c["headline_note"]))
+    for name, label in (("time_to_accuracy", "time to accuracy"), ("end_to_end", "end-to-end"),
+                        ("steady", "steady")):
+        s = c.get(name) or {}
+        if s.get("speedup") is None:
+            rows.append((label, "-" + (f"  ({s['not_reached']} pairs without a ratio)" if s.get("not_reached") else "")))
+            continue
+        ci = s.get("ci95")
+        ratios = ", ".join("-" if x is None else f"{x:.2f}" for x in s["pair_ratios"])
+        rows.append((label, f"{s['speedup']:.2f}x" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+                     + f", {s['verdict'] or 'no interval'}; pairs: {ratios}"
+                     + (f"; {s['not_reached']} without a ratio" if s.get("not_reached") else "")))
+    rows.append(("pairs", f"{c.get('pairs')} complete of {c.get('planned')} planned; ended by: {c.get('ended_by')}"))
+    rows.append(("runs", "baseline " + ", ".join(f"#{i}" for i in c.get("baseline_ids") or []) +
+                 "; run " + ", ".join(f"#{i}" for i in c.get("run_ids") or [])))
+    return rows

@@ -1,0 +1,314 @@
+"""A comparison: interleaved, repeated pairs of baseline and run, each in a fresh worker.
+
+One Launch on a shared machine can read anything from 0.77x to 1.63x for the
+same two configurations, so a speedup is measured as a set of pairs:
+
+- pair i runs both sides on seed `cfg.seed + i` (the spread covers seeds as well
+  as timing), in alternating order AB, BA, AB, ... so that drift in the machine's
+  load hits both sides alike;
+- every run is a normal queued run (engine.jobs.runner.submit), group_id
+  'cmp-<hex>', role 'baseline' or 'run', each in its own worker; the queue
+  process gives every run of a comparison a warm spare (started between runs, never
+  beside one), so both sides start the same way;
+- `pairs=N` runs exactly N pairs; the default is adaptive: pairs are queued up
+  to `max_pairs` and, after each complete pair, the queue process (`on_run_end`)
+  stops the comparison once the 95% interval of the headline ratio is within
+  ±`target_half_width` (after at least engine.report.stats.MIN_PAIRS pairs), the
+  pair limit is reached, or the next pair would overrun `budget_s`; 'ended_by'
+  says which;
+- Stop (cancelling the runs) keeps the complete pairs.
+
+The statistics are engine.report.stats; results are stored in the comparisons
+table (engine.store_comparisons). No TF in this process.
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import Callable, Optional
+
+from engine import store_comparisons as cstore
+from engine.config import RunConfig, baseline_config
+from engine.report import stats
+from engine.store import ACTIVE_STATUSES, Store
+
+GROUP_PREFIX = "cmp-"
+MEASURES = (("time_to_accuracy", "baseline_time_to_accuracy_sec", "time_to_accuracy_sec", False),
+            ("end_to_end", "baseline_end_to_end_samples_per_sec", "end_to_end_samples_per_sec", True),
+            ("steady", "baseline_samples_per_sec", "samples_per_sec", True))
+
+
+def orders(n: int) -> list[str]:
+    """The order of each of `n` pairs: 'AB', 'BA', 'AB', ... (A = baseline side)."""
+    return ["AB" if i % 2 == 0 else "BA" for i in range(n)]
+
+
+def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pairs: int = stats.MAX_PAIRS,
+          target_half_width: float = stats.TARGET_HALF_WIDTH, budget_s: Optional[float] = None,
+          store_path: Optional[os.PathLike] = None) -> int:
+    """Queue a comparison of `cfg` against its baseline (kind 'ab'), or of the
+    baseline of `cfg` against itself (kind 'aa': the machine's noise floor).
+
+    Args:
+        pairs: exactly this many pairs; None: adaptive, up to `max_pairs`.
+        target_half_width: adaptive stop once the 95% interval is within ± this (relative).
+        budget_s: adaptive stop before a pair that would end after this many s
+            from the start (None: no budget).
+    Returns: the comparison id. Raises: as engine.jobs.runner.submit; ValueError
+    for a pair count under 1.
+    """
+    from engine.jobs import runner
+
+    n = pairs if pairs is not None else max_pairs
+    if n < 1:
+        raise ValueError(f"pairs must be at least 1, not {n}")
+    base = baseline_config(cfg)
+    run_cfg = base if kind == "aa" else cfg
+    configs, roles, plan = [], [], []
+    for i, order in enumerate(orders(n)):
+        sides = {"A": (base.replace(seed=cfg.seed + i), "baseline"), "B": (run_cfg.replace(seed=cfg.seed + i), "run")}
+        for side in order:
+            configs.append(sides[side][0])
+            roles.append(sides[side][1])
+        plan.append({"pair": i, "seed": cfg.seed + i, "order": order})
+    group = GROUP_PREFIX + uuid.uuid4().hex[:8]
+    ids = runner.submit(configs, roles, store_path, start=False, group_id=group)
+    store = Store(store_path)
+    try:
+        for i, p in enumerate(plan):
+            a, b = ids[2 * i], ids[2 * i + 1]
+            bid, rid = (a, b) if p["order"] == "AB" else (b, a)
+            p.update(baseline_id=bid, run_id=rid)
+            store.update_run(rid, baseline_id=bid)
+            store.update_run(bid, baseline_id=bid)
+        settings = {"pairs": pairs, "max_pairs": n, "target_half_width": target_half_width,
+                    "budget_s": budget_s, "min_pairs": min(stats.MIN_PAIRS, n)}
+        cid = cstore.create(store, kind, group, settings, plan, os.uname().nodename)
+    finally:
+        store.close()
+    runner.ensure_queue(store_path)
+    return cid
+
+
+def _pair_rows(store: Store, plan: list, target: Optional[float]) -> list[dict]:
+    from engine.report.compare import compare
+
+    rows = []
+    for p in plan:
+        row = dict(p)
+        if p.get("dropped"):
+            row["status"] = "dropped"
+            rows.append(row)
+            continue
+        b, r = store.get_run(p["baseline_id"]), store.get_run(p["run_id"])
+        st = {b["status"] if b else "missing", r["status"] if r else "missing"}
+        if st == {"completed"}:
+            c = compare(store, p["baseline_id"], p["run_id"], target=target)
+            row["status"] = "complete"
+            for name, kb, kr, _ in MEASURES:
+                row[f"baseline_{name}"], row[name] = c.get(kb), c.get(kr)
+            row["caveats"] = c.get("caveats") or []
+        elif st & set(ACTIVE_STATUSES):
+            row["status"] = "pending"
+        elif "failed" in st or "missing" in st:
+            row["status"] = "failed"
+        elif not (b.get("started") or r.get("started")):
+            row["status"] = "not run"  # cancelled before either side started
+        else:
+            row["status"] = "incomplete"  # a side was stopped: not a pair
+        rows.append(row)
+    return rows
+
+
+def headline_measure(result: dict) -> str:
+    """'time_to_accuracy' when the comparison has a target accuracy and a pair reached
+    it on both sides (or none is complete yet), else 'end_to_end'."""
+    tta = result.get("time_to_accuracy") or {}
+    if result.get("target_accuracy") is not None and (tta.get("pairs") or not result.get("pairs")):
+        return "time_to_accuracy"
+    return "end_to_end"
+
+
+def evaluate(store: Store, comparison: dict) -> dict:
+    """The statistics of a comparison's complete pairs so far.
+
+    Returns: {'kind', 'target_accuracy', 'pairs' (complete pairs), 'planned',
+    'pair_rows' (per planned pair, see `_pair_rows`), one engine.report.stats.summarize
+    dict per measure ('time_to_accuracy', 'end_to_end', 'steady'), the flat fields
+    the CLI prints ('time_to_accuracy_speedup', 'time_to_accuracy_ci95',
+    'pair_ratios', 'verdict', 'end_to_end_speedup', 'end_to_end_ci95',
+    'steady_speedup', 'steady_ci95'), 'measure' (the headline's, see
+    `headline_measure`), 'history' (per complete pair k: the headline measure's
+    'speedup' and 'ci95' over the first k pairs), 'baseline_ids', 'run_ids',
+    'baseline_measured' (Unix s the first baseline started), 'baseline_reused' (False)}.
+    """
+    from engine.report.compare import effective_target
+
+    plan = comparison["plan"] or []
+    one = store.get_run(plan[0]["run_id"]) if plan else None
+    target = effective_target(one) if one else None
+    rows = _pair_rows(store, plan, target)
+    done = [r for r in rows if r["status"] == "complete"]
+    out = {"kind": comparison["kind"], "target_accuracy": target, "pairs": len(done), "planned": len(plan),
+           "pair_rows": rows, "baseline_ids": [p["baseline_id"] for p in plan if not p.get("dropped")],
+           "run_ids": [p["run_id"] for p in plan if not p.get("dropped")], "baseline_reused": False}
+    settings = comparison.get("settings") or {}
+    # Adaptive: Stein's two-stage interval once the first stage is in (engine.report.stats).
+    first = settings.get("min_pairs", stats.MIN_PAIRS) if settings.get("pairs") is None else None
+    for name, _, _, higher in MEASURES:
+        out[name] = stats.summarize([r[f"baseline_{name}"] for r in done], [r[name] for r in done], higher,
+                                    first_stage=first)
+        out[f"{name}_speedup"] = out[name]["speedup"]
+        out[f"{name}_ci95"] = out[name]["ci95"]
+    measure = headline_measure(out)
+    out["measure"] = measure
+    out["pair_ratios"] = out["time_to_accuracy"]["pair_ratios"]
+    out["verdict"] = out[measure]["verdict"]
+    _, kb, kr, higher = next(m for m in MEASURES if m[0] == measure)
+    out["history"] = []
+    for k in range(1, len(done) + 1):
+        s = stats.summarize([r[f"baseline_{measure}"] for r in done[:k]], [r[measure] for r in done[:k]], higher,
+                            first_stage=first)
+        out["history"].append({"pairs": k, "speedup": s["speedup"], "ci95": s["ci95"]})
+    started = [store.get_run(i) for i in out["baseline_ids"]]
+    times = [r["started"] for r in started if r and r.get("started")]
+    out["baseline_measured"] = min(times) if times else None
+    return out
+
+
+def _drop_queued(store: Store, comparison: dict) -> int:
+    """Delete the comparison's runs that have not started (no longer needed); returns how many."""
+    plan = comparison["plan"]
+    dropped = 0
+    with store.tx() as conn:
+        for p in plan:
+            for key in ("baseline_id", "run_id"):
+                if conn.execute("DELETE FROM runs WHERE id=? AND status='queued'", (p[key],)).rowcount:
+                    dropped += 1
+                    p["dropped"] = True
+    cstore.update(store, comparison["id"], plan=plan)
+    return dropped
+
+
+def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
+    """Why an adaptive or fixed comparison should queue no more pairs, or None."""
+    s = comparison["settings"]
+    rows = result["pair_rows"]
+    k = result["pairs"]
+    if any(r["status"] in ("incomplete", "not run") for r in rows):
+        return f"stopped by the user; {k} complete pair{'s' if k != 1 else ''} kept"
+    failed = [r for r in rows if r["status"] == "failed"]
+    if failed:
+        return f"a run of pair {failed[0]['pair'] + 1} failed; {k} complete pair{'s' if k != 1 else ''} kept"
+    if s.get("pairs") is not None:
+        return f"the {s['pairs']} pair{'s' if s['pairs'] != 1 else ''} asked for" if k >= s["pairs"] else None
+    summary = result[result["measure"]]
+    why = stats.adaptive_stop(summary, k, s["max_pairs"], s["target_half_width"], s.get("min_pairs", stats.MIN_PAIRS))
+    if why == "precise":
+        return f"interval within ±{s['target_half_width'] * 100:.0f}% after {k} pairs"
+    if why == "pair limit":
+        hw = summary.get("half_width")
+        return f"pair limit ({s['max_pairs']}) reached" + (f"; interval ±{hw * 100:.0f}%" if hw is not None else "")
+    budget = s.get("budget_s")
+    if budget and k:
+        elapsed = now - comparison["created"]
+        if elapsed + elapsed / k > budget:
+            return f"time budget ({budget:.0f} s) reached after {k} pair{'s' if k != 1 else ''}"
+    return None
+
+
+def on_run_end(store: Store, run_id: int) -> Optional[dict]:
+    """The queue process's hook after each run: if the run belongs to a comparison,
+    update its result and, at a pair boundary, stop it when `_stop_reason` says so
+    (unstarted runs are deleted). Returns the comparison after the update, or None."""
+    run = store.get_run(run_id)
+    if run is None or not (run.get("group_id") or "").startswith(GROUP_PREFIX):
+        return None
+    comp = cstore.by_group(store, run["group_id"])
+    if comp is None or comp["status"] != "running":
+        return comp
+    result = evaluate(store, comp)
+    rows = result["pair_rows"]
+    # Decide only at a pair boundary (no pair with one side run and the other to come),
+    # or at once when a pair broke (a side stopped or failed).
+    half_done = any(r["status"] == "pending" and any((store.get_run(r[k]) or {}).get("status") != "queued"
+                                                     for k in ("baseline_id", "run_id")) for r in rows)
+    broken = any(r["status"] in ("incomplete", "failed") for r in rows)
+    reason = _stop_reason(comp, result, time.time()) if broken or not half_done else None
+    if reason:
+        _drop_queued(store, comp)
+        comp = cstore.get(store, comp["id"])
+        result = evaluate(store, comp)
+    return finish_if_done(store, comp, result, reason)
+
+
+def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
+                   reason: Optional[str] = None) -> dict:
+    """Store `result` (default: `evaluate`); mark the comparison final once none of
+    its runs is queued or running. Idempotent; returns the comparison."""
+    result = result if result is not None else evaluate(store, comp)
+    cols = {"result": result}
+    if comp["status"] == "running" and not any(r["status"] == "pending" for r in result["pair_rows"]):
+        rows = result["pair_rows"]
+        stopped = any(r["status"] in ("incomplete", "not run") for r in rows)
+        failed = any(r["status"] == "failed" for r in rows)
+        reason = reason or comp.get("ended_by") or _stop_reason(comp, result, time.time()) or \
+            f"all {len(rows)} planned pairs ran"
+        cols.update(status="failed" if failed and not result["pairs"] else "stopped" if stopped or failed
+                    else "completed", ended=time.time(), ended_by=reason)
+    elif reason:
+        cols["ended_by"] = reason
+    cstore.update(store, comp["id"], **cols)
+    return cstore.get(store, comp["id"])
+
+
+def wait(comparison_id: int, store_path: Optional[os.PathLike] = None, poll_s: float = 0.5,
+         on_poll: Optional[Callable[[dict], None]] = None, timeout_s: Optional[float] = None) -> dict:
+    """Block until the comparison is final; `on_poll(comparison)` each poll. Returns it.
+    Raises: TimeoutError after `timeout_s`."""
+    from engine.jobs import runner
+
+    t0 = time.monotonic()
+    store = Store(store_path)
+    try:
+        while True:
+            runner.reconcile(store)
+            comp = cstore.get(store, comparison_id)
+            comp = settle_if_idle(store, comp)  # e.g. stopped between two runs
+            if on_poll:
+                on_poll(comp)
+            if comp["status"] != "running":
+                return comp
+            if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                raise TimeoutError(f"comparison {comparison_id} still running after {timeout_s} s")
+            time.sleep(poll_s)
+    finally:
+        store.close()
+
+
+def settle_if_idle(store: Store, comp: dict) -> dict:
+    """Mark a running comparison final when none of its runs is queued or running
+    (e.g. Stop cancelled its queued runs before the next one started: no run ended,
+    so the queue's hook never ran). Returns the comparison as stored now."""
+    if comp["status"] != "running":
+        return comp
+    for p in comp.get("plan") or []:
+        for k in ("baseline_id", "run_id"):
+            r = store.get_run(p[k]) if not p.get("dropped") else None
+            if r is not None and r["status"] in ACTIVE_STATUSES:
+                return comp
+    return finish_if_done(store, comp)
+
+
+def running(store: Store) -> Optional[dict]:
+    """The newest comparison still running (one whose runs all ended is settled first), or None."""
+    for c in cstore.list_all(store):
+        if c["status"] == "running" and settle_if_idle(store, c)["status"] == "running":
+            return c
+    return None
+
+
+def is_comparison_run(run: Optional[dict]) -> bool:
+    """Whether a run belongs to a comparison (its group_id)."""
+    return bool(run) and (run.get("group_id") or "").startswith(GROUP_PREFIX)

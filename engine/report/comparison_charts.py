@@ -1,0 +1,56 @@
+"""The pair chart of a comparison (engine.jobs.comparison): each pair's ratio as it
+arrives and the 95% interval narrowing, a pure function to a Plotly figure (no
+Streamlit, no TF)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import plotly.graph_objects as go
+
+from engine.report.charts import BASELINE_COLOR, PALETTE, _style, empty_figure
+from engine.report.stats import MEASURE_NAMES, pair_ratio
+
+NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
+
+
+def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str] = None) -> go.Figure:
+    """Ratio of each complete pair (markers; > 1 is faster) of the headline measure,
+    and after each pair the running central value with its 95% interval (band),
+    against pair number; a dotted line at 1 (no difference). Log y axis: 2x and
+    0.5x are as far from 1. Pairs without a ratio are listed in the legend.
+
+    `result`: a stored comparison result (engine.jobs.comparison.evaluate), or None."""
+    measure = (result or {}).get("measure") or "time_to_accuracy"
+    title = title or f"Pairs: {MEASURE_NAMES.get(measure, measure)} speedup"
+    done = [r for r in (result or {}).get("pair_rows") or [] if r["status"] == "complete"]
+    hist = (result or {}).get("history") or []
+    if not done:
+        return empty_figure("waiting for the first complete pair ...", height, "pair", "speedup (×)", title)
+    higher = measure != "time_to_accuracy"
+    xs = list(range(1, len(done) + 1))
+    ratios = [pair_ratio(r[f"baseline_{measure}"], r[measure], higher) for r in done]
+    fig = go.Figure()
+    with_ci = [(h["pairs"], h["ci95"]) for h in hist if h.get("ci95")]
+    if with_ci:
+        k = [p for p, _ in with_ci]
+        fig.add_trace(go.Scatter(x=k + k[::-1], y=[c[1] for _, c in with_ci] + [c[0] for _, c in with_ci][::-1],
+                                 fill="toself", fillcolor="rgba(0,114,178,0.15)", line=dict(width=0), mode="lines",
+                                 name="95% interval so far", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=[h["pairs"] for h in hist if h.get("speedup")],
+                             y=[h["speedup"] for h in hist if h.get("speedup")], mode="lines",
+                             line=dict(color=NEUTRAL, width=2), name="geometric mean so far"))
+    shown = [(x, y, r) for x, y, r in zip(xs, ratios, done) if y is not None]
+    fig.add_trace(go.Scatter(x=[x for x, _, _ in shown], y=[y for _, y, _ in shown], mode="markers",
+                             marker=dict(size=12, color=PAIR_COLOR, line=dict(width=1, color="white")),
+                             name="one pair", text=[f"pair {r['pair'] + 1} ({r['order']}, seed {r['seed']})"
+                                                    for _, _, r in shown],
+                             hovertemplate="%{text}: %{y:.2f}×<extra></extra>"))
+    missing = [x for x, y in zip(xs, ratios) if y is None]
+    if missing:
+        fig.add_trace(go.Scatter(x=missing, y=[1.0] * len(missing), mode="markers",
+                                 marker=dict(size=12, symbol="x-thin-open", color=BASELINE_COLOR, line=dict(width=2)),
+                                 name="no ratio (target not reached)"))
+    fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, dash="dot", width=1))
+    fig.update_yaxes(type="log")
+    fig.update_xaxes(dtick=1, range=[0.5, max(len(done), (result or {}).get("planned") or 0) + 0.5])
+    return _style(fig, "pair", "speedup (×, log)", title=title, height=height)

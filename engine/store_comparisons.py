@@ -1,0 +1,116 @@
+"""Comparisons in the run store: one row per set of interleaved pairs (engine.jobs.comparison).
+
+Kept apart from engine.store (additive: its own table, created on first use, no
+schema version change) so that the Runs page, `engine compare`, `engine noise`
+and exported bundles read the same stored figures later. The runs of a
+comparison are ordinary runs with group_id = the comparison's `group_id`.
+
+Row: id, created / ended (Unix s), kind ('ab': a configuration against its
+baseline, 'aa': the baseline against itself, this machine's noise floor),
+group_id, status ('running' | 'completed' | 'stopped' | 'failed'), hostname,
+settings (JSON: pairs asked or None for adaptive, max_pairs, target_half_width,
+budget_s), plan (JSON: per pair {'pair', 'seed', 'order', 'baseline_id',
+'run_id'}), result (JSON: engine.jobs.comparison.evaluate), ended_by (one line).
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Optional
+
+from engine.store import Store
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL, ended REAL,
+    kind TEXT NOT NULL, group_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
+    hostname TEXT, settings TEXT, plan TEXT, result TEXT, ended_by TEXT
+)"""
+_JSON = ("settings", "plan", "result")
+
+
+def ensure_table(store: Store) -> None:
+    """Create the comparisons table if this store has none (a write only then)."""
+    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='comparisons'").fetchone():
+        return
+    with store.tx() as conn:
+        conn.execute(_TABLE)
+
+
+def create(store: Store, kind: str, group_id: str, settings: dict, plan: list, hostname: str) -> int:
+    """Insert a running comparison; returns its id."""
+    ensure_table(store)
+    with store.tx() as conn:
+        cur = conn.execute("INSERT INTO comparisons (created, kind, group_id, status, hostname, settings, plan) "
+                           "VALUES (?,?,?,?,?,?,?)", (time.time(), kind, group_id, "running", hostname,
+                                                      json.dumps(settings), json.dumps(plan)))
+        return int(cur.lastrowid)
+
+
+def update(store: Store, comparison_id: int, **cols) -> None:
+    """Set columns (dict/list values stored as JSON)."""
+    if not cols:
+        return
+    vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
+    with store.tx() as conn:
+        conn.execute(f"UPDATE comparisons SET {', '.join(f'{k}=?' for k in cols)} WHERE id=?",
+                     (*vals, comparison_id))
+
+
+def _row(row) -> dict:
+    d = dict(row)
+    for k in _JSON:
+        d[k] = json.loads(d[k]) if d.get(k) else None
+    return d
+
+
+def get(store: Store, comparison_id: int) -> Optional[dict]:
+    """The comparison, or None."""
+    ensure_table(store)
+    row = store.conn.execute("SELECT * FROM comparisons WHERE id=?", (comparison_id,)).fetchone()
+    return _row(row) if row else None
+
+
+def by_group(store: Store, group_id: Optional[str]) -> Optional[dict]:
+    """The comparison whose runs carry `group_id`, or None."""
+    if not group_id:
+        return None
+    ensure_table(store)
+    row = store.conn.execute("SELECT * FROM comparisons WHERE group_id=?", (group_id,)).fetchone()
+    return _row(row) if row else None
+
+
+def for_run(store: Store, run_id: int) -> Optional[dict]:
+    """The comparison run `run_id` belongs to (either side of a pair), or None."""
+    run = store.get_run(run_id)
+    return by_group(store, run.get("group_id")) if run else None
+
+
+def list_all(store: Store, kind: Optional[str] = None) -> list[dict]:
+    """All comparisons (optionally of one kind), newest first."""
+    ensure_table(store)
+    q = "SELECT * FROM comparisons" + (" WHERE kind=?" if kind else "") + " ORDER BY id DESC"
+    return [_row(r) for r in store.conn.execute(q, (kind,) if kind else ()).fetchall()]
+
+
+def latest_noise(store: Store, hostname: str) -> Optional[dict]:
+    """The newest finished A/A comparison on `hostname` with an interval, or None."""
+    for c in list_all(store, "aa"):
+        if c["hostname"] == hostname and c["status"] in ("completed", "stopped") and c["result"]:
+            if (c["result"].get("time_to_accuracy") or {}).get("half_width") is not None or \
+                    (c["result"].get("end_to_end") or {}).get("half_width") is not None:
+                return c
+    return None
+
+
+def insert_row(store: Store, row: dict) -> int:
+    """Insert a comparison row as read from a bundle (its runs' ids already mapped
+    into this store by the caller); returns the new id."""
+    ensure_table(store)
+    cols = ("created", "ended", "kind", "group_id", "status", "hostname", "settings", "plan", "result", "ended_by")
+    vals = [json.dumps(row.get(c)) if c in _JSON and row.get(c) is not None else row.get(c) for c in cols]
+    with store.tx() as conn:
+        cur = conn.execute(f"INSERT OR IGNORE INTO comparisons ({', '.join(cols)}) VALUES "
+                           f"({','.join('?' * len(cols))})", vals)
+        return int(cur.lastrowid)

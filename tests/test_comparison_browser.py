@@ -1,0 +1,70 @@
+"""The comparison headline in Chromium at 1280x720: a 'slower' verdict is shown whole
+(it read "0.73× (slo…"), coloured red, with the pair chart beside it. The comparison
+is seeded as the queue would store it (tests/talk_seed.py runs, no training)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, playwright_api, server, settle  # noqa: F401
+from tests.talk_seed import recorded
+
+HEADLINE = """() => [...document.querySelectorAll('.speedlab-headline')].map(e => {
+  const r = e.getBoundingClientRect(), box = e.closest('[data-testid="stVerticalBlockBorderWrapper"]') || e.parentElement;
+  const b = box.getBoundingClientRect();
+  return {text: e.textContent, color: getComputedStyle(e).color, right: r.right, bottom: r.bottom,
+          boxRight: b.right, scroll: e.scrollWidth, client: e.clientWidth};
+})"""
+
+
+def seed_slower_comparison(store) -> int:
+    """Three pairs (AB, BA, AB; seeds 0-2) in which the run takes 1.45-1.55x the
+    baseline's time to 0.95: stored and evaluated as the queue process does."""
+    from engine import store_comparisons as cstore
+    from engine.config import RunConfig
+    from engine.jobs import comparison
+
+    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95)
+    plan = []
+    for i, (order, slow) in enumerate(zip(comparison.orders(3), (1.45, 1.5, 1.55))):
+        ids = {}
+        for side in order:
+            cfg = RunConfig(**common, seed=i, **({"precision": "mixed_bfloat16"} if side == "B" else {}))
+            ids[side] = recorded(store, cfg, "baseline" if side == "A" else "run", "cmp-seeded",
+                                 step_sec=0.02 * (slow if side == "B" else 1.0), target_epoch=3, host="vm")
+        store.update_run(ids["B"], baseline_id=ids["A"])
+        plan.append({"pair": i, "seed": i, "order": order, "baseline_id": ids["A"], "run_id": ids["B"]})
+    cid = cstore.create(store, "ab", "cmp-seeded", {"pairs": 3, "max_pairs": 3, "target_half_width": 0.1,
+                                                     "budget_s": None, "min_pairs": 3}, plan, "vm")
+    comparison.finish_if_done(store, cstore.get(store, cid))
+    return cid
+
+
+@pytest.mark.browser
+def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
+    from engine import store_comparisons as cstore
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    cid = seed_slower_comparison(store)
+    comp = cstore.get(store, cid)
+    store.close()
+    r = comp["result"]
+    assert comp["status"] == "completed" and r["verdict"] == "slower" and r["pairs"] == 3
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server)
+            page.locator(".speedlab-headline").wait_for(timeout=60_000)
+            page.get_by_text("Pairs: time to accuracy speedup").wait_for(timeout=60_000)
+            settle(page)
+            page.screenshot(path=str(OUT / "comparison_slower_1280x720.png"))
+            (h,) = page.evaluate(HEADLINE)
+            ci = r["time_to_accuracy_ci95"]
+            assert h["text"] == f"{r['time_to_accuracy_speedup']:.2f}x slower [{ci[0]:.2f}–{ci[1]:.2f}], 3 pairs"
+            assert h["color"] == "rgb(185, 28, 28)"                        # red: the interval lies below 1
+            assert h["scroll"] <= h["client"] and h["right"] <= h["boxRight"] + 1 and h["right"] <= 1280
+            assert h["bottom"] <= 720                                      # above the fold
+        finally:
+            browser.close()

@@ -1,0 +1,106 @@
+"""The comparison block shared by the Train page, presenter mode, Replay and the
+Runs page: the headline of interleaved pairs (engine.report.stats.comparison_headline),
+its interval and verdict, coloured by the verdict, and the pair chart. UI only."""
+from __future__ import annotations
+
+import html
+import os
+import time
+
+import streamlit as st
+
+from engine import store_comparisons as cstore
+from engine.report import stats
+from engine.report.comparison_charts import pairs_figure
+
+# Green only when the interval lies above 1; neutral for "no difference".
+TONE_COLORS = {"good": "#15803D", "bad": "#B91C1C", "neutral": "#374151"}
+PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
+
+
+def lookup(store, run: dict | None) -> dict | None:
+    """The stored comparison `run` belongs to, or None (also for a ReplayStore, which
+    has no comparisons table: the Replay page passes the comparison itself)."""
+    if not run or not (run.get("group_id") or "").startswith("cmp-") or not hasattr(store, "conn"):
+        return None
+    comp = cstore.by_group(store, run["group_id"])
+    if comp is not None and comp["status"] == "running":
+        from engine.jobs import comparison
+
+        comp = comparison.settle_if_idle(store, comp)
+    return comp
+
+
+def noise_floor(store) -> float | None:
+    """This machine's stored A/A half width (relative), or None."""
+    if not hasattr(store, "conn"):
+        return None
+    c = cstore.latest_noise(store, os.uname().nodename)
+    if not c:
+        return None
+    r = c["result"]
+    return (r.get(r.get("measure") or "time_to_accuracy") or {}).get("half_width")
+
+
+def _age(t: float | None) -> str:
+    if not t:
+        return "at an unknown time"
+    s = max(time.time() - t, 0)
+    return (f"{s:.0f} s ago" if s < 120 else f"{s / 60:.0f} min ago" if s < 7200 else
+            f"{s / 3600:.1f} h ago" if s < 172800 else f"{s / 86400:.0f} days ago")
+
+
+def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key: str = "cmp_headline") -> None:
+    """The headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
+    at 1280 px), coloured by the verdict, with its measure and note under it."""
+    running = comp["status"] == "running"
+    h = stats.comparison_headline(comp.get("result"), floor=floor, in_progress=running)
+    color = TONE_COLORS[h["tone"]] if not running else TONE_COLORS["neutral"]
+    label = f"{h['measure'] or 'speedup'}" + (" · in progress: more pairs to come" if running else "")
+    box = st.container(key=key, border=True)
+    box.caption(label)
+    box.markdown(f"<div class='speedlab-headline' style='font-size:{size_rem}rem;font-weight:650;line-height:1.2;"
+                 f"color:{color};overflow-wrap:anywhere'>{html.escape(h['text'])}</div>", unsafe_allow_html=True)
+    if h["note"]:
+        box.caption(f":material/info: {h['note']}")
+
+
+def details(comp: dict) -> None:
+    """End-to-end and steady with their intervals, how the comparison ended, which baselines."""
+    r = comp.get("result") or {}
+    lines = []
+    for name in ("end_to_end", "steady"):
+        s = r.get(name) or {}
+        if s.get("speedup") is None:
+            continue
+        ci = s.get("ci95")
+        lines.append(f"**{stats.MEASURE_NAMES[name].capitalize()}** {s['speedup']:.2f}×"
+                     + (f" [{ci[0]:.2f}–{ci[1]:.2f}] · {s['verdict']}" if ci else " · no interval yet"))
+    if lines:
+        st.markdown("  \n".join(lines))
+    n, planned = r.get("pairs", 0), r.get("planned") or len(comp.get("plan") or [])
+    s = comp.get("settings") or {}
+    how = (f"{s['pairs']} pairs asked" if s.get("pairs") else
+           f"adaptive: until ±{s.get('target_half_width', 0.1) * 100:.0f}%, at most {s.get('max_pairs')} pairs")
+    st.caption(f"Comparison #{comp['id']}: {n} complete pair{'s' if n != 1 else ''} of {planned} planned "
+               f"({how}); interleaved AB BA …, seed i for pair i"
+               + (f" · **ended by:** {comp['ended_by']}" if comp.get("ended_by") and comp["status"] != "running" else ""))
+    bids = r.get("baseline_ids") or []
+    if bids:
+        st.caption(f"Baselines measured fresh in this comparison ({', '.join(f'#{i}' for i in bids)}), "
+                   f"first {_age(r.get('baseline_measured'))}; not reused.")
+
+
+def pairs_chart(comp: dict, key: str = "cmp_pairs", height: int = 280) -> None:
+    """The pair chart (engine.report.comparison_charts.pairs_figure)."""
+    st.plotly_chart(pairs_figure(comp.get("result"), height=height), key=key, config=PLOTLY_CONFIG)
+
+
+def reused_line(base: dict | None, run: dict | None) -> None:
+    """For a run measured against a stored baseline (not a comparison): say so, its age
+    and that there is no interval; offer the fresh re-measure."""
+    if not base or not run or base["id"] == run["id"] or base.get("group_id") == run.get("group_id"):
+        return
+    st.warning(f"Stored baseline #{base['id']} reused, measured {_age(base.get('started'))} under that "
+               "moment's load: one pair, no interval. Turn off **Reuse stored baseline** and launch again "
+               "for a fresh comparison of interleaved pairs.", icon=":material/history:")
