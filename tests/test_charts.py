@@ -215,7 +215,7 @@ def test_scaling_figure_labels_multi_worker_runs():
 
 
 def bench_cells():
-    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.jobs.bench.summarize."""
+    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.bench.quick.summarize."""
     def cell(p, s, x, sp, lo, hi, rate):
         return {"precision": p, "steps_per_execution": s, "jit_compile": x, "devices": 1, "simulated": False,
                 "speedup": sp, "speedup_min": lo, "speedup_max": hi, "samples_per_sec": rate,

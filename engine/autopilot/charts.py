@@ -1,4 +1,4 @@
-"""Charts of the autopilot (engine.jobs.autopilot): pure functions from its
+"""Charts of the autopilot (engine.autopilot.search): pure functions from its
 state's lists to Plotly figures, no Streamlit, no TensorFlow.
 
 Times are seconds from the start of a run's training to the first validation at
@@ -111,7 +111,7 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
     without it). A switched-back run that never reached the target is labelled so.
     spread: the winner's own re-runs' (lowest, highest) / median (x), shaded: a bar
-    ending inside it is within noise (engine.jobs.autopilot.rerun_spread)."""
+    ending inside it is within noise (engine.autopilot.search.rerun_spread)."""
     rows = [a for a in ablation if a.get("run_id") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:

@@ -733,7 +733,7 @@ def replica_layout(cfg: Mapping, summary: Optional[Mapping] = None,
     return f"{workers} workers × {dev}" + (" (one host)" if hosts == 1 else "")
 
 
-# --- quick benchmark (engine.jobs.bench) ------------------------------------------------
+# --- quick benchmark (engine.bench.quick) ------------------------------------------------
 
 BENCH_PRECISION_COLORS = {"float32": PALETTE[0], "mixed_bfloat16": PALETTE[1],
                           "mixed_float16": PALETTE[2]}
@@ -773,7 +773,7 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
     black outline, named in the legend.
 
     Args:
-        cells: one row per cell (engine.jobs.bench.summarize()['cells']): precision,
+        cells: one row per cell (engine.bench.quick.summarize()['cells']): precision,
             steps_per_execution, jit_compile, devices, simulated, speedup,
             speedup_min, speedup_max, samples_per_sec, repeats.
     """
@@ -847,7 +847,7 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
     return fig
 
 
-# --- LR range test (engine.jobs.lr_find) -------------------------------------------------
+# --- LR range test (engine.lr_find.range_test) -------------------------------------------------
 
 def lr_find_figure(sweep: pd.DataFrame, suggestion: Optional[float] = None,
                    min_loss_lr: Optional[float] = None, title: Optional[str] = None,
@@ -860,7 +860,7 @@ def lr_find_figure(sweep: pd.DataFrame, suggestion: Optional[float] = None,
 
     Args:
         sweep: one row per step: lr, loss, smoothed (NaN/None where not finite).
-        suggestion: the suggested max LR (engine.jobs.lr_find.suggest()['suggested']).
+        suggestion: the suggested max LR (engine.lr_find.range_test.suggest()['suggested']).
     """
     x_title, y_title = "learning rate (log scale)", "loss (cross-entropy)"
     if sweep is None or sweep.empty or pd.to_numeric(sweep["smoothed"], errors="coerce").isna().all():
