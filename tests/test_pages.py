@@ -870,9 +870,9 @@ def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(s
 
 
 def charts_mod():
-    from engine.report import charts
+    from engine.report import chart_style
 
-    return charts
+    return chart_style
 
 
 # --- no TensorFlow in the app process ----------------------------------------------
