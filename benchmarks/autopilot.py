@@ -78,7 +78,7 @@ def main() -> None:
     # 10 min: a benchmark run next would otherwise share the CPU with the spare's start.
     os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "30")
     from engine.hardware.machine import cpu_model
-    from engine.jobs import autopilot
+    from engine.autopilot import search as autopilot
 
     base = RunConfig(**BASE)
     preset = RunConfig(**{**TUNED, "dataset": "digits", "seed": 0})

@@ -10,7 +10,7 @@ Prints the probe (GPU model, compute capability, the installed backends and thei
 devices, verdicts) and a table of steady samples/s and speedups on the ResNet-style
 model with synthetic 32x32x3 data (global batch 512 by default, the reference workload
 of the README's GPU table), each against the float32 baseline measured in the same
-invocation (engine.jobs.bench): TensorFlow's float32 without XLA, or JAX's float32
+invocation (engine.bench.quick): TensorFlow's float32 without XLA, or JAX's float32
 with --backend jax. Also writes the result as JSON to --out.
 
 On a machine without a GPU it stops after the probe, unless --allow-cpu (a dry run of
@@ -56,7 +56,7 @@ def main() -> int:
     from engine.cli.bench import format_table
     from engine.cli.hardware import format_table as hardware_table
     from engine.hardware import verdicts as hardware
-    from engine.jobs import bench
+    from engine.bench import quick as bench
 
     probe = hardware.probe(refresh=True)
     print(hardware_table(probe))

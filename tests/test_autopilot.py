@@ -1,4 +1,4 @@
-"""The autopilot (engine.jobs.autopilot, engine.jobs.autopilot_space): its pure
+"""The autopilot (engine.autopilot.search, engine.autopilot.space): its pure
 pieces with hand-computed values, then one real 60-s search on digits with a
 planted slow trial, re-runs and an ablation on real runs."""
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 
 from engine.config import RunConfig, baseline_config
 from engine.errors import ConfigError
-from engine.jobs import autopilot, background
-from engine.jobs import autopilot_space as sp
+from engine.jobs import background
+from engine.autopilot import search as autopilot
+from engine.autopilot import space as sp
 from engine.hardware.verdicts import verdicts
 
 DIGITS = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=20, target_accuracy=0.95,
@@ -587,7 +588,7 @@ def searched(tmp_path_factory):
     old = os.environ.get("SPEEDLAB_HOME")
     os.environ["SPEEDLAB_HOME"] = str(home)
     try:
-        from engine.jobs.autopilot_space import facts_from_quick
+        from engine.autopilot.space import facts_from_quick
         from engine.hardware.machine import quick_facts
 
         base = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=10)
@@ -722,7 +723,7 @@ def test_reruns_alternate_on_fresh_seeds_and_ablation_runs_differ_in_one_setting
 
 
 def test_max_lr_choices_come_from_the_lr_range_test(store_home):
-    from engine.jobs import lr_find
+    from engine.lr_find import range_test as lr_find
 
     assert autopilot.lr_choices({"suggested": 0.0033, "steepest": 0.0033, "min_over_10": 0.0071}) == [0.0033, 0.0071]
     # With the minimum loss's LR (0.071): its third (0.0237) is offered above the rules.
@@ -752,7 +753,7 @@ def test_max_lr_choices_come_from_the_lr_range_test(store_home):
 def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypatch):
     import threading
 
-    from engine.jobs import lr_find
+    from engine.lr_find import range_test as lr_find
 
     def failing_test(cfg, stop=None):  # what lr_find.run raises once `stop` is set (or when it fails)
         raise lr_find.LRFindError("LR range test stopped")

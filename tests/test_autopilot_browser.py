@@ -25,7 +25,7 @@ TRIAL_POINTS = """() => {
 
 
 def test_start_a_search_and_watch_the_trials_chart_grow(server, store_home):
-    from engine.jobs import autopilot
+    from engine.autopilot import search as autopilot
 
     OUT.mkdir(exist_ok=True)
     with playwright_api.sync_playwright() as p:

@@ -11,8 +11,9 @@ import time
 import psutil
 
 from engine.config import RunConfig
-from engine.jobs import autopilot, background
-from engine.jobs import autopilot_space as sp
+from engine.jobs import background
+from engine.autopilot import search as autopilot
+from engine.autopilot import space as sp
 from test_pages import app, no_errors, plotly_specs, texts, values
 
 
@@ -270,7 +271,7 @@ def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
 
 @pytest.mark.unit
 def test_a_trial_stopped_before_it_trained_is_not_drawn_at_0_s():
-    from engine.report.autopilot_charts import trials_frame
+    from engine.autopilot.charts import trials_frame
 
     df = trials_frame([trial(1, "reached", 3.0, best=3.0), trial(2, "budget", None, 0.0, best=3.0),
                        trial(3, "pruned", None, 3.4, best=3.0)])

@@ -237,7 +237,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(server, store_home)
     """The Hardware page (real probe) with a saved quick-benchmark result
     (pre-written: the real one takes over a minute): cards, verdicts, chart,
     table; 'Use this configuration' fills the Train page. Saves hardware.png."""
-    from engine.jobs import bench
+    from engine.bench import quick as bench
 
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
     rates = [3200, 2500, 3600, 2300, 4700, 2000, 5300, 1900]  # samples/s per cell, as measured on a 2-core CPU

@@ -1,4 +1,4 @@
-"""Chart builders (engine.report.charts): pure DataFrame -> Plotly figure, no Streamlit."""
+"""Chart builders (engine.report.chart_style and the *_charts modules): pure DataFrame -> Plotly figure, no Streamlit."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.report import charts
+from engine.report import chart_style, hardware_charts, runs_charts, talk_charts, train_charts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ def execs(n=50, rate=10_000.0, epochs=2, label="#2 mixed bf16", color="#D55E00",
         "batches": 1, "t": np.cumsum(dur), "duration": dur, "samples_per_sec": 128 / dur,
         "loss": np.linspace(2.3, 0.3, n), "lr": 1e-3, "warmup": (np.arange(n) == 0).astype(int),
         "data_wait": None})
-    return charts.tag(df, label, color, run_id)
+    return chart_style.tag(df, label, color, run_id)
 
 
 def epochs_frame(label="#2 mixed bf16", color="#D55E00", n=2):
@@ -30,14 +30,14 @@ def epochs_frame(label="#2 mixed bf16", color="#D55E00", n=2):
                        "step": [25 * (i + 1) for i in range(n)], "loss": [1.0, 0.5][:n],
                        "accuracy": [0.7, 0.9][:n], "val_loss": [0.9, 0.4][:n],
                        "val_accuracy": [0.75, 0.92][:n], "lr": 1e-3})
-    return charts.tag(df, label, color)
+    return chart_style.tag(df, label, color)
 
 
 def test_colours_are_stable_and_baselines_grey():
-    assert charts.run_color(5, "baseline") == charts.BASELINE_COLOR
-    assert charts.run_color(7) == charts.run_color(7, "run")
-    colours = {charts.run_color(i) for i in range(1, len(charts.PALETTE) + 1)}
-    assert len(colours) == len(charts.PALETTE) and charts.BASELINE_COLOR not in colours
+    assert chart_style.run_color(5, "baseline") == chart_style.BASELINE_COLOR
+    assert chart_style.run_color(7) == chart_style.run_color(7, "run")
+    colours = {chart_style.run_color(i) for i in range(1, len(chart_style.PALETTE) + 1)}
+    assert len(colours) == len(chart_style.PALETTE) and chart_style.BASELINE_COLOR not in colours
 
 
 def test_labels_and_summaries_name_the_speed_options():
@@ -45,28 +45,28 @@ def test_labels_and_summaries_name_the_speed_options():
            "config": {"precision": "mixed_bfloat16", "devices": 2, "steps_per_execution": 4,
                       "jit_compile": True, "dataset": "digits", "model": "cnn", "batch_size": 128,
                       "epochs": 3, "schedule": "constant"}}
-    assert charts.run_label(run) == "#6 mixed bf16 · 2 dev (sim) · spe 4 · XLA"
+    assert chart_style.run_label(run) == "#6 mixed bf16 · 2 dev (sim) · spe 4 · XLA"
     base = {"id": 5, "role": "baseline", "config": {"precision": "float32", "devices": 1}}
-    assert charts.run_label(base) == "#5 baseline fp32"
-    s = charts.config_summary(run["config"], run["summary"])
+    assert chart_style.run_label(base) == "#5 baseline fp32"
+    s = chart_style.config_summary(run["config"], run["summary"])
     assert s == "digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · spe 4 · XLA · 3 epochs"
 
 
 def test_downsample_caps_points_and_keeps_warmup():
     df = execs(n=10_000)
-    out = charts.downsample(df, max_points=2000)
+    out = chart_style.downsample(df, max_points=2000)
     assert len(out) <= 2001  # 2000 steady rows + the warm-up row
     assert out["warmup"].sum() == 1
     assert out["idx"].iloc[0] == 0 and out["idx"].iloc[-1] == 9_999
     assert out["idx"].is_monotonic_increasing
     small = execs(n=30)
-    assert len(charts.downsample(small)) == 30
+    assert len(chart_style.downsample(small)) == 30
 
 
 def test_throughput_figure_marks_warmup_and_median():
-    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=5000)
+    base = execs(label="#1 baseline fp32", color=chart_style.BASELINE_COLOR, run_id=1, rate=5000)
     df = pd.concat([base, execs()])
-    fig = charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
+    fig = train_charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
     assert fig.layout.xaxis.title.text == "wall time since training start (s)"
     assert "samples/s" in fig.layout.yaxis.title.text
     warm = [t for t in fig.data if t.legendgroup == "warmup"]
@@ -75,7 +75,7 @@ def test_throughput_figure_marks_warmup_and_median():
     medians = [t for t in fig.data if t.line.dash == "dash"]
     assert sorted(t.y[0] for t in medians) == [5000.0, 10_000.0]
     steady = {t.name: t for t in fig.data if t.mode == "lines+markers"}
-    assert steady["#1 baseline fp32"].line.color == charts.BASELINE_COLOR
+    assert steady["#1 baseline fp32"].line.color == chart_style.BASELINE_COLOR
     assert steady["#2 mixed bf16"].line.color == "#D55E00"
     # The line breaks at the epoch boundary (no bridge over the validation pass).
     assert np.isnan(np.asarray(steady["#2 mixed bf16"].y, dtype=float)).sum() == 1
@@ -83,14 +83,14 @@ def test_throughput_figure_marks_warmup_and_median():
 
 
 def test_throughput_figure_downsamples_long_runs():
-    fig = charts.throughput_figure(execs(n=20_000, epochs=4))
-    assert max(len(t.x) for t in fig.data) <= charts.MAX_POINTS + 4
+    fig = train_charts.throughput_figure(execs(n=20_000, epochs=4))
+    assert max(len(t.x) for t in fig.data) <= chart_style.MAX_POINTS + 4
 
 
 def test_loss_figure_against_time_and_step():
     e, ep = execs(), epochs_frame()
-    ft = charts.loss_figure(e, ep, x="t")
-    fs = charts.loss_figure(e, ep, x="step")
+    ft = train_charts.loss_figure(e, ep, x="t")
+    fs = train_charts.loss_figure(e, ep, x="step")
     assert ft.layout.xaxis.title.text.endswith("(s)")
     assert fs.layout.xaxis.title.text.endswith("(steps)")
     names = [t.name for t in fs.data]
@@ -103,35 +103,35 @@ def test_loss_figure_compares_plain_validation_ce_and_labels_smoothed_training_l
     e = execs()
     ep = epochs_frame().assign(val_ce=[0.7, 0.3])
     label = e["label"].iloc[0]
-    fig = charts.loss_figure(e, ep, x="step", loss_kinds={label: "label-smoothed 0.1 + mixup 0.2"})
+    fig = train_charts.loss_figure(e, ep, x="step", loss_kinds={label: "label-smoothed 0.1 + mixup 0.2"})
     assert [t.name for t in fig.data] == [f"{label} train (label-smoothed 0.1 + mixup 0.2)", f"{label} val"]
     assert list(fig.data[1].y) == [0.7, 0.3]  # plain cross-entropy, not the smoothed val_loss
     assert fig.data[0].line.dash == "dot" and fig.layout.yaxis.title.text == "cross-entropy (val: plain)"
     # An older run without val_ce and a smoothed loss says its curve is smoothed.
-    old = charts.loss_figure(e, epochs_frame(), x="step", loss_kinds={label: "label-smoothed 0.1"})
+    old = train_charts.loss_figure(e, epochs_frame(), x="step", loss_kinds={label: "label-smoothed 0.1"})
     assert old.data[1].name == f"{label} val (label-smoothed)"
-    assert charts.train_loss_kind({"label_smoothing": 0.1, "mixup_alpha": 0.2}) == "label-smoothed 0.1 + mixup 0.2"
-    assert charts.train_loss_kind({"label_smoothing": 0.0, "mixup_alpha": 0.0}) == ""
+    assert train_charts.train_loss_kind({"label_smoothing": 0.1, "mixup_alpha": 0.2}) == "label-smoothed 0.1 + mixup 0.2"
+    assert train_charts.train_loss_kind({"label_smoothing": 0.0, "mixup_alpha": 0.0}) == ""
 
 
 def test_time_figure_stacks_the_parts_of_each_run():
     b = {"setup": 4.0, "warmup": 1.0, "train": 2.5, "data_wait": 0.5, "validation": 1.0, "other": 1.0, "wall": 10.0}
-    fig = charts.time_figure([("baseline #1", b), ("run #2", None)])
+    fig = train_charts.time_figure([("baseline #1", b), ("run #2", None)])
     assert [t.name for t in fig.data] == ["setup", "warm-up", "training", "data wait", "validation", "other"]
     assert [list(t.x) for t in fig.data] == [[4.0], [1.0], [2.5], [0.5], [1.0], [1.0]]
     assert fig.layout.barmode == "stack" and fig.data[0].customdata[0][1] == 40.0  # % of the 10 s wall
 
 
 def test_speedup_figure_puts_baseline_at_one():
-    bars = pd.DataFrame([{"label": "baseline", "color": charts.BASELINE_COLOR, "speedup": 1.0},
+    bars = pd.DataFrame([{"label": "baseline", "color": chart_style.BASELINE_COLOR, "speedup": 1.0},
                          {"label": "run", "color": "#D55E00", "speedup": 1.8, "note": "x"}])
-    fig = charts.speedup_figure(bars)
+    fig = runs_charts.speedup_figure(bars)
     assert list(fig.data[0].x) == [1.0, 1.8]
-    assert list(fig.data[0].marker.color) == [charts.BASELINE_COLOR, "#D55E00"]
+    assert list(fig.data[0].marker.color) == [chart_style.BASELINE_COLOR, "#D55E00"]
     assert list(fig.data[0].text) == ["1.00×", "1.80×"]
     assert list(fig.data[0].textposition) == ["outside", "outside"]
     # 0.85x: inside its bar, not drawn across the dashed line at 1.0; 0.2x is too short to hold it.
-    slow = charts.speedup_figure(pd.concat([bars, pd.DataFrame([{"label": "a", "color": "#000", "speedup": 0.85},
+    slow = runs_charts.speedup_figure(pd.concat([bars, pd.DataFrame([{"label": "a", "color": "#000", "speedup": 0.85},
                                                                {"label": "b", "color": "#000", "speedup": 0.2}])]))
     assert list(slow.data[0].textposition) == ["outside", "outside", "inside", "outside"]
     assert any(s.x0 == 1.0 and s.x1 == 1.0 for s in fig.layout.shapes)
@@ -140,14 +140,14 @@ def test_speedup_figure_puts_baseline_at_one():
 
 def test_scaling_figure_has_ideal_reference_and_simulated_points():
     pts = pd.DataFrame([
-        {"label": "#1 baseline fp32", "color": charts.BASELINE_COLOR, "speedup": 1.0, "devices": 1,
+        {"label": "#1 baseline fp32", "color": chart_style.BASELINE_COLOR, "speedup": 1.0, "devices": 1,
          "simulated": False},
         {"label": "#2 mixed bf16 · 2 dev (sim)", "color": "#D55E00", "speedup": 0.9, "devices": 2,
          "simulated": True}])
-    fig = charts.scaling_figure(pts)
+    fig = runs_charts.scaling_figure(pts)
     ideal, ref = fig.data[0], fig.data[1]
     assert list(ideal.x) == list(ideal.y)
-    assert dict(zip(ref.x, ref.y)) == charts.REFERENCE_SCALING
+    assert dict(zip(ref.x, ref.y)) == runs_charts.REFERENCE_SCALING
     sim, base = fig.data[-2], fig.data[-1]
     assert sim.marker.symbol == "circle-open" and "simulated" in sim.name and sim.text[0] == "simulated"
     # The baseline is drawn last and smaller: a run at (1, ~1.0) hid it (a new user's report).
@@ -159,16 +159,16 @@ def test_scaling_figure_has_ideal_reference_and_simulated_points():
 
 def test_small_charts_and_empty_states():
     e = execs()
-    assert charts.lr_figure(e).layout.xaxis.title.text == "batches run (steps)"
-    sysf = charts.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0],
+    assert train_charts.lr_figure(e).layout.xaxis.title.text == "batches run (steps)"
+    sysf = chart_style.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0],
                                     "rss_mb": [800.0, 810.0], "mem_percent": [20.0, 21.0],
                                     "gpu_mem_mb": [None, None]}), "#2", "#D55E00")
-    cpu = charts.system_figure(sysf, "cpu_percent", "worker CPU (% of one core)", "CPU")
+    cpu = train_charts.system_figure(sysf, "cpu_percent", "worker CPU (% of one core)", "CPU")
     assert list(cpu.data[0].y) == [90.0, 95.0] and "%" in cpu.layout.yaxis.title.text
-    for fig in (charts.throughput_figure(None), charts.loss_figure(None, None),
-                charts.lr_figure(None), charts.speedup_figure(pd.DataFrame()),
-                charts.system_figure(None, "rss_mb", "MB", "Memory"),
-                charts.system_figure(sysf, "gpu_mem_mb", "GPU memory (MB)", "GPU")):
+    for fig in (train_charts.throughput_figure(None), train_charts.loss_figure(None, None),
+                train_charts.lr_figure(None), runs_charts.speedup_figure(pd.DataFrame()),
+                train_charts.system_figure(None, "rss_mb", "MB", "Memory"),
+                train_charts.system_figure(sysf, "gpu_mem_mb", "GPU memory (MB)", "GPU")):
         assert not fig.data and fig.layout.annotations  # says what it waits for
         fig.to_json()
 
@@ -176,15 +176,16 @@ def test_small_charts_and_empty_states():
 def test_lr_preview_shows_momentum_only_when_it_moves():
     steps = np.arange(100)
     flat = pd.DataFrame({"step": steps, "lr": np.full(100, 1e-3), "momentum": np.full(100, 0.9)})
-    assert len(charts.lr_preview_figure(flat).data) == 1
+    assert len(train_charts.lr_preview_figure(flat).data) == 1
     cyc = flat.assign(momentum=np.linspace(0.95, 0.85, 100))
-    fig = charts.lr_preview_figure(cyc)
+    fig = train_charts.lr_preview_figure(cyc)
     assert len(fig.data) == 2 and fig.data[1].yaxis == "y2"
 
 
 @pytest.mark.worker
-def test_charts_module_imports_neither_streamlit_nor_tensorflow():
-    code = ("import sys, engine.report.charts; "
+def test_chart_modules_import_neither_streamlit_nor_tensorflow():
+    code = ("import sys, engine.report.chart_style, engine.report.train_charts, engine.report.runs_charts, "
+            "engine.report.hardware_charts, engine.report.talk_charts, engine.autopilot.charts; "
             "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
@@ -192,18 +193,18 @@ def test_charts_module_imports_neither_streamlit_nor_tensorflow():
 
 def test_scaling_figure_labels_multi_worker_runs():
     run = {"devices": 1, "workers": 2}
-    assert charts.replica_layout(run) == "2 workers × 1 device"
-    assert charts.replica_layout(run, hosts=1) == "2 workers × 1 device (one host)"
-    assert charts.replica_layout({"devices": 2}, {"replicas_simulated": True}) == "2 devices (simulated)"
-    assert charts.replica_layout({"devices": 2, "workers": 2}, hosts=2) == "2 workers × 2 devices"
+    assert runs_charts.replica_layout(run) == "2 workers × 1 device"
+    assert runs_charts.replica_layout(run, hosts=1) == "2 workers × 1 device (one host)"
+    assert runs_charts.replica_layout({"devices": 2}, {"replicas_simulated": True}) == "2 devices (simulated)"
+    assert runs_charts.replica_layout({"devices": 2, "workers": 2}, hosts=2) == "2 workers × 2 devices"
     pts = pd.DataFrame([
-        {"label": "#1 baseline fp32", "color": charts.BASELINE_COLOR, "speedup": 1.0, "devices": 1,
+        {"label": "#1 baseline fp32", "color": chart_style.BASELINE_COLOR, "speedup": 1.0, "devices": 1,
          "simulated": False, "workers": 1, "one_host": False, "layout": "1 device"},
         {"label": "#2 fp32 · 2 workers", "color": "#D55E00", "speedup": 0.8, "devices": 2,
          "simulated": False, "workers": 2, "one_host": True, "layout": "2 workers × 1 device (one host)"},
         {"label": "#3 fp32 · 4 workers", "color": "#009E73", "speedup": 3.5, "devices": 4,
          "simulated": False, "workers": 4, "one_host": False, "layout": "4 workers × 1 device"}])
-    fig = charts.scaling_figure(pts)
+    fig = runs_charts.scaling_figure(pts)
     by = {t.name: t for t in fig.data}
     one_host = by["#2 fp32 · 2 workers (2 workers × 1 device (one host))"]
     assert list(one_host.x) == [2] and one_host.marker.symbol == "square-open"
@@ -215,7 +216,7 @@ def test_scaling_figure_labels_multi_worker_runs():
 
 
 def bench_cells():
-    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.jobs.bench.summarize."""
+    """A quick-benchmark result: baseline, spe 8 (best) and a mixed bf16 cell, per engine.bench.quick.summarize."""
     def cell(p, s, x, sp, lo, hi, rate):
         return {"precision": p, "steps_per_execution": s, "jit_compile": x, "devices": 1, "simulated": False,
                 "speedup": sp, "speedup_min": lo, "speedup_max": hi, "samples_per_sec": rate,
@@ -227,29 +228,29 @@ def bench_cells():
 
 
 def test_bench_figure_baseline_one_best_outlined_spread_as_error_bars():
-    fig = charts.bench_figure(bench_cells())
+    fig = hardware_charts.bench_figure(bench_cells())
     by = {t.name: t for t in fig.data}
     base = by["baseline (fp32, spe 1, XLA off)"]
-    assert list(base.y) == [1.0] and base.marker.color == charts.BASELINE_COLOR
+    assert list(base.y) == [1.0] and base.marker.color == chart_style.BASELINE_COLOR
     assert list(base.x) == ["spe 1 · XLA off"]
     fp32 = by["fp32"]
     assert list(fp32.x) == ["spe 8 · XLA off", "spe 8 · XLA on"] and list(fp32.y) == [1.9, 0.8]
-    assert fp32.marker.color == charts.BENCH_PRECISION_COLORS["float32"]
+    assert fp32.marker.color == hardware_charts.BENCH_PRECISION_COLORS["float32"]
     assert base.offsetgroup == fp32.offsetgroup  # the baseline sits in the fp32 slot
     # Spread (min-max over repeats) as asymmetric error bars.
     assert [round(v, 3) for v in fp32.error_y.array] == [0.2, 0.1]
     assert [round(v, 3) for v in fp32.error_y.arrayminus] == [0.2, 0.1]
     # Best cell: thick black outline, named in the legend.
-    assert list(fp32.marker.line.width) == [4, 0] and fp32.marker.line.color[0] == charts.BEST_COLOR
+    assert list(fp32.marker.line.width) == [4, 0] and fp32.marker.line.color[0] == hardware_charts.BEST_COLOR
     assert "best: fp32 · spe 8 · XLA off · 1 device (1.90×)" in by
     bf16 = by["mixed bf16"]
-    assert bf16.marker.color == charts.BENCH_PRECISION_COLORS["mixed_bfloat16"] and list(bf16.y) == [1.4]
+    assert bf16.marker.color == hardware_charts.BENCH_PRECISION_COLORS["mixed_bfloat16"] and list(bf16.y) == [1.4]
     assert list(fig.layout.xaxis.categoryarray) == ["spe 1 · XLA off", "spe 8 · XLA off", "spe 8 · XLA on"]
     assert fig.layout.yaxis.title.text == "speedup vs float32 baseline (×)"
     assert "steps per execution" in fig.layout.xaxis.title.text
     assert any(s.y0 == 1.0 and s.y1 == 1.0 for s in fig.layout.shapes)  # the 1.0 line
     fig.to_json()
-    empty = charts.bench_figure(pd.DataFrame())
+    empty = hardware_charts.bench_figure(pd.DataFrame())
     assert not empty.data and "Run quick benchmark" in empty.layout.annotations[0].text
 
 
@@ -259,7 +260,7 @@ def test_lr_find_figure_log_axis_raw_smoothed_and_suggestion():
     smoothed = pd.Series(loss).rolling(3, min_periods=1).mean()
     df = pd.DataFrame({"lr": lrs, "loss": loss, "smoothed": smoothed})
     df.loc[59, ["loss", "smoothed"]] = None  # a diverged, non-finite last step
-    fig = charts.lr_find_figure(df, suggestion=1e-3, min_loss_lr=lrs[50])
+    fig = train_charts.lr_find_figure(df, suggestion=1e-3, min_loss_lr=lrs[50])
     by = {t.name: t for t in fig.data}
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.title.text == "learning rate (log scale)"
     assert fig.layout.yaxis.title.text == "loss (cross-entropy)"
@@ -270,18 +271,18 @@ def test_lr_find_figure_log_axis_raw_smoothed_and_suggestion():
     assert by["minimum"].showlegend is False and list(by["minimum"].x) == [lrs[50]]
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > float(smoothed.max())
     fig.to_json()
-    empty = charts.lr_find_figure(pd.DataFrame({"lr": [], "loss": [], "smoothed": []}))
+    empty = train_charts.lr_find_figure(pd.DataFrame({"lr": [], "loss": [], "smoothed": []}))
     assert not empty.data and empty.layout.annotations
 
 
 def test_data_wait_figure_stacks_wait_and_compute_with_units():
     """Hand-built executions: compute = duration - data_wait, warm-up and NULL waits left out."""
-    df = charts.tag(pd.DataFrame({
+    df = chart_style.tag(pd.DataFrame({
         "idx": range(5), "epoch": 0, "step": [1, 2, 3, 4, 5], "batches": 1,
         "t": [1.0, 1.1, 1.2, 1.3, 1.4], "duration": [1.0, 0.10, 0.08, 0.12, 0.10],
         "samples_per_sec": 1.0, "loss": 1.0, "lr": 1e-3, "warmup": [1, 0, 0, 0, 0],
         "data_wait": [0.5, 0.06, 0.02, None, 0.07]}), "#2 fp32", "#D55E00", 2)
-    fig = charts.data_wait_figure(df)
+    fig = train_charts.data_wait_figure(df)
     wait, compute = fig.data
     assert (wait.name, compute.name) == ("waiting for data", "compute")
     assert list(wait.x) == [2, 3, 5] == list(compute.x)
@@ -293,34 +294,34 @@ def test_data_wait_figure_stacks_wait_and_compute_with_units():
     assert fig.layout.yaxis.title.text == "time per execution (s)"
     assert fig.layout.xaxis.title.text == "batches run (steps)"
     fig.to_json()
-    share = charts.data_wait_share(df)
+    share = train_charts.data_wait_share(df)
     assert share == pytest.approx((0.06 + 0.02 + 0.07) / (0.10 + 0.08 + 0.10))
-    assert charts.data_wait_verdict(share) == (
+    assert train_charts.data_wait_verdict(share) == (
         "input-bound", "input-bound: 54% of step time waiting for data; try parallel map, prefetch or cache "
                        "(Input pipeline)")
-    assert charts.data_wait_verdict(0.16)[1] == "partly input-bound: 16% of step time waiting for data"
-    assert charts.data_wait_verdict(0.07) == ("compute-bound", "compute-bound: only 7% of step time waiting for data")
-    assert charts.data_wait_verdict(None) is None
+    assert train_charts.data_wait_verdict(0.16)[1] == "partly input-bound: 16% of step time waiting for data"
+    assert train_charts.data_wait_verdict(0.07) == ("compute-bound", "compute-bound: only 7% of step time waiting for data")
+    assert train_charts.data_wait_verdict(None) is None
     assert fig.layout.yaxis.range is None  # no cap on a few rows
     # One slow execution among many: drawn off scale, named in a note.
     many = pd.concat([df.iloc[[0]]] + [df.iloc[[1]].assign(step=i) for i in range(2, 40)]
                      + [df.iloc[[1]].assign(step=40, duration=2.0, data_wait=1.9)], ignore_index=True)
-    capped = charts.data_wait_figure(many)
+    capped = train_charts.data_wait_figure(many)
     assert capped.layout.yaxis.range[1] == pytest.approx(3 * 0.10)
     assert "1 execution off scale (up to 2 s)" in capped.layout.annotations[0].text
     # Not measured (multi-worker, TPU): an empty chart that says so, and no share.
     unmeasured = df.assign(data_wait=None)
-    assert charts.data_wait_share(unmeasured) is None
-    empty = charts.data_wait_figure(unmeasured)
+    assert train_charts.data_wait_share(unmeasured) is None
+    empty = train_charts.data_wait_figure(unmeasured)
     assert not empty.data and empty.layout.annotations and empty.layout.yaxis.title.text.endswith("(s)")
 
 
 def test_transfer_figure_two_curves_target_line_and_time_to_target_stars():
-    ft = charts.tag(pd.DataFrame({"epoch": range(4), "t": [1.0, 1.8, 2.6, 3.4],
+    ft = chart_style.tag(pd.DataFrame({"epoch": range(4), "t": [1.0, 1.8, 2.6, 3.4],
                                   "val_accuracy": [0.29, 0.9, 0.96, 0.978]}), "run #2: fine-tuned", "#D55E00", 2)
-    sc = charts.tag(pd.DataFrame({"epoch": range(4), "t": [0.9, 1.75, 2.6, 3.4],
+    sc = chart_style.tag(pd.DataFrame({"epoch": range(4), "t": [0.9, 1.75, 2.6, 3.4],
                                   "val_accuracy": [0.85, 0.96, 0.98, None]}), "run #3: from scratch", "#009E73", 3)
-    fig = charts.transfer_figure(pd.concat([ft, sc]), 0.95, {"run #2: fine-tuned": 2.6, "run #3: from scratch": 1.75})
+    fig = runs_charts.transfer_figure(pd.concat([ft, sc]), 0.95, {"run #2: fine-tuned": 2.6, "run #3: from scratch": 1.75})
     lines = {t.name: t for t in fig.data if t.mode == "lines+markers"}
     assert list(lines) == ["run #2: fine-tuned", "run #3: from scratch"]
     assert lines["run #2: fine-tuned"].line.color == "#D55E00"
@@ -333,51 +334,51 @@ def test_transfer_figure_two_curves_target_line_and_time_to_target_stars():
     assert "validation accuracy" in fig.layout.yaxis.title.text
     fig.to_json()
     # Not reached: no star for that run.
-    fig = charts.transfer_figure(ft, 0.99, {"run #2: fine-tuned": None})
+    fig = runs_charts.transfer_figure(ft, 0.99, {"run #2: fine-tuned": None})
     assert not [t for t in fig.data if t.marker.symbol == "star"]
-    assert not charts.transfer_figure(None).data
+    assert not runs_charts.transfer_figure(None).data
 
 
 def test_summaries_name_data_transfer_and_pipeline_options():
     cfg = {"dataset": "digits", "model": "cnn", "precision": "float32", "devices": 1, "batch_size": 32,
            "epochs": 12, "label_subset": [5, 6, 7, 8, 9], "init_from": 1, "data_cache": True,
            "data_prefetch": False, "data_parallel_map": True}
-    assert charts.config_summary(cfg) == ("digits labels 5,6,7,8,9 · cnn from run #1 · fp32 · 1 device · "
+    assert chart_style.config_summary(cfg) == ("digits labels 5,6,7,8,9 · cnn from run #1 · fp32 · 1 device · "
                                           "batch 32 · cache · no prefetch · 12 epochs")
-    assert charts.run_label({"id": 2, "config": cfg}) == "#2 fp32 · from #1"
+    assert chart_style.run_label({"id": 2, "config": cfg}) == "#2 fp32 · from #1"
     bb = {"dataset": "cifar10", "model": "mobilenetv2", "image_size": 96, "pretrained": True,
           "precision": "float32", "devices": 1, "batch_size": 64, "epochs": 3, "data_parallel_map": False}
-    assert charts.config_summary(bb) == ("cifar10 · mobilenetv2 96px (ImageNet) · fp32 · 1 device · batch 64 · "
+    assert chart_style.config_summary(bb) == ("cifar10 · mobilenetv2 96px (ImageNet) · fp32 · 1 device · batch 64 · "
                                          "serial map · 3 epochs")
 
 
 def test_median_labels_sit_in_the_right_margin_apart_from_each_other():
     # Medians 10,000 and 10,400 samples/s on an axis to 1.08 x 10,400: 400 samples/s is
     # 400 / 11,232 x 206 px (380 - 56 - 118) = 7.3 px apart, so the upper label moves up 9.7 px to 17.
-    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=10_000)
+    base = execs(label="#1 baseline fp32", color=chart_style.BASELINE_COLOR, run_id=1, rate=10_000)
     run = execs(rate=10_400)
-    fig = charts.throughput_figure(pd.concat([base, run]), {"#1 baseline fp32": 10_000.0, "#2 mixed bf16": 10_400.0})
+    fig = train_charts.throughput_figure(pd.concat([base, run]), {"#1 baseline fp32": 10_000.0, "#2 mixed bf16": 10_400.0})
     notes = {a.text: a for a in fig.layout.annotations}
     assert set(notes) == {"10,000", "10,400"}
     assert all(a.xref == "paper" and a.x == 1 and a.xanchor == "left" for a in notes.values())
     assert notes["10,000"].yshift == 0
     assert fig.layout.yaxis.range == (0, pytest.approx(1.08 * 10_400))
     assert notes["10,400"].yshift == pytest.approx(17 - 400 / (1.08 * 10_400) * 206)
-    assert fig.layout.margin.r == int(6 * charts._GLYPH * 13) + 12   # room for "10,400"
+    assert fig.layout.margin.r == int(6 * chart_style.GLYPH * 13) + 12   # room for "10,400"
 
 
 def test_long_y_titles_shrink_to_the_plot_height():
     # 164 px of plot (280 high, 56 above for the title, 60 below with no legend): a
     # 24-character title at 15 px is 24 x 0.58 x 15 = 209 px, so it is set at int(15 x 164 / 209) = 11 px.
-    sysf = charts.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0]}), "#2", "#D55E00")
-    fig = charts.system_figure(sysf, "cpu_percent", "x" * 24, "CPU")
+    sysf = chart_style.tag(pd.DataFrame({"t": [1.0, 2.0], "cpu_percent": [90.0, 95.0]}), "#2", "#D55E00")
+    fig = train_charts.system_figure(sysf, "cpu_percent", "x" * 24, "CPU")
     assert fig.layout.height == 280 and fig.layout.yaxis.title.font.size == 11
-    fig = charts.system_figure(sysf, "cpu_percent", "CPU (% of one core)", "Worker CPU")
+    fig = train_charts.system_figure(sysf, "cpu_percent", "CPU (% of one core)", "Worker CPU")
     assert fig.layout.yaxis.title.font.size == 14                         # 19 x 0.58 x 15 = 165 px
-    fig = charts.system_figure(sysf, "cpu_percent", "CPU (% of a core)", "Worker CPU")
+    fig = train_charts.system_figure(sysf, "cpu_percent", "CPU (% of a core)", "Worker CPU")
     assert fig.layout.yaxis.title.font.size == 15                         # 17 x 0.58 x 15 = 148 px: fits
     assert fig.layout.xaxis.title.text == "wall time (s)"
-    assert charts.fit_size("abc", 1000) == 15 and charts.fit_size("x" * 100, 50) == 11
+    assert chart_style.fit_size("abc", 1000) == 15 and chart_style.fit_size("x" * 100, 50) == 11
 
 
 def test_scaling_legend_names_runs_only_while_they_fit():
@@ -386,10 +387,10 @@ def test_scaling_legend_names_runs_only_while_they_fit():
                              "devices": [1 + i % 2 for i in range(n)], "speedup": [1.0 + i / 10 for i in range(n)],
                              "simulated": False})
 
-    legend = [t.name for t in charts.scaling_figure(points(6)).data if t.showlegend is not False]
+    legend = [t.name for t in runs_charts.scaling_figure(points(6)).data if t.showlegend is not False]
     assert legend == ["ideal (speedup = replicas)", "well-tuned data parallel (reference)",
                       *(f"#{i} fp32" for i in range(6))]
-    fig = charts.scaling_figure(points(7))
+    fig = runs_charts.scaling_figure(points(7))
     assert [t.name for t in fig.data if t.showlegend is not False] == legend[:2]
     assert len(fig.data) == 2 + 7   # every run is still drawn (hover names it)
 
@@ -397,18 +398,18 @@ def test_scaling_legend_names_runs_only_while_they_fit():
 def test_legend_rows_pack_entries_left_to_right():
     # At 18 px an entry is len x 0.58 x 18 + 52 px: 10 characters -> 156.4 px.
     names = ["x" * 10] * 5
-    assert charts.legend_rows(names, 320) == 3      # two per row (312.8 px), then one
-    assert charts.legend_rows(names, 1000) == 1
-    assert charts.legend_rows([], 500) == 0
+    assert talk_charts.legend_rows(names, 320) == 3      # two per row (312.8 px), then one
+    assert talk_charts.legend_rows(names, 1000) == 1
+    assert talk_charts.legend_rows([], 500) == 0
 
 
 def test_presenter_restyles_a_copy_for_the_back_of_the_room():
-    base = execs(label="#1 baseline fp32", color=charts.BASELINE_COLOR, run_id=1, rate=5000)
+    base = execs(label="#1 baseline fp32", color=chart_style.BASELINE_COLOR, run_id=1, rate=5000)
     df = pd.concat([base, execs()])
-    fig = charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
-    talk = charts.presenter(fig, height=410, width_px=600, x_title="wall time (s)", y_title="samples/s")
+    fig = train_charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
+    talk = talk_charts.presenter(fig, height=410, width_px=600, x_title="wall time (s)", y_title="samples/s")
     assert fig.layout.font.size == 15 and fig.layout.height == 380           # the original is unchanged
-    assert talk.layout.height == 410 and talk.layout.font.size == charts.TALK_FONT == 20
+    assert talk.layout.height == 410 and talk.layout.font.size == talk_charts.TALK_FONT == 20
     assert talk.layout.xaxis.tickfont.size == 18 and talk.layout.title.font.size == 24
     assert (talk.layout.xaxis.title.text, talk.layout.yaxis.title.text) == ("wall time (s)", "samples/s")
     assert talk.layout.yaxis.title.font.size == 20                          # "samples/s" fits the plot height
@@ -419,16 +420,16 @@ def test_presenter_restyles_a_copy_for_the_back_of_the_room():
     assert (talk.layout.legend.y, talk.layout.legend.yanchor) == (1.0, "bottom")
     assert talk.layout.margin.t == 50 + 2 * 30
     # The medians move to the larger type: right margin for "10,000" at 18 px.
-    notes = [a for a in talk.layout.annotations if a.name == charts.MEDIAN_NAME]
+    notes = [a for a in talk.layout.annotations if a.name == chart_style.MEDIAN_NAME]
     assert sorted(a.text for a in notes) == ["10,000", "5,000"] and {a.font.size for a in notes} == {18}
-    assert talk.layout.margin.r == int(6 * charts._GLYPH * 18) + 12
+    assert talk.layout.margin.r == int(6 * chart_style.GLYPH * 18) + 12
 
 
 def test_presenter_gives_each_run_one_legend_entry():
     e = execs()
-    epochs = charts.tag(pd.DataFrame({"epoch": [0, 1], "t": [1.0, 2.0], "step": [10, 20],
+    epochs = chart_style.tag(pd.DataFrame({"epoch": [0, 1], "t": [1.0, 2.0], "step": [10, 20],
                                       "val_loss": [1.0, 0.5], "val_ce": [1.0, 0.5]}), "#2 mixed bf16", "#D55E00")
-    fig = charts.loss_figure(e, epochs)
+    fig = train_charts.loss_figure(e, epochs)
     assert [t.name for t in fig.data] == ["#2 mixed bf16 train", "#2 mixed bf16 val"]
-    talk = charts.presenter(fig)
+    talk = talk_charts.presenter(fig)
     assert [(t.name, t.showlegend) for t in talk.data] == [("#2 mixed bf16 train", False), ("#2 mixed bf16", None)]

@@ -158,7 +158,7 @@ def test_measuring_commands_refuse_while_the_autopilot_is_between_its_runs(store
     """The quick benchmark, an LR range test and the transfer demo would share the CPU with
     the autopilot's next trial: refused naming it, before any run is queued or sweep saved."""
     from engine.cli.main import main
-    from engine.jobs import lr_find
+    from engine.lr_find import range_test as lr_find
     from engine.store import Store
 
     _running(background.AUTOPILOT_FILE, phase="search")

@@ -115,7 +115,7 @@ def test_runs_table_and_json_name_the_backend(store, capsys):
 
 def test_bench_text_ends_with_the_caution_of_a_busy_baseline(store_home, monkeypatch, capsys):
     from engine.cli.main import main
-    from engine.jobs import bench
+    from engine.bench import quick as bench
 
     cells = [{"backend": "tensorflow", "precision": p, "steps_per_execution": 1, "jit_compile": False,
               "devices": 1, "simulated": False} for p in ("float32", "mixed_bfloat16")]

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from engine.jobs import background
-from engine.jobs import bench
+from engine.bench import quick as bench
 from engine.hardware import verdicts as hardware
 from engine.config import RunConfig
 from test_pages import app, no_errors, plotly_specs, texts, values
@@ -42,7 +42,7 @@ def cache(store_home, f: dict) -> None:
 
 
 def saved_result() -> dict:
-    """A quick-benchmark result through engine.jobs.bench.summarize (2 repeats), saved."""
+    """A quick-benchmark result through engine.bench.quick.summarize (2 repeats), saved."""
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})  # 8 cells, cells[0] baseline
     rates = {0: 1000.0, 1: 900.0, 2: 1500.0, 3: 800.0, 4: 1400.0, 5: 700.0, 6: 2200.0, 7: 1100.0}
     samples = [{"cell": i, "repeat": r, "samples_per_sec": rates[i] * (1.0 + 0.1 * r), "warmup_sec": 1.0}

@@ -28,6 +28,10 @@ DATA, HARDWARE, REPORT = ("engine.data",), ("engine.hardware",), ("engine.report
 # Bundles carry comparisons, whose results engine.jobs.comparison recomputes on import.
 TRAINING, CLI = ("engine.training",), ("engine.cli",)
 JOBS = ("engine.jobs", "engine.bundle", "engine.bundle_checks", "engine.bundle_comparisons")
+# Features: a package each, on top of the jobs; the autopilot uses the LR range test.
+LR_FIND, BENCH, AUTOPILOT = ("engine.lr_find",), ("engine.bench",), ("engine.autopilot",)
+FEATURES = LR_FIND + BENCH + AUTOPILOT
+BELOW_FEATURES = BASE + DATA + HARDWARE + CONFIG + REPORT + TRAINING + JOBS
 RULES: dict[tuple[str, ...], tuple[str, ...]] = {
     BASE: BASE,
     DATA: BASE,
@@ -36,12 +40,15 @@ RULES: dict[tuple[str, ...], tuple[str, ...]] = {
     REPORT: BASE + DATA + HARDWARE + CONFIG,
     TRAINING: BASE + DATA + HARDWARE + CONFIG + REPORT,
     JOBS: BASE + DATA + HARDWARE + CONFIG + REPORT + TRAINING,
-    CLI: BASE + DATA + HARDWARE + CONFIG + REPORT + TRAINING + JOBS,
+    LR_FIND: BELOW_FEATURES,
+    BENCH: BELOW_FEATURES,
+    AUTOPILOT: BELOW_FEATURES + LR_FIND,
+    CLI: BELOW_FEATURES + FEATURES,
     ("engine",): BASE + CONFIG,  # the package's __init__
     ("engine.__main__",): CLI,
 }
 # Worker-side engine modules the UI process must never import, even lazily.
-WORKER_SIDE = ("engine.training", "engine.jobs.worker", "engine.jobs.bench_worker", "engine.jobs.lr_find_worker")
+WORKER_SIDE = ("engine.training", "engine.jobs.worker", "engine.bench.worker", "engine.lr_find.worker")
 # View -> view imports still allowed, as the views are today: Train is a library for presenter
 # mode and Replay (and the one import circle, train <-> talk). The views split of issue 32
 # moves what they share to views/components/ and empties this set.

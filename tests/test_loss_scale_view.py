@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from engine.config import RunConfig
-from engine.report import charts
+from engine.report import train_charts
 from tests.apptest import app_test
 
 
@@ -43,11 +43,11 @@ def values(v):
 def test_loss_scale_figure():
     e = pd.DataFrame({"step": [1, 2, 3], "loss_scale": [16384.0, 16384.0, 8192.0], "skipped": [1, 0, 1],
                       "label": "#1", "color": "#0072B2"})
-    fig = charts.loss_scale_figure(e)
+    fig = train_charts.loss_scale_figure(e)
     scale, skips = fig.data
     assert list(scale.y) == [16384.0, 16384.0, 8192.0] and list(skips.x) == [1, 3] and list(skips.y) == [1, 1]
     assert fig.layout.yaxis.type == "log" and fig.layout.xaxis.title.text == "batches run (steps)"
-    empty = charts.loss_scale_figure(e.assign(loss_scale=None))
+    empty = train_charts.loss_scale_figure(e.assign(loss_scale=None))
     assert empty.layout.annotations[0].text == "no float16 loss scaling in these runs"
 
 

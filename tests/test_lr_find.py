@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from engine.jobs import lr_find
+from engine.lr_find import range_test as lr_find
 from engine.cli.main import main as cli_main
 from engine.config import RunConfig
-from engine.jobs.lr_find import Smoother, smoothing_beta, suggest, sweep_lr
+from engine.lr_find.range_test import Smoother, smoothing_beta, suggest, sweep_lr
 
 DECADES = [10.0 ** e for e in range(-6, 1)]  # 1e-6, 1e-5, ..., 1
 
@@ -170,5 +170,5 @@ def test_a_stopped_sweep_ends_at_once_and_leaves_no_worker(store_home):
     with pytest.raises(lr_find.LRFindError, match="^LR range test stopped$"):
         lr_find.run(RunConfig(dataset="digits", model="cnn"), stop=stop)
     assert not [c for c in psutil.Process().children(recursive=True)
-                if "lr_find_worker" in " ".join(c.cmdline())]
+                if "engine.lr_find.worker" in " ".join(c.cmdline())]
     assert not (store_home / lr_find.LATEST_FILE).exists()  # nothing saved

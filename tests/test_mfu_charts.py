@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine.report import charts, mfu_charts
+from engine.report import chart_style, mfu_charts, runs_charts
 
 
 def _execs():
     df = pd.DataFrame({"t": [0.5, 1.0, 1.5, 2.0], "samples_per_sec": [100.0, 4_000.0, 5_000.0, 6_000.0],
                        "warmup": [1, 0, 0, 0], "step": [1, 2, 3, 4], "epoch": [0, 0, 0, 0]})
-    return charts.tag(df, "run #1", "#2563EB", 1)
+    return chart_style.tag(df, "run #1", "#2563EB", 1)
 
 
 def test_flops_figure_draws_steady_flops_and_the_peak_line():
@@ -30,10 +30,10 @@ def test_flops_figure_without_counted_flops_says_so():
 def test_forecast_traces_on_the_scaling_chart():
     fc = {"physical": [(1, 1.0), (2, 1.8), (4, 3.1)], "simulated": [(1, 1.0), (2, 0.9), (4, 0.85)],
           "c2_source": "derived from run #2", "two_id": 2}
-    fig = mfu_charts.add_forecast(charts.scaling_figure(pd.DataFrame()), fc)
+    fig = mfu_charts.add_forecast(runs_charts.scaling_figure(pd.DataFrame()), fc)
     names = [t.name for t in fig.data]
     assert names[-2:] == ["forecast: N devices like this one", "forecast: N simulated on this device"]
     assert list(fig.data[-2].y) == [1.0, 1.8, 3.1]
     # Without a 2-replica run there is no communication figure for simulated devices: one trace.
-    n = len(charts.scaling_figure(pd.DataFrame()).data)
-    assert len(mfu_charts.add_forecast(charts.scaling_figure(pd.DataFrame()), {**fc, "two_id": None}).data) == n + 1
+    n = len(runs_charts.scaling_figure(pd.DataFrame()).data)
+    assert len(mfu_charts.add_forecast(runs_charts.scaling_figure(pd.DataFrame()), {**fc, "two_id": None}).data) == n + 1

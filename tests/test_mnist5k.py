@@ -87,8 +87,8 @@ def test_other_arrays_in_the_file_are_refused(tmp_path):
 
 
 def test_the_bench_sibling_runs_the_quick_matrix_on_mnist5k():
-    from engine.jobs import bench
-    from engine.jobs.bench_worker import cell_config
+    from engine.bench import quick as bench
+    from engine.bench.worker import cell_config
 
     w = bench.workload_for("mnist5k")
     assert w == bench.MNIST5K and bench.workload_for("synthetic") == bench.QUICK
@@ -108,7 +108,7 @@ def test_the_autopilot_searches_mnist5k_at_its_default_target():
     from engine.cli.autopilot import base_config
     from engine.cli.main import build_parser
     from engine.hardware.verdicts import verdicts
-    from engine.jobs.autopilot_space import facts_from_quick, search_space
+    from engine.autopilot.space import facts_from_quick, search_space
 
     args = build_parser().parse_args(["autopilot", "--dataset", "mnist5k", "--budget", "60"])
     base = base_config(args)

@@ -353,8 +353,8 @@ def test_each_schedule_shows_its_own_settings_and_advanced_fields(store_home):
 
 
 def lr_sweep(n=80, suggested=3e-3) -> dict:
-    """An LR range test result as engine.jobs.lr_find.run saves it."""
-    from engine.jobs import lr_find
+    """An LR range test result as engine.lr_find.range_test.run saves it."""
+    from engine.lr_find import range_test as lr_find
 
     lrs = [1e-6 * (1e6 ** (i / 99)) for i in range(n)]
     loss = [2.3 - 1.8 / (1 + math.exp(-(math.log10(x) + 3) * 3)) for x in lrs]
@@ -390,7 +390,7 @@ def test_lr_finder_runs_in_the_background(store_home):
     blocked, and shows the chart once the detached process is done."""
     import time
 
-    from engine.jobs import lr_find
+    from engine.lr_find import range_test as lr_find
 
     at = app()
     at.selectbox(key="model").set_value("mlp").run()
@@ -870,9 +870,9 @@ def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(s
 
 
 def charts_mod():
-    from engine.report import charts
+    from engine.report import chart_style
 
-    return charts
+    return chart_style
 
 
 # --- no TensorFlow in the app process ----------------------------------------------

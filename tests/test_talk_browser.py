@@ -91,7 +91,7 @@ def check_page(pages: dict, url: str, name: str, charts: int, ready: str | None 
 
 def save_bench_result() -> None:
     """A quick-benchmark result for the Hardware page (as test_browser writes one)."""
-    from engine.jobs import bench
+    from engine.bench import quick as bench
 
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
     rates = [3200, 2500, 3600, 2300, 4700, 2000, 5300, 1900]

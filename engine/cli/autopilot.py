@@ -1,6 +1,6 @@
 """``python -m engine autopilot --target 0.95 --budget 300 [--json]``: search this
 machine for the fastest route to a target validation accuracy, confirm the
-winner against the baseline and explain it (engine.jobs.autopilot).
+winner against the baseline and explain it (engine.autopilot.search).
 
 Exit codes: 0 done, 1 stopped or no trial reached the target, 2 invalid input
 or the machine is busy (one line on stderr).
@@ -156,7 +156,8 @@ def main(args) -> int:
     from engine.cli.bench import check_progress_file, progress_writer
     from engine.data.meta import target_for
     from engine.errors import ConfigError
-    from engine.jobs import autopilot, background
+    from engine.jobs import background
+    from engine.autopilot import search as autopilot
 
     if args.progress_file:
         try:

@@ -1,4 +1,4 @@
-"""``python -m engine bench --quick``: the quick speedup benchmark (engine.jobs.bench)."""
+"""``python -m engine bench --quick``: the quick speedup benchmark (engine.bench.quick)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from engine.cli.common import print_json
 
 
 def add_parser(sub) -> None:
-    from engine.jobs.bench import QUICK_ESTIMATE_S
+    from engine.bench.quick import QUICK_ESTIMATE_S
 
     p = sub.add_parser("bench", help="quick speedup benchmark of the options on this machine",
                        description="Short runs on synthetic data (precision x steps per execution x XLA "
@@ -75,7 +75,7 @@ def check_progress_file(path, example: str = "progress.json") -> None:
 def progress_writer(path):
     """A function(**fields) that rewrites the progress file `path` (atomically)
     with the job's state so far; a no-op without a path. Keeps 'started' and
-    'log' from a file that engine.jobs.bench.start_background wrote for this job."""
+    'log' from a file that engine.bench.quick.start_background wrote for this job."""
     import os
     import time
     from pathlib import Path
@@ -104,7 +104,7 @@ def progress_writer(path):
 
 def format_table(result: dict) -> str:
     """Speedup table: one row per cell, best marked with '*'."""
-    from engine.jobs import bench
+    from engine.bench import quick as bench
 
     lines = [f"{'backend':<11} {'precision':<15} {'spe':>4} {'xla':>5} {'dev':>4} {'samples/s':>11} "
              f"{'speedup':>8} {'95% interval':>13}  verdict"]
@@ -128,7 +128,8 @@ def format_table(result: dict) -> str:
 
 
 def main(args) -> int:
-    from engine.jobs import background, bench
+    from engine.jobs import background
+    from engine.bench import quick as bench
     from engine.hardware.machine import quick_facts
 
     if getattr(args, "progress_file", None):

@@ -1,5 +1,5 @@
 """`python -m engine lr-find`: the LR range test (Smith 2017, sec. 3.3) from the
-command line; no TF in this process (the sweep runs in engine.jobs.lr_find_worker).
+command line; no TF in this process (the sweep runs in engine.lr_find.worker).
 
 Wired up by engine.cli.main via ``add_parser(subparsers)``; the parser's default
 ``func`` is `main`.  Exit codes: 0 ok, 1 the sweep failed, 2 invalid input or
@@ -84,7 +84,7 @@ def format_table(result: dict) -> str:
 
 def main(args) -> int:
     """Run the sweep, then print the table (or one JSON object with --json)."""
-    from engine.jobs import lr_find
+    from engine.lr_find import range_test as lr_find
     from engine.cli.common import config_from_args
     from engine.jobs.runner import ActiveRunError
 

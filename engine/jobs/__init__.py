@@ -1,6 +1,8 @@
 """Jobs: processes and orchestration (no TF in the caller): the run queue (runner,
-queue_runner), the worker entry points (worker, bench_worker, lr_find_worker), the
-quick benchmark, the LR range test, the transfer demo, the autopilot and detached background jobs.
+queue_runner), the run worker's entry point (worker), comparisons, the transfer demo and
+detached background jobs (background). The features built on them are packages of their
+own: engine.autopilot, engine.bench, engine.lr_find.
 
-May import every stage below it (config, data, training, report, hardware, store). Never cli.
+May import every stage below it (config, data, training, report, hardware, store). Never
+the features or cli.
 """

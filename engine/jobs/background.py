@@ -138,8 +138,8 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     return True
 
 
-# Each background job's state file in $SPEEDLAB_HOME (owned by engine.jobs.bench,
-# engine.jobs.lr_find and engine.jobs.demo; named here so busy() needs none of them).
+# Each background job's state file in $SPEEDLAB_HOME (owned by engine.bench.quick,
+# engine.lr_find.range_test and engine.jobs.demo; named here so busy() needs none of them).
 BENCH_FILE = "bench-progress.json"
 LR_FIND_FILE = "lr-find-progress.json"
 DEMO_FILE = "demo-transfer.json"

@@ -1,6 +1,9 @@
 """Report: numbers and charts computed from stored metrics only (no TF): measure
 (steady state, speedup arithmetic), compare, table (runs as a DataFrame, the one number format),
-charts (Plotly, presenter styling), replay (what a stored run showed at replay time t).
+the charts (Plotly): chart_style, the one style every chart module uses (colours, fonts,
+layout, shared helpers), and one module per page (train_charts, runs_charts,
+hardware_charts, talk_charts for presenter mode, mfu_charts, comparison_charts),
+replay (what a stored run showed at replay time t).
 
 May import: config, errors, store. Never training, jobs or cli.
 """

@@ -7,7 +7,7 @@ from typing import Optional
 
 import plotly.graph_objects as go
 
-from engine.report.charts import BASELINE_COLOR, PALETTE, _style, empty_figure
+from engine.report.chart_style import BASELINE_COLOR, PALETTE, empty_figure, style
 from engine.report.stats import MEASURE_NAMES, pair_ratio
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
@@ -53,4 +53,4 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, dash="dot", width=1))
     fig.update_yaxes(type="log")
     fig.update_xaxes(dtick=1, range=[0.5, max(len(done), (result or {}).get("planned") or 0) + 0.5])
-    return _style(fig, "pair", "speedup (×, log)", title=title, height=height)
+    return style(fig, "pair", "speedup (×, log)", title=title, height=height)

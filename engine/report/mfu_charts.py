@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.hardware.peaks import flops_text
-from engine.report.charts import T_TITLE, _groups, _style, empty_figure
+from engine.report.chart_style import T_TITLE, empty_figure, run_groups, style
 
 FORECAST_COLOR = "#7C3AED"
 Y_TITLE = "model FLOP/s (training)"
@@ -23,14 +23,14 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
 
     Args:
         execs: executions (t, samples_per_sec, warmup) tagged with label/color
-            (engine.report.charts.tag).
+            (engine.report.chart_style.tag).
         per_run: {label: {'flops_per_sample', 'peak_flops_per_sec', 'peak_source'}}
             (engine.report.mfu.of); runs without FLOPs are left out.
     """
     if execs is None or execs.empty:
         return empty_figure("waiting for the first execution ...", height, T_TITLE, Y_TITLE, title)
     fig, peaks = go.Figure(), {}
-    for label, color, g in _groups(execs):
+    for label, color, g in run_groups(execs):
         info = per_run.get(label) or {}
         fps = info.get("flops_per_sample")
         if not fps:
@@ -49,14 +49,14 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
         fig.add_hline(y=value, line=dict(color=color, width=2, dash="dash"),
                       annotation=dict(text=f"{which} peak {flops_text(value)}", font=dict(size=13, color=color)),
                       annotation_position="top left")
-    _style(fig, T_TITLE, Y_TITLE, title, height)
+    style(fig, T_TITLE, Y_TITLE, title, height)
     fig.update_yaxes(rangemode="tozero", exponentformat="SI")  # 200G, not Plotly's 200B
     return fig
 
 
 def add_forecast(fig: go.Figure, fc: Optional[dict]) -> go.Figure:
     """Draw the what-if forecast (engine.report.forecast.forecast) on a scaling figure
-    (engine.report.charts.scaling_figure): N physical devices like this one, dashed, and
+    (engine.report.runs_charts.scaling_figure): N physical devices like this one, dashed, and
     N simulated on it where a 2-replica run gave the communication cost, dotted."""
     if not fc:
         return fig

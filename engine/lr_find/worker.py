@@ -1,11 +1,11 @@
 """LR range test worker (imports TensorFlow, or JAX for backend jax):
-``python -m engine.jobs.lr_find_worker``.
+``python -m engine.lr_find.worker``.
 
 Reads a job (JSON) on stdin: {'config': RunConfig dict, 'min_lr', 'max_lr',
 'steps'}, and prints one JSON line: {'lr', 'loss', 'smoothed' (lists, one per
 step done; None for a non-finite loss), 'stopped' ('end' | 'diverged' | 'nan'),
 'beta', 'device_kind', 'replicas', 'sweep_sec'}; or {'error': line} on failure.
-See engine.jobs.lr_find (Smith 2017, "Cyclical Learning Rates for Training Neural
+See engine.lr_find.range_test (Smith 2017, "Cyclical Learning Rates for Training Neural
 Networks", sec. 3.3) for the method and the caller.
 
 How the sweep is done in Keras 3:
@@ -46,7 +46,7 @@ def make_callback(min_lr: float, max_lr: float, steps: int, beta: float, diverge
     smoothed) after it and stops training on divergence or a non-finite loss."""
     import keras
 
-    from engine.jobs.lr_find import Smoother, sweep_lr
+    from engine.lr_find.range_test import Smoother, sweep_lr
 
     class LRSweep(keras.callbacks.Callback):
         def __init__(self):
@@ -90,7 +90,7 @@ def make_callback(min_lr: float, max_lr: float, steps: int, beta: float, diverge
 def sweep(job: dict) -> dict:
     """Run the job's sweep in this process; returns the result dict (see module doc)."""
     from engine.config import RunConfig
-    from engine.jobs.lr_find import DIVERGE_FACTOR, smoothing_beta
+    from engine.lr_find.range_test import DIVERGE_FACTOR, smoothing_beta
 
     cfg = RunConfig.from_dict(job["config"])
     min_lr, max_lr, steps = float(job["min_lr"]), float(job["max_lr"]), int(job["steps"])

@@ -6,7 +6,7 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
 1. **Search** (within `budget_s` wall-clock seconds). Optuna's ask-and-tell
    interface (Akiba et al. 2019, "Optuna", arXiv:1907.10902) with a seeded TPE
    sampler proposes configurations from the hardware-aware space
-   (engine.jobs.autopilot_space); the objective is the time to target: seconds
+   (engine.autopilot.space); the objective is the time to target: seconds
    from the start of training to the first validation at or above the target
    (each trial stops there: `stop_at_target`). SpeedLab's own pruning rule, since
    no library prunes on time: a trial is stopped as soon as its training has run
@@ -43,7 +43,7 @@ from typing import Callable, Optional
 from engine.config import RunConfig, baseline_config
 from engine.errors import ActiveRunError, ConfigError
 from engine.jobs import background
-from engine.jobs import autopilot_space as space_mod
+from engine.autopilot import space as space_mod
 from engine.store import FINAL_STATUSES, Store, default_path
 
 # A trial may use at most this share of the budget as training time (s) ...
@@ -351,7 +351,7 @@ def _lr_key(c: dict) -> tuple:
 
 
 def lr_choices(suggestion: dict) -> list[float]:
-    """One-cycle peak LRs from an LR range test's suggestion (engine.jobs.lr_find.suggest),
+    """One-cycle peak LRs from an LR range test's suggestion (engine.lr_find.range_test.suggest),
     distinct and ascending: its 'steepest' descent and its 'min_over_10' (the
     minimum loss's LR / 10), the two rules of the test, and, above them, the
     minimum loss's LR / EDGE_LR_DIVISOR (`edge_lr`). Empty without a rule's value."""
@@ -381,15 +381,15 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
     (ascending), 'source' (one line), 'hint' (the highest but `edge_lr`: the first trial's)}.
 
     `max_lr` given: that. `lr_find` 'no': FALLBACK_MAX_LR_FACTOR x the base LR (no
-    test, stored or new). Else the stored LR range test (engine.jobs.lr_find) for
+    test, stored or new). Else the stored LR range test (engine.lr_find.range_test) for
     the same data, model, batch, optimizer, LR and seed. Else, with `lr_find`
     'yes', or 'auto' and a budget of at least LR_FIND_MIN_BUDGET_S, a new one
     (its seconds count in the budget). From a test: `lr_choices`. Else
     FALLBACK_MAX_LR_FACTOR x the base LR.
     `stop` set during a new test ends it at once (the fallback is used then).
-    Raises: engine.jobs.lr_find.LRFindError when a requested test fails.
+    Raises: engine.lr_find.range_test.LRFindError when a requested test fails.
     """
-    from engine.jobs import lr_find as lr_find_mod
+    from engine.lr_find import range_test as lr_find_mod
 
     def out(choices, source, suggestion=None):
         edge = edge_lr(suggestion or {})  # the first trial (the preset's guess) keeps to the test's rules

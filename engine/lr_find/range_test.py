@@ -10,7 +10,7 @@ step and read good LR bounds off the loss (or accuracy) curve.  As in fastai's
 a bias-corrected exponential moving average, and the sweep stops early once the
 smoothed loss exceeds 4x its minimum (divergence) or is not finite.
 
-The sweep runs in a worker process (``python -m engine.jobs.lr_find_worker``), for
+The sweep runs in a worker process (``python -m engine.lr_find.worker``), for
 the same reasons as training runs (engine.jobs.runner): TF fixes its device layout
 per process, and a crash must not take the caller down.  The last result is
 kept in ``$SPEEDLAB_HOME/lr-find-latest.json``.
@@ -224,7 +224,7 @@ def run(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0, steps: int = 
         raise LRFindBusyError(busy)
     job = {"config": cfg.to_dict(), "min_lr": float(min_lr), "max_lr": float(max_lr), "steps": int(steps)}
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "engine.jobs.lr_find_worker"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "engine.lr_find.worker"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())
     feed = json.dumps(job)
     try:

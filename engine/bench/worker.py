@@ -1,4 +1,4 @@
-"""Benchmark worker: ``python -m engine.jobs.bench_worker`` reads a job (JSON) on
+"""Benchmark worker: ``python -m engine.bench.worker`` reads a job (JSON) on
 stdin and prints one JSON line per measured cell: {'cell', 'repeat',
 'samples_per_sec' (steady median), 'warmup_sec', 'compiled' (whether this repeat built
 and compiled the model), 'wall_sec' (the cell's build and fit)};

@@ -1,4 +1,4 @@
-"""Charts of the autopilot (engine.jobs.autopilot): pure functions from its
+"""Charts of the autopilot (engine.autopilot.search): pure functions from its
 state's lists to Plotly figures, no Streamlit, no TensorFlow.
 
 Times are seconds from the start of a run's training to the first validation at
@@ -13,7 +13,7 @@ from typing import Optional
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.report.charts import BASELINE_COLOR, PALETTE, _style, empty_figure
+from engine.report.chart_style import BASELINE_COLOR, PALETTE, empty_figure, style
 
 # One marker per way a trial ended (the state's 'kind').
 # Stopped trials have no time to target: they are drawn at the training time they used.
@@ -68,7 +68,7 @@ def trials_figure(trials: list[dict], target: float, title: Optional[str] = None
             x=best["trial"], y=best["best"], mode="lines", name="best so far", line_shape="hv",
             line=dict(color=BEST_COLOR, width=3),
             hovertemplate="best so far after trial %{x}: %{y:.2f} s<extra></extra>"))
-    _style(fig, "trial", TRIALS_Y, title, height)
+    style(fig, "trial", TRIALS_Y, title, height)
     fig.update_xaxes(dtick=1, rangemode="tozero")
     fig.update_yaxes(rangemode="tozero")
     return fig
@@ -100,7 +100,7 @@ def race_figure(curves: pd.DataFrame, target: float, best: Optional[float] = Non
     if limit is not None and (best is None or limit < best):
         fig.add_vline(x=limit, line=dict(color=PALETTE[4], dash="dot", width=2),
                       annotation_text="share of budget", annotation_position="top left")
-    _style(fig, "training time (s)", "val accuracy", title, height)
+    style(fig, "training time (s)", "val accuracy", title, height)
     fig.update_xaxes(rangemode="tozero")  # from 0: the warm-up before the first validation shows
     return fig
 
@@ -111,7 +111,7 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
     without it). A switched-back run that never reached the target is labelled so.
     spread: the winner's own re-runs' (lowest, highest) / median (x), shaded: a bar
-    ending inside it is within noise (engine.jobs.autopilot.rerun_spread)."""
+    ending inside it is within noise (engine.autopilot.search.rerun_spread)."""
     rows = [a for a in ablation if a.get("run_id") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:
@@ -128,7 +128,7 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
         # No label inside: on a two-bar chart it had no room (the page's caption names the band).
         fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="#9ca3af", opacity=0.18, line_width=0, layer="below")
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
-    _style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
+    style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
     fig.update_xaxes(rangemode="tozero")
     return fig
 
@@ -150,7 +150,7 @@ def confirm_figure(runs: list[dict], target: float, title: Optional[str] = None,
                                  line=dict(color=colors.get(name, PALETTE[(i + 2) % len(PALETTE)]), width=2.5),
                                  marker=dict(size=11),
                                  hovertemplate="round %{x}: %{y:.2f} s<extra>" + name + "</extra>"))
-    _style(fig, "round", "time to target (s)", title, height)
+    style(fig, "round", "time to target (s)", title, height)
     fig.update_xaxes(dtick=1)
     fig.update_yaxes(rangemode="tozero")
     return fig

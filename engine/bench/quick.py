@@ -204,7 +204,7 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
         idx = [i for i, c in enumerate(cells) if _in_layout(c, layout)]
         job = {"workload": work, "repeats": repeats, "backend": layout[0], "devices": layout[1],
                "cells": [{**cells[i], "index": i} for i in idx]}
-        proc = subprocess.Popen([sys.executable, "-m", "engine.jobs.bench_worker"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", "engine.bench.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()
