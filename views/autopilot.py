@@ -1,10 +1,10 @@
 """Autopilot: search this machine for the fastest route to a target accuracy,
 watch the trials live, and see the confirmed winner explained.
 
-UI only: the search runs detached (engine.jobs.autopilot.start_background, i.e.
+UI only: the search runs detached (engine.autopilot.search.start_background, i.e.
 ``python -m engine autopilot``) and writes its state to a JSON file that a
 fragment re-reads every second; the current run's curves come from the store;
-figures come from engine.report.autopilot_charts and engine.report.charts.
+figures come from engine.autopilot.charts and the engine.report chart modules.
 """
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import streamlit as st
 
 from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
-from engine.jobs import autopilot
+from engine.autopilot import search as autopilot
 from engine.jobs.background import ACTIVE_STATES
-from engine.report import autopilot_charts, charts
+from engine.report import chart_style, train_charts
+from engine.autopilot import charts as autopilot_charts
 from engine.store import Store
 from views.common import one_line_errors
 
@@ -151,18 +152,18 @@ def current_curves(p: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     best = p.get("best") or {}
     # Short legend names (the settings are in the table): a full label ran past the chart's edge.
     now = f"trial {cur['trial']}" if cur.get("trial") else cur.get("name") or ""
-    runs = [(cur.get("run_id"), f"#{cur.get('run_id')} now" + (f" ({now})" if now else ""), charts.PALETTE[1])]
+    runs = [(cur.get("run_id"), f"#{cur.get('run_id')} now" + (f" ({now})" if now else ""), chart_style.PALETTE[1])]
     if best.get("run_id") and best.get("run_id") != cur.get("run_id"):
-        runs.append((best["run_id"], f"#{best['run_id']} best (trial {best.get('trial')})", charts.BASELINE_COLOR))
+        runs.append((best["run_id"], f"#{best['run_id']} best (trial {best.get('trial')})", chart_style.BASELINE_COLOR))
     eps, exs = [], []
     store = Store()
     try:
         for rid, label, color in runs:
             if rid is None:
                 continue
-            eps.append(charts.tag(store.frame("epochs", rid), label, color, rid))
+            eps.append(chart_style.tag(store.frame("epochs", rid), label, color, rid))
             if rid == cur.get("run_id"):
-                exs.append(charts.tag(store.frame("executions", rid), label, color, rid))
+                exs.append(chart_style.tag(store.frame("executions", rid), label, color, rid))
     finally:
         store.close()
     eps = [e for e in eps if not e.empty]
@@ -201,7 +202,7 @@ def live(was_running: bool) -> None:
             best = (p.get("best") or {}).get("time_to_target_sec") if cur.get("phase") == "search" else None
             right.plotly_chart(autopilot_charts.race_figure(eps, target, best, cur.get("limit_sec")),
                                key="ap_race", config=PLOTLY_CONFIG)
-            st.plotly_chart(charts.throughput_figure(exs, title=f"Run #{cur['run_id']}: throughput per execution",
+            st.plotly_chart(train_charts.throughput_figure(exs, title=f"Run #{cur['run_id']}: throughput per execution",
                                                      height=300), key="ap_throughput", config=PLOTLY_CONFIG)
         elif (p.get("confirm") or {}).get("runs"):
             right.plotly_chart(autopilot_charts.confirm_figure(p["confirm"]["runs"], target), key="ap_confirm",
@@ -282,7 +283,7 @@ def result(p: dict) -> None:
         runoff = (f" and {w['runoff_sec']:.2f} s re-run: the best mean of the {len(p['runoff']['runs'])} fastest "
                   "trials" if w.get("runoff_mean_sec") and p.get("runoff") else "")
         st.caption(f"Trial {w['trial']} (run #{w['run_id']}): {w['search_time_to_target_sec']:.2f} s to "
-                   f"{target:g} in the search{runoff}. " + charts.config_summary(w["config"]))
+                   f"{target:g} in the search{runoff}. " + chart_style.config_summary(w["config"]))
         # Not while the autopilot still runs: the Train page could not launch it before the end anyway.
         if st.button("Use this configuration", type="secondary" if slower else "primary",
                      icon=":material/arrow_forward:", key="ap_use_btn", disabled=not finished,

@@ -3,7 +3,7 @@ options should pay off on it, and a quick benchmark that measures them.
 
 UI only: the probe and its verdicts come from engine.hardware.verdicts (the probe runs
 in a child process and is cached; this page never imports TensorFlow), the
-benchmark runs detached via engine.jobs.bench.start_background and is followed by a
+benchmark runs detached via engine.bench.quick.start_background and is followed by a
 fragment that re-reads its progress file, figures come from engine.report.charts.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine.jobs import bench
-from engine.report import charts
+from engine.bench import quick as bench
+from engine.report import hardware_charts
 from engine.hardware import verdicts as hardware
 from engine.jobs.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
@@ -289,7 +289,7 @@ def bench_results(res: dict) -> None:
     if caution:  # a busy machine: the headline below may be the load's, not the options'
         st.warning(caution, icon=":material/warning:")
     chart, side = st.columns([2.4, 1], gap="medium")
-    chart.plotly_chart(charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
+    chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
     with side:
         st.metric("Best configuration", f"{best['speedup']:.2f}×", border=True,
                   delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine.report import charts, mfu, mfu_charts
+from engine.report import chart_style, mfu, mfu_charts
 from engine.report.bound_by import bound_by
 from engine.report.compare import live_summary
 
@@ -44,7 +44,7 @@ def headline(store, run: dict | None, src) -> None:
 
 def flops_chart(store, runs: list[dict], execs: pd.DataFrame | None, src) -> None:
     """Achieved model FLOP/s per execution of `runs` against their peaks (live)."""
-    per_run = {charts.run_label(r): figures(store, r, src) for r in runs}
+    per_run = {chart_style.run_label(r): figures(store, r, src) for r in runs}
     if not any(v.get("flops_per_sample") for v in per_run.values()):
         return
     st.plotly_chart(mfu_charts.flops_figure(execs, per_run), key="flops", config=PLOTLY_CONFIG)

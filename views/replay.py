@@ -14,7 +14,7 @@ import time
 import streamlit as st
 
 from engine.bundle import provenance
-from engine.report import charts
+from engine.report import chart_style
 from engine.report import replay
 from engine.store import Store
 from views import talk
@@ -28,7 +28,7 @@ FINAL = ("completed", "cancelled")
 
 def _label(run: dict) -> str:
     where = provenance(run)
-    return f"{charts.run_label(run)}" + (f" · {where}" if where else "")
+    return f"{chart_style.run_label(run)}" + (f" · {where}" if where else "")
 
 
 def _picked() -> None:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine import bundle
 from engine.jobs import background
-from engine.report import charts
+from engine.report import chart_style, runs_charts, train_charts
 from engine.jobs import runner
 from engine.jobs import demo
 from engine.report import forecast, mfu_charts
@@ -67,7 +67,7 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
         df[col] = pd.to_numeric(df[col], errors="coerce")  # numbers, so that columns sort as numbers
     df["error"] = df["error"].fillna("")
     df["origin"] = df["origin"].fillna("")
-    df["config"] = [charts.config_summary(by_id[i]["config"], by_id[i].get("summary"))
+    df["config"] = [chart_style.config_summary(by_id[i]["config"], by_id[i].get("summary"))
                     for i in df["id"]]
     return df
 
@@ -95,7 +95,7 @@ def column_chooser() -> list[str]:
 
 def _label(by_id: dict, rid: int) -> str:
     r = by_id[rid]
-    return f"{charts.run_label(r)} · {r['status']}"
+    return f"{chart_style.run_label(r)} · {r['status']}"
 
 
 def _chief(df: pd.DataFrame) -> pd.DataFrame:
@@ -105,8 +105,8 @@ def _chief(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _frames(store: Store, runs: list[dict], table_name: str) -> pd.DataFrame | None:
-    parts = [charts.tag(_chief(store.frame(table_name, r["id"])), charts.run_label(r),
-                        charts.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+    parts = [chart_style.tag(_chief(store.frame(table_name, r["id"])), chart_style.run_label(r),
+                        chart_style.run_color(r["id"], r["role"]), r["id"]) for r in runs]
     parts = [p for p in parts if not p.empty]
     return pd.concat(parts, ignore_index=True) if parts else None
 
@@ -126,11 +126,11 @@ def overlay_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     x = st.segmented_control("Loss against", ["wall time (s)", "step"], default="wall time (s)",
                              key="overlay_x", required=True)
     execs, epochs = _frames(store, runs, "executions"), _frames(store, runs, "epochs")
-    medians = {charts.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
+    medians = {chart_style.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
     c1, c2 = st.columns(2, gap="medium")
-    c1.plotly_chart(charts.throughput_figure(execs, medians), key="overlay_throughput",
+    c1.plotly_chart(train_charts.throughput_figure(execs, medians), key="overlay_throughput",
                     config=PLOTLY_CONFIG)
-    c2.plotly_chart(charts.loss_figure(execs, epochs, x="step" if x == "step" else "t"),
+    c2.plotly_chart(train_charts.loss_figure(execs, epochs, x="step" if x == "step" else "t"),
                     key="overlay_loss", config=PLOTLY_CONFIG)
 
 
@@ -172,7 +172,7 @@ def _scaling_point(store: Store, run: dict) -> dict:
     summary = run.get("summary") or {}
     return {"devices": _replicas(run), "simulated": summary.get("replicas_simulated"),
             "workers": workers, "one_host": hosts == 1,
-            "layout": charts.replica_layout(run["config"], summary, hosts or None)}
+            "layout": runs_charts.replica_layout(run["config"], summary, hosts or None)}
 
 
 def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
@@ -193,20 +193,20 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                                      "samples/s per execution after warm-up") or "time to accuracy"
     # A baseline that missed its own target has no time to accuracy: no bar, as for any run.
     base_missing = compare(store, base_id, base_id)["time_to_accuracy_note"] if kind == "time to accuracy" else None
-    rows = [{"label": charts.run_label(base), "color": charts.BASELINE_COLOR,
+    rows = [{"label": chart_style.run_label(base), "color": chart_style.BASELINE_COLOR,
              "speedup": None if base_missing else 1.0, "steady": 1.0,
              **_scaling_point(store, base), "note": "baseline", "missing": base_missing}]
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
-        rows.append({"label": charts.run_label(r), "color": charts.run_color(rid, r["role"]),
+        rows.append({"label": chart_style.run_label(r), "color": chart_style.run_color(rid, r["role"]),
                      "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
                      "note": "; ".join(c["caveats"]) or "like for like",
                      "missing": c["time_to_accuracy_note"] or (c["baseline_time_to_accuracy_note"] and
                                                                f"baseline {c['baseline_time_to_accuracy_note']}")})
     bars = pd.DataFrame(rows)
     c1, c2 = st.columns([1.2, 1], gap="medium")
-    c1.plotly_chart(charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {charts.run_label(base)}",
+    c1.plotly_chart(runs_charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {chart_style.run_label(base)}",
                                           x_title=f"speedup (×, {kind})"),
                     key="speedup_bars", config=PLOTLY_CONFIG)
     if kind == "time to accuracy" and bars["speedup"].isna().any():
@@ -214,7 +214,7 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                                           for row in bars.itertuples() if pd.isna(row.speedup)))
     # Scaling is a property of the steps: it always uses the steady speedup, and says so.
     fc = forecast.forecast(base, [by_id[i] for i in ids])  # what-if from the baseline's split
-    c2.plotly_chart(mfu_charts.add_forecast(charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(
+    c2.plotly_chart(mfu_charts.add_forecast(runs_charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(
         bars["speedup"])), y_title="steady speedup vs baseline (×)"), fc), key="scaling", config=PLOTLY_CONFIG)
     if fc:
         c2.caption(forecast.caption(fc))
@@ -495,13 +495,13 @@ def transfer_pair(store: Store, pairs: list[tuple[int, int]]) -> None:
         label = curve["label"]
         df = pd.DataFrame({"t": curve["t"], "val_accuracy": curve["val_accuracy"],
                            "epoch": range(len(curve["t"]))})
-        frames.append(charts.tag(df, label, charts.run_color(rid, run.get("role", "run")), rid))
+        frames.append(chart_style.tag(df, label, chart_style.run_color(rid, run.get("role", "run")), rid))
         reached[label] = c.get(f"{key}_time_to_target_sec")
     target = c.get("target_accuracy")
     cfg = (runs[fid] or {}).get("config") or {}
     data = cfg.get("dataset", "?") + (" " + ",".join(map(str, cfg["label_subset"])) if cfg.get("label_subset") else "")
     left, right = st.columns([2.4, 1], gap="medium")
-    left.plotly_chart(charts.transfer_figure(pd.concat(frames, ignore_index=True), target, reached,
+    left.plotly_chart(runs_charts.transfer_figure(pd.concat(frames, ignore_index=True), target, reached,
                                              title=f"{data}: fine-tuned vs from scratch"),
                       key="transfer_curves", config=PLOTLY_CONFIG)
     with right:

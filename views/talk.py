@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.report import charts
+from engine.report import chart_style, talk_charts, train_charts
 from engine.report.compare import compare, live_summary
 
 PARAM, VALUE = "mode", "talk"
@@ -126,16 +126,16 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     if comp is None:
         headline(base, run, cmp, own_time(base, run, src))
     frames = _frames(src, runs)
-    medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
+    medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}
+               if cmp else {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})
-    kinds = {charts.run_label(r): charts.train_loss_kind(r.get("config")) for r in runs}
+    kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
     left, right = st.columns(2, gap="medium")
     # Short axis titles: the chart titles say what is drawn, and short titles stay large.
-    left.plotly_chart(charts.presenter(charts.throughput_figure(frames["executions"], medians, title="Throughput"),
-                                       CHART_HEIGHT, x_title=charts.T_SHORT, y_title="samples/s"),
+    left.plotly_chart(talk_charts.presenter(train_charts.throughput_figure(frames["executions"], medians, title="Throughput"),
+                                       CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="samples/s"),
                       key="talk_throughput", config=PLOTLY_CONFIG)
-    loss = charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
+    loss = train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
                               title="Loss: validation ◆, training thin")
-    right.plotly_chart(charts.presenter(loss, CHART_HEIGHT, x_title=charts.T_SHORT, y_title="cross-entropy"),
+    right.plotly_chart(talk_charts.presenter(loss, CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="cross-entropy"),
                        key="talk_loss", config=PLOTLY_CONFIG)

@@ -17,10 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from engine.jobs import background
-from engine.report import charts
+from engine.report import chart_style, train_charts
 from engine.data import meta as datasets_meta
-from engine.jobs import lr_find
-from engine.jobs import autopilot
+from engine.lr_find import range_test as lr_find
+from engine.autopilot import search as autopilot
 from engine.jobs import runner
 from engine.jobs import demo
 from engine.transfer_source import saved_model_path
@@ -63,7 +63,7 @@ HARDWARE_PAGE = "views/hardware.py"
 BACKEND_LABELS = {"tensorflow": "TensorFlow", "jax": "JAX"}
 VERDICT_COLORS = {"faster": "green", "slower": "red", "neutral": "gray", "unavailable": "violet",
                   "measure": "orange"}
-# LR range test: the sweep's range and length (engine.jobs.lr_find defaults).
+# LR range test: the sweep's range and length (engine.lr_find.range_test defaults).
 LR_SWEEP = {"min_lr": 1e-6, "max_lr": 1.0, "steps": 100}
 # Settings that change an LR sweep's curve: an older sweep with other values is flagged.
 LR_SWEEP_FIELDS = ("dataset", "model", "batch_size", "optimizer", "momentum", "precision", "devices",
@@ -504,7 +504,7 @@ def lr_preview(cfg: RunConfig, container) -> None:
         container.caption(f"LR preview unavailable: {type(e).__name__}: {e}")
         return
     container.markdown("**Learning-rate preview**")
-    container.plotly_chart(charts.lr_preview_figure(df, cfg.steps_per_epoch()), key="lr_preview",
+    container.plotly_chart(train_charts.lr_preview_figure(df, cfg.steps_per_epoch()), key="lr_preview",
                            config=SMALL_CONFIG)
 
 
@@ -559,7 +559,7 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
             return
         sug = res.get("suggestion") or {}
         df = pd.DataFrame({"lr": res["lr"], "loss": res["loss"], "smoothed": res["smoothed"]})
-        st.plotly_chart(charts.lr_find_figure(df, sug.get("suggested"), sug.get("min_loss_lr")),
+        st.plotly_chart(train_charts.lr_find_figure(df, sug.get("suggested"), sug.get("min_loss_lr")),
                         key="lr_find_chart", config=SMALL_CONFIG)
         differs = _sweep_differs(res, cfg) if cfg else []
         if differs:
@@ -583,7 +583,7 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
 # --- launching ------------------------------------------------------------------
 
 def active_message(run: dict) -> str:
-    return (f"Run #{run['id']} ({charts.run_label(run)}) is {run['status']}: one run at a time keeps "
+    return (f"Run #{run['id']} ({chart_style.run_label(run)}) is {run['status']}: one run at a time keeps "
             "measurements clean. Wait for it to finish or press Stop.")
 
 
@@ -733,19 +733,19 @@ def _live(store: Store) -> LiveMetrics:
 
 
 def _frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
-    """Executions (at most charts.MAX_POINTS per run, warm-up kept), epochs and
+    """Executions (at most chart_style.MAX_POINTS per run, warm-up kept), epochs and
     system rows of `runs`, tagged with label/colour: what the charts draw."""
     src.keep(r["id"] for r in runs)
     def shown(r: dict) -> pd.DataFrame:
         execs = src.executions(r)
-        return src.memo(r, execs, "display", lambda: charts.downsample(execs))
+        return src.memo(r, execs, "display", lambda: chart_style.downsample(execs))
 
     read = {"executions": shown,
             "epochs": lambda r: pd.DataFrame(src.epochs(r), columns=list(EPOCH_COLS)),
             "system": lambda r: _chief(src.system(r))}
     out = {}
     for table, fn in read.items():
-        parts = [charts.tag(fn(r), charts.run_label(r), charts.run_color(r["id"], r["role"]), r["id"])
+        parts = [chart_style.tag(fn(r), chart_style.run_label(r), chart_style.run_color(r["id"], r["role"]), r["id"])
                  for r in runs]
         parts = [p for p in parts if not p.empty]
         out[table] = pd.concat(parts, ignore_index=True) if parts else None
@@ -754,7 +754,7 @@ def _frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
 
 def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tuple[str, float | None]:
     """(one markdown line about a run, progress fraction while it runs)."""
-    name = f"**{charts.run_label(run)}**"
+    name = f"**{chart_style.run_label(run)}**"
     st_ = run["status"]
     if st_ == "queued":
         return f":material/hourglass_empty: {name}: queued", None
@@ -840,8 +840,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
            else None)
     own = own_time(base, run, src)
     # compare() has just computed both steady medians: reuse them rather than recompute.
-    medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
-               if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
+    medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}
+               if cmp else {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})
 
     # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
@@ -853,14 +853,14 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
         backend_line(store, run)
         limits.headline(store, run or base, src)
     with right:
-        st.plotly_chart(charts.throughput_figure(frames["executions"], medians), key="throughput",
+        st.plotly_chart(train_charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)
     time_row(base, run, cmp)
-    kinds = {charts.run_label(r): charts.train_loss_kind(r.get("config")) for r in runs}
+    kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
     c1, c2 = st.columns(2, gap="medium")
-    c1.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds),
+    c1.plotly_chart(train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds),
                     key="loss_t", config=PLOTLY_CONFIG)
-    c2.plotly_chart(charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
+    c2.plotly_chart(train_charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
                     key="loss_step", config=PLOTLY_CONFIG)
     # The live Train page keeps its slower charts a few seconds; a replay (source given) redraws all.
     slow = _Slow(runs) if source is None else None
@@ -869,10 +869,10 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     loss_scale_row(src, runs, frames["executions"])
     s1, s2, s3 = st.columns(3, gap="medium")
     execs, system = frames["executions"], frames["system"]
-    s1.plotly_chart(_kept(slow, "lr", execs, lambda: charts.lr_figure(execs)), key="lr", config=SMALL_CONFIG)
-    s2.plotly_chart(_kept(slow, "cpu", system, lambda: charts.system_figure(
+    s1.plotly_chart(_kept(slow, "lr", execs, lambda: train_charts.lr_figure(execs)), key="lr", config=SMALL_CONFIG)
+    s2.plotly_chart(_kept(slow, "cpu", system, lambda: train_charts.system_figure(
         system, "cpu_percent", "CPU (% of a core)", "Worker CPU")), key="cpu", config=SMALL_CONFIG)
-    s3.plotly_chart(_kept(slow, "mem", system, lambda: charts.system_figure(
+    s3.plotly_chart(_kept(slow, "mem", system, lambda: train_charts.system_figure(
         system, "rss_mb", "memory (RSS, MB)", "Worker memory")), key="mem", config=SMALL_CONFIG)
 
 
@@ -906,12 +906,12 @@ def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | Non
     optimizer updates skipped per execution, and a warning when any were skipped."""
     if execs is None or "loss_scale" not in execs or execs["loss_scale"].isna().all():
         return
-    st.plotly_chart(charts.loss_scale_figure(execs), key="loss_scale", config=PLOTLY_CONFIG)
+    st.plotly_chart(train_charts.loss_scale_figure(execs), key="loss_scale", config=PLOTLY_CONFIG)
     for r in runs:
         g = src.executions(r)  # all of them: the chart's rows are thinned
         skipped = int(g["skipped"].fillna(0).sum()) if "skipped" in g else 0
         if skipped:
-            st.caption(f":material/warning: {charts.run_label(r)}: {skipped:,} of {int(g['batches'].sum()):,} "
+            st.caption(f":material/warning: {chart_style.run_label(r)}: {skipped:,} of {int(g['batches'].sum()):,} "
                        "updates skipped (gradients not finite under float16 loss scaling); steps count batches run")
 
 
@@ -937,10 +937,10 @@ def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None
 def _data_wait(src: LiveMetrics, r: dict, rows: pd.DataFrame | None) -> tuple:
     """(a note instead of the chart, or None; the verdict line or None; the figure or None)
     for run `r`, whose display rows are `rows`."""
-    label = charts.run_label(r)
+    label = chart_style.run_label(r)
     if rows is None or rows.empty:
         return f"**{label}** · data wait vs compute: waiting for the first execution ...", None, None
-    if charts.data_wait_frame(rows).empty:
+    if train_charts.data_wait_frame(rows).empty:
         cfg = r.get("config") or {}
         why = ("multi-worker runs" if cfg.get("workers", 1) > 1 else "TPU runs"
                if cfg.get("device_type") == "tpu" else "this run")
@@ -950,14 +950,14 @@ def _data_wait(src: LiveMetrics, r: dict, rows: pd.DataFrame | None) -> tuple:
     share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
     if share is None:
         execs_r = src.executions(r)  # all of them: the chart's rows are thinned
-        share = src.memo(r, execs_r, "data_wait_share", lambda: charts.data_wait_share(execs_r))
-    verdict = charts.data_wait_verdict(share)
+        share = src.memo(r, execs_r, "data_wait_share", lambda: train_charts.data_wait_share(execs_r))
+    verdict = train_charts.data_wait_verdict(share)
     line = None
     if verdict:
         kind, text = verdict
         color = {"input-bound": "red", "partly input-bound": "orange"}.get(kind, "green")
         line = f"**{label}** · :{color}-badge[{kind}] {text[len(kind) + 2:]}"
-    return None, line, charts.data_wait_figure(rows, title="Data wait vs compute")
+    return None, line, train_charts.data_wait_figure(rows, title="Data wait vs compute")
 
 
 def _x(v: float | None) -> str:
@@ -1052,7 +1052,7 @@ def time_row(base: dict | None, run: dict | None, cmp: dict | None) -> None:
     rows = [(f"baseline #{base['id']}", cmp.get("baseline_breakdown")), (f"run #{run['id']}", cmp.get("breakdown"))]
     if not any(b for _, b in rows):
         return
-    st.plotly_chart(charts.time_figure(rows), key="time_parts", config=PLOTLY_CONFIG)
+    st.plotly_chart(train_charts.time_figure(rows), key="time_parts", config=PLOTLY_CONFIG)
 def backend_line(store: Store, run: dict | None) -> None:
     """The backend speedup: this run against the same configuration stored on the
     other Keras backend (engine.report.compare.backend_speedup), or how to get one."""
@@ -1173,7 +1173,7 @@ def main() -> None:
     if cfg is None:
         c3.error(f"Launch is disabled: {error}", icon=":material/block:")
     else:
-        c3.caption(charts.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+        c3.caption(chart_style.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
     if pending:
         url_params.show(pending, st.container())
     messages = st.container()
@@ -1263,13 +1263,13 @@ def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:
     as the label of the charts below); "Next" keeps it on one line at 1280 px."""
     if cfg is None:
         return f":material/block: {error}"
-    line = charts.config_summary(cfg.to_dict())
+    line = chart_style.config_summary(cfg.to_dict())
     store = Store()
     try:
         _, _, run = current_comparison(store)
     finally:
         store.close()
-    if run is None or charts.config_summary(run["config"]) == line:
+    if run is None or chart_style.config_summary(run["config"]) == line:
         return line
     return f":material/skip_next: Next: {line}"
 
