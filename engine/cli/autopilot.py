@@ -123,7 +123,10 @@ def summary_lines(state: dict) -> list[str]:
         sp, times = conf["speedup"], conf["times"]
         if sp["median"]:
             m = sp["median"]
-            verdict = (f"{m:.2f}x faster (" if m >= 1 else
+            # The word follows the interval's verdict where there is one: a median over 1 inside the noise
+            # is not called faster.
+            verdict = (f"{m:.2f}x (no difference within noise, see the interval; " if sp.get("verdict") == "no difference"
+                       else f"{m:.2f}x faster (" if m >= 1 else
                        f"{m:.2f}x (the winner was slower than the baseline when re-run: {1 / m:.2f}x slower; ")
             # Stopped during the re-runs: say how many pairs the ratio rests on.
             pairs = (f"{conf['repeats']} alternating re-runs each" if sp["pairs"] == conf["repeats"] else
@@ -135,7 +138,8 @@ def summary_lines(state: dict) -> list[str]:
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])}"
                        f"{medians}: {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
             if sp.get("headline"):  # the comparisons' statistics and words (engine.report.stats)
-                out.append(f"  interval: {sp['headline']}")
+                out.append(f"  interval: {sp['headline']} (geometric mean of the pair ratios, 95% t interval"
+                           f"{', verdict: ' + sp['verdict'] if sp.get('verdict') else ''})")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
