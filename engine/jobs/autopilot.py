@@ -425,6 +425,15 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
     from engine.jobs import lr_find as lr_find_mod
 
     def out(choices, source, suggestion=None):
+        if suggestion is not None:  # a test's peaks under the base LR are not one-cycle peaks: RunConfig refuses them
+            low = [x for x in choices if x <= base.learning_rate]
+            choices = [x for x in choices if x > base.learning_rate]
+            if low:
+                source += (f"; {', '.join(f'{x:.3g}' for x in low)} left out (not above the base learning rate "
+                           f"{base.learning_rate:g})")
+            if not choices:
+                choices = [FALLBACK_MAX_LR_FACTOR * base.learning_rate]
+                source += f": {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate instead"
         edge = edge_lr(suggestion or {})  # the first trial (the preset's guess) keeps to the test's rules
         return {"value": choices[-1], "choices": choices, "source": source,
                 "hint": max([x for x in choices if x != edge] or choices)}
@@ -661,7 +670,7 @@ class Autopilot:
         store = Store(self.store_path)
         seen: dict[str, dict] = {}
         planted = list(self.plant)
-        duplicates = skipped = 0
+        duplicates = skipped = invalid = 0
         left_out: dict[str, str] = {}
         limit = trial_limit(self.budget_s, self.share)
         try:
@@ -679,8 +688,17 @@ class Autopilot:
                         cfg = space_mod.trial_config(self.base, params, self.state["max_lr"]["value"])
                     except ConfigError as e:
                         proposer.tell(otrial, failed=True)
-                        self._note(f"proposal {params} skipped: {e}")
+                        # Once each: a sampler can propose the same invalid setting thousands of times
+                        # (a note per proposal made the live state 0.5 MB, rewritten on every update).
+                        line = f"proposal skipped: {e}"
+                        if line not in self.state["notes"]:
+                            self._note(line)
+                        invalid += 1
+                        if invalid >= MAX_DUPLICATES:
+                            self._note(f"search ended: {MAX_DUPLICATES} proposals in a row were invalid")
+                            break
                         continue
+                    invalid = 0
                 if otrial is not None and cfg.backend in left_out:
                     # Told as stopped at the best time, which is where it would have been pruned.
                     proposer.tell(otrial, None, (self.state["best"] or {}).get("time_to_target_sec"))
