@@ -147,9 +147,10 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
         out += ["", "### Where the time went (medians over the confirming runs, from the store)", "",
                 "| side | time to target | warm-up | training | validation | epochs | steady samples/s | MFU | data wait |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        parts = {}
         for name in ("baseline", "winner"):
             runs = [r for r in conf["runs"] if r["name"] == name]
-            b = breakdown([r.get("run_id") for r in runs])
+            b = parts[name] = breakdown([r.get("run_id") for r in runs])
             tt = [r["time_to_target_sec"] for r in runs if r.get("time_to_target_sec")]
             if not b:
                 continue
@@ -159,7 +160,27 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
             out.append(f"| {name} | {_s(statistics.median(tt) if tt else None)} | {g('warmup_sec', '{:.2f} s')} | "
                        f"{g('train_sec', '{:.2f} s')} | {g('validation_sec', '{:.2f} s')} | {g('epochs_run', '{:.0f}')} | "
                        f"{g('samples_per_sec', '{:.0f}')} | {g('mfu', '{:.0%}')} | {g('data_wait_share', '{:.1%}')} |")
+        out += floor_lines(sp.get("baseline_median"), sp.get("median_time"), parts.get("winner") or {})
     return "\n".join(out) + "\n"
+
+
+def floor_lines(base_s: Optional[float], win_s: Optional[float], w: dict) -> list[str]:
+    """What the speedup could be if parts of the winner's time went (its medians `w`,
+    see `breakdown`): without its warm-up, without its validation too, and with its
+    training at the machine's measured peak (training s x MFU). Bounds, not forecasts:
+    the baseline keeps its own time (`base_s`)."""
+    if not (base_s and win_s and w.get("warmup_sec") is not None and w.get("validation_sec") is not None):
+        return []
+    warm, val, train, mfu = w["warmup_sec"], w["validation_sec"], w.get("train_sec"), w.get("mfu")
+    rows = [("as measured", win_s), ("without the winner's warm-up", win_s - warm),
+            ("without its warm-up and validation", win_s - warm - val)]
+    if train and mfu:
+        rows += [("its training at the measured peak (MFU 100%), warm-up and validation kept", warm + val + train * mfu),
+                 ("only its training, at the peak", train * mfu)]
+    out = ["", "### The floor: the speedup if parts of the winner's time went", "",
+           "| the winner's time | s | speedup over the baseline's median |", "| --- | --- | --- |"]
+    out += [f"| {k} | {v:.2f} | {base_s / v:.2f}x |" for k, v in rows if v > 0]
+    return out
 
 
 def write(text: str, path: Path, title: str) -> Path:
@@ -178,10 +199,19 @@ def main() -> None:
     p.add_argument("--loadavg", help="file of 'HH:MM:SS 1min 5min 15min ...' lines sampled during the run")
     p.add_argument("--wall", type=float, help="wall seconds of the whole invocation")
     p.add_argument("--out", help="file to append to [benchmarks/results/<date>-autopilot-<dataset>.md]")
+    p.add_argument("--recompute-intervals", action="store_true",
+                   help="give the ablation's factors their intervals from this state's confirming pairs "
+                        "(engine.jobs.autopilot.ablation_intervals), for a state written before they existed")
     a = p.parse_args()
     sys.path.insert(0, str(HERE.parent))
     lines = Path(a.from_json).read_text().strip().splitlines()
     state = json.loads(lines[-1]) if lines[-1].startswith("{") else json.loads("\n".join(lines))
+    if a.recompute_intervals and state.get("ablation") and state.get("confirm"):
+        from engine.jobs import autopilot
+
+        state["ablation"] = autopilot.ablation_intervals(state["ablation"], state["confirm"]["speedup"]["ratios"])
+        state["explanation"] = (autopilot.explanation(state["ablation"], state.get("ablation_spread"))
+                                + " (intervals computed after the run from its own pairs: the run predates them)")
     loads = [" ".join(x.split()[:4]) for x in Path(a.loadavg).read_text().splitlines()] if a.loadavg else []
     path = Path(a.out) if a.out else default_path(state.get("dataset") or "digits")
     write(render(state, a.command, loads, a.wall), path, f"Autopilot on {state.get('dataset')}")

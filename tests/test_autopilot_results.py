@@ -51,3 +51,14 @@ def test_goal_not_met_and_the_file_is_appended_to(tmp_path):
     ar.write("two\n", path, "Autopilot on mnist5k")
     assert path.read_text() == "# Autopilot on mnist5k\n\none\n\ntwo\n\n"
     assert ar.default_path("mnist5k", ar.dt.datetime(2026, 12, 3)).name == "2026-12-03-autopilot-mnist5k.md"
+
+
+def test_floor_lines_take_parts_of_the_winners_time_away():
+    # Baseline 30 s, winner 12 s = 3 warm-up + 8 training + 1 validation, MFU 40%: 30/9, 30/8,
+    # 30/(3 + 1 + 8 x 0.4), 30/(8 x 0.4).
+    lines = ar.floor_lines(30.0, 12.0, {"warmup_sec": 3.0, "validation_sec": 1.0, "train_sec": 8.0, "mfu": 0.4})
+    assert lines[-5:] == ["| as measured | 12.00 | 2.50x |", "| without the winner's warm-up | 9.00 | 3.33x |",
+                          "| without its warm-up and validation | 8.00 | 3.75x |",
+                          "| its training at the measured peak (MFU 100%), warm-up and validation kept | 7.20 | 4.17x |",
+                          "| only its training, at the peak | 3.20 | 9.38x |"]
+    assert ar.floor_lines(30.0, None, {}) == []
