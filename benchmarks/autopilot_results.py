@@ -100,8 +100,14 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
     trials = state.get("trials") or []
     out += ["", f"### Search: {len(trials)} trials", "", "| trial | run | configuration | ended |", "| --- | --- | --- | --- |"]
     out += [f"| {t['trial']} | #{t['run_id']} | {t['label']} | {t['reason']} |" for t in trials]
-    for n in state.get("notes") or []:
-        out.append(f"\nnote: {n}")
+    counts: dict = {}
+    for n in state.get("notes") or []:  # once each, with how often (a run before the fix repeated one 3,919 times)
+        n = "proposals skipped: " + n.split(" skipped: ", 1)[1] if n.startswith("proposal ") and " skipped: " in n else n
+        counts[n] = counts.get(n, 0) + 1
+    for n, k in counts.items():
+        out.append(f"\nnote{f' (x{k})' if k > 1 else ''}: {n}")
+    if state.get("phase") == "stopped":
+        out.append("\n**stopped before the end**: what follows is what had been measured by then")
     ro = state.get("runoff") or {}
     if ro.get("runs"):
         out += ["", "### Runoff (search time + re-run on the search's seed; the lowest mean wins)", ""]
@@ -122,6 +128,9 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
             by_round.setdefault(r["round"], []).append(r)
         for rnd, rs in sorted(by_round.items()):
             t = {r["name"]: r.get("time_to_target_sec") for r in rs}
+            if not {"baseline", "winner"} <= set(t):  # a pair cut short by Stop is no pair
+                out.append(f"| {rnd} | – | {rs[0]['seed']} | stopped before the pair was complete | | |")
+                continue
             ratio = t["baseline"] / t["winner"] if t.get("baseline") and t.get("winner") else None
             order = "".join("B" if r["name"] == "baseline" else "W" for r in rs if r["name"] in ("baseline", "winner"))
             out.append(f"| {rnd} | {order} | {rs[0]['seed']} | {_s(t.get('baseline'))} | {_s(t.get('winner'))} | {_x(ratio)} |")
@@ -150,7 +159,8 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
         parts = {}
         for name in ("baseline", "winner"):
             runs = [r for r in conf["runs"] if r["name"] == name]
-            b = parts[name] = breakdown([r.get("run_id") for r in runs])
+            # Only the runs that reached the target: a missed one trained its whole cycle.
+            b = parts[name] = breakdown([r.get("run_id") for r in runs if r.get("time_to_target_sec")])
             tt = [r["time_to_target_sec"] for r in runs if r.get("time_to_target_sec")]
             if not b:
                 continue
@@ -160,16 +170,17 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
             out.append(f"| {name} | {_s(statistics.median(tt) if tt else None)} | {g('warmup_sec', '{:.2f} s')} | "
                        f"{g('train_sec', '{:.2f} s')} | {g('validation_sec', '{:.2f} s')} | {g('epochs_run', '{:.0f}')} | "
                        f"{g('samples_per_sec', '{:.0f}')} | {g('mfu', '{:.0%}')} | {g('data_wait_share', '{:.1%}')} |")
-        out += floor_lines(sp.get("baseline_median"), sp.get("median_time"), parts.get("winner") or {})
+        out += floor_lines(sp.get("speedup"), sp.get("median_time"), parts.get("winner") or {})
     return "\n".join(out) + "\n"
 
 
-def floor_lines(base_s: Optional[float], win_s: Optional[float], w: dict) -> list[str]:
-    """What the speedup could be if parts of the winner's time went (its medians `w`,
-    see `breakdown`): without its warm-up, without its validation too, and with its
-    training at the machine's measured peak (training s x MFU). Bounds, not forecasts:
-    the baseline keeps its own time (`base_s`)."""
-    if not (base_s and win_s and w.get("warmup_sec") is not None and w.get("validation_sec") is not None):
+def floor_lines(speedup: Optional[float], win_s: Optional[float], w: dict) -> list[str]:
+    """What the confirmed speedup (`speedup`, x) would become if parts of the winner's
+    time (`win_s`, its median s; its parts' medians `w`, see `breakdown`) went:
+    without its warm-up, without its validation too, and with its training at the
+    machine's measured peak (training s x MFU): speedup x win_s / the time left.
+    Bounds, not forecasts: the baseline keeps its own time."""
+    if not (speedup and win_s and w.get("warmup_sec") is not None and w.get("validation_sec") is not None):
         return []
     warm, val, train, mfu = w["warmup_sec"], w["validation_sec"], w.get("train_sec"), w.get("mfu")
     rows = [("as measured", win_s), ("without the winner's warm-up", win_s - warm),
@@ -178,8 +189,8 @@ def floor_lines(base_s: Optional[float], win_s: Optional[float], w: dict) -> lis
         rows += [("its training at the measured peak (MFU 100%), warm-up and validation kept", warm + val + train * mfu),
                  ("only its training, at the peak", train * mfu)]
     out = ["", "### The floor: the speedup if parts of the winner's time went", "",
-           "| the winner's time | s | speedup over the baseline's median |", "| --- | --- | --- |"]
-    out += [f"| {k} | {v:.2f} | {base_s / v:.2f}x |" for k, v in rows if v > 0]
+           "| the winner's time | s | the confirmed speedup would be |", "| --- | --- | --- |"]
+    out += [f"| {k} | {v:.2f} | {speedup * win_s / v:.2f}x |" for k, v in rows if v > 0]
     return out
 
 
