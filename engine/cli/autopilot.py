@@ -25,9 +25,10 @@ def add_parser(sub) -> None:
                     "per execution, global batch with the linear scaling rule and warmup, constant or "
                     "one-cycle schedule, label smoothing, XLA, real devices); each ends at the target, or "
                     "as soon as its training runs longer than the best time so far, or than its share of "
-                    "the budget. Then the winner and the baseline re-run alternately (--repeats each; the "
-                    "speedup is their median ratio with min-max), and a leave-one-out ablation says what "
-                    "each technique bought.")
+                    "the budget. Then the winner and the baseline re-run in --repeats interleaved pairs "
+                    "(AB, BA, ...; the speedup is the comparisons' geometric mean with its 95% interval "
+                    "and verdict), and a leave-one-out ablation says what each technique bought, each "
+                    "factor with its interval from those pairs' spread.")
     p.add_argument("--target", type=float, default=None, metavar="ACC",
                    help="validation accuracy to reach, 0-1 [the data set's default, e.g. 0.95 on digits]")
     p.add_argument("--budget", type=float, default=300.0, metavar="S",
