@@ -1,6 +1,6 @@
 """Does the autopilot find a faster route to the target than the baseline and the hand-tuned preset?
 
-One invocation on digits (cnn, baseline batch 128, Adam 1e-3, float32): the
+One invocation on a bundled data set (--dataset, digits by default; cnn, baseline batch 128, Adam 1e-3, float32): the
 autopilot searches for BUDGET seconds and re-runs its fastest trials once to choose
 its winner (the runoff), then the winner, the baseline and the
 hand-tuned preset of benchmarks/time_to_accuracy.py re-run alternately
@@ -9,17 +9,24 @@ the median time to the target of each, and the winner's speedup over the
 baseline and over the preset as the median of the per-round ratios with min-max.
 Every run stops at the target (stop_at_target), so only the time to it is measured.
 
-    python benchmarks/autopilot.py [--budget 180] [--repeats 3] [--target 0.95] [--explain]
+    python benchmarks/autopilot.py [--dataset digits] [--budget 180] [--repeats 3] [--target 0.95]
+        [--explain] [--results FILE | --no-results]
 
-The load average is printed before and after: on a shared machine the figures are noisy.
+The load average is printed before and after (and sampled every 30 s for the
+results file): on a shared machine the figures are noisy. Each invocation is
+appended to benchmarks/results/<UTC date>-autopilot-<dataset>.md
+(benchmarks/autopilot_results.py, which also renders a `python -m engine
+autopilot --json` output).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -27,8 +34,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import autopilot_results  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
-from time_to_accuracy import TUNED  # noqa: E402  the hand-tuned preset
+from engine.presets import PRESETS  # noqa: E402  the hand-tuned presets
 
 BASE = dict(dataset="digits", model="cnn", batch_size=128, epochs=20, learning_rate=1e-3, seed=0)
 
@@ -70,9 +78,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--budget", type=float, default=180.0, help="search budget, s [180]")
     p.add_argument("--repeats", type=int, default=3, help="alternating re-run rounds [3]")
-    p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--dataset", default="digits", choices=sorted(PRESETS), help="bundled data set [digits]")
+    p.add_argument("--target", type=float, help="[the data set's default: 0.95 on digits, 0.965 on mnist5k]")
     p.add_argument("--explain", action="store_true", help="also run the leave-one-out ablation")
+    p.add_argument("--results", help="Markdown file to append this invocation to "
+                                     "[benchmarks/results/<UTC date>-autopilot-<dataset>.md]")
+    p.add_argument("--no-results", action="store_true", help="write no results file")
     a = p.parse_args()
+    from engine.data.meta import target_for
+
+    a.target = target_for(a.target, a.dataset)
     os.environ["SPEEDLAB_HOME"] = tempfile.mkdtemp(prefix="speedlab-autopilot-")
     # The queue and its warm spare (a TensorFlow process) leave 30 s after the last run, not
     # 10 min: a benchmark run next would otherwise share the CPU with the spare's start.
@@ -80,8 +95,19 @@ def main() -> None:
     from engine.hardware.machine import cpu_model
     from engine.autopilot import search as autopilot
 
-    base = RunConfig(**BASE)
-    preset = RunConfig(**{**TUNED, "dataset": "digits", "seed": 0})
+    base = RunConfig(**{**BASE, "dataset": a.dataset})
+    tuned = PRESETS[a.dataset]
+    preset = RunConfig(**{**tuned, "dataset": a.dataset, "seed": 0})
+    loads: list[str] = []
+    done = threading.Event()
+
+    def sample_load():  # for the results file: start, middle, end
+        while True:
+            loads.append(f"{time.strftime('%H:%M:%S', time.gmtime())} "
+                         + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+            if done.wait(30):
+                break
+    threading.Thread(target=sample_load, daemon=True).start()
     load0 = os.getloadavg()
     t0 = time.monotonic()
     printed = set()
@@ -106,7 +132,15 @@ def main() -> None:
     ap = autopilot.Autopilot(base, a.target, a.budget, repeats=a.repeats, explain=a.explain,
                              extra={"preset": preset}, on_update=on_update)
     state = ap.run()
+    done.set()
     load1 = os.getloadavg()
+    loads.append(f"{time.strftime('%H:%M:%S', time.gmtime())} " + " ".join(f"{x:.2f}" for x in load1))
+    if not a.no_results:
+        path = autopilot_results.write(
+            autopilot_results.render(state, "python " + shlex.join(sys.argv), loads, time.monotonic() - t0),
+            autopilot_results.Path(a.results) if a.results else autopilot_results.default_path(a.dataset),
+            f"Autopilot on {a.dataset}")
+        print(f"results appended to {path}")
     print(f"machine: {cpu_model()}, {os.cpu_count()} logical cores; load average (1, 5, 15 min) "
           f"{', '.join(f'{x:.1f}' for x in load0)} before, {', '.join(f'{x:.1f}' for x in load1)} after; "
           f"{time.monotonic() - t0:.0f} s in all")
@@ -118,7 +152,7 @@ def main() -> None:
         return
     print(f"winner: {w['label']} ({_s(w['search_time_to_target_sec'])} in the search"
           + (f", {_s(w['runoff_sec'])} in the runoff)" if w.get("runoff_sec") else ")"))
-    print(f"preset: {TUNED}")
+    print(f"preset: {tuned}")
     conf = state.get("confirm") or {}
     if not conf:
         return

@@ -3,6 +3,7 @@ pieces with hand-computed values, then one real 60-s search on digits with a
 planted slow trial, re-runs and an ablation on real runs."""
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -269,8 +270,32 @@ def test_runoff_chooses_the_lowest_mean_of_search_and_rerun():
 
 
 def test_reruns_alternate():
+    # AB, BA, AB, as a comparison's pairs: neither side always runs first.
     assert autopilot.alternate(["baseline", "winner"], 3) == [
-        (0, "baseline"), (0, "winner"), (1, "baseline"), (1, "winner"), (2, "baseline"), (2, "winner")]
+        (0, "baseline"), (0, "winner"), (1, "winner"), (1, "baseline"), (2, "baseline"), (2, "winner")]
+    assert autopilot.alternate(["baseline", "winner", "preset"], 2) == [
+        (0, "baseline"), (0, "winner"), (0, "preset"), (1, "preset"), (1, "winner"), (1, "baseline")]
+
+
+def test_ablation_factors_are_judged_by_the_confirming_pairs_intervals():
+    # Confirming pairs 2.0, 2.5, 1.5 (sd of their logs 0.256092, t(0.975, 2) = 4.302653): one pair's
+    # 95% interval spans x / 3.01 to x * 3.01, so 1.4x is within noise; with quiet pairs it is not.
+    ab = [{"label": "bfloat16", "factor": 1.4}, {"label": "one_cycle", "factor": None, "note": "not reached"}]
+    out = autopilot.ablation_intervals(ab, [2.0, 2.5, None, 1.5])
+    k = math.exp(4.302653 * 0.256092)
+    assert out[0]["ci95"] == pytest.approx([1.4 / k, 1.4 * k], abs=1e-4)
+    assert (out[0]["verdict"], out[0]["interval_pairs"]) == ("no difference", 3)
+    assert out[1] == ab[1]  # no factor, nothing to judge
+    quiet = autopilot.ablation_intervals(
+        [{"label": "bfloat16", "factor": 1.4}, {"label": "label smoothing 0.1", "factor": 0.8},
+         {"label": "4 steps per execution", "factor": 1.05}], [2.0, 2.1, 1.9, 2.05, 1.95])
+    assert [a["verdict"] for a in quiet] == ["faster", "slower", "no difference"]
+    assert autopilot.explanation(quiet) == (
+        "bfloat16 1.40x [1.25–1.56], 4 steps per execution 1.05x [0.94–1.17] (within noise), "
+        "label smoothing 0.1 0.80x [0.72–0.89] (faster without it); each factor is one run against the "
+        "winner's on the same seed, its 95% interval from the spread of the 5 confirming pairs "
+        "(within noise: the interval holds 1x)")
+    assert autopilot.ablation_intervals(ab, [2.0]) == ab  # one pair: no spread, the older rule applies
 
 
 def test_stop_reason_rules():
@@ -565,6 +590,12 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
     assert summary_lines(state([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]))[2] == (
         "confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.00 s vs baseline 5.00 s (medians; their "
         "ratio 2.50x): 2.00x faster (min 1.50x, max 2.50x)")
+    # A median over 1 inside the noise is not called faster: the word follows the interval's verdict.
+    # Ratios 4.0/3.8 = 1.0526, 5.0/5.5 = 0.9091, 6.0/5.4 = 1.1111.
+    lines = summary_lines(state([4.0, 5.0, 6.0], [3.8, 5.5, 5.4]))
+    assert lines[2].endswith("1.05x (no difference within noise, see the interval; min 0.91x, max 1.11x)")
+    assert lines[3].startswith("  interval: no difference within noise (±")
+    assert lines[3].endswith("3 pairs (geometric mean of the pair ratios, 95% t interval, verdict: no difference)")
     # Ctrl-C during the re-runs (a tester's case): 1 complete pair, said, and the stop said.
     stopped = {**state([1.14, 1.36], [0.81, None]), "phase": "stopped"}
     lines = summary_lines(stopped)
@@ -743,6 +774,18 @@ def test_max_lr_choices_come_from_the_lr_range_test(store_home):
     lr_find.save({"config": base.to_dict(), "suggestion": full})
     got = autopilot.choose_max_lr(base, 60)
     assert got["choices"] == pytest.approx([0.0033, 0.0071, 0.071 / 3]) and got["hint"] == 0.0071
+    # A peak not above the base LR (mnist5k's test: steepest 0.00081 at a base LR of 0.001) is left out,
+    # not proposed: RunConfig refuses it, and the sampler proposed it 3,919 times in one search.
+    lr_find.save({"config": base.to_dict(), "suggestion": {"suggested": 0.0040, "steepest": 0.00081,
+                                                           "min_over_10": 0.0040, "min_loss_lr": 0.0404}})
+    got = autopilot.choose_max_lr(base, 60)
+    assert got["choices"] == pytest.approx([0.0040, 0.0404 / 3]) and got["hint"] == 0.0040
+    assert got["source"] == "the stored LR range test; 0.00081 left out (not above the base learning rate 0.001)"
+    lr_find.save({"config": base.to_dict(), "suggestion": {"suggested": 0.0009, "steepest": 0.0009}})
+    got = autopilot.choose_max_lr(base, 60)
+    assert got["choices"] == [0.005] and got["source"] == (
+        "the stored LR range test; 0.0009 left out (not above the base learning rate 0.001): "
+        "5x the base learning rate instead")
     # A test for another model does not count.
     assert autopilot.choose_max_lr(base.replace(model="mlp"), 60)["choices"] == [0.005]
     # --lr-find no: none at all, though one is stored for these very settings.

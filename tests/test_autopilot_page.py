@@ -292,3 +292,19 @@ def test_the_form_shows_the_last_searchs_settings(store_home):
     assert got == {"ap_budget": 60, "ap_repeats": 1, "ap_batch": 256, "ap_epochs": 10, "ap_seed": 7,
                    "ap_target_digits": 0.97}
     assert at.toggle(key="ap_explain").value is False
+
+
+@pytest.mark.unit
+def test_the_ablation_chart_draws_each_factors_interval():
+    from engine.report.autopilot_charts import ablation_figure
+
+    ab = autopilot.ablation_intervals(
+        [{"label": "bfloat16", "run_id": 20, "factor": 1.4}, {"label": "one_cycle", "run_id": 21, "factor": 0.8},
+         {"label": "label smoothing 0.1", "run_id": None, "factor": None, "note": "not reached in 20 epochs"}],
+        [2.0, 2.1, 1.9, 2.05, 1.95])
+    bar = ablation_figure(ab).data[0]
+    # Sorted by factor: the unreached one (0), one_cycle 0.8 [0.7168, 0.8929], bfloat16 1.4 [1.2544, 1.5625].
+    assert list(bar.y) == ["label smoothing 0.1", "one_cycle", "bfloat16"]
+    assert list(bar.error_x.arrayminus) == pytest.approx([0.0, 0.8 - 0.71678, 1.4 - 1.25437], abs=1e-4)
+    assert list(bar.error_x.array) == pytest.approx([0.0, 0.89288 - 0.8, 1.56254 - 1.4], abs=1e-4)
+    assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None

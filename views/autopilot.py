@@ -298,6 +298,8 @@ def result(p: dict) -> None:
                             key="ap_ablation", config=PLOTLY_CONFIG)
             if p.get("explanation"):
                 st.caption(f"Without each technique the winner took this many times as long: {p['explanation']}. "
+                           + ("Bars: 95% intervals from the confirming pairs' spread; one that holds 1x is "
+                              "within noise. " if any(a.get("ci95") for a in p["ablation"]) else "")
                            + ("Shaded: the winner's own re-run spread. " if p.get("ablation_spread") else "")
                            + "One run each: on a busy machine these are rough.")
         # Without an ablation the re-runs' chart is already drawn above (live), not drawn twice.

@@ -4,7 +4,7 @@ options should pay off on it, and a quick benchmark that measures them.
 UI only: the probe and its verdicts come from engine.hardware.verdicts (the probe runs
 in a child process and is cached; this page never imports TensorFlow), the
 benchmark runs detached via engine.bench.quick.start_background and is followed by a
-fragment that re-reads its progress file, figures come from engine.report.charts.
+fragment that re-reads its progress file, figures come from engine.report.hardware_charts.
 """
 from __future__ import annotations
 

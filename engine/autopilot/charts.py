@@ -110,8 +110,10 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     """Horizontal bars, one per technique of the winner: its time to target
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
     without it). A switched-back run that never reached the target is labelled so.
-    spread: the winner's own re-runs' (lowest, highest) / median (x), shaded: a bar
-    ending inside it is within noise (engine.autopilot.search.rerun_spread)."""
+    An entry's 'ci95' (engine.autopilot.search.ablation_intervals) is drawn as an
+    error bar: a bar whose interval holds 1 is within noise.
+    spread: the winner's own re-runs' (lowest, highest) / median (x), shaded (the
+    older rule, without intervals: engine.autopilot.search.rerun_spread)."""
     rows = [a for a in ablation if a.get("run_id") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:
@@ -120,8 +122,13 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     names = [a["label"] for a in rows]
     factors = [a.get("factor") or 0.0 for a in rows]
     text = [f"{a['factor']:.2f}x" if a.get("factor") else (a.get("note") or "not run") for a in rows]
+    cis = [a.get("ci95") if a.get("factor") else None for a in rows]
+    error = (dict(type="data", symmetric=False, color="#374151", thickness=1.5,
+                  array=[ci[1] - f if ci else 0.0 for ci, f in zip(cis, factors)],
+                  arrayminus=[f - ci[0] if ci else 0.0 for ci, f in zip(cis, factors)])
+             if any(cis) else None)
     fig = go.Figure(go.Bar(
-        x=factors, y=names, orientation="h", text=text, textposition="outside", cliponaxis=False,
+        x=factors, y=names, orientation="h", text=text, textposition="outside", cliponaxis=False, error_x=error,
         marker=dict(color=[PALETTE[0] if (f or 0) >= 1 else PALETTE[1] for f in factors]),
         hovertemplate="%{y}: %{text}<extra>without it / winner</extra>", showlegend=False))
     if spread:

@@ -19,11 +19,13 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
    one with the lowest mean of its two times is the winner (`choose_finalist`:
    one lucky search run no longer picks it alone); then the winner and the baseline
    (engine.config.baseline_config) re-run alternately, `repeats` times each, on
-   seeds the search did not use; the speedup is the median of the per-pair ratios
-   with their min-max (`paired_speedup`).
+   seeds the search did not use, in the order AB, BA, AB, ...; the speedup is the
+   comparisons' (`paired_speedup`: geometric mean, 95% t interval, verdict), with
+   the median and min-max of the per-pair ratios beside it.
 3. **Explain**: a leave-one-out ablation, the winner with one technique at a time
    switched back to the baseline's setting; each technique's factor is the
-   ablated run's time to target / the winner's median.
+   ablated run's time to target / the winner's on the same seed, with a 95%
+   interval and a verdict from the confirming pairs' spread (`ablation_intervals`).
 
 Live state goes to `on_update(state)`; the CLI writes it to a JSON file that the
 Autopilot page follows (`start_background`, `read_progress`, `cancel_background`).
@@ -240,9 +242,11 @@ def choose_finalist(finalists: list[dict]) -> dict:
 
 
 def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
-    """(round, name) in the order the re-runs go: every name once per round, so
-    drift on a shared machine hits all alike."""
-    return [(r, n) for r in range(repeats) for n in names]
+    """(round, name) in the order the re-runs go: every name once per round, the
+    order reversed every other round (AB, BA, AB, ... as a comparison's pairs,
+    engine.jobs.comparison), so that drift on a shared machine, and whatever the
+    run before leaves behind, hits all alike."""
+    return [(r, n) for r in range(repeats) for n in (names if r % 2 == 0 else names[::-1])]
 
 
 def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
@@ -257,21 +261,50 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
     def inside(f: float) -> bool:  # as printed: 1.0136 beside a spread ending at 1.0081 reads "1.01 ... 1.01x"
         return spread is not None and round(spread[0], 2) <= round(f, 2) <= round(spread[1], 2)
 
+    def factor(a: dict) -> str:
+        ci = a.get("ci95")
+        if ci:  # judged by its interval (ablation_intervals), as a comparison's verdict
+            word = {"no difference": " (within noise)", "slower": " (faster without it)"}.get(a.get("verdict"), "")
+            return f"{a['label']} {a['factor']:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
+        return f"{a['label']} {a['factor']:.2f}x" + (" (within noise)" if inside(a["factor"]) else
+                                                      " (faster without it)" if a["factor"] < 1 else "")
+
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
     done = [a for a in ablation if a.get("factor")]
     done.sort(key=lambda a: -a["factor"])
-    parts = [f"{a['label']} {a['factor']:.2f}x" + (" (within noise)" if inside(a["factor"]) else
-                                                   " (faster without it)" if a["factor"] < 1 else "")
-             for a in done]
+    parts = [factor(a) for a in done]
     parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
               if not a.get("factor") and a.get("note") and a not in cut]
     if cut:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     line = ", ".join(parts)
-    if spread is not None and done:
+    pairs = next((a["interval_pairs"] for a in done if a.get("ci95")), None)
+    if pairs:
+        line += (f"; each factor is one run against the winner's on the same seed, its 95% interval from "
+                 f"the spread of the {pairs} confirming pairs (within noise: the interval holds 1x)")
+    elif spread is not None and done:
         line += (f"; the winner's own re-runs ranged {spread[0]:.2f}-{spread[1]:.2f}x of the time compared "
                  "with, so a factor inside that range is within noise")
     return line
+
+
+def ablation_intervals(ablation: list[dict], pair_ratios: Optional[list]) -> list[dict]:
+    """Each ablation entry with a factor gets the comparisons' judgement: 'ci95'
+    ([low, high] of the factor, x) and 'verdict' (engine.report.stats.verdict:
+    'faster' = the winner is faster with the technique, 'slower' = faster without
+    it, 'no difference' = within noise), and 'interval_pairs'. A factor is one pair
+    (the run without the technique, the winner's on the same seed), so its interval
+    is `stats.one_pair_interval` with the noise of one pair read off the
+    confirming pairs' ratios (`pair_ratios`, baseline / winner; None entries are
+    skipped). Entries are returned unchanged with fewer than 2 such ratios."""
+    from engine.report import stats
+
+    ref = [r for r in pair_ratios or [] if r]
+    out = []
+    for a in ablation:
+        ci = stats.one_pair_interval(a["factor"], ref) if a.get("factor") and len(ref) >= 2 else None
+        out.append({**a, "ci95": list(ci), "verdict": stats.verdict(ci), "interval_pairs": len(ref)} if ci else a)
+    return out
 
 
 def rerun_spread(times: list, ref: Optional[float] = None) -> Optional[tuple]:
@@ -392,6 +425,15 @@ def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
     from engine.lr_find import range_test as lr_find_mod
 
     def out(choices, source, suggestion=None):
+        if suggestion is not None:  # a test's peaks under the base LR are not one-cycle peaks: RunConfig refuses them
+            low = [x for x in choices if x <= base.learning_rate]
+            choices = [x for x in choices if x > base.learning_rate]
+            if low:
+                source += (f"; {', '.join(f'{x:.3g}' for x in low)} left out (not above the base learning rate "
+                           f"{base.learning_rate:g})")
+            if not choices:
+                choices = [FALLBACK_MAX_LR_FACTOR * base.learning_rate]
+                source += f": {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate instead"
         edge = edge_lr(suggestion or {})  # the first trial (the preset's guess) keeps to the test's rules
         return {"value": choices[-1], "choices": choices, "source": source,
                 "hint": max([x for x in choices if x != edge] or choices)}
@@ -628,7 +670,7 @@ class Autopilot:
         store = Store(self.store_path)
         seen: dict[str, dict] = {}
         planted = list(self.plant)
-        duplicates = skipped = 0
+        duplicates = skipped = invalid = 0
         left_out: dict[str, str] = {}
         limit = trial_limit(self.budget_s, self.share)
         try:
@@ -646,8 +688,17 @@ class Autopilot:
                         cfg = space_mod.trial_config(self.base, params, self.state["max_lr"]["value"])
                     except ConfigError as e:
                         proposer.tell(otrial, failed=True)
-                        self._note(f"proposal {params} skipped: {e}")
+                        # Once each: a sampler can propose the same invalid setting thousands of times
+                        # (a note per proposal made the live state 0.5 MB, rewritten on every update).
+                        line = f"proposal skipped: {e}"
+                        if line not in self.state["notes"]:
+                            self._note(line)
+                        invalid += 1
+                        if invalid >= MAX_DUPLICATES:
+                            self._note(f"search ended: {MAX_DUPLICATES} proposals in a row were invalid")
+                            break
                         continue
+                    invalid = 0
                 if otrial is not None and cfg.backend in left_out:
                     # Told as stopped at the best time, which is where it would have been pruned.
                     proposer.tell(otrial, None, (self.state["best"] or {}).get("time_to_target_sec"))
@@ -806,12 +857,15 @@ class Autopilot:
         return result
 
     # -- phase 3 ----------------------------------------------------------------
-    def explain(self, winner: RunConfig, winner_time: Optional[float], spread: Optional[tuple] = None) -> list[dict]:
+    def explain(self, winner: RunConfig, winner_time: Optional[float], spread: Optional[tuple] = None,
+                pair_ratios: Optional[list] = None) -> list[dict]:
         """One run per technique the winner uses, with that technique switched
         back; factor = its time to target / `winner_time` (s: the winner's re-run on the
         ablation's seed, else their median). spread: the winner's re-runs' (lowest,
-        highest) / `winner_time` (`rerun_spread`), stored as 'ablation_spread' and used by
-        `explanation`."""
+        highest) / `winner_time` (`rerun_spread`), stored as 'ablation_spread'. pair_ratios:
+        the confirming pairs' ratios (baseline / winner), which give each factor its 95%
+        interval and verdict (`ablation_intervals`); the spread is the fallback of
+        `explanation` without them."""
         plan = space_mod.ablation_configs(winner, self.baseline)
         out: list[dict] = []
         self._update(phase="ablation", ablation=out)
@@ -842,6 +896,7 @@ class Autopilot:
                 self._update(ablation=list(out), current=None)
         finally:
             store.close()
+        out = ablation_intervals(out, pair_ratios)
         self._update(ablation=out, explanation=explanation(out, spread),
                      ablation_spread=list(spread) if spread else None)
         return out
@@ -871,7 +926,8 @@ class Autopilot:
                 # (a tester saw factors against a median set by a seed that needed one epoch fewer).
                 ref = same_seed_time(conf, self.base.seed + 1) or median
                 spread = rerun_spread(conf["times"]["winner"], ref) if ref and conf else None
-                self.explain(winner, ref or best["time_to_target_sec"], spread)
+                self.explain(winner, ref or best["time_to_target_sec"], spread,
+                             (conf or {}).get("speedup", {}).get("ratios"))
         self._update(phase="stopped" if self.stop.is_set() else "done", current=None,
                      wall_sec=time.monotonic() - t0)
         return self.state

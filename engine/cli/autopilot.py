@@ -25,9 +25,10 @@ def add_parser(sub) -> None:
                     "per execution, global batch with the linear scaling rule and warmup, constant or "
                     "one-cycle schedule, label smoothing, XLA, real devices); each ends at the target, or "
                     "as soon as its training runs longer than the best time so far, or than its share of "
-                    "the budget. Then the winner and the baseline re-run alternately (--repeats each; the "
-                    "speedup is their median ratio with min-max), and a leave-one-out ablation says what "
-                    "each technique bought.")
+                    "the budget. Then the winner and the baseline re-run in --repeats interleaved pairs "
+                    "(AB, BA, ...; the speedup is the comparisons' geometric mean with its 95% interval "
+                    "and verdict), and a leave-one-out ablation says what each technique bought, each "
+                    "factor with its interval from those pairs' spread.")
     p.add_argument("--target", type=float, default=None, metavar="ACC",
                    help="validation accuracy to reach, 0-1 [the data set's default, e.g. 0.95 on digits]")
     p.add_argument("--budget", type=float, default=300.0, metavar="S",
@@ -123,7 +124,10 @@ def summary_lines(state: dict) -> list[str]:
         sp, times = conf["speedup"], conf["times"]
         if sp["median"]:
             m = sp["median"]
-            verdict = (f"{m:.2f}x faster (" if m >= 1 else
+            # The word follows the interval's verdict where there is one: a median over 1 inside the noise
+            # is not called faster.
+            verdict = (f"{m:.2f}x (no difference within noise, see the interval; " if sp.get("verdict") == "no difference"
+                       else f"{m:.2f}x faster (" if m >= 1 else
                        f"{m:.2f}x (the winner was slower than the baseline when re-run: {1 / m:.2f}x slower; ")
             # Stopped during the re-runs: say how many pairs the ratio rests on.
             pairs = (f"{conf['repeats']} alternating re-runs each" if sp["pairs"] == conf["repeats"] else
@@ -135,7 +139,8 @@ def summary_lines(state: dict) -> list[str]:
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])}"
                        f"{medians}: {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
             if sp.get("headline"):  # the comparisons' statistics and words (engine.report.stats)
-                out.append(f"  interval: {sp['headline']}")
+                out.append(f"  interval: {sp['headline']} (geometric mean of the pair ratios, 95% t interval"
+                           f"{', verdict: ' + sp['verdict'] if sp.get('verdict') else ''})")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():

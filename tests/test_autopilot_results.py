@@ -1,0 +1,63 @@
+"""benchmarks/autopilot_results.py: the dated Markdown record of an autopilot invocation (no TF, no runs)."""
+import sys
+from pathlib import Path
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import autopilot_results as ar  # noqa: E402
+from engine.autopilot import search as autopilot  # noqa: E402
+
+
+def state(baseline, winner):
+    conf = {"repeats": len(baseline), "seeds": list(range(1, len(baseline) + 1)),
+            "runs": [{"round": i + 1, "name": n, "seed": i + 1, "run_id": None, "time_to_target_sec": t}
+                     for i, (b, w) in enumerate(zip(baseline, winner))
+                     for n, t in (("baseline", b), ("winner", w))[:: 1 if i % 2 == 0 else -1]],
+            "times": {"baseline": baseline, "winner": winner},
+            "speedup": autopilot.paired_speedup(baseline, winner)}
+    ab = autopilot.ablation_intervals([{"label": "bfloat16", "run_id": 7, "time_to_target_sec": 14.0,
+                                        "factor": 1.4, "note": None}], conf["speedup"]["ratios"])
+    return {"id": "autopilot-x", "dataset": "mnist5k", "model": "cnn", "target_accuracy": 0.965,
+            "budget_sec": 900.0, "search_wall_sec": 890.0, "seed": 0, "trials": [], "notes": [],
+            "winner": {"trial": 2, "run_id": 2, "label": "bfloat16 · one_cycle", "changes": {"precision": "mixed_bfloat16"}},
+            "confirm": conf, "ablation": ab, "explanation": autopilot.explanation(ab)}
+
+
+def test_render_states_the_confirmed_speedup_its_interval_the_goal_and_the_ablation():
+    # Pairs 30/10, 33/11, 27/10: ratios 3.0, 3.0, 2.7; logs' mean 1.063492 (x 2.8965), sd 0.060830,
+    # sem 0.035120, half 4.302653 * 0.035120 = 0.151109: [2.4903, 3.3690]. One ablation pair at 1.4x:
+    # half 4.302653 * 0.060830 = 0.261731: [1.0777, 1.8187], above 1: it helps.
+    md = ar.render(state([30.0, 33.0, 27.0], [10.0, 11.0, 10.0]), "python -m engine autopilot --dataset mnist5k",
+                   ["07:39:50 1.24 1.11 2.87", "07:50:00 9.0 8.0 5.0", "08:00:00 4.0 5.0 5.0"], wall_s=1200.0,
+                   with_store=False)
+    assert "python -m engine autopilot --dataset mnist5k" in md
+    assert "at start 07:39:50 1.24 1.11 2.87; middle 07:50:00 9.0 8.0 5.0; end 08:00:00 4.0 5.0 5.0" in md
+    assert "| 2 | WB | 2 | 33.00 s | 11.00 s | 3.00x |" in md   # the second pair ran winner first
+    assert "**confirmed speedup: 2.90x faster [2.49–3.37], 3 pairs**" in md
+    assert "goal (2.5x, interval's lower end >= 2.0x): met: 2.90x with the lower end at 2.49x" in md
+    assert "| bfloat16 | #7 | 14.00 s | 1.40x | [1.08–1.82] | it helps |" in md
+    assert "wall time of the whole invocation: 1200 s (20.0 min)" in md
+
+
+def test_goal_not_met_and_the_file_is_appended_to(tmp_path):
+    sp = autopilot.paired_speedup([30.0, 20.0, 25.0], [10.0, 10.0, 12.0])
+    assert ar.goal_line(sp).startswith("goal (2.5x, interval's lower end >= 2.0x): not met: ")
+    assert ar.goal_line(autopilot.paired_speedup([30.0], [10.0])) == (
+        "goal not checked: no interval (fewer than 2 complete pairs)")
+    path = tmp_path / "r.md"
+    ar.write("one\n", path, "Autopilot on mnist5k")
+    ar.write("two\n", path, "Autopilot on mnist5k")
+    assert path.read_text() == "# Autopilot on mnist5k\n\none\n\ntwo\n\n"
+    assert ar.default_path("mnist5k", ar.dt.datetime(2026, 12, 3)).name == "2026-12-03-autopilot-mnist5k.md"
+
+
+def test_floor_lines_take_parts_of_the_winners_time_away():
+    # Confirmed 2.5x, winner 12 s = 3 warm-up + 8 training + 1 validation, MFU 40%: 2.5 x 12/9, x 12/8,
+    # x 12/(3 + 1 + 8 x 0.4), x 12/(8 x 0.4).
+    lines = ar.floor_lines(2.5, 12.0, {"warmup_sec": 3.0, "validation_sec": 1.0, "train_sec": 8.0, "mfu": 0.4})
+    assert lines[-5:] == ["| as measured | 12.00 | 2.50x |", "| without the winner's warm-up | 9.00 | 3.33x |",
+                          "| without its warm-up and validation | 8.00 | 3.75x |",
+                          "| its training at the measured peak (MFU 100%), warm-up and validation kept | 7.20 | 4.17x |",
+                          "| only its training, at the peak | 3.20 | 9.38x |"]
+    assert ar.floor_lines(2.5, None, {}) == []
