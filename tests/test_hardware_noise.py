@@ -1,4 +1,4 @@
-"""The hardware check's noise floor (engine.hardware.noise): a short A/A comparison,
+"""The hardware check's noise floor (engine.jobs.noise): a short A/A comparison,
 stored, read back, and named by a later headline whose effect is below it.
 
 The queue is played by the test (tests/test_comparisons.py `_play`), so no TF runs."""
@@ -6,7 +6,7 @@ import pytest
 
 from engine import store_comparisons as cstore
 from engine.config import RunConfig
-from engine.hardware import noise
+from engine.jobs import noise
 from engine.jobs import comparison
 from tests.test_comparisons import _play, no_queue  # noqa: F401 - the fixture
 

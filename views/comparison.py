@@ -32,7 +32,7 @@ def lookup(store, run: dict | None) -> dict | None:
 
 def noise_floor(store) -> float | None:
     """This machine's stored A/A half width (relative), or None."""
-    from engine.hardware import noise
+    from engine.jobs import noise
 
     return noise.floor(store)
 

@@ -354,7 +354,7 @@ def bench_section() -> None:
 
 def noise_progress(was_running: bool) -> None:
     """Body of the noise-floor fragment: the stored floor, or the A/A comparison's pairs so far."""
-    from engine.hardware import noise
+    from engine.jobs import noise
     from engine.store import Store
 
     with one_line_errors("Noise floor"):
@@ -383,7 +383,7 @@ def noise_progress(was_running: bool) -> None:
 
 def noise_section() -> None:
     from engine.errors import ActiveRunError
-    from engine.hardware import noise
+    from engine.jobs import noise
     from engine.jobs import background
     from engine.store import Store
 

@@ -113,8 +113,8 @@ def main(args) -> int:
 
 
 def stored_noise():
-    """engine.hardware.noise.latest of this host's store, or None."""
-    from engine.hardware import noise
+    """engine.jobs.noise.latest of this host's store, or None."""
+    from engine.jobs import noise
     from engine.store import Store
 
     store = Store()
@@ -125,18 +125,18 @@ def stored_noise():
 
 
 def noise_line(info) -> str:
-    from engine.hardware import noise
+    from engine.jobs import noise
 
     text = noise.floor_text(info)
     return text[0].upper() + text[1:]
 
 
 def measure_noise(quiet: bool = False) -> int:
-    """Run the hardware check's A/A comparison (engine.hardware.noise) to its end,
+    """Run the hardware check's A/A comparison (engine.jobs.noise) to its end,
     one progress line per pair on stderr unless `quiet`; Ctrl-C stops it (complete
     pairs are kept). Returns 0 with an interval, 1 without, 2 when the machine is busy."""
     from engine.errors import ActiveRunError
-    from engine.hardware import noise
+    from engine.jobs import noise
     from engine.jobs import background, comparison, runner
 
     why = background.busy()

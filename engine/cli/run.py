@@ -124,6 +124,6 @@ def _run_pairs(cfg, args) -> int:
 
 def _floor(noise):
     """The relative half width of a stored A/A comparison's headline measure, or None."""
-    from engine.hardware.noise import floor_of
+    from engine.jobs.noise import floor_of
 
     return floor_of(noise)
