@@ -108,3 +108,21 @@ def test_the_hardware_page_shows_the_floor_and_starts_a_measurement(no_queue, st
     at = app("views/hardware.py")
     no_errors(at)
     assert "**Noise floor ±5.3%**" in texts(at.markdown)
+
+
+def test_the_hardware_command_reports_the_stored_floor(no_queue, store, monkeypatch, capsys):  # noqa: F811
+    import argparse
+    import json
+
+    from engine.cli import hardware as cli_hardware
+
+    monkeypatch.setattr(cli_hardware, "probe", lambda **kw: {"facts": {"hostname": "h"}, "verdicts": []})
+    parser = argparse.ArgumentParser()
+    cli_hardware.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["hardware", "--json"])
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["noise"] is None
+    cid = _measure_floor(store)
+    assert args.func(args) == 0
+    got = json.loads(capsys.readouterr().out)["noise"]
+    assert got["comparison_id"] == cid and got["floor"] == pytest.approx(FLOOR, abs=1e-6)
