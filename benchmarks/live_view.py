@@ -283,7 +283,8 @@ def page_cpu(seconds: float, rounds: int) -> None:
                                f"--server.port={port}", "--server.address=127.0.0.1",
                                "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
                               cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                              env={**os.environ, "SPEEDLAB_HOME": str(home)})
+                              env={**os.environ, "SPEEDLAB_HOME": str(home), "SPEEDLAB_WARM_WORKER": "0",
+                                   "SPEEDLAB_QUEUE_IDLE_S": "5"})  # no spare worker beside the page
     url = f"http://127.0.0.1:{port}"
     for _ in range(120):
         try:
