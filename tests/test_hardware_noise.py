@@ -24,22 +24,22 @@ def _measure_floor(store) -> int:
     return cid
 
 
-def test_the_check_runs_three_a_a_pairs_of_the_digits_mlp_and_stores_the_floor(no_queue, store):  # noqa: F811
+def test_the_check_runs_three_a_a_pairs_of_the_digits_cnn_and_stores_the_floor(no_queue, store):  # noqa: F811
     assert noise.latest(store) is None and noise.floor(store) is None
     cid = _measure_floor(store)
     runs = store.list_runs()
     assert len(runs) == 6  # 3 pairs, both sides the float32 baseline
     assert {(r["config"]["dataset"], r["config"]["model"], r["config"]["epochs"], r["config"]["precision"])
-            for r in runs} == {("digits", "mlp", noise.NOISE_EPOCHS, "float32")}
+            for r in runs} == {("digits", "cnn", 10, "float32")}
     comp = cstore.get(store, cid)
     assert comp["kind"] == "aa" and comp["status"] == "completed"
     assert comp["result"]["verdict"] == "no difference"
     info = noise.latest(store)
     assert info["comparison_id"] == cid and info["pairs"] == 3 and info["measure"] == "time_to_accuracy"
     assert info["floor"] == pytest.approx(FLOOR, abs=1e-6)
-    assert info["config"] == {"dataset": "digits", "model": "mlp", "epochs": noise.NOISE_EPOCHS}
+    assert info["config"] == {"dataset": "digits", "model": "cnn", "epochs": 10}
     assert noise.floor_text(info, now=info["measured"] + 720) == (
-        f"noise floor ±5.3% (A/A comparison #{cid}: 3 pairs of digits/mlp, {noise.NOISE_EPOCHS} epochs, "
+        f"noise floor ±5.3% (A/A comparison #{cid}: 3 pairs of digits/cnn, 10 epochs, "
         "time to accuracy; 12 min ago): a speedup inside it is within this machine's noise")
     assert noise.latest(store, "another-host") is None  # the floor is this machine's
 

@@ -388,8 +388,8 @@ def noise_section() -> None:
     from engine.store import Store
 
     st.markdown("#### This machine's noise floor")
-    st.caption(f"An A/A comparison: the float32 baseline of digits/mlp ({noise.NOISE_EPOCHS} epochs) against "
-               f"itself, {noise.NOISE_PAIRS} interleaved pairs, each run in a fresh worker (about a minute). "
+    st.caption(f"An A/A comparison: the float32 baseline of digits/{noise.NOISE_MODEL} ({noise.NOISE_EPOCHS} epochs) "
+               f"against itself, {noise.NOISE_PAIRS} interleaved pairs, each run in a fresh worker (a minute or two). "
                "Any verdict but \"no difference\" would be wrong; its interval's half width is how small a "
                "speedup this machine can tell apart from noise.")
     store = Store()
