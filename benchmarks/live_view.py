@@ -44,6 +44,13 @@ server and the browser used per second of run. Targets: steady open/closed >= 0.
 server + browser <= 0.05 CPU-s per s of run.
 
     python benchmarks/live_view.py --open-closed 4 [--epochs 60] [--model cnn]
+
+What does the open page cost in each phase of a plain run? ``--page-cpu SECONDS``
+opens the Train page in headless Chromium on a live run that grows 100 executions a
+second, and measures server and browser CPU-s per second in its 'starting' phase
+(1 s refresh) and its 'steady' phase (3 s, engine.report.live_refresh), interleaved:
+
+    python benchmarks/live_view.py --page-cpu 20 [--rounds 2]
 """
 from __future__ import annotations
 
@@ -117,12 +124,15 @@ class LiveRun:
         return tuple({"t": t, "cpu_percent": 95.0, "rss_mb": 800.0, "mem_percent": 20.0,
                       "gpu_mem_mb": None, "worker": 0}[c] for c in SYSTEM_COLS)
 
-    def grow(self, rows: int) -> None:
+    def grow(self, rows: int, warm: bool = False) -> None:
         """Append what the worker writes in a second: `rows` executions, a system
-        sample, and the epoch rows completed by them."""
+        sample, and the epoch rows completed by them. `warm`: flag the newest
+        execution as warm-up (a run still tracing: engine.report.live_refresh 'starting')."""
         new, epochs = [], []
-        for _ in range(rows):
+        for k in range(rows):
             row, self.t = _exec_row(self.i, self.n, PER_EPOCH, self.t)
+            if warm and k == rows - 1:
+                row = row[:9] + (1,) + row[10:]
             new.append(row)
             self.i += 1
             if self.i % PER_EPOCH == 0:
@@ -254,7 +264,82 @@ def open_closed(pairs: int, epochs: int, model: str) -> None:
     print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
 
 
+def page_cpu(seconds: float, rounds: int) -> None:
+    """The --page-cpu measurement: server and browser CPU-s per second with the Train page
+    open on a live plain run, in its two phases (engine.report.live_refresh): 'starting'
+    (the newest execution is warm-up: refresh every 1 s, as every live run was before)
+    and 'steady' (every 3 s), interleaved, `rounds` of each, `seconds` each."""
+    import subprocess
+    import urllib.request
+
+    import psutil
+
+    home = Path(tempfile.mkdtemp(prefix="speedlab-pagecpu-"))
+    os.environ["SPEEDLAB_HOME"] = str(home)
+    live = LiveRun(5000, int(seconds * rounds * 2) + 60, 100)
+    port = _free_port()
+    log = open(home / "streamlit.log", "wb")
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+                               f"--server.port={port}", "--server.address=127.0.0.1",
+                               "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                              env={**os.environ, "SPEEDLAB_HOME": str(home), "SPEEDLAB_WARM_WORKER": "0",
+                                   "SPEEDLAB_QUEUE_IDLE_S": "5"})  # no spare worker beside the page
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.5)
+    server_ps = psutil.Process(server.pid)
+    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}; {rounds} rounds x {seconds:.0f} s "
+          f"per phase, a live run growing 100 executions a second; server {url}")
+    rows = {"starting": [], "steady": []}
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                        args=["--headless", "--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            live.grow(100, warm=True)
+            page.goto(url)
+            page.get_by_text("SpeedLab · Train").wait_for(timeout=60_000)
+            for i in range(rounds):
+                for side in (("starting", "steady") if i % 2 == 0 else ("steady", "starting")):
+                    for _ in range(4):  # the phase change reruns the page: settle first
+                        live.grow(100, warm=side == "starting")
+                        time.sleep(1.0)
+                    browser_ps = [c for c in psutil.Process().children(recursive=True)
+                                  if "chrom" in c.name().lower()]
+                    c0s, c0b, t0 = _cpu([server_ps]), _cpu(browser_ps), time.monotonic()
+                    while time.monotonic() - t0 < seconds:
+                        live.grow(100, warm=side == "starting")
+                        time.sleep(1.0)
+                    wall = time.monotonic() - t0
+                    cs, cb = _cpu([server_ps]) - c0s, _cpu(browser_ps) - c0b
+                    rows[side].append((cs / wall, cb / wall))
+                    print(f"round {i + 1} {side:>8}: server {cs / wall:.3f} + browser {cb / wall:.3f} CPU-s/s",
+                          flush=True)
+            browser.close()
+    finally:
+        os.killpg(server.pid, 15)
+    for side, r in rows.items():
+        srv, brw = statistics.mean(x[0] for x in r), statistics.mean(x[1] for x in r)
+        print(f"{side:>8} (refresh {'1' if side == 'starting' else '3'} s): server {srv:.3f} + browser {brw:.3f} "
+              f"= {srv + brw:.3f} CPU-s per s of run (target together <= 0.05)")
+    print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
+
+
 def main() -> None:
+    if "--page-cpu" in sys.argv:
+        q = argparse.ArgumentParser()
+        q.add_argument("--page-cpu", type=float, required=True, metavar="SECONDS")
+        q.add_argument("--rounds", type=int, default=2)
+        b = q.parse_args()
+        return page_cpu(b.page_cpu, b.rounds)
     if "--open-closed" in sys.argv:
         q = argparse.ArgumentParser()
         q.add_argument("--open-closed", type=int, required=True, metavar="PAIRS")

@@ -290,3 +290,45 @@ def test_a_killed_job_without_a_log_line_stops_its_clock_at_its_last_write(store
     p = bench.read_progress()
     assert p["state"] == "failed" and p["elapsed"] == 35.0  # not now - 100, growing on every read
     assert p["error"] == "the benchmark process ended without a result: no error in its log (killed?)"
+
+
+def test_a_fit_has_enough_steady_state_after_16_steps_and_2_s():
+    from engine.bench.worker import enough_steady
+
+    # The first execution is warm-up: 0.5 s + 15 x 0.2 s holds 15 steady steps, 3.0 s: not yet.
+    assert not enough_steady([0.5] + [0.2] * 15, [1] * 16)
+    assert enough_steady([0.5] + [0.2] * 16, [1] * 17)  # 16 steps, 3.2 s
+    assert not enough_steady([0.5] + [0.1] * 19, [1] * 20)  # 19 steps but 1.9 s: a fast cell runs on
+    assert enough_steady([9.0, 0.7, 0.7, 0.7], [8, 8, 8, 8])  # steps per execution 8: 24 steps, 2.1 s
+
+
+@pytest.mark.worker
+def test_a_worker_waits_for_go_and_a_slow_fit_stops_once_steady(store_home):
+    import json
+    import subprocess
+    import sys
+
+    from engine.process import worker_env
+
+    cell = {"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
+            "simulated": False, "index": 0}
+    # 40 steps x 2 epochs, but the fit may stop once 4 steady steps are in (no minimum time).
+    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 40, "epochs": 2,
+            "steady_min_steps": 4, "steady_min_s": 0.0}
+    proc = subprocess.Popen([sys.executable, "-m", "engine.bench.worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=worker_env())
+    try:
+        proc.stdin.write(json.dumps({"workload": work, "repeats": 1, "backend": "tensorflow", "devices": 1,
+                                     "cells": [cell], "wait_go": True}) + "\n")
+        proc.stdin.flush()
+        first = next(json.loads(x) for x in iter(proc.stdout.readline, "") if x.startswith("{"))
+        assert first == {"ready": True} and proc.poll() is None  # nothing measured before 'go'
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        (sample,) = [json.loads(x) for x in proc.stdout if x.startswith("{")]
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # One warm-up execution, then 4 steady ones of one batch each: stopped long before 80 steps.
+    assert sample["cell"] == 0 and sample["steady_steps"] == 4 and sample["samples_per_sec"] > 0

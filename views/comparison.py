@@ -4,7 +4,6 @@ its interval and verdict, coloured by the verdict, and the pair chart. UI only."
 from __future__ import annotations
 
 import html
-import os
 import time
 
 import streamlit as st
@@ -33,13 +32,9 @@ def lookup(store, run: dict | None) -> dict | None:
 
 def noise_floor(store) -> float | None:
     """This machine's stored A/A half width (relative), or None."""
-    if not hasattr(store, "conn"):
-        return None
-    c = cstore.latest_noise(store, os.uname().nodename)
-    if not c:
-        return None
-    r = c["result"]
-    return (r.get(r.get("measure") or "time_to_accuracy") or {}).get("half_width")
+    from engine.jobs import noise
+
+    return noise.floor(store)
 
 
 def _age(t: float | None) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.jobs import background
-from engine.report import chart_style, train_charts
+from engine.report import chart_style, live_refresh, train_charts
 from engine.data import meta as datasets_meta
 from engine.lr_find import range_test as lr_find
 from engine.autopilot import search as autopilot
@@ -1073,18 +1073,22 @@ def backend_line(store: Store, run: dict | None) -> None:
                f"vs {b['other_backend']} run #{b['baseline_id']}, same configuration.")
 
 
-def live_view(was_active: bool, drawn: tuple | None = None) -> None:
+def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = None) -> None:
     """Body of the live fragment: re-reads the store on every tick. `drawn`: the
     `_signature` of the measuring comparison whose block main() drew outside this
-    fragment; a new pair (or its end) redraws the page."""
+    fragment; a new pair (or its end) redraws the page. `phase`: the live_refresh
+    phase main() set the interval for; a change (warm-up over) redraws the page."""
     with one_line_errors("Live view"):
         store = Store()
         try:
             runner.reconcile(store)
             group, base, run = current_comparison(store)
-            active = bool(own_active(store))
+            own = own_active(store)
+            active = bool(own)
             if active != was_active:  # a run ended or started elsewhere: refresh the whole page
                 st.rerun()
+            if phase is not None and live_refresh.phase(store, [r["id"] for r in own]) != phase:
+                st.rerun()  # past the warm-up, or a new run starting: a new interval
             if drawn is not None and _signature(cmp_view.lookup(store, run)) != drawn:
                 st.rerun()
             if not group:
@@ -1196,10 +1200,23 @@ def main() -> None:
                 comparison_block(store, live)
             finally:
                 store.close()
-    st.fragment(live_view, run_every=(QUIET_REFRESH_S if live else LIVE_REFRESH_S) if active else None)(
-        active, _signature(live))
+    # A plain run redraws every second while it starts, every 3 s once steady (live_refresh).
+    phase = live_phase() if active and live is None else None
+    st.fragment(live_view, run_every=(QUIET_REFRESH_S if live else live_refresh.refresh_s(phase)) if active
+                else None)(active, _signature(live), phase)
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
+
+
+def live_phase() -> str | None:
+    """engine.report.live_refresh.phase of this page's active runs (None if the store cannot be read)."""
+    with one_line_errors("Reading the store"):
+        store = Store()
+        try:
+            return live_refresh.phase(store, [r["id"] for r in own_active(store)])
+        finally:
+            store.close()
+    return None
 
 
 def measuring() -> dict | None:

@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable, Optional
 
@@ -200,35 +201,75 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
     samples: list[dict] = []
     t0 = time.monotonic()
     # One worker per backend and device layout; the baseline's (TensorFlow, 1 device) first.
-    for layout in layouts(cells):
-        idx = [i for i, c in enumerate(cells) if _in_layout(c, layout)]
-        job = {"workload": work, "repeats": repeats, "backend": layout[0], "devices": layout[1],
-               "cells": [{**cells[i], "index": i} for i in idx]}
-        proc = subprocess.Popen([sys.executable, "-m", "engine.bench.worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())
-        proc.stdin.write(json.dumps(job))
-        proc.stdin.close()
-        for line in proc.stdout:
-            if not line.startswith("{"):
-                continue
-            s = json.loads(line)
-            if "error" in s:
+    # All start at once (their imports overlap) and each measures only once every one is
+    # ready and the one before it has ended: nothing runs beside a measurement.
+    procs = []
+    try:
+        for layout in layouts(cells):
+            idx = [i for i, c in enumerate(cells) if _in_layout(c, layout)]
+            job = {"workload": work, "repeats": repeats, "backend": layout[0], "devices": layout[1],
+                   "cells": [{**cells[i], "index": i} for i in idx], "wait_go": True}
+            proc_err = tempfile.TemporaryFile(mode="w+")
+            # stderr to a file: an idle worker's pipe is not read while another measures.
+            proc = subprocess.Popen([sys.executable, "-m", "engine.bench.worker"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=proc_err,
+                                    text=True, env=worker_env())
+            procs.append((proc, proc_err))
+            proc.stdin.write(json.dumps(job) + "\n")
+            proc.stdin.flush()
+        for proc, err in procs:
+            _wait_ready(proc, err, t0, timeout_s)
+        for proc, err in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.close()
+            for line in proc.stdout:
+                if not line.startswith("{"):
+                    continue
+                s = json.loads(line)
+                if "error" in s:
+                    raise BenchError(s["error"])
+                samples.append(s)
+                if on_progress:
+                    on_progress(len(samples), total, s)
+                if time.monotonic() - t0 > timeout_s:
+                    raise BenchError(f"benchmark took longer than {timeout_s:.0f} s")
+            code = proc.wait()
+            if code:
+                raise BenchError(f"benchmark worker exited with code {code}: {_last_line(err)}")
+    finally:
+        for proc, err in procs:
+            if proc.poll() is None:
                 proc.kill()
-                raise BenchError(s["error"])
-            samples.append(s)
-            if on_progress:
-                on_progress(len(samples), total, s)
-            if time.monotonic() - t0 > timeout_s:
-                proc.kill()
-                raise BenchError(f"benchmark took longer than {timeout_s:.0f} s")
-        code = proc.wait()
-        if code:
-            tail = proc.stderr.read().strip().splitlines()[-1:] or [""]
-            raise BenchError(f"benchmark worker exited with code {code}: {tail[0][:300]}")
+                proc.wait()
+            err.close()
     result = summarize(cells, samples)
     result.update(workload=work, machine=f, wall_sec=time.monotonic() - t0, repeats=repeats, full=full,
                   caution=baseline_caution(result))
     return result
+
+
+def _last_line(err) -> str:
+    """The last line a worker wrote to its stderr file `err` (see `run`), at most 300 characters."""
+    err.seek(0)
+    tail = err.read().strip().splitlines()[-1:] or [""]
+    return tail[0][:300]
+
+
+def _wait_ready(proc, err, t0: float, timeout_s: float) -> None:
+    """Read a worker's stdout until its {'ready': true} line. Raises BenchError when it
+    reports an error, exits first, or the benchmark's time is up."""
+    for line in proc.stdout:
+        if not line.startswith("{"):
+            continue
+        s = json.loads(line)
+        if s.get("ready"):
+            return
+        if "error" in s:
+            raise BenchError(s["error"])
+        if time.monotonic() - t0 > timeout_s:
+            raise BenchError(f"benchmark took longer than {timeout_s:.0f} s")
+    code = proc.wait()
+    raise BenchError(f"benchmark worker exited with code {code} before it was ready: {_last_line(err)}")
 
 
 def save(result: dict) -> str:

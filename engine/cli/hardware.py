@@ -20,6 +20,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--refresh", action="store_true", help="re-probe instead of using the cache")
     p.add_argument("--timeout", type=float, default=60.0, help="probe time limit, s (default 60)")
+    p.add_argument("--noise", action="store_true",
+                   help="also measure this machine's noise floor: a short A/A comparison (the float32 "
+                        "baseline of digits/cnn, 10 epochs, against itself, 3 interleaved pairs, each "
+                        "run in a fresh worker; a minute or two), stored for later headlines")
     p.set_defaults(func=main)
 
 
@@ -96,8 +100,69 @@ def main(args) -> int:
     except ProbeError as e:
         print(f"hardware check failed: {e}", file=sys.stderr)
         return 1
+    code = 0
+    if getattr(args, "noise", False):
+        code = measure_noise(quiet=getattr(args, "json", False))
+    result["noise"] = stored_noise()
     if getattr(args, "json", False):
         print_json(result, indent=2, sort_keys=True)
     else:
         print(format_table(result))
-    return 0
+        print("", noise_line(result["noise"]), sep="\n")
+    return code
+
+
+def stored_noise():
+    """engine.jobs.noise.latest of this host's store, or None."""
+    from engine.jobs import noise
+    from engine.store import Store
+
+    store = Store()
+    try:
+        return noise.latest(store)
+    finally:
+        store.close()
+
+
+def noise_line(info) -> str:
+    from engine.jobs import noise
+
+    text = noise.floor_text(info)
+    return text[0].upper() + text[1:]
+
+
+def measure_noise(quiet: bool = False) -> int:
+    """Run the hardware check's A/A comparison (engine.jobs.noise) to its end,
+    one progress line per pair on stderr unless `quiet`; Ctrl-C stops it (complete
+    pairs are kept). Returns 0 with an interval, 1 without, 2 when the machine is busy."""
+    from engine.errors import ActiveRunError
+    from engine.jobs import noise
+    from engine.jobs import background, comparison, runner
+
+    why = background.busy()
+    if why:
+        print(f"noise floor not measured: {why}", file=sys.stderr)
+        return 2
+    try:
+        cid = noise.start()
+    except ActiveRunError as e:
+        print(f"noise floor not measured: {e}", file=sys.stderr)
+        return 2
+    if not quiet:
+        print(f"measuring the noise floor: A/A comparison #{cid}, {noise.NOISE_PAIRS} pairs of "
+              f"digits/{noise.NOISE_MODEL} ({noise.NOISE_EPOCHS} epochs), each run in a fresh worker ...", file=sys.stderr)
+    shown = [0]
+
+    def on_poll(comp):
+        done = (comp.get("result") or {}).get("pairs") or 0
+        if not quiet and done > shown[0]:
+            shown[0] = done
+            print(f"  pair {done}/{noise.NOISE_PAIRS} done", file=sys.stderr)
+
+    try:
+        comp = comparison.wait(cid, poll_s=1.0, on_poll=on_poll)
+    except KeyboardInterrupt:
+        print("stopping the noise measurement (complete pairs are kept) ...", file=sys.stderr)
+        runner.cancel_active()
+        comp = comparison.wait(cid)
+    return 0 if noise.floor_of(comp) is not None else 1

@@ -124,7 +124,6 @@ def _run_pairs(cfg, args) -> int:
 
 def _floor(noise):
     """The relative half width of a stored A/A comparison's headline measure, or None."""
-    if not noise:
-        return None
-    r = noise["result"]
-    return (r.get(r.get("measure") or "time_to_accuracy") or {}).get("half_width")
+    from engine.jobs.noise import floor_of
+
+    return floor_of(noise)
