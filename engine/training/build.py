@@ -170,7 +170,7 @@ def _load(cfg: RunConfig, data, timeline):
 def build_inputs(cfg: RunConfig, setup, data, pipeline, fast_fit: bool, probe_input: bool) -> Inputs:
     """The training and validation pipelines of `data` for `setup`, made with `pipeline`
     (engine.data.pipeline or np_pipeline; see `prepare` for fast_fit and probe_input)."""
-    from engine.training import iterators, replica_input
+    from engine.training import replica_input
 
     jax = cfg.backend == "jax"
     replicas = setup.replicas
@@ -180,12 +180,7 @@ def build_inputs(cfg: RunConfig, setup, data, pipeline, fast_fit: bool, probe_in
     meter = pipeline.DataWaitMeter() if setup.kind != "TPU" and setup.workers == 1 else None
     # On JAX, mixup runs on the device inside the train step (jax_steps.mix_in_step), not here.
     host_mixup = 0.0 if jax else cfg.mixup_alpha
-    steps_per_epoch = cfg.steps_per_epoch()
-    val_steps = iterators.batches_per_pass(len(data.x_val), cfg.batch_size, drop_remainder=False)
-    # The one-iterator-per-run path bypasses a method of Keras's TensorFlow trainer: TF only.
-    build_once = fast_fit and not jax and iterators.supported()
-    persistent = build_once and iterators.persistent_ok(steps_per_epoch, cfg.steps_per_execution)
-    val_persistent = persistent and iterators.persistent_ok(val_steps, cfg.steps_per_execution)
+    val_steps, build_once, persistent, val_persistent = fit_path(cfg, len(data.x_val), fast_fit)
 
     def make_val(shard=None):
         return pipeline.eval_dataset(data.x_val, data.y_val, data.classes, cfg.batch_size, replicas,
@@ -215,6 +210,20 @@ def build_inputs(cfg: RunConfig, setup, data, pipeline, fast_fit: bool, probe_in
             **opts))
     return Inputs(train_ds, val_ds, train_spec, meter, val_steps, build_once, persistent, val_persistent,
                   split, val_split, input_rate)
+
+
+def fit_path(cfg: RunConfig, n_val: int, fast_fit: bool) -> tuple:
+    """(val_steps, build_once, persistent, val_persistent): validation batches per pass
+    (steps) of `n_val` samples, and whether fit builds once per compile and keeps one
+    training / validation iterator for the whole run (engine.training.iterators)."""
+    from engine.training import iterators
+
+    val_steps = iterators.batches_per_pass(n_val, cfg.batch_size, drop_remainder=False)
+    # The one-iterator-per-run path bypasses a method of Keras's TensorFlow trainer: TF only.
+    build_once = fast_fit and cfg.backend != "jax" and iterators.supported()
+    persistent = build_once and iterators.persistent_ok(cfg.steps_per_epoch(), cfg.steps_per_execution)
+    val_persistent = persistent and iterators.persistent_ok(val_steps, cfg.steps_per_execution)
+    return val_steps, build_once, persistent, val_persistent
 
 
 def build_model(cfg: RunConfig, setup, data):
