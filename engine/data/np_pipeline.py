@@ -1,7 +1,7 @@
 """NumPy input pipelines for runs without TensorFlow (backend jax), as `keras.utils.PyDataset`s.
 
 The same stages and seeded semantics as the tf.data pipelines in engine.data.pipeline,
-and the same function signatures, so `engine.training.train.prepare` picks one module or
+and the same function signatures, so `engine.training.build.prepare` picks one module or
 the other by backend:
 
     arrays -> [cache: preprocess once] -> shuffle (per epoch, from seed) -> batch
