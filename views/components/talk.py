@@ -12,6 +12,9 @@ import streamlit as st
 
 from engine.report import charts
 from engine.report.compare import compare, live_summary
+from views.components import comparison as cmp_view
+from views.components.headline import own_time
+from views.components.live_charts import chart_frames, live_metrics  # the Train page's frames: same charts, same colours
 
 PARAM, VALUE = "mode", "talk"
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
@@ -72,7 +75,7 @@ def style() -> None:
 
 def headline(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None) -> None:
     """The headline speedup large (time to accuracy), end-to-end and steady beside it.
-    own: views.train.own_time of a run that is its own baseline (its time to target is shown)."""
+    own: views.components.headline.own_time of a run that is its own baseline (its time to target is shown)."""
     box = st.container(key="talk_headline")
     if base is None or cmp is None:
         goal, secs, note = own or (None, None, "")
@@ -109,8 +112,6 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     `comp`: the comparison of interleaved pairs the runs belong to (default: looked
     up): its headline (as on the Train page) and pair chart lead; while it measures
     only they are drawn (the page must not slow the run it measures)."""
-    from views import comparison as cmp_view
-    from views.train import _frames, _live, own_time  # the Train page's frames: same charts, same colours
 
     comp = comp or cmp_view.lookup(store, run)
     if comp is not None:
@@ -119,13 +120,13 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
             cmp_view.pairs_chart(comp, key="talk_pairs", height=CHART_HEIGHT)
             st.caption("Quiet while measuring: the run charts are drawn once the comparison ends.")
             return
-    src = source or _live(store)
+    src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
     if comp is None:
         headline(base, run, cmp, own_time(base, run, src))
-    frames = _frames(src, runs)
+    frames = chart_frames(src, runs)
     medians = ({charts.run_label(base): cmp["baseline_samples_per_sec"], charts.run_label(run): cmp["samples_per_sec"]}
                if cmp else {charts.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})
