@@ -8,30 +8,28 @@ import streamlit as st
 
 from engine.jobs import autopilot
 from engine.report import charts
-from engine.report.compare import backend_speedup, effective_target, not_reached, time_to_accuracy
+from engine.report import headline
+from engine.report.compare import backend_speedup
 from engine.store import ACTIVE_STATUSES, Store
 from views.components.common import PLOTLY_CONFIG
 
 
-def ratio_text(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}×"
+ratio_text = headline.ratio_text
 
 
-def own_time(base: dict | None, run: dict | None, src) -> tuple | None:
-    """(target, seconds to it or None, 'Not reached ... . ' or '') when `run` is its own
-    baseline (`base` the same run), else None; `src` gives its epoch rows."""
+def own_time(base: dict | None, run: dict | None, src) -> dict | None:
+    """engine.report.headline.own_time of `run` when it is its own baseline (`base` the
+    same run), else None; `src` (a LiveMetrics or a replay's) gives its epoch rows."""
     if not (run and base and run["id"] == base["id"]):
         return None
-    goal, epochs = effective_target(run), src.epochs(run)
-    note = not_reached(run, epochs, goal)
-    return goal, time_to_accuracy(epochs, goal), f"{note[0].upper()}{note[1:]}. " if note else ""
+    return headline.own_time(run, src.epochs(run))
 
 
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None,
                   pair_of: dict | None = None) -> None:
     """The headline: time-to-accuracy speedup (what the clock says), then the
     end-to-end and steady throughput speedups, smaller, each with what it means.
-    own: `own_time` of a run that is its own baseline: its time to target is shown instead.
+    own: `own_time` (a dict) of a run that is its own baseline: its time to target is shown instead.
     pair_of: the comparison this pair belongs to (its headline is shown above): the
     figures are labelled as one pair's. While a side still runs, no ratio is shown
     (mid-run, end-to-end read 0.06x, 0.30x, 0.41x before settling near 0.9x)."""
@@ -47,15 +45,15 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
     if cmp is None:  # the run is its own baseline
         # Not "1.00×": that read as a measured result, also for a run that never reached the target.
         # Its own time to target is what it measured: shown (a first user saw only "—").
-        goal, secs, note = own or (None, None, "")
-        if goal is None:
+        own = own or {"label": None, "note": ""}
+        if own["label"] is None:
             st.metric("Time-to-accuracy speedup", "—", border=True,
                       help="This configuration is the baseline itself (float32, 1 device, no options).")
         else:
-            st.metric(f"Time to {goal:g} val accuracy", f"{secs:.2f} s" if secs is not None else "—", border=True,
+            st.metric(own["label"], own["value"], border=True,
                       help="seconds from the start of training to the first validation at or above the target; "
                            "this configuration is the baseline itself (float32, 1 device, no options)")
-        st.caption(note + "This run is its own baseline: nothing to compare. Turn on a speed option (precision, "
+        st.caption(own["note"] + headline.OWN_BASELINE + " Turn on a speed option (precision, "
                    "devices, steps per execution, XLA) to compare.")
         return
     if base["status"] in ACTIVE_STATUSES or run["status"] in ACTIVE_STATUSES:
@@ -64,22 +62,15 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
         st.caption("One pair is one sample: " + ("the comparison's interval above is what to read." if pair_of else
                    "turn off **Reuse stored baseline** for interleaved pairs with an interval."))
         return
-    target = cmp.get("target_accuracy")
-    tt = cmp.get("time_to_accuracy_speedup")
-    label = f"time to {target:g} val accuracy" if target is not None else "time to accuracy"
-    if pair_of is not None:
-        label = f"this pair: {label}"
-    if tt is not None:
-        st.metric(label, f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× slower",
-                  delta=f"{cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s",
-                  delta_color="normal" if tt >= 1 else "inverse", border=True,
-                  help="seconds from the start of training to the first validation at or above the "
-                       f"target: baseline #{base['id']} vs run #{run['id']}")
+    h = headline.pair_headline(cmp)
+    label = f"this pair: {h['label']}" if pair_of is not None else h["label"]
+    if h["ratio"] is not None:
+        st.metric(label, h["value"], delta=h["seconds"], delta_color="normal" if h["ratio"] >= 1 else "inverse",
+                  border=True, help="seconds from the start of training to the first validation at or above the "
+                                    f"target: baseline #{base['id']} vs run #{run['id']}")
     else:
-        notes = [f"baseline: {cmp['baseline_time_to_accuracy_note']}" if cmp.get("baseline_time_to_accuracy_note")
-                 else None, f"run: {cmp['time_to_accuracy_note']}" if cmp.get("time_to_accuracy_note") else None]
         st.metric(label, "—", border=True)
-        st.caption("; ".join(n for n in notes if n) if any(notes) else
+        st.caption("; ".join(h["notes"]) if h["notes"] else
                    "Set a target validation accuracy (Training) to compare time to accuracy.")
     e2e, steady = cmp.get("end_to_end_speedup"), cmp.get("steady_speedup")
     # One under the other: side by side, "2.97×" is cut to "2.9…" beside the sidebar at 1280 px.
