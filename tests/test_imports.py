@@ -177,3 +177,9 @@ def test_no_view_imports_another_view():
                 bad.append(f"{me} imports {d}: " + ("shared code imports a page" if _page_of(me) is None
                                                      else "a page imports another page; move what they share to views/components/"))
     assert not bad, "\n".join(sorted(bad))
+
+
+def test_no_view_module_is_over_450_lines():
+    """Pages stay thin (docs/architecture.md, "The pages"): a page that grows gets a package."""
+    long = {str(p.relative_to(ROOT)): n for p in _view_files() if (n := len(p.read_text().splitlines())) > 450}
+    assert not long, long
