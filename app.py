@@ -1,6 +1,8 @@
 """SpeedLab dashboard: ``streamlit run app.py``.
 
-Page config and navigation only; each page is one file in views/. Not pages/:
+Page config and navigation only; each page is one file in views/, or a package there
+whose module of the same name is the entry (views/train/train.py: Streamlit
+names the URL after the file); what pages share is in views/components/. Not pages/:
 next to st.navigation, a pages/ folder makes Streamlit run a page without
 app.py when its URL is opened directly or reloaded. Adding a page is one
 line in PAGES. The app process never imports TensorFlow: runs
@@ -16,8 +18,8 @@ st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="
                    initial_sidebar_state="collapsed" if st.query_params.get("mode") == "talk" else "expanded")
 
 PAGES = [
-    st.Page("views/train.py", title="Train", icon=":material/rocket_launch:", default=True),
-    st.Page("views/runs.py", title="Runs", icon=":material/table_chart:"),
+    st.Page("views/train/train.py", title="Train", icon=":material/rocket_launch:", default=True),
+    st.Page("views/runs/runs.py", title="Runs", icon=":material/table_chart:"),
     st.Page("views/replay.py", title="Replay", icon=":material/replay:"),
     st.Page("views/hardware.py", title="Hardware", icon=":material/memory:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/travel_explore:"),

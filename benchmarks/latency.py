@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 POLL_S = 0.02
-LIVE_REFRESH_S = 1.0  # views/train.py
+LIVE_REFRESH_S = 1.0  # views/train/live.py
 
 
 def wait_until(fn, timeout_s=300.0):

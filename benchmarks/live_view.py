@@ -9,7 +9,7 @@ really reads and draws new rows each tick. It then renders the Train page with
 Streamlit's AppTest (in this process, as the server would) and prints:
 
 - server CPU per *fragment* run: while a run is live the browser reruns only the
-  live fragment (views/train.py `live_view`, run_every 1 s), not the page; this
+  live fragment (views/train/live.py `live_view`, run_every 1 s), not the page; this
   is the cost that repeats every second: median, mean and 90th percentile;
   goal (median) <= 0.2 s;
 - server CPU per *full page* run (a reload, or any widget change), median;
@@ -384,7 +384,8 @@ def main() -> None:
     run_tick = (lambda: fragment_run(at, fid)) if fid else at.run
     if fid is None:
         how = "FULL PAGE runs (the live fragment was not found)"
-    from views.train import LIVE_REFRESH_S, SLOW_REFRESH_S
+    from views.components.live_charts import SLOW_REFRESH_S
+    from views.train.live import LIVE_REFRESH_S
 
     every = max(round(SLOW_REFRESH_S / LIVE_REFRESH_S), 1)
 

@@ -248,6 +248,13 @@ class Store:
     def close(self):
         self.conn.close()
 
+    def __enter__(self) -> "Store":
+        """`with Store() as store:` closes the connection when the block ends, also on an error."""
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def run_dir(self, run_id: int) -> Path:
         """Folder for a run's files (worker log, saved model), next to the store."""
         d = self.path.parent / "runs" / str(run_id)

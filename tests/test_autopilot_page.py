@@ -197,7 +197,7 @@ def test_running_search_shows_progress_and_blocks_other_measurements(store_home)
     at = app(PAGE)  # nothing stored yet: its worker is starting, not training at 0.0 s
     assert "Searching: 4 trials done, trial 5 starting its worker · " in at.get("progress")[0].proto.text
     assert "ap_race" in plotly_specs(at)
-    at.switch_page("views/train.py")
+    at.switch_page("views/train/train.py")
     at.run()
     assert "its runs show on the **Autopilot** page, and Launch waits until it ends" in texts(at.info)
     at.button(key="launch").click().run()

@@ -225,7 +225,7 @@ def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monke
     _, b, path = two_homes
     monkeypatch.setenv("SPEEDLAB_HOME", str(b))
     at = app_test()
-    at.switch_page("views/runs.py")
+    at.switch_page("views/runs/runs.py")
     at.run()
     assert not at.exception
     up = [u for u in at.file_uploader if "Import a bundle" in u.label][0]

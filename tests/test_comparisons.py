@@ -175,7 +175,7 @@ def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store
     speed = {0: 1.2, 1: 1.25, 2: 1.3, 3: 1.35}
     _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else
           (10.0 / speed[run["config"]["seed"]], 100.0))
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     (table,) = [d.value for d in at.dataframe if "headline" in d.value.columns]
     assert list(table["headline"]) == ["1.27x faster [1.18–1.38], 4 pairs"]

@@ -195,7 +195,7 @@ def test_running_benchmark_shows_progress_and_blocks_a_second_start(store_home):
     at = app(PAGE)  # every cell measured: the process is saving, not starting another worker
     assert "Cell 16 of 16: finishing (summarising and saving the result)" in at.get("progress")[0].proto.text
     # The Train page refuses to launch meanwhile (both measurements would be spoilt).
-    at.switch_page("views/train.py")
+    at.switch_page("views/train/train.py")
     at.run()
     at.button(key="launch").click().run()
     assert "Not launched: the quick benchmark is running (16/16 cells)" in texts(at.warning)

@@ -4,7 +4,8 @@ engine/ has no import cycles; each engine layer imports only the layers its rule
 (every import counts, also a lazy one inside a function); engine/ never imports Streamlit;
 app.py and views/ never import TensorFlow, Keras or JAX, nor any engine module that
 imports one of them at import time, nor the worker side (engine.training, the worker
-entry points); no view imports another view except the listed exceptions.
+entry points); no page imports another page: what pages share is in views/components/,
+which imports no page.
 """
 from __future__ import annotations
 
@@ -49,11 +50,8 @@ RULES: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 # Worker-side engine modules the UI process must never import, even lazily.
 WORKER_SIDE = ("engine.training", "engine.jobs.worker", "engine.bench.worker", "engine.lr_find.worker")
-# View -> view imports still allowed, as the views are today: Train is a library for presenter
-# mode and Replay (and the one import circle, train <-> talk). The views split of issue 32
-# moves what they share to views/components/ and empties this set.
-VIEW_EXCEPTIONS = {("views.talk", "views.train"), ("views.train", "views.talk"),
-                   ("views.replay", "views.train"), ("views.replay", "views.talk")}
+# What more than one page draws: no page there, and it imports no page.
+SHARED = "views.components"
 
 
 def _in(mod: str, prefixes) -> bool:
@@ -146,7 +144,7 @@ def test_the_ui_never_imports_a_framework_nor_the_worker_side():
     heavy = _framework_at_import()
     assert "engine.training.models" in heavy  # the check sees a module that imports keras at import time
     bad = []
-    for path in [ROOT / "app.py", *sorted((ROOT / "views").glob("*.py"))]:
+    for path in [ROOT / "app.py", *_view_files()]:
         for d in sorted(_imports(path, top_level_only=False)):
             where = path.relative_to(ROOT)
             if d.split(".")[0] in FRAMEWORKS:
@@ -158,13 +156,37 @@ def test_the_ui_never_imports_a_framework_nor_the_worker_side():
     assert not bad, "\n".join(bad)
 
 
+def _view_files() -> list[Path]:
+    return sorted((ROOT / "views").rglob("*.py"))
+
+
+def _view_module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _page_of(mod: str) -> str | None:
+    """The page a views module belongs to (views.train.live -> views.train), None for shared code."""
+    parts = mod.split(".")
+    if len(parts) < 2 or parts[0] != "views" or _in(mod, (SHARED,)):
+        return None
+    return ".".join(parts[:2])
+
+
 def test_no_view_imports_another_view():
-    views = {f"views.{p.stem}" for p in (ROOT / "views").glob("*.py")}
-    shared = {"views.common", "views.url_params", "views.limits", "views.comparison"}  # shared helpers, not pages
+    pages = {_page_of(_view_module(p)) for p in _view_files()} - {None}
+    assert {"views.train", "views.runs", "views.replay"} <= pages  # the check sees the pages
     bad = []
-    for p in sorted((ROOT / "views").glob("*.py")):
-        me = f"views.{p.stem}"
+    for p in _view_files():
+        me = _view_module(p)
         for d in _imports(p, top_level_only=False):
-            if d in views - shared - {me} and (me, d) not in VIEW_EXCEPTIONS:
-                bad.append(f"{me} imports the page {d}")
+            if _in(d, ("views",)) and _page_of(d) in pages and _page_of(d) != _page_of(me):
+                bad.append(f"{me} imports {d}: " + ("shared code imports a page" if _page_of(me) is None
+                                                     else "a page imports another page; move what they share to views/components/"))
     assert not bad, "\n".join(sorted(bad))
+
+
+def test_no_view_module_is_over_450_lines():
+    """Pages stay thin (docs/architecture.md, "The pages"): a page that grows gets a package."""
+    long = {str(p.relative_to(ROOT)): n for p in _view_files() if (n := len(p.read_text().splitlines())) > 450}
+    assert not long, long

@@ -7,6 +7,7 @@ import base64
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -697,7 +698,7 @@ def test_launch_is_refused_while_the_transfer_demo_runs(store_home):
 
 @pytest.mark.page
 def test_runs_page_empty_store(store_home):
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     assert "No runs yet" in texts(at.info)
 
@@ -705,7 +706,7 @@ def test_runs_page_empty_store(store_home):
 @pytest.mark.page
 def test_runs_page_with_finished_runs(store):
     b, r = finished_pair(store)
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     table = at.dataframe[0].value
     assert list(table["id"]) == [r, b]
@@ -735,7 +736,7 @@ def test_runs_page_scaling_labels_multi_worker_runs(store):
     r = fake_run(store, RunConfig(epochs=3, workers=2), "run", rate=7000.0)
     for i in range(2):
         store.set_worker(r, i, "completed", host="hostA")
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     scaling = plotly_specs(at)["scaling"]
     mw = [t for t in scaling["data"] if "2 workers" in (t.get("name") or "")]
@@ -750,7 +751,7 @@ def test_runs_page_scaling_labels_multi_worker_runs(store):
 def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
     b, r = finished_pair(store)
     q = fake_run(store, RunConfig(epochs=2), "run", group="g2", status="queued")
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     at.multiselect(key="delete_ids").set_value([q, r]).run()  # a new pick unticks "sure"
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
@@ -771,7 +772,7 @@ def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
 def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
     b, r = finished_pair(store)
     x = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", group="g2")
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     at.multiselect(key="overlay").set_value([b, r, x])
     at.multiselect(key="bundle_ids").set_value([b, x])
     at.multiselect(key="delete_ids").set_value([x]).run()
@@ -795,7 +796,7 @@ def test_runs_page_baseline_that_missed_the_target_gets_no_bar(store):
     cfg = RunConfig(epochs=3, target_accuracy=0.95)
     b = fake_run(store, cfg, "baseline", rate=8000.0, val_acc=[0.6, 0.8, 0.9])
     r = fake_run(store, cfg.replace(precision="mixed_bfloat16"), "run", rate=10_000.0, val_acc=[0.7, 0.96, 0.97])
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     specs = plotly_specs(at)
     # Neither a "1.00x" for a baseline that never got there nor a bar for the run measured against it.
@@ -823,7 +824,7 @@ def demo_pair(store: Store) -> tuple[int, int, int]:
 @pytest.mark.page
 def test_runs_page_transfer_section_draws_the_demo_pair(store):
     pid, fid, sid = demo_pair(store)
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     spec = plotly_specs(at)["transfer_curves"]
     curves = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
@@ -857,7 +858,7 @@ def test_train_page_with_the_demo_runs_as_newest_group(store):
 @pytest.mark.page
 def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(store):
     b = fake_run(store, RunConfig(epochs=2))
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     no_errors(at)
     assert "No transfer demo yet. Run `python -m engine demo-transfer`" in texts(at.info)
     assert "transfer_curves" not in plotly_specs(at)
@@ -881,19 +882,22 @@ def charts_mod():
 def test_pages_never_import_tensorflow(store_home):
     """Import every page module, then render every page on a filled store, in a
     fresh interpreter: neither may pull in TensorFlow or Keras."""
+    pages = re.findall(r'st\.Page\("([^"]+)"', (ROOT / "app.py").read_text())  # app.py's PAGES
+    assert "views/train/train.py" in pages and "views/replay.py" in pages, pages
     script = textwrap.dedent(f"""
         import importlib.util, sys
         sys.path.insert(0, {str(ROOT)!r})
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
-        for path in sorted(Path({str(ROOT)!r}, "views").glob("*.py")):
-            spec = importlib.util.spec_from_file_location("page_" + path.stem, path)
-            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        pages = {pages!r}
+        for path in sorted(Path({str(ROOT)!r}, "views").rglob("*.py")):
+            name = ".".join(path.relative_to({str(ROOT)!r}).with_suffix("").parts)
+            importlib.import_module(name.removesuffix(".__init__"))
         from engine.store import SYSTEM_COLS, Store
         from test_pages import finished_pair, app, demo_pair
         finished_pair(Store())
         demo_pair(Store())
-        for page in [None] + [f"views/{{p.name}}" for p in sorted(Path({str(ROOT)!r}, "views").glob("*.py"))]:
+        for page in [None] + pages:
             at = app(page)
             assert not at.exception, (page, [e.value for e in at.exception])
         bad = [m for m in ("tensorflow", "keras") if m in sys.modules]

@@ -362,14 +362,14 @@ def test_damaged_rows_break_no_command_and_can_be_deleted(store):
 
 def test_pages_show_damaged_rows_apart(store):
     good, no_model, bad_json = _damage(store)
-    for page in ("views/train.py", "views/runs.py", "views/replay.py"):
+    for page in ("views/train/train.py", "views/runs/runs.py", "views/replay.py"):
         at = app_test()
         at.switch_page(page)
         at.run()
         assert not at.exception, (page, [e.value for e in at.exception])
         assert not [e.value for e in at.error if " failed: " in e.value], page
     at = app_test()
-    at.switch_page("views/runs.py")
+    at.switch_page("views/runs/runs.py")
     at.run()
     assert any(f"#{no_model}: config lacks 'model'" in w.value for w in at.warning)
     picker = at.multiselect(key="delete_ids")
@@ -388,7 +388,7 @@ def test_delete_picker_has_no_select_all_and_no_default(store):
     for _ in range(3):
         finished(store)
     at = app_test()
-    at.switch_page("views/runs.py")
+    at.switch_page("views/runs/runs.py")
     at.run()
     picker = at.multiselect(key="delete_ids")
     assert picker.value == [] and picker.proto.select_all == 0  # Streamlit's own "Select all" is off
@@ -674,7 +674,7 @@ def test_runs_page_restores_from_the_trash(store):
     a, b = finished(store), finished(store)
     store.trash_runs([a, b])
     at = app_test()
-    at.switch_page("views/runs.py")
+    at.switch_page("views/runs/runs.py")
     at.run()
     assert not at.exception
     picker = at.multiselect(key="restore_ids")

@@ -69,7 +69,7 @@ def app(page: str | None = None) -> AppTest:
 def test_runs_page_key_columns_chooser_and_blank_cells(store):
     a = stored_run(store, 16520.4, 2.5)
     b = stored_run(store, 9210.0, None)
-    at = app("views/runs.py")
+    at = app("views/runs/runs.py")
     assert not at.exception
     table = at.dataframe[0]
     assert table.proto.column_order == ["id", "status", "role", "config", "samples_per_sec", "mfu", "bound_by",

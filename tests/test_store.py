@@ -1,4 +1,5 @@
 """The SQLite store: round trip, live reading from another process, schema guard."""
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -100,3 +101,16 @@ def test_version_1_store_is_migrated(store_home):
     s.set_worker(7, 1, "failed", error="boom")
     (w,) = s.workers(7)
     assert (w["status"], w["pid"], w["error"], w["address"]) == ("failed", 123, "boom", "127.0.0.1:1")
+
+
+def test_store_as_a_context_manager_closes_its_connection(store_home):
+    with Store() as s:
+        rid = s.create_run(RunConfig(epochs=1).to_json())
+        assert s.get_run(rid)["id"] == rid
+    with pytest.raises(sqlite3.ProgrammingError):  # closed: "Cannot operate on a closed database"
+        s.conn.execute("SELECT 1")
+    with pytest.raises(KeyError):
+        with Store() as s2:
+            raise KeyError("inside")
+    with pytest.raises(sqlite3.ProgrammingError):  # closed on an error too
+        s2.conn.execute("SELECT 1")

@@ -2,7 +2,7 @@
 replaced them, and Launch waits until the user accepts; the upload box states
 its limits."""
 import pytest
-from views import url_params
+from views.components import url_params
 from tests.apptest import app_test
 
 

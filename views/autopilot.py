@@ -18,12 +18,12 @@ from engine.jobs.background import ACTIVE_STATES
 from engine.report import chart_style, train_charts
 from engine.autopilot import charts as autopilot_charts
 from engine.store import Store
-from views.common import one_line_errors
+from views.components.common import one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the autopilot runs
 WATCH_REFRESH_S = 3.0  # idle: notice an autopilot started elsewhere
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-TRAIN_PAGE = "views/train.py"
+TRAIN_PAGE = "views/train/train.py"
 # Winner fields handed to the Train page (its widgets are keyed by these RunConfig fields).
 TRAIN_FIELDS = ("dataset", "model", "precision", "devices", "batch_size", "steps_per_execution", "jit_compile",
                 "fused_optimizer", "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr",
@@ -156,16 +156,13 @@ def current_curves(p: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     if best.get("run_id") and best.get("run_id") != cur.get("run_id"):
         runs.append((best["run_id"], f"#{best['run_id']} best (trial {best.get('trial')})", chart_style.BASELINE_COLOR))
     eps, exs = [], []
-    store = Store()
-    try:
+    with Store() as store:
         for rid, label, color in runs:
             if rid is None:
                 continue
             eps.append(chart_style.tag(store.frame("epochs", rid), label, color, rid))
             if rid == cur.get("run_id"):
                 exs.append(chart_style.tag(store.frame("executions", rid), label, color, rid))
-    finally:
-        store.close()
     eps = [e for e in eps if not e.empty]
     exs = [e for e in exs if not e.empty]
     return (pd.concat(eps, ignore_index=True) if eps else pd.DataFrame(),

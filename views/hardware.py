@@ -18,7 +18,7 @@ from engine.report import hardware_charts
 from engine.hardware import verdicts as hardware
 from engine.jobs.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
-from views.common import one_line_errors
+from views.components.common import one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the benchmark runs
 WATCH_REFRESH_S = 3.0  # idle: notice a benchmark started from another tab
@@ -309,7 +309,7 @@ def bench_results(res: dict) -> None:
                      help="Set precision, steps per execution, XLA and devices on the Train page "
                           "(your data, model and batch stay)"):
             changes = st.session_state.pop("hw_use", None) or {}
-            st.switch_page("views/train.py", query_params=train_query_params(changes))
+            st.switch_page("views/train/train.py", query_params=train_query_params(changes))
         st.caption("Measured on a small CNN: a larger model usually gains more from mixed precision "
                    "and XLA, a tiny one more from steps per execution. Launch on the Train page to "
                    "measure it on your own model.")

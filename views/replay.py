@@ -17,10 +17,10 @@ from engine.bundle import provenance
 from engine.report import chart_style
 from engine.report import replay
 from engine.store import Store
-from views import talk
-from views.common import one_line_errors
-from views import comparison as cmp_view
-from views.train import render_comparison
+from views.components import comparison as cmp_view
+from views.components import talk
+from views.components.common import one_line_errors
+from views.components.live_charts import render_comparison
 
 REFRESH_S = 0.5  # the charts re-read the replay this often while it plays
 FINAL = ("completed", "cancelled")
@@ -93,13 +93,10 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
         playing = not state.paused
         if playing != was_playing:  # paused, played or restarted in another tab
             st.rerun()
-        store = Store()
-        try:
+        with Store() as store:
             now = time.time()
             view = replay.ReplayStore(store, [state.baseline_id, state.run_id], state.position(now), now)
             comp = cmp_view.lookup(store, store.get_run(state.run_id))  # the pairs this one belongs to
-        finally:
-            store.close()
         t, end = min(view.t, view.duration), view.duration
         if playing and view.t >= end:  # the end: stop the clock there
             replay.save_state(replay.ReplayState(state.baseline_id, state.run_id, state.speed, offset=end, paused=True))
@@ -125,11 +122,8 @@ def recorded_offer() -> None:
                  help="A baseline and the tuned preset on the bundled MNIST 28x28, recorded to 0.965 on a 2-core "
                       "CPU (docs/datasets.md)"):
         with one_line_errors("Import"):
-            store = Store()
-            try:
+            with Store() as store:
                 recorded_demo.import_recorded(store)
-            finally:
-                store.close()
             st.rerun()
 
 
@@ -141,11 +135,8 @@ def main() -> None:
         head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
         head.markdown("### SpeedLab · Replay")
         talk.toggle(mode)
-    store = Store()
-    try:
+    with Store() as store:
         stored = [r for r in store.list_runs() if r["status"] in FINAL]
-    finally:
-        store.close()
     if not stored:
         st.info("Nothing to replay yet: finish a run with its baseline on **Train**, or import a run "
                 "bundle recorded elsewhere on **Runs** (`python -m engine import FILE.zip`).",
@@ -161,11 +152,8 @@ def main() -> None:
     if not talk_on:
         st.caption("Plays a stored baseline and run through the live charts, both starting together, "
                    "from the rows they stored as they trained: nothing trains here.")
-    store = Store()
-    try:
+    with Store() as store:
         duration = replay.ReplayStore(store, [state.baseline_id, state.run_id], 0.0).duration
-    finally:
-        store.close()
     controls(runs, state, duration, talk_on)
     st.fragment(body, run_every=None if state.paused else REFRESH_S)(not state.paused, talk_on)
 

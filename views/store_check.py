@@ -14,11 +14,8 @@ from engine.store import DOCTOR, Store, StoreBusyError, StoreError, StoreFullErr
 def problem() -> str | None:
     """One line when the store cannot be opened and read, else None."""
     try:
-        store = Store()
-        try:
+        with Store() as store:
             store.conn.execute("SELECT id, status FROM runs ORDER BY id DESC LIMIT 1").fetchall()
-        finally:
-            store.close()
     except StoreBusyError:
         return None  # a lock passes: each page says so where it writes
     except StoreError as e:

@@ -11,7 +11,11 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.report import chart_style, talk_charts, train_charts
+from engine.report import headline as report_headline
 from engine.report.compare import compare, live_summary
+from views.components import comparison as cmp_view
+from views.components.headline import own_time
+from views.components.live_charts import chart_frames, live_metrics  # the Train page's frames: same charts, same colours
 
 PARAM, VALUE = "mode", "talk"
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
@@ -70,36 +74,31 @@ def style() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
 
 
-def headline(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None) -> None:
-    """The headline speedup large (time to accuracy), end-to-end and steady beside it.
-    own: views.train.own_time of a run that is its own baseline (its time to target is shown)."""
+def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | None = None) -> None:
+    """The headline speedup large (time to accuracy), end-to-end and steady beside it; the
+    wording is engine.report.headline's, as on the Train page.
+    own: views.components.headline.own_time of a run that is its own baseline (its time to target is shown)."""
     box = st.container(key="talk_headline")
     if base is None or cmp is None:
-        goal, secs, note = own or (None, None, "")
-        if base is not None and goal is not None:
-            box.metric(f"Time to {goal:g} val accuracy", f"{secs:.2f} s" if secs is not None else "—", border=True)
+        own = own or {"label": None, "note": ""}
+        if base is not None and own["label"] is not None:
+            box.metric(own["label"], own["value"], border=True)
         else:
             box.metric("Speedup", "—", border=True)
         box.caption("No baseline to compare with yet." if base is None
-                    else note + "This run is its own baseline: nothing to compare. Turn on a speed option to compare.")
+                    else own["note"] + report_headline.OWN_BASELINE + " Turn on a speed option to compare.")
         return
     big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
-    target, tt = cmp.get("target_accuracy"), cmp.get("time_to_accuracy_speedup")
-    label = f"Time to {target:g} val accuracy" if target is not None else "Time to accuracy"
-    if tt is not None:  # the seconds in the label: a delta line would cost the charts their room
-        label += f" · {cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s"
-    # Why there is no number, once it is final (a live "not reached yet (2 epochs so far)" would
-    # flicker); short, since a longer label is cut at 1280 px.
-    missed = [who for who, note in (("run", cmp.get("time_to_accuracy_note")),
-                                    ("baseline", cmp.get("baseline_time_to_accuracy_note")))
-              if tt is None and note and not note.startswith("not reached yet")]
-    if missed:
-        label += f" · {missed[0]}"
-    value = ("not reached" if missed else "—") if tt is None else f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× (slower)"
-    big.metric(label, value, border=True)
+    h = report_headline.pair_headline(cmp)
+    label = h["label"][0].upper() + h["label"][1:]
+    if h["seconds"]:  # the seconds in the label: a delta line would cost the charts their room
+        label += f" · {h['seconds']}"
+    # Why there is no number, once it is final; short, since a longer label is cut at 1280 px.
+    if h["missed"]:
+        label += f" · {h['missed']}"
+    big.metric(label, "not reached" if h["missed"] else h["value"], border=True)
     for col, name, key in ((e2e, "End-to-end", "end_to_end_speedup"), (steady, "Steady", "steady_speedup")):
-        v = cmp.get(key)
-        col.metric(name, "—" if v is None else f"{v:.2f}×", border=True)
+        col.metric(name, report_headline.ratio_text(cmp.get(key)), border=True)
 
 
 def comparison(store, base: dict | None, run: dict | None, source=None, comp: dict | None = None) -> None:
@@ -109,8 +108,6 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     `comp`: the comparison of interleaved pairs the runs belong to (default: looked
     up): its headline (as on the Train page) and pair chart lead; while it measures
     only they are drawn (the page must not slow the run it measures)."""
-    from views import comparison as cmp_view
-    from views.train import _frames, _live, own_time  # the Train page's frames: same charts, same colours
 
     comp = comp or cmp_view.lookup(store, run)
     if comp is not None:
@@ -119,13 +116,13 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
             cmp_view.pairs_chart(comp, key="talk_pairs", height=CHART_HEIGHT)
             st.caption("Quiet while measuring: the run charts are drawn once the comparison ends.")
             return
-    src = source or _live(store)
+    src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
     if comp is None:
         headline(base, run, cmp, own_time(base, run, src))
-    frames = _frames(src, runs)
+    frames = chart_frames(src, runs)
     medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}
                if cmp else {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})

@@ -8,7 +8,7 @@ opened it with the values the controls ended up with; every difference becomes
 a notice naming the setting, the value from the link and what replaced it, kept
 until the user accepts it (Launch stays disabled until then).
 
-Not a page: views/train.py calls `snapshot` first and `check` after its controls.
+Not a page: views/train/train.py calls `snapshot` first and `check` after its controls.
 """
 from __future__ import annotations
 

@@ -1,10 +1,15 @@
-"""Shared by the dashboard pages (not a page itself: app.py lists the pages)."""
+"""Shared by the dashboard pages (not a page itself: app.py lists the pages): error lines,
+the autopilot's runs, Plotly's tool bar settings."""
 import logging
 from contextlib import contextmanager
 
 import streamlit as st
 
 log = logging.getLogger("speedlab.dashboard")
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+# Small charts (three in a row, the sidebar previews): Plotly's tool bar covered their
+# titles (drag still zooms, a double click resets).
+SMALL_CONFIG = {**PLOTLY_CONFIG, "displayModeBar": False}
 
 
 def autopilot_run(run: dict) -> bool:

@@ -1,0 +1,49 @@
+"""engine.report.headline: one pair's time-to-accuracy wording, shared by the Train page,
+presenter mode and Replay (hand-written compare() results and epoch rows)."""
+from __future__ import annotations
+
+from engine.report import headline
+
+PAIR = {"target_accuracy": 0.95, "time_to_accuracy_speedup": 45.3 / 13.2,
+        "baseline_time_to_accuracy_sec": 45.3, "time_to_accuracy_sec": 13.2,
+        "baseline_time_to_accuracy_note": None, "time_to_accuracy_note": None}
+
+
+def test_a_faster_pair_reads_its_ratio_and_both_times():
+    h = headline.pair_headline(PAIR)
+    assert h == {"label": "time to 0.95 val accuracy", "ratio": 45.3 / 13.2, "value": "3.43× faster",
+                 "seconds": "45.3 s → 13.2 s", "notes": [], "missed": None}
+
+
+def test_a_slower_pair_says_slower():
+    h = headline.pair_headline({**PAIR, "time_to_accuracy_speedup": 10.0 / 12.5,
+                                "baseline_time_to_accuracy_sec": 10.0, "time_to_accuracy_sec": 12.5})
+    assert (h["value"], h["seconds"]) == ("0.80× slower", "10.0 s → 12.5 s")
+
+
+def test_no_ratio_names_the_side_that_missed_and_ignores_a_live_miss():
+    cmp = {**PAIR, "time_to_accuracy_speedup": None, "time_to_accuracy_sec": None,
+           "time_to_accuracy_note": "not reached in 3 epochs"}
+    h = headline.pair_headline(cmp)
+    assert (h["value"], h["seconds"], h["missed"]) == ("—", None, "run")
+    assert h["notes"] == ["run: not reached in 3 epochs"]
+    both = headline.pair_headline({**cmp, "baseline_time_to_accuracy_note": "not reached in 2 epochs"})
+    assert both["notes"] == ["baseline: not reached in 2 epochs", "run: not reached in 3 epochs"]
+    assert both["missed"] == "run"  # the run's miss is named first
+    live = headline.pair_headline({**cmp, "time_to_accuracy_note": "not reached yet (2 epochs so far)"})
+    assert live["missed"] is None and live["notes"] == ["run: not reached yet (2 epochs so far)"]
+    assert headline.pair_headline({**PAIR, "target_accuracy": None, "time_to_accuracy_speedup": None})["label"] \
+        == "time to accuracy"
+
+
+def test_own_baseline_shows_its_own_time_to_target():
+    run = {"status": "completed", "config": {"dataset": "digits", "target_accuracy": 0.9}, "summary": {}}
+    epochs = [{"epoch": 1, "t": 4.0, "val_accuracy": 0.85}, {"epoch": 2, "t": 7.5, "val_accuracy": 0.91}]
+    assert headline.own_time(run, epochs) == {"target": 0.9, "seconds": 7.5, "label": "Time to 0.9 val accuracy",
+                                              "value": "7.50 s", "note": ""}
+    missed = headline.own_time(run, epochs[:1])
+    assert (missed["seconds"], missed["value"], missed["note"]) == (None, "—", "Not reached in 1 epoch. ")
+
+
+def test_ratio_text():
+    assert (headline.ratio_text(2.966), headline.ratio_text(None)) == ("2.97×", "—")

@@ -1,0 +1,293 @@
+"""A comparison's status lines, Stop, headline and live charts, as the Train
+page draws them while runs train and Replay draws them from a recording.
+
+The charts are read through an engine.report.live.LiveMetrics (this session's, or
+a replay's); the slower charts are kept a few seconds (SLOW_REFRESH_S).
+"""
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from engine.jobs import runner
+from engine.report import chart_style, train_charts
+from engine.report.compare import compare, live_summary, progress
+from engine.report.live import LiveMetrics
+from engine.report.table import incomplete_note
+from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
+from views.components import comparison as cmp_view
+from views.components import limits
+from views.components.common import PLOTLY_CONFIG, SMALL_CONFIG, autopilot_run
+from views.components.headline import backend_line, own_time, speedup_panel, time_row
+
+# Learning rate, worker CPU and memory, data wait: redrawn at most this often while a run
+# is live (their figures are kept in between), since drawing them every second cost
+# about a third of a live refresh's server CPU (benchmarks/live_view.py).
+SLOW_REFRESH_S = 5.0
+QUIET_REFRESH_S = 5.0  # while a comparison measures: progress only (the page must not slow the run)
+
+
+def own_active(store: Store) -> list[dict]:
+    """Queued and running runs launched here or from `engine run`: the
+    autopilot's runs are followed on the Autopilot page, not here."""
+    return [r for r in store.active_runs() if not autopilot_run(r)]
+
+
+def cancel_own() -> list[str]:
+    """Cancel the active runs this page shows (never the autopilot's): one line each."""
+    with Store() as store:
+        runs = own_active(store)
+    return [runner.cancel(r["id"]) for r in sorted(runs, key=lambda r: r["status"] != "queued")]
+
+
+def comparison_block(store: Store, comp: dict) -> None:
+    """A comparison's headline, details and pair chart (views/components/comparison.py)."""
+    left, right = st.columns([1.3, 2.4], gap="medium")
+    with left:
+        cmp_view.headline(comp, cmp_view.noise_floor(store))
+        cmp_view.details(comp)
+    with right:
+        cmp_view.pairs_chart(comp)
+
+
+def _chief(df: pd.DataFrame) -> pd.DataFrame:
+    """System samples of the first process only: a multi-worker run samples every
+    worker, and their lines would interleave."""
+    return df[df["worker"].fillna(0) == 0] if "worker" in df.columns else df
+
+
+def live_metrics(store: Store) -> LiveMetrics:
+    """This session's incremental reader of run metrics, bound to this tick's store."""
+    if "live_metrics" not in st.session_state:
+        st.session_state["live_metrics"] = LiveMetrics()
+    return st.session_state["live_metrics"].use(store)
+
+
+def chart_frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
+    """Executions (at most chart_style.MAX_POINTS per run, warm-up kept), epochs and
+    system rows of `runs`, tagged with label/colour: what the charts draw."""
+    src.keep(r["id"] for r in runs)
+    def shown(r: dict) -> pd.DataFrame:
+        execs = src.executions(r)
+        return src.memo(r, execs, "display", lambda: chart_style.downsample(execs))
+
+    read = {"executions": shown,
+            "epochs": lambda r: pd.DataFrame(src.epochs(r), columns=list(EPOCH_COLS)),
+            "system": lambda r: _chief(src.system(r))}
+    out = {}
+    for table, fn in read.items():
+        parts = [chart_style.tag(fn(r), chart_style.run_label(r), chart_style.run_color(r["id"], r["role"]), r["id"])
+                 for r in runs]
+        parts = [p for p in parts if not p.empty]
+        out[table] = pd.concat(parts, ignore_index=True) if parts else None
+    return out
+
+
+def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tuple[str, float | None]:
+    """(one markdown line about a run, progress fraction while it runs)."""
+    name = f"**{chart_style.run_label(run)}**"
+    st_ = run["status"]
+    if st_ == "queued":
+        return f":material/hourglass_empty: {name}: queued", None
+    p = progress(store, run["id"], source=src) or {}
+    if st_ == "running":
+        if not p.get("total_steps"):
+            return f":material/settings: {name}: setting up (devices, data, model)", 0.0
+        left = p.get("time_left_sec")
+        left = ("warming up" if left is None else "< 1 s left" if left < 1 else f"{left:.0f} s left")
+        line = (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step "
+                f"{p['step']}/{p['total_steps']} · {p['elapsed_sec']:.1f} s elapsed · {left}")
+        return line, p["fraction"]
+    summ = live_summary(store, run, *((src.executions(run), src.epochs(run), src) if src else ()))
+    sps = summ.get("samples_per_sec")
+    rate = f" · {sps:,.0f} samples/s" if sps else ""
+    lost = incomplete_note(run.get("summary"))
+    rate += f" · :orange[{lost}]" if lost else ""
+    if st_ == "completed":
+        wall = summ.get("wall_sec")
+        return (f":material/check_circle: {name}: completed"
+                + (f" in {wall:.1f} s" if wall else "") + rate), None
+    if st_ == "cancelled":
+        return (f":material/stop_circle: {name}: cancelled at step {p.get('step', 0)}/"
+                f"{p.get('total_steps') or '?'} (partial charts kept){rate}"), None
+    return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
+
+
+def launched_banner(runs: list[dict]) -> None:
+    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued."""
+    launched = st.session_state.get("launched")
+    if not launched:
+        return
+    status = {r["id"]: r["status"] for r in runs}
+    if any(status.get(i) == "queued" for i in launched["ids"]):
+        st.success(launched["msg"], icon=":material/rocket_launch:")
+    else:
+        del st.session_state["launched"]
+
+
+def render_comparison(store: Store, group: list[dict], base: dict | None, run: dict | None,
+                      stop: bool = True, source=None, comp: dict | None = None) -> None:
+    """Status, Stop (unless `stop` is False: a replay has nothing to stop),
+    speedup and the live charts of the current comparison. The Replay page draws
+    through here too, with `store` an engine.report.replay.ReplayStore and
+    `source` its metrics (default: this session's LiveMetrics). `comp`: the stored
+    comparison of interleaved pairs the runs belong to (default: looked up in `store`):
+    its headline, interval, verdict and pair chart lead; while it measures, the page
+    stays quiet (progress only: the live charts would slow the run they measure)."""
+    comp = comp or cmp_view.lookup(store, run)
+    launched_banner(group)
+    shown = [r for r in ([base] if base and base not in group else []) + group]
+    active = any(r["status"] in ACTIVE_STATUSES for r in group)
+    src = source or live_metrics(store)
+    head, stop_col = st.columns([6, 1], vertical_alignment="center")
+    with head:
+        for r in shown:
+            line, frac = status_line(store, r, src)
+            if frac is not None:
+                st.progress(min(max(frac, 0.0), 1.0), text=line)
+            else:
+                st.markdown(line)
+    with stop_col:
+        if stop and active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
+                                help="Cancel the active run(s); their metrics stay in the store"):
+            st.toast("; ".join(cancel_own()) or "nothing to stop")
+    for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
+        st.caption(f":material/info: {w}")
+    quiet = source is None and comp is not None and comp["status"] == "running" and active
+    if comp is not None and not quiet:
+        comparison_block(store, comp)
+    if quiet:  # the headline and pair chart are drawn outside the live fragment (main)
+        st.caption(":material/speed: Quiet while measuring: the live charts are drawn once the comparison "
+                   "ends, so that the page does not slow the runs it measures (progress every "
+                   f"{QUIET_REFRESH_S:.0f} s).")
+        return
+    if comp is not None and base and run and base["id"] != run["id"]:
+        st.markdown(f"**This pair** (seed {run['config'].get('seed')}): baseline #{base['id']} vs run #{run['id']}")
+
+    # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
+    runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
+    frames = chart_frames(src, runs)
+    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
+           else None)
+    own = own_time(base, run, src)
+    # compare() has just computed both steady medians: reuse them rather than recompute.
+    medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}
+               if cmp else {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
+                            .get("samples_per_sec") for r in runs})
+
+    # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
+    left, right = st.columns([1.3, 2.4], gap="medium")
+    with left:
+        if comp is None:
+            cmp_view.reused_line(base, run)
+        speedup_panel(base, run, cmp, own, pair_of=comp)
+        backend_line(store, run)
+        limits.headline(store, run or base, src)
+    with right:
+        st.plotly_chart(train_charts.throughput_figure(frames["executions"], medians), key="throughput",
+                        config=PLOTLY_CONFIG)
+    time_row(base, run, cmp)
+    kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
+    c1, c2 = st.columns(2, gap="medium")
+    c1.plotly_chart(train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds),
+                    key="loss_t", config=PLOTLY_CONFIG)
+    c2.plotly_chart(train_charts.loss_figure(frames["executions"], frames["epochs"], x="step", loss_kinds=kinds),
+                    key="loss_step", config=PLOTLY_CONFIG)
+    # The live Train page keeps its slower charts a few seconds; a replay (source given) redraws all.
+    slow = SlowCharts(runs) if source is None else None
+    data_wait_row(src, runs, frames["executions"], slow)
+    limits.flops_chart(store, runs, frames["executions"], src)
+    loss_scale_row(src, runs, frames["executions"])
+    s1, s2, s3 = st.columns(3, gap="medium")
+    execs, system = frames["executions"], frames["system"]
+    s1.plotly_chart(_kept(slow, "lr", execs, lambda: train_charts.lr_figure(execs)), key="lr", config=SMALL_CONFIG)
+    s2.plotly_chart(_kept(slow, "cpu", system, lambda: train_charts.system_figure(
+        system, "cpu_percent", "CPU (% of a core)", "Worker CPU")), key="cpu", config=SMALL_CONFIG)
+    s3.plotly_chart(_kept(slow, "mem", system, lambda: train_charts.system_figure(
+        system, "rss_mb", "memory (RSS, MB)", "Worker memory")), key="mem", config=SMALL_CONFIG)
+
+
+class SlowCharts:
+    """This session's slower charts for `runs`: a value is rebuilt once it is
+    SLOW_REFRESH_S old or the runs shown (ids, statuses) changed, so a run's end
+    is drawn at once. Kept in st.session_state, one entry per key."""
+
+    def __init__(self, runs: list[dict]):
+        self.sig = tuple((r["id"], r["status"]) for r in runs)
+        self.cache = st.session_state.setdefault("slow_charts", {})
+        for key in [k for k, hit in self.cache.items() if hit[0] != self.sig]:
+            del self.cache[key]  # drawn for other runs: never shown again
+
+    def get(self, key: str, build):
+        now = time.monotonic()
+        hit = self.cache.get(key)
+        if hit is None or hit[0] != self.sig or now - hit[1] >= SLOW_REFRESH_S:
+            hit = self.cache[key] = (self.sig, now, build())
+        return hit[2]
+
+
+def _kept(slow: SlowCharts | None, key: str, frame: pd.DataFrame | None, build):
+    """build(), or its kept value while `slow` keeps it; never kept while `frame`
+    is still empty (the first points show at once)."""
+    return slow.get(key, build) if slow is not None and frame is not None and not frame.empty else build()
+
+
+def loss_scale_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None) -> None:
+    """For float16 runs (they record a loss scale): the loss scale and the
+    optimizer updates skipped per execution, and a warning when any were skipped."""
+    if execs is None or "loss_scale" not in execs or execs["loss_scale"].isna().all():
+        return
+    st.plotly_chart(train_charts.loss_scale_figure(execs), key="loss_scale", config=PLOTLY_CONFIG)
+    for r in runs:
+        g = src.executions(r)  # all of them: the chart's rows are thinned
+        skipped = int(g["skipped"].fillna(0).sum()) if "skipped" in g else 0
+        if skipped:
+            st.caption(f":material/warning: {chart_style.run_label(r)}: {skipped:,} of {int(g['batches'].sum()):,} "
+                       "updates skipped (gradients not finite under float16 loss scaling); steps count batches run")
+
+
+def data_wait_row(src: LiveMetrics, runs: list[dict], execs: pd.DataFrame | None,
+                  slow: SlowCharts | None = None) -> None:
+    """Per run: how long each execution waited for input versus computed, and a
+    one-line verdict (input-bound or compute-bound). Runs whose data wait is
+    not measured (multi-worker, TPU: NULL) get a short note instead. `slow`:
+    keeps each run's verdict and chart a few seconds (see render_comparison)."""
+    cols = st.columns(len(runs), gap="medium") if runs else []
+    for col, r in zip(cols, runs):
+        rows = execs[execs["run_id"] == r["id"]] if execs is not None and "run_id" in execs else None
+        note, verdict, fig = _kept(slow, f"data_wait_{r['id']}", rows, lambda: _data_wait(src, r, rows))
+        with col:
+            if note:
+                st.caption(note)
+                continue
+            if verdict:  # the verdict first, then the evidence
+                st.markdown(verdict)
+            st.plotly_chart(fig, key=f"data_wait_{r['id']}", config=PLOTLY_CONFIG)
+
+
+def _data_wait(src: LiveMetrics, r: dict, rows: pd.DataFrame | None) -> tuple:
+    """(a note instead of the chart, or None; the verdict line or None; the figure or None)
+    for run `r`, whose display rows are `rows`."""
+    label = chart_style.run_label(r)
+    if rows is None or rows.empty:
+        return f"**{label}** · data wait vs compute: waiting for the first execution ...", None, None
+    if train_charts.data_wait_frame(rows).empty:
+        cfg = r.get("config") or {}
+        why = ("multi-worker runs" if cfg.get("workers", 1) > 1 else "TPU runs"
+               if cfg.get("device_type") == "tpu" else "this run")
+        note = ("waiting for the first steady execution ..." if rows["data_wait"].notna().any()
+                else f"not measured for {why} (the input meter does not run there)")
+        return f":material/info: **{label}** · data wait vs compute: {note}", None, None
+    share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
+    if share is None:
+        execs_r = src.executions(r)  # all of them: the chart's rows are thinned
+        share = src.memo(r, execs_r, "data_wait_share", lambda: train_charts.data_wait_share(execs_r))
+    verdict = train_charts.data_wait_verdict(share)
+    line = None
+    if verdict:
+        kind, text = verdict
+        color = {"input-bound": "red", "partly input-bound": "orange"}.get(kind, "green")
+        line = f"**{label}** · :{color}-badge[{kind}] {text[len(kind) + 2:]}"
+    return None, line, train_charts.data_wait_figure(rows, title="Data wait vs compute")

@@ -1,0 +1,153 @@
+"""Runs page, reading runs against each other: overlaid curves, the stored
+comparisons of interleaved pairs, and speedups against any baseline with scaling by replicas.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from engine.report import chart_style, forecast, mfu_charts, runs_charts, train_charts
+from engine.report.compare import compare, live_summary
+from engine.store import Store
+from views.components.common import PLOTLY_CONFIG
+
+# The speedup bars' three kinds (engine.report.compare.compare keys).
+SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
+                 "steady": "steady_speedup"}
+
+
+def pick_label(by_id: dict, rid: int) -> str:
+    r = by_id[rid]
+    return f"{chart_style.run_label(r)} · {r['status']}"
+
+
+def _chief(df: pd.DataFrame) -> pd.DataFrame:
+    """System samples of the first process only: a multi-worker run samples every
+    worker, and their lines would interleave."""
+    return df[df["worker"].fillna(0) == 0] if "worker" in df.columns else df
+
+
+def _frames(store: Store, runs: list[dict], table_name: str) -> pd.DataFrame | None:
+    parts = [chart_style.tag(_chief(store.frame(table_name, r["id"])), chart_style.run_label(r),
+                        chart_style.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def overlay_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
+    """Loss and throughput curves of any picked runs, overlaid."""
+    st.markdown("### Overlay runs")
+    ids = view["id"].tolist()
+    newest_group = by_id[ids[0]]["group_id"] if ids else None
+    default = [i for i in ids if by_id[i]["group_id"] == newest_group][:6] or ids[:2]
+    picked = st.multiselect("Runs to overlay", ids, default=default, key="overlay",
+                            format_func=lambda i: pick_label(by_id, i))
+    if not picked:
+        st.caption("Pick runs above to overlay their loss and throughput curves.")
+        return
+    runs = [by_id[i] for i in sorted(picked)]
+    x = st.segmented_control("Loss against", ["wall time (s)", "step"], default="wall time (s)",
+                             key="overlay_x", required=True)
+    execs, epochs = _frames(store, runs, "executions"), _frames(store, runs, "epochs")
+    medians = {chart_style.run_label(r): live_summary(store, r).get("samples_per_sec") for r in runs}
+    c1, c2 = st.columns(2, gap="medium")
+    c1.plotly_chart(train_charts.throughput_figure(execs, medians), key="overlay_throughput",
+                    config=PLOTLY_CONFIG)
+    c2.plotly_chart(train_charts.loss_figure(execs, epochs, x="step" if x == "step" else "t"),
+                    key="overlay_loss", config=PLOTLY_CONFIG)
+
+
+def comparisons_section(store: Store) -> None:
+    """Stored comparisons of interleaved pairs (engine.jobs.comparison), newest first:
+    the same headline, interval and verdict as the Train page and `engine compare`."""
+    from engine import store_comparisons as cstore
+    from engine.report import stats
+
+    comps = [c for c in cstore.list_all(store) if c.get("result")]
+    if not comps:
+        return
+    st.markdown("### Comparisons")
+    rows = []
+    for c in comps:
+        r = c["result"]
+        h = stats.comparison_headline(r, in_progress=c["status"] == "running")
+        rows.append({"comparison": c["id"], "kind": "A/A (noise floor)" if c["kind"] == "aa" else "baseline vs run",
+                     "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
+                     "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
+                     "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
+                     "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", []))})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="comparisons_table")
+    st.caption("Geometric mean of the pair ratios, 95% interval, verdict: 'faster' or 'slower' only when the "
+               "interval excludes 1 (docs/comparisons.md).")
+
+
+def _replicas(run: dict) -> int:
+    """All replicas of a run: devices per worker x worker processes."""
+    return run["config"]["devices"] * run["config"].get("workers", 1)
+
+
+def _scaling_point(store: Store, run: dict) -> dict:
+    """Scaling-chart columns of a run: replicas, simulated devices, worker
+    processes, whether they all ran on one host, and the layout label
+    ('2 workers × 1 device (one host)')."""
+    workers = int(run["config"].get("workers", 1))
+    hosts = len({w["host"] for w in store.workers(run["id"]) if w.get("host")}) if workers > 1 else None
+    summary = run.get("summary") or {}
+    return {"devices": _replicas(run), "simulated": summary.get("replicas_simulated"),
+            "workers": workers, "one_host": hosts == 1,
+            "layout": runs_charts.replica_layout(run["config"], summary, hosts or None)}
+
+
+def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
+    """Every other finished run's speedup over a picked baseline, and scaling."""
+    st.markdown("### Speedup and scaling")
+    done = view[(view["status"] == "completed") & view["samples_per_sec"].notna()]
+    if len(done) < 2:
+        st.caption("Speedups need at least two completed runs in the table (a baseline and a run).")
+        return
+    ids = done["id"].tolist()
+    baselines = [i for i in ids if by_id[i]["role"] == "baseline"]
+    base_id = st.selectbox("Baseline", ids, index=ids.index(baselines[0]) if baselines else 0,
+                           key="speedup_baseline", format_func=lambda i: pick_label(by_id, i))
+    base = by_id[base_id]
+    kind = st.segmented_control("Speedup", list(SPEEDUP_KINDS), default="time to accuracy", key="speedup_kind",
+                                help="time to accuracy: seconds to the target validation accuracy; end-to-end: "
+                                     "samples per second of wall time while training; steady: median "
+                                     "samples/s per execution after warm-up") or "time to accuracy"
+    # A baseline that missed its own target has no time to accuracy: no bar, as for any run.
+    base_missing = compare(store, base_id, base_id)["time_to_accuracy_note"] if kind == "time to accuracy" else None
+    rows = [{"label": chart_style.run_label(base), "color": chart_style.BASELINE_COLOR,
+             "speedup": None if base_missing else 1.0, "steady": 1.0,
+             **_scaling_point(store, base), "note": "baseline", "missing": base_missing}]
+    for rid in sorted(i for i in ids if i != base_id):
+        r = by_id[rid]
+        c = compare(store, base_id, rid)
+        rows.append({"label": chart_style.run_label(r), "color": chart_style.run_color(rid, r["role"]),
+                     "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
+                     "note": "; ".join(c["caveats"]) or "like for like",
+                     "missing": c["time_to_accuracy_note"] or (c["baseline_time_to_accuracy_note"] and
+                                                               f"baseline {c['baseline_time_to_accuracy_note']}")})
+    bars = pd.DataFrame(rows)
+    c1, c2 = st.columns([1.2, 1], gap="medium")
+    c1.plotly_chart(runs_charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {chart_style.run_label(base)}",
+                                          x_title=f"speedup (×, {kind})"),
+                    key="speedup_bars", config=PLOTLY_CONFIG)
+    if kind == "time to accuracy" and bars["speedup"].isna().any():
+        c1.caption("No bar: " + "; ".join(f"{row.label}: {row.missing or 'not reached'}"
+                                          for row in bars.itertuples() if pd.isna(row.speedup)))
+    # Scaling is a property of the steps: it always uses the steady speedup, and says so.
+    fc = forecast.forecast(base, [by_id[i] for i in ids])  # what-if from the baseline's split
+    c2.plotly_chart(mfu_charts.add_forecast(runs_charts.scaling_figure(bars.assign(speedup=bars["steady"].fillna(
+        bars["speedup"])), y_title="steady speedup vs baseline (×)"), fc), key="scaling", config=PLOTLY_CONFIG)
+    if fc:
+        c2.caption(forecast.caption(fc))
+    c2.caption("Always the **steady** speedup, whichever is picked on the left: scaling is a property "
+               "of the steps. Replicas = devices per worker × worker processes. Ideal: speedup = replicas. Black "
+               "diamonds: a well-tuned data-parallel setup (2 replicas 2.0x, 4 replicas 3.8x, 8 replicas "
+               "7.3x). Circles: devices in one process; squares: several worker processes. Open "
+               "markers share hardware: simulated logical devices carved out of one physical device, "
+               "or workers on one host sharing its cores, so expect no speedup from them.")
+    unlike = bars[~bars["note"].isin(["baseline", "like for like"])]
+    if len(unlike):
+        c1.caption(f":material/warning: {len(unlike)} run(s) are not like with like "
+                   "(different data, model or batch): hover a bar for why.")

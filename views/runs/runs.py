@@ -1,0 +1,151 @@
+"""Runs: every stored run in one table with filters; overlay any runs' curves,
+see speedups against any baseline and scaling with device count, download
+CSVs, delete runs.
+
+UI only: the table comes from engine.report.table.runs_frame, speedups from
+engine.report.compare, figures from engine.report.charts. No TensorFlow in this process.
+The page entry (app.py routes here); its sections are the modules beside it.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from engine.jobs import runner
+from engine.report import chart_style
+from engine.report.table import FIGURES, number, runs_frame
+from engine.store import Store
+from views.components.common import one_line_errors
+from views.runs.compare import comparisons_section, overlay_section, speedup_section
+from views.runs.files import bundle_section, delete_section, export_section, forget_deleted, trash_section
+from views.runs.transfer import _demo_active, transfer_section
+
+DEMO_REFRESH_S = 2.0  # the transfer section re-reads the store this often while the demo runs
+FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
+           ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
+FIGURE_HELP = {"samples_per_sec": "median samples/s after the warm-up",
+               "end_to_end_samples_per_sec": "training samples / wall time of training"}
+TABLE_COLUMNS = {
+    "id": st.column_config.NumberColumn("run", format="#%d", width=56),
+    "status": st.column_config.TextColumn("status", width=92),
+    "role": st.column_config.TextColumn("role", width=78),
+    "config": st.column_config.TextColumn("configuration", help="data set · model · precision · devices · "
+                                          "batch · speed options that are on · epochs"),
+    **{col: st.column_config.NumberColumn(name, width=max(96, 8 * len(name)), help=FIGURE_HELP.get(col))
+       for col, (name, _) in FIGURES.items()},
+    "mfu": st.column_config.NumberColumn("MFU", format="percent", width=72,
+                                         help="model FLOPs utilization: steady samples/s × training FLOPs per "
+                                              "sample ÷ the peak of the run's compute dtype (python -m engine show ID "
+                                              "names which peak)"),
+    "bound_by": st.column_config.TextColumn("bound by", width="medium",
+                                            help="what limits the run, with the figures that decided it; "
+                                                 "python -m engine show ID adds the next lever"),
+    "created": st.column_config.TextColumn("created"),
+    "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
+    "error": st.column_config.TextColumn("error"),
+}
+# Shown without scrolling at 1280 px; the others are one click away (column chooser).
+KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "mfu", "bound_by", "wall_sec", "val_accuracy",
+               "time_to_target_sec")
+MORE_COLUMNS = ("end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "created",
+                "origin", "error")
+
+
+def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
+    """engine.report.table.runs_frame plus a one-line configuration summary."""
+    by_id = {r["id"]: r for r in runs}
+    df = df.copy()
+    for col in FIGURES:
+        df[col] = pd.to_numeric(df[col], errors="coerce")  # numbers, so that columns sort as numbers
+    df["error"] = df["error"].fillna("")
+    df["origin"] = df["origin"].fillna("")
+    df["config"] = [chart_style.config_summary(by_id[i]["config"], by_id[i].get("summary"))
+                    for i in df["id"]]
+    return df
+
+
+def filters(df: pd.DataFrame) -> pd.DataFrame:
+    """Filter multiselects in a popover above the table (the table keeps the
+    page's full width); an empty one means 'all'."""
+    active = sum(bool(st.session_state.get(f"filter_{col}")) for col, _ in FILTERS)
+    box = st.popover(f"Filter runs ({active} active)" if active else "Filter runs", icon=":material/filter_list:")
+    view = df
+    for col, label in FILTERS:
+        options = sorted(df[col].dropna().unique().tolist(), key=str)
+        picked = box.multiselect(label, options, key=f"filter_{col}", placeholder="all")
+        if picked:
+            view = view[view[col].isin(picked)]
+    return view
+
+
+def column_chooser() -> list[str]:
+    """The key columns plus those picked under 'More columns'."""
+    more = st.pills("More columns", MORE_COLUMNS, selection_mode="multi", key="runs_columns",
+                    format_func=lambda c: TABLE_COLUMNS[c]["label"])
+    return [*KEY_COLUMNS, *(c for c in MORE_COLUMNS if c in (more or []))]
+
+
+def main() -> None:
+    st.markdown("### SpeedLab · Runs")
+    flash = st.session_state.pop("runs_flash", None)
+    if flash:
+        st.success(flash, icon=":material/delete:")
+    with Store() as store:
+        runner.reconcile(store)
+        runs = store.list_runs()
+        damaged = store.damaged_runs()
+        active_demo = _demo_active()
+        forget_deleted({r["id"]: r for r in runs} | {d["id"]: d for d in damaged})
+        if damaged:  # listed apart: a row that cannot be read whole breaks no table
+            st.warning(f"{len(damaged)} damaged run row{'s' if len(damaged) != 1 else ''} (from an older or broken "
+                       "SpeedLab, or edited by hand) cannot be shown: "
+                       + "; ".join(f"#{d['id']}: {d['reason']}" for d in damaged[:5])
+                       + ". Delete them below.", icon=":material/report:")
+        if not runs:
+            st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
+                    "Every run is kept here.", icon=":material/info:")
+            st.fragment(transfer_section, run_every=DEMO_REFRESH_S if active_demo else None)(active_demo)
+            with one_line_errors("Run bundles"):
+                bundle_section(store, {})
+            if damaged:
+                with one_line_errors("Delete"):
+                    delete_section(store, {}, damaged)
+            with one_line_errors("Trash"):
+                trash_section(store)
+            return
+        by_id = {r["id"]: r for r in runs}
+        df = table(runs, runs_frame(store))
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+        with row:
+            view = filters(df)
+            shown = column_chooser()
+        st.caption(f"{len(view)} of {len(df)} runs · throughput = steady-state median samples/s "
+                   "(warm-up excluded)")
+        # Shown through the CLI's formatter (blank when missing, not "None"); sorting uses the numbers.
+        shown_view = view.style.format({col: (lambda v, d=d: number(v, d)) for col, (_, d) in FIGURES.items()},
+                                       na_rep="")
+        st.dataframe(shown_view, hide_index=True, column_config=TABLE_COLUMNS, column_order=shown,
+                     placeholder="", key="runs_table")
+        if view.empty:
+            st.caption("No run matches the filters on the left.")
+        else:
+            with one_line_errors("Comparisons"):
+                comparisons_section(store)
+            for title, section in (("Overlay", overlay_section), ("Speedup", speedup_section)):
+                with one_line_errors(title):
+                    section(store, by_id, view)
+        # All stored runs (not the filtered table): the demo's runs are found by their group.
+        st.fragment(transfer_section, run_every=DEMO_REFRESH_S if active_demo else None)(active_demo)
+        if not view.empty:
+            with one_line_errors("Download"):
+                export_section(store, by_id, view)
+        with one_line_errors("Run bundles"):
+            bundle_section(store, by_id)
+        with one_line_errors("Delete"):
+            delete_section(store, by_id, damaged)
+        with one_line_errors("Trash"):
+            trash_section(store)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Train page, Launch: queue the configuration as interleaved pairs with its
+baseline (or one run), or say in one line what holds the machine.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.config import ConfigError, RunConfig, baseline_config
+from engine.jobs import background, demo, runner
+from engine.autopilot import search as autopilot
+from engine.report import chart_style
+from engine.store import Store
+from views.components.common import autopilot_run
+
+PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min
+
+
+def active_message(run: dict) -> str:
+    return (f"Run #{run['id']} ({chart_style.run_label(run)}) is {run['status']}: one run at a time keeps "
+            "measurements clean. Wait for it to finish or press Stop.")
+
+
+def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> None:
+    """Queue `cfg` as a comparison of interleaved pairs with its baseline
+    (engine.jobs.comparison; `reuse`: one run against a stored baseline instead,
+    said so with its age), or alone; or say which run is active instead."""
+    with Store() as store:
+        active = runner.active_run(store)
+    if active and not autopilot_run(active):
+        out.warning(active_message(active), icon=":material/hourglass_top:")
+        return
+    busy = background.busy() or demo.demo_busy()  # the autopilot, a benchmark, LR range test or the demo
+    if busy:
+        out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
+        return
+    try:
+        if with_baseline and not reuse and baseline_config(cfg) != cfg:
+            from engine import store_comparisons as cstore
+            from engine.jobs import comparison
+
+            cid = comparison.start(cfg, budget_s=PAGE_BUDGET_S)
+            with Store() as store:
+                plan = cstore.get(store, cid)["plan"]
+            bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
+            msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of baseline and run "
+                   f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
+                   f"or {PAGE_BUDGET_S / 60:.0f} min")
+        elif with_baseline:
+            bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
+            if bid == rid:
+                msg = f"Queued run #{rid}: it is its own baseline (float32, 1 device, no options on)"
+            elif reused:
+                msg = f"Reusing stored baseline #{bid} (as asked); queued run #{rid}: one pair, no interval"
+            else:
+                msg = f"Queued baseline #{bid}, then run #{rid}"
+        else:
+            (rid,) = runner.submit([cfg])
+            msg = f"Queued run #{rid} (no baseline)"
+        # Shown by the live view while one of the launched runs is still queued, then gone.
+        st.session_state["launched"] = {"msg": msg, "ids": [rid] if not with_baseline else [bid, rid]}
+    except runner.ActiveRunError as e:  # another tab launched in between
+        out.warning(active_message(e.run), icon=":material/hourglass_top:")
+    except ConfigError as e:
+        out.error(str(e))
+    except Exception as e:  # noqa: BLE001
+        out.error(f"Could not launch: {type(e).__name__}: {e}")
+
+
+def machine_busy() -> str | None:
+    """One line while another job holds the machine (the autopilot, the quick benchmark, an
+    LR range test, the transfer demo), else None; the Train page's own runs show below it."""
+    p = autopilot.read_progress()
+    if p and p["state"] in background.ACTIVE_STATES:
+        return (f"The autopilot is searching ({p.get('elapsed', 0):.0f} s so far): its runs show on the "
+                "**Autopilot** page, and Launch waits until it ends (or stop it there).")
+    line = background.busy()
+    if line and not line.startswith("run #"):  # said before Launch is pressed, not only after
+        return f"Launch waits: {line}."
+    return None

@@ -1,0 +1,132 @@
+"""Train page, the live view: which runs are the current comparison (from the
+store), the fragment that redraws them, and the idle watcher.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.config import ConfigError, RunConfig
+from engine.jobs import runner
+from engine.report import live_refresh
+from engine.store import Store
+from views.components import comparison as cmp_view
+from views.components.common import autopilot_run, one_line_errors
+from views.components.live_charts import own_active, render_comparison
+from views.train.launch import machine_busy
+
+LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
+WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
+
+
+def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | None]:
+    """(runs of the newest group, oldest first; its baseline; its run).
+
+    A group holds the baseline and the run launched together. When the
+    baseline was reused from an earlier group, the newest matching stored
+    baseline stands in; when a config is its own baseline, both are the same run.
+    Imported runs (run bundles) are left to the Runs and Replay pages, the
+    autopilot's runs to the Autopilot page (`autopilot_run`).
+    """
+    runs = [r for r in store.list_runs() if not r.get("origin") and not autopilot_run(r)]
+    if not runs:
+        return [], None, None
+    gid = runs[0]["group_id"]
+    group = [r for r in reversed(runs) if r["group_id"] == gid] if gid else [runs[0]]
+    if (gid or "").startswith("cmp-"):  # a comparison: its current pair (engine.jobs.comparison)
+        pair = _current_pair(group)
+        if pair:
+            return pair, pair[0], pair[1]
+    base = next((r for r in group if r["role"] == "baseline"), None)
+    # An autopilot group (a trial, a runoff or an ablation run) has neither role: its run is shown.
+    run = next((r for r in group if r["role"] == "run"), None) or base or group[-1]
+    if base is None and run is not None and run.get("baseline_id"):  # the baseline it was launched against
+        base = store.get_run(run["baseline_id"])
+    if base is None and run is not None:
+        try:
+            base = runner.find_baseline(store, RunConfig.from_dict(run["config"]))
+        except ConfigError:
+            base = None
+    return group, base, run
+
+
+def _current_pair(group: list[dict]) -> list[dict] | None:
+    """[baseline, run] of a comparison's pair being measured (else its last complete
+    pair), from the group's runs (oldest first; a pair's two runs are adjacent)."""
+    pairs = [group[i:i + 2] for i in range(0, len(group) - 1, 2)]
+    pairs = [sorted(p, key=lambda r: r["role"] != "baseline") for p in pairs]
+    live = next((p for p in pairs if any(r["status"] == "running" for r in p)), None)
+    done = [p for p in pairs if all(r["status"] == "completed" for r in p)]
+    started = [p for p in pairs if any(r.get("started") for r in p)]
+    return live or (done or started or pairs[:1] or [None])[-1]
+
+
+def signature(comp: dict | None) -> tuple | None:
+    """What changes a measuring comparison's block: its id, pairs done and status."""
+    if comp is None:
+        return None
+    return comp["id"], len((comp.get("result") or {}).get("history") or []), comp["status"]
+
+
+def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = None) -> None:
+    """Body of the live fragment: re-reads the store on every tick. `drawn`: the
+    `signature` of the measuring comparison whose block main() drew outside this
+    fragment; a new pair (or its end) redraws the page. `phase`: the live_refresh
+    phase main() set the interval for; a change (warm-up over) redraws the page."""
+    with one_line_errors("Live view"):
+        with Store() as store:
+            runner.reconcile(store)
+            group, base, run = current_comparison(store)
+            own = own_active(store)
+            active = bool(own)
+            if active != was_active:  # a run ended or started elsewhere: refresh the whole page
+                st.rerun()
+            if phase is not None and live_refresh.phase(store, [r["id"] for r in own]) != phase:
+                st.rerun()  # past the warm-up, or a new run starting: a new interval
+            if drawn is not None and signature(cmp_view.lookup(store, run)) != drawn:
+                st.rerun()
+            if not group:
+                n_ap = sum(autopilot_run(r) for r in store.list_runs())
+                st.info("No runs yet: set options on the left and press **Launch**. The baseline "
+                        "(float32, 1 device) runs first, then your run; throughput, loss and the "
+                        "speedup appear here live. With no speed option on, your run is the baseline "
+                        "itself: turn one on (e.g. precision mixed_bfloat16) to see a speedup." + (f" (The autopilot's runs, {n_ap} so far, are on the "
+                                                        "**Autopilot** and **Runs** pages.)" if n_ap else ""),
+                        icon=":material/arrow_back:")
+                return
+            render_comparison(store, group, base, run)
+
+
+def live_phase() -> str | None:
+    """engine.report.live_refresh.phase of this page's active runs (None if the store cannot be read)."""
+    with one_line_errors("Reading the store"):
+        with Store() as store:
+            return live_refresh.phase(store, [r["id"] for r in own_active(store)])
+    return None
+
+
+def watch(ap_was_busy: bool) -> None:
+    """Idle watcher: re-attaches when a run starts from another tab or the CLI,
+    and redraws when the autopilot starts or ends (its banner, Launch)."""
+    with Store() as store:
+        if own_active(store) or bool(machine_busy()) != ap_was_busy:
+            st.rerun()
+
+
+def measuring() -> dict | None:
+    """The comparison of interleaved pairs that is running, or None (the page then stays quiet)."""
+    from engine.jobs import comparison
+
+    with one_line_errors("Reading the store"):
+        with Store() as store:
+            return comparison.running(store)
+    return None
+
+
+def any_active() -> bool:
+    """Whether a run is queued or running (dead workers settled first); False when the
+    store cannot be read (its one-line error is shown)."""
+    with one_line_errors("Reading the store"):
+        with Store() as store:
+            runner.reconcile(store)
+            return bool(own_active(store))
+    return False

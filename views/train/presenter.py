@@ -1,0 +1,76 @@
+"""Train page in presenter mode (?mode=talk): one row of configuration, Launch,
+Stop and the toggle, then the headline and two charts (views/components/talk.py).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.config import RunConfig
+from engine.jobs import runner
+from engine.report import chart_style
+from engine.store import Store
+from views.components import talk, url_params
+from views.components.common import one_line_errors
+from views.components.live_charts import QUIET_REFRESH_S, cancel_own, own_active
+from views.train.launch import launch, machine_busy
+from views.train.live import LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, current_comparison, measuring
+
+
+def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> None:
+    """Presenter mode (views/talk.py): one row with the configuration, Launch,
+    Stop and the mode toggle, then the headline and two charts, live. The
+    settings stay in the (collapsed) sidebar; the baseline is compared as the
+    'Compare with baseline' toggle was last set (on by default). `pending`:
+    settings from the link that were not taken (url_params); Launch waits for them."""
+    talk.style()
+    active = any_active()
+    ap_busy = machine_busy()
+    summary, launch_col, stop_col, mode = st.columns([4.7, 1.2, 1.1, 1.8], vertical_alignment="center")
+    summary.container(key="talk_config").markdown(talk_config_line(cfg, error))
+    clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
+                                disabled=cfg is None or active or bool(pending), width="stretch")
+    if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
+        st.toast("; ".join(cancel_own()) or "nothing to stop")
+    talk.toggle(mode)
+    if ap_busy:
+        st.info(ap_busy, icon=":material/travel_explore:")
+    if pending:
+        url_params.show(pending, st.container())
+    if clicked and cfg is not None and not pending:
+        with_baseline = st.query_params.get("with_baseline", "true").lower() != "false"
+        launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
+        if st.session_state.get("launched"):
+            st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
+    st.fragment(talk_view, run_every=(QUIET_REFRESH_S if measuring() else LIVE_REFRESH_S) if active
+                else WATCH_REFRESH_S)(active, bool(ap_busy))
+
+
+def talk_config_line(cfg: RunConfig | None, error: str | None) -> str:
+    """Presenter mode's top line: the configuration Launch starts. Named "Next" when
+    the run on screen is another one (a new tab starts from the defaults, and the line read
+    as the label of the charts below); "Next" keeps it on one line at 1280 px."""
+    if cfg is None:
+        return f":material/block: {error}"
+    line = chart_style.config_summary(cfg.to_dict())
+    with Store() as store:
+        _, _, run = current_comparison(store)
+    if run is None or chart_style.config_summary(run["config"]) == line:
+        return line
+    return f":material/skip_next: Next: {line}"
+
+
+def talk_view(was_active: bool, ap_was_busy: bool = False) -> None:
+    """Body of presenter mode's live fragment: the current comparison, re-read
+    from the store on every tick (as live_view)."""
+    with one_line_errors("Live view"):
+        with Store() as store:
+            runner.reconcile(store)
+            group, base, run = current_comparison(store)
+            # A run or the autopilot started or ended: Launch, Stop and the autopilot's line follow.
+            if bool(own_active(store)) != was_active or bool(machine_busy()) != ap_was_busy:
+                st.rerun()
+            if not group:
+                st.info("No runs yet: press **Launch** (settings in the sidebar, **>** at the top left).",
+                        icon=":material/rocket_launch:")
+                return
+            talk.comparison(store, base, run)

@@ -1,0 +1,116 @@
+"""Train (landing page): set the speed-up options, launch a run next to its
+baseline, and watch throughput, loss and speedup live.
+
+UI only: validation, launching, speedups and figures all come from `engine`.
+Run state lives in the store (not in st.session_state), so reloading the tab
+or opening a second one re-attaches to the active run. The script never
+blocks on training: a fragment re-reads the store about once a second.
+
+The page entry (app.py routes here); its parts are the modules beside it: the
+sidebar (controls, upload, checks), the LR finder, the launch, the live view
+and presenter mode. What other pages draw too is in views/components/.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.config import FIELD_HELP
+from engine.jobs import background, runner
+from engine.lr_find import range_test as lr_find
+from engine.report import chart_style, live_refresh
+from engine.store import Store
+from views.components import talk, url_params
+from views.components.common import one_line_errors
+from views.components.live_charts import QUIET_REFRESH_S, comparison_block
+from views.train.checks import hardware_hints, validate, warning_field
+from views.train.controls import advanced_controls, controls, schedule_controls
+from views.train.launch import launch, machine_busy
+from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_phase, live_view, measuring,
+                              signature, watch)
+from views.train.lr_finder import lr_finder, lr_preview
+from views.train.presenter import talk_main
+
+LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
+
+
+def prewarm() -> None:
+    """Have a warm spare worker ready before Launch (once per session; the spare
+    imports TensorFlow in its own process, never in this one)."""
+    if not st.session_state.get("prewarmed"):
+        with one_line_errors("Starting a spare worker"):
+            runner.prewarm()
+        st.session_state["prewarmed"] = True
+
+
+def main() -> None:
+    link = url_params.snapshot()  # before any control rewrites the URL
+    prewarm()
+    sb = st.sidebar
+    f = controls(sb)
+    schedule_controls(f, sb)
+    advanced_controls(f, sb)
+    cfg, error, err_field, warnings = validate(f.values)
+    hints = hardware_hints(cfg) if cfg else {}
+    for name, hint in hints.items():
+        f.slots[name].caption(hint)
+    for w in warnings:
+        f.slots.get(warning_field(w), sb).warning(w, icon=":material/info:")
+    if error:
+        f.slots.get(err_field, sb).error(error, icon=":material/error:")
+    if cfg:
+        lr_preview(cfg, f.preview_slot)
+    sweep = lr_find.read_progress()
+    sweeping = bool(sweep) and sweep["state"] in background.ACTIVE_STATES
+    with f.lr_find_slot:
+        st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
+
+    if talk.is_on():
+        return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
+    head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
+    head.markdown("### SpeedLab · Train")
+    talk.toggle(mode)
+    c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
+    with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
+                              bind="query-params", persist_state="session",
+                              help="Run the float32, 1-device baseline first (or reuse a stored "
+                                   "one that matches) and report the speedup over it.")
+    reuse = c1.toggle("Reuse stored baseline", value=False, key="reuse_baseline", disabled=not with_baseline,
+                      help="Off (default): the baseline is measured fresh, in interleaved pairs with your run, "
+                           "for an interval and a verdict. On: one run against the newest matching stored "
+                           "baseline of this machine (its age is shown); one pair, no interval.")
+    pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"], LINK_SETTINGS)
+    clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
+                        disabled=cfg is None or bool(pending), width="stretch")
+    if cfg is None:
+        c3.error(f"Launch is disabled: {error}", icon=":material/block:")
+    else:
+        c3.caption(chart_style.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    if pending:
+        url_params.show(pending, st.container())
+    messages = st.container()
+    ap_busy = machine_busy()
+    if ap_busy:
+        messages.info(ap_busy, icon=":material/travel_explore:")
+    if clicked and cfg is not None and not pending:
+        launch(cfg, with_baseline, messages, reuse=reuse)
+
+    active = any_active()
+    # While a run is active the live view re-reads the store every second; when
+    # idle it is drawn once and a cheap watcher looks for new runs. While a comparison
+    # measures, its headline and pair chart are drawn here, once per pair, and the
+    # fragment only moves the progress lines every QUIET_REFRESH_S.
+    live = measuring() if active else None
+    if live is not None:
+        with one_line_errors("Comparison"):
+            with Store() as store:
+                comparison_block(store, live)
+    # A plain run redraws every second while it starts, every 3 s once steady (live_refresh).
+    phase = live_phase() if active and live is None else None
+    st.fragment(live_view, run_every=(QUIET_REFRESH_S if live else live_refresh.refresh_s(phase)) if active
+                else None)(active, signature(live), phase)
+    if not active:
+        st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
+
+
+if __name__ == "__main__":
+    main()
