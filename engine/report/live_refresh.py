@@ -10,7 +10,7 @@ line is flat and one more second of it tells nothing new, so the page redraws
 every STEADY_REFRESH_S then: a third of the redraws, and the progress line
 still moves every 3 s (the page must feel live: 2-5 s).
 
-Comparisons of interleaved pairs are quieter still (views/train.py
+Comparisons of interleaved pairs are quieter still (views/components/live_charts.py
 QUIET_REFRESH_S: progress only while pairs are measured).
 """
 from __future__ import annotations
