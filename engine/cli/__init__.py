@@ -1,5 +1,5 @@
 """Command line (``python -m engine ...``): main builds the parser and dispatches; each
 subcommand lives in its own module with `add_parser(sub)`; common holds the shared flags and output.
 
-May import anything in engine. Nothing imports the CLI except engine.__main__.
+Layer: see docs/architecture.md, the one list of layer rules (tests/test_imports.py enforces it).
 """

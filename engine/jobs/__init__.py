@@ -3,6 +3,5 @@ queue_runner), the run worker's entry point (worker), comparisons, the transfer 
 detached background jobs (background). The features built on them are packages of their
 own: engine.autopilot, engine.bench, engine.lr_find.
 
-May import every stage below it (config, data, training, report, hardware, store). Never
-the features or cli.
+Layer: see docs/architecture.md, the one list of layer rules (tests/test_imports.py enforces it).
 """

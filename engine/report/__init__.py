@@ -5,5 +5,5 @@ layout, shared helpers), and one module per page (train_charts, runs_charts,
 hardware_charts, talk_charts for presenter mode, mfu_charts, comparison_charts),
 replay (what a stored run showed at replay time t).
 
-May import: config, errors, store. Never training, jobs or cli.
+Layer: see docs/architecture.md, the one list of layer rules (tests/test_imports.py enforces it).
 """

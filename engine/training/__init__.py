@@ -3,6 +3,5 @@ modules only): devices and strategies, models, schedules, transfer, multi-worker
 the training loop (train; what it builds in build, what it reports in summary) and the
 measuring recorder.
 
-May import: config, errors, store, lr_math, cluster, transfer_source, data, report.measure, hardware.machine.
-Never jobs or cli.
+Layer: see docs/architecture.md, the one list of layer rules (tests/test_imports.py enforces it).
 """
