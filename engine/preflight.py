@@ -74,9 +74,9 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
     return warnings
 
 
-# How to install each backend (the CPU build; the README says how to get JAX with CUDA).
+# How to install each backend (the CPU build; docs/backends.md says how to get JAX with CUDA).
 INSTALL_HINT = {"tensorflow": "pip install -r requirements.txt",
-                "jax": 'pip install "jax==0.10.2" "jaxlib==0.10.2" (CPU; README: JAX with CUDA)'}
+                "jax": 'pip install "jax==0.10.2" "jaxlib==0.10.2" (CPU; docs/backends.md: JAX with CUDA)'}
 
 
 def _check_backend(c: RunConfig, m: dict) -> None:

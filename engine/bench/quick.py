@@ -307,7 +307,7 @@ LOG_FILE = "bench.log"
 
 
 # A 2-core CPU with JAX installed too, nothing else running: 112 s measured before repeats refitted
-# the compiled models, x 0.58 as measured side by side under the same load (README "Measured figures").
+# the compiled models, x 0.58 as measured side by side under the same load (benchmarks/results/).
 QUICK_ESTIMATE_S = 75.0
 
 

@@ -184,7 +184,7 @@ def verdicts(facts: dict, device: str = "auto") -> list[dict]:
     return out + [_tpu(facts)]
 
 
-# Our own measurement (README "Keras backends"): the same CNN run on this project's 2-core CPU.
+# Our own measurement (docs/backends.md): the same CNN run on this project's 2-core CPU.
 CPU_JAX_NOTE = ("on a CPU, JAX compiles the train step for much longer (13-15 s vs 3.5 s for TensorFlow "
                 "on our 2-core CPU) and its steady speed depends on the model: measure it")
 
@@ -213,7 +213,7 @@ def backend_verdicts(facts: dict, device: str = "auto") -> list[dict]:
     if not jx.get("version"):
         out.append({"backend": "jax", "version": None, "devices": [], "verdict": "unavailable",
                     "reason": 'not installed: pip install "jax==0.10.2" "jaxlib==0.10.2" (CPU), '
-                              "or JAX with CUDA on a GPU machine (README)"})
+                              "or JAX with CUDA on a GPU machine (docs/backends.md)"})
         return out
     row = {"backend": "jax", "version": jx["version"], "devices": jx.get("devices") or []}
     if target == "tpu":
@@ -225,7 +225,7 @@ def backend_verdicts(facts: dict, device: str = "auto") -> list[dict]:
                        "measure it on your model")
         else:
             row.update(verdict="unavailable", reason="this JAX sees no GPU (CPU-only jaxlib): install JAX "
-                       "with CUDA (README)")
+                       "with CUDA (docs/backends.md)")
     else:
         row.update(verdict="measure", reason=CPU_JAX_NOTE)
     out.append(row)

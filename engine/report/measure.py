@@ -1,7 +1,7 @@
 """Throughput arithmetic: what the product is judged on, kept free of TF so it
 can be tested against hand-computed numbers.
 
-Definitions (see README "How SpeedLab measures"):
+Definitions (see docs/measuring.md):
 - an *execution* is one call of the compiled train function, running
   ``steps_per_execution`` batches (fewer at the end of an epoch);
 - samples/s of an execution = batches x global batch / its duration (s);
