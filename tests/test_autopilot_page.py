@@ -296,7 +296,7 @@ def test_the_form_shows_the_last_searchs_settings(store_home):
 
 @pytest.mark.unit
 def test_the_ablation_chart_draws_each_factors_interval():
-    from engine.report.autopilot_charts import ablation_figure
+    from engine.autopilot.charts import ablation_figure
 
     ab = autopilot.ablation_intervals(
         [{"label": "bfloat16", "run_id": 20, "factor": 1.4}, {"label": "one_cycle", "run_id": 21, "factor": 0.8},

@@ -82,11 +82,7 @@ def test_nested_backbone_is_walked_and_unknown_weighted_layers_are_named():
 XLA_COUNT = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp
-    from tests.lazy import lazy
-
-# Bound on first use: importing engine.training loads Keras (tests/lazy.py).
-flops = lazy("engine.training.flops")
-models = lazy("engine.training.models")
+    from engine.training import flops, models
     B = 32
     out = {}
     for name in ("mlp", "cnn"):
