@@ -37,4 +37,5 @@ def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
     shown = _cli("show", "1", home=store_home)
     assert f"{out['flops_per_sample']:,} per training sample" in shown
     assert "MFU  " in shown and "bound by  " in shown
-    assert "   mfu" in _cli("runs", home=store_home).splitlines()[0]
+    # The column's width follows its values (pandas), so look for the name, not its padding.
+    assert "mfu" in _cli("runs", home=store_home).splitlines()[0].split()
