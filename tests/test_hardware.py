@@ -150,9 +150,11 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     assert isinstance(f["build"]["is_cuda_build"], bool)
     assert f["driver"]["gpus"] == machine.nvidia_gpus()
     assert f["tpu"]["cores"] == 0 and f["errors"] == []
-    # The matmul peak per dtype (engine.hardware.matmul_peak), within its 5 s budget.
+    # The matmul peak per dtype (engine.hardware.matmul_peak); whether it keeps its 5-s
+    # budget is measured by benchmarks/matmul_peak_budget.py, not timed here.
     peak = f["peak"]
-    assert peak["device"] == ("GPU" if f["gpus"] else "CPU") and peak["seconds"] <= 5.0
+    assert peak["device"] == ("GPU" if f["gpus"] else "CPU")
+    assert all(r["calls"] >= 2 for r in peak["dtypes"].values() if "flops_per_sec" in r)
     assert peak["dtypes"]["float32"]["flops_per_sec"] > 1e8  # any CPU of the last 20 years
     row = peak["dtypes"]["float32"]
     assert row["flops_per_sec"] == pytest.approx(2 * row["n"] ** 3 / row["best_sec"])
