@@ -150,8 +150,8 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     assert isinstance(f["build"]["is_cuda_build"], bool)
     assert f["driver"]["gpus"] == machine.nvidia_gpus()
     assert f["tpu"]["cores"] == 0 and f["errors"] == []
-    # The matmul peak per dtype (engine.hardware.matmul_peak); whether it keeps its 5-s
-    # budget is measured by benchmarks/matmul_peak_budget.py, not timed here.
+    # The matmul peak per dtype (engine.hardware.matmul_peak); whether it keeps its time
+    # budget (BUDGET_S) is measured by benchmarks/matmul_peak_budget.py, not timed here.
     peak = f["peak"]
     assert peak["device"] == ("GPU" if f["gpus"] else "CPU")
     assert all(r["calls"] >= 2 for r in peak["dtypes"].values() if "flops_per_sec" in r)
