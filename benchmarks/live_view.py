@@ -240,7 +240,9 @@ def open_closed(pairs: int, epochs: int, model: str) -> None:
                     cid = comparison.start(cfg, kind="aa", pairs=1)
                     comp = comparison.wait(cid, poll_s=1.0)
                     wall = time.monotonic() - t0
-                    cs, cb = _cpu([server_ps]) - c0s, _cpu(browser_ps) - c0b
+                    # The browser's cost only where the page is open: a tab closed just before a
+                    # closed side has a renderer still exiting, whose CPU would leave the sum.
+                    cs, cb = _cpu([server_ps]) - c0s, (_cpu(browser_ps) - c0b if page is not None else None)
                     if page is not None:
                         page.close()
                     store = Store()
@@ -251,10 +253,10 @@ def open_closed(pairs: int, epochs: int, model: str) -> None:
                     steady = statistics.mean(r["summary"]["samples_per_sec"] for r in runs)
                     e2e = statistics.mean(r["summary"]["end_to_end_samples_per_sec"] for r in runs)
                     rows[side].append({"steady": steady, "e2e": e2e, "wall": wall, "server": cs / wall,
-                                       "browser": cb / wall})
+                                       "browser": cb / wall if cb is not None else None})
+                    brw = f"browser {cb / wall:.3f} CPU-s/s" if cb is not None else "no page open"
                     print(f"pair {i + 1} {side:>6}: steady {steady:,.0f} samples/s, end-to-end {e2e:,.0f}, "
-                          f"wall {wall:.1f} s, server {cs / wall:.3f} CPU-s/s, browser {cb / wall:.3f} CPU-s/s",
-                          flush=True)
+                          f"wall {wall:.1f} s, server {cs / wall:.3f} CPU-s/s, {brw}", flush=True)
     finally:
         os.killpg(server.pid, 15)
     for key, name in (("steady", "steady samples/s"), ("e2e", "end-to-end samples/s")):
@@ -324,7 +326,9 @@ def page_cpu(seconds: float, rounds: int) -> None:
                         live.grow(100, warm=side == "starting")
                         time.sleep(1.0)
                     wall = time.monotonic() - t0
-                    cs, cb = _cpu([server_ps]) - c0s, _cpu(browser_ps) - c0b
+                    # The browser's cost only where the page is open: a tab closed just before a
+                    # closed side has a renderer still exiting, whose CPU would leave the sum.
+                    cs, cb = _cpu([server_ps]) - c0s, (_cpu(browser_ps) - c0b if page is not None else None)
                     rows[side].append((cs / wall, cb / wall))
                     print(f"round {i + 1} {side:>8}: server {cs / wall:.3f} + browser {cb / wall:.3f} CPU-s/s",
                           flush=True)
