@@ -68,3 +68,55 @@ def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
             assert h["bottom"] <= 720                                      # above the fold
         finally:
             browser.close()
+
+
+LINE = """() => [...document.querySelectorAll('[id^=slq] [data-frames]')].map(e => ({
+  text: e.textContent, width: parseFloat(e.querySelector('.slq-bar').style.width),
+  elapsed: +e.querySelector('.slq-e').textContent, step: +e.querySelector('.slq-s').textContent}))"""
+
+
+@pytest.mark.browser
+def test_a_measuring_comparison_moves_its_progress_on_between_reads(server, store_home):
+    """While pairs measure, the page reads the store every QUIET_REFRESH_S (15 s); in
+    between, the browser moves the running run's bar, step and clocks on once a second."""
+    import os
+    import subprocess
+    import time
+
+    from engine import store_comparisons as cstore
+    from engine.config import RunConfig
+    from engine.store import Store
+
+    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95)
+    worker = subprocess.Popen(["sleep", "600"])  # stands in for the run's worker (Stop signals it)
+    store = Store(store_home / "runs.sqlite")
+    try:
+        # 45 steps an epoch, 270 in all; the run has done 100 at 0.05 s a step: ~9 s left.
+        base = recorded(store, RunConfig(**common, seed=0), "baseline", "cmp-live", step_sec=0.05, host="vm")
+        run = recorded(store, RunConfig(**common, seed=0, precision="mixed_bfloat16"), "run", "cmp-live",
+                       step_sec=0.05, n_exec=100, status="running", pid=worker.pid, host="vm")
+        store.update_run(run, baseline_id=base)
+        cstore.create(store, "ab", "cmp-live", {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
+                                                "budget_s": None, "min_pairs": 2},
+                      [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": base, "run_id": run}], os.uname().nodename)
+        with playwright_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 720})
+                page.goto(server)
+                page.get_by_text("Quiet while measuring").wait_for(timeout=60_000)
+                page.wait_for_function(f"({LINE})().length === 1", timeout=30_000)
+                (a,) = page.evaluate(LINE)
+                time.sleep(3.2)
+                (b,) = page.evaluate(LINE)
+                page.screenshot(path=str(OUT / "comparison_measuring_1280x720.png"))
+            finally:
+                browser.close()
+    finally:
+        worker.kill()
+        store.finish_run(run, "cancelled", "test over")
+        store.close()
+    assert a["step"] >= 100 and "/270" in a["text"] and "s left" in a["text"], a
+    # ~20 steps a second: 3 s on, the bar and step have moved (a read in between moves them too).
+    assert 2 <= b["elapsed"] - a["elapsed"] <= 5, (a, b)
+    assert b["step"] >= a["step"] + 30 and b["width"] > a["width"], (a, b)

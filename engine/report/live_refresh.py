@@ -11,7 +11,8 @@ every STEADY_REFRESH_S then: a third of the redraws, and the progress line
 still moves every 3 s (the page must feel live: 2-5 s).
 
 Comparisons of interleaved pairs are quieter still (views/components/live_charts.py
-QUIET_REFRESH_S: progress only while pairs are measured).
+QUIET_REFRESH_S: the store is read every 15 s while pairs are measured, and the browser
+moves the progress lines on in between: engine/report/progress_motion.py).
 """
 from __future__ import annotations
 

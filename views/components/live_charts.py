@@ -18,7 +18,7 @@ from engine.report.live import LiveMetrics
 from engine.report.table import incomplete_note
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
 from views.components import comparison as cmp_view
-from views.components import limits
+from views.components import limits, quiet_progress
 from views.components.common import PLOTLY_CONFIG, SMALL_CONFIG, autopilot_run
 from views.components.headline import backend_line, own_time, speedup_panel, time_row
 
@@ -26,7 +26,9 @@ from views.components.headline import backend_line, own_time, speedup_panel, tim
 # is live (their figures are kept in between), since drawing them every second cost
 # about a third of a live refresh's server CPU (benchmarks/live_view.py).
 SLOW_REFRESH_S = 5.0
-QUIET_REFRESH_S = 5.0  # while a comparison measures: progress only (the page must not slow the run)
+# While a comparison measures: progress only, read this often; the browser moves it on in between
+# (each rerun restyles the whole page: ~0.1 browser CPU-s; engine/report/progress_motion.py).
+QUIET_REFRESH_S = 15.0
 
 
 def own_active(store: Store) -> list[dict]:
@@ -115,6 +117,16 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
     return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
 
 
+def quiet_line(store: Store, run: dict, src: LiveMetrics) -> str:
+    """A run's progress line while a comparison measures (views/components/quiet_progress.py):
+    a running run's bar and clocks move on for two read intervals, the rest stand still."""
+    if run["status"] == "running":
+        p = progress(store, run["id"], source=src)
+        if p and p.get("total_steps"):
+            return quiet_progress.running_line(chart_style.run_label(run), p, int(2 * QUIET_REFRESH_S))
+    return quiet_progress.static_line(*status_line(store, run, src))
+
+
 def launched_banner(runs: list[dict]) -> None:
     """'Queued baseline #n, then run #m' while a run launched from this tab is still queued."""
     launched = st.session_state.get("launched")
@@ -141,9 +153,12 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     src = source or live_metrics(store)
+    quiet = source is None and comp is not None and comp["status"] == "running" and active
     head, stop_col = st.columns([6, 1], vertical_alignment="center")
     with head:
-        for r in shown:
+        if quiet:  # one block whose bars and clocks move on in the browser between reads
+            st.html(quiet_progress.block([quiet_line(store, r, src) for r in shown]), unsafe_allow_javascript=True)
+        for r in [] if quiet else shown:
             line, frac = status_line(store, r, src)
             if frac is not None:
                 st.progress(min(max(frac, 0.0), 1.0), text=line)
@@ -155,13 +170,12 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             st.toast("; ".join(cancel_own()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {w}")
-    quiet = source is None and comp is not None and comp["status"] == "running" and active
     if comp is not None and not quiet:
         comparison_block(store, comp)
     if quiet:  # the headline and pair chart are drawn outside the live fragment (main)
         st.caption(":material/speed: Quiet while measuring: the live charts are drawn once the comparison "
-                   "ends, so that the page does not slow the runs it measures (progress every "
-                   f"{QUIET_REFRESH_S:.0f} s).")
+                   "ends, so that the page does not slow the runs it measures. Progress is read every "
+                   f"{QUIET_REFRESH_S:.0f} s; in between, the bars and clocks move on at the measured rate.")
         return
     if comp is not None and base and run and base["id"] != run["id"]:
         st.markdown(f"**This pair** (seed {run['config'].get('seed')}): baseline #{base['id']} vs run #{run['id']}")

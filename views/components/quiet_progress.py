@@ -1,0 +1,73 @@
+"""The progress lines of a measuring comparison as one HTML block whose bars and
+clocks move on in the browser, once a second, between reads of the store: a small
+script plays frames computed by engine.report.progress_motion (which says why).
+"""
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import re
+
+from engine.report.progress_motion import frames
+
+BAR, TRACK, ORANGE = "#0072B2", "#E5E7EB", "#D55E00"  # the theme's primary colour; Okabe-Ito orange
+_serial = itertools.count()  # element ids: a block's script finds its own lines
+
+# Plays each line's frames (data-frames: [[fraction, elapsed s, left s or null, epoch, step], ...]) one a
+# second, and stops when a rerun has replaced the block. Numbers only come in, as JSON. No "<"
+# before a letter or digit: DOMPurify drops a script whose text looks like it holds a tag.
+_PLAYER = """<script>(function(){const root=document.getElementById("%s");if(!root)return;
+const left=l=>l===null?"warming up":(1>l?"< 1 s left":l+" s left");let t=0;
+const id=setInterval(function(){if(!root.isConnected){clearInterval(id);return;}t+=1;
+root.querySelectorAll("[data-frames]").forEach(function(el){const fs=JSON.parse(el.dataset.frames);
+const f=fs[Math.min(t,fs.length-1)];el.querySelector(".slq-bar").style.width=(100*f[0]).toFixed(1)+"%%";
+el.querySelector(".slq-e").textContent=f[1];el.querySelector(".slq-l").textContent=left(f[2]);
+el.querySelector(".slq-ep").textContent=f[3];el.querySelector(".slq-s").textContent=f[4];});},1000);})();
+</script>"""
+
+
+def md_line(line: str) -> str:
+    """One status line (views.components.live_charts.status_line markdown: **bold**,
+    :orange[...], :material/icon:) as escaped HTML."""
+    s = html.escape(re.sub(r":material/\w+:\s*", "", line), quote=False)
+    s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
+    return re.sub(r":orange\[(.+?)\]", rf'<span style="color:{ORANGE}">\1</span>', s)
+
+
+def left_text(left: int | None) -> str:
+    """'n s left', '< 1 s left' or 'warming up' (no steady rate yet), as status_line prints it."""
+    return "warming up" if left is None else "< 1 s left" if left < 1 else f"{left} s left"
+
+
+def _bar(fraction: float, cls: str = "") -> str:
+    w = 100 * min(max(fraction, 0.0), 1.0)
+    return (f'<div style="height:6px;background:{TRACK};border-radius:3px;margin:4px 0 10px">'
+            f'<div class="{cls}" style="height:100%;width:{w:.1f}%;background:{BAR};border-radius:3px">'
+            f'</div></div>')
+
+
+def running_line(label: str, p: dict, horizon_s: int) -> str:
+    """HTML of a running run: '<b>label</b>: epoch e/E · step s/S · n s elapsed · m s left'
+    and its bar, whose bar, counts and clocks the block's script moves on for `horizon_s` s
+    (`p`: engine.report.compare.progress of the run)."""
+    fs = frames(p, horizon_s)
+    f0, e0, l0, ep0, s0 = fs[0]
+    return (f'<div data-frames="{html.escape(json.dumps(fs))}"><div><b>{html.escape(label)}</b>: '
+            f'epoch <span class="slq-ep">{ep0}</span>/{int(p["epochs"])} · '
+            f'step <span class="slq-s">{s0}</span>/{int(p["total_steps"])} · '
+            f'<span class="slq-e">{e0}</span> s elapsed · <span class="slq-l">{left_text(l0)}</span></div>'
+            f'{_bar(f0, "slq-bar")}</div>')
+
+
+def static_line(line: str, fraction: float | None) -> str:
+    """HTML of a line that does not move on (queued, setting up, ended), with its bar if any."""
+    return f'<div style="margin-bottom:6px">{md_line(line)}</div>' + (_bar(fraction) if fraction is not None else "")
+
+
+def block(lines: list[str]) -> str:
+    """The lines (running_line / static_line HTML) as one block, in the page's text size,
+    with the script that moves them on (st.html(..., unsafe_allow_javascript=True))."""
+    key = f"slq{next(_serial)}"
+    return (f'<div id="{key}" style="font-size:0.95rem;line-height:1.6">{"".join(lines)}</div>'
+            + _PLAYER % key)
