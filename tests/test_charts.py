@@ -182,6 +182,14 @@ def test_lr_preview_shows_momentum_only_when_it_moves():
     assert len(fig.data) == 2 and fig.data[1].yaxis == "y2"
 
 
+def test_lr_preview_marks_each_epoch_boundary_up_to_30_epochs():
+    df = pd.DataFrame({"step": np.arange(100), "lr": np.full(100, 1e-3)})
+    # Steps 0-99 at 25 steps an epoch: boundaries after steps 25, 50 and 75, full height.
+    shapes = train_charts.lr_preview_figure(df, 25).layout.shapes
+    assert [(s.x0, s.x1, s.y0, s.y1, s.yref) for s in shapes] == [(x, x, 0, 1, "paper") for x in (25, 50, 75)]
+    assert not train_charts.lr_preview_figure(df, 3).layout.shapes  # 33 epochs: too many lines
+
+
 @pytest.mark.worker
 def test_chart_modules_import_neither_streamlit_nor_tensorflow():
     code = ("import sys, engine.report.chart_style, engine.report.train_charts, engine.report.runs_charts, "

@@ -207,8 +207,11 @@ def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = No
         fig.update_layout(yaxis2=dict(overlaying="y", side="right", showgrid=False, tickfont=small,
                                       tickformat=".2f", ticklabelposition="inside"))
     if steps_per_epoch and len(preview) and preview["step"].max() / steps_per_epoch <= 30:
-        for k in range(1, int(preview["step"].max() // steps_per_epoch) + 1):
-            fig.add_vline(x=k * steps_per_epoch, line=dict(color="#D1D5DB", width=1, dash="dot"))
+        # One layout update, not add_vline per epoch: that re-validates the figure each time
+        # (~10 ms a line), and this chart is built on every full rerun of the Train page.
+        line = dict(color="#D1D5DB", width=1, dash="dot")
+        fig.update_layout(shapes=[dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=line)
+                                  for x in range(steps_per_epoch, int(preview["step"].max()) + 1, steps_per_epoch)])
     return fig
 
 
