@@ -608,11 +608,12 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
 
 FAST = {"precision": "mixed_bfloat16", "steps_per_execution": 4}
 SLOW = {"precision": "mixed_float16"}  # emulated on a CPU: far slower than anything else
+BUDGET_S = 30  # the search fixture's budget: the shortest allowed (the suite's time)
 
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    """One 60-s search on digits (cnn, epoch cap 10) whose first two trials are
+    """One BUDGET_S search on digits (cnn, epoch cap 10) whose first two trials are
     planted: a fast one, then a slow one; then 1 re-run pair and the ablation of
     the fast configuration (2 techniques, 2 runs)."""
     home = tmp_path_factory.mktemp("autopilot")
@@ -623,7 +624,7 @@ def searched(tmp_path_factory):
         from engine.hardware.machine import quick_facts
 
         base = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=10)
-        ap = autopilot.Autopilot(base, 0.95, 60, seed=0, repeats=1, explain=True, lr_find="no",
+        ap = autopilot.Autopilot(base, 0.95, BUDGET_S, seed=0, repeats=1, explain=True, lr_find="no",
                                  plant=(FAST, SLOW), facts=facts_from_quick(quick_facts()))
         t0 = time.monotonic()
         ap.search()
@@ -654,7 +655,9 @@ def _store(home):
 @pytest.mark.worker
 def test_search_ends_within_its_budget_and_stores_every_trial_with_its_reason(searched):
     ap = searched["ap"]
-    assert searched["search_wall"] <= 60 * 1.10
+    # At the deadline the trial under way is cancelled: it ends with its execution under way
+    # and its worker's exit (a few seconds at most here).
+    assert searched["search_wall"] <= BUDGET_S + 6
     trials = ap.state["trials"]
     assert len(trials) >= 2
     store = _store(searched["home"])
