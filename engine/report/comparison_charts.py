@@ -13,6 +13,12 @@ from engine.report.stats import MEASURE_NAMES, pair_ratio
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
 
 
+def pairs_title(result: Optional[dict]) -> str:
+    """The pair chart's title: 'Pairs: <headline measure> speedup'."""
+    measure = (result or {}).get("measure") or "time_to_accuracy"
+    return f"Pairs: {MEASURE_NAMES.get(measure, measure)} speedup"
+
+
 def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str] = None) -> go.Figure:
     """Ratio of each complete pair (markers; > 1 is faster) of the headline measure,
     and after each pair the running central value with its 95% interval (band),
@@ -21,7 +27,7 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
 
     `result`: a stored comparison result (engine.jobs.comparison.evaluate), or None."""
     measure = (result or {}).get("measure") or "time_to_accuracy"
-    title = title or f"Pairs: {MEASURE_NAMES.get(measure, measure)} speedup"
+    title = title or pairs_title(result)
     done = [r for r in (result or {}).get("pair_rows") or [] if r["status"] == "complete"]
     hist = (result or {}).get("history") or []
     if not done:

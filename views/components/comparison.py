@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine import store_comparisons as cstore
 from engine.report import stats
-from engine.report.comparison_charts import pairs_figure
+from engine.report.comparison_charts import pairs_figure, pairs_title
 
 # Green only when the interval lies above 1; neutral for "no difference".
 TONE_COLORS = {"good": "#15803D", "bad": "#B91C1C", "neutral": "#374151"}
@@ -75,7 +75,7 @@ def details(comp: dict) -> None:
         st.markdown("  \n".join(lines))
     n, planned = r.get("pairs", 0), r.get("planned") or len(comp.get("plan") or [])
     s = comp.get("settings") or {}
-    how = (f"{s['pairs']} pairs asked" if s.get("pairs") else
+    how = (f"{s['pairs']} pair{'s' if s['pairs'] != 1 else ''} asked" if s.get("pairs") else
            f"adaptive: until ±{s.get('target_half_width', 0.1) * 100:.0f}%, at most {s.get('max_pairs')} pairs")
     st.caption(f"Comparison #{comp['id']}: {n} complete pair{'s' if n != 1 else ''} of {planned} planned "
                f"({how}); interleaved AB BA …, seed i for pair i"
@@ -87,8 +87,18 @@ def details(comp: dict) -> None:
 
 
 def pairs_chart(comp: dict, key: str = "cmp_pairs", height: int = 280) -> None:
-    """The pair chart (engine.report.comparison_charts.pairs_figure)."""
-    st.plotly_chart(pairs_figure(comp.get("result"), height=height), key=key, config=PLOTLY_CONFIG)
+    """The pair chart (engine.report.comparison_charts.pairs_figure). Before the first
+    complete pair it is a bordered box of the same height saying so: an empty Plotly
+    chart drawn when a comparison starts cost the browser ~0.1 CPU-s in the measured
+    window and showed nothing (benchmarks/live_view.py --open-closed)."""
+    result = comp.get("result") or {}
+    if not any(r["status"] == "complete" for r in result.get("pair_rows") or []):
+        box = st.container(height=height, border=True, key=f"{key}_waiting")
+        box.markdown(f"**{pairs_title(result)}**")
+        box.caption("Waiting for the first complete pair: each pair's ratio appears here as it "
+                    "arrives, with the 95% interval narrowing.")
+        return
+    st.plotly_chart(pairs_figure(result, height=height), key=key, config=PLOTLY_CONFIG)
 
 
 def reused_line(base: dict | None, run: dict | None) -> None:
