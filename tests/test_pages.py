@@ -167,6 +167,54 @@ def test_train_page_shows_finished_comparison(store):
 
 
 @pytest.mark.page
+def test_a_measuring_comparison_shows_its_pair_chart_from_the_first_complete_pair(store):
+    """Before the first complete pair the pair chart is a box that says so (no empty Plotly
+    chart drawn in the measured window); from the first complete pair on, the chart."""
+    from engine import store_comparisons as cstore
+    from engine.jobs import comparison
+
+    base, run = RunConfig(epochs=3, target_accuracy=0.7), RunConfig(epochs=3, target_accuracy=0.7,
+                                                                       precision="mixed_bfloat16")
+    b0 = fake_run(store, base, "baseline", group="cmp-t", ttt=2.0)
+    r0 = fake_run(store, run, "run", group="cmp-t", status="running", rate=20_000.0)  # pid: this process
+    r1 = fake_run(store, run, "run", group="cmp-t", status="queued")
+    b1 = fake_run(store, base, "baseline", group="cmp-t", status="queued")
+    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
+            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": b1, "run_id": r1}]
+    cid = cstore.create(store, "ab", "cmp-t", {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
+                                               "budget_s": None, "min_pairs": 2}, plan, os.uname().nodename)
+    try:
+        at = app()
+        no_errors(at)
+        assert "Quiet while measuring" in texts(at.caption)
+        assert "Pairs: time to accuracy speedup" in texts(at.markdown)
+        assert "Waiting for the first complete pair" in texts(at.caption)
+        assert "cmp_pairs" not in plotly_specs(at)
+        assert "(2 pairs asked)" in texts(at.caption)
+        store.finish_run(r0, "completed", summary=store.get_run(r0)["summary"])
+        comparison.finish_if_done(store, cstore.get(store, cid))  # as the queue does after each run
+        at = app()
+        no_errors(at)
+        assert "Waiting for the first complete pair" not in texts(at.caption)
+        # Between two pairs (the next one queued) the page stays quiet, with Stop: the pair shown has
+        # ended, but the comparison has not (it drew its block twice and lost Stop for a moment).
+        assert "Quiet while measuring" in texts(at.caption)
+        assert [b.key for b in at.button if b.key == "stop"] == ["stop"]
+        assert "throughput" not in plotly_specs(at)
+        chart = plotly_specs(at)["cmp_pairs"]
+        assert chart["layout"]["title"]["text"] == "Pairs: time to accuracy speedup"
+        # One pair: 0.7 is first reached at the 2nd epoch's end, 2/3 of each run's 1 s warm-up
+        # + 35 executions of 128 samples at 10,000 and 20,000 samples/s: (1.448 / 1.224) = 1.183.
+        ep = {rid: store.metrics("epochs", rid)[1]["t"] for rid in (b0, r0)}
+        assert ep[b0] / ep[r0] == pytest.approx(1.448 / 1.224)
+        (pair,) = [t for t in chart["data"] if t.get("name") == "one pair"]
+        assert pair["x"] == [1] and pair["y"] == [pytest.approx(1.448 / 1.224)]
+    finally:
+        for rid in (r1, b1):
+            store.finish_run(rid, "cancelled", "test over")
+
+
+@pytest.mark.page
 def test_a_run_that_is_its_own_baseline_shows_no_speedup(store):
     b = fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.8, 0.886])
     at = app()

@@ -153,7 +153,9 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     src = source or live_metrics(store)
-    quiet = source is None and comp is not None and comp["status"] == "running" and active
+    # A running comparison measures until its last run ends (lookup settles one with none left):
+    # between two pairs, too, when the pair shown has ended and the next is still queued.
+    quiet = source is None and comp is not None and comp["status"] == "running"
     head, stop_col = st.columns([6, 1], vertical_alignment="center")
     with head:
         if quiet:  # one block whose bars and clocks move on in the browser between reads
@@ -165,7 +167,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             else:
                 st.markdown(line)
     with stop_col:
-        if stop and active and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
+        if stop and (active or quiet) and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
                                 help="Cancel the active run(s); their metrics stay in the store"):
             st.toast("; ".join(cancel_own()) or "nothing to stop")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
