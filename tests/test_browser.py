@@ -190,14 +190,19 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             finally:
                 store.close()
             stop = page.get_by_role("button", name="Stop")
-            try:  # a page redrawn between two pairs has no Stop for a moment: wait for it
+            clicked = False
+            try:
                 stop.wait_for(timeout=15_000)
                 stop.click()  # Stop keeps the complete pairs
+                clicked = True
             except playwright_api.Error:
                 pass  # short runs: the comparison may have ended (pair limit) by now
             page.get_by_text("ended by:").wait_for(timeout=120_000)
             body = page.inner_text("body")
-            assert "stopped by the user;" in body or "pair limit (5) reached" in body or "±10%" in body
+            # A click just after a pair ended was once lost to the page's redraw: the comparison
+            # then ran on to its pair limit.
+            assert "stopped by the user;" in body if clicked else (
+                "pair limit (5) reached" in body or "±10%" in body), body[-1500:]
             wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) > 0, 60, "the run charts once it ended")
             # The pair's own headline is time to the data set's default target (digits: 0.95): a
             # ratio, or no number and the reason when a run did not reach it.

@@ -215,6 +215,39 @@ def test_a_measuring_comparison_shows_its_pair_chart_from_the_first_complete_pai
 
 
 @pytest.mark.page
+def test_stop_pressed_just_after_a_pair_ended_is_not_lost_to_the_redraw(store):
+    """The live fragment reruns the page when a pair has ended since main() drew it. A click on
+    Stop in that fragment rerun was consumed by the redraw and lost: the comparison ran on to
+    its pair limit (seen in test_browser). Stop acts in its callback, before the body runs."""
+    from benchmarks.live_view import fragment_run, live_fragment_id
+    from engine import store_comparisons as cstore
+    from engine.jobs import comparison
+
+    base, run = RunConfig(epochs=3, target_accuracy=0.7), RunConfig(epochs=3, target_accuracy=0.7,
+                                                                       precision="mixed_bfloat16")
+    b0 = fake_run(store, base, "baseline", group="cmp-s")
+    r0 = fake_run(store, run, "run", group="cmp-s", rate=20_000.0)
+    r1 = fake_run(store, run, "run", group="cmp-s", status="queued")
+    b1 = fake_run(store, base, "baseline", group="cmp-s", status="queued")
+    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
+            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": b1, "run_id": r1}]
+    cid = cstore.create(store, "ab", "cmp-s", {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
+                                               "budget_s": None, "min_pairs": 2}, plan, os.uname().nodename)
+    at = app()  # drawn with no pair counted yet
+    no_errors(at)
+    assert "Quiet while measuring" in texts(at.caption)
+    comparison.finish_if_done(store, cstore.get(store, cid))  # the queue counts pair 1: a redraw is due
+    fid = live_fragment_id(at)
+    assert fid is not None
+    at.button(key="stop").click()
+    fragment_run(at, fid)  # the fragment's tick with the click, as the browser sends it
+    no_errors(at)
+    assert [store.get_run(i)["status"] for i in (b1, r1)] == ["cancelled", "cancelled"]
+    (toast,) = [t.value for t in at.toast]
+    assert sorted(toast.split("; ")) == sorted(f"run {i} cancelled before it started" for i in (b1, r1)), toast
+
+
+@pytest.mark.page
 def test_a_run_that_is_its_own_baseline_shows_no_speedup(store):
     b = fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.8, 0.886])
     at = app()

@@ -44,6 +44,12 @@ def cancel_own() -> list[str]:
     return [runner.cancel(r["id"]) for r in sorted(runs, key=lambda r: r["status"] != "queued")]
 
 
+def stop_clicked() -> None:
+    """Stop's callback. It runs before the live fragment's body, which may redraw the whole page
+    first (a pair has ended): a click read from the button's return value was lost to that."""
+    st.toast("; ".join(cancel_own()) or "nothing to stop")
+
+
 def comparison_block(store: Store, comp: dict) -> None:
     """A comparison's headline, details and pair chart (views/components/comparison.py)."""
     left, right = st.columns([1.3, 2.4], gap="medium")
@@ -167,9 +173,9 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             else:
                 st.markdown(line)
     with stop_col:
-        if stop and (active or quiet) and st.button("Stop", icon=":material/stop:", key="stop", type="primary",
-                                help="Cancel the active run(s); their metrics stay in the store"):
-            st.toast("; ".join(cancel_own()) or "nothing to stop")
+        if stop and (active or quiet):
+            st.button("Stop", icon=":material/stop:", key="stop", type="primary", on_click=stop_clicked,
+                      help="Cancel the active run(s); their metrics stay in the store")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {w}")
     if comp is not None and not quiet:
