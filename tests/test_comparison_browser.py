@@ -117,6 +117,7 @@ def test_a_measuring_comparison_moves_its_progress_on_between_reads(server, stor
         store.finish_run(run, "cancelled", "test over")
         store.close()
     assert a["step"] >= 100 and "/270" in a["text"] and "s left" in a["text"], a
-    # ~20 steps a second: 3 s on, the bar and step have moved (a read in between moves them too).
-    assert 2 <= b["elapsed"] - a["elapsed"] <= 5, (a, b)
+    # ~20 steps a second: 3.2 s on, the clock, bar and step have moved (a read in between moves
+    # them too; a busy machine may delay the browser's timer, so no upper bound on the clock).
+    assert b["elapsed"] - a["elapsed"] >= 2, (a, b)
     assert b["step"] >= a["step"] + 30 and b["width"] > a["width"], (a, b)

@@ -90,6 +90,26 @@ def finished_pair(store: Store, n_exec=None) -> tuple[int, int]:
     return b, r
 
 
+def two_pair_comparison(store: Store, group: str, first_run: str) -> tuple[int, list[int]]:
+    """A running comparison of 2 planned pairs (AB, BA; target 0.7) as the queue stores it:
+    pair 1's baseline completed (10,000 samples/s) and its run `first_run` ('running': this
+    process stands in for its worker; or 'completed'), at 20,000 samples/s; pair 2 queued; no
+    result counted yet. Returns (comparison id, [b0, r0, b1, r1])."""
+    from engine import store_comparisons as cstore
+
+    base = RunConfig(epochs=3, target_accuracy=0.7)
+    run = RunConfig(epochs=3, target_accuracy=0.7, precision="mixed_bfloat16")
+    b0 = fake_run(store, base, "baseline", group=group)
+    r0 = fake_run(store, run, "run", group=group, status=first_run, rate=20_000.0)
+    r1 = fake_run(store, run, "run", group=group, status="queued")
+    b1 = fake_run(store, base, "baseline", group=group, status="queued")
+    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
+            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": b1, "run_id": r1}]
+    cid = cstore.create(store, "ab", group, {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
+                                             "budget_s": None, "min_pairs": 2}, plan, os.uname().nodename)
+    return cid, [b0, r0, b1, r1]
+
+
 def app(page: str | None = None) -> AppTest:
     at = app_test()
     if page:
@@ -173,16 +193,7 @@ def test_a_measuring_comparison_shows_its_pair_chart_from_the_first_complete_pai
     from engine import store_comparisons as cstore
     from engine.jobs import comparison
 
-    base, run = RunConfig(epochs=3, target_accuracy=0.7), RunConfig(epochs=3, target_accuracy=0.7,
-                                                                       precision="mixed_bfloat16")
-    b0 = fake_run(store, base, "baseline", group="cmp-t", ttt=2.0)
-    r0 = fake_run(store, run, "run", group="cmp-t", status="running", rate=20_000.0)  # pid: this process
-    r1 = fake_run(store, run, "run", group="cmp-t", status="queued")
-    b1 = fake_run(store, base, "baseline", group="cmp-t", status="queued")
-    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
-            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": b1, "run_id": r1}]
-    cid = cstore.create(store, "ab", "cmp-t", {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
-                                               "budget_s": None, "min_pairs": 2}, plan, os.uname().nodename)
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-t", "running")
     try:
         at = app()
         no_errors(at)
@@ -223,16 +234,7 @@ def test_stop_pressed_just_after_a_pair_ended_is_not_lost_to_the_redraw(store):
     from engine import store_comparisons as cstore
     from engine.jobs import comparison
 
-    base, run = RunConfig(epochs=3, target_accuracy=0.7), RunConfig(epochs=3, target_accuracy=0.7,
-                                                                       precision="mixed_bfloat16")
-    b0 = fake_run(store, base, "baseline", group="cmp-s")
-    r0 = fake_run(store, run, "run", group="cmp-s", rate=20_000.0)
-    r1 = fake_run(store, run, "run", group="cmp-s", status="queued")
-    b1 = fake_run(store, base, "baseline", group="cmp-s", status="queued")
-    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
-            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": b1, "run_id": r1}]
-    cid = cstore.create(store, "ab", "cmp-s", {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
-                                               "budget_s": None, "min_pairs": 2}, plan, os.uname().nodename)
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-s", "completed")
     at = app()  # drawn with no pair counted yet
     no_errors(at)
     assert "Quiet while measuring" in texts(at.caption)
