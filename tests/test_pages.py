@@ -226,6 +226,23 @@ def test_a_measuring_comparison_shows_its_pair_chart_from_the_first_complete_pai
 
 
 @pytest.mark.page
+def test_a_comparison_stopped_before_any_pair_completed_says_so_where_the_chart_would_be(store):
+    from engine import store_comparisons as cstore
+    from engine.jobs import comparison
+
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-u", "running")
+    store.finish_run(r0, "cancelled", "cancelled by the user", summary=store.get_run(r0)["summary"])
+    for rid in (b1, r1):
+        store.finish_run(rid, "cancelled", "cancelled before it started")
+    comp = comparison.finish_if_done(store, cstore.get(store, cid))
+    assert comp["status"] == "stopped" and comp["result"]["pairs"] == 0
+    at = app()
+    no_errors(at)
+    assert "No pair of this comparison completed, so there is no ratio to show." in texts(at.caption)
+    assert "Waiting for the first complete pair" not in texts(at.caption) and "cmp_pairs" not in plotly_specs(at)
+
+
+@pytest.mark.page
 def test_stop_pressed_just_after_a_pair_ended_is_not_lost_to_the_redraw(store):
     """The live fragment reruns the page when a pair has ended since main() drew it. A click on
     Stop in that fragment rerun was consumed by the redraw and lost: the comparison ran on to

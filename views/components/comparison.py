@@ -96,7 +96,8 @@ def pairs_chart(comp: dict, key: str = "cmp_pairs", height: int = 280) -> None:
         box = st.container(height=height, border=True, key=f"{key}_waiting")
         box.markdown(f"**{pairs_title(result)}**")
         box.caption("Waiting for the first complete pair: each pair's ratio appears here as it "
-                    "arrives, with the 95% interval narrowing.")
+                    "arrives, with the 95% interval narrowing." if comp.get("status") == "running" else
+                    "No pair of this comparison completed, so there is no ratio to show.")
         return
     st.plotly_chart(pairs_figure(result, height=height), key=key, config=PLOTLY_CONFIG)
 
