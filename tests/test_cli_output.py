@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 
 from engine.config import RunConfig
@@ -132,3 +133,30 @@ def test_bench_text_ends_with_the_caution_of_a_busy_baseline(store_home, monkeyp
         "best: tensorflow, mixed_bfloat16, steps_per_execution 1, XLA off, 1 device(s): 1.50x",
         "caution: The baseline's own repeats differ 1.8x (1,680 to 3,017 samples/s): the machine was busy; "
         "speedups under ~1.8x are within that noise. Run it again on a quieter machine."]
+
+
+def test_run_baseline_prints_the_last_run_then_the_comparison_without_a_traceback(store, monkeypatch, capsys):
+    """`engine run --baseline` without --json printed the last run's summary through the rows of a
+    one-pair compare(), which a comparison of pairs does not have: KeyError after every comparison
+    whose headline had a time-to-accuracy ratio."""
+    import argparse
+
+    from engine import store_comparisons as cstore
+    from engine.cli import run as cli_run
+    from tests.test_comparison_browser import seed_slower_comparison
+
+    cid = seed_slower_comparison(store)
+    comp = cstore.get(store, cid)
+    monkeypatch.setattr(cli_run, "run_comparison", lambda cfg, kind, args: comp)
+    cfg = RunConfig(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95,
+                    precision="mixed_bfloat16")
+    code = cli_run._run_pairs(cfg, argparse.Namespace(quiet=True, json=False))
+    out = capsys.readouterr().out
+    r = comp["result"]
+    lo, hi = r["time_to_accuracy_ci95"]
+    assert code == 0 and r["time_to_accuracy_speedup"] is not None
+    # The last run of the configuration first (run #6 of pair 3, order AB), then the comparison.
+    assert re.search(rf"^\s+run  {r['run_ids'][-1]}$", out, re.M) and r["run_ids"][-1] == 6, out
+    assert (f"comparison  #{cid}: {r['time_to_accuracy_speedup']:.2f}x slower [{lo:.2f}–{hi:.2f}], 3 pairs "
+            "(time to accuracy)") in out, out
+    assert out.index("final val accuracy") < out.index("comparison  #")

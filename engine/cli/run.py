@@ -114,8 +114,8 @@ def _run_pairs(cfg, args) -> int:
     if args.json:
         print_json(out)
     else:
-        if run:
-            print_summary(out)
+        if run:  # the run's own summary; the comparison's rows follow (not a one-pair compare())
+            print_summary({k: v for k, v in out.items() if k != "comparison"})
         width = 20
         for k, v in comparison_rows(out["comparison"]):
             print(f"{k:>{width}}  {v}")
