@@ -64,6 +64,24 @@ def test_too_few_pairs_give_no_interval_and_no_verdict():
         stats.summarize([1.0], [1.0, 2.0], False)
 
 
+def test_in_progress_the_interval_and_verdict_wait_for_min_pairs():
+    # Two pairs, 0.5x and 1.6x: a t interval on 1 degree of freedom spans 0.00-323 (it was shown).
+    two = stats.summarize([1.0, 1.0], [2.0, 0.625], higher_is_better=False)
+    assert two["ci95"][0] < 0.01 and two["ci95"][1] > 100
+    h = stats.headline(two, in_progress=True)
+    assert h == {"text": "0.89x from 2 pairs so far: interval from 3 pairs", "verdict": None, "tone": "neutral",
+                 "note": None}
+    one = stats.summarize([2.0], [1.0], higher_is_better=False)
+    assert stats.headline(one, in_progress=True)["text"] == "2.00x from 1 pair so far: interval from 3 pairs"
+    # Once the comparison has ended, its pairs' interval is shown, however wide.
+    assert stats.headline(two)["text"].startswith("no difference within noise (±")
+    # From MIN_PAIRS on, the interval and verdict show while pairs are still coming.
+    three = stats.summarize([2.0, 2.0, 2.0], [1.0, 1.05, 0.95], higher_is_better=False)
+    h = stats.headline(three, in_progress=True)
+    lo, hi = three["ci95"]
+    assert h["text"] == f"{three['speedup']:.2f}x faster [{lo:.2f}–{hi:.2f}], 3 pairs so far" and h["verdict"] == "faster"
+
+
 def test_noise_floor_and_adaptive_rule():
     assert stats.below_floor(1.05, 0.08) and not stats.below_floor(1.10, 0.08)
     assert stats.below_floor(1 / 1.05, 0.08)  # symmetric in log space

@@ -247,7 +247,8 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
             accuracy, else end-to-end), or None.
         floor: this machine's noise floor (relative half width of its A/A
             comparison), or None when not measured.
-        in_progress: more pairs are coming: the text says so.
+        in_progress: more pairs are coming: the text says so, and holds the interval and
+            verdict back until MIN_PAIRS pairs are in.
     Returns: {'text': e.g. '1.31x faster [1.18–1.45], 5 pairs', 'verdict'
         (VERDICTS or None), 'tone' ('good' | 'bad' | 'neutral': green only when
         the interval lies above 1), 'note' (a second line or None: pairs not
@@ -260,13 +261,17 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
                 "note": f"{n} pair{'s' if n != 1 else ''} without a ratio (target not reached)" if n else None}
     n, x, ci, v = summary["pairs"], summary["speedup"], summary.get("ci95"), summary.get("verdict")
     pairs = f"{n} pair{'s' if n != 1 else ''}"
-    if ci is None:
+    if in_progress and n < MIN_PAIRS:
+        # Two pairs give a t interval on 1 degree of freedom (t = 12.7): "±36114%, [0.00–322.90]"
+        # was read mid-comparison. The interval and verdict wait for MIN_PAIRS.
+        text, v = f"{fmt_ratio(x)} from {pairs} so far: interval from {MIN_PAIRS} pairs", None
+    elif ci is None:
         text = f"{fmt_ratio(x)} from {pairs}: no interval yet"
     elif v == "no difference":
         text = f"no difference within noise (±{summary['half_width'] * 100:.0f}%): {fmt_ratio(x)} [{ci[0]:.2f}–{ci[1]:.2f}], {pairs}"
     else:
         text = f"{fmt_ratio(x)} {v} [{ci[0]:.2f}–{ci[1]:.2f}], {pairs}"
-    if in_progress:
+    if in_progress and n >= MIN_PAIRS:
         text += " so far"
     notes = []
     if summary.get("not_reached"):
