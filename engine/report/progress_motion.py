@@ -23,7 +23,8 @@ def projection(p: dict, horizon_s: float) -> dict:
     (from, to) or None, 'elapsed_s': seconds the elapsed clock runs, 'left_s': seconds
     the bar and the time-left clock run}. The bar spreads what is left of it over
     the time left, so both end together (at 1 and 0 s) when the run is due to end, and
-    then hold; the elapsed clock runs the whole horizon. Raises ValueError if
+    then hold; 'elapsed_sec' spans the whole horizon (`frames` holds that clock too once
+    the run is due to end). Raises ValueError if
     `horizon_s` <= 0.
     """
     if horizon_s <= 0:
@@ -53,7 +54,9 @@ def counts(p: dict, fraction: float) -> tuple[int, int]:
 def frames(p: dict, horizon_s: int) -> list[tuple[float, int, int | None, int, int]]:
     """The progress line second by second: [(fraction 0..1, elapsed s, time left s or None,
     epoch, step)] for t = 0, 1, ..., `horizon_s` s after the read, from `projection` and
-    `counts` (whole seconds, as the page prints them). Raises ValueError if `horizon_s` < 1."""
+    `counts` (whole seconds, as the page prints them). Once the run is due to end, the bar,
+    counts and both clocks hold until the next read; while warming up (no rate yet) only the
+    elapsed clock moves. Raises ValueError if `horizon_s` < 1."""
     if horizon_s < 1:
         raise ValueError(f"horizon_s must be >= 1 s, got {horizon_s}")
     m = projection(p, float(horizon_s))
@@ -63,5 +66,8 @@ def frames(p: dict, horizon_s: int) -> list[tuple[float, int, int | None, int, i
         moved = min(t, run_s)
         f = f0 + (f1 - f0) * (moved / run_s) if run_s > 0 else f0
         left = None if m["time_left_sec"] is None else round(m["time_left_sec"][0] - moved)
-        out.append((round(f, 4), round(e0 + t), left, *counts(p, f)))
+        # At the projected end the clocks hold: a run that has ended kept counting its elapsed
+        # seconds up to the next read (a 2-s run read "13 s elapsed").
+        elapsed = e0 + (moved if m["time_left_sec"] is not None else t)
+        out.append((round(f, 4), round(elapsed), left, *counts(p, f)))
     return out
