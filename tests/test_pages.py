@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import zipfile
 from pathlib import Path
 
@@ -93,8 +94,8 @@ def finished_pair(store: Store, n_exec=None) -> tuple[int, int]:
 def two_pair_comparison(store: Store, group: str, first_run: str) -> tuple[int, list[int]]:
     """A running comparison of 2 planned pairs (AB, BA; target 0.7) as the queue stores it:
     pair 1's baseline completed (10,000 samples/s) and its run `first_run` ('running': this
-    process stands in for its worker; or 'completed'), at 20,000 samples/s; pair 2 queued; no
-    result counted yet. Returns (comparison id, [b0, r0, b1, r1])."""
+    process stands in for its worker; 'completed'; or 'queued'), at 20,000 samples/s; pair 2
+    queued; no result counted yet. Returns (comparison id, [b0, r0, b1, r1])."""
     from engine import store_comparisons as cstore
 
     base = RunConfig(epochs=3, target_accuracy=0.7)
@@ -103,6 +104,8 @@ def two_pair_comparison(store: Store, group: str, first_run: str) -> tuple[int, 
     r0 = fake_run(store, run, "run", group=group, status=first_run, rate=20_000.0)
     r1 = fake_run(store, run, "run", group=group, status="queued")
     b1 = fake_run(store, base, "baseline", group=group, status="queued")
+    for rid in (b0, r0) if first_run != "queued" else (b0,):  # as the queue does when it starts them
+        store.update_run(rid, started=time.time() - 30)
     plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
             {"pair": 1, "seed": 1, "order": "BA", "baseline_id": b1, "run_id": r1}]
     cid = cstore.create(store, "ab", group, {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
@@ -230,9 +233,8 @@ def test_a_comparison_stopped_before_any_pair_completed_says_so_where_the_chart_
     from engine import store_comparisons as cstore
     from engine.jobs import comparison
 
-    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-u", "running")
-    store.finish_run(r0, "cancelled", "cancelled by the user", summary=store.get_run(r0)["summary"])
-    for rid in (b1, r1):
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-u", "queued")  # stopped after pair 1's baseline
+    for rid in (r0, b1, r1):
         store.finish_run(rid, "cancelled", "cancelled before it started")
     comp = comparison.finish_if_done(store, cstore.get(store, cid))
     assert comp["status"] == "stopped" and comp["result"]["pairs"] == 0
@@ -240,6 +242,19 @@ def test_a_comparison_stopped_before_any_pair_completed_says_so_where_the_chart_
     no_errors(at)
     assert "No pair of this comparison completed, so there is no ratio to show." in texts(at.caption)
     assert "Waiting for the first complete pair" not in texts(at.caption) and "cmp_pairs" not in plotly_specs(at)
+    # Pair 1's run never started: said so (it read "cancelled at step 0/?"), and pair 2's baseline,
+    # never run either, is not listed as measured.
+    assert f"#{r0} mixed bf16**: cancelled before it started" in texts(at.markdown)
+    assert f"Baselines measured fresh in this comparison (#{b0}), first 30 s ago" in texts(at.caption)
+
+
+def test_the_stop_toast_names_running_runs_and_counts_queued_ones():
+    from views.components.live_charts import stop_toast
+
+    assert stop_toast(["run 3 cancelled", "run 4 cancelled before it started",
+                       "run 5 cancelled before it started"]) == "run 3 cancelled; 2 queued runs cancelled before they started"
+    assert stop_toast(["run 9 cancelled before it started"]) == "1 queued run cancelled before it started"
+    assert stop_toast([]) == "nothing to stop"
 
 
 @pytest.mark.page
@@ -262,8 +277,14 @@ def test_stop_pressed_just_after_a_pair_ended_is_not_lost_to_the_redraw(store):
     fragment_run(at, fid)  # the fragment's tick with the click, as the browser sends it
     no_errors(at)
     assert [store.get_run(i)["status"] for i in (b1, r1)] == ["cancelled", "cancelled"]
-    (toast,) = [t.value for t in at.toast]
-    assert sorted(toast.split("; ")) == sorted(f"run {i} cancelled before it started" for i in (b1, r1)), toast
+    assert [t.value for t in at.toast] == ["2 queued runs cancelled before they started"]
+    # From now on the page reads the store every second (it must say "stopped" at once), and the
+    # next read shows the comparison ended.
+    assert "stop_clicked_at" in at.session_state
+    at.run()
+    no_errors(at)
+    assert "stopped by the user; 1 complete pair kept" in texts(at.caption)
+    assert "Quiet while measuring" not in texts(at.caption)
 
 
 @pytest.mark.page

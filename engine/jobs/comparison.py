@@ -140,7 +140,8 @@ def evaluate(store: Store, comparison: dict) -> dict:
     'pair_ratios', 'verdict', 'end_to_end_speedup', 'end_to_end_ci95',
     'steady_speedup', 'steady_ci95'), 'measure' (the headline's, see
     `headline_measure`), 'history' (per complete pair k: the headline measure's
-    'speedup' and 'ci95' over the first k pairs), 'baseline_ids', 'run_ids',
+    'speedup' and 'ci95' over the first k pairs), 'baseline_ids', 'run_ids' (planned, not dropped),
+    'baselines_measured' (the baselines that started),
     'baseline_measured' (Unix s the first baseline started), 'baseline_reused' (False)}.
     """
     from engine.report.compare import effective_target
@@ -171,9 +172,9 @@ def evaluate(store: Store, comparison: dict) -> dict:
         s = stats.summarize([r[f"baseline_{measure}"] for r in done[:k]], [r[measure] for r in done[:k]], higher,
                             first_stage=first)
         out["history"].append({"pairs": k, "speedup": s["speedup"], "ci95": s["ci95"]})
-    started = [store.get_run(i) for i in out["baseline_ids"]]
-    times = [r["started"] for r in started if r and r.get("started")]
-    out["baseline_measured"] = min(times) if times else None
+    started = [r for r in (store.get_run(i) for i in out["baseline_ids"]) if r and r.get("started")]
+    out["baselines_measured"] = [r["id"] for r in started]  # not those cancelled before they started
+    out["baseline_measured"] = min(r["started"] for r in started) if started else None
     return out
 
 

@@ -238,6 +238,9 @@ def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = Non
     return bid, rid, False
 
 
+NOT_STARTED = "cancelled before it started"  # a queued run's cancel: its error and its line
+
+
 def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
     """Cancel a queued run at once, or ask a running worker to stop (SIGTERM;
     the queue process kills it after CANCEL_GRACE_S). Metrics are kept.
@@ -250,8 +253,8 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
         if run is None:
             return f"run {run_id} does not exist"
         if run["status"] == "queued":
-            store.finish_run(run_id, "cancelled", "cancelled before it started", only_if_active=True)
-            return f"run {run_id} cancelled before it started"
+            store.finish_run(run_id, "cancelled", NOT_STARTED, only_if_active=True)
+            return f"run {run_id} {NOT_STARTED}"
         if run["status"] != "running":
             return f"run {run_id} is already {run['status']}"
         store.update_run(run_id, cancel_requested=time.time())

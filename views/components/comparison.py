@@ -80,7 +80,7 @@ def details(comp: dict) -> None:
     st.caption(f"Comparison #{comp['id']}: {n} complete pair{'s' if n != 1 else ''} of {planned} planned "
                f"({how}); interleaved AB BA …, seed i for pair i"
                + (f" · **ended by:** {comp['ended_by']}" if comp.get("ended_by") and comp["status"] != "running" else ""))
-    bids = r.get("baseline_ids") or []
+    bids = r.get("baselines_measured", r.get("baseline_ids")) or []  # results stored before 2026-12-04
     if bids:
         st.caption(f"Baselines measured fresh in this comparison ({', '.join(f'#{i}' for i in bids)}), "
                    f"first {_age(r.get('baseline_measured'))}; not reused.")

@@ -29,6 +29,9 @@ SLOW_REFRESH_S = 5.0
 # While a comparison measures: progress only, read this often; the browser moves it on in between
 # (each rerun restyles the whole page: ~0.1 browser CPU-s; engine/report/progress_motion.py).
 QUIET_REFRESH_S = 15.0
+# After Stop, read every second until the comparison has settled: nothing is measured any more,
+# and the page must say "stopped" at once, not at the next 15-s read.
+STOPPING_REFRESH_S, STOPPING_S = 1.0, 30.0
 
 
 def own_active(store: Store) -> list[dict]:
@@ -46,8 +49,29 @@ def cancel_own() -> list[str]:
 
 def stop_clicked() -> None:
     """Stop's callback. It runs before the live fragment's body, which may redraw the whole page
-    first (a pair has ended): a click read from the button's return value was lost to that."""
-    st.toast("; ".join(cancel_own()) or "nothing to stop")
+    first (a pair has ended): a click read from the button's return value was lost to that.
+    The body then redraws the page (`stop_redraw`), so that `quiet_refresh_s` applies."""
+    st.toast(stop_toast(cancel_own()))
+    st.session_state["stop_clicked_at"] = time.time()
+    st.session_state["stop_redraw"] = True
+
+
+def stop_toast(lines: list[str]) -> str:
+    """runner.cancel's lines in one short toast: the runs that were running, then how many
+    queued ones were cancelled before they started (a comparison can have eight)."""
+    queued = [x for x in lines if x.endswith(runner.NOT_STARTED)]
+    said = [x for x in lines if x not in queued]
+    if queued:
+        said.append(f"{len(queued)} queued run{'s' if len(queued) != 1 else ''} cancelled before "
+                    f"{'they' if len(queued) != 1 else 'it'} started")
+    return "; ".join(said) or "nothing to stop"
+
+
+def quiet_refresh_s() -> float:
+    """How often the page reads the store while a comparison measures: QUIET_REFRESH_S, or
+    STOPPING_REFRESH_S for STOPPING_S after this session pressed Stop."""
+    stopped = st.session_state.get("stop_clicked_at")
+    return STOPPING_REFRESH_S if stopped and time.time() - stopped < STOPPING_S else QUIET_REFRESH_S
 
 
 def comparison_block(store: Store, comp: dict) -> None:
@@ -117,6 +141,8 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
         wall = summ.get("wall_sec")
         return (f":material/check_circle: {name}: completed"
                 + (f" in {wall:.1f} s" if wall else "") + rate), None
+    if st_ == "cancelled" and not (run.get("started") or run.get("pid") or p.get("step")):  # never claimed
+        return f":material/stop_circle: {name}: {runner.NOT_STARTED}", None
     if st_ == "cancelled":
         return (f":material/stop_circle: {name}: cancelled at step {p.get('step', 0)}/"
                 f"{p.get('total_steps') or '?'} (partial charts kept){rate}"), None

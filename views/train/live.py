@@ -72,6 +72,8 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
     `signature` of the measuring comparison whose block main() drew outside this
     fragment; a new pair (or its end) redraws the page. `phase`: the live_refresh
     phase main() set the interval for; a change (warm-up over) redraws the page."""
+    if st.session_state.pop("stop_redraw", False):  # Stop was pressed: read every second from now on
+        st.rerun()
     with one_line_errors("Live view"):
         with Store() as store:
             runner.reconcile(store)

@@ -11,7 +11,7 @@ from engine.report import chart_style
 from engine.store import Store
 from views.components import talk, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import QUIET_REFRESH_S, cancel_own, own_active
+from views.components.live_charts import own_active, quiet_refresh_s, stop_clicked
 from views.train.launch import launch, machine_busy
 from views.train.live import LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, current_comparison, measuring
 
@@ -29,8 +29,9 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
     summary.container(key="talk_config").markdown(talk_config_line(cfg, error))
     clicked = launch_col.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                                 disabled=cfg is None or active or bool(pending), width="stretch")
-    if stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch"):
-        st.toast("; ".join(cancel_own()) or "nothing to stop")
+    stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch",
+                    on_click=stop_clicked)
+    st.session_state.pop("stop_redraw", None)  # this run is the whole page already
     talk.toggle(mode)
     if ap_busy:
         st.info(ap_busy, icon=":material/travel_explore:")
@@ -41,7 +42,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
-    st.fragment(talk_view, run_every=(QUIET_REFRESH_S if measuring() else LIVE_REFRESH_S) if active
+    st.fragment(talk_view, run_every=(quiet_refresh_s() if measuring() else LIVE_REFRESH_S) if active
                 else WATCH_REFRESH_S)(active, bool(ap_busy))
 
 

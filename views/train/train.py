@@ -21,7 +21,7 @@ from engine.report import chart_style, live_refresh
 from engine.store import Store
 from views.components import talk, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import QUIET_REFRESH_S, comparison_block
+from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
 from views.train.controls import advanced_controls, controls, schedule_controls
 from views.train.launch import launch, machine_busy
@@ -98,7 +98,7 @@ def main() -> None:
     # While a run is active the live view re-reads the store every second; when
     # idle it is drawn once and a cheap watcher looks for new runs. While a comparison
     # measures, its headline and pair chart are drawn here, once per pair, and the
-    # fragment only moves the progress lines every QUIET_REFRESH_S.
+    # fragment only reads the store every QUIET_REFRESH_S (every second after Stop).
     live = measuring() if active else None
     if live is not None:
         with one_line_errors("Comparison"):
@@ -106,7 +106,7 @@ def main() -> None:
                 comparison_block(store, live)
     # A plain run redraws every second while it starts, every 3 s once steady (live_refresh).
     phase = live_phase() if active and live is None else None
-    st.fragment(live_view, run_every=(QUIET_REFRESH_S if live else live_refresh.refresh_s(phase)) if active
+    st.fragment(live_view, run_every=(quiet_refresh_s() if live else live_refresh.refresh_s(phase)) if active
                 else None)(active, signature(live), phase)
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
