@@ -92,7 +92,7 @@ def pairs_chart(comp: dict, key: str = "cmp_pairs", height: int = 280) -> None:
     chart drawn when a comparison starts cost the browser ~0.1 CPU-s in the measured
     window and showed nothing (benchmarks/live_view.py --open-closed)."""
     result = comp.get("result") or {}
-    if not any(r["status"] == "complete" for r in result.get("pair_rows") or []):
+    if not result.get("pairs"):  # complete pairs (engine.jobs.comparison.evaluate)
         box = st.container(height=height, border=True, key=f"{key}_waiting")
         box.markdown(f"**{pairs_title(result)}**")
         box.caption("Waiting for the first complete pair: each pair's ratio appears here as it "

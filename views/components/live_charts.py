@@ -141,7 +141,7 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
         wall = summ.get("wall_sec")
         return (f":material/check_circle: {name}: completed"
                 + (f" in {wall:.1f} s" if wall else "") + rate), None
-    if st_ == "cancelled" and not (run.get("started") or run.get("pid") or p.get("step")):  # never claimed
+    if st_ == "cancelled" and run.get("error") == runner.NOT_STARTED:  # cancelled while queued
         return f":material/stop_circle: {name}: {runner.NOT_STARTED}", None
     if st_ == "cancelled":
         return (f":material/stop_circle: {name}: cancelled at step {p.get('step', 0)}/"
