@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from engine import plain
 from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
 from engine.autopilot import search as autopilot
@@ -133,7 +134,7 @@ def status(p: dict) -> None:
         st.markdown(f":material/autorenew: **{PHASES.get(phase, phase).capitalize()}** · {what} · run "
                     f"#{cur.get('run_id', '?')} · {p.get('elapsed', 0):.0f} s since the start · {best_text}")
     elif p["state"] == "failed":
-        st.error(f"The autopilot failed: {p.get('error') or 'no message'}", icon=":material/error:")
+        st.error(f"The autopilot failed: {plain.md(p.get('error') or 'no message')}", icon=":material/error:")
     elif p["state"] == "cancelled":
         st.warning(f"The autopilot was stopped after {len(trials)} trials; what it found so far is below.",
                    icon=":material/stop_circle:")

@@ -13,6 +13,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from engine import plain
 from engine.bench import quick as bench
 from engine.report import hardware_charts
 from engine.hardware import verdicts as hardware
@@ -135,7 +136,7 @@ def tpu_card(facts: dict) -> None:
         st.caption("use device type tpu with mixed_bfloat16")
     elif tpu.get("hint"):
         st.markdown("hinted, but not reachable")
-        st.caption(tpu.get("error") or "TensorFlow reported no cores")
+        st.caption(plain.md(tpu.get("error") or "TensorFlow reported no cores"))
     else:
         st.markdown("none")
         st.caption("No TPU on this machine.")
@@ -194,7 +195,7 @@ def probe_section() -> None:
     if facts is None:
         return
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(facts.get("probed_at") or 0))
-    st.caption(f"Checked on **{facts.get('hostname', '?')}** at {when} in {facts.get('probe_seconds', '?')} s, "
+    st.caption(f"Checked on **{plain.md(facts.get('hostname', '?'))}** at {when} in {facts.get('probe_seconds', '?')} s, "
                "in a separate process (TensorFlow is never loaded by the dashboard itself). "
                f"{versions_line(facts)}")
     devices_section(facts)
@@ -202,7 +203,7 @@ def probe_section() -> None:
     if diagnosis:
         st.error(diagnosis, icon=":material/warning:")
     for err in facts.get("errors") or []:
-        st.warning(f"Probe: {err}", icon=":material/info:")
+        st.warning(f"Probe: {plain.md(err)}", icon=":material/info:")
 
     st.markdown("#### Which speed options should pay off")
     left, right = st.columns([1, 3], vertical_alignment="center")
@@ -242,7 +243,7 @@ def bench_progress(was_running: bool) -> None:
         latest = bench.load_latest() or {}
         newer = p and (p.get("finished") or 0) > (latest.get("created") or 0)
         if p and newer and p["state"] == "failed":
-            st.error(f"The last benchmark failed: {p.get('error') or 'no message'}", icon=":material/error:")
+            st.error(f"The last benchmark failed: {plain.md(p.get('error') or 'no message')}", icon=":material/error:")
         elif p and newer and p["state"] == "cancelled":
             st.caption(":material/stop_circle: The last benchmark was cancelled; the result below "
                        "(if any) is from an earlier one.")

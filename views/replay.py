@@ -13,6 +13,7 @@ import time
 
 import streamlit as st
 
+from engine import plain
 from engine.bundle import provenance
 from engine.report import chart_style
 from engine.report import replay
@@ -103,7 +104,7 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
             st.rerun()
         base, run = view.get_run(state.baseline_id), view.get_run(state.run_id)
         where = "playing" if playing else ("finished" if t >= end else "paused")
-        line = (f":material/replay: {replay.recorded_label([base, run])} · {t:,.1f} s of {end:,.1f} s recorded · "
+        line = (f":material/replay: {plain.md(replay.recorded_label([base, run]))} · {t:,.1f} s of {end:,.1f} s recorded · "
                 f"{state.speed}× · {where}")
         if talk_on:  # one line, the label first: the charts keep their room
             st.markdown(line)

@@ -5,6 +5,8 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from engine import plain
+
 log = logging.getLogger("speedlab.dashboard")
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 # Small charts (three in a row, the sidebar previews): Plotly's tool bar covered their
@@ -34,4 +36,4 @@ def one_line_errors(what: str):
             st.error(f"{what}: {line}", icon=":material/database:")
             return
         first = (str(e).splitlines() or [""])[0][:300]
-        st.error(f"{what} failed: {type(e).__name__}: {first}", icon=":material/error:")
+        st.error(f"{what} failed: {type(e).__name__}: {plain.md(first)}", icon=":material/error:")

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.jobs import runner
+from engine import plain
 from engine.report import chart_style, train_charts
 from engine.report.compare import compare, live_summary, progress
 from engine.report.live import LiveMetrics
@@ -146,7 +147,7 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
     if st_ == "cancelled":
         return (f":material/stop_circle: {name}: cancelled at step {p.get('step', 0)}/"
                 f"{p.get('total_steps') or '?'} (partial charts kept){rate}"), None
-    return f":material/error: {name}: failed: {run.get('error') or 'no message'}", None
+    return f":material/error: {name}: failed: {plain.md(run.get('error') or 'no message')}", None
 
 
 def quiet_line(store: Store, run: dict, src: LiveMetrics) -> str:
@@ -203,7 +204,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             st.button("Stop", icon=":material/stop:", key="stop", type="primary", on_click=stop_clicked,
                       help="Cancel the active run(s); their metrics stay in the store")
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
-        st.caption(f":material/info: {w}")
+        st.caption(f":material/info: {plain.md(w)}")  # a warning may carry outside text (a bundle)
     if comp is not None and not quiet:
         comparison_block(store, comp)
     if quiet:  # the headline and pair chart are drawn outside the live fragment (main)

@@ -8,7 +8,7 @@ import io
 import pandas as pd
 import streamlit as st
 
-from engine import bundle
+from engine import bundle, plain
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.runs.compare import pick_label
 
@@ -20,7 +20,7 @@ def export_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     """CSV downloads: the (filtered) table and any run's metrics."""
     st.markdown("### Download")
     c1, c2, c3, c4, c5 = st.columns([1.3, 2, 1, 1, 1], vertical_alignment="bottom")
-    c1.download_button("Table (CSV)", view.to_csv(index=False), "speedlab_runs.csv", "text/csv",
+    c1.download_button("Table (CSV)", plain.csv_frame(view).to_csv(index=False), "speedlab_runs.csv", "text/csv",
                        icon=":material/download:", key="dl_table")
     ids = view["id"].tolist()
     rid = c2.selectbox("Run metrics", ids, key="export_run", format_func=lambda i: pick_label(by_id, i))
@@ -62,12 +62,12 @@ def bundle_section(store: Store, by_id: dict) -> None:
             try:
                 pairs = bundle.import_bundle(store, io.BytesIO(file.getvalue()), file.name)
             except bundle.BundleError as e:
-                st.error(str(e), icon=":material/block:")
+                st.error(plain.md(e), icon=":material/block:")  # names the file: outside text
                 return
             hosts = {bundle.provenance(store.get_run(new)) for _, new in pairs}
             st.session_state["bundle_flash"] = (
                 f"Imported {len(pairs)} run(s) as {', '.join(f'#{new}' for _, new in pairs)}: "
-                + "; ".join(sorted(h for h in hosts if h)) + ". Replay them on the Replay page.")
+                + plain.md("; ".join(sorted(h for h in hosts if h))) + ". Replay them on the Replay page.")
             st.session_state["_bundle_n"] = n + 1
             st.rerun()
 

