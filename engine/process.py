@@ -25,16 +25,61 @@ def worker_env() -> dict:
     return env
 
 
+# Values of a stored start time at or above this are wall-clock create times (psutil's
+# create_time, s since the epoch: stores written before boot-relative start times);
+# below it they are seconds since boot (`start_time`).
+_EPOCH_FLOOR = 1e8
+
+
+def start_time(pid: Optional[int] = None) -> Optional[float]:
+    """When process `pid` (default: this one) started, in seconds since the machine booted,
+    or None if it does not exist: with the pid, what identifies the process.
+
+    Read from /proc/<pid>/stat (field 22, clock ticks since boot), which no wall-clock
+    step changes. psutil's create_time() follows the wall clock since psutil 7.0.1, so
+    after a clock step a live process read as dead (psutil#2541); psutil's
+    create_time(monotonic=True) does the same, but psutil 7.2.2 (pinned) lacks it.
+    Elsewhere than Linux: psutil's create_time(monotonic=True) where it exists, else
+    create_time() minus boot_time()."""
+    pid = os.getpid() if pid is None else int(pid)
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        # The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return None  # Linux: no such process
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        p = psutil.Process(pid)
+        try:
+            return float(p.create_time(monotonic=True))
+        except TypeError:  # psutil without the monotonic clock
+            return p.create_time() - psutil.boot_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
 def process_alive(pid: Optional[int], started: Optional[float]) -> bool:
     """True if `pid` is alive, not a zombie, and is the process started at `started`
-    (psutil create_time, s since the epoch): guards against PID reuse."""
+    (`start_time`: s since boot; a value from an older store, psutil's wall-clock
+    create_time, is compared with that instead): guards against PID reuse, and a
+    wall-clock step cannot make a live process look dead."""
     if not pid:
         return False
     try:
         p = psutil.Process(pid)
         if p.status() == psutil.STATUS_ZOMBIE:
             return False
-        return started is None or abs(p.create_time() - started) < 1.0
+        if started is None:
+            return True
+        if started >= _EPOCH_FLOOR:
+            return abs(p.create_time() - started) < 1.0
+        now = start_time(pid)
+        return now is not None and abs(now - started) < 0.5
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 

@@ -82,12 +82,11 @@ def progress_writer(path):
 
     if not path:
         return lambda **fields: None
-    import psutil
-
     from engine.jobs import background
+    from engine.process import start_time
 
     prior = background.read_json(Path(path)) or {}
-    state = {"state": "running", "pid": os.getpid(), "pid_started": psutil.Process().create_time(),
+    state = {"state": "running", "pid": os.getpid(), "pid_started": start_time(),
              "started": time.time(), "done": 0, "total": None, "current": None, "last": None,
              "error": None}
     if prior.get("state") == "starting":

@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 
 from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
+from engine.process import start_time
 from engine.store import LONG_PATIENCE_S, DamagedRunError, Store
 
 
@@ -135,11 +135,8 @@ def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
                         "worker.log" if i == 0 else f"worker-{i}.log") for i in range(n)]
     else:
         procs = [_spawn(store, run_id, [], "worker.log", spare)]
-    try:
-        started = psutil.Process(procs[0].pid).create_time()
-    except psutil.NoSuchProcess:
-        started = None
-    store.update_run(run_id, pid=procs[0].pid, pid_started=started)
+    # Known by pid and boot-relative start time: a wall-clock step cannot make it look dead.
+    store.update_run(run_id, pid=procs[0].pid, pid_started=start_time(procs[0].pid))
     codes: dict[int, int] = {}
     failure = None
     killed_at = None

@@ -9,22 +9,22 @@ back to back even when the caller goes away.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
-
-import psutil
 
 
 from engine.config import RunConfig, baseline_config
 from engine.errors import ActiveRunError
 from engine.preflight import check_runnable
-from engine.process import ROOT, process_alive, read_tail, worker_env  # noqa: F401 (re-used by callers)
+from engine.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
 from engine.store import ACTIVE_STATUSES, Store
 
 def idle_exit_s() -> float:
@@ -58,34 +58,94 @@ def queue_alive(store: Store) -> bool:
         return False
 
 
-# A queued run this young may be waiting for the queue process its submitter is
-# starting right now (submit stores it, then starts the queue) (s).
+# A queued run this young, queued after the last hand-over to a queue process and while no
+# submit is under way, may still be waiting for a caller that queued it with start=False
+# and starts the queue next (engine.jobs.comparison.start) (s). Runs handed to a queue
+# that has died are settled at once.
 ORPHAN_GRACE_S = 10.0
 
 
-def queue_starting(store: Store) -> bool:
-    """Whether the queue process started last (queue.pid: pid and psutil create time)
-    is still alive: it may not hold the queue lock yet."""
+def _marker(store: Store) -> tuple[int, float, float]:
+    """queue.pid: (pid, start_time of the queue process started last, wall time of the last
+    hand-over: when a submit last saw a queue serve or start for its runs); zeros if none."""
     try:
-        pid, started = (store.path.parent / "queue.pid").read_text().split()
-        return process_alive(int(pid), float(started))
-    except (OSError, ValueError):
-        return False
+        parts = (store.path.parent / "queue.pid").read_text().split()
+        return int(parts[0]), float(parts[1]), float(parts[2]) if len(parts) > 2 else 0.0
+    except (OSError, ValueError, IndexError):
+        return 0, 0.0, 0.0
 
 
-def reconcile(store: Store) -> None:
+def _write_marker(path: Path, pid: int, started: Optional[float]) -> None:
+    try:
+        path.write_text(f"{pid} {started or 0.0} {time.time()}")
+    except OSError:
+        pass
+
+
+def queue_starting(store: Store) -> bool:
+    """Whether the queue process started last (queue.pid: pid and start time) is still
+    alive: it may not hold the queue lock yet."""
+    pid, started, _ = _marker(store)
+    return bool(pid) and process_alive(pid, started)
+
+
+@contextmanager
+def submit_lock(store: Store):
+    """Held while a submit checks for an active run, queues its runs and starts the queue:
+    simultaneous submits (tabs, scripts) then queue exactly one launch, and `reconcile`
+    knows a submit is under way (its queued runs are not orphans). An flock, so it ends
+    with its process; a read-only home has none (nothing can be submitted there)."""
+    import fcntl
+
+    try:
+        fh = open(store.path.parent / "submit.lock", "a")
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+    finally:
+        fh.close()  # releases the lock
+
+
+def submitting(store: Store) -> bool:
+    """Whether another process or thread holds `submit_lock` now."""
+    import fcntl
+
+    try:
+        with open(store.path.parent / "submit.lock", "a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    except OSError:
+        pass
+    return False
+
+
+def reconcile(store: Store, locked: bool = False) -> None:
     """Settle runs that no process will ever finish, once no queue process serves the
-    store (a live queue settles its runs itself, with better reasons):
+    store (a live queue settles its runs itself, with better reasons). A dead queue is
+    known at once: its flock on queue.lock ended with it.
 
-    - running, its worker gone (pid plus start time, so a reused pid is not taken for
-      it): failed, "worker process ended without reporting";
-    - running with no worker recorded, or queued, and the queue process gone (killed,
-      crashed, the machine rebooted): failed, saying so, so that new runs are accepted
-      again and nobody waits for a run that will not start.
+    - running, its worker gone (pid plus boot-relative start time, so neither a reused
+      pid nor a clock step misleads): failed, "worker process ended without reporting";
+    - running with no worker recorded, or queued and handed to a queue that is gone
+      (killed, crashed, the machine rebooted): failed at once, saying so, so that new
+      runs are accepted again and nobody waits for a run that will not start. Only a
+      queued run that no queue was ever told of, while no submit is under way, gets
+      ORPHAN_GRACE_S (its caller may be about to start the queue).
+
+    `locked`: the caller holds `submit_lock` (submit itself).
     """
     active = store.list_runs(["queued", "running"])
     if not active or queue_alive(store) or queue_starting(store):
         return
+    if not locked and any(r["status"] == "queued" for r in active) and submitting(store):
+        active = [r for r in active if r["status"] != "queued"]  # its submitter starts the queue next
+    handed = _marker(store)[2]
     now = time.time()
     for run in active:
         if run["status"] == "running" and run["pid"]:
@@ -95,15 +155,16 @@ def reconcile(store: Store) -> None:
             store.finish_run(run["id"], "failed", "worker process ended without reporting "
                              "(killed or crashed); see stderr_tail", only_if_active=True,
                              stderr_tail=tail)
-        elif now - (run.get("started") or run["created"]) > ORPHAN_GRACE_S:
+        elif (run["status"] == "running" or run["created"] <= handed
+              or now - run["created"] > ORPHAN_GRACE_S):
             what = "before its worker started" if run["status"] == "running" else "before it started"
             store.finish_run(run["id"], "failed", f"its queue process ended {what} (killed or crashed); "
                              "nothing ran: launch it again", only_if_active=True)
 
 
-def active_run(store: Store) -> Optional[dict]:
+def active_run(store: Store, locked: bool = False) -> Optional[dict]:
     """The oldest queued or running run after `reconcile`, or None."""
-    reconcile(store)
+    reconcile(store, locked)
     runs = store.active_runs()
     return runs[0] if runs else None
 
@@ -130,27 +191,36 @@ def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
     Returns: the new run ids, in order.
     Raises: ActiveRunError if a run is active; ConfigError if this machine
     cannot run a config (checked before anything is queued).
+
+    The busy check, the inserts (one transaction) and starting the queue happen under
+    `submit_lock`, so of simultaneous submits exactly one queues its runs.
     """
     roles = roles or ["run"] * len(configs)
     warnings = [check_runnable(c) for c in configs]
     store = Store(store_path)
     try:
-        run = active_run(store)
-        if run:
-            raise ActiveRunError(run)
-        group = group_id or uuid.uuid4().hex[:8]
-        ids = []
-        for cfg, role, warn in zip(configs, roles, warnings):
-            rid = store.create_run(cfg.to_json(), role=role, group_id=group)
-            store.update_run(rid, baseline_id=rid if role == "baseline" else baseline_id,
-                             **({"summary": {"warnings": warn}} if warn else {}))
-            if role == "baseline":
-                baseline_id = rid
-            ids.append(rid)
+        with submit_lock(store):
+            run = active_run(store, locked=True)
+            if run:
+                raise ActiveRunError(run)
+            group = group_id or uuid.uuid4().hex[:8]
+            ids = []
+            with store.tx() as conn:
+                for cfg, role, warn in zip(configs, roles, warnings):
+                    rid = int(conn.execute(
+                        "INSERT INTO runs (created, group_id, role, config, status, summary) "
+                        "VALUES (?,?,?,?,'queued',?)",
+                        (time.time(), group, role, cfg.to_json(),
+                         json.dumps({"warnings": warn}) if warn else None)).lastrowid)
+                    conn.execute("UPDATE runs SET baseline_id=? WHERE id=?",
+                                 (rid if role == "baseline" else baseline_id, rid))
+                    if role == "baseline":
+                        baseline_id = rid
+                    ids.append(rid)
+            if start:
+                ensure_queue(store_path)
     finally:
         store.close()
-    if start:
-        ensure_queue(store_path)
     return ids
 
 
@@ -159,24 +229,18 @@ def ensure_queue(store_path: Optional[os.PathLike] = None) -> bool:
     polls the store, so a live one picks new runs up by itself). Returns whether
     one was started."""
     store = Store(store_path) if store_path else Store()
+    marker = store.path.parent / "queue.pid"
     try:
-        if queue_alive(store):
+        pid, started, _ = _marker(store)
+        # A live queue, or one started a moment ago that may not hold the lock yet: don't
+        # pile a second on it; the runs queued so far are handed to it (the marker's time).
+        if queue_alive(store) or (pid and process_alive(pid, started)):
+            _write_marker(marker, pid, started)
             return False
-        # One started a moment ago may not hold the lock yet: don't pile a second on it.
-        marker = store.path.parent / "queue.pid"
-        try:
-            pid, started = marker.read_text().split()
-            if process_alive(int(pid), float(started)):
-                return False
-        except (OSError, ValueError):
-            pass
     finally:
         store.close()
     proc = start_queue(store_path)
-    try:
-        marker.write_text(f"{proc.pid} {psutil.Process(proc.pid).create_time()}")
-    except (OSError, psutil.Error):
-        pass
+    _write_marker(marker, proc.pid, start_time(proc.pid))
     return True
 
 
@@ -259,10 +323,20 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
             return f"run {run_id} is already {run['status']}"
         store.update_run(run_id, cancel_requested=time.time())
         if process_alive(run["pid"], run["pid_started"]):
-            os.kill(run["pid"], signal.SIGTERM)
-            return f"run {run_id}: stop requested"
-        store.finish_run(run_id, "cancelled", "cancelled", only_if_active=True)
-        return f"run {run_id} cancelled"
+            try:
+                os.kill(run["pid"], signal.SIGTERM)
+                return f"run {run_id}: stop requested (SIGTERM sent to its worker, pid {run['pid']})"
+            except (ProcessLookupError, PermissionError) as e:
+                return (f"run {run_id}: its worker (pid {run['pid']}) could not be signalled ({e}); "
+                        f"its queue kills it within {CANCEL_GRACE_S:.0f} s")
+        if not run["pid"] and (queue_alive(store) or queue_starting(store)):
+            return f"run {run_id}: stop requested (its worker is starting; the queue stops it)"
+        # No process to signal: the worker ended without reporting; say so, not "cancelled".
+        tail = read_tail(store.run_dir(run_id) / "worker.log") if run["pid"] else None
+        store.finish_run(run_id, "failed", "worker process not found when cancelled (it ended without "
+                         "reporting: killed or crashed)", only_if_active=True, stderr_tail=tail)
+        return (f"run {run_id}: its worker process could not be found (pid {run['pid'] or 'not recorded'}); "
+                "nothing to stop: marked failed")
     finally:
         store.close()
 

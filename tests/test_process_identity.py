@@ -1,0 +1,133 @@
+"""Processes known by more than a pid, and one launch at a time (issue 42, items 4 and 7):
+a wall-clock step (psutil's create_time moved by 5 s, psutil#2541) leaves a live worker
+alive to cancel and a live autopilot 'running'; a cancel whose process is gone says so; a
+dead queue's runs are settled at the next launch at once; simultaneous submits queue one."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from engine import process
+from engine.config import RunConfig
+from engine.errors import ActiveRunError
+from engine.jobs import background, runner
+from engine.store import Store
+
+
+@pytest.fixture
+def clock_step(monkeypatch):
+    """psutil's create_time() 5 s off, as after a wall-clock step (NTP, a suspended VM)."""
+    real = psutil.Process.create_time
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self, *a, **k: real(self, *a, **k) + 5.0)
+
+
+@pytest.fixture
+def sleeper():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield p
+    if p.poll() is None:
+        p.kill()
+    p.wait()
+
+
+def test_start_time_is_since_boot_and_ignores_create_time(monkeypatch):
+    me = process.start_time()
+    assert 0 < me < time.monotonic() + 1  # seconds since boot (CLOCK_MONOTONIC counts from boot on Linux)
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self, *a, **k: 0.0)
+    assert process.start_time() == me
+    assert process.process_alive(os.getpid(), me)
+    assert not process.process_alive(os.getpid(), me - 3.0)  # another process that had this pid
+    assert process.start_time(2**22 + 12345) is None
+
+
+def test_a_stored_wall_clock_create_time_from_an_older_store_still_matches():
+    assert process.process_alive(os.getpid(), psutil.Process().create_time())
+
+
+@pytest.mark.worker
+def test_cancel_signals_a_live_worker_after_a_clock_step(store, clock_step, sleeper):
+    cfg = RunConfig(epochs=1)
+    rid = store.create_run(cfg.to_json(), status="running")
+    store.update_run(rid, pid=sleeper.pid, pid_started=process.start_time(sleeper.pid), started=time.time())
+    assert runner.queue_alive(store) is False
+    line = runner.cancel(rid)
+    assert line.startswith(f"run {rid}: stop requested (SIGTERM sent")
+    assert sleeper.wait(timeout=5) == -signal.SIGTERM  # delivered: the worker stopped
+    assert store.get_run(rid)["status"] == "running"  # the queue settles it as cancelled (cancel_requested)
+    assert store.get_run(rid)["cancel_requested"]
+
+
+def test_a_cancel_whose_worker_is_gone_says_so_not_cancelled(store):
+    rid = store.create_run(RunConfig(epochs=1).to_json(), status="running")
+    store.update_run(rid, pid=2**22 + 12345, pid_started=12.5, started=time.time())
+    line = runner.cancel(rid)
+    assert "could not be found" in line and "cancelled" not in line
+    run = store.get_run(rid)
+    assert run["status"] == "failed" and run["error"].startswith("worker process not found when cancelled")
+
+
+@pytest.mark.worker
+def test_a_background_job_after_a_clock_step_reads_running_and_stop_signals_it(store_home, clock_step, sleeper):
+    job = {"state": "running", "pid": sleeper.pid, "pid_started": process.start_time(sleeper.pid),
+           "started": time.time()}
+    assert background.check(job, "autopilot")["state"] == "running"
+    assert background.stop(job) is True
+    assert sleeper.wait(timeout=5) == -signal.SIGTERM
+    assert background.stop(job) is False  # nothing left to signal: says so
+    assert background.check(job, "autopilot")["state"] == "failed"
+
+
+def test_runs_handed_to_a_queue_that_died_are_settled_at_once(store):
+    """The comparison's runs were queued, then its queue started (queue.pid) and was killed:
+    the next launch, a moment later, is accepted (no ORPHAN_GRACE_S wait)."""
+    ids = runner.submit([RunConfig(epochs=1), RunConfig(epochs=2)], start=False)
+    runner._write_marker(store.path.parent / "queue.pid", 2**22 + 12345, 99.0)  # handed over; now dead
+    assert runner.active_run(store) is None
+    assert {store.get_run(i)["status"] for i in ids} == {"failed"}
+    assert store.get_run(ids[0])["error"].startswith("its queue process ended before it started")
+    (new,) = runner.submit([RunConfig(epochs=1)], start=False)
+    assert store.get_run(new)["status"] == "queued"
+
+
+def test_a_run_never_handed_to_a_queue_keeps_its_grace_and_a_submit_under_way_is_waited_for(store):
+    (rid,) = runner.submit([RunConfig(epochs=1)], start=False)
+    assert runner.active_run(store)["id"] == rid  # queued by a caller about to start the queue
+    store.update_run(rid, created=time.time() - 2 * runner.ORPHAN_GRACE_S)
+    with runner.submit_lock(Store(store.path)):  # a submit under way: its queue starts next
+        runner.reconcile(store)
+        assert store.get_run(rid)["status"] == "queued"
+    runner.reconcile(store)
+    assert store.get_run(rid)["status"] == "failed"
+
+
+def _submit_at(path: str, at: float, out) -> None:
+    time.sleep(max(0.0, at - time.time()))
+    try:
+        out.put(runner.submit([RunConfig(epochs=1)], store_path=path, start=False)[0])
+    except ActiveRunError:
+        out.put(None)
+
+
+@pytest.mark.worker
+def test_four_simultaneous_submits_queue_exactly_one_in_each_of_ten_rounds(store):
+    ctx = multiprocessing.get_context("fork")
+    for _round in range(10):
+        out = ctx.Queue()
+        at = time.time() + 0.3
+        procs = [ctx.Process(target=_submit_at, args=(str(store.path), at, out)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        got = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        queued = [g for g in got if g is not None]
+        assert len(queued) == 1, got
+        store.finish_run(queued[0], "cancelled", runner.NOT_STARTED)
+    assert store.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 10
