@@ -145,7 +145,8 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
                 f"{(state.get('seed') or 0) + 1}), factor = its time / the winner's", "",
                 "| technique | run | time to target | factor | 95% interval | verdict |",
                 "| --- | --- | --- | --- | --- | --- |"]
-        words = {"faster": "it helps", "slower": "faster without it", "no difference": "within noise"}
+        words = {"faster": "it helps", "slower": "faster without it", "inconclusive": "inconclusive",
+                 "equivalent": "equivalent"}
         for a in ab:
             out.append(f"| {a['label']} | {'#' + str(a['run_id']) if a.get('run_id') else '–'} | "
                        f"{_s(a.get('time_to_target_sec'))} | {_x(a.get('factor'))} | {_ci(a.get('ci95'))} | "

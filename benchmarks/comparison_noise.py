@@ -64,7 +64,7 @@ def describe(name: str, comp: dict) -> tuple[list, str]:
 
 
 def sub_comparisons(ratios: list, k: int) -> tuple[float, list]:
-    """(share of k-pair sub-comparisons whose verdict is not 'no difference', their half widths)."""
+    """(share of k-pair sub-comparisons whose verdict is 'faster' or 'slower', their half widths)."""
     from engine.report import stats
 
     verdicts, widths = [], []

@@ -104,7 +104,7 @@ def test_adaptive_noisy_pairs_end_at_the_pair_limit(no_queue, store):
           (10.0 / speed[run["config"]["seed"]], 100.0))
     comp = cstore.get(store, cid)
     assert comp["ended_by"].startswith("pair limit (5) reached; interval ±")
-    assert comp["result"]["pairs"] == 5 and comp["result"]["verdict"] == "no difference"
+    assert comp["result"]["pairs"] == 5 and comp["result"]["verdict"] == "inconclusive"
 
 
 def test_stop_keeps_the_complete_pairs(no_queue, store):
@@ -124,14 +124,19 @@ def test_a_pair_whose_run_misses_the_target_is_counted(no_queue, store):
           ((None if run["config"]["seed"] == 1 else 8.0), 125.0))
     r = cstore.get(store, cid)["result"]
     assert r["pairs"] == 3
-    assert r["pair_ratios"] == [pytest.approx(1.25), None, pytest.approx(1.25)]
-    assert r["time_to_accuracy"]["not_reached"] == 1
-    assert r["time_to_accuracy"]["missing"] == [{"pair": 1, "side": "run"}]
+    # Pair 2's run completed without reaching 0.95: its last validation at 5.0 s is a censored
+    # time (every seed counts), so its ratio 10 / 5 = 2.0 is an upper bound and stays in.
+    assert r["pair_ratios"] == [pytest.approx(1.25), pytest.approx(2.0), pytest.approx(1.25)]
+    assert r["time_to_accuracy"]["not_reached"] == 0
+    assert r["time_to_accuracy"]["censored"] == [{"pair": 1, "side": "run"}]
+    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 2}
     from engine.report.stats import comparison_headline
 
     h = comparison_headline(r)
-    assert h["text"] == "1.25x faster [1.25–1.25], 2 pairs"  # two identical ratios: zero width
-    assert h["note"] == "1 pair without a ratio (run did not reach the target)"
+    assert h["verdict"] == "inconclusive" and h["tone"] == "neutral"
+    assert h["text"].startswith("inconclusive: 1.46x (")
+    assert h["note"].startswith("the candidate missed the target on 1 seed")
+    assert h["reached"] == "reached the target on 2 of 3 seeds (baseline 3 of 3)"
 
 
 def test_a_a_comparison_runs_the_baseline_on_both_sides(no_queue, store):
@@ -178,7 +183,7 @@ def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store
     at = app("views/runs/runs.py")
     no_errors(at)
     (table,) = [d.value for d in at.dataframe if "headline" in d.value.columns]
-    assert list(table["headline"]) == ["1.27x faster [1.18–1.38], 4 pairs"]
+    assert list(table["headline"]) == ["1.27x faster (+18% to +38%), 4 pairs vs Keras-default Adam 1e-3"]
     assert list(table["verdict"]) == ["faster"] and list(table["pairs"]) == [4]
     assert list(table["ended by"]) == ["the 4 pairs asked for"]
 
@@ -208,3 +213,81 @@ def test_stop_between_two_runs_still_ends_the_comparison(no_queue, store):
     assert comparison.running(store) is None  # settled on the next look
     comp = cstore.get(store, cid)
     assert comp["status"] == "stopped" and comp["ended_by"] == "stopped by the user; 1 complete pair kept"
+
+
+def _finish_split(st: Store, rid: int, vals: list, sps: float, test_acc: float):
+    """Complete run `rid` with one epoch row per (t, val_accuracy) in `vals`, 1,000
+    training samples an epoch, steady samples/s `sps` and test accuracy `test_acc`."""
+    st.update_run(rid, status="running", started=1.0, plan={"n_train": 1000, "dropped_samples_per_epoch": 0})
+    st.add_metrics(rid, epochs=[(i, t, 10 * (i + 1), 0.5, 0.9, 0.4, v, 0.001) for i, (t, v) in enumerate(vals)])
+    st.finish_run(rid, "completed", summary={"samples_per_sec": sps, "end_to_end_samples_per_sec": sps / 2,
+                                            "target_accuracy": 0.95, "test_accuracy": test_acc})
+
+
+def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no_queue, store):
+    # Baseline: 0.96 at its 3rd validation, 6.0 s and 3,000 samples in; 500 samples/s; test 0.95.
+    # Run: 0.96 at its 2nd, 2.5 s (pair 2: 2.0 s) and 2,000 samples in; 1,000 samples/s; test 0.94.
+    # Pair 1: 6 / 2.5 = 2.4x = 2.0x throughput x 1.5x fewer samples x 0.8x outside training.
+    # Pair 2: 6 / 2.0 = 3.0x = 2.0 x 1.5 x 1.0. Pair 3 as pair 1. Geometric means: 17.28^(1/3) = 2.585x
+    # = 2.0 x 1.5 x 0.64^(1/3) (0.862).
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=3), pairs=3)
+    base_vals = [(2.0, 0.90), (4.0, 0.90), (6.0, 0.96)]
+
+    def play(st):
+        n = 0
+        while (row := st.conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()):
+            run = st.get_run(row[0])
+            if run["role"] == "baseline":
+                _finish_split(st, row[0], base_vals, 500.0, 0.95)
+            else:
+                n += 1
+                t = 2.0 if n == 2 else 2.5
+                _finish_split(st, row[0], [(1.0, 0.90), (t, 0.96)], 1000.0, 0.94)
+            comparison.on_run_end(st, row[0])
+
+    play(store)
+    r = cstore.get(store, cid)["result"]
+    tta = r["time_to_accuracy"]
+    assert tta["pair_ratios"] == pytest.approx([2.4, 3.0, 2.4])
+    f = r["factors"]
+    assert f["throughput"]["speedup"] == pytest.approx(2.0)
+    assert f["sample_efficiency"]["speedup"] == pytest.approx(1.5)
+    assert f["outside_training"]["pair_ratios"] == pytest.approx([0.8, 1.0, 0.8])
+    assert f["outside_training"]["speedup"] == pytest.approx((0.8 * 1.0 * 0.8) ** (1 / 3))
+    product = f["throughput"]["speedup"] * f["sample_efficiency"]["speedup"] * f["outside_training"]["speedup"]
+    assert product == pytest.approx(tta["speedup"], rel=1e-9)
+    assert f["throughput"]["ci95"] == pytest.approx([2.0, 2.0])  # the same ratio in every pair
+    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3}
+    d = r["test_accuracy_delta"]
+    assert d["mean"] == pytest.approx(-0.01) and d["ci95"] == pytest.approx([-0.01, -0.01]) and d["pairs"] == 3
+    assert r["baseline_kind"] == "default" and r["baseline_label"] == "Keras-default Adam 1e-3"
+    from engine.report import stats
+
+    h = stats.comparison_headline(r)
+    assert h["verdict"] == "faster" and h["tone"] == "neutral"  # 1 point lower on the test set: not green
+    assert h["factors"] == "2.59x = 2.00x throughput × 1.50x fewer samples × 0.86x time outside training"
+    assert h["reached"] == "reached the target on 3 of 3 seeds (baseline 3 of 3)"
+
+
+def test_a_candidate_that_missed_a_seed_is_kept_censored_and_never_green(no_queue, store):
+    # Pairs 1-3 as above but equal speed on the clock; pair 4's run never reaches 0.95 in
+    # 3 epochs (5.0 s): its censored ratio 6 / 5 = 1.2 stays in, and bars 'faster'.
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=3), pairs=4)
+    n = 0
+    while (row := store.conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()):
+        run = store.get_run(row[0])
+        if run["role"] == "baseline":
+            _finish_split(store, row[0], [(2.0, 0.90), (4.0, 0.90), (6.0, 0.96)], 500.0, 0.95)
+        else:
+            n += 1
+            vals = [(1.5, 0.9), (3.0, 0.9), (5.0, 0.9)] if n == 4 else [(1.0, 0.90), (2.0 + 0.1 * n, 0.96)]
+            _finish_split(store, row[0], vals, 1000.0, 0.95)
+        comparison.on_run_end(store, row[0])
+    r = cstore.get(store, cid)["result"]
+    tta = r["time_to_accuracy"]
+    assert tta["pair_ratios"][3] == pytest.approx(1.2)
+    assert tta["censored"] == [{"pair": 3, "side": "run"}]
+    assert tta["ci95"][0] > 1 and r["verdict"] == "inconclusive"
+    assert r["reached"] == {"pairs": 4, "baseline": 4, "run": 3}
+    # The censored side's samples are those it trained: 3,000 for 3,000, sample efficiency 1.0 there.
+    assert r["factors"]["sample_efficiency"]["pair_ratios"][3] == pytest.approx(1.0)

@@ -126,7 +126,7 @@ def summarize(cells: list[dict], samples: list[dict]) -> dict:
         'speedup_min', 'speedup_max', 'repeats', 'warmup_sec' (median over the repeats
         that compiled), 'speedup_ci95' ([low, high]: 95% t interval of the geometric mean
         of the per-repeat ratios, engine.report.stats; None with one repeat), 'verdict'
-        ('faster' | 'slower' | 'no difference' | None)}], 'best': the cell with the
+        (engine.report.stats.VERDICTS or None; none under 3 repeats)}], 'best': the cell with the
         highest median speedup}.
     """
     from engine.report import stats

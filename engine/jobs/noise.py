@@ -3,8 +3,11 @@
 A short A/A comparison (engine.jobs.comparison, kind 'aa'): the float32 baseline
 of the cheapest configuration that still reaches the data set's target accuracy
 (digits, the cnn, 10 epochs: its time to 0.95 is what a headline measures) against itself, in NOISE_PAIRS interleaved pairs, each run in its own
-fresh worker as every run. Any verdict but "no difference" would be wrong; the
-interval's relative half width is the **noise floor**: a speedup smaller than
+fresh worker as every run. The two sides of a pair train on different seeds
+(engine.jobs.comparison.AA_SEED_OFFSET), because a real A/B comparison's time to
+accuracy carries the spread between seeds as well as timing jitter. Any verdict
+but "equivalent" or "inconclusive" would be wrong; the interval's relative half width is
+the **noise floor**, one per figure (`floor_of`): a speedup smaller than
 that is within this machine's noise (engine.report.stats.below_floor). The
 comparison is stored like any other (engine.store_comparisons); `latest` reads
 the newest one of this host back, whichever command measured it
@@ -47,11 +50,13 @@ def start(pairs: int = NOISE_PAIRS, store_path: Optional[os.PathLike] = None) ->
     return comparison.start(noise_config(), kind="aa", pairs=pairs, store_path=store_path)
 
 
-def floor_of(comp: Optional[dict]) -> Optional[float]:
-    """The relative half width (0.08 = ±8%) of a stored A/A comparison's headline
-    measure (time to accuracy, else end-to-end samples/s), or None."""
+def floor_of(comp: Optional[dict], measure: Optional[str] = None) -> Optional[float]:
+    """The relative half width (0.08 = ±8%) of a stored A/A comparison's `measure`
+    ('time_to_accuracy', 'end_to_end', 'steady'; default its headline measure), or None.
+    Each figure has its own floor: a time to accuracy carries the spread between seeds
+    (the A/A sides train on different seeds), a steady rate only timing jitter."""
     r = (comp or {}).get("result") or {}
-    return (r.get(r.get("measure") or "time_to_accuracy") or {}).get("half_width")
+    return (r.get(measure or r.get("measure") or "time_to_accuracy") or {}).get("half_width")
 
 
 def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
@@ -75,10 +80,17 @@ def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
             "config": {k: cfg.get(k) for k in ("dataset", "model", "epochs")}}
 
 
-def floor(store, hostname: Optional[str] = None) -> Optional[float]:
-    """This machine's stored noise floor (`latest`'s 'floor'), or None."""
-    info = latest(store, hostname)
-    return info["floor"] if info else None
+def floor(store, hostname: Optional[str] = None, measure: Optional[str] = None) -> Optional[float]:
+    """This machine's stored noise floor (`latest`'s 'floor'), or that of `measure`
+    (see `floor_of`) when given; None when not measured."""
+    from engine import store_comparisons as cstore
+
+    if measure is None:
+        info = latest(store, hostname)
+        return info["floor"] if info else None
+    if not hasattr(store, "conn"):
+        return None
+    return floor_of(cstore.latest_noise(store, hostname or os.uname().nodename), measure)
 
 
 def running(store) -> Optional[dict]:

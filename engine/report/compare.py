@@ -45,6 +45,35 @@ def time_to_accuracy(epochs: list[dict], target: Optional[float]) -> Optional[fl
     return hit["t"] if hit else None
 
 
+def samples_to_accuracy(run: dict, epochs: list[dict], target: Optional[float]) -> Optional[float]:
+    """Training samples seen until the end of the first validation at or above `target`
+    (epochs done x samples per epoch: plan n_train - dropped_samples_per_epoch), or None."""
+    if target is None:
+        return None
+    hit = next((e for e in epochs if e.get("val_accuracy") is not None
+                and e["val_accuracy"] >= target - 1e-6), None)
+    return _samples_after(run, hit)
+
+
+def _samples_after(run: dict, epoch_row: Optional[dict]) -> Optional[float]:
+    plan = run.get("plan") or {}
+    if epoch_row is None or not plan.get("n_train"):
+        return None
+    return float((int(epoch_row["epoch"]) + 1) * (plan["n_train"] - (plan.get("dropped_samples_per_epoch") or 0)))
+
+
+def censored_time(run: dict, epochs: list[dict], target: Optional[float]) -> tuple[Optional[float], Optional[float]]:
+    """(s, samples) trained by a completed run that never reached `target`: the time and
+    samples at its last validation, a lower bound of its time to accuracy (a censored
+    observation); (None, None) when it reached the target, did not complete, or has no
+    validation."""
+    if target is None or run.get("status") != "completed" or not epochs or \
+            time_to_accuracy(epochs, target) is not None:
+        return None, None
+    last = epochs[-1]
+    return last.get("t"), _samples_after(run, last)
+
+
 def not_reached(run: dict, epochs: list[dict], target: Optional[float]) -> Optional[str]:
     """'not reached in N epochs' (or '... yet' while the run is active) when a target
     is set and no validation reached it; None otherwise."""
@@ -153,7 +182,11 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     `target` overrides the target accuracy (default: `effective_target` of the run).
     `source`: where metrics come from (engine.report.live: StoreMetrics by default,
     LiveMetrics for a live page that reads only new rows).
-    Also: the rates behind each ratio, 'target_accuracy', 'breakdown' /
+    Also: the rates behind each ratio, 'target_accuracy', 'samples_to_accuracy' /
+    'baseline_samples_to_accuracy' (samples, `samples_to_accuracy`), 'censored' /
+    'baseline_censored' ({'sec', 'samples'} of a completed run that missed the target,
+    see `censored_time`), 'test_accuracy' / 'baseline_test_accuracy' (fraction, the
+    held-out test split; None for older runs), 'breakdown' /
     'baseline_breakdown' (see `breakdown`), 'notice' (see `divergence_notice`),
     'setup_notice' (see `setup_notice`) and 'caveats' (one line each, e.g. a different model or machine).
     Raises: KeyError if a run does not exist.
@@ -187,6 +220,11 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
         "baseline_id": baseline_id, "run_id": run_id, "target_accuracy": goal,
         "baseline_time_to_accuracy_sec": tb, "time_to_accuracy_sec": tr,
         "time_to_accuracy_speedup": (tb / tr) if tb and tr else None,
+        "baseline_samples_to_accuracy": samples_to_accuracy(base, ep_b, goal),
+        "samples_to_accuracy": samples_to_accuracy(run, ep_r, goal),
+        "baseline_censored": dict(zip(("sec", "samples"), censored_time(base, ep_b, goal))),
+        "censored": dict(zip(("sec", "samples"), censored_time(run, ep_r, goal))),
+        "baseline_test_accuracy": b.get("test_accuracy"), "test_accuracy": r.get("test_accuracy"),
         "baseline_time_to_accuracy_note": not_reached(base, ep_b, goal),
         "time_to_accuracy_note": not_reached(run, ep_r, goal),
         "baseline_end_to_end_samples_per_sec": eb, "end_to_end_samples_per_sec": er,

@@ -12,7 +12,8 @@ from engine import store_comparisons as cstore
 from engine.report import stats
 from engine.report.comparison_charts import pairs_figure, pairs_title
 
-# Green only when the interval lies above 1; neutral for "no difference".
+# Green only for "faster" (the interval above 1, every seed reached, test accuracy held);
+# neutral for "equivalent" and "inconclusive".
 TONE_COLORS = {"good": "#15803D", "bad": "#B91C1C", "neutral": "#374151"}
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
 
@@ -30,11 +31,13 @@ def lookup(store, run: dict | None) -> dict | None:
     return comp
 
 
-def noise_floor(store) -> float | None:
-    """This machine's stored A/A half width (relative), or None."""
+def noise_floor(store, comp: dict | None = None) -> float | None:
+    """This machine's stored A/A half width (relative) for the headline measure of `comp`
+    (each figure has its own floor, engine.jobs.noise.floor_of), or None."""
     from engine.jobs import noise
 
-    return noise.floor(store)
+    measure = ((comp or {}).get("result") or {}).get("measure")
+    return noise.floor(store, measure=measure) if measure else noise.floor(store)
 
 
 def _age(t: float | None) -> str:
@@ -56,6 +59,9 @@ def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key
     box.caption(label)
     box.markdown(f"<div class='speedlab-headline' style='font-size:{size_rem}rem;font-weight:650;line-height:1.2;"
                  f"color:{color};overflow-wrap:anywhere'>{html.escape(h['text'])}</div>", unsafe_allow_html=True)
+    for key in ("factors", "reached", "test"):  # what the speedup is made of, every seed, held-out test
+        if h.get(key):
+            box.caption(h[key])
     if h["note"]:
         box.caption(f":material/info: {h['note']}")
 
@@ -69,8 +75,9 @@ def details(comp: dict) -> None:
         if s.get("speedup") is None:
             continue
         ci = s.get("ci95")
-        lines.append(f"**{stats.MEASURE_NAMES[name].capitalize()}** {s['speedup']:.2f}×"
-                     + (f" [{ci[0]:.2f}–{ci[1]:.2f}] · {s['verdict']}" if ci else " · no interval yet"))
+        lines.append(f"**{stats.MEASURE_NAMES[name].capitalize()}** "
+                     + (stats.verdict_text(s) if ci else f"{s['speedup']:.2f}× · no interval "
+                        f"(from {stats.MIN_PAIRS} pairs)"))
     if lines:
         st.markdown("  \n".join(lines))
     n, planned = r.get("pairs", 0), r.get("planned") or len(comp.get("plan") or [])
