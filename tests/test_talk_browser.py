@@ -238,3 +238,52 @@ def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the
             assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
         finally:
             browser.close()
+
+
+def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(server, store_home):
+    """Issue 43: on a projector nothing stands still while a comparison trains. Screenshots at
+    1280x720 every 5 s from the first run's start to the comparison's end: each differs from
+    the one before (progress lines and clocks move on in the browser each second; the run's
+    throughput and loss and the pair chart are redrawn every talk.MEASURE_REFRESH_S)."""
+    import io
+
+    from PIL import Image, ImageChops
+
+    from engine import store_comparisons as cstore
+    from engine.config import RunConfig
+    from engine.jobs import comparison
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    for old in OUT.glob("presenter_live_*.png"):
+        old.unlink()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server + "/?mode=talk")
+            page.get_by_text("No runs yet").wait_for(timeout=60_000)
+            cid = comparison.start(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=12), pairs=3)
+            page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
+            shots, texts, titles = [], [], set()
+            while True:
+                with Store() as store:
+                    status = cstore.get(store, cid)["status"]
+                if status != "running":
+                    break
+                png = page.screenshot(path=str(OUT / f"presenter_live_{len(shots):02d}.png"))
+                shots.append(Image.open(io.BytesIO(png)).convert("RGB"))
+                texts.append(page.inner_text("body"))
+                titles |= set(page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                                            ".map(g => ((g.layout && g.layout.title && g.layout.title.text) || '').replace(/<[^>]+>/g, ''))"))
+                assert len(shots) < 120, "the comparison did not end in 10 min"
+                time.sleep(5.0)
+            assert len(shots) >= 4, f"only {len(shots)} screenshots: the comparison ended too soon to judge"
+            still = [i for i in range(1, len(shots)) if ImageChops.difference(shots[i - 1], shots[i]).getbbox() is None]
+            assert not still, f"presenter_live_{still[0]:02d}.png is the same as the one 5 s before it"
+            assert {"Throughput", "Loss (◆ validation)"} <= titles        # the run's curves, while it trains
+            assert any("pair 3 of 3" in t for t in texts)                  # the pair chart as pairs arrive
+            assert "Pairs ● · mean so far" in titles
+            assert any("measuring for" in t for t in texts)
+        finally:
+            browser.close()

@@ -79,7 +79,7 @@ def comparison_block(store: Store, comp: dict) -> None:
     """A comparison's headline, details and pair chart (views/components/comparison.py)."""
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
-        cmp_view.headline(comp, cmp_view.noise_floor(store))
+        cmp_view.headline(comp, cmp_view.noise_floor(store, comp))
         cmp_view.details(comp)
     with right:
         cmp_view.pairs_chart(comp)
@@ -150,13 +150,19 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
     return f":material/error: {name}: failed: {plain.md(run.get('error') or 'no message')}", None
 
 
-def quiet_line(store: Store, run: dict, src: LiveMetrics) -> str:
+def quiet_line(store: Store, run: dict, src: LiveMetrics, read_every_s: float = QUIET_REFRESH_S) -> str:
     """A run's progress line while a comparison measures (views/components/quiet_progress.py):
-    a running run's bar and clocks move on for two read intervals, the rest stand still."""
+    a running run's bar and clocks move on for two read intervals (`read_every_s` s each),
+    a run setting up counts its seconds, the rest stand still."""
+    horizon = int(2 * read_every_s)
     if run["status"] == "running":
         p = progress(store, run["id"], source=src)
         if p and p.get("total_steps"):
-            return quiet_progress.running_line(chart_style.run_label(run), p, int(2 * QUIET_REFRESH_S))
+            return quiet_progress.running_line(chart_style.run_label(run), p, horizon)
+        if run.get("started"):  # the worker is up: devices, data, model, tracing
+            line, frac = status_line(store, run, src)
+            return quiet_progress.static_line(line, frac, since_s=max(time.time() - run["started"], 0.0),
+                                              horizon_s=horizon)
     return quiet_progress.static_line(*status_line(store, run, src))
 
 

@@ -23,7 +23,9 @@ const id=setInterval(function(){if(!root.isConnected){clearInterval(id);return;}
 root.querySelectorAll("[data-frames]").forEach(function(el){const fs=JSON.parse(el.dataset.frames);
 const f=fs[Math.min(t,fs.length-1)];el.querySelector(".slq-bar").style.width=(100*f[0]).toFixed(1)+"%%";
 el.querySelector(".slq-e").textContent=f[1];el.querySelector(".slq-l").textContent=left(f[2]);
-el.querySelector(".slq-ep").textContent=f[3];el.querySelector(".slq-s").textContent=f[4];});},1000);})();
+el.querySelector(".slq-ep").textContent=f[3];el.querySelector(".slq-s").textContent=f[4];});
+root.querySelectorAll("[data-clock]").forEach(function(el){
+el.textContent=Number(el.dataset.clock)+Math.min(t,Number(el.dataset.h));});},1000);})();
 </script>"""
 
 
@@ -60,9 +62,19 @@ def running_line(label: str, p: dict, horizon_s: int) -> str:
             f'{_bar(f0, "slq-bar")}</div>')
 
 
-def static_line(line: str, fraction: float | None) -> str:
-    """HTML of a line that does not move on (queued, setting up, ended), with its bar if any."""
-    return f'<div style="margin-bottom:6px">{md_line(line)}</div>' + (_bar(fraction) if fraction is not None else "")
+def clock(since_s: float, horizon_s: int) -> str:
+    """A seconds count that the block's script moves on once a second, for at most
+    `horizon_s` s (until the next read redraws it), from `since_s` s."""
+    return f'<span data-clock="{int(since_s)}" data-h="{int(horizon_s)}">{int(since_s)}</span>'
+
+
+def static_line(line: str, fraction: float | None, since_s: float | None = None, horizon_s: int = 30) -> str:
+    """HTML of a line whose bar does not move on (queued, setting up, ended), with its bar if
+    any; with `since_s`, a '· n s' count that moves on (a worker setting up: the screen must
+    not stand still while it loads TensorFlow and builds the model)."""
+    tail = f" · {clock(since_s, horizon_s)} s" if since_s is not None else ""
+    return (f'<div style="margin-bottom:6px">{md_line(line)}{tail}</div>'
+            + (_bar(fraction) if fraction is not None else ""))
 
 
 def block(lines: list[str]) -> str:

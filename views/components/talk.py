@@ -8,18 +8,31 @@ own (app.py lists the pages): Train and Replay draw through it.
 """
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from engine.report import chart_style, talk_charts, train_charts
 from engine.report import headline as report_headline
+from engine.report.comparison_charts import pairs_figure, pairs_title
 from engine.report.compare import compare, live_summary
 from views.components import comparison as cmp_view
 from views.components.headline import own_time
+from views.components import quiet_progress
 from views.components.live_charts import chart_frames, live_metrics  # the Train page's frames: same charts, same colours
+from views.components.live_charts import STOPPING_REFRESH_S, STOPPING_S, quiet_line
 
 PARAM, VALUE = "mode", "talk"
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
 CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 1280x720
+# While a comparison measures, presenter mode reads the store this often and redraws the run's
+# throughput and loss and the pair chart; in between its progress lines move on in the browser
+# once a second (views/components/quiet_progress.py), so nothing on the projector stands still
+# for more than a second. 10 s keeps the observer cost within the machine's noise
+# (benchmarks/live_view.py --open-closed --talk; docs/comparisons.md).
+MEASURE_REFRESH_S = 10.0
+MEASURE_CHART_HEIGHT = 330  # px: headline, progress and three charts above the fold at 1280x720
+MEASURE_HEAD_HEIGHT = 200   # px: the headline box while measuring (a longer note scrolls inside it)
 # High contrast and larger type; the main area starts right under the navigation.
 CSS = """
 <style>
@@ -110,12 +123,10 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     only they are drawn (the page must not slow the run it measures)."""
 
     comp = comp or cmp_view.lookup(store, run)
+    if comp is not None and source is None and comp["status"] == "running":
+        return measuring(store, comp, base, run)
     if comp is not None:
-        cmp_view.headline(comp, cmp_view.noise_floor(store), size_rem=1.9, key="talk_cmp_headline")
-        if source is None and comp["status"] == "running":
-            cmp_view.pairs_chart(comp, key="talk_pairs", height=CHART_HEIGHT)
-            st.caption("Quiet while measuring: the run charts are drawn once the comparison ends.")
-            return
+        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.9, key="talk_cmp_headline")
     src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
@@ -136,3 +147,74 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
                               title="Loss: validation ◆, training thin")
     right.plotly_chart(talk_charts.presenter(loss, CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="cross-entropy"),
                        key="talk_loss", config=PLOTLY_CONFIG)
+
+
+def measure_refresh_s() -> float:
+    """How often presenter mode reads the store while a comparison measures: MEASURE_REFRESH_S,
+    or every second for a while after this session pressed Stop (it must say "stopped" at once)."""
+    import time
+
+    stopped = st.session_state.get("stop_clicked_at")
+    return STOPPING_REFRESH_S if stopped and time.time() - stopped < STOPPING_S else MEASURE_REFRESH_S
+
+
+def _pair_position(comp: dict, base: dict | None, run: dict | None) -> str:
+    """'pair 2 of 5' for the pair on screen (by its runs' ids in the comparison's plan)."""
+    plan = comp.get("plan") or []
+    ids = {r["id"] for r in (base, run) if r}
+    k = next((i for i, p in enumerate(plan) if {p.get("baseline_id"), p.get("run_id")} & ids), None)
+    return f"pair {k + 1} of {len(plan)}" if k is not None else f"{len(plan)} pairs planned"
+
+
+def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
+    """Presenter mode while a comparison measures: the headline so far and the progress lines
+    of the pair training now (moving on in the browser every second between reads), then
+    that pair's throughput and loss and the pair chart, redrawn every MEASURE_REFRESH_S.
+    The charts have no legends (their room goes to the plot): each progress line carries its
+    run's colour, as its curves do."""
+    import time
+
+    src = live_metrics(store)
+    runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
+    every = measure_refresh_s()
+    top_l, top_r = st.columns([1.25, 2], gap="medium")
+    with top_l.container(height=MEASURE_HEAD_HEIGHT, border=False):  # a long note scrolls, the charts stay
+        cmp_view.headline(comp, cmp_view.noise_floor(store), size_rem=1.3, key="talk_cmp_headline")
+    with top_r:
+        since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
+        head = (f'<div style="margin-bottom:6px"><b>Comparison #{int(comp["id"])}</b> · '
+                f'{html.escape(_pair_position(comp, base, run))} · measuring for '
+                f'{quiet_progress.clock(since, int(2 * every))} s</div>')
+        lines = [f'<div style="border-left:7px solid {chart_style.run_color(r["id"], r["role"])};padding-left:9px">'
+                 f'{quiet_line(store, r, src, every)}</div>' for r in runs]
+        st.html(quiet_progress.block([head] + lines), unsafe_allow_javascript=True)
+    frames = chart_frames(src, runs)
+    medians = {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
+               .get("samples_per_sec") for r in runs}
+    kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
+    h, w = MEASURE_CHART_HEIGHT, 400
+
+    def bare(fig):
+        fig.update_layout(showlegend=False)
+        return fig
+
+    c1, c2, c3 = st.columns(3, gap="small")
+    c1.plotly_chart(talk_charts.presenter(bare(train_charts.throughput_figure(frames["executions"], medians,
+                                                                              title="Throughput")),
+                                          h, width_px=w, x_title=chart_style.T_SHORT, y_title="samples/s"),
+                    key="talk_throughput", config=PLOTLY_CONFIG)
+    loss = train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
+                                    title="Loss (◆ validation)")
+    c2.plotly_chart(talk_charts.presenter(bare(loss), h, width_px=w, x_title=chart_style.T_SHORT,
+                                          y_title="cross-entropy"),
+                    key="talk_loss", config=PLOTLY_CONFIG)
+    result = comp.get("result") or {}
+    if result.get("pairs"):
+        c3.plotly_chart(talk_charts.presenter(bare(pairs_figure(result, height=h, title="Pairs ● · mean so far")),
+                                              h, width_px=w, x_title="pair", y_title="speedup (×)"),
+                        key="talk_pairs", config=PLOTLY_CONFIG)
+    else:
+        box = c3.container(height=h, border=True, key="talk_pairs_waiting")
+        box.markdown(f"**{pairs_title(result)}**")
+        box.caption("Each pair's ratio appears here as it completes, with the 95% interval narrowing "
+                    "from the third pair on.")

@@ -11,7 +11,7 @@ from engine.report import chart_style
 from engine.store import Store
 from views.components import talk, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import own_active, quiet_refresh_s, stop_clicked
+from views.components.live_charts import own_active, stop_clicked
 from views.train.launch import launch, machine_busy
 from views.train.live import LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, current_comparison, measuring
 
@@ -42,7 +42,7 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
-    st.fragment(talk_view, run_every=(quiet_refresh_s() if measuring() else LIVE_REFRESH_S) if active
+    st.fragment(talk_view, run_every=(talk.measure_refresh_s() if measuring() else LIVE_REFRESH_S) if active
                 else WATCH_REFRESH_S)(active, bool(ap_busy))
 
 
