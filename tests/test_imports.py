@@ -24,7 +24,7 @@ FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
 # docs/architecture.md, "Layer rules": layer -> the layers it may import (its own always).
 BASE = ("engine.errors", "engine.process", "engine.store", "engine.store_comparisons", "engine.run_rows", "engine.doctor",
         "engine.jsonsafe", "engine.lr_math", "engine.cluster", "engine.imports",
-        "engine.plain")
+        "engine.plain", "engine.tuned_baselines")
 CONFIG = ("engine.config", "engine.transfer_source", "engine.preflight", "engine.presets")
 DATA, HARDWARE, REPORT = ("engine.data",), ("engine.hardware",), ("engine.report",)
 # Bundles carry comparisons, whose results engine.jobs.comparison recomputes on import.

@@ -194,7 +194,8 @@ def search_end_note(left: float, need: float, have_best: bool) -> str:
             f"(worker start-up{' + the best time' if have_best else ''})")
 
 
-def paired_speedup(baseline_times: list, times: list) -> dict:
+def paired_speedup(baseline_times: list, times: list, censored_baseline: Optional[list] = None,
+                   censored: Optional[list] = None) -> dict:
     """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]),
     time to target in s (None: not reached). Ratio = baseline / run. The statistics
     are the comparisons' (engine.report.stats.summarize: geometric mean, 95% t
@@ -204,12 +205,21 @@ def paired_speedup(baseline_times: list, times: list) -> dict:
     pair), 'ratios', 'pairs' (complete), 'baseline_median', 'median_time' (s,
     over the reached runs), 'missing' (pairs with a side that did not reach),
     'speedup' (geometric mean), 'ci95' ([low, high] or None), 'half_width',
-    'verdict' ('faster' | 'slower' | 'no difference' | None), 'headline' (its words)}.
+    'verdict' (engine.report.stats.VERDICTS or None), 'headline' (its words), 'reached'
+    ({'baseline', 'run', 'pairs'}: pairs whose side reached the target), 'censored'}.
+    censored_baseline / censored: per pair, a side's training time (s) where it completed
+    without reaching the target, else None: every seed counts (a censored ratio, never a
+    'faster' on a seed the candidate missed; engine.report.stats).
     """
     from engine.report import stats
 
     n = min(len(baseline_times), len(times))
-    s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False)
+    cb = (censored_baseline or [None] * n)[:n]
+    cr = (censored or [None] * n)[:n]
+    cb += [None] * (n - len(cb))
+    cr += [None] * (n - len(cr))
+    s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False,
+                        censored_baseline=cb, censored_run=cr, margin=stats.MIN_MARGIN)
     ratios = [r for r in s["pair_ratios"] if r is not None]
     reached_b = [b for b in baseline_times if b]
     reached_t = [t for t in times if t]
@@ -219,7 +229,29 @@ def paired_speedup(baseline_times: list, times: list) -> dict:
             "baseline_median": statistics.median(reached_b) if reached_b else None,
             "median_time": statistics.median(reached_t) if reached_t else None,
             "speedup": s["speedup"], "ci95": s["ci95"], "half_width": s["half_width"], "verdict": s["verdict"],
-            "headline": stats.headline(s)["text"]}
+            "headline": stats.headline(s)["text"], "censored": s["censored"],
+            "reached": {"pairs": n, "baseline": sum(1 for b in baseline_times[:n] if b),
+                        "run": sum(1 for t in times[:n] if t)}}
+
+
+TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmation's extra configurations
+
+
+def _baseline_label(kind: str, cfg: RunConfig) -> Optional[str]:
+    from engine.jobs.comparison import baseline_label
+
+    return baseline_label(kind, cfg.to_dict())
+
+
+def _tuned_row(cfg: RunConfig, store_path=None) -> Optional[dict]:
+    """The stored tuned baseline (engine.tuned_baselines) for `cfg`'s key, or None."""
+    from engine import tuned_baselines
+
+    store = Store(store_path)
+    try:
+        return tuned_baselines.get(store, cfg)
+    finally:
+        store.close()
 
 
 def choose_finalist(finalists: list[dict]) -> dict:
@@ -264,7 +296,8 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
     def factor(a: dict) -> str:
         ci = a.get("ci95")
         if ci:  # judged by its interval (ablation_intervals), as a comparison's verdict
-            word = {"no difference": " (within noise)", "slower": " (faster without it)"}.get(a.get("verdict"), "")
+            word = {"inconclusive": " (inconclusive)", "equivalent": " (equivalent)",
+                    "slower": " (faster without it)"}.get(a.get("verdict"), "")
             return f"{a['label']} {a['factor']:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
         return f"{a['label']} {a['factor']:.2f}x" + (" (within noise)" if inside(a["factor"]) else
                                                       " (faster without it)" if a["factor"] < 1 else "")
@@ -292,7 +325,7 @@ def ablation_intervals(ablation: list[dict], pair_ratios: Optional[list]) -> lis
     """Each ablation entry with a factor gets the comparisons' judgement: 'ci95'
     ([low, high] of the factor, x) and 'verdict' (engine.report.stats.verdict:
     'faster' = the winner is faster with the technique, 'slower' = faster without
-    it, 'no difference' = within noise), and 'interval_pairs'. A factor is one pair
+    it, 'inconclusive' = the interval holds 1x), and 'interval_pairs'. A factor is one pair
     (the run without the technique, the winner's on the same seed), so its interval
     is `stats.one_pair_interval` with the noise of one pair read off the
     confirming pairs' ratios (`pair_ratios`, baseline / winner; None entries are
@@ -626,6 +659,12 @@ class Autopilot:
         self.plant = [self.base.replace(**p) for p in plant]
         self.extra = {k: c.replace(target_accuracy=float(target), stop_at_target=True)
                       for k, c in (extra or {}).items()}
+        # The winner is also confirmed against the tuned baseline when one is stored
+        # (python -m engine tune-baseline): against Keras's default LR alone, a speedup
+        # mixes engineering with optimisation a tuned baseline would also get.
+        self.tuned = _tuned_row(self.base, store_path)
+        if self.tuned is not None and TUNED not in self.extra:
+            self.extra[TUNED] = self.baseline.replace(learning_rate=self.tuned["learning_rate"])
         self.lr_find, self.max_lr_given = lr_find, max_lr
         self.facts = facts if facts is not None else machine_facts()
         self.verdicts = verdicts(self.facts, self.base.device_type)
@@ -637,6 +676,8 @@ class Autopilot:
         self.id = "autopilot-" + uuid.uuid4().hex[:6]
         self.state = {
             "id": self.id, "phase": "starting", "dataset": self.base.dataset, "model": self.base.model,
+            "baseline_label": _baseline_label("default", self.baseline),
+            "tuned_label": _baseline_label("tuned", self.extra[TUNED]) if TUNED in self.extra else None,
             "target_accuracy": self.target, "budget_sec": self.budget_s, "seed": self.seed,
             "repeats": repeats, "explain": explain, "base_config": self.base.to_dict(),
             "baseline_config": self.baseline.to_dict(), "space": self.space.to_dict(),
@@ -845,13 +886,17 @@ class Autopilot:
                 self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
         finally:
             store.close()
-        times = {n: [x["time_to_target_sec"] for x in sorted(runs, key=lambda x: x["round"]) if x["name"] == n]
-                 for n in names}
+        ordered = sorted(runs, key=lambda x: x["round"])
+        times = {n: [x["time_to_target_sec"] for x in ordered if x["name"] == n] for n in names}
+        # A completed run that missed the target: its training time is a censored time to it.
+        cens = {n: [x["elapsed_sec"] if x["kind"] == "not_reached" else None for x in ordered if x["name"] == n]
+                for n in names}
         result = {"repeats": self.repeats, "seeds": seeds, "runs": runs,
                   "times": times,
-                  "speedup": paired_speedup(times["baseline"], times["winner"]),
-                  "extra": {n: {"speedup_vs_baseline": paired_speedup(times["baseline"], times[n]),
-                                "winner_speedup": paired_speedup(times[n], times["winner"])}
+                  "speedup": paired_speedup(times["baseline"], times["winner"], cens["baseline"], cens["winner"]),
+                  "extra": {n: {"speedup_vs_baseline": paired_speedup(times["baseline"], times[n],
+                                                                      cens["baseline"], cens[n]),
+                                "winner_speedup": paired_speedup(times[n], times["winner"], cens[n], cens["winner"])}
                             for n in self.extra}}
         self._update(confirm=result)
         return result

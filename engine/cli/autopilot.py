@@ -123,31 +123,23 @@ def summary_lines(state: dict) -> list[str]:
     if conf and conf.get("speedup"):
         sp, times = conf["speedup"], conf["times"]
         if sp["median"]:
-            m = sp["median"]
-            # The word follows the interval's verdict where there is one: a median over 1 inside the noise
-            # is not called faster.
-            verdict = (f"{m:.2f}x (no difference within noise, see the interval; " if sp.get("verdict") == "no difference"
-                       else f"{m:.2f}x faster (" if m >= 1 else
-                       f"{m:.2f}x (the winner was slower than the baseline when re-run: {1 / m:.2f}x slower; ")
-            # Stopped during the re-runs: say how many pairs the ratio rests on.
-            pairs = (f"{conf['repeats']} alternating re-runs each" if sp["pairs"] == conf["repeats"] else
+            from engine.report import stats
+
+            # One central value with its interval and verdict (the comparisons' words); medians beside it.
+            pairs = (f"{conf['repeats']} alternating re-run pairs" if sp["pairs"] == conf["repeats"] else
                      f"{sp['pairs']} of {conf['repeats']} alternating re-run pairs complete")
-            # The medians' own ratio beside the verdict (the median of per-round ratios): they can differ.
-            medians = (f" (medians; their ratio {sp['baseline_median'] / sp['median_time']:.2f}x)"
-                       if sp.get("baseline_median") and sp.get("median_time") else " (medians)")
-            out.append(f"confirmed ({pairs}, seeds {conf['seeds']}): "
-                       f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])}"
-                       f"{medians}: {verdict}min {sp['min']:.2f}x, max {sp['max']:.2f}x)")
-            if sp.get("headline"):  # the comparisons' statistics and words (engine.report.stats)
-                out.append(f"  interval: {sp['headline']} (geometric mean of the pair ratios, 95% t interval"
-                           f"{', verdict: ' + sp['verdict'] if sp.get('verdict') else ''})")
+            label = state.get("baseline_label") or "baseline"
+            out.append(f"confirmed vs {label} ({pairs}, seeds {conf['seeds']}): {sp['headline']}; "
+                       f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} (medians)")
+            reached = stats.reached_text(sp.get("reached"))
+            if reached:
+                out.append(f"  {reached}")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
             ws = e["winner_speedup"]
             if ws["median"]:
-                out.append(f"  winner vs {name}: {ws['median']:.2f}x (min {ws['min']:.2f}x, max {ws['max']:.2f}x); "
-                           f"{name} {_secs(ws['baseline_median'])} (median)")
+                out.append(f"  winner vs {name}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
     if state.get("explanation"):
         out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
     for note in state.get("notes") or []:

@@ -21,7 +21,7 @@ from engine.store import StoreError, default_path, fault_line
 
 # In --help order.
 SUBCOMMANDS = ("run", "noise", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
-               "hardware", "bench", "lr_find", "autopilot", "worker", "demo", "data")
+               "hardware", "bench", "lr_find", "tune_baseline", "autopilot", "worker", "demo", "data")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,11 @@ def add_pair_args(p) -> None:
     g.add_argument("--within", type=float, default=stats.TARGET_HALF_WIDTH, metavar="FRAC",
                    help=f"adaptive: stop once the interval is within ± this fraction [{stats.TARGET_HALF_WIDTH}]")
     g.add_argument("--budget-s", type=float, metavar="S", help="adaptive: time budget in s [none]")
+    g.add_argument("--margin", type=float, metavar="FRAC",
+                   help="'equivalent' only when the interval lies within ± this fraction "
+                        "[this machine's noise floor, at least 0.02]")
+    g.add_argument("--all-epochs", action="store_true",
+                   help="train every epoch [a time-to-accuracy comparison ends each run at the target]")
 
 
 def check_pair_args(args) -> None:
@@ -33,6 +38,8 @@ def check_pair_args(args) -> None:
         raise ConfigError("max_pairs", args.max_pairs, "is out of range", "give 1 to 50")
     if not 0 < args.within < 1:
         raise ConfigError("within", args.within, "is not a fraction", "give e.g. 0.10 for ±10%")
+    if getattr(args, "margin", None) is not None and not 0 < args.margin < 1:
+        raise ConfigError("margin", args.margin, "is not a fraction", "give e.g. 0.05 for ±5%")
     if args.budget_s is not None and args.budget_s <= 0:
         raise ConfigError("budget_s", args.budget_s, "is not positive", "give seconds, e.g. 600")
 
@@ -45,8 +52,13 @@ def run_comparison(cfg, kind: str, args) -> dict:
     from engine.jobs import comparison, runner
     from engine.store import Store
 
+    from engine.config import comparison_config
+
+    cfg = comparison_config(cfg, all_epochs=getattr(args, "all_epochs", False))
     cid = comparison.start(cfg, kind=kind, pairs=args.pairs, max_pairs=args.max_pairs,
-                           target_half_width=args.within, budget_s=args.budget_s)
+                           target_half_width=args.within, budget_s=args.budget_s,
+                           baseline_kind=getattr(args, "baseline", None) or "default",
+                           margin=getattr(args, "margin", None))
     quiet = args.quiet
     if not quiet:
         how = f"{args.pairs} pairs" if args.pairs else (f"adaptive: until ±{args.within * 100:.0f}%, "
@@ -64,8 +76,7 @@ def run_comparison(cfg, kind: str, args) -> dict:
         done = [r for r in result.get("pair_rows") or [] if r["status"] == "complete"]
         measure = result.get("measure")
         for h, row in list(zip(hist, done))[state["shown"]:]:
-            so_far = {"speedup": h["speedup"], "ci95": h["ci95"], "half_width": stats.half_width(h["ci95"]),
-                      "verdict": stats.verdict(h["ci95"]), "pairs": h["pairs"]}
+            so_far = {"half_width": stats.half_width(h["ci95"]), **h}
             ratio = stats.pair_ratio(row[f"baseline_{measure}"], row[measure], measure != "time_to_accuracy")
             sys.stderr.write(("\n" if sys.stderr.isatty() else "") +
                              f"pair {row['pair'] + 1} ({row['order']}, seed {row['seed']}): "
@@ -108,11 +119,13 @@ def run_comparison(cfg, kind: str, args) -> dict:
 def comparison_json(comp: dict, floor=None) -> dict:
     """The 'comparison' object of --json: the stored result's flat fields (see
     engine.jobs.comparison.evaluate) plus 'comparison_id', 'status', 'ended_by',
-    'headline' and 'headline_note'."""
+    'headline', 'headline_note', 'headline_factors', 'headline_reached' and 'headline_test'
+    (engine.report.stats.comparison_headline)."""
     result = dict(comp.get("result") or {})
     h = stats.comparison_headline(result, floor=floor)
     result.update(comparison_id=comp["id"], status=comp["status"], ended_by=comp.get("ended_by"),
-                  headline=h["text"], headline_note=h["note"])
+                  headline=h["text"], headline_note=h["note"], headline_factors=h.get("factors"),
+                  headline_reached=h.get("reached"), headline_test=h.get("test"))
     return result
 
 
@@ -122,6 +135,9 @@ def comparison_rows(c: dict) -> list[tuple[str, str]]:
              (f" ({stats.MEASURE_NAMES.get(c['measure'], c['measure'])})" if c.get("measure") else ""))]
     if c.get("headline_note"):
         rows.append(("note", c["headline_note"]))
+    for key in ("factors", "reached", "test"):
+        if c.get(f"headline_{key}"):
+            rows.append(({"factors": "split", "reached": "seeds", "test": "test accuracy"}[key], c[f"headline_{key}"]))
     for name, label in (("time_to_accuracy", "time to accuracy"), ("end_to_end", "end-to-end"),
                         ("steady", "steady")):
         s = c.get(name) or {}
@@ -130,7 +146,7 @@ def comparison_rows(c: dict) -> list[tuple[str, str]]:
             continue
         ci = s.get("ci95")
         ratios = ", ".join("-" if x is None else f"{x:.2f}" for x in s["pair_ratios"])
-        rows.append((label, f"{s['speedup']:.2f}x" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+        rows.append((label, f"{s['speedup']:.2f}x" + (f" ({stats.fmt_interval(ci)})" if ci else "")
                      + f", {s['verdict'] or 'no interval'}; pairs: {ratios}"
                      + (f"; {s['not_reached']} without a ratio" if s.get("not_reached") else "")))
     rows.append(("pairs", f"{c.get('pairs')} complete of {c.get('planned')} planned; ended by: {c.get('ended_by')}"))

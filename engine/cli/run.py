@@ -14,9 +14,10 @@ def add_parser(sub) -> None:
     add_config_args(s)
     add_pair_args(s)
     s.add_argument("--config", metavar="FILE", help="JSON file of settings (flags override it)")
-    s.add_argument("--baseline", action="store_true",
+    s.add_argument("--baseline", nargs="?", const="default", choices=("default", "tuned"),
                    help="compare with the float32 single-device baseline: interleaved pairs (AB BA ...), "
-                        "seed i for pair i, a 95%% interval and a verdict (see --pairs)")
+                        "seed i for pair i, a 95%% interval and a verdict (see --pairs); 'tuned': its "
+                        "constant learning rate from python -m engine tune-baseline (its age is shown)")
     s.add_argument("--reuse-baseline", action="store_true",
                    help="with --baseline: one run against a stored baseline of this machine (its age is "
                         "shown) instead of fresh pairs; no interval")
@@ -47,6 +48,11 @@ def cmd_run(args) -> int:
     for w in check_runnable(cfg):
         print(f"warning: {w}", file=sys.stderr)
     check_pair_args(args)
+    if args.baseline == "tuned" and args.reuse_baseline:
+        from engine.errors import ConfigError
+
+        raise ConfigError("reuse_baseline", True, "cannot be used with --baseline tuned",
+                          "drop --reuse-baseline: a tuned baseline is measured in fresh pairs")
     if args.baseline and not args.reuse_baseline:
         return _run_pairs(cfg, args)
     if args.baseline:
@@ -94,7 +100,15 @@ def _run_pairs(cfg, args) -> int:
     from engine.config import baseline_config
     from engine.store import Store
 
-    kind = "aa" if baseline_config(cfg) == cfg else "ab"
+    kind = "aa" if baseline_config(cfg) == cfg and args.baseline != "tuned" else "ab"
+    if args.baseline == "tuned":
+        from engine.jobs.comparison import baseline_of
+        from engine.jobs.noise import age_text
+
+        _, row = baseline_of(cfg, "tuned")  # ConfigError (one line) when none is stored
+        if not args.quiet:  # its age is always shown, as for a reused baseline
+            print(f"tuned baseline: {row['optimizer']} {row['learning_rate']:g} (tune-baseline #{row['id']}, "
+                  f"{age_text(row.get('created'))}, on {row.get('hostname') or 'an unknown host'})", file=sys.stderr)
     if kind == "aa" and not args.quiet:
         print("note: this configuration is its own baseline: the pairs measure it against itself (A/A)",
               file=sys.stderr)
