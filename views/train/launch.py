@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.config import ConfigError, RunConfig, baseline_config
+from engine.config import ConfigError, RunConfig, baseline_config, comparison_config
 from engine.jobs import background, demo, runner
 from engine.autopilot import search as autopilot
 from engine.report import chart_style
@@ -38,13 +38,15 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> Non
             from engine import store_comparisons as cstore
             from engine.jobs import comparison
 
-            cid = comparison.start(cfg, budget_s=PAGE_BUDGET_S)
+            measured = comparison_config(cfg)  # time to accuracy: each run ends at the target
+            cid = comparison.start(measured, budget_s=PAGE_BUDGET_S)
             with Store() as store:
                 plan = cstore.get(store, cid)["plan"]
             bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
             msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of baseline and run "
                    f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
-                   f"or {PAGE_BUDGET_S / 60:.0f} min")
+                   f"or {PAGE_BUDGET_S / 60:.0f} min"
+                   + ("; each run stops at the target accuracy" if measured.stop_at_target else ""))
         elif with_baseline:
             bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
             if bid == rid:
