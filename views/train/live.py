@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.config import ConfigError, RunConfig
 from engine.jobs import runner
 from engine.report import live_refresh
 from engine.store import Store
@@ -22,8 +21,9 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     """(runs of the newest group, oldest first; its baseline; its run).
 
     A group holds the baseline and the run launched together. When the
-    baseline was reused from an earlier group, the newest matching stored
-    baseline stands in; when a config is its own baseline, both are the same run.
+    baseline was reused from an earlier group (the user asked for it), that baseline
+    stands in; a run launched without a baseline has none (None); when a config is its
+    own baseline, both are the same run.
     Imported runs (run bundles) are left to the Runs and Replay pages, the
     autopilot's runs to the Autopilot page (`autopilot_run`).
     """
@@ -39,13 +39,10 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     base = next((r for r in group if r["role"] == "baseline"), None)
     # An autopilot group (a trial, a runoff or an ablation run) has neither role: its run is shown.
     run = next((r for r in group if r["role"] == "run"), None) or base or group[-1]
-    if base is None and run is not None and run.get("baseline_id"):  # the baseline it was launched against
+    # Only the baseline it was launched against (Reuse stored baseline, `run --baseline
+    # --reuse-baseline`): a run launched without one is never paired with a stored baseline here.
+    if base is None and run is not None and run.get("baseline_id"):
         base = store.get_run(run["baseline_id"])
-    if base is None and run is not None:
-        try:
-            base = runner.find_baseline(store, RunConfig.from_dict(run["config"]))
-        except ConfigError:
-            base = None
     return group, base, run
 
 

@@ -1,0 +1,39 @@
+"""Issue 43: the pages tell the numbers' story. A stored baseline is used only when the user
+asked for it (a plain run is never shown against one)."""
+import pytest
+
+from engine.config import RunConfig
+from tests.test_pages import app, fake_run
+
+pytestmark = pytest.mark.page  # lane: docs/testing.md
+
+
+def _texts(at) -> str:
+    return " ".join(str(getattr(e, "value", "") or getattr(e, "body", "") or "")
+                    for kind in ("markdown", "warning", "caption", "metric", "info", "success")
+                    for e in at.get(kind))
+
+
+def test_a_plain_run_is_not_shown_against_a_stored_baseline(store):
+    cfg = RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=3)
+    fake_run(store, RunConfig(dataset="digits", epochs=3), role="baseline", group="g1", rate=8_000.0, ttt=3.0)
+    rid = fake_run(store, cfg, role="run", group="g2", rate=12_000.0, ttt=2.0)  # `engine run`, no --baseline
+    from views.train.live import current_comparison
+
+    group, base, run = current_comparison(store)
+    assert run["id"] == rid and base is None
+    at = app()
+    text = _texts(at)
+    assert "Stored baseline" not in text and "faster" not in text and not at.exception
+
+
+def test_a_run_launched_against_a_stored_baseline_keeps_it(store):
+    b = fake_run(store, RunConfig(dataset="digits", epochs=3), role="baseline", group="g1", rate=8_000.0, ttt=3.0)
+    rid = store.create_run(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=3).to_json(),
+                           role="run", group_id="g2", status="queued")
+    store.conn.execute("UPDATE runs SET baseline_id=? WHERE id=?", (b, rid))  # as runner.submit stores it
+    store.conn.commit()
+    from views.train.live import current_comparison
+
+    _, base, run = current_comparison(store)
+    assert run["id"] == rid and base["id"] == b
