@@ -141,8 +141,9 @@ def fault_line(exc: BaseException, path: os.PathLike) -> Optional[str]:
     code = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc).lower()
     if code == "SQLITE_FULL" or "disk is full" in text:
-        return (f"the disk holding the store {path} is full ({exc}); free some space: the runs "
-                "already stored are kept, and SpeedLab works again once there is room")
+        return (f"the disk holding the store {path} is full ({exc}); free some space (deleting runs "
+                f"for good, `python -m engine trash --empty`, then `{DOCTOR} --compact`, returns theirs "
+                "to the disk): the runs already stored are kept, and SpeedLab works again once there is room")
     if code in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "malformed" in text or "not a database" in text:
         return (f"the store {path} is damaged ({exc}); run `{DOCTOR}` to check it and salvage its "
                 "runs into a new store (the damaged file is kept beside it)")
@@ -209,6 +210,10 @@ class Store:
             raise
         self.conn.row_factory = sqlite3.Row
         try:
+            if self.conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # A new store gives the pages of deleted runs back to the disk (`reclaim`);
+                # auto_vacuum can only be chosen before the first table is created.
+                self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
             self._migrate()
@@ -355,8 +360,9 @@ class Store:
         rows = self.conn.execute("SELECT * FROM workers WHERE run_id=? ORDER BY task_index", (run_id,))
         return [dict(r) for r in rows.fetchall()]
 
-    def delete_run(self, run_id: int):
-        """Delete a run, its metrics and its folder (worker logs, saved model)."""
+    def delete_run(self, run_id: int, reclaim: bool = True):
+        """Delete a run, its metrics and its folder (worker logs, saved model); with
+        `reclaim`, give the freed pages back to the disk (`reclaim`)."""
         import shutil
 
         with self.tx():
@@ -364,6 +370,47 @@ class Store:
                 self.conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             self.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
         shutil.rmtree(self.path.parent / "runs" / str(run_id), ignore_errors=True)
+        if reclaim:
+            self.reclaim()
+
+    # --- space ----------------------------------------------------------
+    def space(self) -> dict:
+        """The file's pages: {'page_size' (bytes), 'pages', 'free_pages' (on SQLite's free
+        list: held by the file, not by data), 'free_bytes', 'file_bytes' (runs.sqlite
+        without its -wal), 'auto_vacuum' ('none' | 'full' | 'incremental')}."""
+        q = lambda p: self.conn.execute(f"PRAGMA {p}").fetchone()[0]  # noqa: E731
+        size, pages, free = q("page_size"), q("page_count"), q("freelist_count")
+        return {"page_size": size, "pages": pages, "free_pages": free, "free_bytes": free * size,
+                "file_bytes": self.path.stat().st_size if self.path.exists() else 0,
+                "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(q("auto_vacuum"), "?")}
+
+    def reclaim(self, full: bool = False) -> int:
+        """Give the free pages back to the file system; returns how many were freed.
+
+        A store created with auto_vacuum=INCREMENTAL (every new store) runs `PRAGMA incremental_vacuum`: cheap, only the free pages move.
+        An older store (auto_vacuum none), or `full`, is rebuilt once with VACUUM, which
+        also switches it to incremental. The WAL is then checkpointed and truncated, so
+        the file shrinks now. A store busy with another writer is left as it is (the
+        next delete or `python -m engine doctor --compact` does it).
+        Raises: StoreFullError / StoreCorruptError (VACUUM needs room for a copy)."""
+        try:
+            before = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+            if before == 0 and not full:
+                return 0
+            if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2 and not full:
+                # sqlite3_exec steps it to the end (execute() steps once: one page per call).
+                self.conn.executescript("PRAGMA incremental_vacuum;")
+            else:
+                self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self.conn.execute("VACUUM")
+            after = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            return before - after
+        except sqlite3.OperationalError as e:
+            if is_busy(e):
+                return 0
+            _raise_fault(e, self.path)
+            raise
 
     # --- trash ----------------------------------------------------------
     # Deleting from the dashboard or `python -m engine delete` moves runs here; they come
@@ -413,7 +460,9 @@ class Store:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM runs WHERE trashed IS NOT NULL AND trashed < ?",
                                                (cutoff,))]
         for rid in ids:
-            self.delete_run(rid)
+            self.delete_run(rid, reclaim=False)
+        if ids:
+            self.reclaim()
         return ids
 
     def purge_expired(self) -> list[int]:

@@ -463,7 +463,10 @@ def test_doctor_on_a_sound_store_changes_nothing(store_home):
     path = _filled_store(store_home, n=2)
     p = cli(store_home, "doctor", "--json")
     assert p.returncode == 0
-    assert json.loads(p.stdout) == {"store": str(path), "ok": True, "runs": 2, "damaged_runs": []}
+    got = json.loads(p.stdout)
+    assert {k: got[k] for k in ("store", "ok", "runs", "damaged_runs")} == {
+        "store": str(path), "ok": True, "runs": 2, "damaged_runs": []}
+    assert got["space"]["free_pages"] == 0 and got["space"]["auto_vacuum"] == "incremental"
     assert not list(store_home.glob("*.damaged-*"))
 
 

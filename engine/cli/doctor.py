@@ -15,6 +15,8 @@ from engine.cli.common import print_json
 def add_parser(sub) -> None:
     s = sub.add_parser("doctor", help="check the store's integrity; salvage a damaged one into a new store")
     s.add_argument("--check-only", action="store_true", help="report, change nothing")
+    s.add_argument("--compact", action="store_true",
+                   help="give the store's free pages (deleted runs) back to the disk (VACUUM)")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.set_defaults(func=cmd_doctor)
 
@@ -27,10 +29,26 @@ def cmd_doctor(args) -> int:
     result = doctor.check(path)
     if result.ok:
         damaged = _damaged_rows(path)
+        compacted = None
+        if args.compact and not args.check_only:
+            if _writing(path):
+                print(f"error: a queue or worker is writing to {path}; compact once its run has ended",
+                      file=sys.stderr)
+                return 2
+            compacted = _compact(path)
+        space = _space(path)
         if args.json:
-            print_json({"store": str(path), "ok": True, "runs": result.runs, "damaged_runs": damaged})
+            print_json({"store": str(path), "ok": True, "runs": result.runs, "damaged_runs": damaged,
+                        "space": space, **({"compacted_pages": compacted} if compacted is not None else {})})
             return 0
         print(f"{path}: integrity check ok, {result.runs or 0} runs")
+        if space:
+            mb = 2**20
+            print(f"{space['file_bytes'] / mb:,.1f} MB on disk; {space['free_pages']:,} of {space['pages']:,} pages "
+                  f"free ({space['free_bytes'] / mb:,.1f} MB held by deleted rows)"
+                  + (f"; compacted: {compacted:,} pages given back" if compacted is not None else "")
+                  + ("; give them back with python -m engine doctor --compact"
+                     if space["free_pages"] and compacted is None else ""))
         for d in damaged:
             print(f"run #{d['id']} is damaged ({d['reason']}): delete it with python -m engine delete {d['id']}")
         return 0
@@ -59,6 +77,28 @@ def cmd_doctor(args) -> int:
           + (f"; {lost:,} row lookups failed (rows lost with their pages, or never there)" if lost else ""))
     print(f"the damaged file is kept as {s.kept_as}")
     return 1
+
+
+def _space(path) -> dict | None:
+    from engine.store import Store
+
+    if not path.exists():
+        return None
+    store = Store(path)
+    try:
+        return store.space()
+    finally:
+        store.close()
+
+
+def _compact(path) -> int:
+    from engine.store import Store
+
+    store = Store(path)
+    try:
+        return store.reclaim(full=True)
+    finally:
+        store.close()
 
 
 def _damaged_rows(path) -> list[dict]:

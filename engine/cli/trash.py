@@ -50,7 +50,8 @@ def cmd_delete(args) -> int:
             return 2
         if args.for_good:
             for i in ids:
-                store.delete_run(i)
+                store.delete_run(i, reclaim=False)
+            store.reclaim()  # their pages back to the disk
             print(f"deleted {len(ids)} run{'s' if len(ids) > 1 else ''} for good: {_ids(ids)}")
             return 0
         moved = store.trash_runs(ids)
