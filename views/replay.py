@@ -14,6 +14,7 @@ import time
 import streamlit as st
 
 from engine import plain
+from engine import store_comparisons as cstore
 from engine.bundle import provenance
 from engine.report import chart_style
 from engine.report import replay
@@ -115,16 +116,19 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
                           source=view.source(), comp=comp)
 
 
-def recorded_offer() -> None:
-    """A button that imports the shipped mnist5k recording (engine.jobs.recorded_demo)."""
+def recorded_offer(container=None) -> None:
+    """One click plays the shipped mnist5k recording (engine.jobs.recorded_demo), at any time:
+    imported first unless it is already in the store."""
     from engine.jobs import recorded_demo
 
-    if st.button("Import the recorded mnist5k comparison", icon=":material/download:", key="replay_recorded",
-                 help="A baseline and the tuned preset on the bundled MNIST 28x28, recorded to 0.965 on a 2-core "
-                      "CPU (docs/datasets.md)"):
-        with one_line_errors("Import"):
+    if (container or st).button("Play the recorded mnist5k comparison", icon=":material/smart_display:",
+                                key="replay_recorded",
+                                help="The bundled MNIST 28x28: its baseline and the tuned preset in interleaved "
+                                     "pairs, recorded to 0.965 on a 2-core CPU (docs/datasets.md)"):
+        with one_line_errors("Recording"):
             with Store() as store:
-                recorded_demo.import_recorded(store)
+                b, r = recorded_demo.open_recorded(store)
+            replay.save_state(replay.ReplayState(b, r))
             st.rerun()
 
 
@@ -136,8 +140,9 @@ def main() -> None:
         head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
         head.markdown("### SpeedLab · Replay")
         talk.toggle(mode)
-    with Store() as store:
-        stored = [r for r in store.list_runs() if r["status"] in FINAL]
+    with Store() as store:  # a run cancelled before it started has nothing to replay
+        stored = [r for r in store.list_runs() if r["status"] in FINAL and replay.started(r)]
+        comps = cstore.list_all(store)
     if not stored:
         st.info("Nothing to replay yet: finish a run with its baseline on **Train**, or import a run "
                 "bundle recorded elsewhere on **Runs** (`python -m engine import FILE.zip`).",
@@ -147,12 +152,15 @@ def main() -> None:
     runs = {r["id"]: r for r in stored}
     state = replay.load_state()
     if state is None or state.baseline_id not in runs or state.run_id not in runs:
-        pair = replay.default_pair(stored) or (stored[-1]["id"], stored[0]["id"])
+        # The newest ended comparison's last complete pair: it has an interval to show.
+        pair = replay.comparison_pair(comps, stored) or replay.default_pair(stored) or (stored[-1]["id"], stored[0]["id"])
         state = replay.ReplayState(*pair)
         replay.save_state(state)
     if not talk_on:
-        st.caption("Plays a stored baseline and run through the live charts, both starting together, "
-                   "from the rows they stored as they trained: nothing trains here.")
+        note, offer = st.columns([4, 1.6], vertical_alignment="center")
+        note.caption("Plays a stored baseline and run through the live charts, both starting together, "
+                     "from the rows they stored as they trained: nothing trains here.")
+        recorded_offer(offer)
     with Store() as store:
         duration = replay.ReplayStore(store, [state.baseline_id, state.run_id], 0.0).duration
     controls(runs, state, duration, talk_on)

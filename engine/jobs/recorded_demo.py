@@ -76,6 +76,35 @@ def import_recorded(store: Store, src: Optional[os.PathLike] = None) -> list[tup
     return bundle.import_bundle(store, src)
 
 
+def recorded_ids(store: Store, src: Optional[os.PathLike] = None) -> list[int]:
+    """Ids in `store` of the runs imported from the shipped recording (their origin names its
+    bundle file), oldest first; [] when it was not imported."""
+    name = Path(src or RECORDED_BUNDLE).name
+    return sorted(r["id"] for r in store.list_runs() if (r.get("origin") or {}).get("bundle") == name)
+
+
+def open_recorded(store: Store, src: Optional[os.PathLike] = None) -> tuple[int, int]:
+    """(baseline id, run id) here of the recording's pair to replay: its comparison's last
+    complete pair (or its baseline and run), imported first unless it is already in `store`,
+    so that one click plays it at any time. Raises: engine.bundle.BundleError as
+    `import_recorded`, or when the bundle holds no pair."""
+    from engine import bundle
+    from engine import store_comparisons as cstore
+    from engine.report import replay
+
+    ids = recorded_ids(store, src)
+    if not ids:
+        import_recorded(store, src)
+        ids = recorded_ids(store, src)
+    runs = [store.get_run(i) for i in ids]
+    groups = {r["group_id"] for r in runs if r.get("group_id")}
+    comps = [c for c in (cstore.by_group(store, g) for g in groups) if c]
+    pair = replay.comparison_pair(comps, runs) or replay.default_pair(sorted(runs, key=lambda r: -r["id"]))
+    if pair is None:
+        raise bundle.BundleError(f"{Path(src or RECORDED_BUNDLE).name} holds no baseline and run to replay")
+    return pair
+
+
 if __name__ == "__main__":
     m = record(Path(sys.argv[1]) if len(sys.argv) > 1 else RECORDED_BUNDLE)
     print(f"recorded runs {m['runs']} to {sys.argv[1] if len(sys.argv) > 1 else RECORDED_BUNDLE}")

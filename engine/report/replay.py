@@ -259,3 +259,24 @@ def default_pair(runs: list[Mapping]) -> Optional[tuple[int, int]]:
         if base:
             return base["id"], r["id"]
     return None
+
+
+def started(run: Mapping) -> bool:
+    """Whether a run ever trained (it completed, or has a start time): a run cancelled while
+    queued has nothing to replay ("0.0 s of 0.0 s recorded")."""
+    return run.get("status") == "completed" or bool(run.get("started"))
+
+
+def comparison_pair(comparisons: list[Mapping], runs: list[Mapping]) -> Optional[tuple[int, int]]:
+    """(baseline id, run id) of the newest ended comparison's last pair whose two runs both
+    completed (`comparisons`: engine.store_comparisons.list_all, newest first; `runs`: the
+    stored runs that can be replayed). None when no ended comparison has such a pair."""
+    ok = {r["id"] for r in runs if r.get("status") == "completed" and started(r)}
+    for comp in comparisons:
+        if comp.get("status") == "running":
+            continue
+        done = [(p["baseline_id"], p["run_id"]) for p in comp.get("plan") or []
+                if not p.get("dropped") and p.get("baseline_id") in ok and p.get("run_id") in ok]
+        if done:
+            return done[-1]
+    return None

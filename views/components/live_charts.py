@@ -235,7 +235,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
-        if comp is None:
+        if comp is None and source is None:  # Replay has no Reuse switch to turn off
             cmp_view.reused_line(base, run)
         speedup_panel(base, run, cmp, own, pair_of=comp)
         backend_line(store, run)
