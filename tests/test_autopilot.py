@@ -246,10 +246,17 @@ def test_paired_speedup_is_the_median_ratio_with_min_and_max():
     # sd 0.256092, sem 0.147855, half 4.302653 * 0.147855 = 0.636169.
     assert r["speedup"] == pytest.approx(1.957434, abs=1e-5)
     assert r["ci95"] == pytest.approx([1.036104, 3.698031], abs=1e-5)
-    assert r["verdict"] == "faster" and r["headline"] == "1.96x faster [1.04–3.70], 3 pairs"
-    # A pair where one side did not reach the target counts as missing, not as a number.
+    assert r["verdict"] == "faster" and r["headline"] == "1.96x faster (+4% to +270%), 3 pairs"
+    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3}
+    # A pair where one side did not reach the target, with no censored time, counts as missing.
     r = autopilot.paired_speedup([4.0, None, 6.0, 3.0], [2.0, 2.0, None, 3.0])
     assert r["ratios"] == [2.0, 1.0] and r["median"] == 1.5 and r["missing"] == 2
+    assert r["reached"] == {"pairs": 4, "baseline": 3, "run": 3}
+    # With the winner's training time on its missed seed (5.0 s), that seed counts: 6 / 5 = 1.2,
+    # an upper bound, so the result can never read 'faster'.
+    r = autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, None], censored=[None, None, 5.0])
+    assert r["ratios"] == [2.0, 2.5, pytest.approx(1.2)] and r["missing"] == 0
+    assert r["censored"] == [{"pair": 2, "side": "run"}] and r["verdict"] == "inconclusive"
     assert autopilot.paired_speedup([None], [1.0])["median"] is None
 
 
@@ -284,14 +291,14 @@ def test_ablation_factors_are_judged_by_the_confirming_pairs_intervals():
     out = autopilot.ablation_intervals(ab, [2.0, 2.5, None, 1.5])
     k = math.exp(4.302653 * 0.256092)
     assert out[0]["ci95"] == pytest.approx([1.4 / k, 1.4 * k], abs=1e-4)
-    assert (out[0]["verdict"], out[0]["interval_pairs"]) == ("no difference", 3)
+    assert (out[0]["verdict"], out[0]["interval_pairs"]) == ("inconclusive", 3)
     assert out[1] == ab[1]  # no factor, nothing to judge
     quiet = autopilot.ablation_intervals(
         [{"label": "bfloat16", "factor": 1.4}, {"label": "label smoothing 0.1", "factor": 0.8},
          {"label": "4 steps per execution", "factor": 1.05}], [2.0, 2.1, 1.9, 2.05, 1.95])
-    assert [a["verdict"] for a in quiet] == ["faster", "slower", "no difference"]
+    assert [a["verdict"] for a in quiet] == ["faster", "slower", "inconclusive"]
     assert autopilot.explanation(quiet) == (
-        "bfloat16 1.40x [1.25–1.56], 4 steps per execution 1.05x [0.94–1.17] (within noise), "
+        "bfloat16 1.40x [1.25–1.56], 4 steps per execution 1.05x [0.94–1.17] (inconclusive), "
         "label smoothing 0.1 0.80x [0.72–0.89] (faster without it); each factor is one run against the "
         "winner's on the same seed, its 95% interval from the spread of the 5 confirming pairs "
         "(within noise: the interval holds 1x)")
@@ -582,25 +589,29 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
                             "speedup": autopilot.paired_speedup(baseline, winner)}}
 
     # Ratios 1.76/2.40 = 0.733, 1.70/2.30 = 0.739, 1.80/2.50 = 0.720: median 0.733, and 1/0.733 = 1.36.
+    # One central value (the geometric mean), its interval and verdict, the medians beside it.
+    # Logs of 0.7333, 0.7391, 0.7200: mean -0.31155 (0.7323x), sd 0.013449, half 4.302653 x 0.013449 /
+    # sqrt(3) = 0.033409: [0.7082, 0.7572], i.e. -29% to -24%.
     lines = summary_lines(state([1.76, 1.70, 1.80], [2.40, 2.30, 2.50]))
-    assert lines[2] == ("confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.40 s vs baseline 1.76 s "
-                        "(medians; their ratio 0.73x): 0.73x (the winner was slower than the baseline when re-run: "
-                        "1.36x slower; min 0.72x, max 0.74x)")
-    # Ratios 2.0, 2.5, 1.5; the medians' own ratio 5.0/2.0 is said beside their median.
+    assert lines[2] == ("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): 0.73x slower "
+                        "(−29% to −24%), 3 pairs; winner 2.40 s vs baseline 1.76 s (medians)")
+    assert lines[3] == "  reached the target on 3 of 3 seeds (baseline 3 of 3)"
+    # Ratios 2.0, 2.5, 1.5: geometric mean 1.96x [1.04, 3.70].
     assert summary_lines(state([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]))[2] == (
-        "confirmed (3 alternating re-runs each, seeds [1, 2, 3]): winner 2.00 s vs baseline 5.00 s (medians; their "
-        "ratio 2.50x): 2.00x faster (min 1.50x, max 2.50x)")
+        "confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): 1.96x faster (+4% to +270%), "
+        "3 pairs; winner 2.00 s vs baseline 5.00 s (medians)")
     # A median over 1 inside the noise is not called faster: the word follows the interval's verdict.
     # Ratios 4.0/3.8 = 1.0526, 5.0/5.5 = 0.9091, 6.0/5.4 = 1.1111.
     lines = summary_lines(state([4.0, 5.0, 6.0], [3.8, 5.5, 5.4]))
-    assert lines[2].endswith("1.05x (no difference within noise, see the interval; min 0.91x, max 1.11x)")
-    assert lines[3].startswith("  interval: no difference within noise (±")
-    assert lines[3].endswith("3 pairs (geometric mean of the pair ratios, 95% t interval, verdict: no difference)")
+    assert lines[2].startswith("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): "
+                               "inconclusive: 1.02x (−21% to +32%), 3 pairs; about ")
     # Ctrl-C during the re-runs (a tester's case): 1 complete pair, said, and the stop said.
     stopped = {**state([1.14, 1.36], [0.81, None]), "phase": "stopped"}
     lines = summary_lines(stopped)
-    assert lines[2].startswith("confirmed (1 of 3 alternating re-run pairs complete, seeds [1, 2, 3]): ")
-    assert lines[2].endswith("1.41x faster (min 1.41x, max 1.41x)")  # 1.14 / 0.81, the one complete pair
+    # 1.14 / 0.81 = 1.41, the one complete pair: a sample, labelled as such, not a result.
+    assert lines[2] == ("confirmed vs baseline (1 of 3 alternating re-run pairs complete, seeds [1, 2, 3]): 1.41x "
+                        "from 1 pair: one pair: not a result (an interval needs 3); winner 0.81 s vs baseline "
+                        "1.25 s (medians)")
     assert lines[-1] == "stopped by the user: what is above is what had been measured by then"
 
 

@@ -34,7 +34,7 @@ def test_render_states_the_confirmed_speedup_its_interval_the_goal_and_the_ablat
     assert "python -m engine autopilot --dataset mnist5k" in md
     assert "at start 07:39:50 1.24 1.11 2.87; middle 07:50:00 9.0 8.0 5.0; end 08:00:00 4.0 5.0 5.0" in md
     assert "| 2 | WB | 2 | 33.00 s | 11.00 s | 3.00x |" in md   # the second pair ran winner first
-    assert "**confirmed speedup: 2.90x faster [2.49–3.37], 3 pairs**" in md
+    assert "**confirmed speedup: 2.90x faster (+149% to +237%), 3 pairs**" in md
     assert "goal (2.5x, interval's lower end >= 2.0x): met: 2.90x with the lower end at 2.49x" in md
     assert "| bfloat16 | #7 | 14.00 s | 1.40x | [1.08–1.82] | it helps |" in md
     assert "wall time of the whole invocation: 1200 s (20.0 min)" in md

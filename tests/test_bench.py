@@ -62,10 +62,10 @@ def test_summarize_speedups_and_spread():
     assert (r["cells"][1]["speedup_min"], r["cells"][1]["speedup_max"]) == (1.5, 2.0)
     assert r["cells"][0]["speedup"] == 1.0 and r["cells"][0]["samples_per_sec"] == 900.0
     assert r["best"]["precision"] == "mixed_bfloat16"
-    # The interval of the two paired repeats: logs 0.405465, 0.693147, sem 0.143841, half
-    # 12.7062 * 0.143841 = 1.827713 around 0.549306: two repeats cannot tell 1.75x from 1.
-    assert r["cells"][1]["speedup_ci95"] == pytest.approx([0.27848, 10.7731], rel=1e-4)
-    assert r["cells"][1]["verdict"] == "no difference" and r["cells"][0]["speedup_ci95"] is None
+    # Two paired repeats: no interval and no verdict (3 pairs are the fewest for either; the t
+    # interval of two, 12.7 standard errors wide, read [0.28-10.77]).
+    assert r["cells"][1]["speedup_ci95"] is None
+    assert r["cells"][1]["verdict"] is None and r["cells"][0]["speedup_ci95"] is None
 
 
 def _two_cells(base_rates, ratio=1.5):

@@ -62,7 +62,10 @@ def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
             page.screenshot(path=str(OUT / "comparison_slower_1280x720.png"))
             (h,) = page.evaluate(HEADLINE)
             ci = r["time_to_accuracy_ci95"]
-            assert h["text"] == f"{r['time_to_accuracy_speedup']:.2f}x slower [{ci[0]:.2f}–{ci[1]:.2f}], 3 pairs"
+            from engine.report.stats import fmt_interval
+
+            assert h["text"] == (f"{r['time_to_accuracy_speedup']:.2f}x slower ({fmt_interval(ci)}), 3 pairs "
+                                 "vs Keras-default Adam 1e-3")
             assert h["color"] == "rgb(185, 28, 28)"                        # red: the interval lies below 1
             assert h["scroll"] <= h["client"] and h["right"] <= h["boxRight"] + 1 and h["right"] <= 1280
             assert h["bottom"] <= 720                                      # above the fold

@@ -13,7 +13,7 @@ from tests.test_comparisons import _play, no_queue  # noqa: F401 - the fixture
 # Per pair, the A/A run's time-to-accuracy ratio: logs 0.0198026, -0.0202027, 0.0099503;
 # mean 0.0031834, sd 0.0208435, sem 0.0120340, t(0.975, 2) = 4.302653: exp(4.302653 x
 # 0.0120340) - 1 = 0.053142, a floor of ±5.3%.
-AA = {0: 1.02, 1: 0.98, 2: 1.01}
+AA = {1000: 1.02, 1001: 0.98, 1002: 1.01}  # an A/A pair's second side trains on seed + 1000
 FLOOR = 0.053142
 
 
@@ -33,7 +33,8 @@ def test_the_check_runs_three_a_a_pairs_of_the_digits_cnn_and_stores_the_floor(n
             for r in runs} == {("digits", "cnn", 10, "float32")}
     comp = cstore.get(store, cid)
     assert comp["kind"] == "aa" and comp["status"] == "completed"
-    assert comp["result"]["verdict"] == "no difference"
+    assert comp["result"]["verdict"] == "inconclusive"  # [0.95, 1.06] is not inside the A/A's ±2%
+    assert {r["config"]["seed"] for r in runs if r["role"] == "run"} == {1000, 1001, 1002}
     info = noise.latest(store)
     assert info["comparison_id"] == cid and info["pairs"] == 3 and info["measure"] == "time_to_accuracy"
     assert info["floor"] == pytest.approx(FLOOR, abs=1e-6)
@@ -66,7 +67,7 @@ def test_a_headline_below_the_floor_says_so(no_queue, store):  # noqa: F811
     # logs of 1.03, 1.04, 1.05: geometric mean 1.0400, t interval [1.0154, 1.0651]: faster,
     # but a 4% effect is inside the ±5.3% floor.
     h = comparison_headline(cstore.get(store, cid)["result"], floor=floor)
-    assert h["text"] == "1.04x faster [1.02–1.07], 3 pairs"
+    assert h["text"] == "1.04x faster (+2% to +7%), 3 pairs vs Keras-default Adam 1e-3"
     assert h["note"] == "below this machine's noise floor (±5%)"
     # A larger effect is not flagged.
     assert comparison_headline(cstore.get(store, cid)["result"], floor=0.03)["note"] is None
@@ -83,7 +84,7 @@ def test_the_train_page_headline_names_the_stored_floor(no_queue, store):  # noq
           (10.0 / speed[run["config"]["seed"]], 100.0))
     at = app()
     no_errors(at)
-    assert "1.04x faster [1.02–1.07], 3 pairs" in texts(at.markdown)
+    assert "1.04x faster (+2% to +7%), 3 pairs vs Keras-default Adam 1e-3" in texts(at.markdown)
     assert "below this machine's noise floor (±5%)" in texts(at.caption)
 
 
