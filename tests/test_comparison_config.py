@@ -1,5 +1,5 @@
-"""engine.config.comparison_config: a time-to-accuracy comparison ends each run at the target,
-a throughput-only one keeps its epochs (issue 43 item 5)."""
+"""Issue 43, unit lane: a time-to-accuracy comparison ends each run at the target (comparison_config),
+a throughput-only one keeps its epochs; the pair chart's ticks and band; a colour per configuration."""
 from engine.config import RunConfig, baseline_config, comparison_config
 
 
@@ -27,3 +27,35 @@ def test_the_cli_passes_all_epochs_through(monkeypatch):
     pairs.add_pair_args(p)
     assert p.parse_args(["--all-epochs"]).all_epochs is True
     assert p.parse_args([]).all_epochs is False
+
+
+def test_the_pair_chart_has_few_labelled_ticks_and_a_clipped_band():
+    from engine.report.comparison_charts import log_range, pairs_figure
+
+    assert log_range([1.2, 1.5]) == (0.5, 2.0)                      # at least 0.5x to 2x
+    assert log_range([3.04, 1.48, 6.24]) == (0.5, 8.0)              # widened to whole ticks
+    assert log_range([0.01, 100.0]) == (0.125, 8.0)                 # an open interval is clipped
+    rows = [{"status": "complete", "pair": i, "order": "AB", "seed": i, "baseline_time_to_accuracy": b,
+             "time_to_accuracy": r} for i, (b, r) in enumerate([(30.0, 10.0), (30.0, 12.0), (30.0, 6.0)])]
+    result = {"measure": "time_to_accuracy", "pair_rows": rows, "planned": 3,
+              "history": [{"pairs": 1, "speedup": 3.0, "ci95": None}, {"pairs": 2, "speedup": 2.74, "ci95": None},
+                          {"pairs": 3, "speedup": 3.42, "ci95": [0.02, 60.0]}]}
+    fig = pairs_figure(result)
+    assert list(fig.layout.yaxis.tickvals) == [0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0]
+    assert list(fig.layout.yaxis.ticktext)[2:5] == ["0.5×", "1×", "2×"]
+    band = next(t for t in fig.data if t.name == "95% interval so far")
+    assert max(band.y) == 8.0 and min(band.y) == 0.125                # drawn at the edges, not 0.02-60
+    points = next(t for t in fig.data if t.name == "one pair")
+    assert list(points.y) == [3.0, 2.5, 5.0] and points.text[2].endswith("5.00×")
+
+
+def test_a_configuration_has_one_colour_in_every_comparison():
+    from engine.report import chart_style
+
+    bf16 = RunConfig(dataset="digits", precision="mixed_bfloat16").to_dict()
+    again = RunConfig(dataset="digits", precision="mixed_bfloat16", seed=3, epochs=4).to_dict()  # another comparison
+    spe = RunConfig(dataset="digits", steps_per_execution=4).to_dict()
+    assert chart_style.run_color(12, "run", bf16) == chart_style.run_color(31, "run", again)
+    assert chart_style.run_color(12, "run", bf16) in chart_style.PALETTE
+    assert chart_style.config_color(bf16) != chart_style.config_color(spe)
+    assert chart_style.run_color(12, "baseline", bf16) == chart_style.BASELINE_COLOR

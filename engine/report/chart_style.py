@@ -14,7 +14,7 @@ Conventions (units on every axis title):
 
 Metric frames are "long": one row per point with a ``label`` (legend name) and
 a ``color`` column per run; `tag` adds both.  A run keeps one colour in every
-chart (`run_color`); baselines are always the same neutral grey.
+chart (`run_color`: its configuration's colour); baselines are always the same neutral grey.
 """
 from __future__ import annotations
 
@@ -48,11 +48,29 @@ _MIN_TITLE_SIZE = 11
 
 # --- runs: colours, labels, summaries --------------------------------------
 
-def run_color(run_id: int, role: str = "run") -> str:
-    """The colour of a run in every chart: grey for a baseline, else a palette
-    colour fixed by its id (so a run keeps its colour across pages and reloads)."""
+# Settings that do not make a configuration another one: the colour stays when only these change.
+_NOT_COLOUR = frozenset({"seed", "epochs", "target_accuracy", "stop_at_target", "save_model"})
+
+
+def config_color(cfg: Mapping) -> str:
+    """A configuration's palette colour, from its settings (a hash of them, seed, epochs and
+    target left out): the same configuration has the same colour in every comparison, chart
+    and page. Ten colours: two different configurations can share one."""
+    import hashlib
+    import json
+
+    key = json.dumps({k: v for k, v in sorted(cfg.items()) if k not in _NOT_COLOUR}, sort_keys=True, default=str)
+    return PALETTE[int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % len(PALETTE)]
+
+
+def run_color(run_id: int, role: str = "run", config: Optional[Mapping] = None) -> str:
+    """The colour of a run in every chart: grey for a baseline; else its configuration's
+    colour (`config_color`) when `config` is given, so that a configuration keeps one colour
+    across comparisons; else a palette colour fixed by its id."""
     if role == "baseline":
         return BASELINE_COLOR
+    if config:
+        return config_color(config)
     return PALETTE[(int(run_id) - 1) % len(PALETTE)]
 
 

@@ -3,6 +3,7 @@ arrives and the 95% interval narrowing, a pure function to a Plotly figure (no
 Streamlit, no TF)."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import plotly.graph_objects as go
@@ -11,6 +12,22 @@ from engine.report.chart_style import BASELINE_COLOR, PALETTE, empty_figure, sty
 from engine.report.stats import MEASURE_NAMES, pair_ratio
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
+
+
+# The pair chart's y ticks: few, labelled in full ("0.5×", never a bare "5" under "1").
+TICKS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+LIMITS = (0.125, 8.0)  # the y axis never spans more: a ratio or band beyond is drawn at the edge
+
+
+def log_range(values: list) -> tuple[float, float]:
+    """(low, high) of the pair chart's log y axis: 0.5x to 2x at least, widened to the
+    finite positive `values` with a 15% margin, to a whole tick, and clipped to LIMITS."""
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    lo = min([0.5, *(v / 1.15 for v in vals)])
+    hi = max([2.0, *(v * 1.15 for v in vals)])
+    lo = max(LIMITS[0], 2.0 ** math.floor(math.log2(lo)))
+    hi = min(LIMITS[1], 2.0 ** math.ceil(math.log2(hi)))
+    return lo, hi
 
 
 def pairs_title(result: Optional[dict]) -> str:
@@ -48,15 +65,21 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     shown = [(x, y, r) for x, y, r in zip(xs, ratios, done) if y is not None]
     fig.add_trace(go.Scatter(x=[x for x, _, _ in shown], y=[y for _, y, _ in shown], mode="markers",
                              marker=dict(size=12, color=PAIR_COLOR, line=dict(width=1, color="white")),
-                             name="one pair", text=[f"pair {r['pair'] + 1} ({r['order']}, seed {r['seed']})"
-                                                    for _, _, r in shown],
-                             hovertemplate="%{text}: %{y:.2f}×<extra></extra>"))
+                             name="one pair", text=[f"pair {r['pair'] + 1} ({r['order']}, seed {r['seed']}): {y:.2f}×"
+                                                    for _, y, r in shown],  # the value itself: y may be clipped
+                             hovertemplate="%{text}<extra></extra>"))
     missing = [x for x, y in zip(xs, ratios) if y is None]
     if missing:
         fig.add_trace(go.Scatter(x=missing, y=[1.0] * len(missing), mode="markers",
                                  marker=dict(size=12, symbol="x-thin-open", color=BASELINE_COLOR, line=dict(width=2)),
                                  name="no ratio (target not reached)"))
     fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, dash="dot", width=1))
-    fig.update_yaxes(type="log")
+    lo, hi = log_range([y for _, y, _ in shown] + [v for _, c in with_ci for v in c])
+    for t in fig.data:  # the band and the points stay inside the axis (an open interval is clipped)
+        if t.y is not None:
+            t.y = [None if v is None else min(max(v, lo), hi) for v in t.y]
+    ticks = [v for v in TICKS if lo <= v <= hi]
+    fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], tickvals=ticks,
+                     ticktext=[f"{v:g}×" for v in ticks], minor=dict(showgrid=False))
     fig.update_xaxes(dtick=1, range=[0.5, max(len(done), (result or {}).get("planned") or 0) + 0.5])
     return style(fig, "pair", "speedup (×, log)", title=title, height=height)

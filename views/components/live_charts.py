@@ -111,8 +111,8 @@ def chart_frames(src: LiveMetrics, runs: list[dict]) -> dict[str, pd.DataFrame]:
             "system": lambda r: _chief(src.system(r))}
     out = {}
     for table, fn in read.items():
-        parts = [chart_style.tag(fn(r), chart_style.run_label(r), chart_style.run_color(r["id"], r["role"]), r["id"])
-                 for r in runs]
+        parts = [chart_style.tag(fn(r), chart_style.run_label(r),
+                                 chart_style.run_color(r["id"], r["role"], r.get("config")), r["id"]) for r in runs]
         parts = [p for p in parts if not p.empty]
         out[table] = pd.concat(parts, ignore_index=True) if parts else None
     return out

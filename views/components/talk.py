@@ -185,7 +185,8 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
         head = (f'<div style="margin-bottom:6px"><b>Comparison #{int(comp["id"])}</b> · '
                 f'{html.escape(_pair_position(comp, base, run))} · measuring for '
                 f'{quiet_progress.clock(since, int(2 * every))} s</div>')
-        lines = [f'<div style="border-left:7px solid {chart_style.run_color(r["id"], r["role"])};padding-left:9px">'
+        bar = {r["id"]: chart_style.run_color(r["id"], r["role"], r.get("config")) for r in runs}
+        lines = [f'<div style="border-left:7px solid {bar[r["id"]]};padding-left:9px">'
                  f'{quiet_line(store, r, src, every)}</div>' for r in runs]
         st.html(quiet_progress.block([head] + lines), unsafe_allow_javascript=True)
     frames = chart_frames(src, runs)

@@ -29,7 +29,7 @@ def _chief(df: pd.DataFrame) -> pd.DataFrame:
 
 def _frames(store: Store, runs: list[dict], table_name: str) -> pd.DataFrame | None:
     parts = [chart_style.tag(_chief(store.frame(table_name, r["id"])), chart_style.run_label(r),
-                        chart_style.run_color(r["id"], r["role"]), r["id"]) for r in runs]
+                        chart_style.run_color(r["id"], r["role"], r.get("config")), r["id"]) for r in runs]
     parts = [p for p in parts if not p.empty]
     return pd.concat(parts, ignore_index=True) if parts else None
 
@@ -127,7 +127,7 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
-        rows.append({"label": chart_style.run_label(r), "color": chart_style.run_color(rid, r["role"]),
+        rows.append({"label": chart_style.run_label(r), "color": chart_style.run_color(rid, r["role"], r.get("config")),
                      "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
                      "note": "; ".join(c["caveats"]) or "like for like",
                      "missing": c["time_to_accuracy_note"] or (c["baseline_time_to_accuracy_note"] and
