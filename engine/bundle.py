@@ -162,6 +162,7 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     manifest, payloads = read_bundle(src, name)
     check_runs(store, manifest, payloads, name)
     from engine import bundle_comparisons
+    from engine import store_comparisons as cstore
 
     try:  # read and checked before anything is written, like the runs
         comps = bundle_comparisons.read(src, manifest, name)
@@ -172,17 +173,31 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     present = _present_keys(store)
     dupes = [(p["run"]["id"], present[p["run"]["key"]]) for p in payloads if p["run"]["key"] in present]
     if dupes:
-        pairs = ", ".join(f"#{o} (here #{n})" for o, n in dupes)
-        raise BundleError(f"{name} is already imported: run(s) {pairs} are in this store; "
-                          "nothing was added (delete them first to import again)")
+        trashed = {r[0] for r in store.conn.execute(
+            f"SELECT id FROM runs WHERE trashed IS NOT NULL AND id IN ({','.join('?' * len(dupes))})",
+            [n for _, n in dupes])}
+        pairs = ", ".join(f"#{o} (here #{n}{', in the trash' if n in trashed else ''})" for o, n in dupes)
+        way = ("empty the trash (python -m engine trash --empty) to import them again, or restore them "
+               "(python -m engine trash --restore)" if trashed and len(trashed) == len(dupes) else
+               "delete them first to import again")
+        raise BundleError(f"{name} is already imported: run(s) {pairs} are in this store; nothing was added ({way})")
+    if comps:
+        cstore.ensure_table(store)  # before the transaction (a write of its own)
+        try:
+            bundle_comparisons.check_groups(store, comps)
+        except bundle_comparisons.ComparisonRejected as e:
+            raise BundleError(f"{name}: {e}; nothing was imported") from None
     have = {t: {r[1] for r in store.conn.execute(f"PRAGMA table_info({t})")} for t in ("runs", *METRIC_TABLES)}
     now = time.time()
     mapping: dict[int, int] = {}
     try:
-        _insert(store, manifest, payloads, name, have, now, mapping)
+        with store.tx() as conn:  # runs, metrics and comparisons: all or nothing
+            _insert(conn, manifest, payloads, name, have, now, mapping)
+            bundle_comparisons.import_rows(store, comps, mapping)
     except sqlite3.IntegrityError as e:  # e.g. two rows of one execution: the transaction rolled back
         raise BundleError(f"{name}: its rows do not fit the store ({_first_line(e)}); nothing was imported") from None
-    bundle_comparisons.import_rows(store, comps, mapping)
+    except bundle_comparisons.ComparisonRejected as e:
+        raise BundleError(f"{name}: {e}; nothing was imported") from None
     return [(p["run"]["id"], mapping[p["run"]["id"]]) for p in payloads]
 
 
@@ -198,34 +213,34 @@ def check_runs(store: Store, manifest: dict, payloads: list[dict], name: str) ->
         raise BundleError(f"{name}: {e}; nothing was imported") from None
 
 
-def _insert(store: Store, manifest: dict, payloads: list[dict], name: str, have: dict, now: float,
+def _insert(conn, manifest: dict, payloads: list[dict], name: str, have: dict, now: float,
             mapping: dict) -> None:
-    with store.tx() as conn:
-        for p in payloads:
-            run = p["run"]
-            origin = {"key": run["key"], "host": (run.get("environment") or {}).get("hostname"),
-                      "run_id": run["id"], "exported": manifest.get("exported"),
-                      "exported_from": manifest.get("exported_from"), "imported": now, "bundle": name,
-                      **({"via": run["origin"]} if run.get("origin") else {})}
-            cols = {k: v for k, v in run.items() if k in have["runs"] and k not in _LOCAL_COLUMNS}
-            cols["origin"] = origin
-            cols = {k: json.dumps(v) if k in _JSON_COLUMNS and v is not None else v for k, v in cols.items()}
-            cur = conn.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-                               tuple(cols.values()))
-            mapping[run["id"]] = int(cur.lastrowid)
-        for p in payloads:
-            new = mapping[p["run"]["id"]]
-            base = p["run"].get("baseline_id")
-            if base in mapping:
-                conn.execute("UPDATE runs SET baseline_id=? WHERE id=?", (mapping[base], new))
-            for table in METRIC_TABLES:
-                t = p.get(table) or {"columns": [], "rows": []}
-                keep = [i for i, c in enumerate(t["columns"]) if c in have[table]]
-                if not t["rows"] or not keep:
-                    continue
-                cols = ["run_id", *(t["columns"][i] for i in keep)]
-                conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-                                 [(new, *(row[i] for i in keep)) for row in t["rows"]])
+    """Insert the runs and their metrics on `conn`, inside the caller's transaction."""
+    for p in payloads:
+        run = p["run"]
+        origin = {"key": run["key"], "host": (run.get("environment") or {}).get("hostname"),
+                  "run_id": run["id"], "exported": manifest.get("exported"),
+                  "exported_from": manifest.get("exported_from"), "imported": now, "bundle": name,
+                  **({"via": run["origin"]} if run.get("origin") else {})}
+        cols = {k: v for k, v in run.items() if k in have["runs"] and k not in _LOCAL_COLUMNS}
+        cols["origin"] = origin
+        cols = {k: json.dumps(v) if k in _JSON_COLUMNS and v is not None else v for k, v in cols.items()}
+        cur = conn.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                           tuple(cols.values()))
+        mapping[run["id"]] = int(cur.lastrowid)
+    for p in payloads:
+        new = mapping[p["run"]["id"]]
+        base = p["run"].get("baseline_id")
+        if base in mapping:
+            conn.execute("UPDATE runs SET baseline_id=? WHERE id=?", (mapping[base], new))
+        for table in METRIC_TABLES:
+            t = p.get(table) or {"columns": [], "rows": []}
+            keep = [i for i, c in enumerate(t["columns"]) if c in have[table]]
+            if not t["rows"] or not keep:
+                continue
+            cols = ["run_id", *(t["columns"][i] for i in keep)]
+            conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                             [(new, *(row[i] for i in keep)) for row in t["rows"]])
 
 
 def provenance(run: dict) -> str | None:

@@ -61,20 +61,60 @@ def read(src, manifest: dict, name: str) -> list[dict]:
     return out
 
 
+class ComparisonRejected(ValueError):
+    """A bundle's comparison that cannot be imported; `str(err)` is one line naming it."""
+
+
+def _runs_here(store: Store, run_ids: list[int]) -> list[int]:
+    if not run_ids:
+        return []
+    q = f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(run_ids))})"
+    return [r[0] for r in store.conn.execute(q, run_ids)]
+
+
+def check_groups(store: Store, comps: list[dict]) -> None:
+    """Before anything is written: a comparison whose group is already stored here must be
+    one whose runs are all gone (deleted for good: `import_rows` replaces that row);
+    one whose runs are still here is another comparison, and the import is refused.
+    Raises: ComparisonRejected (one line)."""
+    for comp in comps:
+        old = cstore.by_group(store, comp.get("group_id"))
+        if old is None:
+            continue
+        left = _runs_here(store, _run_ids(old))
+        if left:
+            raise ComparisonRejected(f"its comparison {comp.get('group_id')!r} is already in this store, with "
+                                     f"run(s) {', '.join(f'#{i}' for i in left)}")
+
+
 def import_rows(store: Store, comps: list[dict], mapping: dict[int, int]) -> list[int]:
     """Add `comps` with run ids mapped by `mapping` (original id -> new id) and their
-    result recomputed from the imported runs; returns the new comparison ids."""
+    result recomputed from the imported runs; returns the new comparison ids.
+
+    Runs inside the caller's transaction on `store.conn` (engine.bundle.import_bundle),
+    so that a comparison that cannot be evaluated leaves nothing written. A stored
+    comparison of the same group whose runs are all gone (checked by `check_groups`) is
+    replaced. Raises: ComparisonRejected naming the comparison and the problem."""
     from engine.jobs import comparison
 
+    conn = store.conn
+    cols = ("created", "ended", "kind", "group_id", "status", "hostname", "settings", "plan", "result", "ended_by")
     new_ids = []
     for comp in comps:
         if not set(_run_ids(comp)) <= set(mapping):
-            continue
+            continue  # a comparison of runs not in this bundle: nothing to show it with
         plan = [{**p, **{k: mapping.get(p[k], p[k]) for k in ("baseline_id", "run_id")}} for p in comp["plan"]]
-        cid = cstore.insert_row(store, {**comp, "plan": plan, "result": None})
-        if not cid:
-            continue
-        row = cstore.get(store, cid)
-        cstore.update(store, cid, result=comparison.evaluate(store, row))
+        row = {**comp, "plan": plan, "result": None}
+        conn.execute("DELETE FROM comparisons WHERE group_id=?", (comp.get("group_id"),))  # stale (check_groups)
+        vals = [json.dumps(row.get(c)) if c in ("settings", "plan", "result") and row.get(c) is not None
+                else row.get(c) for c in cols]
+        try:
+            cid = int(conn.execute(f"INSERT INTO comparisons ({', '.join(cols)}) VALUES "
+                                   f"({','.join('?' * len(cols))})", vals).lastrowid)
+            result = comparison.evaluate(store, {**row, "id": cid})
+        except (TypeError, KeyError, ValueError, IndexError, AttributeError, ZeroDivisionError) as e:
+            raise ComparisonRejected(f"comparisons: {comp.get('group_id')!r} cannot be recomputed from its runs "
+                                     f"({type(e).__name__}: {str(e)[:120]})") from None
+        conn.execute("UPDATE comparisons SET result=? WHERE id=?", (json.dumps(result), cid))
         new_ids.append(cid)
     return new_ids
