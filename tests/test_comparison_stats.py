@@ -36,7 +36,8 @@ def test_faster_and_slower_verdicts_by_hand():
     assert slow["ci95"] == pytest.approx([1 / 1.38076, 1 / 1.17507], abs=1e-5)
     assert slow["verdict"] == "slower"
     h = stats.headline(slow)
-    assert h == {"text": "0.79x slower (−28% to −15%), 4 pairs", "verdict": "slower", "tone": "bad", "note": None}
+    assert h == {"text": "0.79x slower (−28% to −15%), 4 pairs", "main": "0.79x slower (−28% to −15%)",
+                 "detail": "4 pairs", "verdict": "slower", "tone": "bad", "note": None}
     assert stats.headline(s)["text"] == "1.27x faster (+18% to +38%), 4 pairs"
     assert stats.headline(s, baseline_label="tuned Adam 0.003")["text"] == \
         "1.27x faster (+18% to +38%), 4 pairs vs tuned Adam 0.003"
@@ -71,8 +72,9 @@ def test_in_progress_the_interval_and_verdict_wait_for_min_pairs():
     two = stats.summarize([1.0, 1.0], [2.0, 0.625], higher_is_better=False)
     assert two["ci95"] is None and two["verdict"] is None
     h = stats.headline(two, in_progress=True)
-    assert h == {"text": "0.89x from 2 pairs so far: interval from 3 pairs", "verdict": None, "tone": "neutral",
-                 "note": None}
+    assert h == {"text": "0.89x from 2 pairs so far: interval from 3 pairs",
+                 "main": "0.89x from 2 pairs so far: interval from 3 pairs", "detail": None, "verdict": None,
+                 "tone": "neutral", "note": None}
     one = stats.summarize([2.0], [1.0], higher_is_better=False)
     assert stats.headline(one, in_progress=True)["text"] == "2.00x from 1 pair so far: interval from 3 pairs"
     # Ended with 2 pairs: still no interval nor verdict (one was read from 2 pairs before).

@@ -84,7 +84,8 @@ def test_the_train_page_headline_names_the_stored_floor(no_queue, store):  # noq
           (10.0 / speed[run["config"]["seed"]], 100.0))
     at = app()
     no_errors(at)
-    assert "1.04x faster (+2% to +7%), 3 pairs vs Keras-default Adam 1e-3" in texts(at.markdown)
+    assert "1.04x faster (+2% to +7%)" in texts(at.markdown)  # large: the verdict and interval
+    assert "3 pairs vs Keras-default Adam 1e-3" in texts(at.caption)  # small: pairs and baseline
     assert "below this machine's noise floor (±5%)" in texts(at.caption)
 
 

@@ -405,15 +405,17 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
             verdict back until MIN_PAIRS pairs are in.
         baseline_label: what the baseline is, e.g. 'Keras-default Adam 1e-3'; the
             text ends with 'vs <label>'.
-    Returns: {'text': e.g. '1.31x faster (+18% to +45%), 5 pairs vs tuned Adam 3e-3', 'verdict'
-        (VERDICTS or None), 'tone' ('good' | 'bad' | 'neutral': green only for
+    Returns: {'text': e.g. '1.31x faster (+18% to +45%), 5 pairs vs tuned Adam 3e-3', 'main'
+        (the verdict and interval: '1.31x faster (+18% to +45%)', for large type) and 'detail'
+        (the rest: '5 pairs vs tuned Adam 3e-3'), 'verdict' (VERDICTS or None), 'tone' ('good' | 'bad' | 'neutral': green only for
         'faster'), 'note' (a second line or None: censored or missing pairs, outliers,
         below the noise floor)}.
     """
     vs = f" vs {baseline_label}" if baseline_label else ""
     if not summary or summary.get("speedup") is None:
         n = (summary or {}).get("not_reached", 0)
-        return {"text": ("no speedup yet" if in_progress else "no speedup: no complete pair") + vs,
+        main = "no speedup yet" if in_progress else "no speedup: no complete pair"
+        return {"text": main + vs, "main": main, "detail": vs.strip() or None,
                 "verdict": None, "tone": "neutral",
                 "note": f"{n} pair{'s' if n != 1 else ''} without a ratio (target not reached)" if n else None}
     n, x, ci, v = summary["pairs"], summary["speedup"], summary.get("ci95"), summary.get("verdict")
@@ -422,19 +424,20 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
         # Two pairs give a t interval on 1 degree of freedom (t = 12.7): "±36114%, [0.00–322.90]"
         # was read mid-comparison. No interval or verdict before MIN_PAIRS, on any line.
         v = None
-        text = (f"{fmt_ratio(x)} from {pairs} so far: interval from {MIN_PAIRS} pairs" if in_progress else
+        main = (f"{fmt_ratio(x)} from {pairs} so far: interval from {MIN_PAIRS} pairs" if in_progress else
                 f"{fmt_ratio(x)} from {pairs}: {ONE_PAIR_LABEL if n == 1 else 'too few pairs for a result'} "
                 f"(an interval needs {MIN_PAIRS})")
+        detail = vs.strip()
+        text = main + vs
     elif ci is None:
         v = None
-        text = f"{fmt_ratio(x)} from {pairs}: no interval yet"
+        main = f"{fmt_ratio(x)} from {pairs}: no interval yet"
+        detail = vs.strip()
+        text = main + vs
     else:
-        text = f"{verdict_text(summary)}, {pairs}"
-    text += vs
-    if in_progress and n >= MIN_PAIRS:
-        text += " so far"
-    if v is not None:
-        text += decide_text(summary)
+        main = verdict_text(summary)
+        detail = f"{pairs}{vs}{' so far' if in_progress else ''}{decide_text(summary)}"
+        text = f"{main}, {detail}"
     notes = []
     if summary.get("censored"):
         runs = sum(c["side"] == "run" for c in summary["censored"])
@@ -455,7 +458,8 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
     if v is not None and below_floor(x, floor):
         notes.append(f"below this machine's noise floor (±{floor * 100:.0f}%)")
     tone = "good" if v == "faster" else "bad" if v == "slower" else "neutral"
-    return {"text": text, "verdict": v, "tone": tone, "note": "; ".join(notes) or None}
+    return {"text": text, "main": main, "detail": detail or None, "verdict": v, "tone": tone,
+            "note": "; ".join(notes) or None}
 
 
 MEASURE_NAMES = {"time_to_accuracy": "time to accuracy", "end_to_end": "end-to-end samples/s",

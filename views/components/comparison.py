@@ -48,20 +48,26 @@ def _age(t: float | None) -> str:
             f"{s / 3600:.1f} h ago" if s < 172800 else f"{s / 86400:.0f} days ago")
 
 
-def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key: str = "cmp_headline") -> None:
+def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key: str = "cmp_headline",
+             compact: bool = False) -> None:
     """The headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
-    at 1280 px), coloured by the verdict, with its measure and note under it."""
+    at 1280 px), coloured by the verdict, with its measure and note under it: the split,
+    the seeds reached and the test accuracy, one line each (`compact`: one line together, so
+    that presenter mode keeps its charts above the fold at 1280x720)."""
     running = comp["status"] == "running"
     h = stats.comparison_headline(comp.get("result"), floor=floor, in_progress=running)
     color = TONE_COLORS[h["tone"]] if not running else TONE_COLORS["neutral"]
     label = f"{h['measure'] or 'speedup'}" + (" · in progress: more pairs to come" if running else "")
     box = st.container(key=key, border=True)
     box.caption(label)
+    # The verdict and interval large; the pairs, the baseline and "so far" under it, small.
     box.markdown(f"<div class='speedlab-headline' style='font-size:{size_rem}rem;font-weight:650;line-height:1.2;"
-                 f"color:{color};overflow-wrap:anywhere'>{html.escape(h['text'])}</div>", unsafe_allow_html=True)
-    for key in ("factors", "reached", "test"):  # what the speedup is made of, every seed, held-out test
-        if h.get(key):
-            box.caption(h[key])
+                 f"color:{color};overflow-wrap:anywhere'>{html.escape(h['main'])}</div>", unsafe_allow_html=True)
+    if h.get("detail"):
+        box.caption(h["detail"])
+    lines = [h[k] for k in ("factors", "reached", "test") if h.get(k)]  # made of, every seed, held-out test
+    for line in (["  ·  ".join(lines)] if compact and lines else lines):
+        box.caption(line)
     if h["note"]:
         box.caption(f":material/info: {h['note']}")
 

@@ -33,6 +33,7 @@ CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 128
 MEASURE_REFRESH_S = 10.0
 MEASURE_CHART_HEIGHT = 330  # px: headline, progress and three charts above the fold at 1280x720
 MEASURE_HEAD_HEIGHT = 200   # px: the headline box while measuring (a longer note scrolls inside it)
+MEASURE_MAX_POINTS = 300    # executions drawn per run while measuring (the browser redraws them each read)
 # High contrast and larger type; the main area starts right under the navigation.
 CSS = """
 <style>
@@ -126,7 +127,7 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     if comp is not None and source is None and comp["status"] == "running":
         return measuring(store, comp, base, run)
     if comp is not None:
-        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.9, key="talk_cmp_headline")
+        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.9, key="talk_cmp_headline", compact=True)
     src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
@@ -179,7 +180,8 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
     every = measure_refresh_s()
     top_l, top_r = st.columns([1.25, 2], gap="medium")
     with top_l.container(height=MEASURE_HEAD_HEIGHT, border=False):  # a long note scrolls, the charts stay
-        cmp_view.headline(comp, cmp_view.noise_floor(store), size_rem=1.3, key="talk_cmp_headline")
+        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.3, key="talk_cmp_headline",
+                          compact=True)
     with top_r:
         since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
         head = (f'<div style="margin-bottom:6px"><b>Comparison #{int(comp["id"])}</b> · '
@@ -190,6 +192,8 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
                  f'{quiet_line(store, r, src, every)}</div>' for r in runs]
         st.html(quiet_progress.block([head] + lines), unsafe_allow_javascript=True)
     frames = chart_frames(src, runs)
+    if frames["executions"] is not None:  # a third of the page wide: fewer points draw faster, look the same
+        frames["executions"] = chart_style.downsample(frames["executions"], MEASURE_MAX_POINTS)
     medians = {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                .get("samples_per_sec") for r in runs}
     kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
