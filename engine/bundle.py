@@ -159,6 +159,7 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     in this store (imported before, or recorded here): nothing is changed.
     """
     name = name or _name(src)
+    store.writable()  # a read-only store: its one line before the bundle is read
     manifest, payloads = read_bundle(src, name)
     check_runs(store, manifest, payloads, name)
     from engine import bundle_comparisons

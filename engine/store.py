@@ -117,6 +117,10 @@ class StoreCorruptError(StoreError):
     (python -m engine doctor)."""
 
 
+class StoreReadOnlyError(StoreError):
+    """A write to a store opened read-only (a read-only mount or file); `str(err)` names the path."""
+
+
 class StoreFullError(StoreError):
     """A write failed because the disk (or filesystem) holding the store is full."""
 
@@ -201,8 +205,14 @@ class Store:
     def __init__(self, path: Optional[os.PathLike] = None, patience_s: float = DEFAULT_PATIENCE_S,
                  busy_timeout_s: float = BUSY_TIMEOUT_S):
         self.path = Path(path) if path else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.patience_s = float(patience_s)
+        # A store on a read-only mount (or a file or folder this user cannot write) is
+        # opened read-only: it serves every read, and each write is one line (`tx`).
+        self.readonly = _read_only(self.path)
+        if self.readonly:
+            self.conn = _open_read_only(self.path, busy_timeout_s)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
         except sqlite3.Error as e:
@@ -246,9 +256,19 @@ class Store:
         """A write transaction (BEGIN IMMEDIATE ... COMMIT) as a context manager.
 
         Waits for a locked store up to `patience_s` (backoff RETRY_MIN_S..RETRY_MAX_S).
-        Raises: StoreBusyError when the lock is still held after that.
+        Raises: StoreBusyError when the lock is still held after that; StoreReadOnlyError
+        for a store opened read-only.
         """
+        self.writable()
         return _Tx(self)
+
+    def writable(self) -> None:
+        """Raises: StoreReadOnlyError (one line naming the path) for a store opened read-only;
+        for callers that refuse a write before reading its input (an import)."""
+        if self.readonly:
+            raise StoreReadOnlyError(
+                f"the store {self.path} is read-only (a read-only file system or file): it can be read, "
+                "but runs, deletes and imports are refused; copy it to a writable SPEEDLAB_HOME to change it")
 
     def close(self):
         self.conn.close()
@@ -263,7 +283,8 @@ class Store:
     def run_dir(self, run_id: int) -> Path:
         """Folder for a run's files (worker log, saved model), next to the store."""
         d = self.path.parent / "runs" / str(run_id)
-        d.mkdir(parents=True, exist_ok=True)
+        if not self.readonly:
+            d.mkdir(parents=True, exist_ok=True)
         return d
 
     # --- runs -----------------------------------------------------------
@@ -393,6 +414,8 @@ class Store:
         the file shrinks now. A store busy with another writer is left as it is (the
         next delete or `python -m engine doctor --compact` does it).
         Raises: StoreFullError / StoreCorruptError (VACUUM needs room for a copy)."""
+        if self.readonly:
+            return 0
         try:
             before = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
             if before == 0 and not full:
@@ -466,8 +489,9 @@ class Store:
         return ids
 
     def purge_expired(self) -> list[int]:
-        """Empty what has been in the trash longer than `trash_retention_s()`."""
-        return self.empty_trash(trash_retention_s())
+        """Empty what has been in the trash longer than `trash_retention_s()` (nothing in a
+        read-only store: it is emptied where it can be written)."""
+        return [] if self.readonly else self.empty_trash(trash_retention_s())
 
     # --- metrics --------------------------------------------------------
     def add_metrics(self, run_id: int, executions: list[tuple] = (), epochs: list[tuple] = (),
@@ -529,6 +553,44 @@ class Store:
 
         cols = {"executions": EXEC_COLS, "epochs": EPOCH_COLS, "system": SYSTEM_COLS}[table]
         return pd.DataFrame(self.metrics(table, run_id), columns=list(cols))
+
+
+def _read_only(path: Path) -> bool:
+    """Whether the store must be opened read-only: it exists, and it or its folder (where
+    SQLite creates the -wal and -shm files) cannot be written."""
+    if not path.exists():
+        return False
+    if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        try:  # root passes os.access on a read-only mount: ask the file system
+            return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+        except OSError:
+            return False
+    return True
+
+
+def _open_read_only(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """A read-only connection: `mode=ro`, else (the WAL's -shm cannot be created or read)
+    `mode=ro&immutable=1`, which reads the main file only (what a WAL not yet
+    checkpointed holds is not seen). Raises: StoreCorruptError for an unreadable file."""
+    from urllib.parse import quote
+
+    last: Optional[sqlite3.Error] = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(path))}?{query}", uri=True, timeout=busy_timeout_s,
+                                   isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            found = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if found and int(found[0]) > SCHEMA_VERSION:
+                conn.close()
+                raise StoreError(f"{path} has schema {found[0]}, newer than this SpeedLab ({SCHEMA_VERSION}); "
+                                 "upgrade SpeedLab or use another SPEEDLAB_HOME")
+            return conn
+        except sqlite3.Error as e:
+            last = e
+    _raise_fault(last, path)
+    raise last
 
 
 class _Tx:

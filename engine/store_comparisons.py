@@ -34,6 +34,10 @@ def ensure_table(store: Store) -> None:
     """Create the comparisons table if this store has none (a write only then)."""
     if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='comparisons'").fetchone():
         return
+    if store.readonly:  # a read-only store without the table: an empty one, in memory only
+        store.conn.execute(_TABLE.replace("CREATE TABLE IF NOT EXISTS comparisons",
+                                          "CREATE TEMP TABLE IF NOT EXISTS comparisons"))
+        return
     with store.tx() as conn:
         conn.execute(_TABLE)
 

@@ -140,6 +140,8 @@ def reconcile(store: Store, locked: bool = False) -> None:
 
     `locked`: the caller holds `submit_lock` (submit itself).
     """
+    if store.readonly:  # nothing can be settled there (nor run)
+        return
     active = store.list_runs(["queued", "running"])
     if not active or queue_alive(store) or queue_starting(store):
         return

@@ -75,7 +75,20 @@ class ReplayState:
 
 
 def state_path() -> str:
-    return str(home() / STATE_FILE)
+    """replay.json in the SpeedLab home; for a read-only home (engine.store opens its store
+    read-only there), a file named after it in the system's temp folder, so a replay plays."""
+    h = home()
+    try:
+        read_only = h.exists() and (not os.access(h, os.W_OK) or bool(os.statvfs(h).f_flag & os.ST_RDONLY))
+    except OSError:
+        read_only = False
+    if not read_only:
+        return str(h / STATE_FILE)
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(str(h).encode()).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), f"speedlab-{tag}-{STATE_FILE}")
 
 
 def load_state() -> Optional[ReplayState]:
