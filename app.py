@@ -9,9 +9,17 @@ line in PAGES. The app process never imports TensorFlow: runs
 execute in worker processes started by engine.jobs.runner. With
 $SPEEDLAB_SECRET set, no page runs before the session has given it (views/gate.py).
 """
+import os
+
 import streamlit as st
 
+from engine.process import start_time
 from views import gate, store_check
+
+# The queue and spare worker this server starts leave within seconds of its exit when idle
+# (engine.jobs.queue_runner.Owner): they inherit these.
+if not os.environ.get("SPEEDLAB_OWNER_PID"):
+    os.environ["SPEEDLAB_OWNER_PID"], os.environ["SPEEDLAB_OWNER_START"] = str(os.getpid()), str(start_time())
 
 # Presenter mode (?mode=talk, views/talk.py) starts with the settings bar collapsed.
 st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",
