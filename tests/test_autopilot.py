@@ -822,3 +822,62 @@ def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypa
     assert got == {"value": 0.005, "choices": [0.005], "hint": 0.005, "source": "none: stopped during the LR range test"}
     with pytest.raises(lr_find.LRFindError):  # not stopped: a failing test is an error as before
         autopilot.choose_max_lr(DIGITS, 60, lr_find="yes", stop=threading.Event())
+
+
+def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(store_home, monkeypatch):
+    """confirm() with the ablation plan, with stand-in runs (no worker): every configuration runs
+    in every round, order reversed every other round; each technique's factor is the geometric
+    mean of (ablated time / winner's time) over the rounds, with its interval, and the split."""
+    from engine.store import Store
+
+    ap = autopilot.Autopilot(DIGITS, 0.95, 60, repeats=3, explain=True, lr_find="no", facts=cpu_facts())
+    winner = ap.base.replace(**FAST)
+    ap.state["winner"] = {"config": winner.to_dict()}
+    plan = sp.ablation_configs(winner, ap.baseline)
+    assert [a["technique"] for a in plan] == ["precision", "steps_per_execution"]
+    # Seconds to 0.95 per configuration and round (seeds 1, 2, 3); steady samples/s per configuration.
+    secs = {"baseline": [4.0, 5.0, 6.0], "winner": [2.0, 2.0, 3.0],
+            "without bfloat16": [3.0, 3.0, 4.5], "without 4 steps per execution": [2.2, 1.9, 3.3]}
+    rate = {"baseline": 1000.0, "winner": 2000.0, "without bfloat16": 1500.0, "without 4 steps per execution": 1800.0}
+    order = []
+
+    def submit(cfg, role, group, store_path, stop, deadline, baseline_id=None):
+        st = Store(store_path)
+        try:
+            rid = st.create_run(cfg.to_json(), role=role, group_id=group)
+        finally:
+            st.close()
+        return rid
+
+    def watch(rid, store, target, best=None, stop=None, **kw):
+        name, r = ap.state["current"]["name"], ap.state["current"]["round"] - 1
+        order.append((r + 1, name))
+        t = secs[name][r]
+        # Every run trains 1,000 samples an epoch and reaches the target at its 2nd validation.
+        store.update_run(rid, status="running", started=1.0, plan={"n_train": 1000, "dropped_samples_per_epoch": 0})
+        store.add_metrics(rid, epochs=[(0, t / 2, 8, 0.5, 0.9, 0.4, 0.90, 0.001), (1, t, 16, 0.3, 0.96, 0.2, 0.96, 0.001)])
+        store.finish_run(rid, "completed", summary={"samples_per_sec": rate[name], "target_accuracy": 0.95})
+        return {"run_id": rid, "status": "completed", "kind": "reached", "reason": "reached", "time_to_target_sec": t,
+                "elapsed_sec": t}
+
+    monkeypatch.setattr(autopilot, "_submit_when_free", submit)
+    monkeypatch.setattr(autopilot, "watch_run", watch)
+    conf = ap.confirm(winner, plan)
+    names = ["baseline", "winner", "without bfloat16", "without 4 steps per execution"]
+    assert order == [(1, n) for n in names] + [(2, n) for n in reversed(names)] + [(3, n) for n in names]
+    out = ap.explain_from_pairs(plan, conf)
+    bf16 = out[0]
+    # Ablated / winner: 1.5, 1.5, 1.5: geometric mean 1.5, a zero-width interval: 'faster' (bf16 helps).
+    assert bf16["factor"] == pytest.approx(1.5) and bf16["ci95"] == pytest.approx([1.5, 1.5])
+    assert bf16["verdict"] == "faster" and bf16["interval_pairs"] == 3 and len(bf16["run_ids"]) == 3
+    # Its split: throughput 2000 / 1500 = 1.333x, samples 2000 / 2000 = 1.0, the rest 1.5 / 1.333 = 1.125.
+    f = bf16["factors"]
+    assert f["throughput"]["speedup"] == pytest.approx(4 / 3) and f["sample_efficiency"]["speedup"] == pytest.approx(1)
+    assert f["outside_training"]["speedup"] == pytest.approx(1.125)
+    # Steps per execution: 1.1, 0.95, 1.1: logs 0.09531, -0.05129, 0.09531; interval holds 1: inconclusive.
+    spe = out[1]
+    assert spe["factor"] == pytest.approx(math.exp((2 * math.log(1.1) + math.log(0.95)) / 3))
+    assert spe["verdict"] == "inconclusive"
+    assert "each factor from 3 interleaved pairs with the winner" in ap.state["explanation"]
+    # The confirmed speedup has its split too: 4/2, 5/2, 6/3 = 2.0, 2.5, 2.0 = 2x throughput x 1 x the rest.
+    assert conf["speedup"]["factors"]["throughput"]["speedup"] == pytest.approx(2.0)

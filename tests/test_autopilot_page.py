@@ -45,6 +45,7 @@ def done_state() -> dict:
                  "time_to_target_sec": None, "factor": None, "note": "not reached in 20 epochs"}]
     return {"state": "done", "pid": None, "started": time.time() - 400, "finished": time.time() - 5,
             "phase": "done", "id": "autopilot-abc123", "target_accuracy": 0.95, "budget_sec": 300.0,
+            "baseline_label": "Keras-default Adam 1e-3",
             "trials": TRIALS, "best": {**TRIALS[2], "config": WINNER.to_dict()}, "current": None,
             "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
             "explanation": autopilot.explanation(ablation, autopilot.rerun_spread(conf["times"]["winner"])),
@@ -70,12 +71,14 @@ def test_empty_page_explains_and_can_start(store_home):
 @pytest.mark.page
 def test_slower_winner_is_said_and_not_pushed(store_home):
     state = done_state()
-    state["confirm"]["speedup"] = autopilot.paired_speedup([2.0, 2.0, 2.0], [3.0, 3.0, 2.0])
+    state["confirm"]["speedup"] = autopilot.paired_speedup([2.0, 2.0, 2.0], [3.0, 3.1, 2.9])
     background.write_json(autopilot.progress_path(), state)
     at = app(PAGE)
     no_errors(at)
-    metric = {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"]
-    assert metric.value == "0.67×" and metric.proto.delta == "min 0.67× · max 1.00×"
+    # Logs of 2/3, 2/3.1, 2/2.9: mean -0.405095 (0.6669x), sd 0.033347, half 4.302653 x 0.033347 / sqrt(3)
+    # = 0.082839: [0.6139, 0.7245], i.e. -39% to -28%: one central value, its interval and verdict.
+    metric = {m.label: m for m in at.metric}["Time to 0.95: vs Keras-default Adam 1e-3"]
+    assert metric.value == "0.67×" and metric.proto.delta == "−39% to −28% · slower"
     assert metric.proto.direction == metric.proto.MetricDirection.Value("NONE")  # a range: no up arrow beside a loss
     assert ("Re-run, the winner was slower than the baseline (1.50× as long): its time in the search did not "
             "hold up. Keep the baseline's settings, or search longer.") in texts(at.warning)
@@ -145,11 +148,10 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
             "range is within noise. Shaded: the winner's own re-run spread. One run each") in texts(at.caption)
     # Stopped trials are drawn at the time they used: the axis title says so.
     assert specs["ap_trials"]["layout"]["yaxis"]["title"]["text"] == "time to target or to stop (s)"
-    metric = {m.label: m for m in at.metric}["Time to 0.95: confirmed speedup"]
-    assert metric.value == "2.00×"  # median of 4/2, 5/2, 6/4
-    # The headline is the median of the per-round ratios; the medians' ratio (5/2) is said apart.
-    assert ("Median of the 3 per-round ratios (baseline / winner, each round on its own seed). Medians: winner "
-            "2.00 s, baseline 5.00 s, whose ratio is 2.50×.") in texts(at.caption)
+    metric = {m.label: m for m in at.metric}["Time to 0.95: vs Keras-default Adam 1e-3"]
+    # One central value: the geometric mean of 4/2, 5/2, 6/4 (2.0, 2.5, 1.5) = 1.957, not their median.
+    assert metric.value == "1.96×" and metric.proto.delta == "+4% to +270% · faster"
+    assert "Medians: winner 2.00 s, baseline 5.00 s (3 re-run pairs, each round on its own seed)." in texts(at.caption)
     assert "4 trials in the 300 s search, then the runoff, the re-runs and the ablation." in texts(at.markdown)
     assert not at.button(key="ap_use_btn").disabled and not at.warning
     assert ("Trial 3 (run #3): 2.50 s to 0.95 in the search and 2.70 s re-run: the best mean of the 2 fastest "

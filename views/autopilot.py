@@ -242,12 +242,9 @@ def train_query_params(changes: dict) -> dict:
 
 
 def median_line(sp: dict) -> str:
-    """What the headline ratio is, beside the medians' own ratio (they differ:
-    the median of per-pair ratios is not the ratio of the medians)."""
-    rounds = "the per-round ratio" if sp["pairs"] == 1 else f"the {sp['pairs']} per-round ratios"
-    return (f"Median of {rounds} (baseline / winner, each round on its own seed). "
-            f"Medians: winner {sp['median_time']:.2f} s, baseline {sp['baseline_median']:.2f} s, whose ratio is "
-            f"{sp['baseline_median'] / sp['median_time']:.2f}×.")
+    """The medians, beside the one central value (the geometric mean of the per-round ratios)."""
+    return (f"Medians: winner {sp['median_time']:.2f} s, baseline {sp['baseline_median']:.2f} s "
+            f"({sp['pairs']} re-run pair{'s' if sp['pairs'] != 1 else ''}, each round on its own seed).")
 
 
 def result(p: dict) -> None:
@@ -258,20 +255,30 @@ def result(p: dict) -> None:
     st.markdown("#### The winner")
     a, b = st.columns([1, 2.2], gap="medium")
     finished = p["state"] not in ACTIVE_STATES
-    slower = bool(sp.get("median")) and sp["median"] < 1
+    # Slower by the verdict; under 3 pairs, by the central value (and said as one pair's or two's).
+    slower = sp.get("verdict") == "slower" or (sp.get("verdict") is None and (sp.get("speedup") or 1) < 1)
     with a:
         if sp.get("median"):
-            st.metric(f"Time to {target:g}: confirmed speedup", f"{sp['median']:.2f}×", border=True,
+            from engine.report import stats
+
+            # One central value: the geometric mean with its interval and verdict, as every comparison.
+            st.metric(f"Time to {target:g}: vs {p.get('baseline_label') or 'the baseline'}",
+                      f"{sp['speedup']:.2f}×", border=True,
                       # A range, not a change: no arrow (an up arrow beside a 0.87x loss read as a gain).
-                      delta=(f"min {sp['min']:.2f}× · max {sp['max']:.2f}×" if sp["pairs"] > 1
-                             else "1 re-run pair"), delta_color="off", delta_arrow="off",
-                      help=f"median over {sp['pairs']} alternating re-run pairs of baseline time / winner "
-                           "time, on seeds the search did not use")
-            st.caption(median_line(sp))
-            if sp.get("headline"):  # the same statistics and words as the Train page's comparisons
-                st.caption(f"95% interval: {sp['headline']}")
+                      delta=(f"{stats.fmt_interval(sp['ci95'])} · {sp['verdict']}" if sp.get("ci95")
+                             else stats.ONE_PAIR_LABEL if sp["pairs"] == 1 else "no interval under 3 pairs"),
+                      delta_color="off", delta_arrow="off",
+                      help=f"geometric mean over {sp['pairs']} interleaved re-run pairs of baseline time / winner "
+                           "time, on seeds the search did not use, with its 95% t interval")
+            for line in (sp.get("headline"), stats.factors_text(sp.get("speedup"), sp.get("factors")),
+                         stats.reached_text(sp.get("reached")), median_line(sp)):
+                if line:
+                    st.caption(line)
+            tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
+            if tuned and tuned.get("headline"):
+                st.caption(f"Against the {p.get('tuned_label') or 'tuned baseline'}: {tuned['headline']}")
             if slower:
-                st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['median']:.2f}× as long): "
+                st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['speedup']:.2f}× as long): "
                            "its time in the search did not hold up. Keep the baseline's settings, or search longer.",
                            icon=":material/trending_down:")
         elif conf:
@@ -296,10 +303,12 @@ def result(p: dict) -> None:
                             key="ap_ablation", config=PLOTLY_CONFIG)
             if p.get("explanation"):
                 st.caption(f"Without each technique the winner took this many times as long: {p['explanation']}. "
-                           + ("Bars: 95% intervals from the confirming pairs' spread; one that holds 1x is "
-                              "within noise. " if any(a.get("ci95") for a in p["ablation"]) else "")
+                           + ("Bars: 95% intervals; one that holds 1x is inconclusive. "
+                              if any(a.get("ci95") for a in p["ablation"]) else "")
                            + ("Shaded: the winner's own re-run spread. " if p.get("ablation_spread") else "")
-                           + "One run each: on a busy machine these are rough.")
+                           + ("Each from the confirming rounds' interleaved pairs. Leave-one-out factors do not "
+                              "multiply to the total." if any(a.get("run_ids") for a in p["ablation"])
+                              else "One run each: on a busy machine these are rough."))
         # Without an ablation the re-runs' chart is already drawn above (live), not drawn twice.
 
 

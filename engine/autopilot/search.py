@@ -229,9 +229,31 @@ def paired_speedup(baseline_times: list, times: list, censored_baseline: Optiona
             "baseline_median": statistics.median(reached_b) if reached_b else None,
             "median_time": statistics.median(reached_t) if reached_t else None,
             "speedup": s["speedup"], "ci95": s["ci95"], "half_width": s["half_width"], "verdict": s["verdict"],
-            "headline": stats.headline(s)["text"], "censored": s["censored"],
+            "headline": stats.headline(s)["text"], "censored": s["censored"], "pair_ratios": s["pair_ratios"],
             "reached": {"pairs": n, "baseline": sum(1 for b in baseline_times[:n] if b),
                         "run": sum(1 for t in times[:n] if t)}}
+
+
+def round_factors(store: Store, base_ids: list, run_ids: list, sp: dict, target: float) -> Optional[dict]:
+    """The split of a confirmation's time-to-target ratios (`sp`, `paired_speedup`) into
+    throughput x sample efficiency x time outside training (engine.jobs.comparison's
+    factors), from the stored runs of each round (base_ids[i] against run_ids[i]); None
+    when a round's runs are not both complete or lack a steady rate."""
+    from engine.jobs.comparison import factors_of_rows
+    from engine.report.compare import compare
+
+    rows = []
+    for b, r in zip(base_ids, run_ids):
+        try:
+            c = compare(store, b, r, target=target)
+        except KeyError:
+            return None
+        rows.append({"baseline_steady": c["baseline_samples_per_sec"], "steady": c["samples_per_sec"],
+                     "baseline_samples": c["baseline_samples_to_accuracy"], "run_samples": c["samples_to_accuracy"],
+                     "baseline_censored_samples": (c.get("baseline_censored") or {}).get("samples"),
+                     "run_censored_samples": (c.get("censored") or {}).get("samples")})
+    ratios = sp.get("pair_ratios") or []
+    return factors_of_rows(rows, ratios[:len(rows)]) if rows else None
 
 
 TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmation's extra configurations
@@ -312,7 +334,11 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     line = ", ".join(parts)
     pairs = next((a["interval_pairs"] for a in done if a.get("ci95")), None)
-    if pairs:
+    if pairs and any(a.get("run_ids") for a in done):  # measured in the confirming rounds (explain_from_pairs)
+        line += (f"; each factor from {pairs} interleaved pairs with the winner on the confirming seeds, "
+                 "geometric mean and 95% t interval (inconclusive: the interval holds 1x); leave-one-out "
+                 "factors do not multiply to the total")
+    elif pairs:
         line += (f"; each factor is one run against the winner's on the same seed, its 95% interval from "
                  f"the spread of the {pairs} confirming pairs (within noise: the interval holds 1x)")
     elif spread is not None and done:
@@ -856,10 +882,19 @@ class Autopilot:
         return next({**t, "mean_sec": choice["mean_sec"], "rerun_sec": choice.get("rerun_sec")}
                     for t in reached if t["trial"] == choice["trial"])
 
-    def confirm(self, winner: RunConfig) -> dict:
-        """Re-run the baseline and the winner (and `extra`) alternately,
-        `repeats` rounds, round r on seed base.seed + 1 + r."""
-        names = {"baseline": self.baseline, "winner": winner, **self.extra}
+    def confirm(self, winner: RunConfig, ablations: Optional[list] = None) -> dict:
+        """Re-run the baseline and the winner (and `extra`, and the leave-one-out `ablations`:
+        space.ablation_configs entries) alternately, `repeats` rounds, round r on seed
+        base.seed + 1 + r: every configuration in every round, the order reversed every
+        other round, so each comparison (the winner against the baseline, against the
+        tuned baseline, against itself without one technique) is made of interleaved pairs.
+        Returns: {'repeats', 'seeds', 'runs', 'times', 'speedup' (`paired_speedup` of baseline
+        vs winner, with 'factors': the split of engine.jobs.comparison), 'extra' (per extra
+        name), 'ablation' (per technique: `paired_speedup` of the ablated run vs the winner,
+        factor > 1 = the technique helps, with 'factors')}."""
+        abl = {f"without {a['label']}": a for a in (ablations or []) if a.get("config") is not None}
+        names = {"baseline": self.baseline, "winner": winner, **self.extra,
+                 **{n: a["config"] for n, a in abl.items()}}
         seeds = [self.base.seed + 1 + r for r in range(self.repeats)]
         runs: list[dict] = []
         self._update(phase="confirm", confirm={"repeats": self.repeats, "seeds": seeds, "runs": runs})
@@ -870,7 +905,7 @@ class Autopilot:
                 if self.stop.is_set():
                     break
                 cfg = names[name].replace(seed=seeds[r])
-                role = "baseline" if name == "baseline" else "run"
+                role = "baseline" if name == "baseline" else "ablation" if name in abl else "run"
                 rid = _submit_when_free(cfg, role, f"{self.id}-c{r + 1}", self.store_path, self.stop, None,
                                         baseline_id=base_ids.get(r))
                 if rid is None:
@@ -884,20 +919,26 @@ class Autopilot:
                                         "kind": out["kind"], "reason": out["reason"]})
                 runs.append({"round": r + 1, "name": name, "seed": seeds[r], **out})
                 self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
+            ordered = sorted(runs, key=lambda x: x["round"])
+            times = {n: [x["time_to_target_sec"] for x in ordered if x["name"] == n] for n in names}
+            # A completed run that missed the target: its training time is a censored time to it.
+            cens = {n: [x["elapsed_sec"] if x["kind"] == "not_reached" else None for x in ordered if x["name"] == n]
+                    for n in names}
+            ids = {n: [x["run_id"] for x in ordered if x["name"] == n] for n in names}
+
+            def versus(a: str, b: str) -> dict:  # b against a: a's time / b's, with its split
+                sp = paired_speedup(times[a], times[b], cens[a], cens[b])
+                sp["factors"] = round_factors(store, ids[a], ids[b], sp, self.target)
+                return sp
+
+            result = {"repeats": self.repeats, "seeds": seeds, "runs": runs, "times": times,
+                      "speedup": versus("baseline", "winner"),
+                      "extra": {n: {"speedup_vs_baseline": versus("baseline", n), "winner_speedup": versus(n, "winner")}
+                                for n in self.extra},
+                      "ablation": {abl[n]["technique"]: {**versus(n, "winner"), "name": n, "run_ids": ids[n]}
+                                   for n in abl}}
         finally:
             store.close()
-        ordered = sorted(runs, key=lambda x: x["round"])
-        times = {n: [x["time_to_target_sec"] for x in ordered if x["name"] == n] for n in names}
-        # A completed run that missed the target: its training time is a censored time to it.
-        cens = {n: [x["elapsed_sec"] if x["kind"] == "not_reached" else None for x in ordered if x["name"] == n]
-                for n in names}
-        result = {"repeats": self.repeats, "seeds": seeds, "runs": runs,
-                  "times": times,
-                  "speedup": paired_speedup(times["baseline"], times["winner"], cens["baseline"], cens["winner"]),
-                  "extra": {n: {"speedup_vs_baseline": paired_speedup(times["baseline"], times[n],
-                                                                      cens["baseline"], cens[n]),
-                                "winner_speedup": paired_speedup(times[n], times["winner"], cens[n], cens["winner"])}
-                            for n in self.extra}}
         self._update(confirm=result)
         return result
 
@@ -946,6 +987,39 @@ class Autopilot:
                      ablation_spread=list(spread) if spread else None)
         return out
 
+    def explain_from_pairs(self, plan: list[dict], conf: dict) -> list[dict]:
+        """The leave-one-out ablation measured inside the confirmation's interleaved rounds
+        (`confirm`'s 'ablation'): per technique the winner without it against the winner,
+        on every confirming seed. Entry: {'technique', 'label', 'changes', 'factor' (geometric
+        mean of ablated time / winner's time: > 1 = the technique helps), 'ci95', 'verdict'
+        (engine.report.stats: 'faster' = the winner is faster with it), 'interval_pairs'
+        (pairs), 'reached' (seeds each side reached), 'factors' (its split), 'run_id' (the
+        first ablated run), 'run_ids', 'time_to_target_sec' (median of the ablated runs that
+        reached), 'kind', 'note'}."""
+        out = []
+        for a in plan:
+            entry = {"technique": a["technique"], "label": a["label"], "run_id": None, "time_to_target_sec": None,
+                     "factor": None, "note": a["error"],
+                     "changes": space_mod.config_changes(a["config"], self.state_winner_config()) if a["config"] else None}
+            sp = (conf.get("ablation") or {}).get(a["technique"])
+            if a["config"] is not None and sp is None:
+                entry.update(kind="not_run", note="not run: the autopilot was stopped")
+            elif sp is not None:
+                reached = [t for t in conf["times"].get(sp["name"], []) if t]
+                entry.update(run_id=(sp.get("run_ids") or [None])[0], run_ids=sp.get("run_ids"),
+                             time_to_target_sec=statistics.median(reached) if reached else None,
+                             factor=sp["speedup"], ci95=sp["ci95"], verdict=sp["verdict"],
+                             interval_pairs=sp["pairs"], reached=sp.get("reached"), factors=sp.get("factors"),
+                             kind="reached" if sp["speedup"] else "not_reached",
+                             note=None if sp["speedup"] else "the target on no seed")
+            out.append(entry)
+        self._update(ablation=out, explanation=explanation(out), ablation_spread=None)
+        return out
+
+    def state_winner_config(self) -> RunConfig:
+        """The winner's configuration as stored in the state."""
+        return RunConfig.from_dict(self.state["winner"]["config"])
+
     # -- all of it ----------------------------------------------------------------
     def run(self) -> dict:
         """Search, choose the winner by the runoff, confirm and explain it. Returns the final state
@@ -964,8 +1038,15 @@ class Autopilot:
                                  "config": best["config"], "changes": space_mod.config_changes(winner, self.baseline),
                                  "search_time_to_target_sec": best["time_to_target_sec"],
                                  "runoff_sec": best.get("rerun_sec"), "runoff_mean_sec": best.get("mean_sec")})
-            conf = self.confirm(winner) if self.repeats and not self.stop.is_set() else None
-            if self.do_explain and not self.stop.is_set():
+            # The ablation runs inside the confirming rounds: each technique's factor is then
+            # made of interleaved pairs with the winner, like the confirmed speedup.
+            plan = space_mod.ablation_configs(winner, self.baseline) if self.do_explain else []
+            paired = bool(self.repeats) and len(plan) > 0
+            conf = self.confirm(winner, plan if paired else None) \
+                if self.repeats and not self.stop.is_set() else None
+            if paired and conf is not None:
+                self.explain_from_pairs(plan, conf)
+            elif self.do_explain and not self.stop.is_set():
                 median = (conf or {}).get("speedup", {}).get("median_time") if conf else None
                 # Like with like: the ablation runs on seed + 1, so the winner's re-run on that seed
                 # (a tester saw factors against a median set by a seed that needed one epoch fewer).

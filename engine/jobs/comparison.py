@@ -188,7 +188,7 @@ def baseline_label(kind: str, cfg: Optional[dict]) -> Optional[str]:
     return f"{'Keras-default' if lr == default else 'untuned'} {name} {lr_text}"
 
 
-def _factors(done: list[dict], ratios: list[Optional[float]]) -> Optional[dict]:
+def factors_of_rows(done: list[dict], ratios: list[Optional[float]]) -> Optional[dict]:
     """The time-to-accuracy ratio of each usable pair split into three factors that
     multiply to it exactly: throughput (steady samples/s, run / baseline), sample
     efficiency (samples to the target, baseline / run; a censored side counts the samples it
@@ -270,7 +270,7 @@ def evaluate(store: Store, comparison: dict) -> dict:
     'pair_ratios', 'verdict', 'end_to_end_speedup', 'end_to_end_ci95',
     'steady_speedup', 'steady_ci95'), 'measure' (the headline's, see
     `headline_measure`), 'history' (per complete pair k: the headline measure's
-    'speedup' and 'ci95' over the first k pairs), 'factors' (`_factors` of the time to
+    'speedup' and 'ci95' over the first k pairs), 'factors' (`factors_of_rows` of the time to
     accuracy, or None), 'reached' ({'baseline', 'run', 'pairs'}: complete pairs whose side
     reached the target), 'test_accuracy_delta' (`_test_delta`), 'margin' (the
     equivalence margin), 'baseline_kind' ('default' | 'tuned'), 'baseline_label'
@@ -311,7 +311,7 @@ def evaluate(store: Store, comparison: dict) -> dict:
     out["margin"] = margins[measure]
     out["pair_ratios"] = out["time_to_accuracy"]["pair_ratios"]
     out["verdict"] = out[measure]["verdict"] if out[measure]["pairs"] >= stats.MIN_PAIRS else None
-    out["factors"] = _factors(done, out["time_to_accuracy"]["pair_ratios"]) if target is not None else None
+    out["factors"] = factors_of_rows(done, out["time_to_accuracy"]["pair_ratios"]) if target is not None else None
     out["reached"] = {"pairs": len(done),
                       "baseline": sum(r.get("baseline_time_to_accuracy") is not None for r in done),
                       "run": sum(r.get("time_to_accuracy") is not None for r in done)} if target is not None else None
