@@ -214,6 +214,10 @@ def print_summary(s: dict) -> None:
                        "batches (non-finite gradients under float16 loss scaling)")]
           if s.get("skipped_updates") else []),
         ("final val accuracy", fmt(s.get("final_val_accuracy"))),
+        # The held-out test set: nothing stops, selects or tunes on it (docs/comparisons.md).
+        ("test accuracy", f"{fmt(s['test_accuracy'])} on {s.get('test_samples')} held-out samples, with the "
+                          "weights it stopped with" if s.get("test_accuracy") is not None
+         else f"- ({s['test_note']})" if s.get("test_note") else "-"),
     ]
     target = s.get("target_accuracy")
     if target is not None:
