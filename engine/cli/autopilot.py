@@ -131,9 +131,10 @@ def summary_lines(state: dict) -> list[str]:
             label = state.get("baseline_label") or "baseline"
             out.append(f"confirmed vs {label} ({pairs}, seeds {conf['seeds']}): {sp['headline']}; "
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} (medians)")
-            reached = stats.reached_text(sp.get("reached"))
-            if reached:
-                out.append(f"  {reached}")
+            for line in (stats.factors_text(sp.get("speedup"), sp.get("factors")),
+                         stats.reached_text(sp.get("reached"))):
+                if line:
+                    out.append(f"  {line}")
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
