@@ -59,3 +59,13 @@ def test_a_configuration_has_one_colour_in_every_comparison():
     assert chart_style.run_color(12, "run", bf16) in chart_style.PALETTE
     assert chart_style.config_color(bf16) != chart_style.config_color(spe)
     assert chart_style.run_color(12, "baseline", bf16) == chart_style.BASELINE_COLOR
+
+
+def test_the_quick_benchmarks_estimate_counts_the_cells_it_will_run():
+    from engine.bench import quick as bench
+
+    est, basis = bench.estimate_sec({}, cells=8)
+    assert est == 8 * bench.PER_CELL_S["synthetic"] and basis.startswith("8 cells")
+    last = {"wall_sec": 150.0, "cells": [{}] * 10, "full": False}      # 15 s a cell measured here
+    assert bench.estimate_sec(last, cells=8) == (120.0, "8 cells at the last run's 15 s a cell here")
+    assert bench.estimate_sec(last, cells=8, dataset="mnist5k")[0] == 8 * bench.PER_CELL_S["mnist5k"]

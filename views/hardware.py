@@ -17,6 +17,7 @@ from engine import plain
 from engine.bench import quick as bench
 from engine.report import hardware_charts
 from engine.hardware import verdicts as hardware
+from engine.hardware.machine import quick_facts
 from engine.jobs.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
 from views.components.common import one_line_errors
@@ -232,7 +233,10 @@ def bench_progress(was_running: bool) -> None:
                     else "finishing (summarising and saving the result)" if total and done >= total
                     else "starting the worker (TensorFlow, data, model)")
             left = bench.progress_left(p, time.time())
-            text = (f":material/speed: Cell {min(done + 1, total)} of {total}: {what} · "
+            reps = p.get("repeats") or 1  # total counts measurements: cells x repeats
+            step = (f"Measurement {min(done + 1, total)} of {total} ({total // reps} cells × {reps})" if reps > 1
+                    else f"Cell {min(done + 1, total)} of {total}")
+            text = (f":material/speed: {step}: {what} · "
                     f"{p.get('elapsed', 0):.0f} s elapsed"
                     + (f" · about {left:.0f} s left" if left is not None else ""))
             st.progress(done / total if total else 0.0, text=text)
@@ -320,12 +324,13 @@ def bench_results(res: dict) -> None:
 
 def bench_section() -> None:
     st.markdown("#### Quick benchmark")
-    est, basis = bench.estimate_sec()
+    cells = len(bench.plan_matrix(quick_facts()))  # what it will run on this machine
+    est, basis = bench.estimate_sec(cells=cells)
     st.caption("Measures every option combination that makes sense here (precision × steps per "
                "execution × XLA, and several devices when there are) with short runs on synthetic "
                f"data, each against the float32 single-device baseline: about {est:.0f} s ({basis}). "
                f"**On mnist5k** measures the same on the bundled real MNIST 28x28 (about "
-               f"{bench.estimate_sec(dataset='mnist5k')[0]:.0f} s). "
+               f"{bench.estimate_sec(dataset='mnist5k', cells=cells)[0]:.0f} s). "
                "It runs in the background: you can leave this page and come back.")
     p = bench.read_progress()
     running = bool(p) and p["state"] in ACTIVE_STATES

@@ -317,13 +317,27 @@ QUICK_ESTIMATE_S = 75.0
 MNIST5K_ESTIMATE_S = 240.0
 
 
+# Seconds a cell (2 repeats) takes on a 2-core CPU: the quick benchmark's 8 cells here took
+# about 101 s (issue 43); mnist5k's from MNIST5K_ESTIMATE_S over its 10 cells.
+PER_CELL_S = {"synthetic": 12.6, "mnist5k": MNIST5K_ESTIMATE_S / 10}
+
+
 def estimate_sec(latest: Optional[dict] = None, full: bool = False,
-                 dataset: str = "synthetic") -> tuple[float, str]:
+                 dataset: str = "synthetic", cells: Optional[int] = None) -> tuple[float, str]:
     """(seconds, where the figure comes from) for a benchmark here: the last run's
     measured wall time on this machine when it measured the same matrix and data set,
-    else QUICK_ESTIMATE_S (MNIST5K_ESTIMATE_S on mnist5k; no estimate is made for --full)."""
+    else QUICK_ESTIMATE_S (MNIST5K_ESTIMATE_S on mnist5k; no estimate is made for --full).
+    With `cells` (how many this machine's matrix has: len(plan_matrix(...))): that many cells
+    at the last run's seconds per cell here (same data set), else at PER_CELL_S."""
     latest = latest if latest is not None else (load_latest() or {})
     same = (latest.get("workload") or {}).get("dataset", "synthetic") == dataset
+    if cells:
+        done = len(latest.get("cells") or [])
+        if latest.get("wall_sec") and done and same:
+            per = float(latest["wall_sec"]) / done
+            return per * cells, f"{cells} cells at the last run's {per:.0f} s a cell here"
+        per = PER_CELL_S.get(dataset, PER_CELL_S["synthetic"])
+        return per * cells, f"{cells} cells at about {per:.0f} s a cell on a 2-core CPU"
     if latest.get("wall_sec") and bool(latest.get("full")) == full and same:
         return float(latest["wall_sec"]), "the last run on this machine"
     return (MNIST5K_ESTIMATE_S if dataset == "mnist5k" else QUICK_ESTIMATE_S), "a 2-core CPU"
