@@ -42,3 +42,52 @@ def train_link(dataset: str, talk: bool = False) -> str:
     if talk:
         params["mode"] = "talk"
     return "?" + urlencode(params)
+
+
+# The autopilot's recorded winners (engine.autopilot): the configuration each search ended on,
+# as benchmarks/results says, with the confirmed speedup it had there.
+AUTOPILOT_WINNERS = {
+    # 2026-12-02, invocation 8 (benchmarks/results/2026-12-02-autopilot.md): 1.90x (1.56-1.93x) to 0.95.
+    "digits": (dict(model="cnn", batch_size=256, epochs=10, learning_rate=1e-3, scale_lr=True,
+                    reference_batch_size=128, schedule="one_cycle", max_lr=0.0071, label_smoothing=0.1,
+                    precision="mixed_bfloat16", fused_optimizer=True),
+               "recorded 2026-12-02: bf16 · batch 256, scaled LR · one-cycle to 0.0071 · smoothing 0.1 · "
+               "fused Adam; 1.90x [1.56-1.93] to 0.95 there"),
+    # 2026-12-03 (benchmarks/results/2026-12-03-autopilot-mnist5k.md): 4.51x [3.67-5.54] to 0.965.
+    "mnist5k": (dict(model="cnn", batch_size=128, epochs=3, learning_rate=1e-3, schedule="one_cycle", max_lr=0.013,
+                     label_smoothing=0.1, precision="mixed_bfloat16", steps_per_execution=8, fused_optimizer=True),
+                "recorded 2026-12-03: bf16 · 8 steps/execution · one-cycle to 0.013 over 3 epochs · smoothing 0.1 · "
+                "fused Adam; 4.51x [3.67-5.54] to 0.965 there (missed it on 1 seed of 5)"),
+}
+
+
+def menu(dataset: str, tuned_lr: float | None = None) -> list[dict]:
+    """The presets the Train page offers for bundled data set `dataset`, each
+    {'name', 'line' (one line: what it is), 'settings' (RunConfig fields that differ from
+    RunConfig's defaults, 'dataset' included) or None when not available yet, 'missing' (why)}:
+    the baseline (RunConfig's defaults), the tuned baseline (its constant learning rate from
+    `python -m engine tune-baseline`, engine.tuned_baselines: `tuned_lr`, None when not stored),
+    the hand-tuned preset (PRESETS) and the autopilot's recorded winner (AUTOPILOT_WINNERS).
+    [] for a data set with no presets."""
+    if dataset not in PRESETS:
+        return []
+    defaults = RunConfig(dataset=dataset).to_dict()
+
+    def diff(cfg: RunConfig) -> dict:
+        return {"dataset": dataset, **{k: v for k, v in cfg.to_dict().items() if v != defaults.get(k)}}
+
+    winner, winner_line = AUTOPILOT_WINNERS.get(dataset, (None, ""))
+    out = [{"name": "Baseline", "line": "float32, 1 device, Adam 1e-3, constant LR: what every speedup is measured "
+                                        "against", "settings": diff(RunConfig(dataset=dataset)), "missing": None},
+           {"name": "Tuned baseline",
+            "line": (f"the baseline at its tuned constant LR {tuned_lr:g} (tune-baseline)" if tuned_lr else
+                     "the baseline at a tuned constant LR: store one with python -m engine tune-baseline "
+                     f"--dataset {dataset}"),
+            "settings": diff(RunConfig(dataset=dataset, learning_rate=tuned_lr)) if tuned_lr else None,
+            "missing": None if tuned_lr else "no tuned baseline stored on this machine yet"},
+           {"name": "Hand-tuned preset", "line": "bf16 · one-cycle · label smoothing · steps per execution "
+                                                 "(docs/datasets.md)", "settings": diff(preset(dataset)), "missing": None}]
+    if winner:
+        out.append({"name": "Autopilot winner", "line": winner_line,
+                    "settings": diff(RunConfig(dataset=dataset, **winner)), "missing": None})
+    return out

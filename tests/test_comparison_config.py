@@ -69,3 +69,16 @@ def test_the_quick_benchmarks_estimate_counts_the_cells_it_will_run():
     last = {"wall_sec": 150.0, "cells": [{}] * 10, "full": False}      # 15 s a cell measured here
     assert bench.estimate_sec(last, cells=8) == (120.0, "8 cells at the last run's 15 s a cell here")
     assert bench.estimate_sec(last, cells=8, dataset="mnist5k")[0] == 8 * bench.PER_CELL_S["mnist5k"]
+
+
+def test_each_bundled_data_set_has_its_presets_and_the_tuned_baseline_hook():
+    from engine import presets
+
+    names = [p["name"] for p in presets.menu("digits")]
+    assert names == ["Baseline", "Tuned baseline", "Hand-tuned preset", "Autopilot winner"]
+    tuned = presets.menu("digits", tuned_lr=0.003)[1]
+    assert tuned["settings"] == {"dataset": "digits", "learning_rate": 0.003} and tuned["missing"] is None
+    assert presets.menu("digits")[1]["settings"] is None                   # until tune-baseline stores one
+    hand = presets.menu("mnist5k")[2]["settings"]
+    assert RunConfig(**hand) == presets.preset("mnist5k")                   # a click gives the preset itself
+    assert presets.menu("synthetic") == []

@@ -37,3 +37,22 @@ def test_a_run_launched_against_a_stored_baseline_keeps_it(store):
 
     _, base, run = current_comparison(store)
     assert run["id"] == rid and base["id"] == b
+
+
+def test_the_train_page_offers_the_data_sets_presets_and_a_click_fills_the_settings(store_home):
+    from engine import presets
+
+    at = app()
+    at.selectbox(key="dataset").set_value("mnist5k").run()
+    names = [b.label for b in at.button if b.key and b.key.startswith("preset_mnist5k_")]
+    assert names == ["Baseline", "Tuned baseline", "Hand-tuned preset", "Autopilot winner"]
+    assert at.button(key="preset_mnist5k_1").disabled                    # no tuned baseline stored yet
+    at.button(key="preset_mnist5k_3").click().run()                      # the autopilot's recorded winner
+    want = presets.AUTOPILOT_WINNERS["mnist5k"][0]
+    assert at.selectbox(key="precision").value == "mixed_bfloat16"
+    assert at.number_input(key="steps_per_execution").value == want["steps_per_execution"] == 8
+    assert at.number_input(key="epochs").value == 3 and at.selectbox(key="schedule").value == "one_cycle"
+    at.button(key="preset_mnist5k_0").click().run()                      # back to the baseline: defaults again
+    assert at.selectbox(key="precision").value == "float32"
+    assert at.number_input(key="steps_per_execution").value == 1 and at.number_input(key="epochs").value == 10
+    assert at.selectbox(key="dataset").value == "mnist5k" and not at.exception

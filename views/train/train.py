@@ -29,6 +29,7 @@ from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_
                               signature, watch)
 from views.train.lr_finder import lr_finder, lr_preview
 from views.train.presenter import talk_main
+from views.train.presets import presets_popover
 
 LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
 
@@ -81,6 +82,7 @@ def main() -> None:
     pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"], LINK_SETTINGS)
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                         disabled=cfg is None or bool(pending), width="stretch")
+    presets_popover(c2, f.values.get("dataset"))
     if cfg is None:
         c3.error(f"Launch is disabled: {error}", icon=":material/block:")
     else:

@@ -1,0 +1,47 @@
+"""Train page, presets: each bundled data set's presets (engine.presets.menu) in one popover
+beside Launch, each with its one-line description; a click fills the settings.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import presets
+from engine.config import FIELD_HELP, RunConfig
+from views.components.common import one_line_errors
+from views.train.checks import DEFAULTS
+
+
+def _tuned_lr(dataset: str) -> float | None:
+    """The tuned baseline's constant learning rate stored on this machine (engine.tuned_baselines,
+    `python -m engine tune-baseline`), or None."""
+    from engine import tuned_baselines
+    from engine.store import Store
+
+    with Store() as store:
+        row = tuned_baselines.get(store, RunConfig(dataset=dataset))
+    return float(row["learning_rate"]) if row and row.get("learning_rate") else None
+
+
+def apply(settings: dict) -> None:
+    """Button callback: set every control to the preset (the others back to their defaults),
+    before the controls are drawn again; the URL follows the controls."""
+    for name in FIELD_HELP:
+        value = settings.get(name, getattr(DEFAULTS, name, None))
+        if name in settings or (name in st.session_state and isinstance(value, (bool, int, float, str))):
+            st.session_state[name] = value
+    st.session_state["preset_applied"] = settings.get("dataset")
+
+
+def presets_popover(container, dataset: str | None) -> None:
+    """'Presets (DATA SET)': the data set's presets, one button and one line each; nothing for
+    a data set without presets."""
+    if not dataset or dataset not in presets.PRESETS:
+        return
+    tuned = None
+    with one_line_errors("Tuned baseline"):
+        tuned = _tuned_lr(dataset)
+    box = container.popover(f"Presets: {dataset}", icon=":material/tune:", width="stretch")
+    for i, p in enumerate(presets.menu(dataset, tuned)):
+        box.button(p["name"], key=f"preset_{dataset}_{i}", disabled=p["settings"] is None, on_click=apply,
+                   args=(p["settings"],), help=p["missing"], width="stretch")
+        box.caption(p["line"])
