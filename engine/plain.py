@@ -25,22 +25,47 @@ from __future__ import annotations
 
 import html as _html
 import re
-import string
 from typing import Any
 
-# Every ASCII punctuation character: CommonMark's backslash escapes cover exactly this set.
-_MD_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")
+# Characters that start Markdown or Streamlit markup anywhere in a line: escapes, code,
+# emphasis, links and images ([ ]), HTML and autolinks (< >), strikethrough, tables,
+# LaTeX, entities, e-mail autolinks. The rest of ASCII punctuation is escaped only where
+# it means something (see `md`), so that ordinary text (an error line) reads as typed.
+_ALWAYS = set("\\`*[]<>~|$&@")
 # Characters that are invisible or reorder text (bidi controls): a name cannot hide in them.
 _CONTROL = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_LIST_START = re.compile(r"^(\s*)(\d{1,9})([.)])")
 
 
 def md(text: Any) -> str:
     """`text` (any value; None -> '') escaped for a Streamlit Markdown string: shown as
-    the same characters, never as a link, image, tag, emphasis or directive. Newlines
-    become spaces (one outside string cannot start a heading or list of its own)."""
+    the same characters, never as a link, image, tag, emphasis, heading, list, directive
+    (`:red[...]`, `:material/x:`), emoji code or LaTeX. Newlines become spaces (one outside
+    string cannot start a block of its own).
+
+    Always escaped: \\ ` * [ ] < > ~ | $ & @. Where they mean something: `_` not inside a
+    word, `:` before a non-space (directives, `http://` autolinks), the `.` of `www.`, and
+    at the start `#`, `-`, `+`, `=`, `>` and `1.` / `1)`."""
     s = _CONTROL.sub("", "" if text is None else str(text))
     s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    lead = len(s) - len(s.lstrip())
+    out = []
+    for i, ch in enumerate(s):
+        prev = s[i - 1] if i else ""
+        nxt = s[i + 1] if i + 1 < len(s) else ""
+        if (ch in _ALWAYS
+                or (ch == "_" and not (prev.isalnum() and nxt.isalnum()))
+                or (ch == ":" and nxt and not nxt.isspace())
+                or (ch == "." and s[max(0, i - 3):i].lower() == "www")
+                or (i == lead and ch in "#-+=")):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    escaped = "".join(out)
+    m = _LIST_START.match(escaped)
+    if m:  # "1. x" / "1) x" would start an ordered list
+        escaped = m.group(1) + m.group(2) + "\\" + m.group(3) + escaped[m.end():]
+    return escaped
 
 
 def md_block(text: Any) -> str:

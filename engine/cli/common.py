@@ -152,15 +152,31 @@ def progress_line(run_id: int):
     return on_poll
 
 
+# Set when Ctrl-C cancelled what the command waited for: the command then exits 130.
+INTERRUPTED = {"by_user": False}
+
+
+def ignore_more_interrupts(line: str) -> None:
+    """After a first Ctrl-C: say `line` once, and let further presses change nothing, so
+    that the cancel under way finishes (a second press 0.3 s later printed a 29-line
+    chained traceback); the command exits 130 (engine.cli.main)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    INTERRUPTED["by_user"] = True
+    sys.stderr.write(f"\n{line}\n")
+    sys.stderr.flush()
+
+
 def follow(run_id: int, quiet: bool) -> dict:
-    """Wait for a run with a progress line; Ctrl-C cancels it."""
+    """Wait for a run with a progress line; Ctrl-C (any number of presses) cancels it."""
     from engine.jobs import runner
 
     on_poll = None if quiet else progress_line(run_id)
     try:
         run = runner.wait(run_id, on_poll=on_poll)
     except KeyboardInterrupt:
-        sys.stderr.write(f"\ncancelling run {run_id} ...\n")
+        ignore_more_interrupts(f"cancelling run {run_id} (interrupted; more presses change nothing) ...")
         runner.cancel_active()
         run = runner.wait(run_id)
     if not quiet and sys.stderr.isatty():

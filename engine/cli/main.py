@@ -78,10 +78,15 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
+    from engine.cli.common import INTERRUPTED
+
     try:
         code = args.func(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
-        return code
+        return 130 if INTERRUPTED["by_user"] else code  # 128 + SIGINT, as a shell reports Ctrl-C
+    except KeyboardInterrupt:  # Ctrl-C outside a wait that cancels (nothing was running): one line
+        sys.stderr.write("\ninterrupted\n")
+        return 130
     except BrokenPipeError:
         # The reader went away (`... | head`): no traceback, nothing more to stdout. Python's
         # "Note on SIGPIPE": point stdout at devnull so the final flush at exit cannot fail.

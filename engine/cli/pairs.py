@@ -108,7 +108,9 @@ def run_comparison(cfg, kind: str, args) -> dict:
     try:
         comp = follow()
     except KeyboardInterrupt:
-        sys.stderr.write(f"\nstopping comparison {cid} (complete pairs are kept) ...\n")
+        from engine.cli.common import ignore_more_interrupts
+
+        ignore_more_interrupts(f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...")
         runner.cancel_active()
         comp = comparison.wait(cid)
     if not quiet and sys.stderr.isatty():

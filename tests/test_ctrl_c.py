@@ -1,0 +1,52 @@
+"""Ctrl-C is always one line (issue 42, item 9): pressed twice 0.3 s apart while
+`python -m engine run` waits, the run is cancelled, stderr holds one line about it and no
+traceback, and the command exits 130 (128 + SIGINT)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = ["--dataset", "synthetic", "--synthetic-shape", "8,8,1", "--synthetic-samples", "80", "--model", "mlp",
+        "--batch-size", "16", "--epochs", "400", "--validation-fraction", "0.2"]
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("presses", [2, 5])
+def test_any_number_of_ctrl_c_cancels_in_one_line_and_exits_130(store_home, presses):
+    env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0"}
+    # Its own process group, as a terminal's foreground job: Ctrl-C is SIGINT to the group.
+    p = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--quiet"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.poll() else "slow"
+            try:
+                with Store(store_home / "runs.sqlite") as s:
+                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
+                        break
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
+            time.sleep(0.2)
+        for _ in range(presses):
+            os.killpg(p.pid, signal.SIGINT)
+            time.sleep(0.3)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines == ["cancelling run 1 (interrupted; more presses change nothing) ..."], err
+    with Store(store_home / "runs.sqlite") as s:
+        assert s.get_run(1)["status"] == "cancelled"
