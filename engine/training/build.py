@@ -28,7 +28,8 @@ class Prepared:
     phases: engine.training.transfer.Phase list (one phase unless layers were taken over);
     taken: the taken-over layers (frozen in a frozen phase); meter: the
     pipeline's DataWaitMeter (None when not measured); compile: recompiles the
-    model for a phase (used between phases).
+    model for a phase (used between phases); test: makes the held-out test set's
+    pipeline, or None when the data has no test samples.
     """
 
     model: object
@@ -41,6 +42,7 @@ class Prepared:
     taken: list = field(default_factory=list)
     meter: object = None
     compile: Optional[Callable] = None
+    test: Optional[Callable] = None
 
 
 @dataclass
@@ -111,8 +113,14 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
         from engine.training import iterators
 
         callbacks.insert(0, iterators.PersistentValidation())
+    plan["n_test"] = int(len(data.x_test)) if data.x_test is not None else 0
+    plan["test_data"] = data.test
+
+    def make_test():  # built after training, outside every clock; one replica: read by the model directly
+        return pipeline.eval_dataset(data.x_test, data.y_test, data.classes, cfg.batch_size, 1)
+
     return Prepared(model, inputs.train_ds, inputs.val_ds, callbacks, cfg.steps_per_epoch(), plan, phases,
-                    taken, inputs.meter, compile_phase)
+                    taken, inputs.meter, compile_phase, make_test if plan["n_test"] else None)
 
 
 def _mark(timeline, name: str) -> None:

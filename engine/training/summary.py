@@ -75,11 +75,23 @@ class RunSummary:
             epoch (engine.training.eval_trace); None when not tried.
         init_from (run id): the stored run the weights came from (None: fresh).
         pretrained (flag): ImageNet weights of a keras.applications backbone.
-        flops_per_sample (FLOP/sample): training FLOPs per sample (None: not counted).
+        flops_per_sample (FLOP/sample): training FLOPs per sample: forward, weight gradients of the
+            layers that train and the input gradients needed (engine.training.flops; None: not counted).
         forward_flops_per_sample (FLOP/sample): forward pass only.
         flops_uncounted (layers): layers with weights left out of the count.
         freeze_epochs (epochs): epochs with the taken-over layers frozen (None: nothing taken).
         finetune_learning_rate (1/step): learning rate of the fine-tuning phase.
+        test_accuracy (fraction): accuracy on the held-out test set with the weights the run
+            stopped with (engine.data.datasets.Split; nothing stops, selects or tunes on it).
+            Measured after the clock stops: outside wall_sec and every rate.
+        test_samples (samples): size of that test set.
+        test_sec (s): the test evaluation (outside wall_sec).
+        test_split (name): 'split' (a fixed draw of the data set) or 'test' (its own test split).
+        test_note (text): why test_accuracy is None (cancelled, failed, multi-worker).
+        flops_all_taps_per_sample (FLOP/sample): flops_per_sample counting every convolution tap
+            (padding too, as fvcore and ptflops do).
+        flops_phases (per phase): [{'first_epoch', 'end_epoch', 'frozen', 'flops_per_sample'}] of a
+            run with taken-over layers (each phase counted apart); None otherwise.
     """
 
     warmup_sec: float
@@ -143,6 +155,13 @@ class RunSummary:
     flops_uncounted: Optional[list]
     freeze_epochs: Optional[int]
     finetune_learning_rate: Optional[float]
+    test_accuracy: Optional[float] = None
+    test_samples: Optional[int] = None
+    test_sec: Optional[float] = None
+    test_split: Optional[str] = None
+    test_note: Optional[str] = None
+    flops_all_taps_per_sample: Optional[float] = None
+    flops_phases: Optional[list] = None
 
     def to_dict(self) -> dict:
         """The stored summary: every field in declaration order, values as they are (not copied)."""
@@ -152,8 +171,11 @@ class RunSummary:
     def from_dict(cls, d: dict) -> "RunSummary":
         """The inverse of `to_dict`. Raises: ValueError naming the keys that are missing or
         not fields (a stored summary also holds what the worker adds: mfu, run_id, ...)."""
+        import dataclasses
+
         names = [f.name for f in fields(cls)]
-        missing, extra = [n for n in names if n not in d], [k for k in d if k not in names]
+        required = [f.name for f in fields(cls) if f.default is dataclasses.MISSING]
+        missing, extra = [n for n in required if n not in d], [k for k in d if k not in names]
         if missing or extra:
             raise ValueError(f"not a RunSummary: missing {missing}, not fields {extra}")
         return cls(**d)
