@@ -155,22 +155,24 @@ def test_the_preset_and_its_link_give_the_same_config():
                                 for k, v in link.items()}) == tuned
 
 
-def test_the_shipped_recording_imports_as_a_pair_for_replay(store):
+def test_the_shipped_recording_imports_as_a_comparison_for_replay(store):
+    from engine import store_comparisons as cstore
     from engine.jobs import recorded_demo
-    from engine.report import replay
 
     mapping = recorded_demo.import_recorded(store)
-    assert len(mapping) == 2
-    (_, bid), (_, rid) = mapping
-    base, run = store.get_run(bid), store.get_run(rid)
-    assert base["role"] == "baseline" and run["role"] == "run" and run["baseline_id"] == bid
-    assert base["config"]["dataset"] == run["config"]["dataset"] == "mnist5k"
-    assert replay.default_pair(store.list_runs()) == (bid, rid)
-    b, t = base["summary"], run["summary"]
-    assert b["target_accuracy"] == t["target_accuracy"] == 0.965
+    assert len(mapping) == 10                                             # 5 interleaved pairs
+    runs = [store.get_run(new) for _, new in mapping]
+    assert sorted(r["role"] for r in runs) == ["baseline"] * 5 + ["run"] * 5
+    assert {r["config"]["dataset"] for r in runs} == {"mnist5k"}
+    assert all(r["config"]["stop_at_target"] for r in runs)               # each run ended at 0.965
+    comp = cstore.by_group(store, runs[0]["group_id"])
+    tta = comp["result"]["time_to_accuracy"]
+    assert comp["status"] == "completed" and comp["result"]["pairs"] == 5 and tta["ci95"] is not None
     # The recording's own figures (engine/jobs/recorded/mnist5k-baseline-vs-tuned.zip).
-    assert b["time_to_target_sec"] == pytest.approx(48.0387, abs=1e-4)
-    assert t["time_to_target_sec"] == pytest.approx(8.2706, abs=1e-4)
-    assert len(store.metrics("executions", bid)) == 320 and len(store.metrics("epochs", rid)) == 10
+    assert tta["speedup"] == pytest.approx(5.64, abs=0.01)
+    b, t = recorded_demo.open_recorded(store)                             # Replay's pair: the last one
+    assert (b, t) == (comp["plan"][-1]["baseline_id"], comp["plan"][-1]["run_id"])
+    assert store.get_run(b)["summary"]["time_to_target_sec"] == pytest.approx(37.2, abs=0.05)
+    assert store.get_run(t)["summary"]["time_to_target_sec"] == pytest.approx(6.60, abs=0.01)
     with pytest.raises(Exception, match="already imported"):
         recorded_demo.import_recorded(store)

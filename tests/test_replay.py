@@ -256,10 +256,13 @@ def test_replay_page_imports_the_recorded_mnist5k_pair_when_empty(store_home):
         runs = st.list_runs()
     finally:
         st.close()
-    assert sorted(r["role"] for r in runs) == ["baseline", "run"]
+    assert sorted(r["role"] for r in runs) == ["baseline"] * 5 + ["run"] * 5   # a comparison of 5 pairs
     assert {r["config"]["dataset"] for r in runs} == {"mnist5k"}
-    ids = {r["role"]: r["id"] for r in runs}
-    # The page now offers the imported pair: baseline and run picked, nothing left to import.
+    last = max(r["id"] for r in runs)  # the last pair (AB): its baseline, then its run
+    # The page now plays the comparison's last pair, nothing left to import; the headline has its interval.
     assert not [i for i in at.info if "Nothing to replay" in i.value]
-    assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (ids["baseline"], ids["run"])
-    assert at.selectbox(key="replay_run").options[0].startswith(f"#{ids['run']} mixed bf16 · spe 4 · one_cycle · imported")
+    assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (last - 1, last)
+    assert at.selectbox(key="replay_run").options[0].startswith(f"#{last} mixed bf16 · spe 4 · one_cycle · imported")
+    assert any("5 pairs" in c.value for c in at.caption) and any("5.64x faster" in m.value for m in at.markdown)
+    at.button(key="replay_recorded").click().run(timeout=60)            # a second click plays it again
+    assert not at.error and len(Store().list_runs()) == 10

@@ -1,13 +1,14 @@
 """The recorded mnist5k comparison that ships for Replay (no TF here).
 
 A baseline (RunConfig's defaults on mnist5k) and the hand-tuned preset
-(engine.presets), recorded one after the other on one machine to the data set's
-default target and exported as a run bundle (engine.bundle) to RECORDED_BUNDLE.
-The Replay page offers to import it when the store has nothing to replay, so a
-talk can show a half-minute run on a machine that trains nothing on stage.
+(engine.presets), measured as a comparison of interleaved pairs on one machine to the
+data set's default target and exported with the comparison as a run bundle
+(engine.bundle) to RECORDED_BUNDLE. The Replay page plays it with one click at any
+time, so a talk can show a half-minute run, and its interval, on a machine that trains
+nothing on stage.
 
-Record it again with ``python -m engine.jobs.recorded_demo [PATH]`` (about 1.5 min
-on a 2-core CPU); docs/datasets.md gives the figures of the shipped one.
+Record it again with ``python -m engine.jobs.recorded_demo [PATH]`` (5 pairs, about
+3 min on a 2-core CPU); docs/datasets.md gives the figures of the shipped one.
 """
 from __future__ import annotations
 
@@ -33,28 +34,32 @@ def configs(seed: int = 0) -> tuple:
     return baseline_config(tuned), tuned
 
 
-def record(dest: os.PathLike = RECORDED_BUNDLE, seed: int = 0, timeout_s: float = 900) -> dict:
-    """Run the baseline and the tuned preset in a fresh store (a temporary
-    SPEEDLAB_HOME) and export both to `dest`. Returns the bundle's manifest.
+def record(dest: os.PathLike = RECORDED_BUNDLE, seed: int = 0, pairs: int = 5, timeout_s: float = 900) -> dict:
+    """Run the tuned preset against its baseline as a comparison of `pairs` interleaved pairs
+    (engine.jobs.comparison; each run ends at the target: engine.config.comparison_config) in a
+    fresh store (a temporary SPEEDLAB_HOME) and export every run, with the comparison, to
+    `dest`: Replay then shows the comparison's interval, not one pair. Returns the manifest.
 
-    Raises: RuntimeError when a run does not complete; runner and bundle errors as theirs.
+    Raises: RuntimeError when the comparison does not complete every pair; bundle errors as theirs.
     """
     from engine import bundle
-    from engine.jobs import runner
+    from engine.config import comparison_config
+    from engine.jobs import comparison
 
-    base, tuned = configs(seed)
+    _, tuned = configs(seed)
     old = os.environ.get("SPEEDLAB_HOME")
     os.environ["SPEEDLAB_HOME"] = tempfile.mkdtemp(prefix="speedlab-recorded-")
     try:
-        bid, rid = runner.submit([base, tuned], ["baseline", "run"])
-        for i in (bid, rid):
-            run = runner.wait(i, timeout_s=timeout_s)
-            if run["status"] != "completed":
-                raise RuntimeError(f"run {i} ended {run['status']}: {run.get('error')}")
+        cid = comparison.start(comparison_config(tuned), pairs=pairs)
+        comp = comparison.wait(cid, timeout_s=timeout_s)
+        done = (comp.get("result") or {}).get("pairs", 0)
+        if comp["status"] != "completed" or done < pairs:
+            raise RuntimeError(f"comparison {cid} ended {comp['status']} with {done} of {pairs} pairs complete")
+        ids = [p[k] for p in comp["plan"] for k in ("baseline_id", "run_id")]
         Path(dest).parent.mkdir(parents=True, exist_ok=True)
         store = Store()
         try:
-            return bundle.export_runs(store, [bid, rid], dest)
+            return bundle.export_runs(store, ids, dest)
         finally:
             store.close()
     finally:
