@@ -31,7 +31,7 @@ def recorded(store: Store, cfg: RunConfig, role: str = "run", group: str = "g1",
     n = n_exec or total
     plan = {"steps_per_epoch": spe, "total_steps": total, "epochs": cfg.epochs, "replicas": cfg.devices,
             "replicas_simulated": False, "per_replica_batch_size": cfg.per_replica_batch_size,
-            "device_kind": kind}
+            "device_kind": kind, "n_train": spe * cfg.batch_size, "dropped_samples_per_epoch": 0}
     env = {"hostname": host, "python": "3.11.2", "tensorflow": "2.21.0", "keras": "3.15.0",
            "device_kind": kind, "devices": [f"/device:{kind}:{i}" for i in range(cfg.devices)],
            "physical_devices": cfg.devices, "replicas_simulated": False, "cpu_model": "AMD EPYC 7B13",
@@ -59,7 +59,8 @@ def recorded(store: Store, cfg: RunConfig, role: str = "run", group: str = "g1",
     summary = {**steady_state(durs, [1] * n, bs), "wall_sec": (ep[-1][1] if ep else t),
                "replicas": cfg.devices, "replicas_simulated": False, "device_kind": kind,
                "precision": cfg.precision, "final_val_accuracy": accs[-1] if accs else None,
-               "time_to_target_sec": hit, "warnings": []}
+               "time_to_target_sec": hit, "warnings": [],
+               "test_accuracy": round(accs[-1] - 0.01, 4) if accs else None, "test_samples": 180}
     if status == "running":
         import psutil
 

@@ -66,6 +66,10 @@ def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
 
             assert h["text"] == f"{r['time_to_accuracy_speedup']:.2f}x slower ({fmt_interval(ci)})"
             page.get_by_text("3 pairs vs Keras-default Adam 1e-3").wait_for(timeout=10_000)
+            # Under it: what the speedup is made of, every seed, the held-out test set.
+            page.get_by_text("throughput × 1.00x fewer samples ×").wait_for(timeout=10_000)
+            page.get_by_text("reached the target on 3 of 3 seeds (baseline 3 of 3)").wait_for(timeout=10_000)
+            page.get_by_text("test accuracy +0.0 points").wait_for(timeout=10_000)
             assert h["color"] == "rgb(185, 28, 28)"                        # red: the interval lies below 1
             assert h["scroll"] <= h["client"] and h["right"] <= h["boxRight"] + 1 and h["right"] <= 1280
             assert h["bottom"] <= 720                                      # above the fold
