@@ -881,3 +881,11 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     assert "each factor from 3 interleaved pairs with the winner" in ap.state["explanation"]
     # The confirmed speedup has its split too: 4/2, 5/2, 6/3 = 2.0, 2.5, 2.0 = 2x throughput x 1 x the rest.
     assert conf["speedup"]["factors"]["throughput"]["speedup"] == pytest.approx(2.0)
+
+
+def test_an_ablation_that_contradicts_the_winner_says_so():
+    ab = [{"label": "bfloat16", "factor": 0.9}, {"label": "4 steps per execution", "factor": 0.95}]
+    line = autopilot.explanation(ab)
+    assert line.startswith("4 steps per execution 0.95x (faster without it), bfloat16 0.90x (faster without it)")
+    assert "every factor is below 1: without any one of its techniques the winner was faster" in line
+    assert "every factor is below 1" not in autopilot.explanation([{"label": "bfloat16", "factor": 1.2}, ab[1]])

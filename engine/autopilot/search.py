@@ -333,6 +333,10 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
     if cut:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     line = ", ".join(parts)
+    if len(done) >= 2 and all(a["factor"] < 1 for a in done):
+        # Contradicts the winner: each technique alone makes it slower, yet together they won.
+        line += ("; every factor is below 1: without any one of its techniques the winner was faster, so "
+                 "they help only together, or the winner's edge over the baseline is noise (read its interval)")
     pairs = next((a["interval_pairs"] for a in done if a.get("ci95")), None)
     if pairs and any(a.get("run_ids") for a in done):  # measured in the confirming rounds (explain_from_pairs)
         line += (f"; each factor from {pairs} interleaved pairs with the winner on the confirming seeds, "
