@@ -396,7 +396,9 @@ def noise_section() -> None:
     st.markdown("#### This machine's noise floor")
     st.caption(f"An A/A comparison: the float32 baseline of digits/{noise.NOISE_MODEL} ({noise.NOISE_EPOCHS} epochs) "
                f"against itself, {noise.NOISE_PAIRS} interleaved pairs, each run in a fresh worker (a minute or two). "
-               "Any verdict but \"no difference\" would be wrong; its interval's half width is how small a "
+               "The second side of each pair trains on another seed, so its time to accuracy carries the spread "
+               "between seeds as a real comparison's does. Any verdict but \"equivalent\" or \"inconclusive\" "
+               "would be wrong; its interval's half width is how small a "
                "speedup this machine can tell apart from noise.")
     store = Store()
     try:
