@@ -287,3 +287,34 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(serv
             assert any("measuring for" in t for t in texts)
         finally:
             browser.close()
+
+
+def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_listed(server, store_home):
+    """Issue 43 item 8: Stop's toast covered Stop and the Presenter switch; every Stop left the
+    comparison's unstarted runs as empty 'cancelled' rows on the Runs page."""
+    from engine.config import RunConfig
+    from engine.jobs import comparison
+
+    OUT.mkdir(exist_ok=True)
+    overlap = """([a, b]) => { const r = document.querySelector(a).getBoundingClientRect();
+        const s = document.querySelector(b).getBoundingClientRect();
+        return Math.min(r.right, s.right) > Math.max(r.left, s.left) && Math.min(r.bottom, s.bottom) > Math.max(r.top, s.top); }"""
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server + "/?mode=talk")
+            page.get_by_text("No runs yet").wait_for(timeout=60_000)
+            cid = comparison.start(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=40), pairs=3)
+            page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
+            page.locator(".slq-s").first.wait_for(timeout=60_000)                   # the first run trains
+            page.get_by_role("button", name="Stop").click()
+            page.locator('[data-testid="stToast"]').first.wait_for(timeout=30_000)
+            page.screenshot(path=str(OUT / "presenter_after_stop.png"))
+            for control in ('.st-key-stop', '[data-testid="stCheckbox"]'):
+                assert not page.evaluate(overlap, ['[data-testid="stToast"]', control]), f"the toast covers {control}"
+            page.goto(server + "/runs")
+            page.get_by_text("cancelled before they started, not listed").wait_for(timeout=60_000)
+            page.screenshot(path=str(OUT / "runs_after_stop.png"))
+        finally:
+            browser.close()

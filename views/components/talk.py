@@ -83,9 +83,20 @@ class Toasts:
     success = warning = error = info = _toast
 
 
+# Toasts open at the top right by default, over Stop and the Presenter switch (issue 43): at the
+# bottom right they cover a corner of a chart for a few seconds, never a control.
+TOAST_CSS = "<style>.stToastContainer { top: auto !important; bottom: 1rem !important; }</style>"
+
+
+def toasts_below() -> None:
+    """Move this page's toasts to the bottom right (TOAST_CSS)."""
+    st.markdown(TOAST_CSS, unsafe_allow_html=True)
+
+
 def style() -> None:
     """Apply presenter mode's type and contrast to the page."""
     st.markdown(CSS, unsafe_allow_html=True)
+    toasts_below()
 
 
 def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | None = None) -> None:

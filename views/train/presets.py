@@ -33,14 +33,16 @@ def apply(settings: dict) -> None:
 
 
 def presets_popover(container, dataset: str | None) -> None:
-    """'Presets (DATA SET)': the data set's presets, one button and one line each; nothing for
-    a data set without presets."""
+    """'Presets': the data set's presets, one button and one line each; nothing for a data set
+    without presets."""
     if not dataset or dataset not in presets.PRESETS:
         return
     tuned = None
     with one_line_errors("Tuned baseline"):
         tuned = _tuned_lr(dataset)
-    box = container.popover(f"Presets: {dataset}", icon=":material/tune:", width="stretch")
+    box = container.popover("Presets", icon=":material/tune:", width="stretch",
+                            help=f"Ready configurations for {dataset}: a click fills the settings")
+    box.markdown(f"**Presets for {dataset}**: a click fills the settings")
     for i, p in enumerate(presets.menu(dataset, tuned)):
         box.button(p["name"], key=f"preset_{dataset}_{i}", disabled=p["settings"] is None, on_click=apply,
                    args=(p["settings"],), help=p["missing"], width="stretch")

@@ -67,6 +67,7 @@ def main() -> None:
 
     if talk.is_on():
         return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
+    talk.toasts_below()  # Stop's toast must not cover Stop
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
     talk.toggle(mode)
