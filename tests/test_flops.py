@@ -1,6 +1,7 @@
 """FLOPs per training sample (engine.training.flops): hand-computed for the digits
 mlp and cnn from the layer shapes in engine/training/models.py, and held against
-XLA's own count (jax ... compile().cost_analysis()) within 15%."""
+XLA's own count of a real training step (jax ... compile().cost_analysis()) within 10%
+for every model SpeedLab builds."""
 from __future__ import annotations
 
 import json
@@ -20,27 +21,33 @@ DIGITS = (8, 8, 1)
 
 
 @pytest.mark.tf
-def test_mlp_counts_its_three_dense_layers_at_two_flops_per_multiply_add():
+def test_mlp_charges_its_first_layer_forward_and_weight_gradient_only():
     c = flops.count(models.build("mlp", DIGITS, 10))
     dense1 = 2 * (8 * 8 * 1) * 256  # Flatten(8x8x1) = 64 inputs -> 256 units
     dense2 = 2 * 256 * 128
     head = 2 * 128 * 10
-    assert [f for _, f in c["layers"]] == [dense1, dense2, head]
+    assert [f for _, f, _ in c["layers"]] == [dense1, dense2, head]
     assert c["forward_flops_per_sample"] == dense1 + dense2 + head == 100_864
-    assert c["flops_per_sample"] == 3 * 100_864 == 302_592  # forward + backward (2x)
+    # No step asks for the gradient with respect to the images: the first layer is 2x, the rest 3x.
+    assert [t for _, _, t in c["layers"]] == [2 * dense1, 3 * dense2, 3 * head]
+    assert c["flops_per_sample"] == 2 * 32_768 + 3 * (65_536 + 2_560) == 269_824
     assert c["uncounted"] == []
 
 
 @pytest.mark.tf
-def test_cnn_counts_convolutions_per_output_position_and_skips_pooling():
+def test_cnn_counts_only_the_taps_on_real_input_and_skips_pooling():
     c = flops.count(models.build("cnn", DIGITS, 10))
-    conv1 = 2 * (8 * 8) * (3 * 3 * 1) * 32   # 'same' padding: 8x8 outputs, 3x3x1 kernel, 32 filters
-    conv2 = 2 * (8 * 8) * (3 * 3 * 32) * 64
+    # 'same' 3x3 on 8x8: along one axis the two edge outputs see 2 real taps, the 6 others 3: 22
+    # (of 24); 22 x 22 = 484 of the 576 (output, tap) pairs touch real pixels.
+    conv1 = 2 * 484 * 1 * 32
+    conv2 = 2 * 484 * 32 * 64
     dense = 2 * (4 * 4 * 64) * 128           # after 2x2 max-pooling: 4x4x64 = 1,024 inputs
     head = 2 * 128 * 10
-    assert [f for _, f in c["layers"]] == [conv1, conv2, dense, head]
-    assert c["forward_flops_per_sample"] == 2_660_864
-    assert c["flops_per_sample"] == 3 * 2_660_864
+    assert [f for _, f, _ in c["layers"]] == [conv1, conv2, dense, head]
+    assert c["forward_flops_per_sample"] == 2_278_144
+    assert c["flops_per_sample"] == 2 * conv1 + 3 * (conv2 + dense + head) == 6_803_456
+    all_taps = 2 * (2 * 576 * 32) + 3 * (2 * 576 * 32 * 64 + dense + head)  # fvcore/ptflops' way
+    assert c["all_taps_flops_per_sample"] == all_taps == 7_945_728
 
 
 @pytest.mark.tf
@@ -55,11 +62,64 @@ def test_strided_depthwise_and_separable_convolutions():
     x = layers.BatchNormalization()(x)
     m = keras.Model(inp, layers.GlobalAveragePooling2D()(x))
     c = flops.count(m)
-    assert [f for _, f in c["layers"]] == [
-        2 * (8 * 8) * (3 * 3 * 8) * 4,
-        2 * (8 * 8) * (3 * 3 * 4 * 2),
-        2 * (3 * 3) * (3 * 3 * 8 * 1 + 1 * 1 * 8 * 6),
+    # stride 2 'same' on 16: 1 padding column, after the data (XLA's and TF's split); the last of
+    # the 8 outputs has 2 real taps: 23 per axis.
+    assert [f for _, f, _ in c["layers"]] == [
+        2 * (23 * 23) * 8 * 4,
+        2 * (22 * 22) * 4 * 2,
+        2 * (3 * 3) * (3 * 3 * 8 * 1 + 1 * 1 * 8 * 6),  # 'valid': every tap is real
     ]
+    assert [t // f for _, f, t in c["layers"]] == [2, 3, 3]
+
+
+@pytest.mark.tf
+def test_zero_padding_before_a_valid_convolution_counts_as_its_padding():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((4, 4, 1))
+    x = layers.ZeroPadding2D(1)(inp)                       # what keras.applications do before strided convs
+    x = layers.Conv2D(2, 3, padding="valid")(x)            # 4x4 out, as 'same' would give
+    m = keras.Model(inp, layers.Flatten()(x))
+    c = flops.count(m)
+    assert c["layers"][0][1] == 2 * (10 * 10) * 1 * 2    # 4x4 'same': 10 real taps per axis (of 12)
+    assert c["all_taps_flops_per_sample"] == 2 * 2 * (12 * 12) * 2
+
+
+@pytest.mark.tf
+def test_frozen_layers_are_charged_forward_plus_the_input_gradient_a_trainable_layer_below_needs():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((10,))
+    a = layers.Dense(20, name="a")
+    b = layers.Dense(30, name="b")
+    c_ = layers.Dense(5, name="c")
+    m = keras.Model(inp, c_(b(a(inp))))
+    fa, fb, fc = 2 * 10 * 20, 2 * 20 * 30, 2 * 30 * 5
+
+    b.trainable = False                  # frozen in the middle: forward + input gradient (a trains)
+    assert flops.count(m)["flops_per_sample"] == 2 * fa + 2 * fb + 3 * fc
+    b.trainable, a.trainable = True, False   # frozen bottom: forward only; b is now the first to train
+    assert flops.count(m)["flops_per_sample"] == fa + 2 * fb + 3 * fc
+    a.trainable = b.trainable = False    # a frozen backbone under a trainable head
+    assert flops.count(m)["flops_per_sample"] == fa + fb + 2 * fc
+    # A transfer phase is counted as it will train, whatever the layers' flags say now.
+    thawed = flops.count(m, flops.phase_trainable([a, b], frozen=False))
+    assert thawed["flops_per_sample"] == 2 * fa + 3 * fb + 3 * fc
+
+
+@pytest.mark.tf
+def test_a_branch_that_does_not_reach_a_trainable_layer_gets_no_input_gradient():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((6, 6, 3))
+    main = layers.Conv2D(4, 1, name="main")(inp)           # both read the images:
+    side = layers.Conv2D(4, 1, name="side")(inp)           # neither needs an input gradient
+    m = keras.Model(inp, layers.Flatten()(layers.Add()([main, side])))
+    c = flops.count(m)
+    assert [t for _, _, t in c["layers"]] == [2 * 2 * 36 * 3 * 4] * 2
 
 
 @pytest.mark.tf
@@ -74,56 +134,81 @@ def test_nested_backbone_is_walked_and_unknown_weighted_layers_are_named():
     x = layers.GlobalAveragePooling1D()(x)
     m = keras.Model(inp, layers.Dense(2, name="out")(inner(x)))
     c = flops.count(m)
-    assert c["layers"] == [["inner_dense", 2 * 4 * 3], ["out", 2 * 3 * 2]]
+    # The embedding trains below both Dense layers: each needs its input gradient (3x).
+    assert c["layers"] == [["inner_dense", 2 * 4 * 3, 3 * 2 * 4 * 3], ["out", 2 * 3 * 2, 3 * 2 * 3 * 2]]
     assert c["uncounted"] == ["emb"]
 
 
-# Keras on JAX needs a process of its own (the backend is fixed at import).
+# Keras on JAX needs a process of its own (the backend is fixed at import), so these tests are
+# in the worker lane. Each case is one real training step of the model as SpeedLab builds it:
+# the loss's value and its gradient with respect to the trainable weights, in training mode
+# (dropout, batch statistics), compiled by XLA for the CPU.
 XLA_COUNT = textwrap.dedent("""
-    import json
+    import json, sys
     import jax, jax.numpy as jnp
-    from engine.training import flops, models
-    B = 32
-    out = {}
-    for name in ("mlp", "cnn"):
-        m = models.build(name, (8, 8, 1), 10)
+    from engine.training import flops, models, transfer
+    B = 16
+    for case in json.loads(sys.argv[1]):
+        name, shape, size, frozen, compiled = case
+        m = models.build(name, tuple(shape), 10, image_size=size)
+        if frozen is not None:
+            transfer.set_frozen(transfer.taken_part(m), frozen)
         tv = [v.value for v in m.trainable_variables]
         ntv = [v.value for v in m.non_trainable_variables]
-        x = jnp.zeros((B, 8, 8, 1), jnp.float32)
+        x = jnp.full((B, *shape), 0.5, jnp.float32)
         y = jax.nn.one_hot(jnp.zeros((B,), jnp.int32), 10)
 
-        def forward(tv, ntv, x):
-            return m.stateless_call(tv, ntv, x, training=False)[0]
-
         def loss(tv, ntv, x, y):
-            p = forward(tv, ntv, x)
+            p, _ = m.stateless_call(tv, ntv, x, training=True)
             return -jnp.mean(jnp.sum(y * jnp.log(p + 1e-7), -1))
 
-        def xla_flops(f, *args):
-            cost = jax.jit(f).lower(*args).compile().cost_analysis()
-            cost = cost[0] if isinstance(cost, (list, tuple)) else cost  # a list of dicts before JAX 0.4.30
-            return float(cost["flops"]) / B
-
+        lowered = jax.jit(jax.value_and_grad(loss)).lower(tv, ntv, x, y)
+        cost = lowered.compile().cost_analysis() if compiled else lowered.cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost  # a list of dicts before JAX 0.4.30
         c = flops.count(m)
-        out[name] = {"forward": c["forward_flops_per_sample"], "training": c["flops_per_sample"],
-                     "xla_forward": xla_flops(forward, tv, ntv, x),
-                     "xla_training": xla_flops(jax.grad(loss), tv, ntv, x, y)}
-    print(json.dumps(out))
+        print(json.dumps({"case": case, "ours": c["flops_per_sample"], "xla": float(cost["flops"]) / B}),
+              flush=True)
 """)
 
 
-@pytest.mark.worker
-def test_analytic_count_is_within_15_percent_of_xla_cost_analysis():
+def _xla_counts(cases: list) -> list[dict]:
     pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
     from engine.process import worker_env
 
-    proc = subprocess.run([sys.executable, "-c", XLA_COUNT], capture_output=True, text=True, timeout=300,
-                          env={**worker_env(), "KERAS_BACKEND": "jax"})
+    proc = subprocess.run([sys.executable, "-c", XLA_COUNT, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=900, env={**worker_env(), "KERAS_BACKEND": "jax"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    for name, r in got.items():
-        # XLA counts a 'same' convolution's taps on real inputs only (the padding's are skipped:
-        # (22/24)^2 of them on 8x8) and the elementwise ops we leave out; the training step
-        # needs no gradient for the input. Both stay within 15% of the convention.
-        assert abs(r["xla_forward"] / r["forward"] - 1) < 0.15, (name, r)
-        assert abs(r["xla_training"] / r["training"] - 1) < 0.15, (name, r)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _off(rows: list[dict]) -> list:
+    return [(r["case"], r["ours"], round(r["xla"]), round(r["ours"] / r["xla"], 3)) for r in rows
+            if abs(r["ours"] / r["xla"] - 1) > 0.10]
+
+
+@pytest.mark.worker
+def test_built_models_are_within_10_percent_of_xla_on_digits_mnist5k_and_32x32x3():
+    # Measured 2026-12-04 (JAX 0.10.2, CPU): ours / XLA between 0.976 (resnet, digits) and 0.999
+    # (mlp, 32x32x3); with every tap and 3x for every layer it was up to 1.42 (the issue's table).
+    cases = [[name, shape, 0, None, True] for shape in ([8, 8, 1], [28, 28, 1], [32, 32, 3])
+             for name in ("mlp", "cnn", "resnet")]
+    rows = _xla_counts(cases)
+    assert len(rows) == len(cases)
+    assert _off(rows) == []
+
+
+@pytest.mark.worker
+def test_transfer_backbones_frozen_and_fine_tuned_are_within_10_percent_of_xla():
+    """Each keras.applications backbone at 32x32 (its smallest input) behind the digits input,
+    frozen (the first phase: forward only, plus input gradients nowhere) and fine-tuned.
+    Fine-tuning MobileNetV2 and EfficientNetB0 trains depthwise convolutions, whose weight
+    gradient XLA's CPU backend runs as a dense convolution (a batch-grouped convolution it
+    expands: 4.4x our count on MobileNetV2, 5.1x on EfficientNetB0, work a GPU's cuDNN does not
+    do). Model FLOPs count the model's math, not that expansion, so those two are held
+    against the count before XLA's CPU passes (`lower(...).cost_analysis()`)."""
+    cases = [[name, [8, 8, 1], 32, True, True] for name in ("mobilenetv2", "resnet50", "efficientnetb0")]
+    cases += [["resnet50", [8, 8, 1], 32, False, True]]
+    cases += [[name, [8, 8, 1], 32, False, False] for name in ("mobilenetv2", "efficientnetb0")]
+    rows = _xla_counts(cases)
+    assert len(rows) == len(cases)
+    assert _off(rows) == []

@@ -376,21 +376,37 @@ def usable_cpus_env(setup) -> dict:
             "tf_threads": getattr(setup, "threads", None)}
 
 
-def flops_plan(model) -> dict:
+def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = None) -> dict:
     """{'flops_per_sample': training FLOPs per sample (engine.training.flops), 'forward_flops_per_sample',
-    'flops_uncounted': layers with weights left out}; None figures (and the reason on
-    stderr) for a model that cannot be counted: MFU is then missing, the run goes on."""
+    'flops_all_taps_per_sample' (every convolution tap counted), 'flops_uncounted': layers with weights
+    left out, 'flops_phases': [{'first_epoch', 'end_epoch', 'frozen', 'flops_per_sample'}] when layers
+    were taken over (engine.training.transfer): a frozen phase charges its frozen layers no weight
+    gradient, so its phases are counted apart and 'flops_per_sample' is their mean weighted by epochs};
+    None figures (and the reason on stderr) for a model that cannot be counted: MFU is then
+    missing, the run goes on."""
     import sys
 
     from engine.training import flops
 
     try:
         c = flops.count(model)
+        per_phase = []
+        if taken and phases:
+            for p in phases:
+                pc = flops.count(model, flops.phase_trainable(taken, p.frozen))
+                per_phase.append({"first_epoch": p.first_epoch, "end_epoch": p.end_epoch, "frozen": p.frozen,
+                                  "flops_per_sample": pc["flops_per_sample"]})
     except Exception as e:  # noqa: BLE001 - a figure for the report, never a reason to fail the run
         print(f"FLOPs not counted: {type(e).__name__}: {e}", file=sys.stderr)
         return {"flops_per_sample": None, "forward_flops_per_sample": None, "flops_uncounted": None}
-    return {"flops_per_sample": c["flops_per_sample"] or None, "forward_flops_per_sample": c["forward_flops_per_sample"],
-            "flops_uncounted": c["uncounted"]}
+    out = {"flops_per_sample": c["flops_per_sample"] or None, "forward_flops_per_sample": c["forward_flops_per_sample"],
+           "flops_all_taps_per_sample": c["all_taps_flops_per_sample"], "flops_uncounted": c["uncounted"]}
+    epochs = sum(p["end_epoch"] - p["first_epoch"] for p in per_phase)
+    if per_phase and epochs > 0:
+        out["flops_phases"] = per_phase
+        out["flops_per_sample"] = round(sum(p["flops_per_sample"] * (p["end_epoch"] - p["first_epoch"])
+                                            for p in per_phase) / epochs) or None
+    return out
 
 
 def _size(shape) -> int:

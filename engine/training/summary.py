@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Optional
 
-FLOPS_KEYS = ("flops_per_sample", "forward_flops_per_sample", "flops_uncounted")
+FLOPS_KEYS = ("flops_per_sample", "forward_flops_per_sample", "flops_all_taps_per_sample", "flops_uncounted",
+              "flops_phases")
 
 
 @dataclass
