@@ -22,7 +22,18 @@ DEVICE_TYPES = ("auto", "cpu", "gpu", "tpu")
 BACKBONES = {"mobilenetv2": 224, "resnet50": 224, "efficientnetb0": 224}
 MODELS = ("mlp", "cnn", "resnet", *BACKBONES)
 MIN_BACKBONE_SIZE = 32  # keras.applications' smallest accepted input (min_size=32)
-OPTIMIZERS = ("adam", "sgd", "rmsprop")
+OPTIMIZERS = ("adam", "sgd", "rmsprop", "muon", "schedule_free_adamw", "lamb")
+# What Muon does with a 4-D conv kernel (engine.training.techniques.ConvMuon): "reshape" flattens
+# it to (kh*kw*cin, cout) for the orthogonalisation, as airbench94_muon does; "adamw" is
+# keras.optimizers.Muon as shipped (AdamW on every variable that is not 2-D).
+MUON_CONV = ("reshape", "adamw")
+# Test-time augmentation at validation: predictions averaged over these views.
+TTA_MODES = ("off", "flip", "translate", "flip_translate")
+# Images that must not be mirrored: a mirrored digit is another glyph or none.
+NO_FLIP_DATASETS = ("digits", "mnist5k", "mnist")
+# Models whose head pools globally, so they train on a smaller image (progressive resizing).
+PROGRESSIVE_MODELS = ("resnet",)
+MIN_PROGRESSIVE_SIDE = 8  # pixels a side, the smallest image a progressive epoch trains on
 FUSED_OPTIMIZERS = ("adam", "sgd")  # those engine.training.fused_optimizer fuses
 SCHEDULES = ("constant", "warmup_cosine", "warmup_step", "cyclic", "one_cycle")
 CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
@@ -100,6 +111,14 @@ class RunConfig:
     init_from: Optional[int] = None
     freeze_epochs: int = 1
     finetune_lr_factor: float = 0.1
+    # Techniques of today's fast-training records (engine.training.techniques, docs/techniques.md).
+    muon_conv: str = "reshape"
+    ema_momentum: float = 0.0
+    cutmix_factor: float = 0.0
+    gradient_accumulation_steps: int = 1
+    tta: str = "off"
+    progressive_epochs: int = 0
+    progressive_scale: float = 0.75
 
     def __post_init__(self):
         # Normalise before validating: a path must survive the worker's other
@@ -352,6 +371,81 @@ def _validate(c: RunConfig) -> None:
     _int("freeze_epochs", c.freeze_epochs, 0, c.epochs,
          fix=f"use 0 (never frozen) up to epochs ({c.epochs})")
     _num("finetune_lr_factor", c.finetune_lr_factor, 0.0, 1.0, lo_open=True)
+    _techniques(c, info)
+
+
+def _techniques(c: RunConfig, info) -> None:
+    """Muon, schedule-free AdamW, LAMB, weight EMA, CutMix, gradient accumulation, TTA and
+    progressive resizing: ranges, and the combinations refused (one line each, saying why)."""
+    _choice("muon_conv", c.muon_conv, MUON_CONV)
+    if c.optimizer == "schedule_free_adamw" and (c.schedule != "constant" or c.reduce_on_plateau):
+        raise ConfigError("optimizer", c.optimizer, f"replaces the learning-rate schedule, so schedule "
+                          f"{c.schedule!r}{' with reduce_on_plateau' if c.reduce_on_plateau else ''} does not apply",
+                          "use schedule constant (a warmup is fine) without reduce_on_plateau, or another optimizer")
+    _num("ema_momentum", c.ema_momentum, 0.0, 1.0, hi_open=True)
+    _num("cutmix_factor", c.cutmix_factor, 0.0, 1.0)
+    if c.cutmix_factor > 0 and c.mixup_alpha > 0:
+        raise ConfigError("cutmix_factor", c.cutmix_factor, "cannot be combined with mixup in one run "
+                          "(SpeedLab mixes each batch one way)", "set cutmix_factor or mixup_alpha to 0")
+    if c.cutmix_factor > 0 and min(info.shape[:2]) < 2:
+        raise ConfigError("cutmix_factor", c.cutmix_factor, f"needs images of at least 2x2 pixels; "
+                          f"{c.dataset} has {info.shape[0]}x{info.shape[1]}", "set cutmix_factor to 0")
+    k = c.gradient_accumulation_steps
+    _int("gradient_accumulation_steps", k, 1, 1024, fix="use 1 (off) or 2 to 1024 batches per update")
+    if k > 1:
+        spe = c.steps_per_epoch()
+        if c.fused_optimizer:
+            raise ConfigError("gradient_accumulation_steps", k, "is not supported with the fused optimizer "
+                              "update", "turn fused_optimizer off, or use gradient_accumulation_steps 1")
+        if c.precision == "mixed_float16":
+            raise ConfigError("gradient_accumulation_steps", k, "is not supported with mixed_float16 (loss "
+                              "scaling counts skipped updates by optimizer steps)",
+                              "use mixed_bfloat16 or float32, or gradient_accumulation_steps 1")
+        if c.schedule == "one_cycle" and c.optimizer in ("adam", "sgd"):
+            raise ConfigError("gradient_accumulation_steps", k, "conflicts with one_cycle's momentum schedule "
+                              "(Keras counts it in updates, the learning rate in batches)",
+                              "use another schedule, or gradient_accumulation_steps 1")
+        if spe % k:
+            divisors = [d for d in range(2, min(spe, 64) + 1) if spe % d == 0][:4]
+            raise ConfigError("gradient_accumulation_steps", k, f"does not divide the {spe} steps of an epoch "
+                              "(an update would mix one epoch's last batches with the next epoch's)",
+                              f"use {' or '.join(map(str, divisors))}" if divisors
+                              else "use 1, or a batch_size that gives an even number of steps")
+    _choice("tta", c.tta, TTA_MODES)
+    if "flip" in c.tta and c.dataset in NO_FLIP_DATASETS:
+        raise ConfigError("tta", c.tta, f"mirrors images, and a mirrored digit of {c.dataset} is another "
+                          "glyph or none", "use tta translate, or off")
+    _int("progressive_epochs", c.progressive_epochs, 0, c.epochs - 1,
+         fix=f"use 0 (off) up to {c.epochs - 1}: the last epoch trains at full size")
+    _num("progressive_scale", c.progressive_scale, 0.0, 1.0, lo_open=True, hi_open=True)
+    if c.progressive_epochs:
+        if c.model not in PROGRESSIVE_MODELS:
+            raise ConfigError("progressive_epochs", c.progressive_epochs, f"needs a model that pools globally "
+                              f"before its head; {c.model} "
+                              + ("resizes every image to its own input size" if c.backbone
+                                 else "flattens a fixed-size image"),
+                              f"use model {' or '.join(PROGRESSIVE_MODELS)}, or progressive_epochs 0")
+        side = progressive_side(c)
+        if side < MIN_PROGRESSIVE_SIDE or side >= min(info.shape[:2]):
+            raise ConfigError("progressive_scale", c.progressive_scale, f"gives {side} pixels a side on "
+                              f"{c.dataset}'s {info.shape[0]}x{info.shape[1]} images",
+                              f"pick a scale giving {MIN_PROGRESSIVE_SIDE} pixels or more, below the full size, "
+                              "or progressive_epochs 0")
+        if c.init_from is not None:
+            raise ConfigError("progressive_epochs", c.progressive_epochs, "is not supported with init_from "
+                              "(transfer learning has its own training phases)", "set progressive_epochs to 0")
+
+
+def progressive_side(c: RunConfig) -> int:
+    """Side (pixels) the first `progressive_epochs` epochs train at: the data's shorter side
+    x progressive_scale, rounded; images are resized to side x side (square)."""
+    info = dataset_info(c.dataset, c)
+    return int(round(min(info.shape[:2]) * c.progressive_scale))
+
+
+def effective_batch_size(c: RunConfig) -> int:
+    """Samples per optimizer update: the global batch x gradient_accumulation_steps."""
+    return c.batch_size * c.gradient_accumulation_steps
 
 
 def baseline_config(c: RunConfig) -> RunConfig:
@@ -366,7 +460,9 @@ def baseline_config(c: RunConfig) -> RunConfig:
                      reduce_on_plateau=False, label_smoothing=0.0, mixup_alpha=0.0,
                      save_model=False, data_cache=False, data_parallel_map=True, data_prefetch=True,
                      init_from=None, pretrained=False, freeze_epochs=RunConfig.freeze_epochs,
-                     finetune_lr_factor=RunConfig.finetune_lr_factor)
+                     finetune_lr_factor=RunConfig.finetune_lr_factor,
+                     ema_momentum=0.0, cutmix_factor=0.0, gradient_accumulation_steps=1, tta="off",
+                     progressive_epochs=0)
 
 
 def comparison_config(c: RunConfig, all_epochs: bool = False) -> RunConfig:
@@ -399,7 +495,9 @@ FIELD_HELP = {
     "jit_compile": "compile the train step with XLA (always on with backend jax)",
     "fused_optimizer": "apply the optimizer's update with one TensorFlow kernel per variable "
                        "(ResourceApplyAdam / ResourceApplyKerasMomentum; adam or sgd, TensorFlow only)",
-    "optimizer": "adam, sgd (with momentum) or rmsprop",
+    "optimizer": "adam, sgd (with momentum), rmsprop, muon (Jordan et al. 2024: orthogonalised momentum; "
+                 "the head and 1-D weights get AdamW), schedule_free_adamw (Defazio et al. 2024: no schedule "
+                 "needed) or lamb (You et al. 2020: per-layer trust ratio, for large batches)",
     "learning_rate": "base learning rate (before linear scaling)",
     "momentum": "SGD momentum",
     "seed": "random seed for the split, shuffling and weights",
@@ -440,4 +538,17 @@ FIELD_HELP = {
     "init_from": "run id of a completed run that saved its model: start from its weights (transfer)",
     "freeze_epochs": "transfer: epochs with the taken-over layers frozen before they are fine-tuned",
     "finetune_lr_factor": "transfer: learning rate factor for fine-tuning after unfreezing (0.1 = 10x lower)",
+    "muon_conv": "muon: reshape (conv filters flattened to 2-D and orthogonalised, as airbench94_muon) or "
+                 "adamw (keras.optimizers.Muon as shipped: conv kernels get AdamW)",
+    "ema_momentum": "weight EMA momentum, e.g. 0.99 (0 = off; Polyak averaging): validation and the saved "
+                    "model use the averaged weights (keras use_ema + SwapEMAWeights)",
+    "cutmix_factor": "CutMix (Yun et al. 2019; keras.layers.CutMix factor, 0 = off, up to 1): pastes a box of "
+                     "another image, labels mixed by area; box share ~ Beta(a, a), a ~ U(0, factor); in the train step",
+    "gradient_accumulation_steps": "batches whose gradients are averaged into one update (1 = off): "
+                                   "effective batch = global batch x this, in the memory of one batch",
+    "tta": "test-time augmentation at validation: off, flip (horizontal), translate (1 pixel each way) or "
+           "flip_translate, predictions averaged (airbench94); flips refused on digits",
+    "progressive_epochs": "progressive resizing: first epochs trained on smaller images (0 = off; "
+                          "fast.ai DAWNBench); resnet only, validation stays at full size",
+    "progressive_scale": "progressive resizing: side of the smaller images as a share of the full side",
 }

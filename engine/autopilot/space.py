@@ -17,6 +17,11 @@ The Keras backend is searched where several are installed and usable
 compiles with XLA, so on a JAX trial XLA is part of the backend, not a technique
 of its own.
 
+The techniques of today's fast-training records (engine.training.techniques) are searched
+too: the optimizer (the base's, Muon, LAMB, schedule-free AdamW: the last without a
+schedule), weight EMA, CutMix, gradient accumulation, test-time augmentation (flips only
+where the data set allows them) and, for models that pool globally, progressive resizing.
+
 A *technique* is one of TECHNIQUES; each owns the RunConfig fields in
 TECHNIQUE_FIELDS. The leave-one-out ablation switches one technique at a time
 back to the baseline's values of exactly those fields.
@@ -27,7 +32,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.config import FUSED_OPTIMIZERS, RunConfig, nearest_divisible
+from engine.config import FUSED_OPTIMIZERS, NO_FLIP_DATASETS, PROGRESSIVE_MODELS, RunConfig, nearest_divisible
+from engine.errors import ConfigError
 from engine.hardware.verdicts import backend_verdicts
 
 SPE_CHOICES = (1, 2, 4, 8, 16)
@@ -39,9 +45,17 @@ WARMUP_CHOICES = (0.0, 1.0)               # epochs, only for batches above the b
 # is reached at a lower LR than the peak, so a cycle as long as the cap rarely wins.
 CYCLE_FRACTIONS = (0.1, 0.15, 0.25, 0.5, 1.0)
 LOW_PRECISIONS = ("mixed_bfloat16", "mixed_float16")
+# Optimizers tried besides the base's (engine.training.techniques.NEW_OPTIMIZERS).
+OTHER_OPTIMIZERS = ("muon", "lamb", "schedule_free_adamw")
+# Weight EMA: a short horizon (~10 updates), since a target is often a couple of epochs away.
+EMA_CHOICES = (0.0, 0.9)
+CUTMIX_CHOICES = (0.0, 1.0)
+ACCUMULATION_CHOICES = (1, 2)
+PROGRESSIVE_CHOICES = (0, 1)             # epochs at the smaller size (progressive_scale's default)
 
 TECHNIQUES = ("backend", "precision", "steps_per_execution", "batch", "schedule", "label_smoothing",
-              "jit_compile", "fused_optimizer", "devices")
+              "jit_compile", "fused_optimizer", "devices", "optimizer", "ema", "cutmix",
+              "gradient_accumulation", "tta", "progressive_resizing")
 TECHNIQUE_FIELDS = {
     "backend": ("backend", "jit_compile"),   # JAX runs always compile with XLA
     "precision": ("precision",),
@@ -52,6 +66,12 @@ TECHNIQUE_FIELDS = {
     "jit_compile": ("jit_compile",),
     "fused_optimizer": ("fused_optimizer",),
     "devices": ("devices",),
+    "optimizer": ("optimizer", "muon_conv"),
+    "ema": ("ema_momentum",),
+    "cutmix": ("cutmix_factor",),
+    "gradient_accumulation": ("gradient_accumulation_steps",),
+    "tta": ("tta",),
+    "progressive_resizing": ("progressive_epochs", "progressive_scale"),
 }
 
 
@@ -160,6 +180,13 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
         else:
             why = b["reason"] if n == 1 else "several devices are searched on the base backend only"
             notes.append(f"backend {b['backend']} left out ({b['verdict']}): {why}")
+    optimizers = (base.optimizer, *(o for o in OTHER_OPTIMIZERS if o != base.optimizer))
+    tta = ("off", "translate") if base.dataset in NO_FLIP_DATASETS else ("off", "flip", "flip_translate")
+    if base.dataset in NO_FLIP_DATASETS:
+        notes.append(f"test-time flips left out: a mirrored digit of {base.dataset} is another glyph")
+    progressive = PROGRESSIVE_CHOICES if base.model in PROGRESSIVE_MODELS else (0,)
+    if len(progressive) == 1:
+        notes.append(f"progressive resizing left out: model {base.model} does not pool globally before its head")
     return SearchSpace(choices={
         "backend": tuple(backends),
         "precision": tuple(precisions),
@@ -173,6 +200,12 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
         "jit_compile": jit,
         "fused_optimizer": fused,
         "devices": devices,
+        "optimizer": optimizers,
+        "ema_momentum": EMA_CHOICES,
+        "cutmix_factor": CUTMIX_CHOICES,
+        "gradient_accumulation_steps": ACCUMULATION_CHOICES,
+        "tta": tta,
+        "progressive_epochs": progressive,
     }, base_batch=base.batch_size, epochs=base.epochs, notes=notes)
 
 
@@ -195,6 +228,11 @@ def suggest(trial, space: SearchSpace) -> dict:
         p["backend"] = trial.suggest_categorical("backend", backends)
     if len(c.get("fused_optimizer", ())) > 1:
         p["fused_optimizer"] = trial.suggest_categorical("fused_optimizer", c["fused_optimizer"])
+    # The record-setting techniques, drawn last (a space without them proposes as before).
+    for name in ("optimizer", "ema_momentum", "cutmix_factor", "gradient_accumulation_steps", "tta",
+                 "progressive_epochs"):
+        if len(c.get(name, ())) > 1:
+            p[name] = trial.suggest_categorical(name, c[name])
     return p
 
 
@@ -232,6 +270,10 @@ def hint_params(space: SearchSpace, verdict_list: list[dict], max_lr: Optional[f
         hint["fused_optimizer"] = True
     if len(c.get("backend", ())) > 1:
         hint["backend"] = c["backend"][0]  # the base backend, where the preset was tuned
+    for name in ("optimizer", "ema_momentum", "cutmix_factor", "gradient_accumulation_steps", "tta",
+                 "progressive_epochs"):
+        if len(c.get(name, ())) > 1:  # the preset's: the base optimizer, none of these techniques
+            hint[name] = c[name][0]
     return hint
 
 
@@ -267,19 +309,37 @@ def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) 
     """
     batch = int(params["batch_size"])
     backend = params.get("backend") or base.backend
+    optimizer = params.get("optimizer") or base.optimizer
     changes = {"backend": backend, "precision": params["precision"], "batch_size": batch,
                "devices": int(params.get("devices", 1)), "jit_compile": bool(params.get("jit_compile", False)),
-               "fused_optimizer": bool(params.get("fused_optimizer", False)) and backend != "jax",
-               "label_smoothing": float(params.get("label_smoothing", 0.0))}
+               "fused_optimizer": (bool(params.get("fused_optimizer", False)) and backend != "jax"
+                                   and optimizer in FUSED_OPTIMIZERS),
+               "label_smoothing": float(params.get("label_smoothing", 0.0)),
+               "optimizer": optimizer,
+               "ema_momentum": float(params.get("ema_momentum", base.ema_momentum)),
+               "cutmix_factor": float(params.get("cutmix_factor", base.cutmix_factor)),
+               "gradient_accumulation_steps": int(params.get("gradient_accumulation_steps",
+                                                             base.gradient_accumulation_steps)),
+               "tta": params.get("tta", base.tta),
+               "progressive_epochs": int(params.get("progressive_epochs", base.progressive_epochs))}
     if batch != base.batch_size:
         changes.update(scale_lr=True, reference_batch_size=base.batch_size)
-    if params["schedule"] == "one_cycle":
+    if params["schedule"] == "one_cycle" and optimizer != "schedule_free_adamw":  # it needs no schedule
         changes.update(schedule="one_cycle", max_lr=float(params.get("max_lr") or max_lr),
                        epochs=int(params["cycle_epochs"]),
                        warmup_epochs=0.0)
     else:
         changes.update(schedule="constant", warmup_epochs=float(params.get("warmup_epochs", 0.0)))
-    cfg = base.replace(**changes, steps_per_execution=1)
+    if base.mixup_alpha > 0:  # one way of mixing a batch per run
+        changes["cutmix_factor"] = 0.0
+    try:
+        cfg = base.replace(**changes, steps_per_execution=1)
+    except ConfigError as e:
+        if e.field != "gradient_accumulation_steps":
+            raise
+        # Accumulation where it cannot go (an odd number of steps per epoch, the fused update,
+        # float16, one-cycle momentum): the trial runs without it rather than not at all.
+        cfg = base.replace(**{**changes, "gradient_accumulation_steps": 1}, steps_per_execution=1)
     spe = min(int(params["steps_per_execution"]), cfg.steps_per_epoch())
     return cfg.replace(steps_per_execution=spe)
 
@@ -334,6 +394,21 @@ def technique_label(technique: str, cfg: RunConfig) -> str:
         return f"fused {cfg.optimizer} update" if cfg.fused_optimizer else f"{cfg.optimizer} update"
     if technique == "devices":
         return f"{cfg.devices} devices"
+    if technique == "optimizer":
+        return cfg.optimizer + (" (conv filters reshaped)" if cfg.optimizer == "muon" and cfg.muon_conv == "reshape"
+                                else "")
+    if technique == "ema":
+        return f"weight EMA {cfg.ema_momentum:g}" if cfg.ema_momentum else "no weight EMA"
+    if technique == "cutmix":
+        return f"CutMix {cfg.cutmix_factor:g}" if cfg.cutmix_factor else "no CutMix"
+    if technique == "gradient_accumulation":
+        return (f"{cfg.gradient_accumulation_steps} accumulated batches (effective batch "
+                f"{cfg.batch_size * cfg.gradient_accumulation_steps})")
+    if technique == "tta":
+        return f"TTA {cfg.tta.replace('_', ' + ')}" if cfg.tta != "off" else "no TTA"
+    if technique == "progressive_resizing":
+        return (f"progressive resizing ({cfg.progressive_epochs} epoch{'s' if cfg.progressive_epochs != 1 else ''} "
+                f"at {cfg.progressive_scale:g}x)") if cfg.progressive_epochs else "full size throughout"
     raise ValueError(f"technique {technique!r}: use one of {', '.join(TECHNIQUES)}")
 
 

@@ -50,22 +50,29 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(line)
 
 
+# Short spellings of some flags (the field's own flag works too): --ema 0.99, --cutmix 1.0, ...
+FLAG_ALIASES = {"ema_momentum": "--ema", "cutmix_factor": "--cutmix",
+                "gradient_accumulation_steps": "--gradient-accumulation"}
+
+
 def add_config_args(p: argparse.ArgumentParser) -> None:
-    """One flag per RunConfig field (--batch-size for batch_size, ...), help from FIELD_HELP."""
+    """One flag per RunConfig field (--batch-size for batch_size, ...), help from FIELD_HELP;
+    FLAG_ALIASES adds a short spelling for some."""
     g = p.add_argument_group("run settings (defaults in brackets)")
     for f in fields(RunConfig):
-        flag = "--" + f.name.replace("_", "-")
+        flags = ["--" + f.name.replace("_", "-")] + ([FLAG_ALIASES[f.name]] if f.name in FLAG_ALIASES else [])
         default = getattr(DEFAULTS, f.name)
         helptext = f"{FIELD_HELP[f.name]} [{default}]"
         t = _field_type(f)
+        kw = dict(default=None, help=helptext, dest=f.name)
         if t is bool:
-            g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
+            g.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
         elif t is tuple and f.name == "synthetic_shape":
-            g.add_argument(flag, type=_shape, default=None, metavar="H,W,C", help=helptext)
+            g.add_argument(*flags, type=_shape, metavar="H,W,C", **kw)
         elif t is tuple:
-            g.add_argument(flag, type=_int_list, default=None, metavar="L,L,...", help=helptext)
+            g.add_argument(*flags, type=_int_list, metavar="L,L,...", **kw)
         else:
-            g.add_argument(flag, type=t, default=None, metavar=f.name.upper(), help=helptext)
+            g.add_argument(*flags, type=t, metavar=f.name.upper(), **kw)
 
 
 def config_from_args(args) -> RunConfig:

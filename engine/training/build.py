@@ -91,7 +91,7 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     """
     import keras
 
-    from engine.training import transfer
+    from engine.training import techniques, transfer
 
     pipeline = _import_builders(cfg)
     policy_and_seed(cfg, setup)
@@ -101,11 +101,15 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     callbacks = []
     if cfg.reduce_on_plateau:
         callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2))
+    callbacks += techniques.ema_callback(cfg)
     model, taken = build_model(cfg, setup, data)
-    phases = transfer.phases(cfg, bool(taken))
-    compile_phase = phase_compiler(cfg, setup, model, taken, inputs)
+    phases = (techniques.progressive_phases(cfg, transfer.Phase) if cfg.progressive_epochs
+              else transfer.phases(cfg, bool(taken)))
+    augment = techniques.StepAugment(cfg.cutmix_factor, cfg.seed, phases[0].size)
+    compile_phase = phase_compiler(cfg, setup, model, taken, inputs, augment)
     compile_phase(phases[0])
     _after_compile(cfg, setup, model, inputs.train_ds)
+    _techniques_after_compile(cfg, model, augment, phases)
     _mark(timeline, "model")
     _prestart(setup, inputs, timeline)
     plan = build_plan(cfg, setup, data, model, taken, phases, inputs, time.perf_counter() - t_setup)
@@ -247,20 +251,25 @@ def build_model(cfg: RunConfig, setup, data):
             except transfer.TransferError as e:
                 raise RunFailed(str(e)) from None
         model = models.build(cfg.model, data.shape, data.classes, image_size=cfg.input_size,
-                             pretrained=cfg.pretrained)
+                             pretrained=cfg.pretrained, any_size=cfg.progressive_epochs > 0)
         return model, (transfer.taken_part(model) if cfg.pretrained else [])
 
 
-def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs) -> Callable:
-    """The function that compiles `model` for a transfer.Phase (see its docstring)."""
+def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, augment=None) -> Callable:
+    """The function that compiles `model` for a transfer.Phase (see its docstring);
+    augment: the run's engine.training.techniques.StepAugment (progressive resizing)."""
     steps_per_epoch = cfg.steps_per_epoch()
 
     def compile_phase(phase) -> None:
         """Freeze or unfreeze the taken-over part and compile for `phase`: a new
         optimizer at lr_factor x the learning rate (schedules scaled alike) whose
-        schedules continue from the phase's first step."""
+        schedules continue from the phase's first step. A later phase of progressive
+        resizing keeps the model compiled and its optimizer; only the image size changes."""
         from engine.training import compiled_metrics, iterators, transfer
 
+        if cfg.progressive_epochs and phase.first_epoch > 0:
+            _continue_at(model, augment, phase.size)
+            return
         if taken:
             transfer.set_frozen(taken, phase.frozen)
         pcfg = cfg if phase.lr_factor == 1.0 else cfg.replace(
@@ -293,6 +302,27 @@ def _after_compile(cfg: RunConfig, setup, model, train_ds) -> None:
         from engine.training import multiworker
 
         multiworker.apply(model, next(iter(train_ds)))
+
+
+def _techniques_after_compile(cfg: RunConfig, model, augment, phases: list) -> None:
+    """CutMix and progressive resizing into the train step, test-time augmentation into
+    inference (engine.training.techniques); with weight EMA and several phases, the
+    averaged weights are put into the model only at the end of the last one (Keras does it
+    at the end of every fit)."""
+    from engine.training import techniques
+
+    if augment.cutmix is not None or augment.size is not None:
+        augment.install(model)
+    techniques.install_tta(model, cfg.tta)
+    if cfg.ema_momentum > 0 and len(phases) > 1 and cfg.progressive_epochs:
+        model.optimizer.finalize_variable_values = lambda var_list: None
+
+
+def _continue_at(model, augment, size) -> None:
+    """The last progressive-resizing phase: train at `size` (None = full size), and let
+    Keras put the EMA weights into the model at the end of this fit."""
+    model.optimizer.__dict__.pop("finalize_variable_values", None)
+    augment.set_size(model, size)
 
 
 def _prestart(setup, inputs: Inputs, timeline) -> None:
@@ -335,7 +365,8 @@ def build_plan(cfg: RunConfig, setup, data, model, taken: list, phases: list, in
         "init_from": cfg.init_from, "pretrained": cfg.pretrained, "image_size": cfg.input_size or None,
         "taken_over_params": int(sum(_size(w.shape) for layer in taken for w in layer.weights)),
         "phases": [{"first_epoch": p.first_epoch, "end_epoch": p.end_epoch, "frozen": p.frozen,
-                    "learning_rate": cfg.learning_rate * p.lr_factor} for p in phases],
+                    "learning_rate": cfg.learning_rate * p.lr_factor, "image_side": p.size} for p in phases],
+        **technique_plan(cfg, model),
         "fit_args": {},
         "persistent_iterators": {"train": inputs.persistent, "validation": inputs.val_persistent},
         "input_per_replica": {"train": inputs.split, "validation": inputs.val_split},
@@ -345,6 +376,23 @@ def build_plan(cfg: RunConfig, setup, data, model, taken: list, phases: list, in
     if inputs.val_persistent:
         plan["fit_args"]["validation_steps"] = inputs.val_steps
     return plan
+
+
+def technique_plan(cfg: RunConfig, model) -> dict:
+    """Plan fields of engine.training.techniques: samples per update (effective batch),
+    updates per epoch, EMA momentum, TTA mode, and which variables Muon orthogonalises."""
+    from engine.config import effective_batch_size
+    from engine.training.techniques import muon_split
+
+    split = muon_split(model.optimizer)
+    return {"effective_batch_size": effective_batch_size(cfg),
+            "gradient_accumulation_steps": cfg.gradient_accumulation_steps,
+            "updates_per_epoch": cfg.steps_per_epoch() // cfg.gradient_accumulation_steps,
+            "ema_momentum": cfg.ema_momentum or None, "tta": None if cfg.tta == "off" else cfg.tta,
+            "cutmix_factor": cfg.cutmix_factor or None,
+            "muon_variables": None if split is None else {
+                "muon": len(split["muon"]), "adamw": len(split["adamw"]), "adamw_names": split["adamw"],
+                "conv_kernels": cfg.muon_conv}}
 
 
 def environment(setup) -> dict:

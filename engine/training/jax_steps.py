@@ -42,7 +42,9 @@ def mix_in_step(model, alpha: float, seed: int) -> None:
 
     def train_step(state, data):
         opt = model.optimizer
-        index = next(i for i, v in enumerate(opt.variables) if v is opt.iterations)
+        # The raw batch counter: with gradient accumulation `iterations` counts updates (no variable).
+        counter = getattr(opt, "inner_optimizer", opt)._iterations
+        index = next(i for i, v in enumerate(opt.variables) if v is counter)
         x, y = mix(data[0], data[1], alpha, seed, state[2][index], generator)
         return base(state, (x, y, *data[2:]))
 

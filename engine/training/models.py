@@ -65,15 +65,19 @@ def _res_block(x, filters: int, stride: int):
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
 
-def resnet(shape: tuple, classes: int) -> keras.Model:
+def resnet(shape: tuple, classes: int, any_size: bool = False) -> keras.Model:
     """A ResNet-style CNN (He et al., 2016): stem + three stages of two basic
-    blocks (32, 64, 128 filters; stride 2 between stages), global average pool."""
-    inp = keras.Input(shape)
+    blocks (32, 64, 128 filters; stride 2 between stages), global average pool.
+    any_size: accept images of any height and width (progressive resizing trains on
+    smaller ones); the strides stay those of `shape`."""
+    inp = keras.Input((None, None, shape[2]) if any_size else shape)
     x = layers.Conv2D(32, 3, padding="same", use_bias=False)(inp)
     x = layers.BatchNormalization()(x)
     x = layers.ReLU()(x)
+    side = min(shape[0], shape[1])
     for i, filters in enumerate((32, 64, 128)):
-        stride = 1 if i == 0 or min(x.shape[1], x.shape[2]) < 4 else 2
+        stride = 1 if i == 0 or side < 4 else 2
+        side = -(-side // stride)
         x = _res_block(x, filters, stride)
         x = _res_block(x, filters, 1)
     x = layers.GlobalAveragePooling2D()(x)
@@ -153,9 +157,13 @@ BUILDERS = {"mlp": mlp, "cnn": cnn, "resnet": resnet}
 BACKBONE_NAMES = ("mobilenetv2", "resnet50", "efficientnetb0")
 
 
-def build(name: str, shape: tuple, classes: int, image_size: int = 0, pretrained: bool = False) -> keras.Model:
+def build(name: str, shape: tuple, classes: int, image_size: int = 0, pretrained: bool = False,
+          any_size: bool = False) -> keras.Model:
     """Build model `name` under the current Keras dtype policy. `image_size` and
-    `pretrained` apply to backbones (0 = native 224). Raises KeyError."""
+    `pretrained` apply to backbones (0 = native 224); `any_size` to resnet (inputs of
+    any height and width). Raises KeyError."""
     if name in BACKBONE_NAMES:
         return backbone(name, tuple(shape), classes, image_size or 224, pretrained)
+    if any_size:
+        return resnet(tuple(shape), classes, any_size=True)
     return BUILDERS[name](tuple(shape), classes)

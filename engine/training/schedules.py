@@ -176,18 +176,26 @@ def build_optimizer(cfg, steps_per_epoch: int) -> keras.optimizers.Optimizer:
 
     `cfg.momentum` is SGD's momentum and Adam's beta_1 (both default 0.9);
     RMSprop keeps Keras' defaults (no momentum) and one-cycle momentum is not
-    cycled for it.
+    cycled for it, nor for muon, schedule_free_adamw and lamb
+    (engine.training.techniques.new_optimizer). Weight EMA and gradient accumulation
+    are passed to every optimizer (techniques.optimizer_kwargs).
     """
+    from engine.training import techniques
+
     lr = build_schedule(cfg, steps_per_epoch)
     mom = build_momentum_schedule(cfg, steps_per_epoch)
+    # Weight EMA and gradient accumulation: Keras optimizer arguments (engine.training.techniques).
+    kw = techniques.optimizer_kwargs(cfg)
     if cfg.optimizer == "sgd":
         if mom is not None:
-            return ScheduledMomentumSGD(mom, learning_rate=lr)
-        return keras.optimizers.SGD(learning_rate=lr, momentum=float(cfg.momentum))
+            return ScheduledMomentumSGD(mom, learning_rate=lr, **kw)
+        return keras.optimizers.SGD(learning_rate=lr, momentum=float(cfg.momentum), **kw)
     if cfg.optimizer == "adam":
         if mom is not None:
-            return ScheduledMomentumAdam(mom, learning_rate=lr)
-        return keras.optimizers.Adam(learning_rate=lr, beta_1=float(cfg.momentum))
+            return ScheduledMomentumAdam(mom, learning_rate=lr, **kw)
+        return keras.optimizers.Adam(learning_rate=lr, beta_1=float(cfg.momentum), **kw)
     if cfg.optimizer == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=lr)
+        return keras.optimizers.RMSprop(learning_rate=lr, **kw)
+    if cfg.optimizer in techniques.NEW_OPTIMIZERS:  # muon, schedule_free_adamw, lamb: momentum not cycled
+        return techniques.new_optimizer(cfg, lr, **kw)
     raise ValueError(f"unknown optimizer {cfg.optimizer!r}")

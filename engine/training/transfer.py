@@ -37,12 +37,15 @@ from engine.transfer_source import saved_model_path
 @dataclass(frozen=True)
 class Phase:
     """Epochs [first_epoch, end_epoch) trained with the taken-over part frozen
-    or not, at `lr_factor` x the configured learning rate."""
+    or not, at `lr_factor` x the configured learning rate; `size`: the side (pixels)
+    training images are resized to (progressive resizing, engine.training.techniques;
+    None = full size)."""
 
     first_epoch: int
     end_epoch: int
     frozen: bool
     lr_factor: float
+    size: Optional[int] = None
 
 
 def phases(cfg: RunConfig, has_taken_part: bool) -> list[Phase]:
