@@ -221,3 +221,23 @@ def test_muon_orthogonalises_conv_filters_only_when_reshaping():
     step = -keras.ops.convert_to_numpy(k).reshape(18, 4) / 0.1
     s = np.linalg.svd(step, compute_uv=False)
     assert s.max() < 1.3 and s.min() > 0.5  # Newton-Schulz: singular values pushed towards 1
+
+
+# --- Train page ---------------------------------------------------------------------------
+@pytest.mark.page
+def test_train_page_offers_them_with_their_effective_batch_and_refusals(store_home):
+    from tests.test_pages import app, no_errors
+
+    at = app()
+    at.selectbox(key="dataset").set_value("mnist5k").run()
+    no_errors(at)
+    assert at.selectbox(key="tta").options == ["off", "translate"]  # no flips on digits
+    at.number_input(key="gradient_accumulation_steps").set_value(2).run()
+    assert "Effective batch: **256** samples per update (2 x 128)" in [m.value for m in at.markdown]
+    at.selectbox(key="optimizer").set_value("muon").run()
+    assert at.selectbox(key="muon_conv").value == "reshape"
+    at.number_input(key="progressive_epochs").set_value(1).run()
+    shown = " ".join(str(e.value) for e in [*at.error, *at.warning, *at.markdown, *at.caption])
+    assert "progressive_epochs: 1 needs a model that pools globally before its head" in shown
+    captions = " ".join(c.value for c in at.caption)
+    assert "Yun et al. 2019" in captions and "airbench94" in captions and "Polyak" in captions

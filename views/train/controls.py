@@ -12,9 +12,12 @@ from engine.config import (
     DEVICE_TYPES,
     FIELD_HELP,
     MODELS,
+    MUON_CONV,
+    NO_FLIP_DATASETS,
     OPTIMIZERS,
     PRECISIONS,
     SCHEDULES,
+    TTA_MODES,
 )
 from engine.data import meta as datasets_meta
 from engine.hardware.machine import cpu_line, quick_facts
@@ -173,8 +176,34 @@ def training_controls(f: Form, sb) -> None:
     f.number("learning_rate", "Learning rate", step=1e-4, format="%.5f")
     if f.values["optimizer"] == "sgd":
         f.number("momentum", "Momentum", step=0.05, format="%.2f")
+    if f.values["optimizer"] == "muon":
+        f.select("muon_conv", "Muon on conv filters", MUON_CONV)
     f.number("target_accuracy", "Target validation accuracy (0-1, optional)", value=None, step=0.01,
              format="%.2f", placeholder="none")
+    technique_controls(f, sb)
+
+
+def technique_controls(f: Form, sb) -> None:
+    """The 'Record-setting techniques' expander (airbench94, the NanoGPT speedrun): weight EMA,
+    CutMix, gradient accumulation with its effective batch, test-time augmentation and
+    progressive resizing; each caption says what it does and where it comes from."""
+    exp = sb.expander("Record-setting techniques", icon=":material/trophy:")
+    f.c = exp
+    f.number("ema_momentum", "Weight EMA momentum (0 = off)", step=0.01, format="%.3f")
+    f.number("cutmix_factor", "CutMix factor (0 = off)", step=0.1, format="%.2f")
+    f.number("gradient_accumulation_steps", "Gradient accumulation (batches per update)", step=1)
+    k, bs = f.values["gradient_accumulation_steps"], f.values.get("batch_size")
+    if isinstance(k, int) and k > 1 and bs:
+        f.slots["gradient_accumulation_steps"].markdown(f"Effective batch: **{bs * k}** samples per update "
+                                                        f"({k} x {bs})")
+    modes = [m for m in TTA_MODES if "flip" not in m or f.values.get("dataset") not in NO_FLIP_DATASETS]
+    if st.session_state.get("tta") not in modes:
+        st.session_state.pop("tta", None)  # a flip mode kept from another data set
+    f.select("tta", "Test-time augmentation", modes)
+    f.number("progressive_epochs", "Progressive resizing: epochs at a smaller size (0 = off)", step=1)
+    if f.values["progressive_epochs"]:
+        f.number("progressive_scale", "Progressive resizing: image side (share of full)", step=0.05, format="%.2f")
+    f.c = sb
 
 
 def schedule_controls(f: Form, sb) -> None:
