@@ -204,6 +204,8 @@ def result_json(run: dict) -> dict:
     s.setdefault("jit_compile", cfg["jit_compile"])
     # A run stopped before its summary (a JAX trial killed while compiling) read "tensorflow".
     s.setdefault("backend", cfg.get("backend") or "tensorflow")
+    s.setdefault("techniques", techniques_line(cfg))
+    s.setdefault("effective_batch_size", cfg.get("batch_size", 0) * (cfg.get("gradient_accumulation_steps") or 1))
     from engine.report.bound_by import bound_by
     from engine.report.mfu import MFU_KEYS
 
@@ -213,6 +215,31 @@ def result_json(run: dict) -> dict:
     s["bound_by"] = verdict["line"] if verdict else None
     s["bound_by_kind"] = verdict["kind"] if verdict else None
     return s
+
+
+def techniques_line(cfg: dict) -> Optional[str]:
+    """The record-setting techniques a stored config uses (engine.training.techniques), one
+    line, e.g. 'Muon (conv filters reshaped to 2-D) · weight EMA 0.99'; None when none."""
+    parts = []
+    opt = cfg.get("optimizer")
+    if opt == "muon":
+        parts.append("Muon (conv filters reshaped to 2-D)" if cfg.get("muon_conv", "reshape") == "reshape"
+                     else "Muon (conv kernels get AdamW, as Keras ships it)")
+    elif opt in ("schedule_free_adamw", "lamb"):
+        parts.append({"schedule_free_adamw": "schedule-free AdamW", "lamb": "LAMB"}[opt])
+    if cfg.get("ema_momentum"):
+        parts.append(f"weight EMA {cfg['ema_momentum']:g} (validated on the averaged weights)")
+    if cfg.get("cutmix_factor"):
+        parts.append(f"CutMix {cfg['cutmix_factor']:g}")
+    k = cfg.get("gradient_accumulation_steps") or 1
+    if k > 1:
+        parts.append(f"gradient accumulation {k} (effective batch {cfg.get('batch_size', 0) * k})")
+    if cfg.get("tta", "off") != "off":
+        parts.append(f"test-time augmentation: {cfg['tta'].replace('_', ' + ')}")
+    if cfg.get("progressive_epochs"):
+        parts.append(f"progressive resizing: {cfg['progressive_epochs']} epoch(s) at {cfg.get('progressive_scale'):g}x "
+                     "the side")
+    return " · ".join(parts) or None
 
 
 def print_summary(s: dict) -> None:
@@ -232,6 +259,7 @@ def print_summary(s: dict) -> None:
                                                  if s.get("compute_dtype") else "")
          + (f", loss scale {s['loss_scale']:g}" if s.get("loss_scale") else "")),
         *([("optimizer update", "fused: one TensorFlow kernel per variable")] if s.get("fused_optimizer") else []),
+        *([("techniques", s["techniques"])] if s.get("techniques") else []),
         ("final loss", fmt(s.get("final_loss"))),
         *([("updates", f"{s['updates_applied']:,} applied, {s['skipped_updates']:,} skipped of {s.get('steps'):,} "
                        "batches (non-finite gradients under float16 loss scaling)")]
