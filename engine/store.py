@@ -104,6 +104,31 @@ EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accurac
 SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb", "worker")
 
 
+# Indexes for 10,000+ runs: the active runs (status), a launch's group (group_id), the
+# Runs page's listing (trashed, id). Created by Store._ensure_indexes.
+INDEXES = (
+    ("runs_state", "CREATE INDEX IF NOT EXISTS runs_state ON runs (status, trashed, id)"),
+    ("runs_group", "CREATE INDEX IF NOT EXISTS runs_group ON runs (group_id)"),
+    ("runs_listed", "CREATE INDEX IF NOT EXISTS runs_listed ON runs (trashed, id)"),
+)
+# Config fields the Runs page and `runs` filter by, as SQL (json_extract of the config).
+CONFIG_FILTERS = ("dataset", "model", "precision", "devices", "backend")
+# A run row SQLite already sees as whole: valid JSON objects, a known status, a numeric
+# time and the config fields every reader indexes (engine.run_rows.REQUIRED_CONFIG). Only
+# rows failing it are parsed to find the damaged ones (`damaged_runs`).
+_LOOKS_WHOLE = (
+    "status IN ('queued','running','completed','failed','cancelled') AND typeof(created) IN ('integer','real') "
+    + "".join(f"AND CASE WHEN {c} IS NULL OR {c}='' THEN {int(c != 'config')} WHEN json_valid({c}) "
+              f"THEN json_type({c})='object' ELSE 0 END "
+              for c in ("config", "environment", "plan", "summary", "origin"))
+    + "AND CASE WHEN json_valid(config) THEN "
+    "json_type(config,'$.dataset')='text' AND json_type(config,'$.model')='text' "
+    "AND json_type(config,'$.precision')='text' AND json_type(config,'$.devices')='integer' "
+    "AND json_type(config,'$.batch_size')='integer' AND json_type(config,'$.steps_per_execution')='integer' "
+    "AND json_type(config,'$.jit_compile') IN ('true','false') AND json_type(config,'$.epochs')='integer' "
+    "ELSE 0 END")
+
+
 class StoreError(RuntimeError):
     """The store file is unusable (e.g. written by a newer schema)."""
 
@@ -227,6 +252,7 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
             self._migrate()
+            self._ensure_indexes()
         except sqlite3.DatabaseError as e:  # a zeroed header, a truncated file: one line, not a traceback
             self.conn.close()
             _raise_fault(e, self.path)
@@ -251,6 +277,19 @@ class Store:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
+
+    def _ensure_indexes(self) -> None:
+        """The indexes the pages sort and filter by (`INDEXES`), created once on a store
+        that lacks them (no schema version: an older SpeedLab ignores them)."""
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        missing = [(name, sql) for name, sql in INDEXES if name not in have]
+        if missing:
+            try:
+                with self.tx() as conn:
+                    for _name, sql in missing:
+                        conn.execute(sql)
+            except StoreBusyError:
+                pass  # another writer holds it: the next open creates them
 
     def tx(self):
         """A write transaction (BEGIN IMMEDIATE ... COMMIT) as a context manager.
@@ -337,8 +376,9 @@ class Store:
         neither trashed runs (`trashed_runs`) nor damaged rows (`damaged_runs`)."""
         if statuses:
             st = tuple(statuses)
+            # "+id": sort the few matches rather than walk every run in id order (runs_state finds them).
             q = (f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(st))}) AND trashed IS NULL "
-                 "ORDER BY id DESC")
+                 "ORDER BY +id DESC")
             rows = self.conn.execute(q, st).fetchall()
         else:
             rows = self.conn.execute("SELECT * FROM runs WHERE trashed IS NULL ORDER BY id DESC").fetchall()
@@ -349,12 +389,80 @@ class Store:
                 out.append(d)
         return out
 
+    def query_runs(self, where: str = "", params: Iterable = (), limit: Optional[int] = None,
+                   offset: int = 0, order: str = "id DESC") -> list[dict]:
+        """Runs (not trashed, not damaged) matching the SQL condition `where` on the runs
+        table (with `params`), in `order`, at most `limit` from `offset`: only those rows
+        are read and parsed, so a page of a 100,000-run store costs a page.
+        Build `where` with `filter_sql` (never from user text)."""
+        cond = "trashed IS NULL" + (f" AND ({where})" if where else "")
+        q = f"SELECT * FROM runs WHERE {cond} ORDER BY {order}"
+        out: list[dict] = []
+        skip = int(offset)
+        for row in self.conn.execute(q, tuple(params)):
+            d, problem = parse_row(dict(row))
+            if problem:
+                continue
+            if skip:
+                skip -= 1
+                continue
+            out.append(d)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def count_runs(self, where: str = "", params: Iterable = ()) -> int:
+        """How many runs (not trashed) match `where` (damaged rows included: cheap)."""
+        cond = "trashed IS NULL" + (f" AND ({where})" if where else "")
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM runs WHERE {cond}", tuple(params)).fetchone()[0])
+
+    def distinct_values(self, column: str) -> list:
+        """The values of a run column (status, role) or a config field (CONFIG_FILTERS) over
+        the stored runs (not trashed), sorted: a filter's options without reading a run.
+        One scan gives every filter's values, kept until the store file changes (`_memo`)."""
+        columns = ("status", "role", *CONFIG_FILTERS)
+        if column not in columns:
+            raise ValueError(f"cannot filter runs by {column!r}")
+
+        def scan() -> dict:
+            exprs = ", ".join(_filter_expr(c) for c in columns)
+            combos = self.conn.execute(f"SELECT DISTINCT {exprs} FROM runs WHERE trashed IS NULL").fetchall()
+            return {c: sorted({row[i] for row in combos if row[i] is not None}, key=str)
+                    for i, c in enumerate(columns)}
+
+        return list(self._memo("distinct", scan)[column])
+
+    def _memo(self, what: str, compute):
+        """`compute()`, reused while the store file and its WAL are unchanged (size and
+        mtime): a page rerun of an idle 100,000-run store skips its whole-table scans."""
+        state = []
+        for p in (self.path, Path(f"{self.path}-wal")):
+            try:
+                st = p.stat()
+                # An empty WAL is re-created by every open: it holds no change.
+                state.append((st.st_mtime_ns, st.st_size) if st.st_size else None)
+            except OSError:
+                state.append(None)
+        key = (str(self.path), what)
+        hit = _MEMO.get(key)
+        if hit is not None and hit[0] == state:
+            return hit[1]
+        value = compute()
+        _MEMO[key] = (state, value)
+        return value
+
     def damaged_runs(self) -> list[dict]:
         """Rows that cannot be read whole (not trashed), newest first: {'id', 'status', 'created', 'reason'}
         (engine.run_rows names the reason). They are listed apart so that they break
-        no table, and can be deleted (`delete_run`)."""
+        no table, and can be deleted (`delete_run`). SQLite picks the suspects
+        (`_LOOKS_WHOLE` fails), so a store of whole rows costs one scan in C, and none
+        while the file is unchanged (`_memo`)."""
+        return [dict(d) for d in self._memo("damaged", self._damaged_scan)]
+
+    def _damaged_scan(self) -> list[dict]:
         out = []
-        for r in self.conn.execute("SELECT * FROM runs WHERE trashed IS NULL ORDER BY id DESC").fetchall():
+        for r in self.conn.execute(f"SELECT * FROM runs WHERE trashed IS NULL AND NOT COALESCE(({_LOOKS_WHOLE}), 0) "
+                                   "ORDER BY id DESC").fetchall():
             _, problem = parse_row(dict(r))
             if problem:
                 out.append({"id": r["id"], "status": r["status"], "created": r["created"], "reason": problem,
@@ -633,6 +741,39 @@ class _Tx:
             _raise_fault(e, self.store.path)
             raise
         return False
+
+
+_MEMO: dict = {}  # Store._memo: (store path, what) -> (file state, value)
+
+
+def _filter_expr(column: str) -> str:
+    if column in ("status", "role", "group_id"):
+        return column
+    if column in CONFIG_FILTERS:
+        return (f"COALESCE({config_field(column)}, 'tensorflow')" if column == "backend"
+                else config_field(column))
+    raise ValueError(f"cannot filter runs by {column!r}")
+
+
+def config_field(name: str) -> str:
+    """SQL for a run's config field `name` (NULL for a row whose config is not valid JSON,
+    where json_extract would stop the whole query with "malformed JSON")."""
+    if not name.isidentifier():
+        raise ValueError(f"not a config field: {name!r}")
+    return f"CASE WHEN json_valid(config) THEN json_extract(config, '$.{name}') END"
+
+
+def filter_sql(filters: dict) -> tuple[str, list]:
+    """(SQL condition, params) for `query_runs` / `count_runs` from {column: [values]}
+    (columns: status, role, group_id and CONFIG_FILTERS; an empty list means any)."""
+    parts, params = [], []
+    for column, values in filters.items():
+        values = list(values or [])
+        if not values:
+            continue
+        parts.append(f"{_filter_expr(column)} IN ({','.join('?' * len(values))})")
+        params += values
+    return " AND ".join(parts), params
 
 
 def _run_dict(row: sqlite3.Row) -> dict[str, Any]:

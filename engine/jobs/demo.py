@@ -63,7 +63,11 @@ def demo_pairs(store: Store) -> list[tuple[int, int]]:
     """(fine-tune id, scratch id) of every stored fine-tune run that was queued
     together with a from-scratch run on the same data (the demo queues them
     so), newest first: what the Runs page draws as two curves."""
-    runs = store.list_runs()
+    # Only the groups that hold a fine-tuned run (SQL): not every stored run.
+    from engine.store import config_field
+
+    runs = store.query_runs("group_id IN (SELECT group_id FROM runs WHERE trashed IS NULL AND "
+                            f"{config_field('init_from')} IS NOT NULL)")
     pairs = []
     for r in runs:
         c = r["config"]

@@ -333,6 +333,9 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
                         f"its queue kills it within {CANCEL_GRACE_S:.0f} s")
         if not run["pid"] and (queue_alive(store) or queue_starting(store)):
             return f"run {run_id}: stop requested (its worker is starting; the queue stops it)"
+        if not run["pid"]:  # claimed, but no queue is left to start its worker: nothing ran
+            store.finish_run(run_id, "cancelled", "cancelled before its worker started", only_if_active=True)
+            return f"run {run_id} cancelled before its worker started (no process to stop)"
         # No process to signal: the worker ended without reporting; say so, not "cancelled".
         tail = read_tail(store.run_dir(run_id) / "worker.log") if run["pid"] else None
         store.finish_run(run_id, "failed", "worker process not found when cancelled (it ended without "

@@ -254,7 +254,15 @@ def other_backend_run(store: Store, run: dict) -> Optional[dict]:
     mine = _backend_free(run["config"])
     backend = run["config"].get("backend", "tensorflow")
     host = (run.get("environment") or {}).get("hostname")
-    for other in store.list_runs(["completed"]):
+    # SQL picks the candidates (same data set, model, precision, batch, other backend): a
+    # 10,000-run store is not parsed whole on every Train page rerun.
+    cfg = run["config"]
+    from engine.store import config_field as f
+
+    where = (f"status='completed' AND {f('dataset')}=? AND {f('model')}=? AND {f('precision')}=? "
+             f"AND {f('batch_size')}=? AND COALESCE({f('backend')},'tensorflow')!=?")
+    for other in store.query_runs(where, (cfg.get("dataset"), cfg.get("model"), cfg.get("precision"),
+                                          cfg.get("batch_size"), backend)):
         if other["id"] == run["id"] or other["config"].get("backend", "tensorflow") == backend:
             continue
         if _backend_free(other["config"]) == mine and (host is None or (other.get("environment") or {})

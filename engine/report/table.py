@@ -58,8 +58,9 @@ def mfu_text(v) -> str:
     return f"{100 * float(v):.3g}%"
 
 
-def runs_frame(store):
-    """All runs as a pandas DataFrame (one row each, newest first): config columns,
+def runs_frame(store, runs: Optional[list] = None):
+    """`runs` (default: all of `store.list_runs()`; pass a page from `store.query_runs` at
+    scale) as a pandas DataFrame (one row each, in their order): config columns,
     steady and end-to-end samples/s, where the wall time went (s), final
     validation accuracy and time to the target accuracy (s), the MFU fields
     (engine.report.mfu.MFU_KEYS: FLOPs per sample, FLOP/s, peak FLOP/s, its source,
@@ -69,7 +70,7 @@ def runs_frame(store):
     from engine.report.mfu import MFU_KEYS
 
     recs = []
-    for r in store.list_runs():
+    for r in store.list_runs() if runs is None else runs:
         c, s = r["config"], r.get("summary") or {}
         recs.append({
             "id": r["id"], "status": r["status"], "role": r["role"],

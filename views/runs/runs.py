@@ -8,18 +8,22 @@ The page entry (app.py routes here); its sections are the modules beside it.
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
 from engine.jobs import runner
 from engine.report import chart_style
 from engine.report.table import FIGURES, number, runs_frame
-from engine.store import Store
+from engine.store import Store, filter_sql
 from views.components.common import one_line_errors
 from views.runs.compare import comparisons_section, overlay_section, speedup_section
 from views.runs.files import bundle_section, delete_section, export_section, forget_deleted, trash_section
 from views.runs.transfer import _demo_active, transfer_section
 
+PAGE_ROWS = 50  # runs in one page of the table (the pickers below offer these)
+UNSTARTED = "status='cancelled' AND started IS NULL"
 DEMO_REFRESH_S = 2.0  # the transfer section re-reads the store this often while the demo runs
 FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
            ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
@@ -64,18 +68,27 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def filters(df: pd.DataFrame) -> pd.DataFrame:
+def filters(store: Store) -> tuple[str, list]:
     """Filter multiselects in a popover above the table (the table keeps the
-    page's full width); an empty one means 'all'."""
+    page's full width); an empty one means 'all'. Options and filtering are SQL
+    (engine.store.filter_sql): no run is read to offer them. Returns (where, params)."""
     active = sum(bool(st.session_state.get(f"filter_{col}")) for col, _ in FILTERS)
     box = st.popover(f"Filter runs ({active} active)" if active else "Filter runs", icon=":material/filter_list:")
-    view = df
+    picked = {}
     for col, label in FILTERS:
-        options = sorted(df[col].dropna().unique().tolist(), key=str)
-        picked = box.multiselect(label, options, key=f"filter_{col}", placeholder="all")
-        if picked:
-            view = view[view[col].isin(picked)]
-    return view
+        picked[col] = box.multiselect(label, store.distinct_values(col), key=f"filter_{col}", placeholder="all")
+    return filter_sql(picked)
+
+
+def pager(matching: int) -> int:
+    """The page of PAGE_ROWS rows to show (1-based), picked beside the filters."""
+    pages = max(1, math.ceil(matching / PAGE_ROWS))
+    if st.session_state.get("runs_page", 1) > pages:  # fewer matches than before (a filter, a delete)
+        st.session_state["runs_page"] = pages
+    if pages == 1:
+        return 1
+    return int(st.number_input("Page", 1, pages, key="runs_page", width=110,
+                               help=f"{PAGE_ROWS} runs a page, newest first; {pages:,} pages match"))
 
 
 def column_chooser() -> list[str]:
@@ -92,16 +105,16 @@ def main() -> None:
         st.success(flash, icon=":material/delete:")
     with Store() as store:
         runner.reconcile(store)
-        runs = store.list_runs()
         damaged = store.damaged_runs()
+        stored = store.count_runs() - len(damaged)
         active_demo = _demo_active()
-        forget_deleted({r["id"]: r for r in runs} | {d["id"]: d for d in damaged})
         if damaged:  # listed apart: a row that cannot be read whole breaks no table
             st.warning(f"{len(damaged)} damaged run row{'s' if len(damaged) != 1 else ''} (from an older or broken "
                        "SpeedLab, or edited by hand) cannot be shown: "
                        + "; ".join(f"#{d['id']}: {d['reason']}" for d in damaged[:5])
                        + ". Delete them below.", icon=":material/report:")
-        if not runs:
+        if not stored:
+            forget_deleted({d["id"]: d for d in damaged})
             st.info("No runs yet: open **Train**, set options on the left and press **Launch**. "
                     "Every run is kept here.", icon=":material/info:")
             st.fragment(transfer_section, run_every=DEMO_REFRESH_S if active_demo else None)(active_demo)
@@ -113,14 +126,28 @@ def main() -> None:
             with one_line_errors("Trash"):
                 trash_section(store)
             return
-        by_id = {r["id"]: r for r in runs}
-        df = table(runs, runs_frame(store))
+        # Runs cancelled before they started (Stop during a comparison) have no data: hidden, as
+        # docs/comparisons.md says; they stay in the store.
+        unstarted = store.count_runs(UNSTARTED)
         row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
         with row:
-            view = filters(df)
+            where, params = filters(store)
+            where = f"({where}) AND NOT ({UNSTARTED})" if where else f"NOT ({UNSTARTED})"
+            matching = store.count_runs(where, params)
+            page = pager(matching)
             shown = column_chooser()
-        st.caption(f"{len(view)} of {len(df)} runs · throughput = steady-state median samples/s "
-                   "(warm-up excluded)")
+        # One page of rows, read and drawn: a 100,000-run store costs what a 50-run one does
+        # (and stays far below Streamlit's 262,144-cell limit of a styled table).
+        runs = store.query_runs(where, params, limit=PAGE_ROWS, offset=(page - 1) * PAGE_ROWS)
+        by_id = {r["id"]: r for r in runs}
+        forget_deleted(by_id | {d["id"]: d for d in damaged})
+        view = table(runs, runs_frame(store, runs))
+        first, listed = (page - 1) * PAGE_ROWS + 1, stored - unstarted
+        rows_text = f"{first:,}-{first + len(view) - 1:,}" if matching > len(view) else f"{len(view):,}"
+        of_text = f"{matching:,} matching, of {listed:,} runs" if matching != listed else f"{listed:,} runs"
+        st.caption(f"{rows_text} of {of_text} · throughput = steady-state median samples/s "
+                   "(warm-up excluded)" + (f" · {unstarted:,} cancelled before they started, not listed"
+                                           if unstarted else ""))
         # Shown through the CLI's formatter (blank when missing, not "None"); sorting uses the numbers.
         shown_view = view.style.format({col: (lambda v, d=d: number(v, d)) for col, (_, d) in FIGURES.items()},
                                        na_rep="")

@@ -9,12 +9,16 @@ from engine.jobs import runner
 from engine.report import live_refresh
 from engine.store import Store
 from views.components import comparison as cmp_view
-from views.components.common import autopilot_run, one_line_errors
+from views.components.common import one_line_errors
 from views.components.live_charts import own_active, render_comparison
 from views.train.launch import machine_busy
 
 LIVE_REFRESH_S = 1.0   # live charts while a run is queued or running
 WATCH_REFRESH_S = 3.0  # idle: notice a run launched from another tab or the CLI
+
+
+# Runs launched here: not imported (origin), not the autopilot's (views.components.common.autopilot_run).
+OWN_RUNS = "origin IS NULL AND (group_id IS NULL OR group_id NOT LIKE 'autopilot-%')"
 
 
 def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | None]:
@@ -27,11 +31,12 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     Imported runs (run bundles) are left to the Runs and Replay pages, the
     autopilot's runs to the Autopilot page (`autopilot_run`).
     """
-    runs = [r for r in store.list_runs() if not r.get("origin") and not autopilot_run(r)]
-    if not runs:
+    # The newest own run, then its group: two indexed reads, however many runs are stored.
+    newest = store.query_runs(OWN_RUNS, limit=1)
+    if not newest:
         return [], None, None
-    gid = runs[0]["group_id"]
-    group = [r for r in reversed(runs) if r["group_id"] == gid] if gid else [runs[0]]
+    gid = newest[0]["group_id"]
+    group = (store.query_runs(f"group_id=? AND {OWN_RUNS}", (gid,), order="id") if gid else newest)
     if (gid or "").startswith("cmp-"):  # a comparison: its current pair (engine.jobs.comparison)
         pair = _current_pair(group)
         if pair:
@@ -84,7 +89,7 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
             if drawn is not None and signature(cmp_view.lookup(store, run)) != drawn:
                 st.rerun()
             if not group:
-                n_ap = sum(autopilot_run(r) for r in store.list_runs())
+                n_ap = store.count_runs("group_id LIKE 'autopilot-%'")
                 st.info("No runs yet: set options on the left and press **Launch**. The baseline "
                         "(float32, 1 device) runs first, then your run; throughput, loss and the "
                         "speedup appear here live. With no speed option on, your run is the baseline "

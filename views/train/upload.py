@@ -15,6 +15,8 @@ from engine.data import userdata
 from engine.store import Store
 from engine.transfer_source import saved_model_path
 
+SAVED_RUNS_SCANNED = 500  # newest completed runs looked at for a saved model
+
 log = logging.getLogger("speedlab.dashboard")
 
 
@@ -62,7 +64,10 @@ def saved_runs() -> dict[int, str]:
     """{run id: label} of completed runs that saved their model, newest first."""
     with Store() as store:
         out = {}
-        for r in store.list_runs(["completed"]):
+        # Completed runs whose worker saved the model (summary.model_path, engine.jobs.worker),
+        # the newest SAVED_RUNS_SCANNED: SQL picks them, the other runs are not read.
+        saved = "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.model_path') END IS NOT NULL"
+        for r in store.query_runs(f"status='completed' AND {saved}", limit=SAVED_RUNS_SCANNED):
             if saved_model_path(store, r) is None:
                 continue
             c = r["config"]
