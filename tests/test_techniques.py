@@ -241,3 +241,21 @@ def test_train_page_offers_them_with_their_effective_batch_and_refusals(store_ho
     assert "progressive_epochs: 1 needs a model that pools globally before its head" in shown
     captions = " ".join(c.value for c in at.caption)
     assert "Yun et al. 2019" in captions and "airbench94" in captions and "Polyak" in captions
+
+
+def test_hardware_verdicts_weigh_accumulation_against_a_larger_batch_by_gpu_memory():
+    from engine.hardware.verdicts import technique_verdicts
+
+    def by_option(facts, device="auto"):
+        return {v["option"]: (v["verdict"], v["reason"]) for v in technique_verdicts(facts, device)}
+
+    small = by_option({"gpus": [{"name": "T4", "compute_capability": [7, 5], "memory_mib": 8 * 1024}]})
+    assert small["gradient_accumulation"] == ("faster", "a GPU with 8 GiB: a large-batch recipe may not fit one "
+                                              "step; accumulating k batches gives its effective batch in the "
+                                              "memory of one")
+    big = by_option({"gpus": [{"name": "NVIDIA H200", "compute_capability": [9, 0], "memory_mib": 143771}]})
+    assert big["gradient_accumulation"][0] == "neutral" and big["gradient_accumulation"][1].startswith(
+        "a GPU with 140 GiB fits large batches")
+    cpu = by_option({"gpus": []})
+    assert (cpu["muon"][0], cpu["tta"][0], cpu["progressive_resizing"][0]) == ("measure", "measure", "faster")
+    assert set(by_option({"gpus": []}, "gpu").values()) == {("unavailable", "no GPU visible to TensorFlow")}

@@ -34,7 +34,8 @@ VERDICT_ICONS = {"faster": ":material/trending_up:", "slower": ":material/trendi
                  "measure": ":material/straighten:"}
 OPTION_NAMES = {"mixed_float16": "Mixed precision float16", "mixed_bfloat16": "Mixed precision bfloat16",
                 "xla": "XLA (jit_compile)", "multi_device": "Several devices (data parallel)",
-                "tpu": "TPU"}
+                "tpu": "TPU", "gradient_accumulation": "Gradient accumulation (vs a larger batch)",
+                "muon": "Muon optimizer", "tta": "Test-time augmentation", "progressive_resizing": "Progressive resizing"}
 FLAG_MEANING = {"avx512_bf16": "bfloat16 dot products (AVX-512)",
                 "amx_bf16": "bfloat16 matrix tiles (AMX)",
                 "avx512_fp16": "float16 arithmetic (AVX-512)", "amx_fp16": "float16 matrix tiles (AMX)",
@@ -171,7 +172,7 @@ def versions_line(facts: dict) -> str:
 def verdict_table(facts: dict, device: str) -> str:
     """The verdicts as a Markdown table with coloured badges."""
     rows = ["| Option | On this machine | Why |", "| --- | --- | --- |"]
-    for v in hardware.verdicts(facts, device):
+    for v in [*hardware.verdicts(facts, device), *hardware.technique_verdicts(facts, device)]:
         reason = v["reason"].replace("|", "/")
         rows.append(f"| {OPTION_NAMES.get(v['option'], v['option'])} | {badge(v['verdict'])} | {reason} |")
     return "\n".join(rows)

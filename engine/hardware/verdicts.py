@@ -184,6 +184,45 @@ def verdicts(facts: dict, device: str = "auto") -> list[dict]:
     return out + [_tpu(facts)]
 
 
+# Record-setting techniques whose pay-off depends on the hardware (engine.training.techniques).
+TECHNIQUE_OPTIONS = ("gradient_accumulation", "muon", "tta", "progressive_resizing")
+SMALL_GPU_MIB = 16 * 1024  # below this a large-batch recipe often does not fit one step
+
+
+def technique_verdicts(facts: dict, device: str = "auto") -> list[dict]:
+    """One verdict per TECHNIQUE_OPTIONS for training on `device`: where the hardware decides
+    whether a technique pays (gradient accumulation versus a larger batch on a small GPU,
+    Muon's extra matmuls, TTA's extra inference, smaller images early on).
+
+    Returns: [{'option', 'verdict' (one of VERDICTS), 'reason' (one line)}]."""
+    target = _target(facts, device)
+    if target == "none":
+        return [_v(o, "unavailable", f"no {device.upper()} visible to TensorFlow") for o in TECHNIQUE_OPTIONS]
+    mem = [g.get("memory_mib") for g in facts.get("gpus") or [] if g.get("memory_mib")]
+    if target == "gpu" and mem and min(mem) < SMALL_GPU_MIB:
+        acc = _v("gradient_accumulation", "faster", f"a GPU with {min(mem) / 1024:.0f} GiB: a large-batch recipe "
+                 "may not fit one step; accumulating k batches gives its effective batch in the memory of one")
+    else:
+        where = f"a GPU with {min(mem) / 1024:.0f} GiB" if target == "gpu" and mem else f"this {target.upper()}"
+        acc = _v("gradient_accumulation", "neutral", f"{where} fits large batches: a larger global batch does "
+                 "the same in fewer, fuller steps; accumulate only where a batch does not fit")
+    if target == "cpu":
+        muon = _v("muon", "measure", "Newton-Schulz adds 5 small matmul rounds per weight matrix each step, a "
+                  "visible share of a CPU step: its gain must come from needing fewer steps")
+        tta = _v("tta", "measure", "each validation runs the model on 2-6 views: on a CPU that multiplies "
+                 "validation time; worth it when it reaches the target epochs earlier")
+        prog = _v("progressive_resizing", "faster", "a CPU step's convolution FLOPs fall with the square of the "
+                  "image side: early epochs on smaller images are faster")
+    else:
+        muon = _v("muon", "measure", f"Newton-Schulz's extra matmuls are cheap next to a {target.upper()}'s "
+                  "matmul rate; its gain is in convergence (airbench94_muon): measure it")
+        tta = _v("tta", "neutral", "the views run as one larger batch: cheap where the device has spare "
+                 "batch capacity")
+        prog = _v("progressive_resizing", "measure", f"small images may leave a {target.upper()} under-used "
+                  "(a fixed cost per step): measure the early epochs' samples/s")
+    return [acc, muon, tta, prog]
+
+
 # Our own measurement (docs/backends.md): the same CNN run on this project's 2-core CPU.
 CPU_JAX_NOTE = ("on a CPU, JAX compiles the train step for much longer (13-15 s vs 3.5 s for TensorFlow "
                 "on our 2-core CPU) and its steady speed depends on the model: measure it")
