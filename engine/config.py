@@ -145,13 +145,24 @@ class RunConfig:
         return self.batch_size // self.replicas
 
     def data_sizes(self) -> tuple[int, int]:
-        """(train samples, validation samples): the data set's own test split is the
-        validation data when it has one (validation_fraction is then unused)."""
+        """(train samples, validation samples). ceil(validation_fraction x N) samples are
+        held out from training: without a test split of its own, half of them (a fixed
+        draw, engine.data.meta.test_count) is the data set's test set and the rest is
+        validation; with one, they are all validation and the own test split is the test set."""
+        from engine.data.meta import test_count
+
         info = dataset_info(self.dataset, self)
+        n_held = math.ceil(self.validation_fraction * info.samples)
         if info.test_samples:
-            return info.samples, info.test_samples
-        n_val = math.ceil(self.validation_fraction * info.samples)
-        return info.samples - n_val, n_val
+            return info.samples - n_held, n_held
+        return info.samples - n_held, n_held - test_count(n_held)
+
+    def test_size(self) -> int:
+        """Test samples: the data set's own test split, else half of those held out."""
+        from engine.data.meta import test_count
+
+        info = dataset_info(self.dataset, self)
+        return info.test_samples or test_count(math.ceil(self.validation_fraction * info.samples))
 
     @property
     def backbone(self) -> bool:
@@ -501,8 +512,9 @@ FIELD_HELP = {
     "learning_rate": "base learning rate (before linear scaling)",
     "momentum": "SGD momentum",
     "seed": "random seed for the split, shuffling and weights",
-    "validation_fraction": "share of samples held out for validation (stratified); unused when the "
-                           "data set has its own test split",
+    "validation_fraction": "share of samples held out from training (stratified): half is validation "
+                           "(targets, stopping), half a fixed test set that nothing steers by; all of it is "
+                           "validation when the data set has a test split of its own",
     "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy); "
                        "empty: the data set's default (digits 0.95, mnist5k 0.965, mnist 0.98, fashion_mnist 0.88, "
                        "cifar10 0.70)",

@@ -17,8 +17,10 @@ def err(**kw) -> ConfigError:
 
 def test_defaults_are_valid_and_derived_sizes_match_digits():
     c = RunConfig()
-    # 1,797 digits, ceil(0.2 * 1797) = 360 for validation.
-    assert c.data_sizes() == (1437, 360)
+    # 1,797 digits, ceil(0.2 x 1797) = ceil(359.4) = 360 held out of training (1,797 - 360 = 1,437):
+    # 360 // 2 = 180 of them the fixed test set, the other 360 - 180 = 180 validation.
+    assert c.data_sizes() == (1437, 180)
+    assert c.test_size() == 180
     assert c.steps_per_epoch() == 12  # ceil(1437 / 128)
     assert c.per_replica_batch_size == 128
 

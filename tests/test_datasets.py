@@ -67,14 +67,26 @@ def test_mnist_from_the_keras_cache(keras_home):
     assert meta.train_counts == (2, 2, 1, 1, 1, 1, 1, 1, 1, 1) and sum(meta.test_counts) == 4
     info = dataset_info("mnist")
     assert (info.samples, info.test_samples, info.classes) == (12, 4, 10)
-    cfg = RunConfig(dataset="mnist", batch_size=4, epochs=1, validation_fraction=0.5)
-    assert cfg.data_sizes() == (12, 4)  # the test split is the validation data
-    assert check_runnable(cfg, CPU) == []  # cached: fine offline
+    # Validation comes off the 12 training images; only classes 0 and 1 (2 images each) can give
+    # one, so at most 2 are held out: 0.5 would hold out 6 and is refused, 0.1 holds out
+    # ceil(0.1 x 12) = ceil(1.2) = 2, one 0 and one 1 (stratified), leaving 10 for training.
+    with pytest.raises(ConfigError, match="use a fraction of at most 0.166 "):
+        RunConfig(dataset="mnist", batch_size=4, epochs=1, validation_fraction=0.5)
+    cfg = RunConfig(dataset="mnist", batch_size=4, epochs=1, validation_fraction=0.1)
+    assert cfg.data_sizes() == (10, 2) and cfg.test_size() == 4  # the own test split is the test set
+    # Cached: fine offline. Classes 2-9 (1 image each) stay in training, as for any data set.
+    assert check_runnable(cfg, CPU) == ["dataset: 8 classes ('2', '3', '4' and 5 more) have fewer than 2 samples: "
+                                        "kept in training and never validated; add samples to validate them"]
     s = datasets.load(cfg)
-    assert s.validation == "test" and s.x_train.dtype == np.uint8 and s.x_train.shape == (12, 28, 28, 1)
-    np.testing.assert_array_equal(s.x_train[..., 0], x)
-    np.testing.assert_array_equal(s.y_val, yt.astype(np.int32))
-    assert s.x_train[3, 2, 5, 0] == 10  # 3 + 2 + 5
+    assert (s.validation, s.test) == ("split", "test")
+    assert s.x_train.dtype == np.uint8 and s.x_train.shape == (10, 28, 28, 1)
+    assert sorted(s.y_val.tolist()) == [0, 1]
+    # Nothing lost: training + validation are the 12 training images (pixel (i, 0, 0) = i).
+    assert sorted(np.concatenate([s.x_train, s.x_val])[:, 0, 0, 0].tolist()) == list(range(12))
+    np.testing.assert_array_equal(s.x_test[..., 0], xt)
+    np.testing.assert_array_equal(s.y_test, yt.astype(np.int32))
+    i = int(np.flatnonzero(s.x_train[:, 0, 0, 0] == 3)[0])  # training image 3
+    assert s.x_train[i, 2, 5, 0] == 10 and s.y_train[i] == 3  # 3 + 2 + 5
 
 
 def test_fashion_mnist_idx_files(keras_home):
@@ -146,7 +158,8 @@ def test_cifar_pickle_with_code_is_refused(keras_home):
 
 def test_offline_and_not_cached_is_rejected_with_where_to_put_the_file(keras_home):
     cfg = RunConfig(dataset="mnist", batch_size=64)  # published sizes: 60,000 + 10,000
-    assert cfg.data_sizes() == (60000, 10000)
+    # ceil(0.2 x 60,000) = 12,000 validation images off the training split; the 10,000 test images test.
+    assert cfg.data_sizes() == (48000, 12000) and cfg.test_size() == 10000
     with pytest.raises(ConfigError) as e:
         check_runnable(cfg, CPU)
     msg = str(e.value)
@@ -189,7 +202,7 @@ def test_synthetic_data_over_the_memory_limit_is_refused_at_the_config_check(mon
                             "for a data set in memory; use at most 10 samples or a smaller synthetic_shape, or raise "
                             "SPEEDLAB_MAX_DECODED_MB (MiB)")
     assert RunConfig(dataset="synthetic", synthetic_shape=(4096, 4096, 3), synthetic_samples=10,
-                     batch_size=4).data_sizes() == (8, 2)
+                     batch_size=4).data_sizes() == (8, 1)  # ceil(0.2 x 10) = 2 held out: 1 test, 1 validation
     # The same variable as user data: 1 MiB holds 85 samples of 32x32x3 float32 (12,288 bytes each).
     monkeypatch.setenv("SPEEDLAB_MAX_DECODED_MB", "1")
     with pytest.raises(ConfigError) as e:
@@ -197,7 +210,8 @@ def test_synthetic_data_over_the_memory_limit_is_refused_at_the_config_check(mon
     assert str(e.value) == ("synthetic_samples: 2048 x 32x32x3 float32 = 24.0 MiB is over the 1.0 MiB limit for a "
                             "data set in memory; use at most 85 samples or a smaller synthetic_shape, or raise "
                             "SPEEDLAB_MAX_DECODED_MB (MiB)")
-    assert RunConfig(dataset="synthetic", synthetic_samples=85, batch_size=4).data_sizes() == (68, 17)
+    # ceil(0.2 x 85) = 17 held out of training (68 left): 17 // 2 = 8 test, 17 - 8 = 9 validation.
+    assert RunConfig(dataset="synthetic", synthetic_samples=85, batch_size=4).data_sizes() == (68, 9)
     with pytest.raises(ConfigError) as e:
         RunConfig(dataset="synthetic", synthetic_shape=(512, 512, 3), synthetic_samples=4)
     assert str(e.value) == ("synthetic_samples: 4 x 512x512x3 float32 = 12.0 MiB is over the 1.0 MiB limit for a "
@@ -227,13 +241,15 @@ def test_digits_counts_and_label_subset():
 
     assert tuple(np.bincount(load_digits().target)) == DIGITS.class_counts
     cfg = RunConfig(label_subset=(5, 6, 7, 8, 9), batch_size=32)
-    # 182 + 181 + 179 + 174 + 180 = 896 images; ceil(0.2 x 896) = 180 for validation.
-    assert cfg.data_sizes() == (716, 180)
+    # 182 + 181 + 179 + 174 + 180 = 896 images; ceil(0.2 x 896) = ceil(179.2) = 180 held out of training
+    # (716 left): 180 // 2 = 90 test, 90 validation.
+    assert cfg.data_sizes() == (716, 90) and cfg.test_size() == 90
     info = dataset_info("digits", cfg)
     assert info.classes == 5 and info.labels == (5, 6, 7, 8, 9) and info.class_names == ("5", "6", "7", "8", "9")
     s = datasets.load(cfg)
     assert s.classes == 5 and sorted(set(s.y_train)) == [0, 1, 2, 3, 4]
-    assert np.bincount(np.concatenate([s.y_train, s.y_val])).tolist() == [182, 181, 179, 174, 180]
+    assert (len(s.y_train), len(s.y_val), len(s.y_test)) == (716, 90, 90)
+    assert np.bincount(np.concatenate([s.y_train, s.y_val, s.y_test])).tolist() == [182, 181, 179, 174, 180]
     assert RunConfig.from_json(cfg.to_json()) == cfg and json.loads(cfg.to_json())["label_subset"] == [5, 6, 7, 8, 9]
     assert RunConfig.from_dict({"label_subset": [1, 0]}).label_subset == (1, 0)
 
@@ -271,9 +287,17 @@ def test_good_npz_is_read_and_used(tmp_path):
     assert (info.shape, info.classes, info.samples, info.test_samples) == ((6, 5, 1), 3, 20, 6)
     assert info.class_counts == (7, 7, 6)
     cfg = RunConfig(dataset=str(f), batch_size=5, model="mlp")
-    assert cfg.data_sizes() == (20, 6)
+    # ceil(0.2 x 20) = 4 validation samples off x_train (16 left); x_test's 6 are the test set.
+    assert cfg.data_sizes() == (16, 4) and cfg.test_size() == 6
     s = datasets.load(cfg)
-    assert s.x_train.dtype == np.uint8 and s.x_train.shape == (20, 6, 5, 1) and s.validation == "test"
+    assert s.x_train.dtype == np.uint8 and s.x_train.shape == (16, 6, 5, 1)
+    assert (s.validation, s.test) == ("split", "test")
+    # Stratified: training keeps 16 x (7, 7, 6) / 20 = (5.6, 5.6, 4.8) -> 5, 5, 4 plus the two largest
+    # remainders (0.8 of class 2, then one of the tied 0.6), so validation holds 1 of class 2 and 1 and 2
+    # of classes 0 and 1.
+    v = np.bincount(s.y_val).tolist()
+    assert v[2] == 1 and sorted(v[:2]) == [1, 2]
+    np.testing.assert_array_equal(s.y_test, [0, 1, 2, 0, 1, 2])
 
 
 def test_relative_path_is_made_absolute(tmp_path, monkeypatch):
@@ -518,8 +542,9 @@ def test_register_checks_first_and_leaves_nothing_behind(store_home, tmp_path):
     assert info.samples == 20 and userdata.registered() == ["mine"]
     assert sorted(p.name for p in reg.iterdir()) == ["mine"]  # no temporary folders left
     cfg = RunConfig(dataset="user:mine", batch_size=5)
-    assert cfg.data_sizes() == (20, 6)
-    assert datasets.load(cfg).x_val.shape == (6, 6, 5, 1)
+    assert cfg.data_sizes() == (16, 4)  # ceil(0.2 x 20) = 4 validation off x_train; x_test (6) tests
+    s = datasets.load(cfg)
+    assert s.x_val.shape == (4, 6, 5, 1) and s.x_test.shape == (6, 6, 5, 1)
     with pytest.raises(userdata.DataError, match="already registered"):
         userdata.register("mine", good)
     with pytest.raises(userdata.DataError, match="not a usable data set name"):

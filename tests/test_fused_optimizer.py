@@ -204,5 +204,5 @@ def test_a_digits_run_with_the_fused_update_trains_like_keras_and_traces_once(mo
     assert f["ops"].count("ResourceApplyAdam") == f["variables"] == 6  # 3 Dense layers: kernel + bias
     assert "ResourceApplyAdam" not in p["ops"] and len(f["ops"]) < len(p["ops"])
     # Same model, same data order, same update up to float rounding: the same accuracy within
-    # a few of the 360 validation examples.
-    assert fused.summary["final_val_accuracy"] == pytest.approx(plain.summary["final_val_accuracy"], abs=3 / 360)
+    # a few (3) of the 180 validation examples (360 held out: 180 validation, 180 test).
+    assert fused.summary["final_val_accuracy"] == pytest.approx(plain.summary["final_val_accuracy"], abs=3 / 180)

@@ -31,28 +31,36 @@ def test_info_is_what_the_file_holds_and_is_offered_with_digits():
     assert DATASET_NAMES[:2] == ("digits", "mnist5k")
     assert info.shape == (28, 28, 1) and info.classes == 10 and info.samples == 5000
     assert info.class_counts == (500,) * 10 and info.test_samples == 0
-    assert RunConfig(dataset="mnist5k").data_sizes() == (4000, 1000)  # ceil(0.2 x 5000) held out
+    # ceil(0.2 x 5000) = 1,000 held out of training (4,000 left): 1000 // 2 = 500 test, 500 validation.
+    cfg = RunConfig(dataset="mnist5k")
+    assert cfg.data_sizes() == (4000, 500) and cfg.test_size() == 500
 
 
 def test_the_split_is_stratified_reproducible_and_loses_nothing():
     cfg = RunConfig(dataset="mnist5k", seed=3)
     s = datasets.load(cfg)
-    assert s.validation == "split" and s.shape == (28, 28, 1) and s.classes == 10
-    assert np.bincount(s.y_train).tolist() == [400] * 10 and np.bincount(s.y_val).tolist() == [100] * 10
-    # Every image lands in exactly one side: the per-class pixel sums add up to the whole file's.
+    assert (s.validation, s.test) == ("split", "split") and s.shape == (28, 28, 1) and s.classes == 10
+    # 500 a class: 400 train, and the 100 held out split 50 test (drawn first) + 50 validation.
+    assert np.bincount(s.y_train).tolist() == [400] * 10 and np.bincount(s.y_val).tolist() == [50] * 10
+    assert np.bincount(s.y_test).tolist() == [50] * 10
+    # Every image lands in exactly one part: the per-class pixel sums add up to the whole file's.
     x, y = mnist5k.load()
-    both_x, both_y = np.concatenate([s.x_train, s.x_val]), np.concatenate([s.y_train, s.y_val])
+    both_x = np.concatenate([s.x_train, s.x_val, s.x_test])
+    both_y = np.concatenate([s.y_train, s.y_val, s.y_test])
     assert [int(both_x[both_y == c].sum(dtype=np.int64)) for c in range(10)] == \
         [int(x[y == c].sum(dtype=np.int64)) for c in range(10)]
     again = datasets.load(cfg)
     assert np.array_equal(again.x_val, s.x_val) and np.array_equal(again.y_val, s.y_val)
     other = datasets.load(cfg.replace(seed=4))
     assert not np.array_equal(other.x_val, s.x_val)
-    # Labels 7 and 1 only, renumbered 0 and 1: 1,000 images, 200 held out (100 each).
+    # Labels 7 and 1 only, renumbered 0 and 1: 1,000 images, ceil(0.2 x 1000) = 200 held out,
+    # 100 test and 100 validation (50 of each label in each).
     sub = datasets.load(RunConfig(dataset="mnist5k", label_subset=(7, 1)))
-    assert np.bincount(sub.y_val).tolist() == [100, 100] and np.bincount(sub.y_train).tolist() == [400, 400]
-    assert int(sub.x_train[sub.y_train == 0].sum(dtype=np.int64)) + \
-        int(sub.x_val[sub.y_val == 0].sum(dtype=np.int64)) == int(x[y == 7].sum(dtype=np.int64))
+    assert np.bincount(sub.y_train).tolist() == [400, 400]
+    assert np.bincount(sub.y_val).tolist() == [50, 50] and np.bincount(sub.y_test).tolist() == [50, 50]
+    assert sum(int(a[b == 0].sum(dtype=np.int64)) for a, b in [(sub.x_train, sub.y_train), (sub.x_val, sub.y_val),
+                                                               (sub.x_test, sub.y_test)]) == \
+        int(x[y == 7].sum(dtype=np.int64))
 
 
 def test_the_default_target():

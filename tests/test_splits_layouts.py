@@ -27,14 +27,16 @@ def npz(path, counts, h=6, w=5):
 def test_a_lone_sample_class_is_trained_and_the_rest_stays_stratified(tmp_path):
     f = npz(tmp_path / "faces.npz", (40, 40, 1))
     cfg = RunConfig(dataset=f, seed=12, batch_size=8)
-    # ceil(0.2 x 81) = 17 validation samples, all from the two classes of 40: 8 + 9.
-    assert cfg.data_sizes() == (64, 17)
+    # ceil(0.2 x 81) = ceil(16.2) = 17 held out of training (64 left), all from the two classes of 40:
+    # 17 // 2 = 8 test (4 + 4), then 17 - 8 = 9 validation from the 36 + 36 left (4 + 5).
+    assert cfg.data_sizes() == (64, 9) and cfg.test_size() == 8
     s = datasets.load(cfg)
     assert np.bincount(s.y_train, minlength=3)[2] == 1  # the lone image is trained on
-    val = np.bincount(s.y_val, minlength=3)
-    assert val[2] == 0 and sorted(val[:2].tolist()) == [8, 9]
-    assert len(s.y_train) == 64 and len(s.y_val) == 17
-    assert sorted(np.concatenate([s.x_train[:, 0, 0, 0], s.x_val[:, 0, 0, 0]]).tolist()) == list(range(81))
+    val, test = np.bincount(s.y_val, minlength=3), np.bincount(s.y_test, minlength=3)
+    assert val[2] == 0 and sorted(val[:2].tolist()) == [4, 5]
+    assert test.tolist() == [4, 4, 0]
+    assert len(s.y_train) == 64 and len(s.y_val) == 9 and len(s.y_test) == 8
+    assert sorted(np.concatenate([s.x_train, s.x_val, s.x_test])[:, 0, 0, 0].tolist()) == list(range(81))
     warn = ("dataset: 1 class ('2') has fewer than 2 samples: kept in training and never validated; "
             "add samples to validate them")
     assert check_runnable(cfg, CPU) == [warn]
@@ -44,13 +46,37 @@ def test_a_lone_sample_class_is_trained_and_the_rest_stays_stratified(tmp_path):
     assert out.stderr.strip().splitlines() == [f"warning: {warn}"]
 
 
+@pytest.mark.parametrize("name, counts, sizes", [
+    # digits: ceil(0.2 x 1797) = 360 held out -> 1,437 train, 180 validation, 360 // 2 = 180 test.
+    ("digits", (178, 182, 177, 183, 181, 182, 181, 179, 174, 180), (1437, 180, 180)),
+    # mnist5k: ceil(0.2 x 5000) = 1,000 held out -> 4,000 train, 500 validation, 500 test (50 a class).
+    ("mnist5k", (500,) * 10, (4000, 500, 500)),
+])
+def test_the_test_set_is_one_fixed_stratified_draw_apart_from_training_and_validation(name, counts, sizes):
+    runs = [datasets.load(RunConfig(dataset=name, seed=seed)) for seed in (0, 1)]
+    rows = lambda a: [r.tobytes() for r in a.reshape(len(a), -1)]  # noqa: E731 - no image repeats in either
+    for s in runs:
+        assert (len(s.y_train), len(s.y_val), len(s.y_test)) == sizes and s.test == "split"
+        train, val, test = set(rows(s.x_train)), set(rows(s.x_val)), set(rows(s.x_test))
+        assert not test & train and not test & val and not val & train
+        assert len(train | val | test) == sum(counts)  # nothing lost, nothing twice
+        for part, n in [(s.y_test, sizes[2]), (s.y_val, sizes[1])]:  # stratified: within 1 of proportional
+            expected = np.array(counts) * n / sum(counts)
+            assert np.abs(np.bincount(part, minlength=10) - expected).max() < 1
+    # The same test set (samples and order) whatever the run's seed; validation follows the seed.
+    np.testing.assert_array_equal(runs[0].x_test, runs[1].x_test)
+    np.testing.assert_array_equal(runs[0].y_test, runs[1].y_test)
+    assert set(rows(runs[0].x_val)) != set(rows(runs[1].x_val))
+
+
 def test_every_class_keeps_a_training_sample_for_every_seed(tmp_path):
-    # 12 classes of 3: ceil(0.2 x 36) = 8 validation samples cannot cover 12 classes (not stratifiable).
+    # 12 classes of 3: ceil(0.2 x 36) = ceil(7.2) = 8 held out (28 left), 8 // 2 = 4 test and 4 validation:
+    # neither covers 12 classes (not stratifiable).
     cfg = RunConfig(dataset=npz(tmp_path / "many.npz", (3,) * 12), batch_size=4)
-    assert cfg.data_sizes() == (28, 8)
+    assert cfg.data_sizes() == (28, 4) and cfg.test_size() == 4
     assert check_runnable(cfg, CPU) == [
-        "dataset: 8 validation samples for 12 classes cannot be stratified: some classes are not validated "
-        "(every class keeps training samples); raise validation_fraction"]
+        "dataset: 4 validation and 4 test samples for 12 classes cannot be stratified: some classes are not "
+        "validated or tested (every class keeps training samples); raise validation_fraction"]
     # 79 + 2 samples at fraction 0.5 (the most allowed): the pair keeps a training sample whatever the seed.
     x = np.arange(81)[:, None, None, None].astype(np.float32)
     y = np.repeat([0, 1], [79, 2]).astype(np.int32)
@@ -60,23 +86,28 @@ def test_every_class_keeps_a_training_sample_for_every_seed(tmp_path):
         assert set(yt.tolist()) == {0, 1}
         assert sorted(np.concatenate([xt, xv]).ravel().tolist()) == list(range(81))
         many = datasets.load(cfg.replace(seed=seed))
-        assert set(many.y_train.tolist()) == set(range(12)) and len(many.y_val) == 8
+        assert set(many.y_train.tolist()) == set(range(12)) and (len(many.y_val), len(many.y_test)) == (4, 4)
 
 
 def test_a_split_that_cannot_keep_every_class_is_refused(tmp_path):
     f = npz(tmp_path / "tiny.npz", (2, 2, 1, 1, 1, 1))
-    # ceil(0.5 x 8) = 4 validation samples, but the two splittable classes can spare only 2.
+    # ceil(0.5 x 8) = 4 held out, but the two splittable classes can spare only 2: 0.25 x 8 = 2,
+    # 2 // 2 = 1 test and 1 validation (the message said "2 validation samples").
     with pytest.raises(ConfigError) as e:
         RunConfig(dataset=f, validation_fraction=0.5, batch_size=2)
     assert str(e.value) == ("validation_fraction: 0.5 would hold out 4 of 8 samples of "
                             f"{f}, leaving a class with no training sample; use a fraction of at most 0.25 "
-                            "(at most 2 validation samples)")
-    assert RunConfig(dataset=f, validation_fraction=0.25, batch_size=2).data_sizes() == (6, 2)
+                            "(at most 2 held out: 1 validation, 1 test)")
+    cfg = RunConfig(dataset=f, validation_fraction=0.25, batch_size=2)
+    assert cfg.data_sizes() == (6, 1) and cfg.test_size() == 1
+    for seed in range(10):  # the fraction named works: the two draws leave every class a training sample
+        s = datasets.load(cfg.replace(seed=seed))
+        assert sorted(s.y_train.tolist()) == [0, 1, 2, 3, 4, 5] and sorted(s.y_val.tolist() + s.y_test.tolist()) == [0, 1]
 
 
 ONE_EACH = ("has 1 sample in each of its {k} classes, so no validation split is possible (a class needs 2 "
             "samples to give one to validation and keep one for training); add samples so that some class has "
-            "at least 2, ")
+            "at least 2")
 
 
 @pytest.mark.parametrize("k", [2, 100])
@@ -85,7 +116,7 @@ def test_one_sample_per_class_is_a_fault_before_registering(tmp_path, store_home
 
     f = tmp_path / "two.npz"  # the tester's file (and its 100-class variant)
     np.savez(f, x_train=np.random.default_rng(0).random((k, 8, 8)), y_train=np.arange(k))
-    line = f"two.npz {ONE_EACH.format(k=k)}or add x_test and y_test to the .npz as validation data"
+    line = f"two.npz {ONE_EACH.format(k=k)}"
     # Was "ok" with a warning, and then every run refused with "use a fraction of at most 0".
     assert main(["data", "check", str(f)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
@@ -96,9 +127,11 @@ def test_one_sample_per_class_is_a_fault_before_registering(tmp_path, store_home
         RunConfig(dataset=str(f), batch_size=1)
     problem, _, fix = line.partition("; ")
     assert str(e.value) == f"dataset: '{f}' cannot be used: {problem}; {fix}"
-    # The fix works: a test split, or a second sample in one class.
+    # A test split is no fix (validation comes off x_train): refused alike, before registering.
     np.savez(f, x_train=np.zeros((k, 8, 8)), y_train=np.arange(k), x_test=np.zeros((k, 8, 8)), y_test=np.arange(k))
-    assert RunConfig(dataset=str(f), batch_size=1).data_sizes() == (k, k)
+    assert main(["data", "check", str(f)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
+    # The fix works: a second sample in one class.
     np.savez(f, x_train=np.zeros((k + 1, 8, 8)), y_train=np.append(np.arange(k), 0))
     assert main(["data", "check", str(f)]) == 0
 
@@ -121,9 +154,13 @@ def test_a_label_subset_of_lone_samples_names_the_data_set_not_an_impossible_fra
     f = npz(tmp_path / "few.npz", (3, 1, 1))
     with pytest.raises(ConfigError) as e:  # was: use a fraction of at most 0, which is out of range
         RunConfig(dataset=f, label_subset=(1, 2), batch_size=1)
-    assert str(e.value) == (f"dataset: '{f}' {ONE_EACH.format(k=2)}or give an .npz with x_test and y_test as "
-                            "validation data (or keep labels with 2 or more samples in label_subset)")
-    assert RunConfig(dataset=f, label_subset=(0, 2), batch_size=1).data_sizes() == (3, 1)
+    assert str(e.value) == (f"dataset: '{f}' {ONE_EACH.format(k=2)} (or keep labels with 2 or more samples "
+                            "in label_subset)")
+    # (3, 1): ceil(0.2 x 4) = 1 held out, 1 // 2 = 0 test, so 1 validation sample and no test set.
+    cfg = RunConfig(dataset=f, label_subset=(0, 2), batch_size=1)
+    assert cfg.data_sizes() == (3, 1) and cfg.test_size() == 0
+    s = datasets.load(cfg)
+    assert s.y_train.tolist().count(1) == 1 and s.y_val.tolist() == [0] and len(s.y_test) == 0
 
 
 def test_the_largest_fraction_named_is_one_that_is_accepted(tmp_path, capsys):
@@ -132,17 +169,20 @@ def test_the_largest_fraction_named_is_one_that_is_accepted(tmp_path, capsys):
     f = npz(tmp_path / "lone.npz", (3,) + (1,) * 27)  # 30 samples: room for 2 validation samples
     with pytest.raises(ConfigError) as e:
         RunConfig(dataset=f, batch_size=4)
-    # 2/30 = 0.0667 to 3 digits, but ceil(0.0667 x 30) = 3: the fraction is rounded down.
+    # 2/30 = 0.0667 to 3 digits, but ceil(0.0667 x 30) = 3: the fraction is rounded down. 2 held out are
+    # 2 // 2 = 1 test and 1 validation sample.
     assert str(e.value) == (f"validation_fraction: 0.2 would hold out 6 of 30 samples of {f}, leaving a class "
-                            "with no training sample; use a fraction of at most 0.0666 (at most 2 validation samples)")
-    assert RunConfig(dataset=f, batch_size=4, validation_fraction=0.0666).data_sizes() == (28, 2)
+                            "with no training sample; use a fraction of at most 0.0666 (at most 2 held out: "
+                            "1 validation, 1 test)")
+    assert RunConfig(dataset=f, batch_size=4, validation_fraction=0.0666).data_sizes() == (28, 1)
     with pytest.raises(ConfigError, match="at most 0.0666"):
         RunConfig(dataset=f, batch_size=4, validation_fraction=0.0667)
     # 0.07 x 100 is 7.000000000000001 in floats: its ceil is 8, so 0.0699 is the most for 7 samples.
     g = npz(tmp_path / "hundred.npz", (8,) + (1,) * 92)
-    with pytest.raises(ConfigError, match=r"at most 0\.0699 \(at most 7 validation samples\)$"):
+    with pytest.raises(ConfigError, match=r"at most 0\.0699 \(at most 7 held out: 4 validation, 3 test\)$"):
         RunConfig(dataset=g, batch_size=4)
-    assert RunConfig(dataset=g, batch_size=4, validation_fraction=0.0699).data_sizes() == (93, 7)
+    # 7 held out of 100 (93 left): 7 // 2 = 3 test, 4 validation.
+    assert RunConfig(dataset=g, batch_size=4, validation_fraction=0.0699).data_sizes() == (93, 4)
     # data check warns before any run is configured.
     assert main(["data", "check", f]) == 0
     assert capsys.readouterr().err.splitlines()[-1] == (
@@ -150,11 +190,29 @@ def test_the_largest_fraction_named_is_one_that_is_accepted(tmp_path, capsys):
         "use validation_fraction 0.0666 or less")
 
 
-def test_data_with_its_own_test_split_is_not_warned_about(tmp_path):
+def test_data_with_its_own_test_split_is_checked_as_validation_comes_off_its_training_data(tmp_path, capsys):
+    from engine.cli.main import main
+
+    # Was never warned about (its test split was the validation data); now validation is split off x_train.
     f = tmp_path / "t.npz"
     np.savez(f, x_train=np.zeros((3, 4, 4), np.uint8), y_train=np.array([0, 0, 1]),
              x_test=np.zeros((2, 4, 4), np.uint8), y_test=np.array([0, 1]))
-    assert class_warnings(dataset_info(str(f))) == []
+    warn = "dataset: 1 class ('1') has fewer than 2 samples: kept in training and never validated; " \
+           "add samples to validate them"
+    assert class_warnings(dataset_info(str(f))) == [warn]
+    assert main(["data", "check", str(f)]) == 0  # was: "2 test images (used for validation)"
+    out = capsys.readouterr()
+    assert out.out.splitlines() == ["ok: 3 images of 4x4x1, 2 classes (0, 1), 2 test images (the test set, only reported)"]
+    assert out.err.splitlines() == [f"warning: {warn}"]
+    # ceil(0.2 x 3) = 1 validation sample (one 0), 2 for training; x_test's 2 are the test set.
+    cfg = RunConfig(dataset=str(f), batch_size=1)
+    assert cfg.data_sizes() == (2, 1) and cfg.test_size() == 2
+    s = datasets.load(cfg)
+    assert sorted(s.y_train.tolist()) == [0, 1] and s.y_val.tolist() == [0] and s.y_test.tolist() == [0, 1]
+    # A fraction that would take class 0's last training sample is refused; the message counts validation only.
+    with pytest.raises(ConfigError) as e:
+        RunConfig(dataset=str(f), batch_size=1, validation_fraction=0.5)
+    assert str(e.value).endswith("use a fraction of at most 0.333 (at most 1 validation sample)")
 
 
 # --- .npz layouts -------------------------------------------------------------------

@@ -33,7 +33,7 @@ def add_parser(subparsers) -> None:
 
 
 def _describe(info) -> str:
-    test = f", {info.test_samples:,} test images (used for validation)" if info.test_samples else ""
+    test = f", {info.test_samples:,} test images (the test set, only reported)" if info.test_samples else ""
     return (f"{info.samples:,} images of {'x'.join(map(str, info.shape))}, {info.classes} classes "
             f"({', '.join(info.class_names[:10])}{', ...' if len(info.class_names) > 10 else ''}){test}")
 

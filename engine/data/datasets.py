@@ -6,11 +6,13 @@ data; the input pipeline scales these by 1/255); y int32 of shape (N,).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
-from engine.data.meta import KERAS_DATASETS, USER_PREFIX, dataset_info
+from engine.data.meta import KERAS_DATASETS, TEST_SEED, USER_PREFIX, dataset_info, test_count
 
 
 class DataUnavailable(RuntimeError):
@@ -19,9 +21,13 @@ class DataUnavailable(RuntimeError):
 
 @dataclass
 class Split:
-    """Train and validation arrays plus the data set's shape and class count.
+    """Train, validation and test arrays plus the data set's shape and class count.
 
-    validation: 'split' (held out by validation_fraction, stratified) or
+    Validation data decides everything a run steers by (the target, stopping, the
+    autopilot's choice); the test data decides nothing and is only reported
+    (engine.data.meta.test_count). validation: always 'split' (held out from the
+    training data, stratified, by the run's seed). test: 'split' (a fixed stratified
+    draw, engine.data.meta.TEST_SEED, the same for every run of the data set) or
     'test' (the data set's own test split).
     """
 
@@ -33,13 +39,18 @@ class Split:
     shape: tuple
     class_names: tuple = ()
     validation: str = "split"
+    x_test: Optional[np.ndarray] = None
+    y_test: Optional[np.ndarray] = None
+    test: str = "split"
 
 
 def load(cfg) -> Split:
-    """Load `cfg.dataset` (restricted to `cfg.label_subset`) and choose the
-    validation data: the data set's own test split when it has one, else
-    ceil(validation_fraction x N) samples split off stratified by class,
-    reproducible from `cfg.seed`.
+    """Load `cfg.dataset` (restricted to `cfg.label_subset`) and split it.
+    ceil(validation_fraction x N) samples are held out of training, stratified by
+    class. With a test split of its own they are all validation (drawn by
+    `cfg.seed`) and the own test split is the test set; without one, test_count of
+    them are the test set (drawn first by TEST_SEED: the same for every run) and the
+    rest validation (by `cfg.seed`). Sizes: cfg.data_sizes(), cfg.test_size().
 
     Raises: DataUnavailable (download failed, file changed since validation).
     """
@@ -75,18 +86,23 @@ def load(cfg) -> Split:
         x, y = keep_labels(x, y, info.labels)
         if test:
             test = list(keep_labels(*test, info.labels))
-    if test:
-        xt, yt, xv, yv = x, y, test[0], test[1]
-        validation = "test"
-    else:
+    if test:  # validation comes off the training data; the own test split is only reported
         xt, yt, xv, yv = stratified_split(x, y, cfg.validation_fraction, cfg.seed)
-        validation = "split"
+        xs, ys, test_kind = test[0], test[1], "test"
+    else:
+        # The test draw first, by a seed of its own: every run of the data set shares it.
+        n_held = math.ceil(cfg.validation_fraction * len(y))
+        rest_x, rest_y, xs, ys = stratified_split(x, y, cfg.validation_fraction, TEST_SEED,
+                                                  count=test_count(n_held))
+        xt, yt, xv, yv = stratified_split(rest_x, rest_y, cfg.validation_fraction, cfg.seed,
+                                          count=n_held - test_count(n_held))
+        test_kind = "split"
     want = cfg.data_sizes()
     if (len(xt), len(xv)) != want:
         raise DataUnavailable(f"dataset {cfg.dataset} changed since the run was configured: expected "
                               f"{want[0]} training and {want[1]} validation samples, found "
                               f"{len(xt)} and {len(xv)}; submit the run again")
-    return Split(xt, yt, xv, yv, info.classes, info.shape, info.class_names, validation)
+    return Split(xt, yt, xv, yv, info.classes, info.shape, info.class_names, "split", xs, ys, test_kind)
 
 
 def digits() -> tuple[np.ndarray, np.ndarray]:
@@ -139,8 +155,9 @@ def keep_labels(x: np.ndarray, y: np.ndarray, labels: tuple) -> tuple[np.ndarray
     return x[mask], lut[y[mask]]
 
 
-def stratified_split(x, y, fraction: float, seed: int):
-    """(x_train, y_train, x_val, y_val) with ceil(fraction x N) validation samples,
+def stratified_split(x, y, fraction: float, seed: int, count: Optional[int] = None):
+    """(x_train, y_train, x_val, y_val) with ceil(fraction x N) validation samples
+    (`count` of them when given),
     drawn per class in proportion (scikit-learn's train_test_split), such that
     every class keeps training samples (engine.data.meta.split_counts):
 
@@ -158,7 +175,7 @@ def stratified_split(x, y, fraction: float, seed: int):
 
     y = np.asarray(y)
     counts = np.bincount(y)
-    sc = split_counts(counts, fraction)
+    sc = split_counts(counts, fraction, count)
     n_val = sc["n_val"]
     if not sc["small"] and sc["stratified"]:  # the common case, as before
         # With every class of 2 or more and at most half held out, each keeps a training sample.

@@ -13,9 +13,9 @@ class DatasetInfo:
     """One data set as training sees it.
 
     shape: one image (H, W, C); classes: K; samples: images in the training
-    pool (split into train/validation by validation_fraction unless the data
-    set has its own test split); test_samples: images in that test split
-    (used as validation data; 0 = none); class_counts / test_class_counts:
+    pool (validation_fraction of it held out: validation, and half of it the
+    test set unless the data set has its own test split); test_samples: images
+    in that test split (the test set, only reported; 0 = none); class_counts / test_class_counts:
     images per class (empty when unknown, e.g. synthetic); labels: the
     original labels kept by label_subset, in new-label order (empty = all).
     """

@@ -247,10 +247,22 @@ def _names(info: DatasetInfo, classes) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
-def split_counts(class_counts, fraction: float) -> dict:
+# The held-out test set (engine.data.datasets.Split): half of the ceil(validation_fraction x N)
+# samples held out from training, drawn once by this seed of its own, so that every run of a
+# data set is tested on the same samples, which nothing stops, selects or tunes on.
+TEST_SEED = 20261204
+
+
+def test_count(n_held: int) -> int:
+    """Test samples among `n_held` held-out samples of a data set with no test split of
+    its own: half, rounded down (the validation keeps the other, larger half)."""
+    return n_held // 2
+
+
+def split_counts(class_counts, fraction: float, n_val: Optional[int] = None) -> dict:
     """How `datasets.stratified_split` divides a training pool with `class_counts`.
 
-    Returns {'n_val': ceil(fraction x N), 'small': classes with fewer than
+    Returns {'n_val': ceil(fraction x N) (or `n_val` when given), 'small': classes with fewer than
     MIN_CLASS_SAMPLES samples (kept whole in training), 'rest_samples',
     'rest_classes' (the classes that are split), 'stratified': whether the
     validation samples can be drawn per class (n_val >= rest classes),
@@ -259,7 +271,7 @@ def split_counts(class_counts, fraction: float) -> dict:
 
     counts = [int(c) for c in class_counts]
     n = sum(counts)
-    n_val = math.ceil(fraction * n)
+    n_val = math.ceil(fraction * n) if n_val is None else int(n_val)
     small = [i for i, c in enumerate(counts) if 0 < c < MIN_CLASS_SAMPLES]
     rest = [c for c in counts if c >= MIN_CLASS_SAMPLES]
     return {"n_val": n_val, "small": small, "rest_samples": sum(rest), "rest_classes": len(rest),
@@ -289,20 +301,20 @@ def max_fraction(class_counts) -> Optional[float]:
 def no_split_problem(info: DatasetInfo) -> Optional[str]:
     """Why no validation_fraction can split `info` (every class has 1 sample and
     there is no test split), as 'problem; fix', or None."""
-    line = None if info.test_samples else no_split(info.class_counts or [])
+    line = no_split(info.class_counts or [])
     if line is None:
         return None
     subset = " (or keep labels with 2 or more samples in label_subset)" if info.labels else ""
-    return (f"{line}; add samples so that some class has at least {MIN_CLASS_SAMPLES}, or give an .npz with "
-            f"x_test and y_test as validation data{subset}")
+    return (f"{line}; add samples so that some class has at least {MIN_CLASS_SAMPLES}{subset}")
 
 
 def check_split(info: DatasetInfo, fraction: float) -> None:
     """Raise ConfigError (field validation_fraction) when holding out
     ceil(fraction x N) samples would leave a class without a training sample,
     or (field dataset) when no fraction can split the data set at all.
-    Data sets with their own test split, or unknown class counts, pass."""
-    if info.test_samples or not info.class_counts:
+    Unknown class counts pass. Data sets with a test split of their own are checked
+    too: their validation samples come off the training data."""
+    if not info.class_counts:
         return
     sc = split_counts(info.class_counts, fraction)
     if sc["feasible"]:
@@ -312,18 +324,22 @@ def check_split(info: DatasetInfo, fraction: float) -> None:
         problem, _, fix = none.partition("; ")
         raise _error("dataset", info.name, problem, fix)
     best = max_fraction(info.class_counts)
+    n = split_counts(info.class_counts, best)["n_val"]
+    # Without a test split of its own, the held-out samples are validation and test (test_count).
+    most = (f"at most {n} validation sample{'s' if n > 1 else ''}" if info.test_samples
+            else f"at most {n} held out: {n - test_count(n)} validation, {test_count(n)} test")
     raise _error("validation_fraction", fraction,
                  f"would hold out {sc['n_val']} of {info.samples} samples of {info.name}, leaving a class "
-                 f"with no training sample", f"use a fraction of at most {best:.3g} "
-                 f"(at most {split_counts(info.class_counts, best)['n_val']} validation samples)")
+                 f"with no training sample", f"use a fraction of at most {best:.3g} ({most})")
 
 
 def class_warnings(info: DatasetInfo, fraction: Optional[float] = None) -> list[str]:
     """One line per way the validation split departs from a plain stratified
     split: classes too small to split (kept in training, never validated) and,
-    given `fraction`, too few validation samples to stratify. [] when none
-    (and always for data sets with their own test split)."""
-    if info.test_samples or not info.class_counts:
+    given `fraction`, too few validation (or test) samples to stratify. [] when none.
+    Data sets with a test split of their own are checked too: their validation
+    samples come off the training data."""
+    if not info.class_counts:
         return []
     sc = split_counts(info.class_counts, fraction if fraction is not None else 0.2)
     out = []
@@ -336,10 +352,16 @@ def class_warnings(info: DatasetInfo, fraction: Optional[float] = None) -> list[
     if fraction is None and not sc["feasible"] and best is not None:  # data check: before any config
         out.append(f"dataset: the default validation_fraction 0.2 would leave a class with no training "
                    f"sample; use validation_fraction {best:.3g} or less")
-    if fraction is not None and not sc["stratified"] and sc["feasible"]:
-        out.append(f"dataset: {sc['n_val']} validation samples for {sc['rest_classes']} classes cannot be "
-                   "stratified: some classes are not validated (every class keeps training samples); "
-                   "raise validation_fraction")
+    n_test = 0 if info.test_samples else test_count(sc["n_val"])  # drawn apart, the smaller half
+    n_val, k = sc["n_val"] - n_test, sc["rest_classes"]
+    if fraction is not None and sc["feasible"] and (n_val if info.test_samples else n_test) < k:
+        if info.test_samples:
+            held, missed = f"{n_val} validation samples", "validated"
+        else:
+            held = f"{n_val} validation and {n_test} test samples"
+            missed = "tested" if n_val >= k else "validated or tested"
+        out.append(f"dataset: {held} for {k} classes cannot be stratified: some classes are not {missed} "
+                   "(every class keeps training samples); raise validation_fraction")
     return out
 
 

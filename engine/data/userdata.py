@@ -21,8 +21,8 @@ pixels a side (from each file's header), and the decoded data set (samples x
 H x W x C x bytes per value, also an .npz's arrays, from their headers) at most
 $SPEEDLAB_MAX_DECODED_MB MiB (default 2048).
 
-Without x_test/y_test, some class needs 2 or more samples: else no validation
-split is possible (engine.data.meta.check_split) and the data set is refused.
+Some class of x_train needs 2 or more samples, with or without x_test/y_test: else
+no validation split is possible (engine.data.meta.check_split) and the data set is refused.
 Folders under /proc and /sys are refused; broken links named as images are faults.
 
 Every fault is reported as its own one-line message (`DataError.problems`).
@@ -598,16 +598,14 @@ def load_path(path: os.PathLike) -> UserData:
 
 def _no_split(path: Path, arrays: dict, folder: bool) -> Optional[str]:
     """The fault of a data set that no validation_fraction can split
-    (engine.data.limits.no_split): no test split and 1 sample in every class."""
-    if "y_test" in arrays:
-        return None
+    (engine.data.limits.no_split): 1 sample in every class of x_train. A test split
+    does not help: validation always comes off the training samples."""
     n = MIN_CLASS_SAMPLES
     if folder:
         line = no_split(np.bincount(arrays["y_train"]), "image", "class folders")
         return line and f"{path.name} {line}; add images so that some class folder has at least {n}"
     line = no_split(np.bincount(arrays["y_train"]))
-    return line and (f"{path.name} {line}; add samples so that some class has at least {n}, or add x_test "
-                     "and y_test to the .npz as validation data")
+    return line and f"{path.name} {line}; add samples so that some class has at least {n}"
 
 
 def _meta(name: str, data: UserData) -> dict:
