@@ -25,6 +25,10 @@ STORED_KEYS = [
     "flops_per_sample", "forward_flops_per_sample", "flops_uncounted", "freeze_epochs",
     "finetune_learning_rate",
 ]
+# Fields added since, with defaults (a summary stored before them has none of them): the held-out
+# test set's, measured after the clocks stop (issue 40), and the FLOPs count's.
+ADDED_KEYS = ["test_accuracy", "test_samples", "test_sec", "test_split", "test_note",
+              "flops_all_taps_per_sample", "flops_phases"]
 
 
 def _stored() -> dict:
@@ -39,14 +43,17 @@ def test_to_dict_is_the_stored_dict_key_for_key_in_order():
     d = _stored()
     s = RunSummary(**d)
     out = s.to_dict()
-    assert list(out) == STORED_KEYS
-    assert out == d
+    assert list(out) == STORED_KEYS + ADDED_KEYS
+    assert out == {**d, **dict.fromkeys(ADDED_KEYS)}  # not measured: None
     assert out["instrumentation"] is d["instrumentation"]  # not copied: the worker adds writer_cpu_sec to it
 
 
 def test_from_dict_round_trip_and_refusals():
     s = RunSummary(**_stored())
     assert RunSummary.from_dict(s.to_dict()) == s
+    assert RunSummary.from_dict(_stored()) == s  # stored before the added fields: they read as None
+    tested = RunSummary.from_dict({**_stored(), "test_accuracy": 0.95, "test_samples": 180})
+    assert (tested.test_accuracy, tested.test_samples, tested.test_sec) == (0.95, 180, None)
     with pytest.raises(ValueError, match=r"not fields \['run_id'\]"):
         RunSummary.from_dict({**s.to_dict(), "run_id": 7})  # what the worker adds is not a field
     d = s.to_dict()

@@ -1,0 +1,42 @@
+"""The held-out test set (issue 40 item 3): a real run reports its accuracy on Split.x_test,
+measured once after the clocks stop. The split itself: tests/test_splits_layouts.py."""
+import threading
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.tf
+def test_a_digits_run_reports_its_test_accuracy_measured_after_the_clocks_stop(monkeypatch):
+    from engine.config import RunConfig
+    from engine.data import datasets
+    from engine.training import train as train_mod
+    from engine.training.timeline import Timeline
+
+    cfg = RunConfig(model="cnn", epochs=2)
+    tl = Timeline()
+    seen = {}
+    measure = train_mod.test_accuracy
+
+    def spy(summary, *args):  # when the test evaluation begins, and the wall time it finds
+        seen["start"], seen["wall_sec"] = tl.now(), summary.wall_sec
+        measure(summary, *args)
+        seen["end"] = tl.now()
+
+    monkeypatch.setattr(train_mod, "test_accuracy", spy)
+    out = train_mod.train(cfg, lambda t, r: None, threading.Event(), timeline=tl)
+    s = out.summary
+    assert out.status == "completed", out.error
+    # ceil(0.2 x 1797) = 360 held out of training: 360 // 2 = 180 test (the fixed draw), 180 validation.
+    assert (s["test_samples"], s["test_split"], s["test_note"]) == (180, "split", None)
+    # The same accuracy computed apart: the split loaded again, the returned model's predictions.
+    split = datasets.load(cfg)
+    assert len(split.y_test) == 180
+    pred = np.asarray(out.model.predict(split.x_test, verbose=0)).argmax(-1)
+    assert s["test_accuracy"] == pytest.approx(float((pred == split.y_test).mean()), abs=1e-9)
+    assert 0.5 < s["test_accuracy"] <= 1.0  # 2 epochs of the cnn learn digits (chance: 0.1)
+    # Outside the clocks: the wall time ends before the test evaluation starts and is not changed
+    # by it, and the evaluation's own time (test_sec) lies inside [start, end].
+    assert s["wall_sec"] == seen["wall_sec"] <= seen["start"]
+    assert max(span[2] for span in s["timeline"]) <= seen["start"]
+    assert 0 < s["test_sec"] <= seen["end"] - seen["start"]
