@@ -239,7 +239,8 @@ def check_available(name: str) -> None:
 
 # --- the validation split: every class keeps training samples --------------------
 # A class needs MIN_CLASS_SAMPLES (engine.data.limits) to be split between training and
-# validation; smaller classes are kept whole in training (and never validated).
+# the held-out samples (validation, and test without a test split of its own); smaller
+# classes are kept whole in training (and never validated).
 
 
 def _names(info: DatasetInfo, classes) -> str:
@@ -281,7 +282,10 @@ def split_counts(class_counts, fraction: float, n_val: Optional[int] = None) -> 
 def max_fraction(class_counts) -> Optional[float]:
     """The largest validation_fraction, to 3 significant digits, that leaves every
     class a training sample (as split_counts computes it, floats included); None
-    when there is none: every class has fewer than MIN_CLASS_SAMPLES samples."""
+    when there is none: every class has fewer than MIN_CLASS_SAMPLES samples.
+    It bounds all ceil(fraction x N) held-out samples, the test half included: the test
+    draw takes t samples and leaves every class one, so the validation draw finds room
+    for exactly t fewer, and the two fit whenever the whole would."""
     import math
 
     sc = split_counts(class_counts, 0.0)
@@ -299,8 +303,8 @@ def max_fraction(class_counts) -> Optional[float]:
 
 
 def no_split_problem(info: DatasetInfo) -> Optional[str]:
-    """Why no validation_fraction can split `info` (every class has 1 sample and
-    there is no test split), as 'problem; fix', or None."""
+    """Why no validation_fraction can split `info` (every class of its training data
+    has 1 sample; a test split of its own does not help), as 'problem; fix', or None."""
     line = no_split(info.class_counts or [])
     if line is None:
         return None
