@@ -89,6 +89,26 @@ def test_every_class_keeps_a_training_sample_for_every_seed(tmp_path):
         assert set(many.y_train.tolist()) == set(range(12)) and (len(many.y_val), len(many.y_test)) == (4, 4)
 
 
+def test_the_largest_fraction_fits_the_test_and_the_validation_draw_together(tmp_path):
+    # Tiny data sets at the most they allow: the test draw (t samples, every class keeps one) leaves
+    # exactly t fewer for the validation draw, so both fit whenever the whole held-out share does.
+    from engine.data.meta import max_fraction
+
+    rng = np.random.default_rng(5)
+    for i in range(12):
+        counts = tuple(int(c) for c in rng.choice([1, 1, 2, 2, 3, 5], size=int(rng.integers(2, 8))))
+        counts = (2,) + counts  # some class can be split
+        f = npz(tmp_path / f"c{i}.npz", counts)
+        cfg = RunConfig(dataset=f, validation_fraction=max_fraction(counts), batch_size=1)
+        n_train, n_val = cfg.data_sizes()
+        for seed in (0, 1):
+            s = datasets.load(cfg.replace(seed=seed))
+            assert (len(s.y_train), len(s.y_val), len(s.y_test)) == (n_train, n_val, cfg.test_size()), counts
+            assert set(s.y_train.tolist()) == set(range(len(counts))), counts  # every class trained on
+            parts = np.concatenate([s.x_train, s.x_val, s.x_test])[:, 0, 0, 0]
+            assert sorted(parts.tolist()) == list(range(sum(counts)))
+
+
 def test_a_split_that_cannot_keep_every_class_is_refused(tmp_path):
     f = npz(tmp_path / "tiny.npz", (2, 2, 1, 1, 1, 1))
     # ceil(0.5 x 8) = 4 held out, but the two splittable classes can spare only 2: 0.25 x 8 = 2,
