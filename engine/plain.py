@@ -34,6 +34,7 @@ from typing import Any
 _ALWAYS = set("\\`*[]<>~|$&@")
 # Characters that are invisible or reorder text (bidi controls): a name cannot hide in them.
 _CONTROL = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+WJ = "\u2060"  # word joiner: zero width, no break; splits a URL that Markdown would link
 _LIST_START = re.compile(r"^(\s*)(\d{1,9})([.)])")
 
 
@@ -44,8 +45,9 @@ def md(text: Any) -> str:
     string cannot start a block of its own).
 
     Always escaped: \\ ` * [ ] < > ~ | $ & @. Where they mean something: `_` not inside a
-    word, `:` before a non-space (directives, `http://` autolinks), the `.` of `www.`, and
-    at the start `#`, `-`, `+`, `=`, `>` and `1.` / `1)`."""
+    word, `:` before a non-space (directives), and at the start `#`, `-`, `+`, `=`, `>` and
+    `1.` / `1)`. Links that GFM finds in plain text (`www.`, `http://`, `a@b.c`) get an
+    invisible word joiner (WJ) inside, as well: escapes alone do not stop them."""
     s = _CONTROL.sub("", "" if text is None else str(text))
     s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
     lead = len(s) - len(s.lstrip())
@@ -53,10 +55,13 @@ def md(text: Any) -> str:
     for i, ch in enumerate(s):
         prev = s[i - 1] if i else ""
         nxt = s[i + 1] if i + 1 < len(s) else ""
-        if (ch in _ALWAYS
+        if ch == "." and s[max(0, i - 3):i].lower() == "www" or ch == "@" or ch == ":" and nxt == "/":
+            # Streamlit's Markdown (remark-gfm) finds www., http:// and e-mail links in the
+            # text after escapes are resolved: a word joiner (U+2060, invisible) breaks them.
+            out.append(("\\" + ch + WJ) if ch != "." else (WJ + "\\."))
+        elif (ch in _ALWAYS
                 or (ch == "_" and not (prev.isalnum() and nxt.isalnum()))
                 or (ch == ":" and nxt and not nxt.isspace())
-                or (ch == "." and s[max(0, i - 3):i].lower() == "www")
                 or (i == lead and ch in "#-+=")):
             out.append("\\" + ch)
         else:

@@ -18,7 +18,7 @@ from tests.test_pages import app, finished_pair, no_errors
 # An image that logs the viewer's visit, a phishing link, raw HTML, a Streamlit directive.
 HOSTILE = ('![](http://HOST/pixel.png) [Session expired: sign in again](http://HOST/phish) '
            '<img src=x onerror=alert(1)> <a href="http://HOST/a">click</a> <b>bold</b> '
-           ':red[red] **strong** `code` $x^2$ www.HOST.example')
+           ':red[red] **strong** `code` $x^2$ www.HOST.example mail@HOST.example')
 PAGES = ("views/train/train.py", "views/runs/runs.py", "views/replay.py", "views/hardware.py",
          "views/autopilot.py")
 # Proto fields that Streamlit renders as Markdown (bodies of markdown/caption/alerts/toasts,
@@ -73,7 +73,8 @@ def live_markup(md_text: str) -> list[str]:
     """What of `md_text` a Markdown renderer would turn into an image, a link or a tag."""
     rendered = _MD.render(md_text)
     found = re.findall(r"<(img|a|b|script|iframe)\b[^>]*>", rendered, re.I)
-    if re.search(r"(?<!\\)://HOST|(?<![\\/])www\.HOST", md_text):  # GFM autolinks a bare URL
+    # GFM (remark-gfm) links a bare URL or e-mail found in the text after escapes are resolved.
+    if re.search(r"https?\\?:\\?/\\?/HOST|www\\?\.HOST|\w\\?@HOST", md_text):
         found.append("autolink")
     if re.search(r"(?<!\\):red\[", md_text):
         found.append("directive")
@@ -100,7 +101,7 @@ def hostile_store(store: Store, tmp_path) -> list[int]:
 
 
 def test_md_escapes_every_markup_and_reads_the_same():
-    rendered = _MD.render(plain.md(HOSTILE))
+    rendered = _MD.render(plain.md(HOSTILE)).replace(plain.WJ, "")  # the word joiners are invisible
     assert not re.findall(r"<(img|a|b|em|strong|code)\b", rendered)
     # The text reads the same: only the escapes' backslashes are gone.
     assert "![](http://HOST/pixel.png)" in rendered and "&lt;img src=x onerror=alert(1)&gt;" in rendered
