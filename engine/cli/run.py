@@ -100,8 +100,9 @@ def _run_pairs(cfg, args) -> int:
     from engine.config import baseline_config
     from engine.store import Store
 
-    kind = "aa" if baseline_config(cfg) == cfg and args.baseline != "tuned" else "ab"
-    if args.baseline == "tuned":
+    tuned = getattr(args, "baseline", None) == "tuned"
+    kind = "aa" if baseline_config(cfg) == cfg and not tuned else "ab"
+    if tuned:
         from engine.jobs.comparison import baseline_of
         from engine.jobs.noise import age_text
 
