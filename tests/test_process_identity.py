@@ -131,3 +131,21 @@ def test_four_simultaneous_submits_queue_exactly_one_in_each_of_ten_rounds(store
         assert len(queued) == 1, got
         store.finish_run(queued[0], "cancelled", runner.NOT_STARTED)
     assert store.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 10
+
+
+@pytest.mark.page
+def test_the_autopilot_page_reads_running_after_a_clock_step(store_home, clock_step):
+    """The search's job file as `engine.autopilot.search` writes it (pid, start_time): after a
+    5-s step it is running, not 'failed ... (killed?)'."""
+    from engine.autopilot import search as autopilot
+    from tests.test_autopilot_page import done_state
+    from tests.test_pages import app, no_errors, texts
+
+    background.write_json(autopilot.progress_path(), {
+        **done_state(), "state": "running", "pid": os.getpid(), "pid_started": process.start_time(),
+        "started": time.time() - 100, "phase": "runoff", "winner": None, "confirm": None, "ablation": None,
+        "current": {"phase": "runoff", "trial": 1, "run_id": 6, "label": "config 1"}})
+    at = app("views/autopilot.py")
+    no_errors(at)
+    assert "**Re-running the fastest trials once each**" in texts(at.markdown)
+    assert not [e.value for e in at.error], [e.value for e in at.error]
