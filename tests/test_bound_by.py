@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.config import RunConfig
+from engine.hardware import peaks
 from engine.report import mfu
 from engine.report.bound_by import bound_by
 
@@ -21,30 +22,51 @@ def stored(store, **summary) -> dict:
     return store.get_run(rid)["summary"]
 
 
-def test_mfu_is_steady_flops_per_second_over_the_measured_peak():
-    peak = {"device": "CPU", "backend": "tensorflow", "n": 1024, "dtypes": {"float32": {"flops_per_sec": 100e9}}}
+# This 2-core machine's float32 parts as the hardware check gives them: 2 cores x 3.6 GHz x 64.
+CPU_PEAKS = peaks.cpu_theoretical(2, 3.6e9, {"avx2", "fma", "avx512f", "avx512_bf16"}, "GenuineIntel", 6)
+
+
+def test_mfu_is_steady_flops_per_second_over_the_theoretical_peak_with_the_best_matmul_beside_it():
     m = mfu.fields({"samples_per_sec": 10_000.0, "device_kind": "CPU", "compute_dtype": "float32",
-                    "replicas": 2, "replicas_simulated": True}, 302_592, peak)
+                    "replicas": 2, "replicas_simulated": True}, 302_592, cpu=CPU_PEAKS, best=(200e9, 2048))
     assert m["model_flops_per_sec"] == pytest.approx(10_000 * 302_592)       # 3.03 GFLOP/s
-    assert m["peak_flops_per_sec"] == 100e9                                   # simulated: one peak
-    assert m["mfu"] == pytest.approx(10_000 * 302_592 / 100e9)                # 3.0%
-    assert m["peak_source"].startswith("this machine's measured float32 peak")
-    assert mfu.headline(m) == "3% of this machine's measured float32 peak (3.03 GFLOP/s of 100 GFLOP/s)"
+    assert m["peak_flops_per_sec"] == pytest.approx(2 * 3.6e9 * 64)          # 460.8 GFLOP/s, simulated: one peak
+    assert m["peak_kind"] == "theoretical" and m["peak_text"] == "2 cores x 3.60 GHz x 64 FLOPs/cycle"
+    assert m["mfu"] == pytest.approx(10_000 * 302_592 / 460.8e9)             # 0.66%
+    assert m["mfu_of_best_matmul"] == pytest.approx(10_000 * 302_592 / 200e9) and m["best_matmul_n"] == 2048
+    assert mfu.headline(m) == ("0.66% of 461 GFLOP/s theoretical float32 (2 cores x 3.60 GHz x 64 FLOPs/cycle); "
+                               "1.5% of the best float32 matmul measured here (200 GFLOP/s, n = 2048)")
+    bf16 = mfu.fields({"samples_per_sec": 10_000.0, "device_kind": "CPU", "compute_dtype": "bfloat16"}, 302_592,
+                      cpu=CPU_PEAKS)
+    assert bf16["peak_flops_per_sec"] == pytest.approx(2 * 3.6e9 * 128)      # avx512_bf16, no AMX
+    assert bf16["mfu_of_best_matmul"] is None and "best" not in mfu.headline(bf16)
 
 
-def test_physical_gpus_add_their_peaks_and_nominal_is_the_fallback():
+def test_physical_gpus_add_their_datasheet_peaks():
     s = {"samples_per_sec": 1e5, "device_kind": "GPU", "compute_dtype": "bfloat16", "replicas": 2,
          "replicas_simulated": False}
-    m = mfu.fields(s, 1e9, None, "NVIDIA H200")
+    m = mfu.fields(s, 1e9, "NVIDIA H200")
     assert m["peak_flops_per_sec"] == pytest.approx(2 * 989.5e12)
-    assert m["peak_source"] == "nominal H200 SXM BF16 dense peak (NVIDIA data sheet) x 2 devices"
+    assert m["peak_kind"] == "datasheet" and m["peak_text"] == "H200 SXM BF16 data sheet x 2 GPUs"
     assert m["mfu"] == pytest.approx(1e5 * 1e9 / (2 * 989.5e12))
     # float32 on a GPU with TF32 Tensor Cores reads the TF32 figure; a T4 has none.
-    assert mfu.fields({**s, "compute_dtype": "float32", "replicas": 1}, 1e9, None, "NVIDIA A100-SXM4-80GB")[
+    assert mfu.fields({**s, "compute_dtype": "float32", "replicas": 1}, 1e9, "NVIDIA A100-SXM4-80GB")[
         "peak_flops_per_sec"] == pytest.approx(156e12)
-    assert mfu.fields({**s, "compute_dtype": "float32", "replicas": 1}, 1e9, None, "Tesla T4")[
+    assert mfu.fields({**s, "compute_dtype": "float32", "replicas": 1}, 1e9, "Tesla T4")[
         "peak_flops_per_sec"] == pytest.approx(8.1e12)
-    assert mfu.fields({**s, "replicas": 1}, 1e9, None, "Tesla T4")["mfu"] is None  # no bf16 on a T4
+    assert mfu.fields({**s, "replicas": 1}, 1e9, "Tesla T4")["mfu"] is None  # no bf16 on a T4
+
+
+def test_a_set_of_runs_is_restated_against_one_peak():
+    rows = [{"peak_flops_per_sec": 400e9, "peak_kind": "theoretical", "peak_text": "a", "peak_dtype": "float32",
+             "model_flops_per_sec": 100e9},
+            {"peak_flops_per_sec": 460e9, "peak_kind": "theoretical", "peak_text": "b", "peak_dtype": "float32",
+             "model_flops_per_sec": 115e9},
+            {"peak_flops_per_sec": 460e9, "peak_kind": "theoretical", "peak_text": "b", "peak_dtype": "float32",
+             "model_flops_per_sec": 92e9}]
+    common = mfu.common_peaks(rows)["float32"]
+    assert common["peak_flops_per_sec"] == 460e9 and common["runs"] == 2
+    assert [mfu.restate(r, common["peak_flops_per_sec"])["mfu"] for r in rows] == pytest.approx([100 / 460, 0.25, 0.2])
 
 
 def test_outside_training_names_the_largest_part_and_the_steps_bound(store):
@@ -65,8 +87,13 @@ def test_input_bound_when_steps_wait_for_data(store):
                          "Next lever: prefetch, cache the decoded data, or a cheaper augmentation")
 
 
-def test_compute_bound_near_the_achievable_peak(store):
-    v = bound_by(stored(store, **STEPS, samples_per_sec=5_000.0, mfu=0.82))
+def test_compute_bound_near_the_best_matmul_or_half_the_theoretical_peak(store):
+    v = bound_by(stored(store, **STEPS, samples_per_sec=5_000.0, mfu=0.6, mfu_of_best_matmul=0.75))
+    assert v["kind"] == "compute" and v["short"] == "compute: MFU 60%, 75% of the best float32 matmul"
+    # Half the theoretical peak is not compute-bound when the best matmul here reaches far more.
+    assert bound_by(stored(store, **STEPS, samples_per_sec=5_000.0, mfu=0.5, mfu_of_best_matmul=0.55))[
+        "kind"] == "kernels"
+    v = bound_by(stored(store, **STEPS, samples_per_sec=5_000.0, mfu=0.82))  # no best matmul measured
     assert v["kind"] == "compute" and v["short"] == "compute: MFU 82%"
     assert v["line"] == ("Bound by compute: MFU 82% of the float32 peak. Next lever: lower precision "
                          "(mixed_bfloat16, or mixed_float16 on a GPU), more devices")

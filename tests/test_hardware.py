@@ -158,7 +158,14 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     assert peak["dtypes"]["float32"]["flops_per_sec"] > 1e8  # any CPU of the last 20 years
     row = peak["dtypes"]["float32"]
     assert row["flops_per_sec"] == pytest.approx(2 * row["n"] ** 3 / row["best_sec"])
-    assert row["flops_per_sec"] == max(row["by_n"].values()) and len(row["by_n"]) == len(peak["sizes"])
+    assert row["flops_per_sec"] == max(row["by_n"].values())
+    # Sizes grow until the rate stops rising (or the budget is spent): all of them, or a reason.
+    assert len(row["by_n"]) == len(peak["sizes"]) or row["stopped"]
+    assert sorted(int(n) for n in row["by_n"]) == list(peak["sizes"][:len(row["by_n"])])
+    # MFU's denominator beside it: cores x the measured clock x FLOPs per cycle.
+    cpu = f["theoretical"]["cpu"]["float32"]
+    assert cpu["flops_per_sec"] == pytest.approx(cpu["cores"] * cpu["clock_hz"] * cpu["flops_per_cycle"])
+    assert 0.8e9 < f["theoretical"]["clock"]["clock_hz"] < 6.5e9
     if not f["gpus"] and not flags & {"avx512_fp16", "amx_fp16"}:
         assert "skipped" in peak["dtypes"]["float16"]
     v = {x["option"]: x["verdict"] for x in result["verdicts"]}
@@ -179,4 +186,4 @@ def test_real_probe_on_this_machine(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "(cached; --refresh to re-probe)" in out
     assert f"mixed_bfloat16  {v['mixed_bfloat16']}" in out
-    assert "Peak (measured)  " in out and "float32 " in out and "FLOP/s" in out
+    assert "Peak (theoretical)  " in out and "Best matmul  " in out and "float32 " in out and "FLOP/s" in out

@@ -12,14 +12,17 @@ def _execs():
     return chart_style.tag(df, "run #1", "#2563EB", 1)
 
 
-def test_flops_figure_draws_steady_flops_and_the_peak_line():
+def test_flops_figure_draws_steady_flops_the_peak_and_the_best_matmul():
     fig = mfu_charts.flops_figure(_execs(), {"run #1": {"flops_per_sample": 1_000, "peak_flops_per_sec": 1e7,
-                                                         "peak_source": "this machine's measured float32 peak"}})
+                                                         "peak_kind": "theoretical", "peak_dtype": "float32",
+                                                         "best_matmul_flops_per_sec": 8e6}})
     (trace,) = fig.data
     assert list(trace.y) == [4e6, 5e6, 6e6]  # the warm-up execution is left out
-    (line,) = fig.layout.shapes
-    assert line.y0 == line.y1 == 1e7
-    assert fig.layout.annotations[0].text == "measured peak 10 MFLOP/s"
+    peak, best = fig.layout.shapes
+    assert peak.y0 == peak.y1 == 1e7 and peak.line.dash == "dash"
+    assert best.y0 == best.y1 == 8e6 and best.line.dash == "dot"
+    assert [a.text for a in fig.layout.annotations] == ["theoretical float32 peak 10 MFLOP/s",
+                                                        "best float32 matmul 8 MFLOP/s"]
 
 
 def test_flops_figure_without_counted_flops_says_so():

@@ -1,5 +1,6 @@
-"""MFU end to end: a real digits run prints its FLOPs, peak and MFU in --json, keeps the
-peak it measured for the next run, and `runs` / `show` read the same fields."""
+"""MFU end to end: a real digits run prints its FLOPs, its theoretical peak with the parts
+and MFU in --json, keeps the clock it measured for the next run, and `runs` / `show` read
+the same fields."""
 from __future__ import annotations
 
 import json
@@ -24,15 +25,21 @@ def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
     # trace on a busy machine, all count as warm-up and the run has no steady figure (seen once).
     out = json.loads(_cli("run", "--dataset", "digits", "--model", "mlp", "--epochs", "3", "--json", "--quiet",
                           home=store_home).strip().splitlines()[-1])
-    assert out["flops_per_sample"] == 3 * (2 * 64 * 256 + 2 * 256 * 128 + 2 * 128 * 10)
+    # The first layer costs forward + weight gradient (no gradient for the images), the others 3x.
+    assert out["flops_per_sample"] == 2 * (2 * 64 * 256) + 3 * (2 * 256 * 128 + 2 * 128 * 10)
     assert out["model_flops_per_sec"] == out["samples_per_sec"] * out["flops_per_sample"]
-    # No hardware check in this store: the worker measured float32 after training and kept it.
-    assert "run #1's worker after training" in out["peak_source"] and "float32" in out["peak_source"]
+    # No hardware check in this store: the worker measured the clock after training and kept it;
+    # the denominator is cores x that clock x FLOPs per cycle, and no best matmul is known yet.
+    assert out["peak_kind"] == "theoretical" and out["peak_dtype"] == "float32"
+    parts = out["peak_parts"]
+    assert out["peak_flops_per_sec"] == parts["cores"] * parts["clock_hz"] * parts["flops_per_cycle"]
+    assert out["peak_text"].endswith(f"x {parts['flops_per_cycle']} FLOPs/cycle")
     assert 0 < out["mfu"] <= 1 and out["mfu"] == out["model_flops_per_sec"] / out["peak_flops_per_sec"]
+    assert out["best_matmul_flops_per_sec"] is None and out["mfu_of_best_matmul"] is None
     assert out["bound_by"].startswith("Bound by ")
     cache = json.loads((store_home / "hardware.json").read_text())
     kept = next(v for k, v in cache.items() if k.startswith("peak|"))
-    assert kept["dtypes"]["float32"]["flops_per_sec"] == out["peak_flops_per_sec"]
+    assert kept["clock"]["clock_hz"] == parts["clock_hz"]
 
     runs = json.loads(_cli("runs", "--json", home=store_home))
     assert runs[0]["mfu"] == pytest.approx(out["mfu"]) and runs[0]["peak_source"] == out["peak_source"]

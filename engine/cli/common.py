@@ -307,7 +307,8 @@ def mfu_rows(s: dict) -> list[tuple[str, str]]:
 
     rows = []
     if s.get("flops_per_sample"):
-        rows.append(("model FLOPs", f"{s['flops_per_sample']:,} per training sample (3x forward, matmuls only)"
+        rows.append(("model FLOPs", f"{s['flops_per_sample']:,} per training sample (forward + the gradients "
+                                    "a step computes, matmuls only)"
                                     + (f"; {flops_text(s['model_flops_per_sec'])} at the steady rate"
                                        if s.get("model_flops_per_sec") else "")))
     line = headline(s)

@@ -54,7 +54,8 @@ def format_table(result: dict) -> str:
         ("GPUs (driver)", ", ".join(driver) or "none"),
         ("TPU", f"{tpu['cores']} cores" if tpu.get("cores") else
          (f"hinted, not reachable: {tpu.get('error')}" if tpu.get("hint") else "none")),
-        ("Peak (measured)", peak_line(f.get("peak"))),
+        ("Peak (theoretical)", theoretical_line(result.get("peaks") or peaks_summary(f))),
+        ("Best matmul", peak_line(f.get("peak"))),
         ("Probe", f"{f.get('probe_seconds')} s at {when}"
                   + (" (cached; --refresh to re-probe)" if result.get("cached") else "")),
     ]
@@ -76,6 +77,42 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def peaks_summary(facts: dict) -> dict:
+    """Per dtype, MFU's denominator and the achievable peak beside it: {dtype: {'theoretical':
+    {'flops_per_sec', 'kind' ('theoretical' | 'datasheet'), 'text', 'cores', 'clock_hz',
+    'flops_per_cycle', 'units'} (CPU parts) or the GPU's data-sheet row, 'best_matmul':
+    {'flops_per_sec', 'n', 'under_load', 'kept'} | None}} for the probed device (the first GPU,
+    else the CPU)."""
+    th = facts.get("theoretical") or {}
+    gpu = th.get("gpu")
+    peak = facts.get("peak") or {}
+    out = {}
+    for dtype in ("float32", "bfloat16", "float16"):
+        if gpu:
+            g = gpu.get(dtype) or {}
+            theo = {"flops_per_sec": g.get("peak_flops_per_sec"), "kind": g.get("peak_kind"),
+                    "text": g.get("peak_text"), "source": g.get("peak_source")}
+        else:
+            c = (th.get("cpu") or {}).get(dtype) or {}
+            theo = {"flops_per_sec": c.get("flops_per_sec"), "kind": "theoretical" if c.get("flops_per_sec") else None,
+                    **{k: c.get(k) for k in ("text", "cores", "clock_hz", "flops_per_cycle", "units")}}
+        row = (peak.get("dtypes") or {}).get(dtype) or {}
+        best = ({"flops_per_sec": row["flops_per_sec"], "n": row.get("n"), "by_n": row.get("by_n"),
+                 "under_load": peak.get("under_load"), "kept": peak.get("kept")}
+                if row.get("flops_per_sec") else None)
+        out[dtype] = {"theoretical": theo, "best_matmul": best,
+                      "best_matmul_share_of_peak": best["flops_per_sec"] / theo["flops_per_sec"]
+                      if best and theo.get("flops_per_sec") else None}
+    return out
+
+
+def theoretical_line(peaks: dict) -> str:
+    """'float32 460 GFLOP/s (2 cores x 3.59 GHz x 64 FLOPs/cycle), bfloat16 ...'."""
+    parts = [f"{d} {flops_text(r['theoretical']['flops_per_sec'])} ({r['theoretical'].get('text')})"
+             for d, r in peaks.items() if (r.get("theoretical") or {}).get("flops_per_sec")]
+    return "; ".join(parts) or "unknown (re-probe: --refresh)"
+
+
 def peak_line(peak) -> str:
     """'float32 45.4 GFLOP/s, bfloat16 89.2 GFLOP/s (tensorflow 1024x1024 matmul on CPU, 3.9 s)'
     from the probe's matmul peak (engine.hardware.matmul_peak), or why there is none."""
@@ -87,9 +124,15 @@ def peak_line(peak) -> str:
             parts.append(f"{dtype} {flops_text(row['flops_per_sec'])}")
         elif row.get("error"):
             parts.append(f"{dtype} failed ({row['error']})")
+    for dtype, row in (peak.get("dtypes") or {}).items():
+        if row.get("flops_per_sec"):
+            parts[[p.split(" ")[0] for p in parts].index(dtype)] += f" at n = {row.get('n')}"
     sizes = "/".join(str(n) for n in peak.get("sizes") or [peak.get("n")])
+    load = (f"; measured UNDER LOAD (others used {100 * peak.get('load_share', 0):.0f}% of the CPUs): not kept"
+            if peak.get("under_load") else "")
     return (", ".join(parts) or "no dtype measured") + \
-        f" (best of {peak.get('backend')} matmuls n = {sizes} on {peak.get('device')}, {peak.get('seconds')} s)"
+        f" ({peak.get('backend')} matmuls n = {sizes} until the rate stops rising, on {peak.get('device')}, " \
+        f"{peak.get('seconds')} s{load})"
 
 
 def main(args) -> int:
@@ -104,6 +147,7 @@ def main(args) -> int:
     if getattr(args, "noise", False):
         code = measure_noise(quiet=getattr(args, "json", False))
     result["noise"] = stored_noise()
+    result["peaks"] = peaks_summary(result["facts"])
     if getattr(args, "json", False):
         print_json(result, indent=2, sort_keys=True)
     else:

@@ -46,6 +46,32 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_ident() -> dict:
+    """{'vendor': 'GenuineIntel' | 'AuthenticAMD' | '', 'family': int | None, 'threads_per_core':
+    logical CPUs per physical core (SMT siblings share a core's vector units)} from /proc."""
+    vendor, family = "", None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id") and not vendor:
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("cpu family") and family is None:
+                    family = int(line.split(":", 1)[1].strip())
+                if vendor and family is not None:
+                    break
+    except (OSError, ValueError):
+        pass
+    siblings = _read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") or "0"
+    threads = 0
+    for part in siblings.split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            threads += int(hi or lo) - int(lo) + 1
+        except ValueError:
+            threads = 1
+    return {"vendor": vendor, "family": family, "threads_per_core": max(threads, 1)}
+
+
 # --- CPUs this process may use: affinity and cgroup quota ---------------------------
 def _read(path: str) -> Optional[str]:
     try:

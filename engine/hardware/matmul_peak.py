@@ -1,12 +1,15 @@
-"""The achievable peak FLOP/s per dtype, timed with a square matmul (imports TensorFlow
-or JAX: the hardware probe and the worker call it, never the app).
+"""The achievable peak FLOP/s per dtype: the best square matmul (imports TensorFlow or JAX:
+the hardware probe calls it, never the app). It is shown beside MFU, whose denominator is
+the theoretical peak (engine.hardware.peaks).
 
-One n x n x n matmul is 2 n^3 FLOPs. Each dtype and size gets one untimed call (tracing,
-kernel selection), then timed calls until its share of the time budget is spent; the
-fastest call of the fastest size counts (on a 2-core EPYC, TF's float32 matmul ran at
-76 GFLOP/s at n = 512 but 38 at n = 1024, load average 8: cache sizes matter) (what the hardware can do, not what the shared machine let us
-have on average). float16 is skipped on a CPU without float16 hardware: TensorFlow
-emulates it there, about 100x slower, and the peak would mean nothing.
+One n x n x n matmul is 2 n^3 FLOPs. Sizes grow (CPU 256 ... 4096, GPU 1024 ... 16384)
+until the rate stops rising (a size under RISE x the best so far ends the ladder: on a
+2-core Zen 4, TF's float32 matmul gave 194 GFLOP/s at n = 1024 and 217 at n = 2048).
+Each dtype and size gets one untimed call (tracing, kernel selection), then timed calls
+until its share of the time budget is spent; the fastest call of the fastest size
+counts (what the hardware can do, not what a shared machine let us have on average).
+float16 is skipped on a CPU without float16 hardware: TensorFlow emulates it there,
+about 100x slower, and the peak would mean nothing.
 """
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ from typing import Optional
 
 from engine.hardware.verdicts import CPU_FP16_FLAGS
 
-CPU_SIZES, GPU_SIZES = (512, 1024), (4096, 8192)
+CPU_SIZES, GPU_SIZES = (256, 512, 1024, 2048, 4096), (1024, 2048, 4096, 8192, 16384)
 CALLS_PER_TIMING = {"CPU": 1, "GPU": 8}  # matmuls per timed call: amortise the launch on a GPU
-BUDGET_S = 4.0
+BUDGET_S = 24.0  # the hardware check's whole matmul ladder: the check stays under a minute
+RISE = 1.03
 
 
 def dtypes_for(device_kind: str, cpu_flags=(), compute_capability: Optional[tuple] = None) -> dict:
@@ -49,14 +53,14 @@ def _tf_call(dtype: str, n: int, k: int, device: str):
 
     with tf.device(device):
         a = tf.cast(tf.random.uniform((n, n), -1, 1), dtype)
-        b = tf.cast(tf.random.uniform((n, n), -1, 1), dtype)
+        b = tf.cast(tf.random.uniform((n, n), -1, 1) * (3.0 / n) ** 0.5, dtype)  # keeps |x @ b| ~ |x|
 
     @tf.function
     def f(a, b):
-        acc = tf.constant(0.0)
-        for _ in range(k):  # k independent matmuls; summing each keeps it from being pruned
-            acc += tf.reduce_sum(tf.cast(tf.linalg.matmul(a, b), tf.float32))
-        return acc
+        x = a
+        for _ in range(k):  # a chain: each matmul needs the last, so none can be merged or pruned
+            x = tf.linalg.matmul(x, b)
+        return tf.reduce_sum(tf.cast(x, tf.float32))
 
     def call():
         with tf.device(device):
@@ -69,13 +73,16 @@ def _jax_call(dtype: str, n: int, k: int, device: str):
     import jax.numpy as jnp
 
     dev = jax.devices("gpu" if device.startswith("/GPU") else "cpu")[0]
-    key = jax.random.PRNGKey(0)
-    a = jax.device_put(jax.random.uniform(key, (n, n), minval=-1, maxval=1).astype(dtype), dev)
-    b = jax.device_put(jax.random.uniform(jax.random.PRNGKey(1), (n, n), minval=-1, maxval=1).astype(dtype), dev)
+    a = jax.device_put(jax.random.uniform(jax.random.PRNGKey(0), (n, n), minval=-1, maxval=1).astype(dtype), dev)
+    b = jax.device_put((jax.random.uniform(jax.random.PRNGKey(1), (n, n), minval=-1, maxval=1)
+                        * (3.0 / n) ** 0.5).astype(dtype), dev)
 
     @jax.jit
     def f(a, b):
-        return sum(jnp.sum((a @ b).astype(jnp.float32)) for _ in range(k))
+        x = a
+        for _ in range(k):  # a chain: XLA merged k copies of the same a @ b into one (8x on an H200)
+            x = x @ b
+        return jnp.sum(x.astype(jnp.float32))
 
     return lambda: f(a, b).block_until_ready()
 
@@ -92,8 +99,8 @@ def measure(backend: str = "tensorflow", device_kind: str = "CPU", device_name: 
         where: who measured, for the peak's source line ('hardware check', 'run #3's worker').
     Returns: {'backend', 'device', 'device_name', 'sizes', 'where', 'measured_at' (s since the
     epoch), 'seconds' (s, all of it), 'dtypes': {dtype: {'flops_per_sec' (the best size's),
-    'n' (that size), 'best_sec' (one matmul), 'calls', 'by_n': {n: FLOP/s}} | {'skipped': reason}
-    | {'error': line}}}.
+    'n' (that size), 'best_sec' (one matmul), 'calls', 'by_n': {n: FLOP/s}, 'stopped': why the
+    ladder ended early} | {'skipped': reason} | {'error': line}}}.
     """
     t_start = time.perf_counter()
     dtypes = dtypes if dtypes is not None else dtypes_for(device_kind)
@@ -103,21 +110,28 @@ def measure(backend: str = "tensorflow", device_kind: str = "CPU", device_name: 
     out = {"backend": backend, "device": device_kind, "device_name": device_name or device_kind, "sizes": list(sizes),
            "where": where, "measured_at": round(time.time(), 3), "dtypes": {}}
     device = "/GPU:0" if device_kind == "GPU" else "/CPU:0"
-    for i, dtype in enumerate(dtypes):
+    per_size = budget_s / max(len(todo) * len(sizes), 1)
+    for dtype in dtypes:
         if dtypes[dtype] is not None:
             out["dtypes"][dtype] = {"skipped": dtypes[dtype]}
             continue
         try:
             row = {"by_n": {}}
-            for j, n in enumerate(sizes):
-                left = budget_s - (time.perf_counter() - t_start)
-                share = left / max((len(todo) - todo.index(dtype)) * len(sizes) - j, 1)
+            for n in sizes:
+                if time.perf_counter() - t_start > 1.5 * budget_s:
+                    row["stopped"] = "time budget spent"
+                    break
                 call = (_jax_call if backend == "jax" else _tf_call)(dtype, n, k, device)
-                best, calls = _time(call, max(share * 0.6, 0.05))  # the untimed first call takes the rest
+                best, calls = _time(call, max(per_size * 0.6, 0.05))  # the untimed first call takes the rest
                 rate = 2.0 * n ** 3 * k / best
                 row["by_n"][str(n)] = rate
-                if rate > row.get("flops_per_sec", 0):
+                first = "flops_per_sec" not in row
+                rose = first or rate > row["flops_per_sec"] * RISE
+                if first or rate > row["flops_per_sec"]:
                     row.update(flops_per_sec=rate, n=n, best_sec=best / k, calls=calls)
+                if not rose:
+                    row["stopped"] = f"n = {n} under {RISE:g}x the best so far: stopped rising"
+                    break
             out["dtypes"][dtype] = row
         except Exception as e:  # noqa: BLE001 - a dtype this device cannot run is a fact, not a crash
             out["dtypes"][dtype] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}

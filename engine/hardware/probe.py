@@ -149,9 +149,12 @@ def jax_facts(versions: dict, errors: list[str]) -> dict:
 
 
 def peak_facts(facts: dict, versions: dict, errors: list[str]):
-    """The matmul peak per dtype (engine.hardware.matmul_peak.measure, <= 5 s) on the
-    first GPU where there is one, else the CPU; with TensorFlow, else JAX; None without either."""
-    from engine.hardware import matmul_peak
+    """The best matmul per dtype (engine.hardware.matmul_peak.measure, sizes until the rate
+    stops rising, <= about 30 s) on the first GPU where there is one, else the CPU; with
+    TensorFlow, else JAX; None without either. Other processes' CPU use is metered while it
+    runs: a measurement under load is returned marked ('under_load', 'load_share') and not
+    kept as this machine's figure (engine.hardware.peak_store)."""
+    from engine.hardware import matmul_peak, peak_store
 
     backend = "tensorflow" if versions["tensorflow"] else "jax" if versions["jax"] else None
     if backend is None:
@@ -160,11 +163,33 @@ def peak_facts(facts: dict, versions: dict, errors: list[str]):
     kind = "GPU" if gpus else "CPU"
     name = gpus[0]["name"] if gpus else (facts.get("host") or {}).get("cpu_model")
     try:
-        return matmul_peak.measure(backend, kind, name, matmul_peak.dtypes_for(
-            kind, (facts.get("host") or {}).get("cpu_flags") or (), gpus[0].get("compute_capability") if gpus else None))
+        with peak_store.LoadMeter() as load:
+            got = matmul_peak.measure(backend, kind, name, matmul_peak.dtypes_for(
+                kind, (facts.get("host") or {}).get("cpu_flags") or (),
+                gpus[0].get("compute_capability") if gpus else None))
+        got.update(under_load=load.under_load, load_share=round(load.share, 3))
+        return peak_store.keep_best_matmul(got)
     except Exception as e:  # noqa: BLE001 - report, don't abort
         errors.append(f"matmul peak: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
         return None
+
+
+def theoretical_facts(facts: dict, errors: list[str]) -> dict:
+    """{'clock': the CPU clock (engine.hardware.clock, measured now and stored),
+    'cpu': engine.hardware.peaks.cpu_theoretical per dtype, 'gpu': the first GPU's
+    data-sheet dense peak per dtype (engine.hardware.peaks.theoretical) or None}."""
+    from engine.hardware import peak_store, peaks
+
+    out = {"clock": None, "cpu": {}, "gpu": None}
+    try:
+        out["clock"] = peak_store.cpu_clock(again=True)
+        out["cpu"] = peak_store.cpu_theoretical(measure_clock=False)
+    except Exception as e:  # noqa: BLE001 - report, don't abort
+        errors.append(f"CPU clock: {type(e).__name__}: {e}")
+    gpus = facts.get("gpus") or []
+    if gpus:
+        out["gpu"] = {d: peaks.theoretical("GPU", d, gpus[0]["name"]) for d in ("float32", "bfloat16", "float16")}
+    return out
 
 
 def collect() -> dict:
@@ -204,6 +229,7 @@ def collect() -> dict:
             for g, row in zip(facts["gpus"], smi):
                 g["memory_mib"] = row["memory_mib"]
         facts["backends"]["jax"].pop("gpu_details", None)
+    facts["theoretical"] = theoretical_facts(facts, errors)  # before the matmuls: a quiet core
     facts["peak"] = peak_facts(facts, versions, errors)
     facts["errors"] = errors
     facts["probed_at"] = round(t0, 3)

@@ -359,7 +359,8 @@ def _stale(facts: dict) -> bool:
     """A cached entry is re-probed while its GPU diagnosis stands (the fix keeps
     the TF version) or when the driver's GPU list changed since."""
     from engine.hardware.machine import nvidia_gpus
-    return gpu_diagnosis(facts) is not None or (facts.get("driver") or {}).get("gpus") != nvidia_gpus()
+    return gpu_diagnosis(facts) is not None or (facts.get("driver") or {}).get("gpus") != nvidia_gpus() \
+        or ("peak" in facts and "theoretical" not in facts)  # probed before the theoretical peak was kept
 
 
 def cached_facts() -> Optional[dict]:

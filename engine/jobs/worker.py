@@ -49,27 +49,14 @@ def incomplete_summary(writer) -> dict:
 
 
 def mfu_summary(cfg: RunConfig, summary: dict, run_id: int) -> dict:
-    """The MFU fields (engine.report.mfu.fields) against this machine's stored peak, measured
-    now for the run's compute dtype when nothing stored has it: after training, so outside
-    every second the run accounts for. {} (and a line on stderr) when that fails."""
+    """The MFU fields (engine.report.mfu.fields) against this machine's theoretical peak for
+    the run's compute dtype (a CPU's clock is measured now, 0.2 s, when none is stored:
+    after training, outside every second the run accounts for) and the kept best matmul
+    beside it. {} (and a line on stderr) when that fails."""
     try:
-        from engine.hardware.machine import quick_facts
-        from engine.hardware.peak_store import ensure_peak
         from engine.report import mfu
 
-        kind, dtype = summary.get("device_kind") or "CPU", summary.get("compute_dtype") or "float32"
-        gpus = quick_facts()["gpu_names"]
-        name = gpus[0] if kind == "GPU" and gpus else quick_facts()["cpu_model"] if kind == "CPU" else kind
-        where = f"run #{run_id}'s worker after training"
-        peak = ensure_peak(cfg.backend, kind, dtype, name, where)
-        out = mfu.fields(summary, summary.get("flops_per_sample"), peak, gpus[0] if gpus else None)
-        if (out["mfu"] or 0) > 1 and peak is not None:  # the stored peak read low (measured under load)
-            peak = ensure_peak(cfg.backend, kind, dtype, name, where, again=True)
-            out = mfu.fields(summary, summary.get("flops_per_sample"), peak, gpus[0] if gpus else None)
-        if (out["mfu"] or 0) > 1:
-            out["peak_source"] += ("; below this run's achieved rate: measured while other work shared the "
-                                   "machine, re-measure with python -m engine hardware --refresh")
-        return out
+        return mfu.machine_fields(summary, summary.get("flops_per_sample"), measure_clock=True)
     except Exception as e:  # noqa: BLE001 - a missing MFU must not fail a finished run
         traceback.print_exc()
         return {"peak_source": f"MFU not computed: {type(e).__name__}: {str(e)[:200]}"}

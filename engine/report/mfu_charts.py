@@ -19,17 +19,18 @@ Y_TITLE = "model FLOP/s (training)"
 def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], title: Optional[str] =
                  "Achieved FLOP/s vs peak", height: int = 340) -> go.Figure:
     """Model FLOP/s of every steady execution (samples/s x training FLOPs per sample)
-    over wall time, one colour per run, with each run's peak as a dashed line.
+    over wall time, one colour per run, with each run's peak (MFU's denominator: theoretical
+    or data-sheet) as a dashed line and the best matmul measured here as a dotted one.
 
     Args:
         execs: executions (t, samples_per_sec, warmup) tagged with label/color
             (engine.report.chart_style.tag).
-        per_run: {label: {'flops_per_sample', 'peak_flops_per_sec', 'peak_source'}}
-            (engine.report.mfu.of); runs without FLOPs are left out.
+        per_run: {label: {'flops_per_sample', 'peak_flops_per_sec', 'peak_kind', 'peak_dtype',
+            'best_matmul_flops_per_sec'}} (engine.report.mfu.of); runs without FLOPs are left out.
     """
     if execs is None or execs.empty:
         return empty_figure("waiting for the first execution ...", height, T_TITLE, Y_TITLE, title)
-    fig, peaks = go.Figure(), {}
+    fig, peaks, best = go.Figure(), {}, {}
     for label, color, g in run_groups(execs):
         info = per_run.get(label) or {}
         fps = info.get("flops_per_sample")
@@ -40,15 +41,22 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
         fig.add_trace(go.Scatter(x=g["t"], y=y, name=label, mode="lines+markers", line=dict(color=color, width=2),
                                  marker=dict(size=5, color=color),
                                  hovertemplate="%{y:.3s}FLOP/s at %{x:.1f} s<extra>" + label + "</extra>"))
+        dtype = info.get("peak_dtype") or ""
         if info.get("peak_flops_per_sec"):
-            peaks.setdefault(info["peak_flops_per_sec"], (color, info.get("peak_source") or "peak"))
+            kind = {"theoretical": "theoretical", "datasheet": "data-sheet"}.get(info.get("peak_kind") or "", "stored")
+            peaks.setdefault(info["peak_flops_per_sec"], (color, f"{kind} {dtype} peak".replace("  ", " ")))
+        if info.get("best_matmul_flops_per_sec"):
+            best.setdefault(info["best_matmul_flops_per_sec"], (color, f"best {dtype} matmul".replace("  ", " ")))
     if not fig.data:
         return empty_figure("no FLOPs counted for these runs", height, T_TITLE, Y_TITLE, title)
-    for value, (color, source) in peaks.items():
-        which = "nominal" if source.startswith("nominal") else "measured"
+    for value, (color, name) in peaks.items():
         fig.add_hline(y=value, line=dict(color=color, width=2, dash="dash"),
-                      annotation=dict(text=f"{which} peak {flops_text(value)}", font=dict(size=13, color=color)),
+                      annotation=dict(text=f"{name} {flops_text(value)}", font=dict(size=13, color=color)),
                       annotation_position="top left")
+    for value, (color, name) in best.items():
+        fig.add_hline(y=value, line=dict(color=color, width=1.5, dash="dot"),
+                      annotation=dict(text=f"{name} {flops_text(value)}", font=dict(size=12, color=color)),
+                      annotation_position="bottom left")
     style(fig, T_TITLE, Y_TITLE, title, height)
     fig.update_yaxes(rangemode="tozero", exponentformat="SI")  # 200G, not Plotly's 200B
     return fig

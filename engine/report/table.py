@@ -95,7 +95,46 @@ def runs_frame(store, runs: Optional[list] = None):
         "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin"])
     df["mfu"] = pd.to_numeric(df["mfu"], errors="coerce")  # a number column also when no run has one
+    return one_denominator(df)
+
+
+def one_denominator(df):
+    """Restate the MFU column of `df` (runs_frame) against one peak per compute dtype
+    (engine.report.mfu.common_peaks over the runs made on this machine): a column never
+    mixes peaks from different days or conventions. Imported runs keep their own (another
+    machine's peak). Adds 'mfu_stored' (what each run stored) and 'mfu_denominator' (the
+    peak each row is now divided by, in words); df.attrs['mfu_peaks'] = the common peaks."""
+    from engine.report import mfu
+
+    rows = [{k: (None if v != v else v) for k, v in rec.items()} for rec in df.to_dict("records")]
+    local = [r for r in rows if not r.get("origin") and r.get("peak_kind")]
+    common = mfu.common_peaks(local)
+    df["mfu_stored"] = df["mfu"]
+    out, den = [], []
+    for r in rows:
+        peak = common.get(r.get("peak_dtype") or "float32") if not r.get("origin") else None
+        if peak and r.get("model_flops_per_sec"):
+            out.append(mfu.restate(r, peak["peak_flops_per_sec"])["mfu"])
+            den.append(mfu.denominator({**peak, "peak_dtype": r.get("peak_dtype")}))
+        else:
+            out.append(r.get("mfu"))
+            den.append(mfu.denominator(r))
+    df["mfu"] = out
+    df["mfu_denominator"] = den
+    df.attrs["mfu_peaks"] = common
     return df
+
+
+def mfu_caption(df) -> Optional[str]:
+    """'MFU against one peak per dtype: float32 461 GFLOP/s theoretical (2 cores x ...)' for
+    a runs_frame, or None when no run of this machine has one."""
+    from engine.report import mfu
+
+    peaks = df.attrs.get("mfu_peaks") or {}
+    if not peaks:
+        return None
+    parts = [mfu.denominator({**p, "peak_dtype": d}) for d, p in sorted(peaks.items())]
+    return "MFU against one peak per compute dtype: " + "; ".join(parts)
 
 
 def text_frame(df):

@@ -15,7 +15,7 @@ import streamlit as st
 
 from engine.jobs import runner
 from engine.report import chart_style
-from engine.report.table import FIGURES, number, runs_frame
+from engine.report.table import FIGURES, mfu_caption, number, runs_frame
 from engine.store import Store, filter_sql
 from views.components.common import one_line_errors
 from views.runs.compare import comparisons_section, overlay_section, speedup_section
@@ -38,9 +38,10 @@ TABLE_COLUMNS = {
     **{col: st.column_config.NumberColumn(name, width=max(96, 8 * len(name)), help=FIGURE_HELP.get(col))
        for col, (name, _) in FIGURES.items()},
     "mfu": st.column_config.NumberColumn("MFU", format="percent", width=72,
-                                         help="model FLOPs utilization: steady samples/s × training FLOPs per "
-                                              "sample ÷ the peak of the run's compute dtype (python -m engine show ID "
-                                              "names which peak)"),
+                                         help="model FLOPs utilization (PaLM's): steady samples/s × training FLOPs "
+                                              "per sample ÷ the theoretical (CPU) or data-sheet (GPU) peak of the "
+                                              "run's compute dtype; one peak per dtype for the whole column, stated "
+                                              "under the table (python -m engine show ID: the run's own)"),
     "bound_by": st.column_config.TextColumn("bound by", width="medium",
                                             help="what limits the run, with the figures that decided it; "
                                                  "python -m engine show ID adds the next lever"),
@@ -141,13 +142,16 @@ def main() -> None:
         runs = store.query_runs(where, params, limit=PAGE_ROWS, offset=(page - 1) * PAGE_ROWS)
         by_id = {r["id"]: r for r in runs}
         forget_deleted(by_id | {d["id"]: d for d in damaged})
-        view = table(runs, runs_frame(store, runs))
+        frame = runs_frame(store, runs)  # MFU restated against one peak per dtype (mfu_caption says which)
+        view = table(runs, frame)
         first, listed = (page - 1) * PAGE_ROWS + 1, stored - unstarted
         rows_text = f"{first:,}-{first + len(view) - 1:,}" if matching > len(view) else f"{len(view):,}"
         of_text = f"{matching:,} matching, of {listed:,} runs" if matching != listed else f"{listed:,} runs"
         st.caption(f"{rows_text} of {of_text} · throughput = steady-state median samples/s "
                    "(warm-up excluded)" + (f" · {unstarted:,} cancelled before they started, not listed"
                                            if unstarted else ""))
+        if mfu_caption(frame):
+            st.caption(mfu_caption(frame))
         # Shown through the CLI's formatter (blank when missing, not "None"); sorting uses the numbers.
         shown_view = view.style.format({col: (lambda v, d=d: number(v, d)) for col, (_, d) in FIGURES.items()},
                                        na_rep="")
