@@ -55,9 +55,12 @@ def test_goal_not_met_and_the_file_is_appended_to(tmp_path):
 def test_floor_lines_take_parts_of_the_winners_time_away():
     # Confirmed 2.5x, winner 12 s = 3 warm-up + 8 training + 1 validation, MFU 40%: 2.5 x 12/9, x 12/8,
     # x 12/(3 + 1 + 8 x 0.4), x 12/(8 x 0.4).
-    lines = ar.floor_lines(2.5, 12.0, {"warmup_sec": 3.0, "validation_sec": 1.0, "train_sec": 8.0, "mfu": 0.4})
-    assert lines[-5:] == ["| as measured | 12.00 | 2.50x |", "| without the winner's warm-up | 9.00 | 3.33x |",
+    # At the best matmul (the steps reach 60% of it): 2.5 x 12/(3 + 1 + 8 x 0.6).
+    lines = ar.floor_lines(2.5, 12.0, {"warmup_sec": 3.0, "validation_sec": 1.0, "train_sec": 8.0, "mfu": 0.4,
+                                       "mfu_of_best_matmul": 0.6})
+    assert lines[-6:] == ["| as measured | 12.00 | 2.50x |", "| without the winner's warm-up | 9.00 | 3.33x |",
                           "| without its warm-up and validation | 8.00 | 3.75x |",
-                          "| its training at the measured peak (MFU 100%), warm-up and validation kept | 7.20 | 4.17x |",
-                          "| only its training, at the peak | 3.20 | 9.38x |"]
+                          "| its training at the best matmul measured here, warm-up and validation kept | 8.80 | 3.41x |",
+                          "| its training at the theoretical peak (MFU 100%), warm-up and validation kept | 7.20 | 4.17x |",
+                          "| only its training, at the theoretical peak | 3.20 | 9.38x |"]
     assert ar.floor_lines(2.5, None, {}) == []
