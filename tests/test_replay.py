@@ -135,6 +135,9 @@ def test_label_names_host_devices_and_date(pair):
     day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
     assert replay.recorded_label([store.get_run(b), store.get_run(r)]) == \
         f"replay of runs recorded on gpu-box-7, 1 GPU vs 2 GPUs, {day}"
+    # A run whose MFU fields name its GPU (peak_device) is labelled with it.
+    h200 = {**store.get_run(b), "summary": {**(store.get_run(b)["summary"] or {}), "peak_device": "NVIDIA H200"}}
+    assert replay.devices_text(h200) == "1 GPU (NVIDIA H200)"
     sim = {"id": 9, "created": 86400 * 365.0, "config": {"devices": 2},
            "environment": {"hostname": "laptop", "device_kind": "CPU", "devices": ["a", "b"],
                            "replicas_simulated": True}}

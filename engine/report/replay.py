@@ -226,8 +226,8 @@ class ReplayMetrics(StoreMetrics):
 # --- the label -----------------------------------------------------------------
 
 def devices_text(run: Mapping) -> str:
-    """'the CPU (2 cores)', '2 CPU devices (simulated)', '8 GPUs', '2 workers × 4 GPUs' from a
-    run's environment and config."""
+    """'the CPU (2 cores)', '2 CPU devices (simulated)', '8 GPUs', '1 GPU (NVIDIA H200)' (the
+    name a run's MFU fields stored), '2 workers × 4 GPUs' from a run's environment and config."""
     env, cfg = run.get("environment") or {}, run.get("config") or {}
     kind = env.get("device_kind") or str(cfg.get("device_type", "device")).upper()
     n = len(env.get("devices") or []) or int(cfg.get("devices", 1))
@@ -239,6 +239,9 @@ def devices_text(run: Mapping) -> str:
         text = f"the CPU ({cores} cores)" if cores else "the CPU"
     else:
         text = f"{n} {kind}" + ("s" if n > 1 else "")
+        name = (run.get("summary") or {}).get("peak_device")  # the GPU's name (engine.report.mfu)
+        if kind == "GPU" and name:
+            text += f" ({name})"
     workers = int(cfg.get("workers", 1))
     return f"{workers} workers × {text}" if workers > 1 else text
 

@@ -42,6 +42,8 @@ TABLE_COLUMNS = {
                                               "per sample ÷ the theoretical (CPU) or data-sheet (GPU) peak of the "
                                               "run's compute dtype; one peak per dtype for the whole column, stated "
                                               "under the table (python -m engine show ID: the run's own)"),
+    "mfu_denominator": st.column_config.TextColumn("MFU of", help="the peak the MFU column divides that row by "
+                                                   "(imported runs: their own machine's)"),
     "bound_by": st.column_config.TextColumn("bound by", width="medium",
                                             help="what limits the run, with the figures that decided it; "
                                                  "python -m engine show ID adds the next lever"),
@@ -52,8 +54,8 @@ TABLE_COLUMNS = {
 # Shown without scrolling at 1280 px; the others are one click away (column chooser).
 KEY_COLUMNS = ("id", "status", "role", "config", "samples_per_sec", "mfu", "bound_by", "wall_sec", "val_accuracy",
                "time_to_target_sec")
-MORE_COLUMNS = ("end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "created",
-                "origin", "error")
+MORE_COLUMNS = ("mfu_denominator", "end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec",
+                "other_sec", "created", "origin", "error")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
