@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import statistics
+import resource
 import subprocess
 import sys
 import tempfile
@@ -77,18 +78,22 @@ def build(path: Path, n: int) -> float:
     return time.perf_counter() - t0
 
 
-def _cli(home: Path, *args: str) -> float:
+def _cli(home: Path, *args: str) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one `python -m engine ARGS`."""
     env = {**os.environ, "SPEEDLAB_HOME": str(home)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode:
         raise RuntimeError(f"engine {' '.join(args)}: exit {p.returncode}: {p.stderr[-500:]}")
-    return dt
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _page(home: Path, page: str) -> float:
-    """One script run of `page` (after a warm-up run in the same AppTest)."""
+def _page(home: Path, page: str) -> tuple[float, float]:
+    """(wall s, CPU s of this process) of one script run of `page` (after a warm-up run
+    in the same AppTest)."""
     os.environ["SPEEDLAB_HOME"] = str(home)
     os.environ["SPEEDLAB_WARM_WORKER"] = "0"  # the Train page would start a queue with a spare
     from streamlit.testing.v1 import AppTest
@@ -99,9 +104,9 @@ def _page(home: Path, page: str) -> float:
     if at.exception:
         e = at.exception[0]
         raise RuntimeError(f"{page}: {e.message} {list(e.stack_trace)[-3:]}")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     at.run()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def measure(home: Path, repeats: int) -> dict:
@@ -110,7 +115,9 @@ def measure(home: Path, repeats: int) -> dict:
     for name, fn in (("runs", lambda: _cli(home, "runs")), ("show", lambda: _cli(home, "show", newest)),
                      ("Runs page", lambda: _page(home, "views/runs/runs.py")),
                      ("Train page", lambda: _page(home, "views/train/train.py"))):
-        out[name] = statistics.median(fn() for _ in range(repeats))
+        got = [fn() for _ in range(repeats)]
+        out[name] = statistics.median(w for w, _ in got)
+        out[name + " CPU"] = statistics.median(c for _, c in got)
     return out
 
 
@@ -140,14 +147,17 @@ def main(argv=None) -> int:
         m = measure(home, args.repeats)
         rows.append((n, size_mb, built, m))
         print(f"N={n:>7,}: {size_mb:6.1f} MB" + (f", built in {built:.1f} s" if built else "") + "; "
-              + ", ".join(f"{k} {v:.2f} s" for k, v in m.items()), flush=True)
+              + ", ".join(f"{k} {v:.2f} s" for k, v in m.items()), file=sys.stderr, flush=True)
     ref = rows[0][3]
-    print(f"\n| runs | store (MB) | " + " | ".join(f"{k} (s)" for k in ref) + " | " +
-          " | ".join(f"{k} ×N={rows[0][0]}" for k in ref) + " |")
-    print("|" + "---|" * (2 + 2 * len(ref)))
-    for n, mb, _b, m in rows:
-        print(f"| {n:,} | {mb:.1f} | " + " | ".join(f"{v:.2f}" for v in m.values()) + " | "
-              + " | ".join(f"{m[k] / ref[k]:.2f}" for k in ref) + " |")
+    for label, keys in (("wall", [k for k in ref if not k.endswith(" CPU")]),
+                        ("CPU", [k for k in ref if k.endswith(" CPU")])):
+        print(f"\n{label} time, median of {args.repeats}, and the ratio to N = {rows[0][0]:,}:\n")
+        print("| runs | store (MB) | " + " | ".join(f"{k} (s)" for k in keys) + " | "
+              + " | ".join(f"{k} ×" for k in keys) + " |")
+        print("|" + "---|" * (2 + 2 * len(keys)))
+        for n, mb, _b, m in rows:
+            print(f"| {n:,} | {mb:.1f} | " + " | ".join(f"{m[k]:.2f}" for k in keys) + " | "
+                  + " | ".join(f"{m[k] / ref[k]:.2f}" for k in keys) + " |")
     return 0
 
 

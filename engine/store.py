@@ -110,6 +110,9 @@ INDEXES = (
     ("runs_state", "CREATE INDEX IF NOT EXISTS runs_state ON runs (status, trashed, id)"),
     ("runs_group", "CREATE INDEX IF NOT EXISTS runs_group ON runs (group_id)"),
     ("runs_listed", "CREATE INDEX IF NOT EXISTS runs_listed ON runs (trashed, id)"),
+    # Fine-tuned runs (the transfer demo's pairs, engine.jobs.demo.demo_pairs): `config_field`'s expression.
+    ("runs_init_from", "CREATE INDEX IF NOT EXISTS runs_init_from ON runs "
+                       "((CASE WHEN json_valid(config) THEN json_extract(config, '$.init_from') END))"),
 )
 # Config fields the Runs page and `runs` filter by, as SQL (json_extract of the config).
 CONFIG_FILTERS = ("dataset", "model", "precision", "devices", "backend")
@@ -394,14 +397,20 @@ class Store:
         """Runs (not trashed, not damaged) matching the SQL condition `where` on the runs
         table (with `params`), in `order`, at most `limit` from `offset`: only those rows
         are read and parsed, so a page of a 100,000-run store costs a page.
-        Build `where` with `filter_sql` (never from user text)."""
-        cond = "trashed IS NULL" + (f" AND ({where})" if where else "")
+        Build `where` with `filter_sql` (never from user text). The damaged rows met on
+        the way are left out and kept in `self.skipped_damaged` (as `damaged_runs` lists them)."""
+        # "+trashed": never the index on it (almost every run matches); the rowid order or
+        # the index of the caller's condition (group, status, init_from) finds the rows.
+        cond = "+trashed IS NULL" + (f" AND ({where})" if where else "")
         q = f"SELECT * FROM runs WHERE {cond} ORDER BY {order}"
         out: list[dict] = []
+        self.skipped_damaged = []
         skip = int(offset)
         for row in self.conn.execute(q, tuple(params)):
             d, problem = parse_row(dict(row))
             if problem:
+                self.skipped_damaged.append({"id": row["id"], "status": row["status"], "created": row["created"],
+                                             "reason": problem, "trashed": row["trashed"]})
                 continue
             if skip:
                 skip -= 1

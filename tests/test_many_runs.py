@@ -84,16 +84,16 @@ def test_runs_page_draws_one_page_and_its_reads_do_not_grow(store_home, parsed):
     small, at = _page_parses("views/runs/runs.py", parsed)
     assert not at.exception
     table = at.dataframe[0].value
-    assert len(table) == 50 and table["id"].tolist()[:2] == [120, 119]
-    assert "1-50 of 120 runs" in at.caption[0].value
-    at.number_input(key="runs_page").set_value(3).run()
+    assert len(table) == 25 and table["id"].tolist()[:2] == [120, 119]
+    assert "1-25 of 120 runs" in at.caption[0].value
+    at.number_input(key="runs_page").set_value(5).run()
     assert at.dataframe[0].value["id"].tolist() == list(range(20, 0, -1))
     at.multiselect(key="filter_precision").set_value(["float32"]).run()
     assert "matching, of 120 runs" in at.caption[0].value
     assert set(at.dataframe[0].value["config"].str.contains("bf16")) == {False}
     build_into(path, 480)  # 600 runs: the page parses as many rows as with 120
     big, at = _page_parses("views/runs/runs.py", parsed)
-    assert not at.exception and len(at.dataframe[0].value) == 50
+    assert not at.exception and len(at.dataframe[0].value) == 25
     assert big <= small + 2, (small, big)
 
 

@@ -54,7 +54,9 @@ def cmd_runs(args) -> int:
         runs = store.query_runs(where, params, limit=limit, offset=max(args.offset, 0))
         total = store.count_runs(where, params)
         df = with_backend(runs_frame(store, runs), runs)
-        damaged = store.damaged_runs()
+        # All of them with every run listed; else those among the runs read (older ones:
+        # python -m engine doctor, the Runs page), so that a screenful costs a screenful.
+        damaged = store.damaged_runs() if limit is None else store.skipped_damaged
     finally:
         store.close()
     if args.json:

@@ -66,8 +66,9 @@ def demo_pairs(store: Store) -> list[tuple[int, int]]:
     # Only the groups that hold a fine-tuned run (SQL): not every stored run.
     from engine.store import config_field
 
-    runs = store.query_runs("group_id IN (SELECT group_id FROM runs WHERE trashed IS NULL AND "
-                            f"{config_field('init_from')} IS NOT NULL)")
+    # ">= 0" (a run id), not "IS NOT NULL", and "+trashed": SQLite then uses the runs_init_from index.
+    runs = store.query_runs("group_id IN (SELECT group_id FROM runs WHERE +trashed IS NULL AND "
+                            f"{config_field('init_from')} >= 0)", order="+id DESC")  # by runs_group
     pairs = []
     for r in runs:
         c = r["config"]

@@ -248,6 +248,9 @@ def _backend_free(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in _BACKEND_FIELDS}
 
 
+OTHER_BACKEND_SCAN = 2000  # newest completed runs searched for the other backend's run
+
+
 def other_backend_run(store: Store, run: dict) -> Optional[dict]:
     """The newest completed run of the same configuration on another backend, measured
     on the same host, or None. Everything but backend and jit_compile must match."""
@@ -259,7 +262,10 @@ def other_backend_run(store: Store, run: dict) -> Optional[dict]:
     cfg = run["config"]
     from engine.store import config_field as f
 
-    where = (f"status='completed' AND {f('dataset')}=? AND {f('model')}=? AND {f('precision')}=? "
+    # Among the newest OTHER_BACKEND_SCAN completed runs (an indexed read): the check costs
+    # the same with 100,000 stored runs.
+    where = (f"id IN (SELECT id FROM runs WHERE status='completed' AND trashed IS NULL ORDER BY id DESC "
+             f"LIMIT {OTHER_BACKEND_SCAN}) AND {f('dataset')}=? AND {f('model')}=? AND {f('precision')}=? "
              f"AND {f('batch_size')}=? AND COALESCE({f('backend')},'tensorflow')!=?")
     for other in store.query_runs(where, (cfg.get("dataset"), cfg.get("model"), cfg.get("precision"),
                                           cfg.get("batch_size"), backend)):
