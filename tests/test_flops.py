@@ -212,3 +212,17 @@ def test_transfer_backbones_frozen_and_fine_tuned_are_within_10_percent_of_xla()
     rows = _xla_counts(cases)
     assert len(rows) == len(cases)
     assert _off(rows) == []
+
+
+@pytest.mark.tf
+def test_progressive_resizing_phases_are_counted_at_their_image_side():
+    from engine.training.build import flops_plan
+    from engine.training.transfer import Phase
+
+    m = models.resnet((28, 28, 1), 10, any_size=True)       # built for any size, as progressive runs are
+    with pytest.raises(ValueError, match="unknown size"):
+        flops.count(m)
+    at = {side: flops.count(models.resnet((side, side, 1), 10))["flops_per_sample"] for side in (20, 28)}
+    plan = flops_plan(m, [], [Phase(0, 2, False, 1.0, 20), Phase(2, 3, False, 1.0, None)], [28, 28, 1])
+    assert [p["flops_per_sample"] for p in plan["flops_phases"]] == [at[20], at[28]]
+    assert plan["flops_per_sample"] == round((2 * at[20] + at[28]) / 3)

@@ -424,26 +424,32 @@ def usable_cpus_env(setup) -> dict:
             "tf_threads": getattr(setup, "threads", None)}
 
 
-def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = None) -> dict:
+def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = None,
+               input_shape: Optional[list] = None) -> dict:
     """{'flops_per_sample': training FLOPs per sample (engine.training.flops), 'forward_flops_per_sample',
     'flops_all_taps_per_sample' (every convolution tap counted), 'flops_uncounted': layers with weights
-    left out, 'flops_phases': [{'first_epoch', 'end_epoch', 'frozen', 'flops_per_sample'}] when layers
-    were taken over (engine.training.transfer): a frozen phase charges its frozen layers no weight
-    gradient, so its phases are counted apart and 'flops_per_sample' is their mean weighted by epochs};
-    None figures (and the reason on stderr) for a model that cannot be counted: MFU is then
-    missing, the run goes on."""
+    left out, 'flops_phases': [{'first_epoch', 'end_epoch', 'frozen', 'image_side', 'flops_per_sample'}]
+    when layers were taken over (engine.training.transfer: a frozen phase charges its frozen layers
+    no weight gradient) or the image size changes between phases (progressive resizing, counted at
+    each phase's side from `input_shape`, one sample's (H, W, C)); 'flops_per_sample' is then the
+    phases' mean weighted by epochs}; None figures (and the reason on stderr) for a model that
+    cannot be counted: MFU is then missing, the run goes on."""
     import sys
 
     from engine.training import flops
 
+    shape = tuple(input_shape) if input_shape else None
     try:
-        c = flops.count(model)
+        c = flops.count(model, input_shape=shape)
         per_phase = []
-        if taken and phases:
+        sized = shape is not None and any(getattr(p, "size", None) for p in phases or [])
+        if (taken or sized) and phases:
             for p in phases:
-                pc = flops.count(model, flops.phase_trainable(taken, p.frozen))
+                side = getattr(p, "size", None)
+                at = (side, side, shape[-1]) if side and shape else shape
+                pc = flops.count(model, flops.phase_trainable(taken or [], p.frozen), input_shape=at)
                 per_phase.append({"first_epoch": p.first_epoch, "end_epoch": p.end_epoch, "frozen": p.frozen,
-                                  "flops_per_sample": pc["flops_per_sample"]})
+                                  "image_side": side, "flops_per_sample": pc["flops_per_sample"]})
     except Exception as e:  # noqa: BLE001 - a figure for the report, never a reason to fail the run
         print(f"FLOPs not counted: {type(e).__name__}: {e}", file=sys.stderr)
         return {"flops_per_sample": None, "forward_flops_per_sample": None, "flops_uncounted": None}

@@ -145,7 +145,7 @@ def announce(prep: Prepared, setup, tl, on_setup: Callable[[dict, dict], None]) 
     # The worker's clock in wall-clock terms, for latency measurements (benchmarks/latency.py).
     plan["clock_origin"] = time.time() - tl.now()
     plan["setup_marks"] = dict(tl.marks)
-    plan.update(flops_plan(prep.model, prep.taken, prep.phases))
+    plan.update(flops_plan(prep.model, prep.taken, prep.phases, plan.get("input_shape")))
     on_setup(environment(setup), plan)
 
 
