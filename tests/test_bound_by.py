@@ -121,3 +121,21 @@ def test_kernels_bound_for_long_steps_far_from_the_peak(store):
 
 def test_no_verdict_without_a_steady_state(store):
     assert bound_by(stored(store, **STEPS)) is None
+
+
+def test_the_runs_table_restates_every_mfu_against_one_peak_per_dtype(store):
+    from engine.report.table import mfu_caption, runs_frame
+
+    peak = dict(peak_kind="theoretical", peak_dtype="float32", peak_text="2 cores x 3.60 GHz x 64 FLOPs/cycle")
+    stored(store, **STEPS, samples_per_sec=1_000.0, model_flops_per_sec=100e9, peak_flops_per_sec=400e9, mfu=0.25,
+           **{**peak, "peak_text": "2 cores x 3.13 GHz x 64 FLOPs/cycle"})      # a day the clock read low
+    stored(store, **STEPS, samples_per_sec=1_000.0, model_flops_per_sec=115.2e9, peak_flops_per_sec=460.8e9,
+           mfu=0.25, **peak)
+    stored(store, **STEPS, samples_per_sec=1_000.0, model_flops_per_sec=92.16e9, peak_flops_per_sec=460.8e9,
+           mfu=0.2, **peak)
+    df = runs_frame(store)
+    assert sorted(df["mfu"]) == pytest.approx(sorted([100 / 460.8, 0.25, 0.2]))   # one denominator: 460.8
+    assert sorted(df["mfu_stored"]) == pytest.approx([0.2, 0.25, 0.25])
+    assert set(df["mfu_denominator"]) == {"461 GFLOP/s theoretical float32 (2 cores x 3.60 GHz x 64 FLOPs/cycle)"}
+    assert mfu_caption(df) == ("MFU against one peak per compute dtype: 461 GFLOP/s theoretical float32 "
+                               "(2 cores x 3.60 GHz x 64 FLOPs/cycle)")
