@@ -9,6 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine import plain
 from engine.config import BACKBONES, MODELS
 from engine.data import meta as datasets_meta
 from engine.data import userdata
@@ -132,17 +133,18 @@ def upload_controls(sb) -> None:
         return
     name = (name or "").strip() or suggested_name(file.name)
     try:
-        with exp, st.spinner(f"Checking {file.name} ..."):
+        with exp, st.spinner(f"Checking {plain.md(file.name)} ..."):
             info = userdata.register_upload(name, file.name, file.getvalue(), overwrite=overwrite)
     except userdata.DataError as e:
-        exp.caption(f":material/block: **{file.name} was not registered** ({len(e.problems)} problem"
+        exp.caption(f":material/block: **{plain.md(file.name)} was not registered** ({len(e.problems)} problem"
                     f"{'s' if len(e.problems) > 1 else ''}); nothing was kept:")
-        for line in e.problems:
-            exp.error(line)
+        for line in e.problems:  # they name the file's members (class folders): outside text
+            exp.error(plain.md(line))
         return
     except Exception as e:  # noqa: BLE001 - e.g. a full disk: one line, not a traceback
         log.exception("registering an upload failed")
-        exp.error(f"{file.name} was not registered: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}")
+        exp.error(f"{plain.md(file.name)} was not registered: {type(e).__name__}: "
+                  f"{plain.md((str(e).splitlines() or [''])[0][:300])}")
         return
     shape = "x".join(str(v) for v in info.shape)
     st.session_state["upload_flash"] = (f"Registered **user:{name}**: {info.samples:,} images of {shape}, "
