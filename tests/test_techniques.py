@@ -259,3 +259,17 @@ def test_hardware_verdicts_weigh_accumulation_against_a_larger_batch_by_gpu_memo
     cpu = by_option({"gpus": []})
     assert (cpu["muon"][0], cpu["tta"][0], cpu["progressive_resizing"][0]) == ("measure", "measure", "faster")
     assert set(by_option({"gpus": []}, "gpu").values()) == {("unavailable", "no GPU visible to TensorFlow")}
+
+
+def test_tables_and_show_name_the_techniques_a_run_uses():
+    from engine.cli.common import techniques_line
+    from engine.report.chart_style import config_summary
+
+    cfg = RunConfig(**MNIST, optimizer="muon", ema_momentum=0.99, gradient_accumulation_steps=2,
+                    tta="translate", epochs=3).to_dict()
+    assert config_summary(cfg) == ("mnist5k · cnn · fp32 · 1 device · batch 128 · Muon · EMA 0.99 · accumulate 2 "
+                                   "(effective batch 256) · TTA translate · 3 epochs")
+    assert techniques_line(cfg) == ("Muon (conv filters reshaped to 2-D) · weight EMA 0.99 (validated on the averaged "
+                                    "weights) · gradient accumulation 2 (effective batch 256) · test-time "
+                                    "augmentation: translate")
+    assert techniques_line(RunConfig(**MNIST).to_dict()) is None

@@ -104,6 +104,20 @@ def _speed_parts(cfg: Mapping) -> list:
         parts.append("fused update")
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
+    # The record-setting techniques (engine.training.techniques), each only when on.
+    if cfg.get("optimizer") in ("muon", "schedule_free_adamw", "lamb"):
+        parts.append({"muon": "Muon", "schedule_free_adamw": "schedule-free AdamW", "lamb": "LAMB"}[cfg["optimizer"]])
+    if cfg.get("ema_momentum"):
+        parts.append(f"EMA {cfg['ema_momentum']:g}")
+    if cfg.get("cutmix_factor"):
+        parts.append(f"CutMix {cfg['cutmix_factor']:g}")
+    if (cfg.get("gradient_accumulation_steps") or 1) > 1:
+        k = cfg["gradient_accumulation_steps"]
+        parts.append(f"accumulate {k} (effective batch {cfg.get('batch_size', 0) * k})")
+    if cfg.get("tta", "off") != "off":
+        parts.append(f"TTA {cfg['tta'].replace('_', '+')}")
+    if cfg.get("progressive_epochs"):
+        parts.append(f"progressive {cfg['progressive_epochs']} ep at {cfg.get('progressive_scale', 0.75):g}x")
     return parts
 
 
