@@ -62,3 +62,16 @@ def test_the_dependent_add_chain_reads_a_real_clock():
     assert r["error"] is None
     assert 0.8e9 < r["clock_hz"] < 6.5e9
     assert r["adds"] == 20_000 * clock.ADDS_PER_LOOP
+
+
+def test_the_hardware_pages_rows_put_the_best_matmul_beside_the_theoretical_peak():
+    cpu = peaks.cpu_theoretical(2, 3.6e9, ZEN4, "AuthenticAMD", 25)
+    facts = {"theoretical": {"cpu": cpu, "gpu": None},
+             "peak": {"under_load": True, "kept": False,
+                      "dtypes": {"float32": {"flops_per_sec": 217e9, "n": 2048}, "float16": {"skipped": "emulated"}}}}
+    rows = peaks.summary_rows(facts)
+    assert [r["dtype"] for r in rows] == ["float32", "bfloat16"]          # float16: no peak, not measured
+    assert rows[0] == {"dtype": "float32", "peak": "230 GFLOP/s", "kind": "theoretical",
+                       "parts": "2 cores x 3.60 GHz x 32 FLOPs/cycle",
+                       "best matmul": "217 GFLOP/s at n = 2048 (under load: not kept)", "share": "94%"}
+    assert rows[1]["best matmul"] == "not measured" and rows[1]["share"] == "-"

@@ -17,6 +17,7 @@ from engine import plain
 from engine.bench import quick as bench
 from engine.report import hardware_charts
 from engine.hardware import verdicts as hardware
+from engine.hardware.peaks import summary_rows as peaks_summary_rows
 from engine.hardware.machine import quick_facts
 from engine.jobs.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
@@ -206,6 +207,7 @@ def probe_section() -> None:
         st.error(diagnosis, icon=":material/warning:")
     for err in facts.get("errors") or []:
         st.warning(f"Probe: {plain.md(err)}", icon=":material/info:")
+    peaks_section(facts)
 
     st.markdown("#### Which speed options should pay off")
     left, right = st.columns([1, 3], vertical_alignment="center")
@@ -217,6 +219,20 @@ def probe_section() -> None:
     st.markdown(verdict_table(facts, device or "auto"))
     st.markdown("#### Keras backends")
     st.markdown(backend_table(facts, device or "auto"))
+
+
+def peaks_section(facts: dict) -> None:
+    """MFU's denominator per dtype (theoretical CPU peak with its parts, or the GPU's data
+    sheet) beside the best matmul measured here (engine.hardware.peaks.summary_rows)."""
+    rows = peaks_summary_rows(facts)
+    if not rows:
+        return
+    st.markdown("#### Peak FLOP/s: what MFU divides by, and the best matmul beside it")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption("MFU as PaLM defines it: model FLOP/s ÷ the theoretical peak (CPU: cores × the clock measured "
+               "by a dependent-add chain × FLOPs per cycle of its vector or matrix units; GPU: the data sheet's "
+               "dense figure). The best matmul grows its size until the rate stops rising; one measured while "
+               "other work used the CPUs is marked and not kept. Details: docs/mfu.md.")
 
 
 # --- the quick benchmark -------------------------------------------------------------

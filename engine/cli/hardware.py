@@ -78,32 +78,10 @@ def format_table(result: dict) -> str:
 
 
 def peaks_summary(facts: dict) -> dict:
-    """Per dtype, MFU's denominator and the achievable peak beside it: {dtype: {'theoretical':
-    {'flops_per_sec', 'kind' ('theoretical' | 'datasheet'), 'text', 'cores', 'clock_hz',
-    'flops_per_cycle', 'units'} (CPU parts) or the GPU's data-sheet row, 'best_matmul':
-    {'flops_per_sec', 'n', 'under_load', 'kept'} | None}} for the probed device (the first GPU,
-    else the CPU)."""
-    th = facts.get("theoretical") or {}
-    gpu = th.get("gpu")
-    peak = facts.get("peak") or {}
-    out = {}
-    for dtype in ("float32", "bfloat16", "float16"):
-        if gpu:
-            g = gpu.get(dtype) or {}
-            theo = {"flops_per_sec": g.get("peak_flops_per_sec"), "kind": g.get("peak_kind"),
-                    "text": g.get("peak_text"), "source": g.get("peak_source")}
-        else:
-            c = (th.get("cpu") or {}).get(dtype) or {}
-            theo = {"flops_per_sec": c.get("flops_per_sec"), "kind": "theoretical" if c.get("flops_per_sec") else None,
-                    **{k: c.get(k) for k in ("text", "cores", "clock_hz", "flops_per_cycle", "units")}}
-        row = (peak.get("dtypes") or {}).get(dtype) or {}
-        best = ({"flops_per_sec": row["flops_per_sec"], "n": row.get("n"), "by_n": row.get("by_n"),
-                 "under_load": peak.get("under_load"), "kept": peak.get("kept")}
-                if row.get("flops_per_sec") else None)
-        out[dtype] = {"theoretical": theo, "best_matmul": best,
-                      "best_matmul_share_of_peak": best["flops_per_sec"] / theo["flops_per_sec"]
-                      if best and theo.get("flops_per_sec") else None}
-    return out
+    """engine.hardware.peaks.summary: per dtype, the theoretical peak with its parts and the best matmul."""
+    from engine.hardware.peaks import summary
+
+    return summary(facts)
 
 
 def theoretical_line(peaks: dict) -> str:

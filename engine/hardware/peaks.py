@@ -192,6 +192,54 @@ def theoretical(device_kind: str, compute_dtype: str, gpu_name: Optional[str] = 
     return {**none, "peak_text": None, "peak_source": f"no peak table for {device_kind}"}
 
 
+def summary(facts: dict) -> dict:
+    """Per dtype, MFU's denominator and the achievable peak beside it: {dtype: {'theoretical':
+    {'flops_per_sec', 'kind' ('theoretical' | 'datasheet'), 'text', 'cores', 'clock_hz',
+    'flops_per_cycle', 'units'} (CPU parts) or the GPU's data-sheet row, 'best_matmul':
+    {'flops_per_sec', 'n', 'under_load', 'kept'} | None}} for the probed device (the first GPU,
+    else the CPU)."""
+    th = facts.get("theoretical") or {}
+    gpu = th.get("gpu")
+    peak = facts.get("peak") or {}
+    out = {}
+    for dtype in ("float32", "bfloat16", "float16"):
+        if gpu:
+            g = gpu.get(dtype) or {}
+            theo = {"flops_per_sec": g.get("peak_flops_per_sec"), "kind": g.get("peak_kind"),
+                    "text": g.get("peak_text"), "source": g.get("peak_source")}
+        else:
+            c = (th.get("cpu") or {}).get(dtype) or {}
+            theo = {"flops_per_sec": c.get("flops_per_sec"), "kind": "theoretical" if c.get("flops_per_sec") else None,
+                    **{k: c.get(k) for k in ("text", "cores", "clock_hz", "flops_per_cycle", "units")}}
+        row = (peak.get("dtypes") or {}).get(dtype) or {}
+        best = ({"flops_per_sec": row["flops_per_sec"], "n": row.get("n"), "by_n": row.get("by_n"),
+                 "under_load": peak.get("under_load"), "kept": peak.get("kept")}
+                if row.get("flops_per_sec") else None)
+        out[dtype] = {"theoretical": theo, "best_matmul": best,
+                      "best_matmul_share_of_peak": best["flops_per_sec"] / theo["flops_per_sec"]
+                      if best and theo.get("flops_per_sec") else None}
+    return out
+
+
+def summary_rows(facts: dict) -> list[dict]:
+    """`summary` as table rows: {'dtype', 'peak' (FLOP/s text), 'kind', 'parts', 'best matmul',
+    'share'} for the dtypes with a peak or a measurement."""
+    rows = []
+    for dtype, r in summary(facts).items():
+        th, best = r["theoretical"] or {}, r["best_matmul"] or {}
+        if not th.get("flops_per_sec") and not best:
+            continue
+        load = " (under load: not kept)" if best.get("under_load") else ""
+        rows.append({"dtype": dtype, "peak": flops_text(th.get("flops_per_sec")),
+                     "kind": {"theoretical": "theoretical", "datasheet": "data sheet"}.get(th.get("kind") or "", "-"),
+                     "parts": th.get("text") or "-",
+                     "best matmul": (f"{flops_text(best['flops_per_sec'])} at n = {best.get('n')}{load}"
+                                     if best else "not measured"),
+                     "share": (f"{100 * r['best_matmul_share_of_peak']:.0f}%"
+                               if r.get("best_matmul_share_of_peak") else "-")})
+    return rows
+
+
 def flops_text(v) -> str:
     """FLOP/s with an SI prefix: '45.4 GFLOP/s', '989 TFLOP/s'; '-' for None."""
     if not v:
