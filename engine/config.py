@@ -398,6 +398,10 @@ def _techniques(c: RunConfig, info) -> None:
     if c.cutmix_factor > 0 and c.mixup_alpha > 0:
         raise ConfigError("cutmix_factor", c.cutmix_factor, "cannot be combined with mixup in one run "
                           "(SpeedLab mixes each batch one way)", "set cutmix_factor or mixup_alpha to 0")
+    if c.cutmix_factor > 0 and c.jit_compile and c.backend == "tensorflow":
+        raise ConfigError("cutmix_factor", c.cutmix_factor, "cannot be XLA-compiled on TensorFlow (keras.layers."
+                          "CutMix draws with StatelessRandomGammaV3, which XLA has no kernel for)",
+                          "turn jit_compile off, use backend jax, or set cutmix_factor to 0")
     if c.cutmix_factor > 0 and min(info.shape[:2]) < 2:
         raise ConfigError("cutmix_factor", c.cutmix_factor, f"needs images of at least 2x2 pixels; "
                           f"{c.dataset} has {info.shape[0]}x{info.shape[1]}", "set cutmix_factor to 0")

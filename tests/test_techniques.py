@@ -36,6 +36,9 @@ MNIST = dict(dataset="mnist5k", model="cnn")
     (dict(cutmix_factor=1.5), "cutmix_factor: 1.5 is out of range; use a value in [0.0, 1.0]"),
     (dict(ema_momentum=1.0), "ema_momentum: 1.0 is out of range; use a value in [0.0, 1.0)"),
     (dict(muon_conv="svd"), "muon_conv: 'svd' is not supported; use one of: reshape, adamw"),
+    (dict(cutmix_factor=1.0, jit_compile=True), "cutmix_factor: 1.0 cannot be XLA-compiled on TensorFlow "
+     "(keras.layers.CutMix draws with StatelessRandomGammaV3, which XLA has no kernel for); turn jit_compile off, "
+     "use backend jax, or set cutmix_factor to 0"),
 ])
 def test_invalid_combinations_are_refused_with_one_line(changes, line):
     with pytest.raises(ConfigError) as e:
@@ -102,6 +105,9 @@ def test_the_autopilot_may_pick_them_and_the_ablation_names_them():
     assert ablation[0]["config"].optimizer == "adam" and ablation[4]["config"].tta == "off"
     # Accumulation where it cannot go (one-cycle momentum with Adam): the trial runs without it.
     assert sp.trial_config(base, {**params, "optimizer": "adam"}).gradient_accumulation_steps == 1
+    # CutMix cannot be XLA-compiled on TensorFlow: an XLA trial runs without it.
+    assert sp.trial_config(base, {**params, "jit_compile": True}).cutmix_factor == 0.0
+    assert sp.trial_config(base, {**params, "jit_compile": True, "backend": "jax"}).cutmix_factor == 1.0
 
 
 # --- Keras objects ------------------------------------------------------------------------

@@ -332,14 +332,17 @@ def trial_config(base: RunConfig, params: dict, max_lr: Optional[float] = None) 
         changes.update(schedule="constant", warmup_epochs=float(params.get("warmup_epochs", 0.0)))
     if base.mixup_alpha > 0:  # one way of mixing a batch per run
         changes["cutmix_factor"] = 0.0
-    try:
-        cfg = base.replace(**changes, steps_per_execution=1)
-    except ConfigError as e:
-        if e.field != "gradient_accumulation_steps":
-            raise
-        # Accumulation where it cannot go (an odd number of steps per epoch, the fused update,
-        # float16, one-cycle momentum): the trial runs without it rather than not at all.
-        cfg = base.replace(**{**changes, "gradient_accumulation_steps": 1}, steps_per_execution=1)
+    # Accumulation where it cannot go (an odd number of steps per epoch, the fused update, float16,
+    # one-cycle momentum) and CutMix under TensorFlow's XLA: the trial runs without them rather than not at all.
+    fallback = {"gradient_accumulation_steps": 1, "cutmix_factor": 0.0}
+    while True:
+        try:
+            cfg = base.replace(**changes, steps_per_execution=1)
+            break
+        except ConfigError as e:
+            if e.field not in fallback or changes.get(e.field) == fallback[e.field]:
+                raise
+            changes[e.field] = fallback[e.field]
     spe = min(int(params["steps_per_execution"]), cfg.steps_per_epoch())
     return cfg.replace(steps_per_execution=spe)
 
