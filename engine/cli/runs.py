@@ -71,9 +71,14 @@ def cmd_runs(args) -> int:
               f"no run matches ({total:,} do, from the {max(args.offset, 0):,}th newest)" if total else
               "no run matches these filters")
     elif not df.empty:
-        # The terminal table keeps MFU; FLOP figures, the peak's source and the verdict are in --json and show.
-        print(text_frame(df).drop(columns=["error", "flops_per_sample", "model_flops_per_sec",
-                                           "peak_flops_per_sec", "peak_source", "bound_by"]).to_string(index=False))
+        # The terminal table keeps MFU; FLOP figures, the peak and the verdict are in --json and show.
+        from engine.report.mfu import MFU_KEYS
+        from engine.report.table import mfu_caption
+
+        extra = [k for k in (*MFU_KEYS, "mfu_stored", "mfu_denominator") if k != "mfu" and k in df.columns]
+        print(text_frame(df).drop(columns=["error", *extra, "bound_by"]).to_string(index=False))
+        if mfu_caption(df):
+            print(mfu_caption(df))
         if len(df) < total:
             first = max(args.offset, 0) + 1
             print(f"runs {first:,}-{first + len(df) - 1:,} of {total:,}{' matching' if where else ''} (newest first); "
