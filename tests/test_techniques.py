@@ -279,3 +279,39 @@ def test_tables_and_show_name_the_techniques_a_run_uses():
                                     "weights) · gradient accumulation 2 (effective batch 256) · test-time "
                                     "augmentation: translate")
     assert techniques_line(RunConfig(**MNIST).to_dict()) is None
+
+
+# --- real runs ----------------------------------------------------------------------------
+@pytest.mark.tf
+def test_a_run_with_ema_cutmix_accumulation_and_tta_trains_and_records_them():
+    import threading
+
+    from engine.training.train import train
+
+    cfg = RunConfig(dataset="digits", epochs=2, ema_momentum=0.9, cutmix_factor=1.0, gradient_accumulation_steps=2,
+                    tta="translate", optimizer="muon")
+    plans = []
+    out = train(cfg, lambda table, row: None, threading.Event(), on_setup=lambda env, plan: plans.append(plan))
+    assert out.status == "completed", out.error
+    plan = plans[0]
+    assert (plan["effective_batch_size"], plan["updates_per_epoch"], plan["tta"], plan["ema_momentum"]) == \
+        (256, 6, "translate", 0.9)  # 12 batches an epoch, 2 per update
+    assert plan["muon_variables"]["muon"] == 3 and plan["muon_variables"]["conv_kernels"] == "reshape"
+    assert int(keras.ops.convert_to_numpy(out.model.optimizer.iterations)) == 12  # 2 epochs x 6 updates
+    assert 0.0 < out.summary["final_val_accuracy"] <= 1.0
+
+
+@pytest.mark.tf
+def test_a_progressive_resizing_run_trains_at_two_sizes():
+    import threading
+
+    from engine.training.train import train
+
+    cfg = RunConfig(dataset="synthetic", model="resnet", synthetic_shape=(16, 16, 3), synthetic_samples=160,
+                    batch_size=32, epochs=2, progressive_epochs=1, progressive_scale=0.5, ema_momentum=0.5)
+    plans = []
+    out = train(cfg, lambda table, row: None, threading.Event(), on_setup=lambda env, plan: plans.append(plan))
+    assert out.status == "completed", out.error
+    assert [(p["first_epoch"], p["end_epoch"], p["image_side"]) for p in plans[0]["phases"]] == [(0, 1, 8), (1, 2, None)]
+    assert out.summary["epochs_run"] == 2
+    assert "finalize_variable_values" not in out.model.optimizer.__dict__  # the EMA weights reach the model at the end
