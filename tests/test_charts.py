@@ -309,6 +309,7 @@ def test_data_wait_figure_stacks_wait_and_compute_with_units():
                        "(Input pipeline)")
     assert train_charts.data_wait_verdict(0.16)[1] == "partly input-bound: 16% of step time waiting for data"
     assert train_charts.data_wait_verdict(0.07) == ("compute-bound", "compute-bound: only 7% of step time waiting for data")
+    assert train_charts.data_wait_verdict(0.001)[1] == "compute-bound: under 1% of step time waiting for data"
     assert train_charts.data_wait_verdict(None) is None
     assert fig.layout.yaxis.range is None  # no cap on a few rows
     # One slow execution among many: drawn off scale, named in a note.

@@ -44,8 +44,11 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
     assert not [t for t in at.toggle if t.key == "with_baseline"]
     # The headline speedup and the two others, and only throughput and loss as charts.
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics == {"Time to 0.95 val accuracy · 45.3 s → 13.2 s": f"{cmp['time_to_accuracy_speedup']:.2f}× faster",
+    assert metrics == {"Time to 0.95 val accuracy": f"{cmp['time_to_accuracy_speedup']:.2f}× faster",
                        "End-to-end": f"{cmp['end_to_end_speedup']:.2f}×", "Steady": "3.20×"}
+    # One pair (no comparison) is said to be one, with its seconds, beside the figures.
+    assert "**one pair: not a result**: one baseline run and one run (45.3 s → 13.2 s), no interval" in [
+        c.value for c in at.caption]
     specs = charts_of(at)
     assert set(specs) - SIDEBAR_CHARTS == {"talk_throughput", "talk_loss"}
     for key in ("talk_throughput", "talk_loss"):

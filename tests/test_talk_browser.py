@@ -158,7 +158,7 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             page.goto(server + "/replay")
-            page.get_by_role("button", name="Play").wait_for(timeout=60_000)
+            page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
             page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
             page.get_by_text("10×", exact=True).click()
             page.wait_for_function("document.body.innerText.includes('· 10× ·')", timeout=30_000)
@@ -316,5 +316,62 @@ def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_liste
             page.goto(server + "/runs")
             page.get_by_text("cancelled before they started, not listed").wait_for(timeout=60_000)
             page.screenshot(path=str(OUT / "runs_after_stop.png"))
+        finally:
+            browser.close()
+
+
+# JS: every speedup-looking text ("1.33×", "5.81x faster") outside the charts and the sidebar that
+# is large (over 1.3x the page's body size) or green.
+LARGE_OR_GREEN = """() => {
+  const bad = [], root = parseFloat(getComputedStyle(document.documentElement).fontSize);
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const t = walker.currentNode.textContent.trim(), el = walker.currentNode.parentElement;
+    if (!/\\d\\.\\d+\\s*[×x]/.test(t) || !el || el.closest('[data-testid="stSidebar"]') || el.closest('.js-plotly-plot'))
+      continue;
+    if (el.getBoundingClientRect().width === 0) continue;
+    const cs = getComputedStyle(el), size = parseFloat(cs.fontSize);
+    const [r, g, b] = cs.color.match(/\\d+/g).map(Number);
+    if (size > 1.3 * root || (g > r + 40 && g > b + 20)) bad.push(`"${t}" at ${size}px in ${cs.color}`);
+  }
+  return bad;
+}"""
+
+
+def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_plain_run(server, store_home):
+    """Issue 43 item 2: after a stored baseline and a plain `engine run` (no --baseline), Train,
+    presenter mode, Replay (which plays the two as one pair) and Runs show no single pair's
+    speedup in large or green type."""
+    from engine.config import RunConfig
+    from engine.store import Store
+
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=8, target_accuracy=0.95, device_type="gpu")
+    b = recorded(store, RunConfig(**common), "baseline", "g1", step_sec=0.16, target_epoch=5)
+    r = recorded(store, RunConfig(**common, precision="mixed_bfloat16"), "run", "g2", step_sec=0.05, target_epoch=4)
+    store.close()
+    from engine.report import replay
+
+    replay.save_state(replay.ReplayState(b, r, offset=1e6, paused=True))  # Replay at the end: both runs ended
+    pages = (("train", "/", "SpeedLab · Train"), ("presenter", "/?mode=talk", "Presenter mode"),
+             ("replay", "/replay", "SpeedLab · Replay"), ("replay_presenter", "/replay?mode=talk", "Presenter mode"),
+             ("runs", "/runs", "SpeedLab · Runs"))
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            bad, texts = [], {}
+            for name, path, ready in pages:
+                page.goto(server + path)
+                page.get_by_text(ready).first.wait_for(timeout=60_000)
+                page.wait_for_function(f"{CHARTS} >= 1", timeout=60_000)
+                settle(page)
+                page.screenshot(path=str(OUT / f"one_pair_{name}.png"), full_page=True)
+                bad += [f"{name}: {b}" for b in page.evaluate(LARGE_OR_GREEN)]
+                texts[name] = page.inner_text("body")
+            assert not bad, "\n".join(bad)
+            assert "Stored baseline" not in texts["train"] and "faster" not in texts["train"]
+            assert "one pair: not a result" in texts["replay"] and "one pair: not a result" in texts["replay_presenter"]
         finally:
             browser.close()

@@ -121,7 +121,7 @@ def recorded_offer(container=None) -> None:
     imported first unless it is already in the store."""
     from engine.jobs import recorded_demo
 
-    if (container or st).button("Play the recorded mnist5k comparison", icon=":material/smart_display:",
+    if (container or st).button("Show the recorded mnist5k comparison", icon=":material/smart_display:",
                                 key="replay_recorded",
                                 help="The bundled MNIST 28x28: its baseline and the tuned preset in interleaved "
                                      "pairs, recorded to 0.965 on a 2-core CPU (docs/datasets.md)"):

@@ -334,13 +334,13 @@ def data_wait_verdict(share: Optional[float]) -> Optional[tuple[str, str]]:
     'partly input-bound' or 'compute-bound'; None when there is no share."""
     if share is None or not np.isfinite(share):
         return None
-    pct = f"{100 * share:.0f}%"
+    pct = f"{100 * share:.0f}%" if share >= 0.005 else "under 1%"  # never "only 0%" of a measured wait
     if share >= INPUT_BOUND_SHARE:
         return ("input-bound", f"input-bound: {pct} of step time waiting for data; try parallel map, "
                                "prefetch or cache (Input pipeline)")
     if share >= PARTLY_INPUT_BOUND_SHARE:
         return ("partly input-bound", f"partly input-bound: {pct} of step time waiting for data")
-    return ("compute-bound", f"compute-bound: only {pct} of step time waiting for data")
+    return ("compute-bound", f"compute-bound: {'only ' if share >= 0.005 else ''}{pct} of step time waiting for data")
 
 
 def data_wait_figure(execs: Optional[pd.DataFrame], title: Optional[str] = "Data wait vs compute",

@@ -8,13 +8,18 @@ import streamlit as st
 
 from engine.autopilot import search as autopilot
 from engine.report import train_charts
-from engine.report import headline
+from engine.report import headline, stats
 from engine.report.compare import backend_speedup
 from engine.store import ACTIVE_STATUSES, Store
 from views.components.common import PLOTLY_CONFIG
 
 
 ratio_text = headline.ratio_text
+# One pair's figures: body-size numbers in the neutral grey of the comparison headline's "no result".
+ONE_PAIR_CSS = """<style>
+.st-key-one_pair [data-testid="stMetricValue"] { font-size: 1.15rem; font-weight: 500; color: #374151; }
+.st-key-one_pair [data-testid="stMetricLabel"] p { color: #374151; }
+</style>"""
 
 
 def own_time(base: dict | None, run: dict | None, src) -> dict | None:
@@ -26,13 +31,14 @@ def own_time(base: dict | None, run: dict | None, src) -> dict | None:
 
 
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None,
-                  pair_of: dict | None = None) -> None:
+                  pair_of: dict | None = None, replay: bool = False) -> None:
     """The headline: time-to-accuracy speedup (what the clock says), then the
     end-to-end and steady throughput speedups, smaller, each with what it means.
     own: `own_time` (a dict) of a run that is its own baseline: its time to target is shown instead.
     pair_of: the comparison this pair belongs to (its headline is shown above): the
     figures are labelled as one pair's. While a side still runs, no ratio is shown
-    (mid-run, end-to-end read 0.06x, 0.30x, 0.41x before settling near 0.9x)."""
+    (mid-run, end-to-end read 0.06x, 0.30x, 0.41x before settling near 0.9x).
+    replay: drawn by Replay, which has no Reuse switch to name."""
     if base is None:
         st.metric("Time-to-accuracy speedup", "—", border=True)
         if run is not None and run.get("role") in autopilot.ROLES:
@@ -60,28 +66,37 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
         st.metric("Speedup of this pair · in progress", "—", border=True,
                   help="held back until both sides have ended: a ratio of a run still warming up means nothing")
         st.caption("One pair is one sample: " + ("the comparison's interval above is what to read." if pair_of else
+                   "a comparison of interleaved pairs has an interval." if replay else
                    "turn off **Reuse stored baseline** for interleaved pairs with an interval."))
         return
     h = headline.pair_headline(cmp)
     label = f"this pair: {h['label']}" if pair_of is not None else h["label"]
+    # One pair is one sample, never a result: its figures small and neutral (no green), said so.
+    st.markdown(ONE_PAIR_CSS, unsafe_allow_html=True)
+    box = st.container(key="one_pair")
+    box.caption(f":material/info: **{stats.ONE_PAIR_LABEL}**: " + (
+        "the comparison's interval above is what to read." if pair_of is not None else
+        f"baseline #{base['id']} vs run #{run['id']}, no interval" + (
+            "; a comparison of interleaved pairs has one." if replay else
+            "; turn off **Reuse stored baseline** for interleaved pairs with one.")))
     if h["ratio"] is not None:
-        st.metric(label, h["value"], delta=h["seconds"], delta_color="normal" if h["ratio"] >= 1 else "inverse",
-                  border=True, help="seconds from the start of training to the first validation at or above the "
-                                    f"target: baseline #{base['id']} vs run #{run['id']}")
+        box.metric(label, h["value"], delta=h["seconds"], delta_color="off",
+                   border=True, help="seconds from the start of training to the first validation at or above the "
+                                     f"target: baseline #{base['id']} vs run #{run['id']}")
     else:
-        st.metric(label, "—", border=True)
-        st.caption("; ".join(h["notes"]) if h["notes"] else
-                   "Set a target validation accuracy (Training) to compare time to accuracy.")
+        box.metric(label, "—", border=True)
+        box.caption("; ".join(h["notes"]) if h["notes"] else
+                    "Set a target validation accuracy (Training) to compare time to accuracy.")
     e2e, steady = cmp.get("end_to_end_speedup"), cmp.get("steady_speedup")
     # One under the other: side by side, "2.97×" is cut to "2.9…" beside the sidebar at 1280 px.
-    st.metric("End-to-end", ratio_text(e2e), border=True,
-             help="training samples / wall time of training (warm-up, validation and everything "
-                  "else inside fit included), run vs baseline")
-    st.metric("Steady", ratio_text(steady), border=True,
-             help="median samples/s per execution after the warm-up, run vs baseline: what the "
-                  "device does, not what the clock says")
-    st.caption("**End-to-end**: samples per second of wall time while training. **Steady**: per-step "
-               "throughput after warm-up.")
+    box.metric("End-to-end", ratio_text(e2e), border=True,
+               help="training samples / wall time of training (warm-up, validation and everything "
+                    "else inside fit included), run vs baseline")
+    box.metric("Steady", ratio_text(steady), border=True,
+               help="median samples/s per execution after the warm-up, run vs baseline: what the "
+                    "device does, not what the clock says")
+    box.caption("**End-to-end**: samples per second of wall time while training. **Steady**: per-step "
+                "throughput after warm-up.")
     for key in ("notice", "setup_notice"):
         if cmp.get(key):
             st.warning(cmp[key], icon=":material/schedule:")

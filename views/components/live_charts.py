@@ -237,8 +237,9 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     with left:
         if comp is None and source is None:  # Replay has no Reuse switch to turn off
             cmp_view.reused_line(base, run)
-        speedup_panel(base, run, cmp, own, pair_of=comp)
-        backend_line(store, run)
+        speedup_panel(base, run, cmp, own, pair_of=comp, replay=source is not None)
+        if source is None:  # a replay's store holds its two runs only: no other backend's run to find
+            backend_line(store, run)
         limits.headline(store, run or base, src)
     with right:
         st.plotly_chart(train_charts.throughput_figure(frames["executions"], medians), key="throughput",

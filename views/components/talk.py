@@ -14,6 +14,7 @@ import streamlit as st
 
 from engine.report import chart_style, talk_charts, train_charts
 from engine.report import headline as report_headline
+from engine.report import stats
 from engine.report.comparison_charts import pairs_figure, pairs_title
 from engine.report.compare import compare, live_summary
 from views.components import comparison as cmp_view
@@ -113,17 +114,26 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | 
         box.caption("No baseline to compare with yet." if base is None
                     else own["note"] + report_headline.OWN_BASELINE + " Turn on a speed option to compare.")
         return
-    big, e2e, steady = box.columns([1.7, 1, 1], gap="medium")
+    # One pair (no comparison: a Replay of two runs, a reused stored baseline) is one sample:
+    # its figures in body size and neutral grey, and said so beside them (same height: the charts keep their room).
+    box.markdown(ONE_PAIR_CSS, unsafe_allow_html=True)
+    big, e2e, steady, note = box.container(key="talk_one_pair").columns([1.5, 0.9, 0.9, 1.0], gap="small")
     h = report_headline.pair_headline(cmp)
+    note.caption(f"**{stats.ONE_PAIR_LABEL}**: one baseline run and one run"
+                 + (f" ({h['seconds']})" if h["seconds"] else "") + ", no interval")
     label = h["label"][0].upper() + h["label"][1:]
-    if h["seconds"]:  # the seconds in the label: a delta line would cost the charts their room
-        label += f" · {h['seconds']}"
     # Why there is no number, once it is final; short, since a longer label is cut at 1280 px.
     if h["missed"]:
         label += f" · {h['missed']}"
     big.metric(label, "not reached" if h["missed"] else h["value"], border=True)
     for col, name, key in ((e2e, "End-to-end", "end_to_end_speedup"), (steady, "Steady", "steady_speedup")):
         col.metric(name, report_headline.ratio_text(cmp.get(key)), border=True)
+
+
+ONE_PAIR_CSS = """<style>
+.st-key-talk_one_pair [data-testid="stMetricValue"] { font-size: 1.25rem !important; font-weight: 500 !important;
+  color: #374151 !important; }
+</style>"""
 
 
 def comparison(store, base: dict | None, run: dict | None, source=None, comp: dict | None = None) -> None:

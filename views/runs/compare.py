@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine.report import chart_style, forecast, mfu_charts, runs_charts, train_charts
+from engine.report import chart_style, forecast, mfu_charts, runs_charts, stats, train_charts
 from engine.report.compare import compare, live_summary
 from engine.store import Store
-from views.components.common import PLOTLY_CONFIG
+from views.components.common import PLOTLY_CONFIG, autopilot_run
 
 # The speedup bars' three kinds (engine.report.compare.compare keys).
 SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
@@ -111,7 +111,9 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
         st.caption("Speedups need at least two completed runs in the table (a baseline and a run).")
         return
     ids = done["id"].tolist()
-    baselines = [i for i in ids if by_id[i]["role"] == "baseline"]
+    # The newest baseline the user launched (an autopilot re-run's baseline read as the default).
+    baselines = ([i for i in ids if by_id[i]["role"] == "baseline" and not autopilot_run(by_id[i])]
+                 or [i for i in ids if by_id[i]["role"] == "baseline"])
     base_id = st.selectbox("Baseline", ids, index=ids.index(baselines[0]) if baselines else 0,
                            key="speedup_baseline", format_func=lambda i: pick_label(by_id, i))
     base = by_id[base_id]
@@ -137,6 +139,8 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     c1.plotly_chart(runs_charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {chart_style.run_label(base)}",
                                           x_title=f"speedup (×, {kind})"),
                     key="speedup_bars", config=PLOTLY_CONFIG)
+    c1.caption(f"Each bar is one run against the picked baseline: {stats.ONE_PAIR_LABEL}. A comparison's "
+               "interval and verdict are under **Comparisons** above.")
     if kind == "time to accuracy" and bars["speedup"].isna().any():
         c1.caption("No bar: " + "; ".join(f"{row.label}: {row.missing or 'not reached'}"
                                           for row in bars.itertuples() if pd.isna(row.speedup)))

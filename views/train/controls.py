@@ -153,8 +153,9 @@ def speed_controls(f: Form, sb) -> None:
     if bs and bs % replicas == 0:
         layout = (f" ({devices} device{'s' if devices > 1 else ''} × {workers} workers)"
                   if workers > 1 else "")
-        f.slots["batch_size"].markdown(f"Per-replica batch: **{bs // replicas}** samples on each of "
-                                       f"{replicas} replica{'s' if replicas > 1 else ''}{layout}")
+        f.slots["batch_size"].markdown(
+            f"Per-replica batch: **{bs // replicas}** samples on each of {replicas} replicas{layout}"
+            if replicas > 1 else f"One replica: the whole batch of **{bs}** samples on one device")
     f.number("steps_per_execution", "Steps per execution", step=1)
     if f.values["backend"] == "jax":  # JAX compiles every step with XLA: nothing to choose
         f.values["jit_compile"] = True

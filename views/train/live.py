@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
 from engine.report import live_refresh
 from engine.store import Store
@@ -48,7 +49,21 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
     # --reuse-baseline`): a run launched without one is never paired with a stored baseline here.
     if base is None and run is not None and run.get("baseline_id"):
         base = store.get_run(run["baseline_id"])
+    if base is None and run is not None:  # launched together: its like-for-like baseline in its own group
+        base = _baseline_in(group, run)
     return group, base, run
+
+
+def _baseline_in(group: list[dict], run: dict) -> dict | None:
+    """The completed run of `group` (not `run`) whose config is `run`'s baseline_config (the
+    target aside), e.g. the transfer demo's from-scratch run for its fine-tuned run; else None."""
+    try:
+        want = baseline_config(RunConfig.from_dict(run["config"])).to_dict()
+    except ConfigError:
+        return None
+    want.pop("target_accuracy", None)
+    return next((r for r in group if r["id"] != run["id"] and r["status"] == "completed"
+                 and {k: v for k, v in r["config"].items() if k != "target_accuracy"} == want), None)
 
 
 def _current_pair(group: list[dict]) -> list[dict] | None:
