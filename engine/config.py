@@ -412,6 +412,10 @@ def _techniques(c: RunConfig, info) -> None:
         if c.fused_optimizer:
             raise ConfigError("gradient_accumulation_steps", k, "is not supported with the fused optimizer "
                               "update", "turn fused_optimizer off, or use gradient_accumulation_steps 1")
+        if c.backend == "tensorflow" and c.replicas > 1:
+            raise ConfigError("gradient_accumulation_steps", k, f"is not supported with {c.replicas} replicas on "
+                              "TensorFlow (Keras branches around the replicas' gradient sync, which tf.distribute "
+                              "cannot run)", "use 1 device and 1 worker, backend jax, or gradient_accumulation_steps 1")
         if c.precision == "mixed_float16":
             raise ConfigError("gradient_accumulation_steps", k, "is not supported with mixed_float16 (loss "
                               "scaling counts skipped updates by optimizer steps)",

@@ -26,6 +26,9 @@ MNIST = dict(dataset="mnist5k", model="cnn")
      "(an update would mix one epoch's last batches with the next epoch's); use 2 or 4 or 8 or 16"),
     (dict(gradient_accumulation_steps=2, fused_optimizer=True), "gradient_accumulation_steps: 2 is not supported "
      "with the fused optimizer update; turn fused_optimizer off, or use gradient_accumulation_steps 1"),
+    (dict(gradient_accumulation_steps=2, devices=2), "gradient_accumulation_steps: 2 is not supported with 2 "
+     "replicas on TensorFlow (Keras branches around the replicas' gradient sync, which tf.distribute cannot run); "
+     "use 1 device and 1 worker, backend jax, or gradient_accumulation_steps 1"),
     (dict(progressive_epochs=1), "progressive_epochs: 1 needs a model that pools globally before its head; cnn "
      "flattens a fixed-size image; use model resnet, or progressive_epochs 0"),
     (dict(model="resnet", progressive_epochs=10), "progressive_epochs: 10 is out of range; use 0 (off) up to 9: "
