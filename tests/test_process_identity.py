@@ -149,3 +149,35 @@ def test_the_autopilot_page_reads_running_after_a_clock_step(store_home, clock_s
     no_errors(at)
     assert "**Re-running the fastest trials once each**" in texts(at.markdown)
     assert not [e.value for e in at.error], [e.value for e in at.error]
+
+
+@pytest.mark.worker
+def test_a_launch_right_after_the_queue_is_killed_is_accepted_ten_times(store):
+    """The issue's crash: a comparison's runs queued, its queue process SIGKILLed before it
+    started them (it waits on the store's lock held here). A launch at once is accepted,
+    in each of 10 tries (it was refused in 1 of 2 with 'run #2 is queued: wait for it')."""
+    cfg = RunConfig(epochs=1)
+    for _try in range(10):
+        queued = runner.submit([cfg, cfg], ["baseline", "run"], start=False)
+        hold = Store(store.path)
+        hold.conn.execute("BEGIN IMMEDIATE")  # the queue cannot claim a run: they stay queued
+        try:
+            assert runner.ensure_queue(store.path)
+            pid, _started, _handed = runner._marker(store)
+            deadline = time.monotonic() + 60
+            while not runner.queue_alive(store):
+                assert time.monotonic() < deadline, "the queue process did not start"
+                time.sleep(0.05)
+            os.kill(pid, signal.SIGKILL)
+            while process.process_alive(pid, None):
+                time.sleep(0.02)
+        finally:
+            hold.conn.execute("ROLLBACK")
+            hold.close()
+        t0 = time.monotonic()
+        while runner.queue_alive(store):  # the kernel lets go of its flock as the process ends
+            assert time.monotonic() - t0 < 5, "the killed queue's lock outlived it"
+            time.sleep(0.01)
+        (new,) = runner.submit([cfg], start=False)  # at once: accepted, its runs settled
+        assert {store.get_run(i)["status"] for i in queued} == {"failed"}
+        store.finish_run(new, "cancelled", runner.NOT_STARTED)
