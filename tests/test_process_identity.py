@@ -181,3 +181,16 @@ def test_a_launch_right_after_the_queue_is_killed_is_accepted_ten_times(store):
         (new,) = runner.submit([cfg], start=False)  # at once: accepted, its runs settled
         assert {store.get_run(i)["status"] for i in queued} == {"failed"}
         store.finish_run(new, "cancelled", runner.NOT_STARTED)
+
+
+@pytest.mark.worker
+def test_cancel_stops_a_real_worker_after_a_clock_step(start_long_run, clock_step):
+    """A training worker, psutil's create time 5 s off in the process that cancels: the
+    SIGTERM is sent and the run ends cancelled within the usual grace (it trained on for
+    15-16 s, stored 'cancelled' without a signal, before)."""
+    rid, st = start_long_run()
+    line = runner.cancel(rid)
+    assert line.startswith(f"run {rid}: stop requested (SIGTERM sent"), line
+    t0 = time.monotonic()
+    run = runner.wait(rid, timeout_s=runner.CANCEL_GRACE_S + 15)
+    assert run["status"] == "cancelled" and time.monotonic() - t0 < runner.CANCEL_GRACE_S
