@@ -69,6 +69,8 @@ def test_the_quick_benchmarks_estimate_counts_the_cells_it_will_run():
     last = {"wall_sec": 150.0, "cells": [{}] * 10, "full": False}      # 15 s a cell measured here
     assert bench.estimate_sec(last, cells=8) == (120.0, "8 cells at the last run's 15 s a cell here")
     assert bench.estimate_sec(last, cells=8, dataset="mnist5k")[0] == 8 * bench.PER_CELL_S["mnist5k"]
+    assert bench.step_label(6, 16, 2) == "Measurement 7 of 16 (8 cells × 2)"   # was "Cell 7 of 16" for 8 cells
+    assert bench.step_label(2, 8, 1) == "Cell 3 of 8"
 
 
 def test_each_bundled_data_set_has_its_presets_and_the_tuned_baseline_hook():

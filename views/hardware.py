@@ -250,10 +250,7 @@ def bench_progress(was_running: bool) -> None:
                     else "finishing (summarising and saving the result)" if total and done >= total
                     else "starting the worker (TensorFlow, data, model)")
             left = bench.progress_left(p, time.time())
-            reps = p.get("repeats") or 1  # total counts measurements: cells x repeats
-            step = (f"Measurement {min(done + 1, total)} of {total} ({total // reps} cells × {reps})" if reps > 1
-                    else f"Cell {min(done + 1, total)} of {total}")
-            text = (f":material/speed: {step}: {what} · "
+            text = (f":material/speed: {bench.step_label(done, total, p.get('repeats'))}: {what} · "
                     f"{p.get('elapsed', 0):.0f} s elapsed"
                     + (f" · about {left:.0f} s left" if left is not None else ""))
             st.progress(done / total if total else 0.0, text=text)
@@ -341,8 +338,7 @@ def bench_results(res: dict) -> None:
 
 def bench_section() -> None:
     st.markdown("#### Quick benchmark")
-    cells = len(bench.plan_matrix(quick_facts()))  # what it will run on this machine
-    est, basis = bench.estimate_sec(cells=cells)
+    est, basis = bench.estimate_sec(cells=(cells := len(bench.plan_matrix(quick_facts()))))  # what it will run here
     st.caption("Measures every option combination that makes sense here (precision × steps per "
                "execution × XLA, and several devices when there are) with short runs on synthetic "
                f"data, each against the float32 single-device baseline: about {est:.0f} s ({basis}). "

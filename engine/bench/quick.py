@@ -343,6 +343,12 @@ def estimate_sec(latest: Optional[dict] = None, full: bool = False,
     return (MNIST5K_ESTIMATE_S if dataset == "mnist5k" else QUICK_ESTIMATE_S), "a 2-core CPU"
 
 
+def step_label(done: int, total: int, repeats: Optional[int]) -> str:
+    """'Measurement 7 of 16 (8 cells × 2)' (total counts cells x repeats), or 'Cell 3 of 8' with one repeat."""
+    reps, k = repeats or 1, min(done + 1, total)
+    return f"Measurement {k} of {total} ({total // reps} cells × {reps})" if reps > 1 else f"Cell {k} of {total}"
+
+
 def time_left_sec(done: int, total: int, elapsed: float) -> Optional[float]:
     """Seconds left from the cells done so far (each cell's share of the time so far);
     None before the first cell is done. Rough: a cell's repeats take a fraction of its

@@ -67,9 +67,9 @@ def main() -> None:
 
     if talk.is_on():
         return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
-    talk.toasts_below()  # Stop's toast must not cover Stop
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
+    talk.toasts_below()  # Stop's toast must not cover Stop
     talk.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
