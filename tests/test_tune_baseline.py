@@ -105,3 +105,31 @@ def test_the_cli_refuses_a_tuned_baseline_that_is_not_stored_in_one_line(tmp_pat
     assert out.stderr.strip().splitlines() == [
         "error: baseline: 'tuned' has no learning rate stored for digits/cnn, global batch 128, adam; run python -m "
         "engine tune-baseline --dataset digits --model cnn --batch-size 128 --optimizer adam first"]
+
+
+def test_a_winner_at_the_edge_of_the_sweep_extends_it(store_home, store, monkeypatch):
+    from engine.jobs import runner
+    from engine.lr_find import range_test
+
+    monkeypatch.setattr(range_test, "run", lambda cfg, steps=100: {"suggestion": {"suggested": 0.002}})
+    submitted = []
+
+    def submit(configs, roles, store_path=None, group_id=None, **kw):
+        submitted.extend((c.learning_rate, c.seed) for c in configs)
+        return [store.create_run(c.to_json(), role=r, group_id=group_id) for c, r in zip(configs, roles)]
+
+    def wait(rid, store_path=None):
+        lr = store.get_run(rid)["config"]["learning_rate"]
+        reached = lr <= 0.016  # faster the higher the rate, up to 0.016; 0.032 diverges
+        store.update_run(rid, status="running", started=1.0)
+        store.add_metrics(rid, epochs=[(0, 0.01 / lr, 10, 0.5, 0.9, 0.4, 0.96 if reached else 0.1, lr)])
+        store.finish_run(rid, "completed", summary={"samples_per_sec": 100.0, "target_accuracy": 0.95})
+        return store.get_run(rid)
+
+    monkeypatch.setattr(runner, "submit", submit)
+    monkeypatch.setattr(runner, "wait", wait)
+    out = tune.tune(RunConfig(dataset="digits", model="cnn", epochs=5))
+    # 0.008 won the first sweep at its top edge: 0.016 was tried and won, then 0.032, which missed.
+    assert submitted[10:] == [(0.016, 0), (0.016, 1), (0.032, 0), (0.032, 1)]
+    assert out["learning_rates"] == [0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032]
+    assert out["learning_rate"] == 0.016

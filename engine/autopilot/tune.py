@@ -8,7 +8,8 @@ set, model, global batch size and optimizer, at LR_FACTORS x the LR range test's
 suggestion (Smith 2017, sec. 3.3; engine.lr_find.range_test), each trained to the target
 accuracy and stopped there on SEEDS seeds, in interleaved order. The winner is the
 learning rate with the shortest mean time to accuracy among those that reached the
-target on every seed; it is stored per (data set, model, batch size, optimizer) in
+target on every seed (a winner at the sweep's edge extends the sweep by a factor of 2 that
+way, at most EDGE_STEPS times); it is stored per (data set, model, batch size, optimizer) in
 engine.tuned_baselines. No TF in this process: every run is a queued run in its own worker.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from engine.config import RunConfig, baseline_config
 # Five log-spaced learning rates around the suggestion: x1/4 ... x4 (factor 2 apart).
 LR_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 SEEDS = (0, 1)
+EDGE_STEPS = 2  # how far a sweep extends past its edge when the winner sits there
 GROUP_PREFIX = "tune-"
 
 
@@ -96,27 +98,40 @@ def tune(cfg: RunConfig, center: Optional[float] = None, seeds=SEEDS, factors=LR
         if not center or not math.isfinite(center):
             center, center_from = cfg.learning_rate, "config"
     lrs = sweep_lrs(center, factors)
-    plan = []
-    for i, seed in enumerate(seeds):  # interleaved: drift in the machine's load hits every LR alike
-        order = lrs if i % 2 == 0 else list(reversed(lrs))
-        plan += [(lr, seed) for lr in order]
-    configs = [base.replace(learning_rate=lr, seed=seed) for lr, seed in plan]
-    ids = runner.submit(configs, ["baseline"] * len(configs), store_path,
-                        group_id=GROUP_PREFIX + uuid.uuid4().hex[:8])
-    runs = []
-    for (lr, seed), rid in zip(plan, ids):
-        run = runner.wait(rid, store_path)
-        store = Store(store_path)
-        try:
-            t = time_to_accuracy(store.metrics("epochs", rid), effective_target(run)) \
-                if run["status"] == "completed" else None
-        finally:
-            store.close()
-        r = {"run_id": rid, "learning_rate": lr, "seed": seed, "time_to_accuracy_sec": t, "status": run["status"]}
-        runs.append(r)
-        if on_run:
-            on_run(r)
+    group = GROUP_PREFIX + uuid.uuid4().hex[:8]
+    runs: list[dict] = []
+
+    def measure(rates: list[float]) -> None:
+        plan = []
+        for i, seed in enumerate(seeds):  # interleaved: drift in the machine's load hits every LR alike
+            order = rates if i % 2 == 0 else list(reversed(rates))
+            plan += [(lr, seed) for lr in order]
+        configs = [base.replace(learning_rate=lr, seed=seed) for lr, seed in plan]
+        ids = runner.submit(configs, ["baseline"] * len(configs), store_path, group_id=group)
+        for (lr, seed), rid in zip(plan, ids):
+            run = runner.wait(rid, store_path)
+            store = Store(store_path)
+            try:
+                t = time_to_accuracy(store.metrics("epochs", rid), effective_target(run)) \
+                    if run["status"] == "completed" else None
+            finally:
+                store.close()
+            r = {"run_id": rid, "learning_rate": lr, "seed": seed, "time_to_accuracy_sec": t, "status": run["status"]}
+            runs.append(r)
+            if on_run:
+                on_run(r)
+
+    measure(lrs)
     best = choose(runs, seeds)
+    # A winner at the edge of the sweep may not be the best rate: extend the sweep that way, one
+    # factor of 2 at a time, at most EDGE_STEPS times.
+    for _ in range(EDGE_STEPS):
+        if best is None or best["learning_rate"] not in (lrs[0], lrs[-1]):
+            break
+        nxt = float(f"{(lrs[-1] * 2 if best['learning_rate'] == lrs[-1] else lrs[0] / 2):.3g}")
+        lrs = sorted([*lrs, nxt])
+        measure([nxt])
+        best = choose(runs, seeds)
     out = {"center": center, "center_from": center_from, "learning_rates": lrs, "runs": runs,
            "target_accuracy": target, "seeds": list(seeds)}
     if best is None:
