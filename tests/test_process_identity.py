@@ -194,3 +194,16 @@ def test_cancel_stops_a_real_worker_after_a_clock_step(start_long_run, clock_ste
     t0 = time.monotonic()
     run = runner.wait(rid, timeout_s=runner.CANCEL_GRACE_S + 15)
     assert run["status"] == "cancelled" and time.monotonic() - t0 < runner.CANCEL_GRACE_S
+
+
+@pytest.mark.worker
+def test_stop_of_a_background_job_says_true_only_when_it_signalled(store_home, clock_step, sleeper):
+    path = store_home / "autopilot.json"
+    job = {"state": "running", "pid": sleeper.pid, "pid_started": process.start_time(sleeper.pid),
+           "started": time.time()}
+    background.write_json(path, job)
+    assert background.cancel_job(path, wait_s=5) is True  # delivered after a clock step
+    assert sleeper.wait(timeout=5) == -signal.SIGTERM
+    background.write_json(path, job)  # its process gone, the file still says running
+    assert background.cancel_job(path) is False
+    assert background.read_json(path)["state"] == "cancelled"

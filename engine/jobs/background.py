@@ -114,11 +114,13 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     (the transfer demo and the autopilot queue runs). With `wait_s`, wait up to that
     many seconds for its process to end first: a job that writes its state until it
     ends would otherwise read as running again for a moment, and its last write could
-    land on the state of a job started right after. Returns whether it was active."""
+    land on the state of a job started right after. Returns whether a stop signal was
+    delivered to its process (False for a job whose process is gone: it is still marked
+    cancelled, and nothing was signalled)."""
     job = read_json(path)
     if not job or job.get("state") not in ACTIVE_STATES:
         return False
-    stop(job)
+    signalled = stop(job)
     if and_runs:
         from engine.jobs.runner import cancel_active
 
@@ -129,7 +131,7 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     latest = read_json(path) or job
     if latest.get("state") in ACTIVE_STATES:  # not ended (yet) by the job's own last write
         write_json(path, {**latest, "state": "cancelled", "error": "stopped by the user", "finished": time.time()})
-    return True
+    return signalled
 
 
 # Each background job's state file in $SPEEDLAB_HOME (owned by engine.bench.quick,
