@@ -122,14 +122,15 @@ def factor_cell(f: dict, key: str) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     out = ["| technique | data | measure | ratio [95% CI] | verdict | reached (base/run of pairs) | throughput "
-           "| sample efficiency | outside training |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| sample efficiency | outside training | steady samples/s |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         reached = r.get("reached")
         rc = f"{reached['baseline']}/{reached['run']} of {reached['pairs']}" if reached else "-"
         out.append(f"| {r['what']} | {r['dataset']} | {r['measure'] or '-'} | {fmt_ratio(r['speedup'], r['ci95'])} "
                    f"| {r['verdict'] or '-'} | {rc} | {factor_cell(r['factors'], 'throughput')} | "
-                   f"{factor_cell(r['factors'], 'sample_efficiency')} | {factor_cell(r['factors'], 'outside_training')} |")
+                   f"{factor_cell(r['factors'], 'sample_efficiency')} | {factor_cell(r['factors'], 'outside_training')} "
+                   f"| {fmt_ratio(r['steady_speedup'], r['steady_ci95'])} |")
     return out
 
 
@@ -163,8 +164,9 @@ def main() -> None:
             f"--baseline {a.baseline} --only {' '.join(a.only)}`", "",
             f"Load average before {load0[0]:.1f}, after {load1[0]:.1f} on {os.cpu_count()} cores. {a.note}", "",
             "Ratio: baseline time / technique time to the target (> 1 = faster), 95% interval over the pairs; "
-            "synthetic rows: steady samples/s (technique / baseline). Throughput x sample efficiency x outside "
-            "training = the time-to-accuracy ratio (engine.jobs.comparison.factors_of_rows).", ""]
+            "synthetic rows (no target): end-to-end samples/s, technique / baseline, with the steady ratio in "
+            "the last column. Throughput x sample efficiency x outside training = the time-to-accuracy ratio "
+            "(engine.jobs.comparison.factors_of_rows).", ""]
     notes = sorted({r["note"] for r in rows if r["note"]})
     lines = head + table(rows) + ([""] + [f"- {n}" for n in notes] if notes else [])
     mode = "a" if stem.with_suffix(".md").exists() else "w"
