@@ -72,8 +72,9 @@ def test_runs_page_key_columns_chooser_and_blank_cells(store):
     at = app("views/runs/runs.py")
     assert not at.exception
     table = at.dataframe[0]
-    assert table.proto.column_order == ["id", "status", "role", "config", "samples_per_sec", "mfu", "bound_by",
-                                        "wall_sec", "val_accuracy", "time_to_target_sec"]
+    # Time to target right after the configuration (issue 43: the key columns at 1280 px).
+    assert table.proto.column_order == ["id", "status", "role", "config", "time_to_target_sec", "samples_per_sec",
+                                        "val_accuracy", "wall_sec", "mfu", "bound_by"]
     df = table.value
     assert df.set_index("id").loc[a, "time_to_target_sec"] == 2.5
     assert math.isnan(df.set_index("id").loc[b, "time_to_target_sec"])
