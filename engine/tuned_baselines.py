@@ -29,12 +29,16 @@ CREATE TABLE IF NOT EXISTS tuned_baselines (
 )"""
 
 
+def _has_table(store: Store) -> bool:
+    return bool(store.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='tuned_baselines'").fetchone())
+
+
 def ensure_table(store: Store) -> None:
     """Create the table if this store has none (a write only then)."""
-    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='tuned_baselines'").fetchone():
-        return
-    with store.tx() as conn:
-        conn.execute(_TABLE)
+    if not _has_table(store):
+        with store.tx() as conn:
+            conn.execute(_TABLE)
 
 
 def key_of(cfg) -> dict:
@@ -60,8 +64,10 @@ def put(store: Store, cfg, learning_rate: float, target_accuracy: Optional[float
 
 
 def get(store: Store, cfg) -> Optional[dict]:
-    """The newest tuned baseline for `cfg`'s key, as a dict with 'result' parsed, or None."""
-    ensure_table(store)
+    """The newest tuned baseline for `cfg`'s key, as a dict with 'result' parsed, or None.
+    A read only: a store without the table (never tuned, or read-only) has none."""
+    if not _has_table(store):
+        return None
     k = key_of(cfg)
     row = store.conn.execute(
         "SELECT * FROM tuned_baselines WHERE dataset=? AND model=? AND batch_size=? AND optimizer=? "

@@ -249,7 +249,7 @@ def test_a_comparison_stopped_before_any_pair_completed_says_so_where_the_chart_
     import re
 
     assert re.search(rf"Baselines measured fresh in this comparison \(#{b0}\), first at \d\d:\d\d:\d\d "
-                     r"\(3\d s before this was drawn\)", texts(at.caption))
+                     r"\(3\d s ago when drawn\)", texts(at.caption))
 
 
 def test_the_stop_toast_names_running_runs_and_counts_queued_ones():

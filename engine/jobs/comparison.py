@@ -23,6 +23,7 @@ table (engine.store_comparisons). No TF in this process.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 import uuid
@@ -204,16 +205,12 @@ def factors_of_rows(done: list[dict], ratios: list[Optional[float]]) -> Optional
         thr = stats.pair_ratio(row.get("baseline_steady"), row.get("steady"), True)
         if thr is None or not sb or not sr:
             return None
-        import math
-
         lt, ls = math.log(thr), math.log(sb / sr)
         logs["throughput"].append(lt)
         logs["sample_efficiency"].append(ls)
         logs["outside_training"].append(math.log(tta) - lt - ls)
     if not logs["throughput"]:
         return None
-    import math
-
     out = {}
     for k, v in logs.items():
         ratios_k = [math.exp(x) for x in v]
@@ -241,22 +238,18 @@ def _test_delta(done: list[dict]) -> Optional[dict]:
     return {"mean": mean, "ci95": ci, "pairs": n, "per_pair": diffs}
 
 
-def equivalence_margin(store: Store, comparison: dict, measure: str) -> float:
-    """The margin inside which a comparison is 'equivalent' (relative): its settings'
-    'margin' when given, else this machine's noise floor for `measure` (its newest A/A
-    comparison, engine.jobs.noise), never under stats.MIN_MARGIN. An A/A comparison uses
-    MIN_MARGIN (it is how the floor is measured)."""
+def equivalence_margins(store: Store, comparison: dict) -> dict:
+    """Per measure (MEASURES), the margin inside which a comparison is 'equivalent'
+    (relative): its settings' 'margin' when given, else this machine's noise floor for
+    that measure (its newest A/A comparison, read once; engine.jobs.noise.floor_of reads
+    it the same way), never under stats.MIN_MARGIN. An A/A comparison uses MIN_MARGIN
+    (it is how the floor is measured)."""
     s = comparison.get("settings") or {}
     if s.get("margin") is not None:
-        return max(float(s["margin"]), stats.MIN_MARGIN)
-    if comparison.get("kind") == "aa":
-        return stats.MIN_MARGIN
-    try:  # the newest A/A comparison of this host (engine.jobs.noise.floor_of reads it the same way)
-        aa = cstore.latest_noise(store, os.uname().nodename)
-        floor = (((aa or {}).get("result") or {}).get(measure) or {}).get("half_width")
-    except Exception:  # noqa: BLE001 - a missing or odd floor only narrows the margin to the minimum
-        floor = None
-    return max(floor or 0.0, stats.MIN_MARGIN)
+        return {m[0]: max(float(s["margin"]), stats.MIN_MARGIN) for m in MEASURES}
+    aa = None if comparison.get("kind") == "aa" else cstore.latest_noise(store, os.uname().nodename)
+    result = (aa or {}).get("result") or {}
+    return {m[0]: max((result.get(m[0]) or {}).get("half_width") or 0.0, stats.MIN_MARGIN) for m in MEASURES}
 
 
 def evaluate(store: Store, comparison: dict) -> dict:
@@ -295,9 +288,8 @@ def evaluate(store: Store, comparison: dict) -> dict:
            "tuned_baseline": settings.get("tuned_baseline")}
     # Adaptive: Stein's two-stage interval once the first stage is in (engine.report.stats).
     first = settings.get("min_pairs", stats.MIN_PAIRS) if settings.get("pairs") is None else None
-    margins = {}
+    margins = equivalence_margins(store, comparison)
     for name, _, _, higher in MEASURES:
-        margins[name] = equivalence_margin(store, comparison, name)
         cens = {}
         if name == "time_to_accuracy":  # every seed counts: a miss is a censored time
             cens = {"censored_baseline": [r.get("baseline_censored_sec") for r in done],

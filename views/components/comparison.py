@@ -43,14 +43,13 @@ def noise_floor(store, comp: dict | None = None) -> float | None:
 def _age(t: float | None) -> str:
     """When `t` (Unix s) was, as a clock time that stays true however long the page stays
     drawn ("at 18:12:05"; a relative "30 s ago" froze where it was drawn once), with the
-    date when it was not today, and how long ago that was when drawn."""
+    date when it was not today, and how long ago that was when drawn (engine.jobs.noise.age_text)."""
+    from engine.jobs.noise import age_text
+
     if not t:
         return "at an unknown time"
-    s = max(time.time() - t, 0)
-    ago = (f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else
-           f"{s / 3600:.1f} h" if s < 172800 else f"{s / 86400:.0f} days")
     fmt = "%H:%M:%S" if time.localtime(t)[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M"
-    return f"at {time.strftime(fmt, time.localtime(t))} ({ago} before this was drawn)"
+    return f"at {time.strftime(fmt, time.localtime(t))} ({age_text(t)} when drawn)"
 
 
 def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key: str = "cmp_headline",
