@@ -65,14 +65,15 @@ def saved_runs() -> dict[int, str]:
     """{run id: label} of completed runs that saved their model, newest first."""
     with Store() as store:
         out = {}
-        # Those of the newest SAVED_RUNS_SCANNED completed runs whose worker saved the model
-        # (summary.model_path, engine.jobs.worker): SQL picks them from an indexed window,
-        # so the picker costs the same with 100,000 stored runs.
+        # Those of the newest SAVED_RUNS_SCANNED completed runs that saved their model: the
+        # worker records summary.model_path, and a run with save_model keeps it in its folder
+        # (saved_model_path checks the file). SQL picks them from an indexed window, so the
+        # picker parses only runs with a model, however many runs are stored.
         newest = (f"id IN (SELECT id FROM runs WHERE status='completed' AND trashed IS NULL ORDER BY id DESC "
                   f"LIMIT {SAVED_RUNS_SCANNED})")
-        # Not filtered on summary.model_path: a model saved in the run's folder counts too
-        # (saved_model_path); the window keeps the reads bounded.
-        for r in store.query_runs(newest):
+        saved = ("(CASE WHEN json_valid(summary) THEN json_extract(summary, '$.model_path') END IS NOT NULL "
+                 "OR CASE WHEN json_valid(config) THEN json_extract(config, '$.save_model') END)")
+        for r in store.query_runs(f"{newest} AND {saved}"):
             if saved_model_path(store, r) is None:
                 continue
             c = r["config"]
