@@ -310,3 +310,32 @@ def test_the_ablation_chart_draws_each_factors_interval():
     assert list(bar.error_x.arrayminus) == pytest.approx([0.0, 0.8 - 0.71678, 1.4 - 1.25437], abs=1e-4)
     assert list(bar.error_x.array) == pytest.approx([0.0, 0.89288 - 0.8, 1.56254 - 1.4], abs=1e-4)
     assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None
+
+
+@pytest.mark.page
+def test_the_form_says_what_the_re_runs_add_and_the_rounds_count_down(store_home):
+    from engine.store import Store
+
+    at = app(PAGE)
+    no_errors(at)
+    assert ("After it: the runoff (3 runs), then 3 rounds of the baseline, the winner and the winner without each "
+            "of its techniques; how long they take here is known once this machine has run a baseline of "
+            "digits/cnn." in texts(at.caption))
+    with Store() as s:  # a baseline run: 30 s from start to end, 20 s of it to the target
+        rid = s.create_run(BASE.to_json(), role="baseline", status="completed")
+        s.update_run(rid, started=100.0, ended=130.0, summary={"time_to_target_sec": 20.0})
+    at = app(PAGE)
+    # 3 + 3 x (2 + 2) = 15 runs: 3 x 30 s + 12 x (10 + 0.2 x 20) s = 258 s; 3 + 3 x (2 + 5) = 24 runs:
+    # 90 s + 21 x (10 + 0.7 x 20) s = 594 s
+    assert f"15-24 runs, about 4 min to 10 min more here (a baseline run took 30 s: run #{rid})." in texts(at.caption)
+    me = psutil.Process()
+    background.write_json(autopilot.progress_path(), {
+        **done_state(), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
+        "started": time.time() - 300, "phase": "confirm", "ablation": None,
+        "confirm": {"repeats": 3, "seeds": [1, 2, 3], "planned": 12, "started": time.time() - 100,
+                    "runs": [{"round": 1}] * 4},
+        "current": {"phase": "confirm", "round": 2, "name": "winner", "run_id": 9, "label": "winner"}})
+    at = app(PAGE)
+    no_errors(at)
+    # 4 runs in 100 s: 8 left x 25 s = 200 s
+    assert "round 2: winner · run 5 of 12, about 3 min left · run #9" in texts(at.markdown)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import plain
+from engine import plain, tuned_baselines
 from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
-from engine.autopilot import search as autopilot
+from engine.autopilot import rerun_time, search as autopilot
 from engine.jobs.background import ACTIVE_STATES
 from engine.report import chart_style, train_charts
 from engine.autopilot import charts as autopilot_charts
@@ -89,15 +89,34 @@ def settings_form(p: dict | None = None) -> tuple[list[str] | None, str | None]:
         explain = e[4].toggle("Explain the winner", value=d["explain"], key="ap_explain",
                               help="leave-one-out ablation: one run per technique the winner uses")
     try:
-        RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
-                  target_accuracy=float(target), stop_at_target=True)
+        cfg = RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
+                        target_accuracy=float(target), stop_at_target=True)
         autopilot.check_settings(float(budget), float(target), int(repeats), seed=int(seed), explain=explain)
     except ConfigError as e:
         return None, str(e)
+    st.caption(rerun_line(cfg, int(budget), int(repeats), explain))
     args = ["--dataset", dataset, "--model", model, "--target", f"{target:g}", "--budget", str(int(budget)),
             "--batch-size", str(int(batch)), "--epochs", str(int(epochs)), "--seed", str(int(seed)),
             "--repeats", str(int(repeats)), "--lr-find", lr_find]
     return args + ([] if explain else ["--no-explain"]), None
+
+
+def rerun_line(cfg: RunConfig, budget: int, repeats: int, explain: bool) -> str:
+    """What the search's budget does not cover, said before Start: the runoff and the
+    confirming rounds (with the ablation inside them), estimated from this machine's last
+    baseline run of the data set and model (engine.autopilot.rerun_time)."""
+    with Store() as store:
+        tuned = tuned_baselines.get(store, cfg) is not None
+        est = rerun_time.before_start(store, cfg.dataset, cfg.model, repeats, explain, tuned, autopilot.FINALISTS)
+    rounds = (f"{repeats} rounds of the baseline, the winner" + (", the tuned baseline" if tuned else "")
+              + (" and the winner without each of its techniques" if explain else "")) if repeats else ""
+    what = f"the runoff ({autopilot.FINALISTS} runs)" + (f", then {rounds}" if rounds else "")
+    if est is None:
+        return (f"The {budget} s budget is the search's. After it: {what}; how long they take here is known "
+                f"once this machine has run a baseline of {cfg.dataset}/{cfg.model}.")
+    return (f"The {budget} s budget is the search's. After it: {what}, {est['runs_low']}-{est['runs_high']} runs, "
+            f"about {rerun_time.minutes(est['low_s'])} to {rerun_time.minutes(est['high_s'])} more here (a "
+            f"baseline run took {est['baseline_wall_s']:.0f} s: run #{est['baseline_run']}).")
 
 
 # --- live state -----------------------------------------------------------------------
@@ -131,7 +150,12 @@ def status(p: dict) -> None:
         what = (f"round {cur.get('round')}: {cur.get('name')}" if phase == "confirm" and cur
                 else f"trial {cur.get('trial')}: {cur.get('label', '')}" if phase == "runoff" and cur
                 else cur.get("label", "") if cur else "")
-        st.markdown(f":material/autorenew: **{PHASES.get(phase, phase).capitalize()}** · {what} · run "
+        conf = p.get("confirm") if phase == "confirm" else None
+        left = rerun_time.left_in_confirm(conf)
+        rounds = (f"run {len(conf.get('runs') or []) + 1} of {conf['planned']}"
+                  + (f", about {rerun_time.minutes(left)} left" if left is not None else "") + " · "
+                  if conf and conf.get("planned") else "")
+        st.markdown(f":material/autorenew: **{PHASES.get(phase, phase).capitalize()}** · {what} · {rounds}run "
                     f"#{cur.get('run_id', '?')} · {p.get('elapsed', 0):.0f} s since the start · {best_text}")
     elif p["state"] == "failed":
         st.error(f"The autopilot failed: {plain.md(p.get('error') or 'no message')}", icon=":material/error:")

@@ -901,11 +901,14 @@ class Autopilot:
                  **{n: a["config"] for n, a in abl.items()}}
         seeds = [self.base.seed + 1 + r for r in range(self.repeats)]
         runs: list[dict] = []
-        self._update(phase="confirm", confirm={"repeats": self.repeats, "seeds": seeds, "runs": runs})
+        order = alternate(list(names), self.repeats)
+        # 'planned' and 'started' let the page count the rounds down (engine.autopilot.rerun_time).
+        self._update(phase="confirm", confirm={"repeats": self.repeats, "seeds": seeds, "runs": runs,
+                                               "planned": len(order), "started": time.time()})
         store = Store(self.store_path)
         try:
             base_ids = {}
-            for r, name in alternate(list(names), self.repeats):
+            for r, name in order:
                 if self.stop.is_set():
                     break
                 cfg = names[name].replace(seed=seeds[r])
@@ -936,6 +939,7 @@ class Autopilot:
                 return sp
 
             result = {"repeats": self.repeats, "seeds": seeds, "runs": runs, "times": times,
+                      "planned": len(order), "started": self.state["confirm"]["started"],
                       "speedup": versus("baseline", "winner"),
                       "extra": {n: {"speedup_vs_baseline": versus("baseline", n), "winner_speedup": versus(n, "winner")}
                                 for n in self.extra},

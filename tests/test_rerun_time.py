@@ -1,0 +1,48 @@
+"""The autopilot's re-runs, said before Start and counted down (issue 43, item 4: the
+budget is honest). Hand-computed from one stored baseline run: 30 s wall, 20 s of it to the
+target, so 10 s of per-run overhead."""
+from __future__ import annotations
+
+import pytest
+
+from engine.autopilot import rerun_time
+from engine.config import RunConfig
+from engine.store import Store
+
+
+def _baseline(store: Store, dataset="digits", model="cnn", role="baseline", wall=30.0, ttt=20.0) -> int:
+    rid = store.create_run(RunConfig(dataset=dataset, model=model).to_json(), role=role, status="completed")
+    store.update_run(rid, started=100.0, ended=100.0 + wall, summary={"time_to_target_sec": ttt, "train_sec": ttt})
+    return rid
+
+
+def test_planned_runs_count_every_round():
+    assert rerun_time.planned_runs(5, 3, 4, tuned=True, explain=True) == {"runoff": 3, "confirm": 35}
+    assert rerun_time.planned_runs(5, 3, 4, tuned=False, explain=False) == {"runoff": 3, "confirm": 10}
+    assert rerun_time.planned_runs(0, 1, 4, tuned=True, explain=True) == {"runoff": 0, "confirm": 0}
+
+
+def test_before_start_ranges_from_the_last_baseline_run(tmp_path):
+    with Store(tmp_path / "runs.sqlite") as s:
+        assert rerun_time.before_start(s, "digits", "cnn", 5, True, False, 3) is None  # nothing measured yet
+        _baseline(s, wall=99.0, ttt=90.0)           # older: the newest counts
+        _baseline(s, model="mlp")                   # another model
+        _baseline(s, role="run", wall=5.0, ttt=2.0)  # not a baseline
+        rid = _baseline(s)
+        est = rerun_time.before_start(s, "digits", "cnn", 5, True, False, 3)
+        # low: 3 + 5 x (2 + 2 techniques) = 23 runs; 5 baselines x 30 s + 18 x (10 + 0.2 x 20) s = 402 s
+        # high: 3 + 5 x (2 + 5) = 38 runs; 150 s + 33 x (10 + 0.7 x 20) s = 942 s
+        assert est == {"low_s": pytest.approx(402.0), "high_s": pytest.approx(942.0), "runs_low": 23,
+                       "runs_high": 38, "baseline_run": rid, "baseline_wall_s": 30.0}
+        tuned = rerun_time.before_start(s, "digits", "cnn", 5, True, True, 3)
+        # a tuned baseline each round: 10 baseline runs x 30 s + 18 x 14 s = 552 s, 28 runs
+        assert (tuned["low_s"], tuned["runs_low"]) == (pytest.approx(552.0), 28)
+        assert rerun_time.before_start(s, "digits", "cnn", 0, False, False, 1) is None  # nothing after the search
+
+
+def test_left_in_confirm_extrapolates_the_runs_done():
+    conf = {"planned": 20, "started": 1000.0, "runs": [{}] * 4}
+    assert rerun_time.left_in_confirm(conf, now=1100.0) == pytest.approx(400.0)  # 16 left x 25 s
+    assert rerun_time.left_in_confirm({**conf, "runs": []}, now=1100.0) is None
+    assert rerun_time.left_in_confirm({"runs": [{}]}, now=1100.0) is None  # a state from before the plan was kept
+    assert rerun_time.minutes(40) == "40 s" and rerun_time.minutes(720) == "12 min"
