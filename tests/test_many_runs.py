@@ -109,6 +109,25 @@ def test_train_page_reads_do_not_grow_with_the_stored_runs(store_home, parsed):
     assert big <= small + 2, (small, big)
 
 
+@pytest.mark.page
+def test_replay_page_offers_the_newest_runs_and_its_reads_do_not_grow(store_home, parsed):
+    from views.replay import PICKER_RUNS
+
+    path = store_home / "runs.sqlite"
+    build(path, PICKER_RUNS + 20)
+    small, at = _page_parses("views/replay.py", parsed)
+    assert not at.exception
+    picks = at.selectbox(key="replay_base").options
+    assert len(picks) == PICKER_RUNS and picks[0].startswith(f"#{PICKER_RUNS + 20} ")  # the newest, newest first
+    build_into(path, 500)  # twice the runs: the same window, the same reads
+    big, at = _page_parses("views/replay.py", parsed)
+    picks = at.selectbox(key="replay_base").options
+    # The newest PICKER_RUNS, and the pair already picked (#519, #520), now older than the window.
+    assert not at.exception and len(picks) == PICKER_RUNS + 2 and picks[0].startswith(f"#{2 * PICKER_RUNS + 20} ")
+    assert {p.split()[0] for p in picks[-2:]} == {f"#{PICKER_RUNS + 19}", f"#{PICKER_RUNS + 20}"}
+    assert big <= small + 2, (small, big)
+
+
 def build_into(path, n: int) -> None:
     """`n` more runs copied into the store at `path` (benchmarks.many_runs.build's shape)."""
     tmp = path.with_name(f"extra-{n}.sqlite")

@@ -26,6 +26,7 @@ from views.components.live_charts import render_comparison
 
 REFRESH_S = 0.5  # the charts re-read the replay this often while it plays
 FINAL = ("completed", "cancelled")
+PICKER_RUNS = 500  # newest replayable runs offered in the pickers (older ones: Runs page, then Replay)
 
 
 def _label(run: dict) -> str:
@@ -45,6 +46,14 @@ def _speed() -> None:
     state = replay.load_state()
     if state and st.session_state.get("replay_speed"):
         replay.save_state(state.with_speed(int(st.session_state["replay_speed"]), time.time()))
+
+
+def replayable(store: Store) -> list[dict]:
+    """The newest PICKER_RUNS runs that ended and ever trained, newest first: read in SQL,
+    so the page costs the same with 100,000 stored runs (issue 42, item 1)."""
+    final = ",".join(f"'{s}'" for s in FINAL)
+    return store.query_runs(f"status IN ({final}) AND (status='completed' OR started IS NOT NULL)",
+                            limit=PICKER_RUNS)
 
 
 def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, talk_on: bool = False) -> None:
@@ -141,8 +150,13 @@ def main() -> None:
         head.markdown("### SpeedLab · Replay")
         talk.toggle(mode)
     with Store() as store:  # a run cancelled before it started has nothing to replay
-        stored = [r for r in store.list_runs() if r["status"] in FINAL and replay.started(r)]
+        stored = replayable(store)
         comps = cstore.list_all(store)
+        saved = replay.load_state()
+        for rid in (saved.baseline_id, saved.run_id) if saved else ():  # a pick older than the window stays
+            r = store.get_run(rid) if rid not in {x["id"] for x in stored} else None
+            if r and r["status"] in FINAL and replay.started(r):
+                stored.append(r)
     if not stored:
         st.info("Nothing to replay yet: finish a run with its baseline on **Train**, or import a run "
                 "bundle recorded elsewhere on **Runs** (`python -m engine import FILE.zip`).",
