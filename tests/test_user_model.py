@@ -207,3 +207,24 @@ def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_f
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=worker_env())
     out2 = run(os.path.join(tmp_path, "mine.keras"))
     assert out2["status"] == "completed" and out2["flops_per_sample"] == 133120 and 0 < out2["mfu"] <= 1
+
+
+# --- page: the Train page's "your own" model ------------------------------------------------
+
+@pytest.mark.page
+def test_train_page_takes_a_model_path_from_the_link_and_shows_the_engines_line(store_home, tmp_path):
+    from tests.apptest import app_test
+
+    spec = f"{tmp_path / 'none.py'}:build"
+    at = app_test()
+    at.query_params.update({"model": "own", "model_file": spec})
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="model").value == "own"
+    assert at.text_input(key="model_file").value == spec
+    line = f"model: {spec!r} names a file that does not exist; give the path of a .py or .keras file on this machine"
+    assert line in [e.value for e in at.error]
+    assert at.button(key="launch").disabled
+    # AppTest's server listens on no particular address and has no secret: no upload offered.
+    assert any("Uploading a .keras model is offered when" in c.value for c in at.caption)
+    assert not [u for u in at.get("file_uploader") if "model_upload" in str(getattr(u, "key", ""))]
