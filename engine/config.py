@@ -264,8 +264,11 @@ def _absolute_model(spec: str) -> str:
 
 def _model(c: "RunConfig") -> None:
     """`model` is a built-in name, file.py:function or a .keras file (their contents: engine.preflight)."""
-    if not isinstance(c.model, str) or not c.model:
+    if not isinstance(c.model, str):
         _choice("model", c.model, MODELS)
+    if not c.model.strip():
+        raise ConfigError("model", c.model, "is empty", "pick a model, or give path/to/file.py:build or "
+                          "path/to/model.keras")
     if user_model(c.model) is None and c.model not in MODELS:
         if c.model.lower().endswith(".py") or ".py:" in c.model.lower():
             raise ConfigError("model", c.model, "names no Python function",
@@ -277,6 +280,9 @@ def _model(c: "RunConfig") -> None:
                           "or your own: path/to/file.py:build or path/to/model.keras")
     _choice("model_weights", c.model_weights, MODEL_WEIGHTS)
     spec = user_model(c.model)
+    if spec is not None and c.init_from is not None:
+        raise ConfigError("init_from", c.init_from, "cannot be combined with your own model file",
+                          "save the model you start from as .keras and give --model path/to/model.keras")
     if c.model_weights == "fresh" and (spec is None or spec[1] is not None):
         raise ConfigError("model_weights", "fresh", "applies only to a saved .keras model",
                           "set it to keep, or give --model path/to/model.keras")

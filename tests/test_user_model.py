@@ -93,6 +93,10 @@ def test_a_user_model_path_is_made_absolute_and_fresh_weights_need_a_keras_file(
         RunConfig(model="m.py:build", model_weights="fresh")
     with pytest.raises(ConfigError, match="^model_weights: 'old' is not supported; use one of: keep, fresh$"):
         RunConfig(model="m.keras", model_weights="old")
+    with pytest.raises(ConfigError, match="^init_from: 3 cannot be combined with your own model file; "):
+        RunConfig(model="m.py:build", init_from=3)
+    with pytest.raises(ConfigError, match="^model: '' is empty; pick a model, or give path/to/file.py:build"):
+        RunConfig(model="")
 
 
 def test_missing_oversized_and_folder_model_files_are_refused_before_any_keras(tmp_path):

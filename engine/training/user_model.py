@@ -131,7 +131,10 @@ def _rebuild(model, keep_weights: bool):
         if layer.get("class_name") == "InputLayer":
             continue
         conf["dtype"] = "float32" if conf.get("name") == out_name else policy
-    new = keras.saving.deserialize_keras_object(ser, safe_mode=True)
+    try:
+        new = keras.saving.deserialize_keras_object(ser, safe_mode=True)
+    except Exception:  # noqa: BLE001 - a layer class Keras cannot rebuild (the user's own): keep it as built
+        return model
     if keep_weights:
         new.set_weights(model.get_weights())
     return new

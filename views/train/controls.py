@@ -157,7 +157,7 @@ def own_model_controls(f: Form, sb) -> None:
                          help="A Python file and the function that builds the model, build(input_shape, "
                               "num_classes) -> keras.Model, or a saved .keras model. Python runs only from a "
                               "path typed here, never from an upload.")
-    f.values["model"] = (path or "").strip() or OWN_MODEL  # the engine names an empty path
+    f.values["model"] = (path or "").strip()  # the engine names an empty path
     if f.values["model"].lower().endswith(".keras"):
         f.select("model_weights", "Weights of the .keras model", ("keep", "fresh"),
                  format_func=lambda w: "start from these weights" if w == "keep" else "architecture only")
