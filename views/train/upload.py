@@ -164,9 +164,11 @@ def uploads_allowed() -> bool:
     """A .keras upload is offered only where the server listens on this machine alone
     (server.address localhost) or the shared-secret gate is on (views/gate.py): a model file
     is code and weights from outside (docs/reliability.md). Python files are never uploaded."""
-    from views import gate
+    import os
 
-    return st.get_option("server.address") in LOCAL_ADDRESSES or bool(gate.secret())
+    # views/gate.py's variable, read here (a page may not import another page's module); the
+    # gate opens no page when it is set, so set means on.
+    return st.get_option("server.address") in LOCAL_ADDRESSES or bool(os.environ.get("SPEEDLAB_SECRET"))
 
 
 def save_model_upload(name: str, data: bytes) -> Path:
