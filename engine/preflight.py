@@ -134,8 +134,16 @@ def check_user_model(c: RunConfig, timeout_s: float = USER_MODEL_CHECK_TIMEOUT_S
     info = dataset_info(c.dataset, c)
     shape, classes = tuple(int(d) for d in info.shape), int(info.classes)
     key = (c.model, st.st_size, st.st_mtime_ns, shape, classes, c.backend)
-    if key in _checked:
-        return _checked[key]
+    out = _checked.get(key) or _run_check(c, shape, classes, timeout_s)
+    _checked[key] = out  # a fault too: the Train page checks on every rerun
+    if not out.get("ok"):
+        raise ConfigError("model", c.model, str(out.get("problem")), str(out.get("fix")))
+    return out
+
+
+def _run_check(c: RunConfig, shape: tuple, classes: int, timeout_s: float) -> dict:
+    """`python -m engine.training.user_model check` for `c.model`: its JSON line.
+    Raises: ConfigError when it times out or prints no answer (not remembered)."""
     env = dict(os.environ, KERAS_BACKEND=c.backend, CUDA_VISIBLE_DEVICES="-1", JAX_PLATFORMS="cpu",
                TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
                    p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p))
@@ -143,7 +151,7 @@ def check_user_model(c: RunConfig, timeout_s: float = USER_MODEL_CHECK_TIMEOUT_S
            ",".join(map(str, shape)), str(classes)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
-                           cwd=os.path.dirname(path) or None, stdin=subprocess.DEVNULL)
+                           cwd=_ROOT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ConfigError("model", c.model, f"took more than {timeout_s:g} s to build",
                           "make build() quick (no training or downloads in it)") from None
@@ -155,7 +163,4 @@ def check_user_model(c: RunConfig, timeout_s: float = USER_MODEL_CHECK_TIMEOUT_S
     if not isinstance(out, dict):
         err = (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1][:300]
         raise ConfigError("model", c.model, f"could not be checked: {err}", "run it by hand to see why")
-    if not out.get("ok"):
-        raise ConfigError("model", c.model, str(out.get("problem")), str(out.get("fix")))
-    _checked[key] = out
     return out
