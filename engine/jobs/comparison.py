@@ -175,7 +175,9 @@ def headline_measure(result: dict) -> str:
 def baseline_label(kind: str, cfg: Optional[dict]) -> Optional[str]:
     """What a comparison's baseline is, for every headline: 'Keras-default Adam 1e-3',
     'tuned Adam 0.003', or 'untuned Adam 0.003' (a constant rate the user chose);
-    None without a config."""
+    None without a config; 'your baseline command' for two commands (engine.jobs.command_pairs)."""
+    if kind == "command":
+        return "your baseline command"
     if not cfg:
         return None
     opt = cfg.get("optimizer") or "adam"
