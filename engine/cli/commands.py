@@ -33,7 +33,13 @@ def cmd_pairs(args) -> int:
     """Exit code 0: every pair complete; 1: a pair failed or Ctrl-C; 2: invalid input."""
     from engine.jobs import command_pairs
 
+    from engine.jobs import background
+
     command_pairs.check(args.baseline_cmd, args.cmd, args.pairs, args.timeout_s)
+    why = background.busy()
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
 
     def started(cid):
         if not args.quiet:

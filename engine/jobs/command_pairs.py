@@ -35,6 +35,7 @@ from typing import Callable, Optional
 from engine import store_comparisons as cstore
 from engine.errors import ConfigError
 from engine.jobs import comparison
+from engine.process import process_alive, start_time
 from engine.store import Store
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -76,6 +77,12 @@ def side_env(home: str, seed: int, group: str, role: str, run_file: str, base: O
     env.update(SPEEDLAB_HOME=home, SPEEDLAB_SEED=str(seed), SPEEDLAB_GROUP=group, SPEEDLAB_ROLE=role,
                SPEEDLAB_RUN_FILE=run_file)
     return env
+
+
+def alive(comp: dict) -> bool:
+    """Whether the process running a two-command comparison is still running (settings pid)."""
+    s = comp.get("settings") or {}
+    return process_alive(s.get("pid"), s.get("pid_started"))
 
 
 def _tail(path: str) -> str:
@@ -182,7 +189,8 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
         home = str(store.path.parent)
         settings = {"pairs": pairs, "max_pairs": pairs, "min_pairs": min(2, pairs), "baseline_kind": "command",
                     "commands": {"baseline": baseline_cmd.strip(), "run": cmd.strip()}, "seed": seed,
-                    "timeout_s": timeout_s, "target_half_width": None, "budget_s": None, "margin": None}
+                    "timeout_s": timeout_s, "target_half_width": None, "budget_s": None, "margin": None,
+                    "pid": os.getpid(), "pid_started": start_time(os.getpid())}
         cid = cstore.create(store, "ab", group, settings, [], os.uname().nodename)
         if comparison_id:
             comparison_id(cid)

@@ -441,6 +441,11 @@ def settle_if_idle(store: Store, comp: dict) -> dict:
     so the queue's hook never ran). Returns the comparison as stored now."""
     if comp["status"] != "running":
         return comp
+    if (comp.get("settings") or {}).get("baseline_kind") == "command":  # its own process settles it
+        from engine.jobs import command_pairs
+
+        if command_pairs.alive(comp):
+            return comp
     for p in comp.get("plan") or []:
         for k in ("baseline_id", "run_id"):
             r = store.get_run(p[k]) if not p.get("dropped") else None
