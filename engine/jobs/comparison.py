@@ -441,10 +441,11 @@ def settle_if_idle(store: Store, comp: dict) -> dict:
     so the queue's hook never ran). Returns the comparison as stored now."""
     if comp["status"] != "running":
         return comp
-    if (comp.get("settings") or {}).get("baseline_kind") == "command":  # its own process settles it
-        from engine.jobs import command_pairs
+    s = comp.get("settings") or {}
+    if s.get("baseline_kind") == "command":  # two commands (engine.jobs.command_pairs): its process settles it
+        from engine.process import process_alive
 
-        if command_pairs.alive(comp):
+        if process_alive(s.get("pid"), s.get("pid_started")):
             return comp
     for p in comp.get("plan") or []:
         for k in ("baseline_id", "run_id"):
