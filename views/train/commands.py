@@ -2,7 +2,7 @@
 
 Two typed commands are the server's own user's code: they are offered only where the
 server listens on this machine alone (server.address localhost), never on a dashboard
-served to a network, secret gate or not (docs/reliability.md). Launch starts a detached
+served to a network, secret gate or not (docs/reliability.md). "Start the pairs" starts a detached
 ``python -m engine pairs ... --quiet`` (engine.jobs.background.spawn), so a page reload
 loses nothing; the running comparison is drawn as any other (views/train/train.py's
 comparison block), and its job file keeps the commands and the process's last line.
@@ -55,7 +55,7 @@ def launch(baseline_cmd: str, cmd: str, pairs: int) -> str:
 
 
 def commands_panel() -> None:
-    """The expander with two command fields, Pairs and Launch (local servers only), and
+    """The expander with two command fields, Pairs and "Start the pairs" (local servers only), and
     the last launch's state as plain text."""
     if not allowed():
         return
@@ -69,7 +69,7 @@ def commands_panel() -> None:
                                 max_chars=command_pairs.MAX_COMMAND_CHARS, key="pairs_cmd")
             pairs = st.number_input("Pairs", min_value=1, max_value=command_pairs.MAX_PAIRS, value=3, step=1,
                                     key="pairs_n")
-            go = st.form_submit_button("Launch", icon=":material/rocket_launch:")
+            go = st.form_submit_button("Start the pairs", icon=":material/play_arrow:")  # not "Launch": one on the page
         if go:
             try:
                 st.text(launch(base, cmd, int(pairs)))
