@@ -93,7 +93,7 @@ class RunSummary:
             (padding too, as fvcore and ptflops do).
         flops_phases (per phase): [{'first_epoch', 'end_epoch', 'frozen', 'flops_per_sample'}] of a
             run with taken-over layers (each phase counted apart); None otherwise.
-        flops_source: 'layers' (engine.training.flops.count) or 'xla' (XLA's cost analysis of the
+        flops_source (name): 'layers' (engine.training.flops.count) or 'xla' (XLA's cost analysis of the
             step, the fallback on JAX for a model with layers the counter does not know).
     """
 
