@@ -18,7 +18,7 @@ from engine.errors import ConfigError
 from engine.jobs import command_pairs
 from engine.store import Store
 
-pytestmark = pytest.mark.worker  # lane: docs/testing.md (starts processes)
+# lanes (docs/testing.md): worker for the tests that start `python -m engine pairs`, page for the Train panel
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDE = f"{shlex.quote(sys.executable)} -m tests.command_side"
@@ -34,6 +34,7 @@ def _last_json(proc) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.worker
 def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path):
     # Pair i runs both sides on seed i: baseline 2, 3, 4 s to the target, the command 1, 2, 1 s.
     proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2,3,4", "--cmd", f"{SIDE} --sec 1,2,1",
@@ -68,6 +69,7 @@ def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path):
         store.close()
 
 
+@pytest.mark.worker
 def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path):
     proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --fail 'ValueError: boom'",
                 "--pairs", "2", "--json")
@@ -79,6 +81,7 @@ def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path)
     assert "ValueError: boom" in c["ended_by"]
 
 
+@pytest.mark.worker
 def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
     proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --no-run", "--cmd", f"{SIDE} --sec 1", "--pairs", "1")
     assert proc.returncode == 1
@@ -91,6 +94,7 @@ def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
         store.close()
 
 
+@pytest.mark.worker
 def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
     from engine import store_comparisons as cstore
     from engine.cli.pairs import comparison_json
@@ -112,6 +116,7 @@ def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
     assert math.isclose(c["end_to_end_speedup"], 2.0, rel_tol=0.01)
 
 
+@pytest.mark.worker
 def test_bad_commands_are_refused_before_anything_runs(tmp_path):
     for args, field in (((" ", "x", 2, 10.0), "baseline_cmd"), (("x", "python 'a", 2, 10.0), "cmd"),
                         (("x", "y", 0, 10.0), "pairs"), (("x", "y", 2, 0.0), "timeout_s")):
@@ -122,3 +127,27 @@ def test_bad_commands_are_refused_before_anything_runs(tmp_path):
     assert proc.returncode == 2
     assert _last_json(proc)["exit_code"] == 2
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+@pytest.mark.page
+def test_train_panel_is_local_only_and_refuses_bad_commands_before_starting(store_home, monkeypatch):
+    import streamlit as st
+
+    from views.train import commands
+
+    for address, allowed in (("localhost", True), ("127.0.0.1", True), ("0.0.0.0", False), (None, False)):
+        monkeypatch.setattr(st, "get_option", lambda name, a=address: a if name == "server.address" else None)
+        assert commands.allowed() is allowed
+    spawned = []
+    monkeypatch.setattr(commands.background, "spawn", lambda *a: spawned.append(a) or (1, 0.0))
+    with pytest.raises(ConfigError) as e:
+        commands.launch("python train.py", "python 'train.py", 3)
+    assert e.value.field == "cmd" and "balance its quotes" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        commands.launch("python train.py", "python train.py --bf16", 51)
+    assert e.value.field == "pairs"
+    assert spawned == [] and not (store_home / commands.JOB_FILE).exists()
+    assert commands.launch("python train.py", "python train.py --bf16", 3) == "started: 3 pairs, process 1"
+    (argv, _log), = spawned
+    assert argv == ["pairs", "--baseline-cmd", "python train.py", "--cmd", "python train.py --bf16", "--pairs", "3",
+                    "--quiet"]
