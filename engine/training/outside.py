@@ -195,6 +195,9 @@ class SpeedLabCallback(keras.callbacks.Callback):
         # pid + its start time: the runner's reconcile keeps a live script's run running.
         store.update_run(run_id, started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
                          environment=_environment())
+        import atexit
+
+        atexit.register(self._at_exit)  # a fit that raised never calls on_train_end
         path = os.environ.get("SPEEDLAB_RUN_FILE")
         if path:
             write_run_file(path, run_id)
@@ -254,6 +257,20 @@ class SpeedLabCallback(keras.callbacks.Callback):
         except Exception as e:  # noqa: BLE001 - never fail the user's training
             traceback.print_exc()
             self._disable("finish", e)
+
+    def _at_exit(self) -> None:
+        """At interpreter exit: a run still open (fit raised, or was interrupted) ends failed,
+        with what it measured, so that nobody waits for it."""
+        if self._off or self._finished or self._store is None:
+            return
+        try:
+            self._finish("failed", "the script ended before fit finished (fit raised or was interrupted)")
+        except Exception:  # noqa: BLE001 - exiting anyway
+            try:
+                self._store.finish_run(self.run_id, "failed", "the script ended before fit finished",
+                                       only_if_active=True)
+            except Exception:  # noqa: BLE001
+                pass
 
     def _finish(self, status: str, error: Optional[str]) -> None:
         if self._finished:
