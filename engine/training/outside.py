@@ -162,16 +162,19 @@ class SpeedLabCallback(keras.callbacks.Callback):
         gb = self.batch_size or _global_batch(model) or 32
         spe = int(getattr(model, "steps_per_execution", None) or getattr(model, "_steps_per_execution", 1) or 1)
         steps = int(params.get("steps") or 1)
+        epochs = int(params.get("epochs") or 1)
         policy = keras.config.dtype_policy().name
         replicas = _replicas()
         seed = int(os.environ.get("SPEEDLAB_SEED", "0") or 0)
         lr = _lr(model)
-        cfg = RunConfig(backend=keras.backend.backend(), precision=policy if policy in
-                        ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
-                        batch_size=gb, epochs=int(params.get("epochs") or 1), steps_per_execution=spe,
-                        learning_rate=lr if lr and lr > 0 else 1e-3, seed=seed,
-                        target_accuracy=self.target_accuracy, devices=max(replicas, 1),
-                        jit_compile=bool(getattr(model, "jit_compile", False)))
+        self._read = dict(backend=keras.backend.backend(), batch_size=gb, steps_per_execution=spe,
+                                 learning_rate=lr, jit_compile=bool(getattr(model, "jit_compile", False)))
+        cfg = _config(RunConfig, backend=keras.backend.backend(), precision=policy if policy in
+                      ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
+                      batch_size=gb, epochs=epochs, steps_per_execution=spe,
+                      learning_rate=lr if lr and 0 < lr <= 10 else 1e-3, seed=seed,
+                      target_accuracy=self.target_accuracy, devices=max(replicas, 1),
+                      jit_compile=bool(getattr(model, "jit_compile", False)))
         self._cfg = cfg
         self._policy = policy
         self._replicas = replicas
@@ -184,11 +187,11 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._store, self.run_id, self._tl = store, run_id, tl
         self._plan = {"source": SOURCE, "label": LABEL, "script": script, "name": self.name or script,
                       "argv": [str(a)[:200] for a in sys.argv[:20]], "steps_per_epoch": steps,
-                      "epochs": cfg.epochs, "total_steps": steps * cfg.epochs, "global_batch_size": gb,
+                      "epochs": epochs, "total_steps": steps * epochs, "global_batch_size": gb,
                       "replicas": replicas, "precision_policy": policy, "compute_dtype": _dtype(model, "compute"),
                       "variable_dtype": _dtype(model, "variable"), "device_kind": _device_kind(),
                       "per_replica_batch_size": gb // max(replicas, 1), "dropped_samples_per_epoch": 0,
-                      "effective_learning_rate": cfg.learning_rate, "persistent_iterators": {},
+                      "effective_learning_rate": lr, "persistent_iterators": {},
                       "input_batches_per_sec": None}
         from engine.process import start_time
 
@@ -289,7 +292,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
         from engine.report.measure import steady_state
         from engine.training.summary import RunSummary, fused_optimizer_on, loss_scale, progress, time_accounts
 
-        rec, cfg, model, plan = self._rec, self._cfg, self.model, self._plan
+        rec, model, plan = self._rec, self.model, self._plan
+        cfg = SimpleNamespace(**self._read)  # what was read, even where the stored config fell back
         timing = {**steady_state(rec.durations, rec.batches, cfg.batch_size, warmup_flags=rec.warmups,
                                  samples=rec.samples),
                   **time_accounts(self._tl, sum(rec.samples))}
@@ -301,7 +305,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
             compute_dtype=plan["compute_dtype"], variable_dtype=plan["variable_dtype"],
             steps_per_execution=cfg.steps_per_execution, jit_compile=cfg.jit_compile,
             global_batch_size=cfg.batch_size, per_replica_batch_size=plan["per_replica_batch_size"],
-            dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate, schedule="outside script",
+            dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate or 0.0, schedule="outside script",
             label_smoothing=0.0, mixup_alpha=0.0, train_accuracy_on_mixed_targets=False, init_from=None,
             pretrained=False, loss_scale=_safe(loss_scale, model), fused_optimizer=bool(_safe(fused_optimizer_on,
                                                                                                model)),
@@ -323,6 +327,27 @@ class SpeedLabCallback(keras.callbacks.Callback):
             except Exception as e:  # noqa: BLE001 - a missing MFU must not fail the run
                 out["peak_source"] = f"MFU not computed: {type(e).__name__}: {str(e)[:200]}"
         return out
+
+
+def _config(RunConfig, **read):
+    """A valid RunConfig holding what the callback read. Its data set is a placeholder
+    (synthetic, sized so that the batch and steps per execution fit): the script's own data is
+    not known. Fields that do not validate fall back to their defaults, one at a time."""
+    from engine.errors import ConfigError
+
+    gb, spe = read["batch_size"], read["steps_per_execution"]
+    base = {"dataset": "synthetic", "synthetic_samples": max(2048, 4 * gb * spe)}
+    for _ in range(len(read) + 1):
+        try:
+            return RunConfig(**base, **read)
+        except ConfigError as e:
+            if e.args and getattr(e, "field", None) in read:
+                read.pop(e.field)
+            elif read:
+                read.popitem()
+            else:
+                raise
+    return RunConfig(**base)
 
 
 def _safe(fn, *args):
