@@ -151,3 +151,21 @@ def test_jax_backend_imports_no_tensorflow(store_home):
     assert run["status"] == "completed" and run["summary"]["backend"] == "jax"
     assert run["summary"]["executions"] == 4  # 64 samples / batch 16, one epoch
 
+
+
+def _callback_row() -> dict:
+    from engine.config import RunConfig
+
+    return {"id": 5, "status": "completed", "role": "run", "created": 0.0, "group_id": None, "origin": None,
+            "config": RunConfig(dataset="synthetic", precision="mixed_bfloat16").to_dict(),
+            "plan": {"source": "callback", "script": "train.py", "name": "my-exp"}, "summary": {}}
+
+
+def test_runs_table_and_legend_label_a_callback_run():
+    from engine.report.chart_style import run_label
+    from engine.report.table import runs_frame
+
+    row = runs_frame(None, runs=[_callback_row()]).iloc[0]
+    assert (row["dataset"], row["model"]) == ("(outside script)", "my-exp")
+    assert row["origin"] == "from an outside script (train.py)"
+    assert run_label(_callback_row()).endswith("outside script")
