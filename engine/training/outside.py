@@ -286,6 +286,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
                        source=SOURCE)
         self._store.finish_run(self.run_id, status, error, summary=summary)
         self._finished = True
+        self._store.close()
 
     def summary(self) -> dict:
         """The run's summary: engine.training.summary.RunSummary's keys, plus MFU (engine.report.mfu)."""
