@@ -43,7 +43,7 @@ def main() -> int:
         os.replace(path + ".tmp", path)
     n, bs, d = 10, 32, sec / 10
     store.update_run(rid, started=store.get_run(rid)["created"],
-                     plan={"steps_per_epoch": 5, "total_steps": n, "epochs": 2, "replicas": 1,
+                     plan={"steps_per_epoch": 5, "total_steps": n, "epochs": 2, "replicas": 1, "n_train": 5 * bs,
                            "per_replica_batch_size": bs, "device_kind": "CPU"},
                      environment={"hostname": os.uname().nodename})
     rows = [(i, i // 5, i + 1, 1, d * (i + 1), d, bs / d, 1.0, 1e-3, 0, None) for i in range(n)]
