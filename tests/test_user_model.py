@@ -119,6 +119,21 @@ def test_missing_oversized_and_folder_model_files_are_refused_before_any_keras(t
     assert check_user_model(RunConfig(model="cnn")) is None
 
 
+def test_a_file_that_fails_on_import_is_its_last_line_with_file_and_line(tmp_path):
+    from engine.training.user_model import load_function  # imports no framework itself
+
+    cases = {"syntax.py": ("def build(:\n    pass\n", "raises on import: SyntaxError: invalid syntax (syntax.py, line 1)"),
+             "boom.py": ("x = 1\nraise RuntimeError('boom')\n", "raises on import: RuntimeError: boom (boom.py, line 2)"),
+             "other.py": ("def make(a, b):\n    pass\n", "has no function 'build' (it has make); define "
+                          "build(input_shape, num_classes) returning a keras.Model, and name it after ':'")}
+    for name, (text, problem) in cases.items():
+        (tmp_path / name).write_text(text)
+        spec = f"{tmp_path / name}:build"
+        with pytest.raises(ConfigError) as e:
+            load_function(spec)
+        assert str(e.value).startswith(f"model: {spec!r} {problem}")
+
+
 # --- tf: the model checks, the float32 head, the FLOP count --------------------------------
 
 @pytest.mark.tf

@@ -33,6 +33,8 @@ FIX = "fix the model file"
 def _where(e: BaseException, path: str) -> str:
     """'ValueError: text (file.py, line 12)': the exception's last line and the deepest frame
     in the user's file (else the deepest frame at all)."""
+    if isinstance(e, SyntaxError):  # raised while compiling: its place is on the error, not a frame
+        return f"{type(e).__name__}: {e.msg} ({os.path.basename(e.filename or path)}, line {e.lineno})"
     frames = traceback.extract_tb(e.__traceback__)
     mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)] or frames
     last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines() or [type(e).__name__]
