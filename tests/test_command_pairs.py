@@ -151,3 +151,22 @@ def test_train_panel_is_local_only_and_refuses_bad_commands_before_starting(stor
     (argv, _log), = spawned
     assert argv == ["pairs", "--baseline-cmd", "python train.py", "--cmd", "python train.py --bf16", "--pairs", "3",
                     "--quiet"]
+
+
+@pytest.mark.worker
+def test_the_bf16_example_compares_two_real_scripts(tmp_path):
+    # examples/train_with_callback.py (SpeedLabCallback, digits), float32 against bf16: one pair.
+    script = f"{shlex.quote(sys.executable)} examples/train_with_callback.py --epochs 2"
+    proc = _cli(tmp_path, "--baseline-cmd", script, "--cmd", f"{script} --bf16", "--pairs", "1", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    c = _last_json(proc)["comparison"]
+    assert c["status"] == "completed" and c["pairs"] == 1 and c["baseline_kind"] == "command"
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        b, r = store.get_run(c["baseline_ids"][0]), store.get_run(c["run_ids"][0])
+        assert (b["role"], r["role"]) == ("baseline", "run") and b["group_id"] == r["group_id"]
+        assert b["status"] == r["status"] == "completed"
+        assert b["id"] < r["id"]  # pair 1 is AB
+    finally:
+        store.close()
+    assert c["steady_speedup"] > 0 and len(c["pair_ratios"]) == 1
