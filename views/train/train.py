@@ -23,7 +23,6 @@ from views.components import talk, url_params
 from views.components.common import one_line_errors
 from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
-from views.train.commands import commands_panel
 from views.train.controls import advanced_controls, controls, schedule_controls
 from views.train.launch import launch, machine_busy
 from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_phase, live_view, measuring,
@@ -97,7 +96,6 @@ def main() -> None:
         messages.info(ap_busy, icon=":material/travel_explore:")
     if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages, reuse=reuse)
-    commands_panel()  # "Compare two commands", local servers only
 
     active = any_active()
     # While a run is active the live view re-reads the store every second; when
