@@ -27,7 +27,10 @@ def test_any_number_of_ctrl_c_cancels_in_one_line_and_exits_130(store_home, pres
     env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0"}
     # Its own process group, as a terminal's foreground job: Ctrl-C is SIGINT to the group.
     p = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--quiet"], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         # A terminal's job gets SIGINT's default; an xdist worker ignores SIGINT and a
+                         # child inherits that, so the run trained on to its end and exited 0.
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 180
         while True:
