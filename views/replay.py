@@ -164,7 +164,7 @@ def main() -> None:
         recorded_offer()
         return
     runs = {r["id"]: r for r in stored}
-    state = replay.load_state()
+    state = saved
     if state is None or state.baseline_id not in runs or state.run_id not in runs:
         # The newest ended comparison's last complete pair: it has an interval to show.
         pair = replay.comparison_pair(comps, stored) or replay.default_pair(stored) or (stored[-1]["id"], stored[0]["id"])
