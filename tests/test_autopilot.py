@@ -263,20 +263,35 @@ def test_paired_speedup_is_the_median_ratio_with_min_and_max():
     assert autopilot.paired_speedup([None], [1.0])["median"] is None
 
 
-def test_runoff_chooses_the_lowest_mean_of_search_and_rerun():
-    f = [{"trial": 1, "time_to_target_sec": 0.90, "rerun_sec": 1.30},   # lucky in the search: mean 1.10
-         {"trial": 7, "time_to_target_sec": 1.00, "rerun_sec": 0.96},   # mean 0.98
-         {"trial": 9, "time_to_target_sec": 1.02, "rerun_sec": 0.94}]   # mean 0.98: a tie, the earlier trial wins
+def test_runoff_chooses_the_finalist_that_reaches_on_most_seeds_then_the_lowest_mean():
+    f = [{"trial": 1, "time_to_target_sec": 0.90, "rerun_secs": [1.20, 1.50]},  # lucky in the search: mean 1.20
+         {"trial": 7, "time_to_target_sec": 1.00, "rerun_secs": [0.96, 0.98]},  # mean 0.98
+         {"trial": 9, "time_to_target_sec": 1.02, "rerun_secs": [0.94, 0.98]}]  # mean 0.98: a tie, the earlier wins
     choice = autopilot.choose_finalist(f)
-    assert choice["trial"] == 7 and choice["mean_sec"] == pytest.approx(0.98)
-    # A finalist whose re-run missed the target is out, however fast its search run was.
-    f[1]["rerun_sec"] = f[2]["rerun_sec"] = None
-    assert autopilot.choose_finalist(f)["trial"] == 1
-    # If every re-run missed it, the search's fastest stands, with no mean.
-    f[0]["rerun_sec"] = None
-    assert autopilot.choose_finalist(f) == {**f[0], "mean_sec": None}
+    assert choice["trial"] == 7 and choice["mean_sec"] == pytest.approx(0.98) and choice["missed"] == 0
+    # A finalist that missed the target on a runoff seed loses to one that reached it on every seed,
+    # however fast its other runs were (the 2-epoch route that reached 0.965 only on its search seed).
+    f[1]["rerun_secs"] = [0.50, None]
+    f[2]["rerun_secs"] = [None, None]
+    choice = autopilot.choose_finalist(f)
+    assert choice["trial"] == 1 and choice["missed"] == 0 and choice["mean_sec"] == pytest.approx(3.6 / 3)
+    # If every finalist missed somewhere, the fewest misses win, then the mean of the runs that reached.
+    f[0]["rerun_secs"] = [None, 1.10]
+    choice = autopilot.choose_finalist(f)
+    assert choice["trial"] == 7 and choice["missed"] == 1 and choice["mean_sec"] == pytest.approx(0.75)
+    # Missing everywhere: the search's fastest stands, its mean its search time.
+    for x in f:
+        x["rerun_secs"] = [None, None]
+    assert autopilot.choose_finalist(f) == {**f[0], "missed": 2, "mean_sec": 0.90}
     with pytest.raises(ValueError):
         autopilot.choose_finalist([])
+
+
+def test_runoff_seeds_follow_the_confirming_rounds_seeds():
+    # Search on 0, confirming rounds on 1-5, the runoff on 6 and 7: nothing is confirmed on a seed it was chosen on.
+    assert autopilot.runoff_seeds(0, 5) == [6, 7]
+    assert autopilot.runoff_seeds(10, 3, 3) == [14, 15, 16]
+    assert autopilot.runoff_seeds(autopilot.MAX_SEED, 0, 2) == [0, 1]
 
 
 def test_reruns_alternate():
@@ -715,7 +730,7 @@ def test_planted_slow_trial_is_pruned_once_it_passes_the_best_time(searched):
 
 
 @pytest.mark.worker
-def test_runoff_reruns_the_fastest_trials_once_each_and_picks_the_lowest_mean(searched):
+def test_runoff_reruns_the_fastest_trials_on_new_seeds_and_picks_by_reach_then_mean(searched):
     ap, chosen = searched["ap"], searched["chosen"]
     reached = sorted((t for t in ap.state["trials"] if t["kind"] == "reached"),
                      key=lambda t: (t["time_to_target_sec"], t["trial"]))
@@ -725,24 +740,27 @@ def test_runoff_reruns_the_fastest_trials_once_each_and_picks_the_lowest_mean(se
     finalists = reached[:autopilot.FINALISTS]
     ro = ap.state["runoff"]
     assert ro["finalists"] == [t["trial"] for t in finalists] == [r["trial"] for r in ro["runs"]]
+    assert ro["seeds"] == autopilot.runoff_seeds(ap.base.seed, ap.repeats)
     store = _store(searched["home"])
     try:
         for t, r in zip(finalists, ro["runs"]):
-            run, searched_run = store.get_run(r["run_id"]), store.get_run(t["run_id"])
-            # The same configuration on the same seed: only the machine's timing differs.
-            assert run["config"] == searched_run["config"]
-            assert (run["role"], run["group_id"]) == ("runoff", f"{ap.id}-r{t['trial']}")
-            assert run["summary"]["autopilot"]["phase"] == "runoff"
+            searched_run = store.get_run(t["run_id"])
+            assert len(r["run_ids"]) == len(r["rerun_secs"]) == autopilot.RUNOFF_SEEDS
+            for rid, secs, seed in zip(r["run_ids"], r["rerun_secs"], ro["seeds"]):
+                run = store.get_run(rid)
+                # The same configuration on a seed of its own.
+                assert run["config"] == {**searched_run["config"], "seed": seed}
+                assert (run["role"], run["group_id"]) == ("runoff", f"{ap.id}-r{t['trial']}")
+                assert run["summary"]["autopilot"]["phase"] == "runoff"
+                assert secs == (pytest.approx(run["summary"]["time_to_target_sec"])
+                                if run["summary"].get("stopped_at_target") else None)
             assert r["time_to_target_sec"] == t["time_to_target_sec"]
-            assert r["rerun_sec"] == (pytest.approx(run["summary"]["time_to_target_sec"])
-                                      if run["summary"].get("stopped_at_target") else None)
     finally:
         store.close()
-    means = {r["trial"]: (r["time_to_target_sec"] + r["rerun_sec"]) / 2 for r in ro["runs"] if r["rerun_sec"]}
-    if means:
-        assert chosen["trial"] == ro["choice"] == min(means, key=lambda n: (means[n], n))
-        assert chosen["mean_sec"] == pytest.approx(means[chosen["trial"]])
-        assert chosen["config"] == next(t["config"] for t in finalists if t["trial"] == chosen["trial"])
+    expect = autopilot.choose_finalist(ro["runs"])
+    assert chosen["trial"] == ro["choice"] == expect["trial"]
+    assert chosen["mean_sec"] == pytest.approx(expect["mean_sec"]) and chosen["missed"] == expect["missed"]
+    assert chosen["config"] == next(t["config"] for t in finalists if t["trial"] == chosen["trial"])
 
 
 @pytest.mark.worker

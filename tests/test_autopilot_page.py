@@ -50,13 +50,14 @@ def done_state() -> dict:
             "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
             "explanation": autopilot.explanation(ablation, autopilot.rerun_spread(conf["times"]["winner"])),
             "ablation_spread": list(autopilot.rerun_spread(conf["times"]["winner"])),
-            "runoff": {"finalists": [3, 1], "choice": 3, "mean_sec": 2.6,
-                       "runs": [{"trial": 3, "run_id": 5, "label": "config 3", "time_to_target_sec": 2.5,
-                                 "rerun_sec": 2.7, "reason": "reached 0.95 in 2.70 s of training"},
-                                {"trial": 1, "run_id": 6, "label": "config 1", "time_to_target_sec": 3.0,
-                                 "rerun_sec": 2.9, "reason": "reached 0.95 in 2.90 s of training"}]},
+            "runoff": {"finalists": [3, 1], "seeds": [4, 5], "choice": 3, "mean_sec": 2.6, "missed": 0,
+                       "runs": [{"trial": 3, "run_ids": [5, 7], "label": "config 3", "time_to_target_sec": 2.5,
+                                 "rerun_secs": [2.7, 2.6], "reasons": ["reached 0.95 in 2.70 s of training"] * 2},
+                                {"trial": 1, "run_ids": [6, 8], "label": "config 1", "time_to_target_sec": 3.0,
+                                 "rerun_secs": [2.1, None], "reasons": ["reached 0.95", "not reached"]}]},
             "winner": {"trial": 3, "run_id": 3, "label": sp.describe(WINNER, BASE), "config": WINNER.to_dict(),
-                       "changes": {}, "search_time_to_target_sec": 2.5, "runoff_sec": 2.7, "runoff_mean_sec": 2.6}}
+                       "changes": {}, "search_time_to_target_sec": 2.5, "runoff_secs": [2.7, 2.6], "runoff_missed": 0,
+                       "runoff_mean_sec": 2.6}}
 
 
 @pytest.mark.page
@@ -154,8 +155,8 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert "Medians: winner 2.00 s, baseline 5.00 s (3 re-run pairs, each round on its own seed)." in texts(at.caption)
     assert "4 trials in the 300 s search, then the runoff, the re-runs and the ablation." in texts(at.markdown)
     assert not at.button(key="ap_use_btn").disabled and not at.warning
-    assert ("Trial 3 (run #3): 2.50 s to 0.95 in the search and 2.70 s re-run: the best mean of the 2 fastest "
-            "trials.") in texts(at.caption)
+    assert ("Trial 3 (run #3): 2.50 s to 0.95 in the search; re-run on 2 other seeds: 2.70 s, 2.60 s (of the 2 "
+            "fastest trials, it reached the target on the most seeds, then had the lowest mean time).") in texts(at.caption)
     table = at.dataframe[0]
     assert len(table.value) == 4 and list(table.value["time to target (s)"].isna()) == [False, True, False, True]
     # A missing time shows blank in the browser, not "None" (an unset placeholder shows "None").
@@ -237,8 +238,9 @@ def test_cli_summary_names_the_runoff_and_the_winner():
 
     lines = summary_lines(done_state())
     assert lines[0] == "search: 4 trials"
-    assert lines[1] == ("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): "
-                        "trial 3 2.50 s + 2.70 s; trial 1 3.00 s + 2.90 s")
+    assert lines[1] == ("runoff (the fastest trials re-run on seeds 4, 5; the one that reached the target on the "
+                        "most seeds, then with the lowest mean time, wins): "
+                        "trial 3 2.50 s + 2.70 s, 2.60 s; trial 1 3.00 s + 2.10 s, missed")
     assert lines[2].startswith("winner: trial 3 (run #3): bfloat16") and lines[2].endswith("2.50 s to 0.95 in the search")
     # Ctrl-C during the search: a trial had reached the target (it read "no trial reached 0.95").
     stopped = {**done_state(), "phase": "stopped", "winner": None, "runoff": None, "confirm": None,
@@ -259,7 +261,7 @@ def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
     at = app(PAGE)
     no_errors(at)
     line = texts(at.markdown)
-    assert "**Re-running the fastest trials once each** · trial 1: config 1 · run #6" in line
+    assert "**Re-running the fastest trials on new seeds** · trial 1: config 1 · run #6" in line
     assert "best so far 2.50 s (trial 3)" in line  # the search's best, while the runoff decides
     background.write_json(autopilot.progress_path(), {
         **running, "phase": "confirm", "ablation": None,
@@ -318,16 +320,16 @@ def test_the_form_says_what_the_re_runs_add_and_the_rounds_count_down(store_home
 
     at = app(PAGE)
     no_errors(at)
-    assert ("After it: the runoff (3 runs), then 3 rounds of the baseline, the winner and the winner without each "
+    assert ("After it: the runoff (the 3 fastest trials on 2 new seeds, 6 runs), then 3 rounds of the baseline, the winner and the winner without each "
             "of its techniques; how long they take here is known once this machine has run a baseline of "
             "digits/cnn." in texts(at.caption))
     with Store() as s:  # a baseline run: 30 s from start to end, 20 s of it to the target
         rid = s.create_run(BASE.to_json(), role="baseline", status="completed")
         s.update_run(rid, started=100.0, ended=130.0, summary={"time_to_target_sec": 20.0})
     at = app(PAGE)
-    # 3 + 3 x (2 + 2) = 15 runs: 3 x 30 s + 12 x (10 + 0.2 x 20) s = 258 s; 3 + 3 x (2 + 5) = 24 runs:
-    # 90 s + 21 x (10 + 0.7 x 20) s = 594 s
-    assert f"15-24 runs, about 4 min to 10 min more here (a baseline run took 30 s: run #{rid})." in texts(at.caption)
+    # 6 + 3 x (2 + 2) = 18 runs: 3 x 30 s + 15 x (10 + 0.2 x 20) s = 300 s; 6 + 3 x (2 + 5) = 27 runs:
+    # 90 s + 24 x (10 + 0.7 x 20) s = 666 s
+    assert f"18-27 runs, about 5 min to 11 min more here (a baseline run took 30 s: run #{rid})." in texts(at.caption)
     me = psutil.Process()
     background.write_json(autopilot.progress_path(), {
         **done_state(), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),

@@ -147,7 +147,7 @@ def test_the_autopilot_page_reads_running_after_a_clock_step(store_home, clock_s
         "current": {"phase": "runoff", "trial": 1, "run_id": 6, "label": "config 1"}})
     at = app("views/autopilot.py")
     no_errors(at)
-    assert "**Re-running the fastest trials once each**" in texts(at.markdown)
+    assert "**Re-running the fastest trials on new seeds**" in texts(at.markdown)
     assert not [e.value for e in at.error], [e.value for e in at.error]
 
 

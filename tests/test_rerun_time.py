@@ -20,6 +20,8 @@ def test_planned_runs_count_every_round():
     assert rerun_time.planned_runs(5, 3, 4, tuned=True, explain=True) == {"runoff": 3, "confirm": 35}
     assert rerun_time.planned_runs(5, 3, 4, tuned=False, explain=False) == {"runoff": 3, "confirm": 10}
     assert rerun_time.planned_runs(0, 1, 4, tuned=True, explain=True) == {"runoff": 0, "confirm": 0}
+    # The runoff re-runs each finalist on every one of its seeds.
+    assert rerun_time.planned_runs(5, 3, 4, tuned=False, explain=False, seeds=2) == {"runoff": 6, "confirm": 10}
 
 
 def test_before_start_ranges_from_the_last_baseline_run(tmp_path):

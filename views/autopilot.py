@@ -29,7 +29,7 @@ TRAIN_PAGE = "views/train/train.py"
 TRAIN_FIELDS = ("dataset", "model", "precision", "devices", "batch_size", "steps_per_execution", "jit_compile",
                 "fused_optimizer", "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr",
                 "scale_lr", "reference_batch_size", "label_smoothing", "target_accuracy", "seed")
-PHASES = {"starting": "starting", "search": "searching", "runoff": "re-running the fastest trials once each",
+PHASES = {"starting": "starting", "search": "searching", "runoff": "re-running the fastest trials on new seeds",
           "confirm": "re-running the winner and the baseline",
           "ablation": "explaining the winner (ablation)", "done": "done", "stopped": "stopped"}
 
@@ -107,10 +107,12 @@ def rerun_line(cfg: RunConfig, budget: int, repeats: int, explain: bool) -> str:
     baseline run of the data set and model (engine.autopilot.rerun_time)."""
     with Store() as store:
         tuned = tuned_baselines.get(store, cfg) is not None
-        est = rerun_time.before_start(store, cfg.dataset, cfg.model, repeats, explain, tuned, autopilot.FINALISTS)
+        est = rerun_time.before_start(store, cfg.dataset, cfg.model, repeats, explain, tuned, autopilot.FINALISTS,
+                                      autopilot.RUNOFF_SEEDS)
     rounds = (f"{repeats} rounds of the baseline, the winner" + (", the tuned baseline" if tuned else "")
               + (" and the winner without each of its techniques" if explain else "")) if repeats else ""
-    what = f"the runoff ({autopilot.FINALISTS} runs)" + (f", then {rounds}" if rounds else "")
+    what = (f"the runoff (the {autopilot.FINALISTS} fastest trials on {autopilot.RUNOFF_SEEDS} new seeds, "
+            f"{autopilot.FINALISTS * autopilot.RUNOFF_SEEDS} runs)" + (f", then {rounds}" if rounds else ""))
     if est is None:
         return (f"The {budget} s budget is the search's. After it: {what}; how long they take here is known "
                 f"once this machine has run a baseline of {cfg.dataset}/{cfg.model}.")
@@ -309,8 +311,11 @@ def result(p: dict) -> None:
             st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
             st.caption("The re-runs have no complete pair yet (or a side did not reach the target).")
         st.markdown(f"**{w['label']}**")
-        runoff = (f" and {w['runoff_sec']:.2f} s re-run: the best mean of the {len(p['runoff']['runs'])} fastest "
-                  "trials" if w.get("runoff_mean_sec") and p.get("runoff") else "")
+        secs = w.get("runoff_secs") or []
+        runoff = (f"; re-run on {len(secs)} other seed{'s' if len(secs) != 1 else ''}: "
+                  + ", ".join("missed" if x is None else f"{x:.2f} s" for x in secs)
+                  + f" (of the {len(p['runoff']['runs'])} fastest trials, it reached the target on the most seeds, "
+                  "then had the lowest mean time)" if secs and p.get("runoff") else "")
         st.caption(f"Trial {w['trial']} (run #{w['run_id']}): {w['search_time_to_target_sec']:.2f} s to "
                    f"{target:g} in the search{runoff}. " + chart_style.config_summary(w["config"]))
         # Not while the autopilot still runs: the Train page could not launch it before the end anyway.

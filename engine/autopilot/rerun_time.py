@@ -2,7 +2,7 @@
 down while they run.
 
 The budget bounds the search only. After it come the runoff (the `FINALISTS` fastest
-trials once more), then `repeats` confirming rounds, each one run of the baseline, the
+trials once on each of RUNOFF_SEEDS new seeds), then `repeats` confirming rounds, each one run of the baseline, the
 winner, the tuned baseline when one is stored, and the winner without each technique it
 uses (the leave-one-out ablation, measured inside the same rounds). Issue 43 asks for the
 page to say up front what that adds. Before the search neither the winner's time nor its
@@ -25,11 +25,12 @@ WINNER_SHARE = (0.2, 0.7)
 TECHNIQUES = (2, 5)
 
 
-def planned_runs(repeats: int, finalists: int, techniques: int, tuned: bool, explain: bool) -> dict:
-    """Runs after the search: {'runoff': finalists (0 when < 2), 'confirm': repeats x
-    (baseline + winner + tuned + techniques when explaining)}. repeats 0 = no rounds."""
+def planned_runs(repeats: int, finalists: int, techniques: int, tuned: bool, explain: bool,
+                 seeds: int = 1) -> dict:
+    """Runs after the search: {'runoff': finalists x `seeds` (0 when finalists < 2), 'confirm':
+    repeats x (baseline + winner + tuned + techniques when explaining)}. repeats 0 = no rounds."""
     per_round = 2 + int(bool(tuned)) + (techniques if explain else 0)
-    return {"runoff": finalists if finalists >= 2 else 0, "confirm": repeats * per_round if repeats else 0}
+    return {"runoff": finalists * seeds if finalists >= 2 else 0, "confirm": repeats * per_round if repeats else 0}
 
 
 def last_baseline_run(store: Store, dataset: str, model: str) -> Optional[dict]:
@@ -48,15 +49,15 @@ def last_baseline_run(store: Store, dataset: str, model: str) -> Optional[dict]:
 
 
 def before_start(store: Store, dataset: str, model: str, repeats: int, explain: bool, tuned: bool,
-                 finalists: int) -> Optional[dict]:
+                 finalists: int, seeds: int = 1) -> Optional[dict]:
     """The time the re-runs add after the search, as a range, before it starts.
 
     Returns: {'low_s', 'high_s' (s), 'runs_low', 'runs_high', 'baseline_run' (id),
     'baseline_wall_s'}, or None when this machine has no baseline run of `dataset` and
     `model` yet (the page then says so) or there is nothing after the search."""
     base = last_baseline_run(store, dataset, model)
-    lo_n = planned_runs(repeats, finalists, TECHNIQUES[0], tuned, explain)
-    hi_n = planned_runs(repeats, finalists, TECHNIQUES[1], tuned, explain)
+    lo_n = planned_runs(repeats, finalists, TECHNIQUES[0], tuned, explain, seeds)
+    hi_n = planned_runs(repeats, finalists, TECHNIQUES[1], tuned, explain, seeds)
     if base is None or not (hi_n["runoff"] + hi_n["confirm"]):
         return None
     overhead = base["wall_s"] - base["train_s"]

@@ -15,9 +15,10 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
    role 'trial', group 'autopilot-<id>-t<n>', and its summary gets an 'autopilot'
    entry with the reason it ended.
 2. **Runoff and confirm** (no winner's curse): the search's FINALISTS fastest
-   trials that reached the target re-run once each on the search's seed, and the
-   one with the lowest mean of its two times is the winner (`choose_finalist`:
-   one lucky search run no longer picks it alone); then the winner and the baseline
+   trials that reached the target re-run on RUNOFF_SEEDS seeds that neither the search
+   nor the confirming rounds use, and the one that reached the target on the most of
+   them, then with the lowest mean time, is the winner (`choose_finalist`: one lucky
+   search run, or one lucky seed, no longer picks it alone); then the winner and the baseline
    (engine.config.baseline_config) re-run alternately, `repeats` times each, on
    seeds the search did not use, in the order AB, BA, AB, ...; the speedup is the
    comparisons' (`paired_speedup`: geometric mean, 95% t interval, verdict), with
@@ -75,8 +76,12 @@ MAX_BUDGET_S = 24 * 3600.0
 MIN_BUDGET_S = 30.0
 # RunConfig's seed range; the re-runs and the ablation use the seeds after the base seed.
 MAX_SEED = 2**31 - 1
-# The search's fastest trials (distinct configurations) re-run once each before the winner is chosen.
+# The search's fastest trials (distinct configurations) re-run before the winner is chosen ...
 FINALISTS = 3
+# ... each on this many seeds of their own: a route tuned to the search's seed (a 2-epoch
+# one-cycle that reached 0.965 on seed 0 and on none of 5 confirming seeds) must show it
+# reaches the target on other seeds too.
+RUNOFF_SEEDS = 2
 # Roles of the runs an autopilot submits besides the re-run pairs ('baseline', 'run').
 ROLES = ("trial", "runoff", "ablation")
 
@@ -276,23 +281,34 @@ def _tuned_row(cfg: RunConfig, store_path=None) -> Optional[dict]:
         store.close()
 
 
-def choose_finalist(finalists: list[dict]) -> dict:
-    """The runoff's winner: the finalist with the lowest mean time to target (s) over its
-    search run ('time_to_target_sec') and its re-run ('rerun_sec', None when the re-run
-    did not reach the target: such a finalist is out, unless every one is, and then the
-    search's fastest wins). Ties go to the earlier trial ('trial').
+def runoff_seeds(seed: int, repeats: int, n: int = RUNOFF_SEEDS) -> list[int]:
+    """The runoff's `n` seeds: after the search's `seed` and the confirming rounds' seed + 1
+    ... seed + `repeats`, so the confirmation is measured on seeds nothing was chosen on."""
+    return [(seed + max(repeats, 0) + 1 + i) % (MAX_SEED + 1) for i in range(n)]
 
-    Returns: the chosen entry with 'mean_sec' (None for the search-only fallback).
+
+def choose_finalist(finalists: list[dict]) -> dict:
+    """The runoff's winner. Each finalist has its search time ('time_to_target_sec', s, on
+    the search's seed) and its re-runs' times on the runoff's seeds ('rerun_secs', s; None
+    where a re-run missed the target). The finalist that missed on the fewest runoff seeds
+    wins, then the lowest mean of its search time and the re-runs that reached (s), then
+    the earlier trial ('trial'). So a route that reaches the target only on a lucky seed
+    loses to one that reaches it on every seed (issue 40: a 2-epoch one-cycle winner,
+    re-run on its own search seed, then reached 0.965 on 0 of 5 confirming seeds).
+
+    Returns: the chosen entry with 'missed' (runoff seeds missed) and 'mean_sec' (s).
     Raises: ValueError for an empty list.
     """
     if not finalists:
         raise ValueError("no finalists")
-    rerun = [f for f in finalists if f.get("rerun_sec")]
-    if not rerun:
-        best = min(finalists, key=lambda f: (f["time_to_target_sec"], f["trial"]))
-        return {**best, "mean_sec": None}
-    scored = [{**f, "mean_sec": (f["time_to_target_sec"] + f["rerun_sec"]) / 2} for f in rerun]
-    return min(scored, key=lambda f: (f["mean_sec"], f["trial"]))
+
+    def scored(f: dict) -> dict:
+        reruns = list(f.get("rerun_secs") or [])
+        reached = [x for x in reruns if x is not None]
+        times = [f["time_to_target_sec"], *reached]
+        return {**f, "missed": len(reruns) - len(reached), "mean_sec": sum(times) / len(times)}
+
+    return min((scored(f) for f in finalists), key=lambda f: (f["missed"], f["mean_sec"], f["trial"]))
 
 
 def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
@@ -848,43 +864,49 @@ class Autopilot:
     # -- phase 2 ----------------------------------------------------------------
     def runoff(self, k: int = FINALISTS) -> Optional[dict]:
         """Re-run the search's `k` fastest trials that reached the target (distinct
-        configurations) once each, on the search's seed (so only the machine's timing
-        differs), and choose the winner by `choose_finalist`. Each re-run is a stored
-        run, role 'runoff', group '<id>-r<trial>'.
+        configurations) on each of the `runoff_seeds` (seed by seed, the finalists in turn,
+        so their runs on a seed are close in time), and choose the winner by
+        `choose_finalist`. Each re-run is a stored run, role 'runoff', group '<id>-r<trial>'.
 
-        Returns: the chosen trial entry ('rerun_sec', 'mean_sec' added), or None when fewer than 2
-        trials reached the target or the autopilot was stopped.
+        Returns: the chosen trial entry ('rerun_secs', 'missed', 'mean_sec' added), or None
+        when fewer than 2 trials reached the target or the autopilot was stopped.
         """
         reached = sorted((t for t in self.state["trials"] if t["kind"] == "reached"),
                          key=lambda t: (t["time_to_target_sec"], t["trial"]))[:k]
         if len(reached) < 2 or self.stop.is_set():
             return None
-        runs: list[dict] = []
-        self._update(phase="runoff", runoff={"finalists": [t["trial"] for t in reached], "runs": runs,
-                                             "choice": None})
+        seeds = runoff_seeds(self.base.seed, self.repeats)
+        runs = [{"trial": t["trial"], "label": t["label"], "time_to_target_sec": t["time_to_target_sec"],
+                 "run_ids": [], "rerun_secs": [], "reasons": []} for t in reached]
+        self._update(phase="runoff", runoff={"finalists": [t["trial"] for t in reached], "seeds": seeds,
+                                             "runs": runs, "choice": None})
         store = Store(self.store_path)
         try:
-            for t in reached:
-                cfg = RunConfig.from_dict(t["config"])
-                rid = _submit_when_free(cfg, "runoff", f"{self.id}-r{t['trial']}", self.store_path, self.stop, None)
-                if rid is None:
-                    return None
-                self._update(current={"phase": "runoff", "trial": t["trial"], "run_id": rid, "label": t["label"]})
-                out = watch_run(rid, store, self.target, stop=self.stop)
-                _label_run(store, rid, {"id": self.id, "phase": "runoff", "trial": t["trial"], "kind": out["kind"],
-                                        "reason": out["reason"]})
-                if out["kind"] == "stopped":
-                    return None
-                runs.append({"trial": t["trial"], "run_id": rid, "label": t["label"],
-                             "time_to_target_sec": t["time_to_target_sec"], "rerun_sec": out["time_to_target_sec"],
-                             "reason": out["reason"]})
-                self._update(runoff={**self.state["runoff"], "runs": runs}, current=None)
+            for seed in seeds:
+                for t, r in zip(reached, runs):
+                    cfg = RunConfig.from_dict(t["config"]).replace(seed=seed)
+                    rid = _submit_when_free(cfg, "runoff", f"{self.id}-r{t['trial']}", self.store_path, self.stop,
+                                            None)
+                    if rid is None:
+                        return None
+                    self._update(current={"phase": "runoff", "trial": t["trial"], "run_id": rid,
+                                          "label": t["label"], "seed": seed})
+                    out = watch_run(rid, store, self.target, stop=self.stop)
+                    _label_run(store, rid, {"id": self.id, "phase": "runoff", "trial": t["trial"], "seed": seed,
+                                            "kind": out["kind"], "reason": out["reason"]})
+                    if out["kind"] == "stopped":
+                        return None
+                    r["run_ids"].append(rid)
+                    r["rerun_secs"].append(out["time_to_target_sec"])
+                    r["reasons"].append(out["reason"])
+                    self._update(runoff={**self.state["runoff"], "runs": runs}, current=None)
         finally:
             store.close()
         choice = choose_finalist(runs)
-        self._update(runoff={**self.state["runoff"], "choice": choice["trial"], "mean_sec": choice["mean_sec"]})
-        return next({**t, "mean_sec": choice["mean_sec"], "rerun_sec": choice.get("rerun_sec")}
-                    for t in reached if t["trial"] == choice["trial"])
+        self._update(runoff={**self.state["runoff"], "choice": choice["trial"], "mean_sec": choice["mean_sec"],
+                             "missed": choice["missed"]})
+        return next({**t, "mean_sec": choice["mean_sec"], "rerun_secs": choice["rerun_secs"],
+                     "missed": choice["missed"]} for t in reached if t["trial"] == choice["trial"])
 
     def confirm(self, winner: RunConfig, ablations: Optional[list] = None) -> dict:
         """Re-run the baseline and the winner (and `extra`, and the leave-one-out `ablations`:
@@ -1045,7 +1067,8 @@ class Autopilot:
             self._update(winner={"trial": best["trial"], "run_id": best["run_id"], "label": best["label"],
                                  "config": best["config"], "changes": space_mod.config_changes(winner, self.baseline),
                                  "search_time_to_target_sec": best["time_to_target_sec"],
-                                 "runoff_sec": best.get("rerun_sec"), "runoff_mean_sec": best.get("mean_sec")})
+                                 "runoff_secs": best.get("rerun_secs"), "runoff_missed": best.get("missed"),
+                                 "runoff_mean_sec": best.get("mean_sec")})
             # The ablation runs inside the confirming rounds: each technique's factor is then
             # made of interleaved pairs with the winner, like the confirmed speedup.
             plan = space_mod.ablation_configs(winner, self.baseline) if self.do_explain else []

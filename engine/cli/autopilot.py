@@ -88,6 +88,18 @@ def base_config(args):
                                 "seed": args.seed})
 
 
+def runoff_line(ro: dict) -> str:
+    """The runoff in one line: each finalist's search time, then its re-runs on the runoff's
+    seeds ('missed' where one did not reach the target)."""
+    seeds = ro.get("seeds") or []
+    on = f"on seed{'s' if len(seeds) != 1 else ''} {', '.join(str(x) for x in seeds)}" if seeds else "again"
+    return (f"runoff (the fastest trials re-run {on}; the one that reached the target on the most seeds, then "
+            "with the lowest mean time, wins): " + "; ".join(
+                f"trial {r['trial']} {_secs(r['time_to_target_sec'])} + "
+                + ", ".join("missed" if x is None else _secs(x) for x in r.get("rerun_secs") or [])
+                for r in ro["runs"]))
+
+
 def _secs(v) -> str:
     return "not reached" if v is None else f"{v:.2f} s"
 
@@ -110,8 +122,7 @@ def summary_lines(state: dict) -> list[str]:
                f"search: {n} trial{'s' if n != 1 else ''}")
     ro = state.get("runoff")
     if ro and ro.get("runs"):
-        out.append("runoff (the fastest trials re-run once each; the lowest mean of the two times wins): " + "; ".join(
-            f"trial {r['trial']} {_secs(r['time_to_target_sec'])} + {_secs(r['rerun_sec'])}" for r in ro["runs"]))
+        out.append(runoff_line(ro))
     w, best = state.get("winner"), state.get("best")
     if not w and best and best.get("time_to_target_sec") is not None:  # stopped before the runoff chose one
         out.append(f"no winner chosen (stopped); the fastest trial so far: trial {best['trial']} "
