@@ -541,6 +541,36 @@ def test_lr_finder_runs_in_the_background(store_home):
 
 
 @pytest.mark.page
+def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store, monkeypatch):
+    from engine import tuned_baselines
+    from engine.jobs import comparison
+
+    at = app()
+    no_errors(at)
+    toggle = at.toggle(key="tuned_baseline")
+    assert toggle.disabled and "python -m engine tune-baseline" in toggle.help  # nothing tuned yet
+    tuned_baselines.put(store, RunConfig(), 0.0049, 0.95, {"seeds": [0, 1]}, "vm")
+    calls = []
+    monkeypatch.setattr(comparison, "start", lambda cfg, **kw: calls.append(kw) or 1)
+    monkeypatch.setattr(__import__("engine.store_comparisons", fromlist=["get"]), "get",
+                        lambda _s, _cid: {"plan": [{"baseline_id": 1, "run_id": 2}]})
+    at = app()
+    at.selectbox(key="precision").set_value("mixed_bfloat16").run()
+    toggle = at.toggle(key="tuned_baseline")
+    assert not toggle.disabled and "constant learning rate 0.0049, stored" in toggle.help
+    toggle.set_value(True).run()
+    at.button(key="launch").click().run()
+    no_errors(at)
+    assert [c["baseline_kind"] for c in calls] == ["tuned"]
+    assert at.session_state["launched"]["msg"].startswith(
+        "Queued comparison #1: up to 1 interleaved pairs of the tuned baseline and run (first: baseline #1, run #2)")
+    # Off again: the Keras-default baseline, as before.
+    at.toggle(key="tuned_baseline").set_value(False).run()
+    at.button(key="launch").click().run()
+    assert [c["baseline_kind"] for c in calls] == ["tuned", "default"]
+
+
+@pytest.mark.page
 def test_active_run_reattaches_blocks_a_second_launch_and_stops(store):
     rid = fake_run(store, RunConfig(epochs=2), "baseline", status="queued")
     at = app()  # a fresh session (like a reload or a second tab) finds the run in the store

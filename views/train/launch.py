@@ -20,9 +20,34 @@ def active_message(run: dict) -> str:
             "measurements clean. Wait for it to finish or press Stop.")
 
 
-def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> None:
+def stored_tuned(cfg: RunConfig | None) -> dict | None:
+    """The tuned baseline stored for `cfg`'s data set, model, global batch and optimizer
+    (engine.tuned_baselines, `python -m engine tune-baseline`), or None; one indexed read."""
+    if cfg is None:
+        return None
+    from engine import tuned_baselines
+
+    with Store() as store:
+        return tuned_baselines.get(store, cfg)
+
+
+def tuned_help(row: dict | None) -> str:
+    """The tuned-baseline toggle's help: what it compares against, or how to get one."""
+    if row is None:
+        return ("No tuned baseline is stored for this data set, model, global batch and optimizer. "
+                "`python -m engine tune-baseline --dataset D --model M` sweeps the float32 baseline's "
+                "constant learning rate and stores the fastest that reaches the target on 2 seeds.")
+    from engine.jobs.noise import age_text
+
+    return (f"The pairs' baseline is the tuned one (float32, 1 device, constant learning rate "
+            f"{float(row['learning_rate']):g}, stored {age_text(row.get('created'))}) instead of Keras's defaults: "
+            "the speedup is then what your settings add over a baseline whose learning rate was tuned.")
+
+
+def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseline_kind: str = "default") -> None:
     """Queue `cfg` as a comparison of interleaved pairs with its baseline
-    (engine.jobs.comparison; `reuse`: one run against a stored baseline instead,
+    (engine.jobs.comparison; `baseline_kind` 'tuned': the stored tuned baseline,
+    engine.jobs.comparison.baseline_of; `reuse`: one run against a stored baseline instead,
     said so with its age), or alone; or say which run is active instead."""
     with Store() as store:
         active = runner.active_run(store)
@@ -39,11 +64,12 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False) -> Non
             from engine.jobs import comparison
 
             measured = comparison_config(cfg)  # time to accuracy: each run ends at the target
-            cid = comparison.start(measured, budget_s=PAGE_BUDGET_S)
+            cid = comparison.start(measured, budget_s=PAGE_BUDGET_S, baseline_kind=baseline_kind)
             with Store() as store:
                 plan = cstore.get(store, cid)["plan"]
             bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
-            msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of baseline and run "
+            msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of "
+                   + ("the tuned baseline" if baseline_kind == "tuned" else "baseline") + " and run "
                    f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
                    f"or {PAGE_BUDGET_S / 60:.0f} min"
                    + ("; each run stops at the target accuracy" if measured.stop_at_target else ""))

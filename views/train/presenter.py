@@ -12,7 +12,7 @@ from engine.store import Store
 from views.components import talk, url_params
 from views.components.common import one_line_errors
 from views.components.live_charts import own_active, stop_clicked
-from views.train.launch import launch, machine_busy
+from views.train.launch import launch, machine_busy, stored_tuned
 from views.train.live import LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, current_comparison, measuring
 
 
@@ -39,7 +39,9 @@ def talk_main(cfg: RunConfig | None, error: str | None, pending: list[str]) -> N
         url_params.show(pending, st.container())
     if clicked and cfg is not None and not pending:
         with_baseline = st.query_params.get("with_baseline", "true").lower() != "false"
-        launch(cfg, with_baseline, talk.Toasts())  # the fragment notices the new run and redraws
+        tuned = st.query_params.get("tuned_baseline", "false").lower() == "true" and stored_tuned(cfg) is not None
+        launch(cfg, with_baseline, talk.Toasts(),  # the fragment notices the new run and redraws
+               baseline_kind="tuned" if tuned else "default")
         if st.session_state.get("launched"):
             st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
     st.fragment(talk_view, run_every=(talk.measure_refresh_s() if measuring() else LIVE_REFRESH_S) if active

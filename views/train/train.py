@@ -24,7 +24,7 @@ from views.components.common import one_line_errors
 from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
 from views.train.controls import advanced_controls, controls, schedule_controls
-from views.train.launch import launch, machine_busy
+from views.train.launch import launch, machine_busy, stored_tuned, tuned_help
 from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_phase, live_view, measuring,
                               signature, watch)
 from views.train.lr_finder import lr_finder, lr_preview
@@ -80,6 +80,10 @@ def main() -> None:
                       help="Off (default): the baseline is measured fresh, in interleaved pairs with your run, "
                            "for an interval and a verdict. On: one run against the newest matching stored "
                            "baseline of this machine (its age is shown); one pair, no interval.")
+    tuned_row = stored_tuned(cfg)
+    tuned = c1.toggle("Against the tuned baseline", value=False, key="tuned_baseline", bind="query-params",
+                      persist_state="session", disabled=not with_baseline or reuse or tuned_row is None,
+                      help=tuned_help(tuned_row))
     pending = url_params.check(link, [*f.values, "synthetic_shape", "with_baseline"], LINK_SETTINGS)
     clicked = c2.button("Launch", type="primary", icon=":material/rocket_launch:", key="launch",
                         disabled=cfg is None or bool(pending), width="stretch")
@@ -95,7 +99,8 @@ def main() -> None:
     if ap_busy:
         messages.info(ap_busy, icon=":material/travel_explore:")
     if clicked and cfg is not None and not pending:
-        launch(cfg, with_baseline, messages, reuse=reuse)
+        launch(cfg, with_baseline, messages, reuse=reuse,
+               baseline_kind="tuned" if tuned and tuned_row is not None else "default")
 
     active = any_active()
     # While a run is active the live view re-reads the store every second; when
