@@ -1,6 +1,6 @@
 """The autopilot's re-runs, said before Start and counted down (issue 43, item 4: the
-budget is honest). Hand-computed from one stored baseline run: 30 s wall, 20 s of it to the
-target, so 10 s of per-run overhead."""
+budget is honest). Hand-computed from the newest baseline runs (medians: 30 s wall, 20 s of it to the
+target), so 10 s of per-run overhead."""
 from __future__ import annotations
 
 import pytest
@@ -24,18 +24,23 @@ def test_planned_runs_count_every_round():
     assert rerun_time.planned_runs(5, 3, 4, tuned=False, explain=False, seeds=2) == {"runoff": 6, "confirm": 10}
 
 
-def test_before_start_ranges_from_the_last_baseline_run(tmp_path):
+def test_before_start_ranges_from_the_recent_baseline_runs(tmp_path):
     with Store(tmp_path / "runs.sqlite") as s:
         assert rerun_time.before_start(s, "digits", "cnn", 5, True, False, 3) is None  # nothing measured yet
-        _baseline(s, wall=99.0, ttt=90.0)           # older: the newest counts
+        for _ in range(5):
+            _baseline(s, wall=99.0, ttt=90.0)       # older than the newest 5: not read
         _baseline(s, model="mlp")                   # another model
         _baseline(s, role="run", wall=5.0, ttt=2.0)  # not a baseline
-        rid = _baseline(s)
+        _baseline(s, wall=31.0, ttt=21.0)
+        _baseline(s, wall=80.0, ttt=75.0)           # one slow run (it missed the target): the median ignores it
+        _baseline(s, wall=29.0, ttt=19.0)
+        _baseline(s, wall=30.0, ttt=18.0)
+        rid = _baseline(s, wall=28.0, ttt=20.0)     # medians: wall 30 s, training 20 s
         est = rerun_time.before_start(s, "digits", "cnn", 5, True, False, 3)
         # low: 3 + 5 x (2 + 2 techniques) = 23 runs; 5 baselines x 30 s + 18 x (10 + 0.2 x 20) s = 402 s
         # high: 3 + 5 x (2 + 5) = 38 runs; 150 s + 33 x (10 + 0.7 x 20) s = 942 s
         assert est == {"low_s": pytest.approx(402.0), "high_s": pytest.approx(942.0), "runs_low": 23,
-                       "runs_high": 38, "baseline_run": rid, "baseline_wall_s": 30.0}
+                       "runs_high": 38, "baseline_run": rid, "baseline_runs": 5, "baseline_wall_s": 30.0}
         tuned = rerun_time.before_start(s, "digits", "cnn", 5, True, True, 3)
         # a tuned baseline each round: 10 baseline runs x 30 s + 18 x 14 s = 552 s, 28 runs
         assert (tuned["low_s"], tuned["runs_low"]) == (pytest.approx(552.0), 28)

@@ -117,8 +117,11 @@ def rerun_line(cfg: RunConfig, budget: int, repeats: int, explain: bool) -> str:
         return (f"The {budget} s budget is the search's. After it: {what}; how long they take here is known "
                 f"once this machine has run a baseline of {cfg.dataset}/{cfg.model}.")
     return (f"The {budget} s budget is the search's. After it: {what}, {est['runs_low']}-{est['runs_high']} runs, "
-            f"about {rerun_time.minutes(est['low_s'])} to {rerun_time.minutes(est['high_s'])} more here (a "
-            f"baseline run took {est['baseline_wall_s']:.0f} s: run #{est['baseline_run']}).")
+            f"about {rerun_time.minutes(est['low_s'])} to {rerun_time.minutes(est['high_s'])} more here ("
+            + (f"a baseline run took {est['baseline_wall_s']:.0f} s: run #{est['baseline_run']})."
+               if est.get("baseline_runs", 1) == 1 else
+               f"baseline runs took {est['baseline_wall_s']:.0f} s, the median of the newest "
+               f"{est['baseline_runs']}, up to run #{est['baseline_run']})."))
 
 
 # --- live state -----------------------------------------------------------------------

@@ -2,17 +2,19 @@
 down while they run.
 
 The budget bounds the search only. After it come the runoff (the `FINALISTS` fastest
-trials once on each of RUNOFF_SEEDS new seeds), then `repeats` confirming rounds, each one run of the baseline, the
-winner, the tuned baseline when one is stored, and the winner without each technique it
-uses (the leave-one-out ablation, measured inside the same rounds). Issue 43 asks for the
-page to say up front what that adds. Before the search neither the winner's time nor its
-technique count is known, so the estimate is a range built from this machine's last run
-of the same baseline: each winner-like run takes between WINNER_SHARE of the baseline's
+trials once on each of RUNOFF_SEEDS new seeds), then `repeats` confirming rounds, each one
+run of the baseline, the winner, the tuned baseline when one is stored, and the winner
+without each technique it uses (the leave-one-out ablation, measured inside the same
+rounds). Issue 43 asks for the page to say up front what that adds. Before the search
+neither the winner's time nor its technique count is known, so the estimate is a range
+built from this machine's recent runs of the same baseline (the median of the newest
+RECENT_BASELINES): each winner-like run takes between WINNER_SHARE of the baseline's
 training, plus the same per-run overhead (worker start, data, compile, validation).
 No TF in this module.
 """
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Optional
 
@@ -33,34 +35,45 @@ def planned_runs(repeats: int, finalists: int, techniques: int, tuned: bool, exp
     return {"runoff": finalists * seeds if finalists >= 2 else 0, "confirm": repeats * per_round if repeats else 0}
 
 
-def last_baseline_run(store: Store, dataset: str, model: str) -> Optional[dict]:
-    """The newest completed run of this data set and model that ran as a baseline
-    (role 'baseline'), with its 'wall_s' (started to finished, s) and 'train_s' (its time to
-    the target, else its training time, s); None when there is none."""
+# The estimate reads this many of the newest baseline runs, and takes their median: one run
+# that missed the target (its whole training counted) made the range twice too long.
+RECENT_BASELINES = 5
+
+
+def last_baseline_run(store: Store, dataset: str, model: str, n: int = RECENT_BASELINES) -> Optional[dict]:
+    """The newest `n` completed runs of this data set and model that ran as a baseline (role
+    'baseline'): {'id' (the newest), 'ids', 'wall_s' (median of started to finished, s),
+    'train_s' (median of the time to the target, else the training time, s)}; None when
+    there is none."""
     where = ("role='baseline' AND status='completed' AND json_valid(config) "
              "AND json_extract(config, '$.dataset')=? AND json_extract(config, '$.model')=?")
-    for r in store.query_runs(where, (dataset, model), limit=1):
+    rows = []
+    for r in store.query_runs(where, (dataset, model), limit=n):
         s = r.get("summary") or {}
         wall = (r.get("ended") or 0) - (r.get("started") or 0)
         train = s.get("time_to_target_sec") or s.get("train_sec")
         if wall > 0 and train and 0 < train <= wall:
-            return {"id": r["id"], "wall_s": float(wall), "train_s": float(train)}
-    return None
+            rows.append((r["id"], float(wall), float(train)))
+    if not rows:
+        return None
+    return {"id": rows[0][0], "ids": [r[0] for r in rows], "wall_s": statistics.median(r[1] for r in rows),
+            "train_s": statistics.median(r[2] for r in rows)}
 
 
 def before_start(store: Store, dataset: str, model: str, repeats: int, explain: bool, tuned: bool,
                  finalists: int, seeds: int = 1) -> Optional[dict]:
     """The time the re-runs add after the search, as a range, before it starts.
 
-    Returns: {'low_s', 'high_s' (s), 'runs_low', 'runs_high', 'baseline_run' (id),
-    'baseline_wall_s'}, or None when this machine has no baseline run of `dataset` and
-    `model` yet (the page then says so) or there is nothing after the search."""
+    Returns: {'low_s', 'high_s' (s), 'runs_low', 'runs_high', 'baseline_run' (the newest's id),
+    'baseline_runs' (how many the medians are of), 'baseline_wall_s' (their median)}, or None
+    when this machine has no baseline run of `dataset` and `model` yet (the page then says
+    so) or there is nothing after the search."""
     base = last_baseline_run(store, dataset, model)
     lo_n = planned_runs(repeats, finalists, TECHNIQUES[0], tuned, explain, seeds)
     hi_n = planned_runs(repeats, finalists, TECHNIQUES[1], tuned, explain, seeds)
     if base is None or not (hi_n["runoff"] + hi_n["confirm"]):
         return None
-    overhead = base["wall_s"] - base["train_s"]
+    overhead = max(base["wall_s"] - base["train_s"], 0.0)
     baselines = (1 + int(bool(tuned))) * repeats  # the tuned baseline: as long as the default one, at most
 
     def total(n: dict, share: float) -> float:
@@ -69,7 +82,7 @@ def before_start(store: Store, dataset: str, model: str, repeats: int, explain: 
 
     return {"low_s": total(lo_n, WINNER_SHARE[0]), "high_s": total(hi_n, WINNER_SHARE[1]),
             "runs_low": lo_n["runoff"] + lo_n["confirm"], "runs_high": hi_n["runoff"] + hi_n["confirm"],
-            "baseline_run": base["id"], "baseline_wall_s": base["wall_s"]}
+            "baseline_run": base["id"], "baseline_runs": len(base["ids"]), "baseline_wall_s": base["wall_s"]}
 
 
 def left_in_confirm(confirm: Optional[dict], now: Optional[float] = None) -> Optional[float]:
