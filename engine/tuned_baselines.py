@@ -79,6 +79,16 @@ def get(store: Store, cfg) -> Optional[dict]:
     return d
 
 
+def lookup(cfg, store_path=None) -> Optional[dict]:
+    """`get` on a store opened for this read alone (`store_path`, default the SpeedLab
+    store): the Train page's toggle and presets and the autopilot ask it once each."""
+    store = Store(store_path)
+    try:
+        return get(store, cfg)
+    finally:
+        store.close()
+
+
 def missing_error(cfg):
     """The ConfigError (field baseline) for a comparison asked against a tuned baseline
     that is not stored: one line naming the key and the command that stores one."""

@@ -40,7 +40,7 @@ def planned_runs(repeats: int, finalists: int, techniques: int, tuned: bool, exp
 RECENT_BASELINES = 5
 
 
-def last_baseline_run(store: Store, dataset: str, model: str, n: int = RECENT_BASELINES) -> Optional[dict]:
+def recent_baseline_runs(store: Store, dataset: str, model: str, n: int = RECENT_BASELINES) -> Optional[dict]:
     """The newest `n` completed runs of this data set and model that ran as a baseline (role
     'baseline'): {'id' (the newest), 'ids', 'wall_s' (median of started to finished, s),
     'train_s' (median of the time to the target, else the training time, s)}; None when
@@ -68,7 +68,7 @@ def before_start(store: Store, dataset: str, model: str, repeats: int, explain: 
     'baseline_runs' (how many the medians are of), 'baseline_wall_s' (their median)}, or None
     when this machine has no baseline run of `dataset` and `model` yet (the page then says
     so) or there is nothing after the search."""
-    base = last_baseline_run(store, dataset, model)
+    base = recent_baseline_runs(store, dataset, model)
     lo_n = planned_runs(repeats, finalists, TECHNIQUES[0], tuned, explain, seeds)
     hi_n = planned_runs(repeats, finalists, TECHNIQUES[1], tuned, explain, seeds)
     if base is None or not (hi_n["runoff"] + hi_n["confirm"]):

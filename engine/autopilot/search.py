@@ -270,17 +270,6 @@ def _baseline_label(kind: str, cfg: RunConfig) -> Optional[str]:
     return baseline_label(kind, cfg.to_dict())
 
 
-def _tuned_row(cfg: RunConfig, store_path=None) -> Optional[dict]:
-    """The stored tuned baseline (engine.tuned_baselines) for `cfg`'s key, or None."""
-    from engine import tuned_baselines
-
-    store = Store(store_path)
-    try:
-        return tuned_baselines.get(store, cfg)
-    finally:
-        store.close()
-
-
 def runoff_seeds(seed: int, repeats: int, n: int = RUNOFF_SEEDS) -> list[int]:
     """The runoff's `n` seeds: after the search's `seed` and the confirming rounds' seed + 1
     ... seed + `repeats`, so the confirmation is measured on seeds nothing was chosen on."""
@@ -708,7 +697,9 @@ class Autopilot:
         # The winner is also confirmed against the tuned baseline when one is stored
         # (python -m engine tune-baseline): against Keras's default LR alone, a speedup
         # mixes engineering with optimisation a tuned baseline would also get.
-        self.tuned = _tuned_row(self.base, store_path)
+        from engine import tuned_baselines
+
+        self.tuned = tuned_baselines.lookup(self.base, store_path)
         if self.tuned is not None and TUNED not in self.extra:
             self.extra[TUNED] = self.baseline.replace(learning_rate=self.tuned["learning_rate"])
         self.lr_find, self.max_lr_given = lr_find, max_lr

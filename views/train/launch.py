@@ -23,12 +23,9 @@ def active_message(run: dict) -> str:
 def stored_tuned(cfg: RunConfig | None) -> dict | None:
     """The tuned baseline stored for `cfg`'s data set, model, global batch and optimizer
     (engine.tuned_baselines, `python -m engine tune-baseline`), or None; one indexed read."""
-    if cfg is None:
-        return None
     from engine import tuned_baselines
 
-    with Store() as store:
-        return tuned_baselines.get(store, cfg)
+    return None if cfg is None else tuned_baselines.lookup(cfg)
 
 
 def tuned_help(row: dict | None) -> str:

@@ -15,10 +15,8 @@ def _tuned_lr(dataset: str) -> float | None:
     """The tuned baseline's constant learning rate stored on this machine (engine.tuned_baselines,
     `python -m engine tune-baseline`), or None."""
     from engine import tuned_baselines
-    from engine.store import Store
 
-    with Store() as store:
-        row = tuned_baselines.get(store, RunConfig(dataset=dataset))
+    row = tuned_baselines.lookup(RunConfig(dataset=dataset))
     return float(row["learning_rate"]) if row and row.get("learning_rate") else None
 
 
