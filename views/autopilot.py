@@ -349,7 +349,7 @@ def main() -> None:
     st.caption("Give a data set, a model, a target validation accuracy and a budget: the autopilot tries "
                "configurations this machine allows (Optuna's seeded TPE sampler over precision, steps per "
                "execution, batch with scaled LR, schedule, label smoothing, XLA, devices), stops each as soon as "
-               "it cannot beat the best time to the target, re-runs the fastest few once to choose the winner, "
+               "it cannot beat the best time to the target, re-runs the fastest few on new seeds to choose the winner, "
                "re-runs the winner against the baseline, and says "
                "what each technique bought. It runs in the background: you can leave this page.")
     p = autopilot.read_progress()
