@@ -22,6 +22,13 @@ DEVICE_TYPES = ("auto", "cpu", "gpu", "tpu")
 BACKBONES = {"mobilenetv2": 224, "resnet50": 224, "efficientnetb0": 224}
 MODELS = ("mlp", "cnn", "resnet", *BACKBONES)
 MIN_BACKBONE_SIZE = 32  # keras.applications' smallest accepted input (min_size=32)
+# A user's own model (docs/your-own-model.md): "path/to/file.py:build" names a function
+# build(input_shape, num_classes) -> keras.Model; "path/to/model.keras" a saved model.
+# "keep": a .keras model starts from its saved weights; "fresh": architecture only.
+MODEL_WEIGHTS = ("keep", "fresh")
+# Largest user model files read (bytes): a model file is code, a .keras file code and weights.
+MAX_MODEL_PY_BYTES = 1 << 20
+MAX_MODEL_KERAS_BYTES = 1 << 30
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "muon", "schedule_free_adamw", "lamb")
 # What Muon does with a 4-D conv kernel (engine.training.techniques.ConvMuon): "reshape" flattens
 # it to (kh*kw*cin, cout) for the orthogonalisation, as airbench94_muon does; "adamw" is
@@ -57,6 +64,7 @@ class RunConfig:
 
     dataset: str = "digits"
     model: str = "cnn"
+    model_weights: str = "keep"
     backend: str = "tensorflow"
     precision: str = "float32"
     device_type: str = "auto"
@@ -125,6 +133,8 @@ class RunConfig:
         # working folder, and JSON gives lists where tuples are meant.
         if isinstance(self.dataset, str):
             object.__setattr__(self, "dataset", canonical(self.dataset))
+        if isinstance(self.model, str) and user_model(self.model):
+            object.__setattr__(self, "model", _absolute_model(self.model))
         if isinstance(self.label_subset, list):
             object.__setattr__(self, "label_subset", tuple(self.label_subset))
         if self.backend == "jax":
@@ -229,6 +239,55 @@ def _choice(name, value, options):
         raise ConfigError(name, value, "is not supported", f"use one of: {', '.join(options)}")
 
 
+def user_model(spec) -> Optional[tuple[str, Optional[str]]]:
+    """(path, function name or None for a .keras file) when `spec` names a user's model
+    file ("file.py:build" or "model.keras"), else None (a built-in model name or junk).
+    No file is read here: a stored config must stay loadable on any machine."""
+    if not isinstance(spec, str) or spec in MODELS:
+        return None
+    if spec.lower().endswith(".keras"):
+        return spec, None
+    path, sep, name = spec.rpartition(":")
+    if sep and path.lower().endswith(".py") and name.isidentifier():
+        return path, name
+    return None
+
+
+def _absolute_model(spec: str) -> str:
+    """`spec` with an absolute path (the worker runs in another working folder)."""
+    import os
+
+    path, name = user_model(spec)
+    path = os.path.abspath(os.path.expanduser(path))
+    return path if name is None else f"{path}:{name}"
+
+
+def _model(c: "RunConfig") -> None:
+    """`model` is a built-in name, file.py:function or a .keras file (their contents: engine.preflight)."""
+    if not isinstance(c.model, str):
+        _choice("model", c.model, MODELS)
+    if not c.model.strip():
+        raise ConfigError("model", c.model, "is empty", "pick a model, or give path/to/file.py:build or "
+                          "path/to/model.keras")
+    if user_model(c.model) is None and c.model not in MODELS:
+        if c.model.lower().endswith(".py") or ".py:" in c.model.lower():
+            raise ConfigError("model", c.model, "names no Python function",
+                              "write it as path/to/file.py:build (a function build(input_shape, num_classes))")
+        if "/" in c.model or "." in c.model:
+            raise ConfigError("model", c.model, "is neither a .py file with a function nor a .keras file",
+                              "give path/to/file.py:build or path/to/model.keras")
+        raise ConfigError("model", c.model, "is not supported", f"use one of: {', '.join(MODELS)}, "
+                          "or your own: path/to/file.py:build or path/to/model.keras")
+    _choice("model_weights", c.model_weights, MODEL_WEIGHTS)
+    spec = user_model(c.model)
+    if spec is not None and c.init_from is not None:
+        raise ConfigError("init_from", c.init_from, "cannot be combined with your own model file",
+                          "save the model you start from as .keras and give --model path/to/model.keras")
+    if c.model_weights == "fresh" and (spec is None or spec[1] is not None):
+        raise ConfigError("model_weights", "fresh", "applies only to a saved .keras model",
+                          "set it to keep, or give --model path/to/model.keras")
+
+
 def _int(name, value, lo, hi=None, fix=None):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(name, value, "is not a whole number", fix or f"use an integer >= {lo}")
@@ -284,7 +343,7 @@ def _validate(c: RunConfig) -> None:
         raise ConfigError("label_subset", c.label_subset, "is not a list of labels", "give labels such as 5,6,7,8,9")
     info = dataset_info(c.dataset, c)  # raises ConfigError for unknown or unusable data sets
     _backend(c)
-    _choice("model", c.model, MODELS)
+    _model(c)
     _choice("precision", c.precision, PRECISIONS)
     _choice("device_type", c.device_type, DEVICE_TYPES)
     _int("devices", c.devices, 1, 64, fix="use 1 to 64 devices (replicas)")
@@ -502,8 +561,10 @@ FIELD_HELP = {
                "cifar10 (Keras cache or download), user:NAME (registered), or a path to a .npz, folder or .zip",
     "backend": "Keras backend: tensorflow (default) or jax (XLA-compiled always, no TensorFlow imported); "
                "pytorch is refused for now",
-    "model": "mlp, cnn (small CNN for digits), resnet (ResNet-style), or a keras.applications backbone: "
-             "mobilenetv2, resnet50, efficientnetb0",
+    "model": "mlp, cnn (small CNN for digits), resnet (ResNet-style), a keras.applications backbone: "
+             "mobilenetv2, resnet50, efficientnetb0; or your own: path/to/file.py:build (a function "
+             "build(input_shape, num_classes) -> keras.Model) or path/to/model.keras",
+    "model_weights": "with a .keras model: keep (start from its saved weights) or fresh (architecture only)",
     "precision": "float32, mixed_float16 (loss scaling on) or mixed_bfloat16 (no loss scaling)",
     "device_type": "auto (GPU if present, else CPU), cpu, gpu or tpu",
     "devices": "replicas per worker for data parallelism; more than the machine has are simulated logical devices",

@@ -6,9 +6,13 @@ files (or a download), pretrained weights and transfer source runs.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from typing import Optional
 
-from engine.config import RunConfig
+from engine.config import MAX_MODEL_KERAS_BYTES, MAX_MODEL_PY_BYTES, RunConfig, user_model
 from engine.data import keras_data
 from engine.data.meta import check_available, class_warnings, dataset_info
 from engine.errors import ConfigError
@@ -68,6 +72,7 @@ def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:
         keras_data.check_weights(c.model, c.input_size)
     if c.init_from is not None:
         check_source(c)
+    check_user_model(c)
     if c.backbone and not on_gpu and not on_tpu and c.input_size >= 128:
         warnings.append(f"{c.model} at {c.input_size}x{c.input_size} on a CPU is slow (seconds per batch); "
                         "set image_size to 32-96 for a quick try")
@@ -92,3 +97,70 @@ def _check_backend(c: RunConfig, m: dict) -> None:
         raise ConfigError("devices", c.devices, f"is more than the {gpus} GPU(s) here, and JAX cannot split a "
                           "GPU into simulated logical devices", f"use at most {gpus} devices with backend jax, "
                           "or device_type cpu (simulated CPU devices)")
+
+
+# A user model's check builds it with Keras: in a fresh process (this one may be the dashboard,
+# which never imports a framework), remembered per file version, data shape and backend.
+USER_MODEL_CHECK_TIMEOUT_S = 180
+_checked: dict[tuple, dict] = {}
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check_user_model(c: RunConfig, timeout_s: float = USER_MODEL_CHECK_TIMEOUT_S) -> Optional[dict]:
+    """A user's model (`model` = file.py:build or model.keras, docs/your-own-model.md): the file
+    exists, is readable and within its size limit (checked before it is read), then
+    `python -m engine.training.user_model check` builds it for the data set's shape and
+    classes and checks input, output units and the softmax (Keras only in that process;
+    about 5 s, remembered per file size and mtime). Returns {'ok': True, 'params': N} or
+    None for a built-in model.
+    Raises: ConfigError (one line) for every fault, an error inside the user's code included."""
+    spec = user_model(c.model)
+    if spec is None:
+        return None
+    path, name = spec
+    limit = MAX_MODEL_PY_BYTES if name is not None else MAX_MODEL_KERAS_BYTES
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise ConfigError("model", c.model, "names a file that does not exist",
+                          "give the path of a .py or .keras file on this machine") from None
+    if not os.path.isfile(path):
+        raise ConfigError("model", c.model, "is not a file", "give the path of a .py or .keras file")
+    if st.st_size > limit:
+        raise ConfigError("model", c.model, f"is {st.st_size:,} bytes, over the {limit:,} byte limit",
+                          "give a smaller file")
+    if not os.access(path, os.R_OK):
+        raise ConfigError("model", c.model, "cannot be read (permissions)", "make the file readable")
+    info = dataset_info(c.dataset, c)
+    shape, classes = tuple(int(d) for d in info.shape), int(info.classes)
+    key = (c.model, st.st_size, st.st_mtime_ns, shape, classes, c.backend)
+    out = _checked.get(key) or _run_check(c, shape, classes, timeout_s)
+    _checked[key] = out  # a fault too: the Train page checks on every rerun
+    if not out.get("ok"):
+        raise ConfigError("model", c.model, str(out.get("problem")), str(out.get("fix")))
+    return out
+
+
+def _run_check(c: RunConfig, shape: tuple, classes: int, timeout_s: float) -> dict:
+    """`python -m engine.training.user_model check` for `c.model`: its JSON line.
+    Raises: ConfigError when it times out or prints no answer (not remembered)."""
+    env = dict(os.environ, KERAS_BACKEND=c.backend, CUDA_VISIBLE_DEVICES="-1", JAX_PLATFORMS="cpu",
+               TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
+                   p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p))
+    cmd = [sys.executable, "-m", "engine.training.user_model", "check", c.model,
+           ",".join(map(str, shape)), str(classes)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                           cwd=_ROOT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ConfigError("model", c.model, f"took more than {timeout_s:g} s to build",
+                          "make build() quick (no training or downloads in it)") from None
+    lines = p.stdout.strip().splitlines()
+    try:
+        out = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        out = None
+    if not isinstance(out, dict):
+        err = (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1][:300]
+        raise ConfigError("model", c.model, f"could not be checked: {err}", "run it by hand to see why")
+    return out

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine import plain
 from engine.data import meta as datasets_meta
 from engine.jobs import runner
 from engine.config import ConfigError, RunConfig
@@ -717,7 +718,7 @@ def test_label_subset_pipeline_and_model_controls(store_home):
     assert not at.button(key="launch").disabled
     assert "labels 5,6,7,8,9" in texts(at.caption)  # the launch line names the subset
     at.text_input(key="label_subset").input("5,12").run()
-    assert "label_subset: [5, 12] has label 12 but digits has labels 0..9" in texts(at.error)
+    assert plain.md("label_subset: [5, 12] has label 12 but digits has labels 0..9") in texts(at.error)  # as plain text
     assert at.button(key="launch").disabled
     at.text_input(key="label_subset").input("")
     at.toggle(key="data_prefetch").set_value(False)
@@ -753,7 +754,7 @@ def test_keras_data_set_availability_is_the_engines_message(store_home, monkeypa
     no_errors(at)
     with pytest.raises(ConfigError) as err:
         check_runnable(RunConfig(dataset="fashion_mnist"))
-    assert str(err.value) in texts(at.error)
+    assert plain.md(str(err.value)) in texts(at.error)
     assert "not in the Keras cache: downloaded on first use" in texts(at.caption)
     assert at.button(key="launch").disabled
 

@@ -310,7 +310,12 @@ def mfu_rows(s: dict) -> list[tuple[str, str]]:
         rows.append(("model FLOPs", f"{s['flops_per_sample']:,} per training sample (forward + the gradients "
                                     "a step computes, matmuls only)"
                                     + (f"; {flops_text(s['model_flops_per_sec'])} at the steady rate"
-                                       if s.get("model_flops_per_sec") else "")))
+                                       if s.get("model_flops_per_sec") else "")
+                                    + ("; XLA's count of the step" if s.get("flops_source") == "xla" else "")))
+    if s.get("flops_uncounted"):
+        names = ", ".join(map(str, s["flops_uncounted"][:12])) + (" ..." if len(s["flops_uncounted"]) > 12 else "")
+        rows.append(("not counted", f"layers with weights the FLOP counter does not know: {names}"
+                                    + ("" if s.get("flops_source") == "xla" else " (MFU is a lower bound)")))
     line = headline(s)
     if line:
         rows += [("MFU", line), ("peak", s.get("peak_source"))]

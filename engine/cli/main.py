@@ -20,7 +20,7 @@ from engine.errors import ActiveRunError, ConfigError
 from engine.store import StoreError, default_path, fault_line
 
 # In --help order.
-SUBCOMMANDS = ("run", "noise", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
+SUBCOMMANDS = ("run", "noise", "commands", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
                "hardware", "bench", "lr_find", "tune_baseline", "autopilot", "worker", "demo", "data")
 
 

@@ -152,6 +152,7 @@ def comparison_rows(c: dict) -> list[tuple[str, str]]:
                      + f", {s['verdict'] or 'no interval'}; pairs: {ratios}"
                      + (f"; {s['not_reached']} without a ratio" if s.get("not_reached") else "")))
     rows.append(("pairs", f"{c.get('pairs')} complete of {c.get('planned')} planned; ended by: {c.get('ended_by')}"))
-    rows.append(("runs", "baseline " + ", ".join(f"#{i}" for i in c.get("baseline_ids") or []) +
-                 "; run " + ", ".join(f"#{i}" for i in c.get("run_ids") or [])))
+    # a pair of two commands whose side recorded no run has None there (engine.jobs.command_pairs)
+    rows.append(("runs", "baseline " + ", ".join(f"#{i}" for i in c.get("baseline_ids") or [] if i is not None) +
+                 "; run " + ", ".join(f"#{i}" for i in c.get("run_ids") or [] if i is not None)))
     return rows

@@ -31,6 +31,10 @@ def cmd_show(args) -> int:
         print_json({**run, "summary": summ})
         return 0
     print(f"run {run['id']}  {run['status']}  ({run['role']})")
+    plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+    if plan.get("source") == "callback":  # SpeedLabCallback (engine.training.outside): config is what it read
+        print(f"from an outside script: {plan.get('script')} (name {plan.get('name')!r}); "
+              "dataset and model in the config are placeholders")
     if run.get("error"):  # a cancelled run's line says why it was stopped: not an error
         print(f"{'why it ended' if run['status'] == 'cancelled' else 'error'}: {run['error']}")
     print("config:", json.dumps(run["config"], sort_keys=True))

@@ -175,7 +175,9 @@ def headline_measure(result: dict) -> str:
 def baseline_label(kind: str, cfg: Optional[dict]) -> Optional[str]:
     """What a comparison's baseline is, for every headline: 'Keras-default Adam 1e-3',
     'tuned Adam 0.003', or 'untuned Adam 0.003' (a constant rate the user chose);
-    None without a config."""
+    None without a config; 'your baseline command' for two commands (engine.jobs.command_pairs)."""
+    if kind == "command":
+        return "your baseline command"
     if not cfg:
         return None
     opt = cfg.get("optimizer") or "adam"
@@ -439,6 +441,12 @@ def settle_if_idle(store: Store, comp: dict) -> dict:
     so the queue's hook never ran). Returns the comparison as stored now."""
     if comp["status"] != "running":
         return comp
+    s = comp.get("settings") or {}
+    if s.get("baseline_kind") == "command":  # two commands (engine.jobs.command_pairs): its process settles it
+        from engine.process import process_alive
+
+        if process_alive(s.get("pid"), s.get("pid_started")):
+            return comp
     for p in comp.get("plan") or []:
         for k in ("baseline_id", "run_id"):
             r = store.get_run(p[k]) if not p.get("dropped") else None

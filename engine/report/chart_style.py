@@ -90,6 +90,8 @@ def run_label(run: Mapping) -> str:
     parts += _speed_parts(cfg)
     if cfg.get("init_from") is not None:
         parts.append(f"from #{cfg['init_from']}")
+    if isinstance(plan, dict) and plan.get("source") == "callback":  # SpeedLabCallback (engine.training.outside)
+        parts.append("outside script")
     return " · ".join(parts)
 
 

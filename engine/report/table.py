@@ -72,10 +72,13 @@ def runs_frame(store, runs: Optional[list] = None):
     recs = []
     for r in store.list_runs() if runs is None else runs:
         c, s = r["config"], r.get("summary") or {}
+        plan = r.get("plan") if isinstance(r.get("plan"), dict) else {}
+        outside = plan.get("source") == "callback"  # SpeedLabCallback in a user's script (engine.training.outside)
         recs.append({
             "id": r["id"], "status": r["status"], "role": r["role"],
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])),
-            "dataset": c["dataset"], "model": c["model"], "precision": c["precision"],
+            "dataset": "(outside script)" if outside else c["dataset"],
+            "model": (plan.get("name") or "outside script") if outside else c["model"], "precision": c["precision"],
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
             "schedule": c.get("schedule"), "epochs": c["epochs"],
@@ -87,7 +90,8 @@ def runs_frame(store, runs: Optional[list] = None):
             "time_to_target_sec": s.get("time_to_target_sec"),
             **{k: s.get(k) for k in MFU_KEYS}, "bound_by": bound_by_cell(r),
             "error": r.get("error") or incomplete_note(s),
-            "origin": f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin") else None,
+            "origin": (f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin")
+                       else f"from an outside script ({plan.get('script') or 'python'})" if outside else None),
         })
     df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from engine.config import RunConfig
+from engine.config import RunConfig, user_model
+from engine.errors import ConfigError
 
 
 class RunFailed(RuntimeError):
@@ -240,7 +241,8 @@ def fit_path(cfg: RunConfig, n_val: int, fast_fit: bool) -> tuple:
 
 def build_model(cfg: RunConfig, setup, data):
     """(model, taken-over layers) built under `setup.strategy`: from a stored run
-    (init_from), a keras.applications backbone, or a built-in model (engine.training.models).
+    (init_from), a keras.applications backbone, a built-in model (engine.training.models), or
+    the user's own (engine.training.user_model, after the dtype policy and inside the strategy).
     Raises: RunFailed when the source run cannot be used."""
     from engine.training import models, transfer
 
@@ -249,6 +251,13 @@ def build_model(cfg: RunConfig, setup, data):
             try:
                 return transfer.build_from_run(cfg, data.shape, data.classes)
             except transfer.TransferError as e:
+                raise RunFailed(str(e)) from None
+        if user_model(cfg.model):  # the user's own: file.py:build or model.keras
+            from engine.training import user_model as own
+
+            try:
+                return own.build(cfg.model, data.shape, data.classes, cfg.model_weights), []
+            except ConfigError as e:  # checked before queueing; the file changed since
                 raise RunFailed(str(e)) from None
         model = models.build(cfg.model, data.shape, data.classes, image_size=cfg.input_size,
                              pretrained=cfg.pretrained, any_size=cfg.progressive_epochs > 0)
@@ -452,15 +461,40 @@ def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = Non
                                   "image_side": side, "flops_per_sample": pc["flops_per_sample"]})
     except Exception as e:  # noqa: BLE001 - a figure for the report, never a reason to fail the run
         print(f"FLOPs not counted: {type(e).__name__}: {e}", file=sys.stderr)
-        return {"flops_per_sample": None, "forward_flops_per_sample": None, "flops_uncounted": None}
+        xla = _xla_fallback(model, shape)
+        return {"flops_per_sample": round(xla) if xla else None, "forward_flops_per_sample": None,
+                "flops_uncounted": None, "flops_source": "xla" if xla else None}
     out = {"flops_per_sample": c["flops_per_sample"] or None, "forward_flops_per_sample": c["forward_flops_per_sample"],
-           "flops_all_taps_per_sample": c["all_taps_flops_per_sample"], "flops_uncounted": c["uncounted"]}
+           "flops_all_taps_per_sample": c["all_taps_flops_per_sample"], "flops_uncounted": c["uncounted"],
+           "flops_source": "layers"}
+    if c["uncounted"] and not taken and not per_phase:
+        # Layers with weights the counter does not know (a user's own): XLA's count of the
+        # whole step, where the backend offers one, replaces the lower bound.
+        xla = _xla_fallback(model, shape)
+        if xla:
+            out.update(flops_per_sample=round(xla), flops_source="xla",
+                       flops_layers_per_sample=c["flops_per_sample"] or None)
     epochs = sum(p["end_epoch"] - p["first_epoch"] for p in per_phase)
     if per_phase and epochs > 0:
         out["flops_phases"] = per_phase
         out["flops_per_sample"] = round(sum(p["flops_per_sample"] * (p["end_epoch"] - p["first_epoch"])
                                             for p in per_phase) / epochs) or None
     return out
+
+
+def _xla_fallback(model, shape) -> Optional[float]:
+    """engine.training.flops.xla_count at one sample's `shape` (the model's own when None);
+    None off JAX or when XLA cannot count it (the reason on stderr)."""
+    import sys
+
+    from engine.training import flops
+
+    try:
+        at = tuple(shape) if shape else tuple(int(d) for d in model.inputs[0].shape[1:])
+        return flops.xla_count(model, at)
+    except Exception as e:  # noqa: BLE001 - a figure for the report, never a reason to fail the run
+        print(f"FLOPs: XLA's cost analysis failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
 
 
 def _size(shape) -> int:

@@ -253,3 +253,33 @@ def phase_trainable(taken: list, frozen: bool) -> Callable:
             return bool(layer.weights) and not frozen and id(layer) not in bn
         return _own_trainable(layer)
     return trainable
+
+
+def xla_count(model, input_shape: tuple, batch: int = 8) -> Optional[float]:
+    """XLA's own count of one training step of `model` per sample (FLOPs/sample): the loss
+    (cross-entropy on class probabilities) and its gradient with respect to the trainable
+    weights, in training mode, from ``jax.jit(...).lower(...).compile().cost_analysis()``.
+    The fallback for layers `count` cannot count (a user's model, docs/your-own-model.md).
+    Returns None unless Keras runs on JAX (TensorFlow exposes no such analysis for a
+    Keras step); raises whatever JAX raises for a model it cannot trace."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    classes = int(model.outputs[0].shape[-1])
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+    x = jnp.full((batch, *input_shape), 0.5, jnp.float32)
+    y = jax.nn.one_hot(jnp.zeros((batch,), jnp.int32), classes)
+
+    def loss(tv, ntv, x, y):
+        p, _ = model.stateless_call(tv, ntv, x, training=True)
+        return -jnp.mean(jnp.sum(y * jnp.log(p.astype(jnp.float32) + 1e-7), -1))
+
+    cost = jax.jit(jax.value_and_grad(loss)).lower(tv, ntv, x, y).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    flops = float((cost or {}).get("flops", 0.0))
+    return flops / batch if flops > 0 else None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 FLOPS_KEYS = ("flops_per_sample", "forward_flops_per_sample", "flops_all_taps_per_sample", "flops_uncounted",
-              "flops_phases")
+              "flops_phases", "flops_source")
 
 
 @dataclass
@@ -93,6 +93,8 @@ class RunSummary:
             (padding too, as fvcore and ptflops do).
         flops_phases (per phase): [{'first_epoch', 'end_epoch', 'frozen', 'flops_per_sample'}] of a
             run with taken-over layers (each phase counted apart); None otherwise.
+        flops_source (name): 'layers' (engine.training.flops.count) or 'xla' (XLA's cost analysis of the
+            step, the fallback on JAX for a model with layers the counter does not know).
     """
 
     warmup_sec: float
@@ -163,6 +165,7 @@ class RunSummary:
     test_note: Optional[str] = None
     flops_all_taps_per_sample: Optional[float] = None
     flops_phases: Optional[list] = None
+    flops_source: Optional[str] = None
 
     def to_dict(self) -> dict:
         """The stored summary: every field in declaration order, values as they are (not copied)."""

@@ -22,7 +22,15 @@ from engine.config import (
 from engine.data import meta as datasets_meta
 from engine.hardware.machine import cpu_line, quick_facts
 from views.train.checks import DEFAULTS, cached_facts
-from views.train.upload import dataset_description, follow_source_run, parse_labels, saved_runs, upload_controls
+from views.train.upload import (
+    OWN_MODEL,
+    dataset_description,
+    follow_source_run,
+    model_upload_controls,
+    parse_labels,
+    saved_runs,
+    upload_controls,
+)
 
 HARDWARE_PAGE = "views/hardware.py"
 
@@ -113,7 +121,14 @@ def model_controls(f: Form, sb) -> None:
     """Model (own models and keras.applications backbones with image size and
     ImageNet weights), saving the model, and starting from a saved run."""
     sb.markdown("#### Model")
-    model = f.select("model", "Model", MODELS)
+    pending = st.session_state.pop("_select_model_file", None)  # set by a successful .keras upload
+    if pending:
+        st.session_state["model"], st.session_state["model_file"] = OWN_MODEL, pending
+    # No format_func on a control bound to the URL: Streamlit writes the shown label into the
+    # link, so a label that differs from the value would come back as "not accepted".
+    model = f.select("model", "Model (own: your .py function or .keras file)", (*MODELS, OWN_MODEL))
+    if model == OWN_MODEL:
+        own_model_controls(f, sb)
     if model in BACKBONES:
         f.number("image_size", "Image size (pixels a side, 0 = native 224)", step=32)
         f.field("pretrained", "toggle", "Pretrained (ImageNet)", value=DEFAULTS.pretrained)
@@ -131,6 +146,23 @@ def model_controls(f: Form, sb) -> None:
     if f.values.get("init_from") is not None or f.values.get("pretrained"):
         f.number("freeze_epochs", "Frozen epochs (only the new head learns)", step=1)
         f.number("finetune_lr_factor", "Fine-tune LR factor (after unfreezing)", step=0.05, format="%.3f")
+
+
+def own_model_controls(f: Form, sb) -> None:
+    """'Model: your own': a path on the server typed by its user (file.py:build or model.keras,
+    bound to the URL as model_file), weights kept or not for a .keras file, and a .keras upload
+    where uploads are allowed. The engine checks the file (engine.preflight.check_user_model,
+    in a process of its own: this page imports no framework); its one line shows under Model."""
+    path = sb.text_input("Model file on this server", key="model_file", bind="query-params",
+                         persist_state="session", placeholder="examples/my_model.py:build or path/to/model.keras",
+                         help="A Python file and the function that builds the model, build(input_shape, "
+                              "num_classes) -> keras.Model, or a saved .keras model. Python runs only from a "
+                              "path typed here, never from an upload.")
+    f.values["model"] = (path or "").strip()  # the engine names an empty path
+    if f.values["model"].lower().endswith(".keras"):
+        f.select("model_weights", "Weights of the .keras model (keep: start from them; fresh: "
+                 "architecture only)", ("keep", "fresh"))
+    model_upload_controls(sb)
 
 
 def speed_controls(f: Form, sb) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine import plain
 from engine.config import ConfigError, RunConfig, baseline_config, comparison_config
 from engine.jobs import background, demo, runner
 from engine.autopilot import search as autopilot
@@ -86,9 +87,9 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseli
     except runner.ActiveRunError as e:  # another tab launched in between
         out.warning(active_message(e.run), icon=":material/hourglass_top:")
     except ConfigError as e:
-        out.error(str(e))
+        out.error(plain.md(str(e)))
     except Exception as e:  # noqa: BLE001
-        out.error(f"Could not launch: {type(e).__name__}: {e}")
+        out.error(f"Could not launch: {type(e).__name__}: {plain.md(str(e))}")
 
 
 def machine_busy() -> str | None:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
+from engine.plain import md
 from engine.report import live_refresh
 from engine.store import Store
 from views.components import comparison as cmp_view
@@ -112,6 +113,10 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
                                                         "**Autopilot** and **Runs** pages.)" if n_ap else ""),
                         icon=":material/arrow_back:")
                 return
+            if run is not None and (run.get("plan") or {}).get("source") == "callback":
+                plan = run["plan"]  # engine.training.outside: SpeedLabCallback in a user's script
+                st.caption(md(f"Run {run['id']} from an outside script: {plan.get('name') or ''} "
+                                      f"({plan.get('script') or 'python'})"))
             render_comparison(store, group, base, run)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine import plain
 from engine.config import FIELD_HELP
 from engine.jobs import background, runner
 from engine.lr_find import range_test as lr_find
@@ -23,6 +24,7 @@ from views.components import talk, url_params
 from views.components.common import one_line_errors
 from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
+from views.train.commands import commands_panel
 from views.train.controls import advanced_controls, controls, schedule_controls
 from views.train.launch import launch, machine_busy, stored_tuned, tuned_help
 from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_phase, live_view, measuring,
@@ -55,9 +57,9 @@ def main() -> None:
     for name, hint in hints.items():
         f.slots[name].caption(hint)
     for w in warnings:
-        f.slots.get(warning_field(w), sb).warning(w, icon=":material/info:")
+        f.slots.get(warning_field(w), sb).warning(plain.md(w), icon=":material/info:")
     if error:
-        f.slots.get(err_field, sb).error(error, icon=":material/error:")
+        f.slots.get(err_field, sb).error(plain.md(error), icon=":material/error:")
     if cfg:
         lr_preview(cfg, f.preview_slot)
     sweep = lr_find.read_progress()
@@ -89,7 +91,7 @@ def main() -> None:
                         disabled=cfg is None or bool(pending), width="stretch")
     presets_popover(c2, f.values.get("dataset"))
     if cfg is None:
-        c3.error(f"Launch is disabled: {error}", icon=":material/block:")
+        c3.error(f"Launch is disabled: {plain.md(error)}", icon=":material/block:")
     else:
         c3.caption(chart_style.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
     if pending:
@@ -101,6 +103,7 @@ def main() -> None:
     if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages, reuse=reuse,
                baseline_kind="tuned" if tuned and tuned_row is not None else "default")
+    commands_panel()  # "Compare two commands", local servers only
 
     active = any_active()
     # While a run is active the live view re-reads the store every second; when

@@ -10,12 +10,14 @@ from pathlib import Path
 import streamlit as st
 
 from engine import plain
-from engine.config import BACKBONES, MODELS
+from engine.config import BACKBONES, MAX_MODEL_KERAS_BYTES, MODELS
 from engine.data import meta as datasets_meta
 from engine.data import userdata
 from engine.store import Store
 from engine.transfer_source import saved_model_path
 
+OWN_MODEL = "own"  # the Model choice "your own" (its file: the model_file field)
+LOCAL_ADDRESSES = ("localhost", "127.0.0.1", "::1")
 SAVED_RUNS_SCANNED = 2000  # newest completed runs looked at for a saved model
 
 log = logging.getLogger("speedlab.dashboard")
@@ -155,4 +157,59 @@ def upload_controls(sb) -> None:
                                         + ". Selected above.")
     st.session_state["_select_dataset"] = f"user:{name}"
     st.session_state["_upload_n"] = n + 1
+    st.rerun()
+
+
+def uploads_allowed() -> bool:
+    """A .keras upload is offered only where the server listens on this machine alone
+    (server.address localhost) or the shared-secret gate is on (views/gate.py): a model file
+    is code and weights from outside (docs/reliability.md). Python files are never uploaded."""
+    import os
+
+    # views/gate.py's variable, read here (a page may not import another page's module); the
+    # gate opens no page when it is set, so set means on.
+    return st.get_option("server.address") in LOCAL_ADDRESSES or bool(os.environ.get("SPEEDLAB_SECRET"))
+
+
+def save_model_upload(name: str, data: bytes) -> Path:
+    """Keep an uploaded .keras file under $SPEEDLAB_HOME/models/uploads/ with a safe name
+    (written to a temporary file, then renamed); returns its path. The engine loads it in
+    safe mode (no Python from the file) and checks it like a typed path."""
+    import os
+
+    from engine.store import home
+
+    folder = Path(home()) / "models" / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(name).stem).strip("._-")[:64] or "model"
+    path = folder / f"{stem}.keras"
+    tmp = path.with_suffix(".keras.part")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path
+
+
+def model_upload_controls(sb) -> None:
+    """'Upload a .keras model' (where `uploads_allowed`): the size is checked before the file
+    is read; the saved file becomes the model file above."""
+    if not uploads_allowed():
+        sb.caption(":material/info: Uploading a .keras model is offered when the server runs on localhost "
+                   "or behind the secret gate (docs/reliability.md); type a path on the server instead.")
+        return
+    n = st.session_state.get("_model_upload_n", 0)
+    exp = sb.expander("Upload a .keras model", icon=":material/upload_file:")
+    file = exp.file_uploader("A model saved with model.save('model.keras')", type=["keras"],
+                             key=f"model_upload_{n}")
+    if file is None:
+        return
+    if file.size > MAX_MODEL_KERAS_BYTES:
+        exp.error(f"{plain.md(file.name)} is {file.size:,} bytes, over the {MAX_MODEL_KERAS_BYTES:,} byte limit")
+        return
+    try:
+        path = save_model_upload(file.name, file.getvalue())
+    except OSError as e:  # e.g. a full disk: one line
+        exp.error(f"{plain.md(file.name)} was not kept: {type(e).__name__}: {plain.md(str(e)[:300])}")
+        return
+    st.session_state["_select_model_file"] = str(path)
+    st.session_state["_model_upload_n"] = n + 1
     st.rerun()

@@ -1,0 +1,263 @@
+"""Interleaved pairs of two commands (hyperfine for training scripts).
+
+`python -m engine pairs --baseline-cmd A --cmd B --pairs N` runs A and B as N
+interleaved pairs (AB, BA, AB, ... as engine.jobs.comparison.orders), one process
+at a time, each in its own process group (shlex.split, no shell). A user's command
+is run only from the CLI or a local server, as the server's own user.
+
+Each side gets the environment contract of issue 44 (read by the SpeedLab callback):
+SPEEDLAB_HOME (the store folder), SPEEDLAB_SEED (pair i: seed + i, the same on both
+sides), SPEEDLAB_GROUP (the comparison's 'cmp-<hex>'), SPEEDLAB_ROLE ('baseline' |
+'run') and SPEEDLAB_RUN_FILE (the callback writes {"run_id": N} there). The side's run
+is read from that file, else the newest run row of that group and role created after
+the side started.
+
+The comparison is stored like `run --baseline`'s (engine.store_comparisons, kind
+'ab', settings baseline_kind 'command' and the two commands as plain text); its
+result is engine.jobs.comparison.evaluate, so the figures are the same. A side that
+exits non-zero, times out or records no run ends its pair 'failed' with its last
+stderr line (plan entry 'error'). Ctrl-C stops the running side's process group and
+keeps the complete pairs. No TF in this process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Callable, Optional
+
+from engine import store_comparisons as cstore
+from engine.errors import ConfigError
+from engine.jobs import comparison
+from engine.process import process_alive, start_time
+from engine.store import Store
+
+DEFAULT_TIMEOUT_S = 6 * 3600.0
+MAX_PAIRS = 50
+MAX_COMMAND_CHARS = 2000
+STDERR_TAIL_BYTES = 64 * 1024
+
+
+def split_command(field: str, text: Optional[str]) -> list[str]:
+    """The argv of a typed command (shlex, POSIX rules; no shell).
+    Raises: ConfigError naming `field` for an empty, too long or unbalanced command."""
+    text = (text or "").strip()
+    if not text:
+        raise ConfigError(field, text, "is empty", 'give a command, e.g. "python train.py"')
+    if len(text) > MAX_COMMAND_CHARS:
+        raise ConfigError(field, text[:40] + "...", "is too long", f"keep it under {MAX_COMMAND_CHARS} characters")
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise ConfigError(field, text, f"cannot be split ({e})", "balance its quotes") from None
+    if not argv:
+        raise ConfigError(field, text, "is empty", 'give a command, e.g. "python train.py"')
+    return argv
+
+
+def check(baseline_cmd: str, cmd: str, pairs: int, timeout_s: float) -> None:
+    """Validate everything before any process starts. Raises: ConfigError (one line)."""
+    split_command("baseline_cmd", baseline_cmd)
+    split_command("cmd", cmd)
+    if not 1 <= pairs <= MAX_PAIRS:
+        raise ConfigError("pairs", pairs, "is out of range", f"give 1 to {MAX_PAIRS} pairs (2 or more for an interval)")
+    if not timeout_s > 0:
+        raise ConfigError("timeout_s", timeout_s, "is not positive", "give seconds per side, e.g. 3600")
+
+
+def side_env(home: str, seed: int, group: str, role: str, run_file: str, base: Optional[dict] = None) -> dict:
+    """The environment of one side: `base` (default os.environ) plus the contract's variables."""
+    env = dict(os.environ if base is None else base)
+    env.update(SPEEDLAB_HOME=home, SPEEDLAB_SEED=str(seed), SPEEDLAB_GROUP=group, SPEEDLAB_ROLE=role,
+               SPEEDLAB_RUN_FILE=run_file)
+    return env
+
+
+def alive(comp: dict) -> bool:
+    """Whether the process running a two-command comparison is still running (settings pid)."""
+    s = comp.get("settings") or {}
+    return process_alive(s.get("pid"), s.get("pid_started"))
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - STDERR_TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _run_id(store: Store, run_file: str, group: str, role: str, since: float) -> Optional[int]:
+    """The side's run: from its run file, else the newest row of group+role created since `since`."""
+    try:
+        with open(run_file, encoding="utf-8") as f:
+            rid = int(json.load(f)["run_id"])
+        if store.get_run(rid) is not None:
+            return rid
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    row = store.conn.execute("SELECT id FROM runs WHERE group_id=? AND role=? AND created>=? ORDER BY id DESC LIMIT 1",
+                             (group, role, since - 1.0)).fetchone()
+    return int(row[0]) if row else None
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the side's process group, SIGKILL after 10 s."""
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, timeout_s: float,
+             workdir: str, stdout=None) -> dict:
+    """Run one side to its end. Returns {'run_id' (or None), 'exit_code', 'error' (one line or
+    None: why the side does not count)}. Raises: KeyboardInterrupt after stopping the side."""
+    from engine.jobs.queue_runner import last_error_line
+
+    err_path = os.path.join(workdir, f"{role}-{uuid.uuid4().hex[:6]}.stderr")
+    since = time.time()
+    with open(err_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(argv, env=env, stdout=stdout if stdout is not None else sys.stderr,
+                                    stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            return {"run_id": None, "exit_code": None, "error": f"cannot start {argv[0]}: {e.strerror or e}"}
+        error = None
+        try:
+            code = proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            code, error = proc.returncode, f"timed out after {timeout_s:g} s"
+        except KeyboardInterrupt:
+            _stop(proc)
+            rid = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
+            if rid is not None:
+                store.finish_run(rid, "cancelled", "cancelled by the user", only_if_active=True)
+            raise
+    rid = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
+    last = last_error_line(_tail(err_path))
+    if error is None and code != 0:
+        error = f"exited with code {code}" + (f": {last}" if last else "")
+    if error is None and rid is None:
+        error = "recorded no run (is SpeedLabCallback in its fit()?)" + (f"; last stderr line: {last}" if last else "")
+    if rid is not None:
+        run = store.get_run(rid) or {}
+        if error is None and run.get("status") != "completed":
+            error = f"its run #{rid} ended {run.get('status')}" + (f": {run.get('error')}" if run.get("error") else "")
+        if error is not None:  # a run the side left open must not read as running
+            store.finish_run(rid, "failed", error, only_if_active=True)
+    return {"run_id": rid, "exit_code": code, "error": error}
+
+
+def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
+        store_path: Optional[os.PathLike] = None, on_side: Optional[Callable[[dict], None]] = None,
+        comparison_id: Optional[Callable[[int], None]] = None, stdout=None) -> dict:
+    """Run `pairs` interleaved pairs of the two commands and store them as a comparison.
+
+    Args:
+        baseline_cmd, cmd: command lines (split with shlex; no shell); A = baseline.
+        seed: pair i runs both sides with SPEEDLAB_SEED = seed + i.
+        timeout_s: per side, in s; a side past it is stopped and its pair fails.
+        on_side: called after each side with {'pair', 'role', 'order', 'run_id', 'error'}.
+        comparison_id: called with the new comparison's id once it is stored.
+        stdout: where the sides' stdout goes (default: this process's stderr, so that
+            --json's last stdout line stays the JSON).
+    Returns: the final comparison row (engine.store_comparisons; 'result' is
+    engine.jobs.comparison.evaluate). Raises: ConfigError before anything runs.
+    A Ctrl-C stops the running side and ends the comparison with its complete pairs.
+    """
+    check(baseline_cmd, cmd, pairs, timeout_s)
+    argvs = {"baseline": split_command("baseline_cmd", baseline_cmd), "run": split_command("cmd", cmd)}
+    group = comparison.GROUP_PREFIX + uuid.uuid4().hex[:8]
+    store = Store(store_path)
+    workdir = tempfile.mkdtemp(prefix="speedlab-pairs-")
+    try:
+        home = str(store.path.parent)
+        settings = {"pairs": pairs, "max_pairs": pairs, "min_pairs": min(2, pairs), "baseline_kind": "command",
+                    "commands": {"baseline": baseline_cmd.strip(), "run": cmd.strip()}, "seed": seed,
+                    "timeout_s": timeout_s, "target_half_width": None, "budget_s": None, "margin": None,
+                    "pid": os.getpid(), "pid_started": start_time(os.getpid())}
+        cid = cstore.create(store, "ab", group, settings, [], os.uname().nodename)
+        if comparison_id:
+            comparison_id(cid)
+        plan: list[dict] = []
+        ended_by = None
+        try:
+            for i, order in enumerate(comparison.orders(pairs)):
+                entry = {"pair": i, "seed": seed + i, "order": order, "baseline_id": None, "run_id": None}
+                for side in order:
+                    role = "baseline" if side == "A" else "run"
+                    run_file = os.path.join(workdir, f"pair{i}-{role}.json")
+                    env = side_env(home, seed + i, group, role, run_file)
+                    try:
+                        res = run_side(store, argvs[role], env, group, role, timeout_s, workdir, stdout)
+                    except KeyboardInterrupt:
+                        ended_by = "stopped by the user"
+                        raise
+                    entry[f"{role}_id"] = res["run_id"]
+                    if on_side:
+                        on_side({"pair": i, "role": role, "order": order, **res})
+                    if res["error"]:
+                        entry["error"] = f"{role} command: {res['error']}"
+                        break
+                _link(store, entry)
+                plan.append(entry)
+                _store(store, cid, plan)
+        except KeyboardInterrupt:
+            pass
+        return _finish(store, cid, plan, pairs, ended_by)
+    finally:
+        store.close()
+        for name in os.listdir(workdir):
+            os.unlink(os.path.join(workdir, name))
+        os.rmdir(workdir)
+
+
+def _link(store: Store, entry: dict) -> None:
+    """Give both runs of a pair baseline_id = the baseline's, as a queued comparison does."""
+    bid = entry.get("baseline_id")
+    for k in ("baseline_id", "run_id"):
+        if entry.get(k) is not None and bid is not None:
+            store.update_run(entry[k], baseline_id=bid)
+
+
+def _store(store: Store, cid: int, plan: list[dict]) -> dict:
+    comp = cstore.get(store, cid)
+    comp["plan"] = plan
+    result = comparison.evaluate(store, comp) if plan else None
+    cstore.update(store, cid, plan=plan, **({"result": result} if result else {}))
+    return cstore.get(store, cid)
+
+
+def _finish(store: Store, cid: int, plan: list[dict], pairs: int, ended_by: Optional[str]) -> dict:
+    comp = _store(store, cid, plan)
+    result = comp.get("result") or {}
+    rows = result.get("pair_rows") or []
+    k = result.get("pairs") or 0
+    kept = f"{k} complete pair{'s' if k != 1 else ''} kept"
+    failed = [p for p in plan if p.get("error")]
+    if ended_by:
+        status, ended_by = ("stopped" if k else "failed"), f"{ended_by}; {kept}"
+    elif failed:
+        status = "stopped" if k else "failed"
+        ended_by = f"pair {failed[0]['pair'] + 1} failed ({failed[0]['error']}); {kept}"
+    elif len(rows) == pairs and k == pairs:
+        status, ended_by = "completed", f"the {pairs} pair{'s' if pairs != 1 else ''} asked for"
+    else:
+        status, ended_by = ("stopped" if k else "failed"), f"a pair did not complete; {kept}"
+    cstore.update(store, cid, status=status, ended=time.time(), ended_by=ended_by)
+    return cstore.get(store, cid)

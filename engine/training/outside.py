@@ -1,0 +1,398 @@
+"""SpeedLabCallback: records any user script's `model.fit` as a SpeedLab run (issue 44, part 2).
+
+The public import is ``from speedlab import SpeedLabCallback`` (speedlab/__init__.py). The callback
+reuses the worker's measuring code: engine.training.recorder.Recorder times every execution and its
+Writer thread commits the rows (the same append-only design, so the loop pays no more than a
+worker-run does); engine.training.summary builds the same summary a worker stores.
+
+It never makes the user's training fail: every store error is caught, and a home it cannot write
+to gives one warning, after which it does nothing.
+
+Environment (the contract with ``python -m engine pairs``; all optional): SPEEDLAB_HOME (the store
+folder), SPEEDLAB_GROUP (the run's group_id), SPEEDLAB_ROLE ('baseline' or 'run'), SPEEDLAB_RUN_FILE
+(``{"run_id": N}`` written there, atomically, once the run row exists), SPEEDLAB_SEED (the seed the
+script used; kept in the config).
+
+The run's config is a RunConfig dict filled with what the callback can read (backend, precision,
+global batch size, epochs, steps per execution, learning rate, target, seed); its plan holds
+``source: "callback"`` and the script's name, which readers show as "from an outside script".
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import warnings
+from types import SimpleNamespace
+from typing import Optional
+
+import keras
+
+SOURCE = "callback"
+LABEL = "from an outside script"
+
+
+def is_outside(run: dict) -> bool:
+    """Whether a stored run (engine.store.Store.get_run dict) was recorded by SpeedLabCallback."""
+    plan = run.get("plan") or {}
+    return isinstance(plan, dict) and plan.get("source") == SOURCE
+
+
+def write_run_file(path: str, run_id: int) -> None:
+    """Write ``{"run_id": N}`` to `path` atomically (a temp file, then os.replace)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"run_id": run_id}, fh)
+    os.replace(tmp, path)
+
+
+def _global_batch(model) -> Optional[int]:
+    """The global batch size of the running `fit`, read from fit's own frame (batch_size, or the
+    first dimension of x / a tf.data element spec); None when it cannot be read."""
+    import inspect
+
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            if frame.f_code.co_name == "fit" and "batch_size" in frame.f_locals:
+                loc = frame.f_locals
+                x = loc.get("x")
+                if hasattr(x, "element_spec"):  # tf.data: the batch is inside the data set
+                    spec = x.element_spec
+                    first = spec[0] if isinstance(spec, tuple) else spec
+                    n = getattr(first, "shape", [None])[0]
+                    if n is not None:
+                        return int(n)
+                    b = getattr(x, "_batch_size", None)
+                    return int(b) if b is not None else None
+                return int(loc.get("batch_size") or 32)  # Keras's default for arrays
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+def _replicas() -> int:
+    """Model replicas of the strategy or distribution in use (1 without one)."""
+    if keras.backend.backend() == "tensorflow" and "tensorflow" in sys.modules:
+        import tensorflow as tf
+
+        return int(tf.distribute.get_strategy().num_replicas_in_sync)
+    if keras.backend.backend() == "jax":
+        dist = keras.distribution.distribution()
+        if dist is not None:
+            return len(getattr(dist, "device_mesh").devices.flatten())
+    return 1
+
+
+def _lr(model) -> Optional[float]:
+    try:
+        lr = model.optimizer.learning_rate
+        return float(keras.ops.convert_to_numpy(lr))
+    except Exception:  # noqa: BLE001 - a schedule or no optimizer: unknown
+        return None
+
+
+class SpeedLabCallback(keras.callbacks.Callback):
+    """Records this `fit` as a SpeedLab run in the store under $SPEEDLAB_HOME.
+
+    Args:
+        name: a name for the run (kept in its plan; default the script's file name).
+        target_accuracy: validation accuracy (fraction) whose first crossing is the run's time to
+            accuracy (s, `time_to_target_sec` in the summary); None: not measured.
+        batch_size: the global batch size (samples/step); default read from `fit`'s arguments.
+
+    Never raises into training: a failing store ends recording with one warning.
+    """
+
+    def __init__(self, name: Optional[str] = None, target_accuracy: Optional[float] = None,
+                 batch_size: Optional[int] = None):
+        super().__init__()
+        self.name = name
+        self.target_accuracy = target_accuracy
+        self.batch_size = batch_size
+        self.run_id: Optional[int] = None
+        self._rec = None
+        self._writer = None
+        self._store = None
+        self._tl = None
+        self._off = False
+        self._finished = False
+
+    # --- failure handling -------------------------------------------------
+    def _disable(self, what: str, exc: BaseException) -> None:
+        if not self._off:
+            warnings.warn(f"SpeedLab: not recording this run ({what}: {type(exc).__name__}: {str(exc)[:200]})",
+                          RuntimeWarning, stacklevel=3)
+        self._off = True
+        try:
+            if self._writer is not None:
+                self._writer.stop(patience_s=1.0)
+            if self._store is not None and self.run_id is not None and not self._finished:
+                self._store.finish_run(self.run_id, "failed", f"recording stopped: {type(exc).__name__}",
+                                       only_if_active=True)
+        except Exception:  # noqa: BLE001 - already giving up
+            pass
+
+    # --- begin --------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        if self._off:
+            return
+        if self._rec is not None:  # a second fit with the same callback: the clock keeps running
+            self._call("on_train_begin", logs)
+            return
+        try:
+            self._begin()
+        except Exception as e:  # noqa: BLE001 - never fail the user's training
+            self._disable("start", e)
+
+    def _begin(self) -> None:
+        from engine.config import RunConfig
+        from engine.store import Store, default_path
+        from engine.training.recorder import Recorder, Writer
+        from engine.training.timeline import Timeline
+
+        tl = Timeline()  # process start (psutil create_time): everything before fit is setup
+        tl.mark("startup")
+        model = self.model
+        params = self.params or {}
+        gb = self.batch_size or _global_batch(model) or 32
+        spe = int(getattr(model, "steps_per_execution", None) or getattr(model, "_steps_per_execution", 1) or 1)
+        steps = int(params.get("steps") or 1)
+        epochs = int(params.get("epochs") or 1)
+        policy = keras.config.dtype_policy().name
+        replicas = _replicas()
+        seed = int(os.environ.get("SPEEDLAB_SEED", "0") or 0)
+        lr = _lr(model)
+        self._read = dict(backend=keras.backend.backend(), batch_size=gb, steps_per_execution=spe,
+                                 learning_rate=lr, jit_compile=bool(getattr(model, "jit_compile", False)))
+        cfg = _config(RunConfig, backend=keras.backend.backend(), precision=policy if policy in
+                      ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
+                      batch_size=gb, epochs=epochs, steps_per_execution=spe,
+                      learning_rate=lr if lr and 0 < lr <= 10 else 1e-3, seed=seed,
+                      target_accuracy=self.target_accuracy, devices=max(replicas, 1),
+                      jit_compile=bool(getattr(model, "jit_compile", False)))
+        self._cfg = cfg
+        self._policy = policy
+        self._replicas = replicas
+        script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        store = Store(default_path())
+        store.writable()
+        role = os.environ.get("SPEEDLAB_ROLE") or "run"
+        group = os.environ.get("SPEEDLAB_GROUP") or None
+        run_id = store.create_run(json.dumps(cfg.to_dict()), role=role, group_id=group, status="running")
+        self._store, self.run_id, self._tl = store, run_id, tl
+        self._plan = {"source": SOURCE, "label": LABEL, "script": script, "name": self.name or script,
+                      "argv": [str(a)[:200] for a in sys.argv[:20]], "steps_per_epoch": steps,
+                      "epochs": epochs, "total_steps": steps * epochs, "global_batch_size": gb,
+                      "replicas": replicas, "precision_policy": policy, "compute_dtype": _dtype(model, "compute"),
+                      "variable_dtype": _dtype(model, "variable"), "device_kind": _device_kind(),
+                      "per_replica_batch_size": gb // max(replicas, 1), "dropped_samples_per_epoch": 0,
+                      "effective_learning_rate": lr, "persistent_iterators": {},
+                      "input_batches_per_sec": None}
+        from engine.process import start_time
+
+        # pid + its start time: the runner's reconcile keeps a live script's run running.
+        store.update_run(run_id, started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
+                         environment=_environment())
+        import atexit
+
+        atexit.register(self._at_exit)  # a fit that raised never calls on_train_end
+        path = os.environ.get("SPEEDLAB_RUN_FILE")
+        if path:
+            write_run_file(path, run_id)
+        home = default_path()
+        writer = Writer(lambda: Store(home, patience_s=0, busy_timeout_s=0.5), run_id)
+        writer.start()
+        self._writer = writer
+
+        def on_start(t0):
+            writer.set_t0(t0)
+            store.update_run(run_id, plan={**self._plan, "train_started_at": time.time()})
+
+        rec = Recorder(gb, steps, writer.push, target_accuracy=self.target_accuracy, on_start=on_start,
+                       timeline=tl, plain_val_loss=True)
+        rec.set_model(model)
+        rec.set_params(params)
+        self._rec = rec
+        self._call("on_train_begin", None)
+
+    # --- the Recorder's hooks, guarded ----------------------------------------
+    def _call(self, hook: str, *args):
+        if self._off or self._rec is None:
+            return
+        try:
+            getattr(self._rec, hook)(*args)
+        except Exception as e:  # noqa: BLE001 - never fail the user's training
+            self._disable(hook, e)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._call("on_epoch_begin", epoch, logs)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._call("on_train_batch_begin", batch, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._call("on_train_batch_end", batch, logs)
+
+    def on_test_begin(self, logs=None):
+        self._call("on_test_begin", logs)
+
+    def on_test_batch_end(self, batch, logs=None):
+        self._call("on_test_batch_end", batch, logs)
+
+    def on_test_end(self, logs=None):
+        self._call("on_test_end", logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._call("on_epoch_end", epoch, logs)
+
+    # --- end ------------------------------------------------------------------
+    def on_train_end(self, logs=None):
+        if self._off or self._rec is None:
+            return
+        self._call("on_train_end", logs)
+        try:
+            self._finish("completed", None)
+        except Exception as e:  # noqa: BLE001 - never fail the user's training
+            traceback.print_exc()
+            self._disable("finish", e)
+
+    def _at_exit(self) -> None:
+        """At interpreter exit: a run still open (fit raised, or was interrupted) ends failed,
+        with what it measured, so that nobody waits for it."""
+        if self._off or self._finished or self._store is None:
+            return
+        try:
+            self._finish("failed", "the script ended before fit finished (fit raised or was interrupted)")
+        except Exception:  # noqa: BLE001 - exiting anyway
+            try:
+                self._store.finish_run(self.run_id, "failed", "the script ended before fit finished",
+                                       only_if_active=True)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _finish(self, status: str, error: Optional[str]) -> None:
+        if self._finished:
+            return
+        self._writer.stop(patience_s=30.0)
+        summary = self.summary()
+        if self._writer.lost_total:  # as engine.jobs.worker.incomplete_summary
+            summary.update(metrics_incomplete=self._writer.lost_total, metrics_lost=dict(self._writer.lost))
+        summary.update(run_id=self.run_id, status=status, error=error, warnings=[], warm_worker=False,
+                       source=SOURCE)
+        self._store.finish_run(self.run_id, status, error, summary=summary)
+        self._finished = True
+        self._store.close()
+
+    def summary(self) -> dict:
+        """The run's summary: engine.training.summary.RunSummary's keys, plus MFU (engine.report.mfu)."""
+        from engine.report.measure import steady_state
+        from engine.training.summary import RunSummary, fused_optimizer_on, loss_scale, progress, time_accounts
+
+        rec, model, plan = self._rec, self.model, self._plan
+        cfg = SimpleNamespace(**self._read)  # what was read, even where the stored config fell back
+        timing = {**steady_state(rec.durations, rec.batches, cfg.batch_size, warmup_flags=rec.warmups,
+                                 samples=rec.samples),
+                  **time_accounts(self._tl, sum(rec.samples))}
+        waits = [w for w, warm in zip(rec.data_waits, rec.warmups) if w is not None and not warm]
+        flops = _flops(model)
+        s = RunSummary(
+            **timing, persistent_iterators={}, replicas=self._replicas, workers=1, replicas_simulated=False,
+            device_kind=plan["device_kind"], backend=cfg.backend, precision=self._policy,
+            compute_dtype=plan["compute_dtype"], variable_dtype=plan["variable_dtype"],
+            steps_per_execution=cfg.steps_per_execution, jit_compile=cfg.jit_compile,
+            global_batch_size=cfg.batch_size, per_replica_batch_size=plan["per_replica_batch_size"],
+            dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate or 0.0, schedule="outside script",
+            label_smoothing=0.0, mixup_alpha=0.0, train_accuracy_on_mixed_targets=False, init_from=None,
+            pretrained=False, loss_scale=_safe(loss_scale, model), fused_optimizer=bool(_safe(fused_optimizer_on,
+                                                                                               model)),
+            **progress(SimpleNamespace(stop_at_target=False), rec),
+            data_wait_sec=sum(waits) if waits else None, data_wait_share=None, input_batches_per_sec=None,
+            instrumentation={"batch_hooks_sec": rec.hook_sec}, validation_traced_ahead=None,
+            flops_per_sample=flops.get("flops_per_sample"),
+            forward_flops_per_sample=flops.get("forward_flops_per_sample"),
+            flops_uncounted=flops.get("flops_uncounted"), freeze_epochs=None, finetune_learning_rate=None,
+            flops_all_taps_per_sample=flops.get("flops_all_taps_per_sample"),
+            flops_source="layers" if flops.get("flops_per_sample") else None)
+        out = s.to_dict()
+        out["instrumentation"]["writer_cpu_sec"] = self._writer.cpu_sec
+        if out.get("samples_per_sec"):
+            try:
+                from engine.report import mfu
+
+                out.update(mfu.machine_fields(out, out.get("flops_per_sample"), measure_clock=True))
+            except Exception as e:  # noqa: BLE001 - a missing MFU must not fail the run
+                out["peak_source"] = f"MFU not computed: {type(e).__name__}: {str(e)[:200]}"
+        return out
+
+
+def _config(RunConfig, **read):
+    """A valid RunConfig holding what the callback read. Its data set is a placeholder
+    (synthetic, sized so that the batch and steps per execution fit): the script's own data is
+    not known. Fields that do not validate fall back to their defaults, one at a time."""
+    from engine.errors import ConfigError
+
+    gb, spe = read["batch_size"], read["steps_per_execution"]
+    base = {"dataset": "synthetic", "synthetic_samples": max(2048, 4 * gb * spe)}
+    for _ in range(len(read) + 1):
+        try:
+            return RunConfig(**base, **read)
+        except ConfigError as e:
+            if e.args and getattr(e, "field", None) in read:
+                read.pop(e.field)
+            elif read:
+                read.popitem()
+            else:
+                raise
+    return RunConfig(**base)
+
+
+def _safe(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001 - an optional figure
+        return None
+
+
+def _flops(model) -> dict:
+    """engine.training.flops.count of the model ({} when it cannot count it)."""
+    try:
+        from engine.training import flops
+
+        return flops.count(model)
+    except Exception:  # noqa: BLE001 - FLOPs are optional; MFU is then None
+        return {}
+
+
+def _dtype(model, which: str) -> str:
+    policy = getattr(model, "dtype_policy", None) or keras.config.dtype_policy()
+    return str(getattr(policy, f"{which}_dtype", "float32"))
+
+
+def _device_kind() -> str:
+    """'GPU' when the backend has a GPU, else 'CPU'."""
+    try:
+        if keras.backend.backend() == "jax":
+            import jax
+
+            return "GPU" if jax.default_backend() == "gpu" else "CPU"
+        if "tensorflow" in sys.modules:
+            import tensorflow as tf
+
+            return "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+    except Exception:  # noqa: BLE001
+        pass
+    return "CPU"
+
+
+def _environment() -> dict:
+    """Versions of what this script runs with."""
+    import platform
+
+    return {"python": platform.python_version(), "keras": keras.__version__,
+            "backend": keras.backend.backend(), "source": SOURCE, "pid": os.getpid(),
+            "threads": threading.active_count()}

@@ -1,0 +1,172 @@
+"""`python -m engine pairs`: two commands as interleaved pairs (engine.jobs.command_pairs).
+
+The sides are tests/command_side.py: a fake training script that follows the env contract
+and stores a run with a known time to accuracy, without TF."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.jobs import command_pairs
+from engine.store import Store
+
+# lanes (docs/testing.md): worker for the tests that start `python -m engine pairs`, page for the Train panel
+
+ROOT = Path(__file__).resolve().parents[1]
+SIDE = f"{shlex.quote(sys.executable)} -m tests.command_side"
+
+
+def _cli(home, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SPEEDLAB_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "engine", "pairs", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _last_json(proc) -> dict:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.worker
+def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path):
+    # Pair i runs both sides on seed i: baseline 2, 3, 4 s to the target, the command 1, 2, 1 s.
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2,3,4", "--cmd", f"{SIDE} --sec 1,2,1",
+                "--pairs", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = _last_json(proc)
+    c = out["comparison"]
+    assert out["commands"] == {"baseline": f"{SIDE} --sec 2,3,4", "run": f"{SIDE} --sec 1,2,1"}
+    assert c["status"] == "completed" and c["pairs"] == 3 and c["planned"] == 3
+    assert c["pair_ratios"] == pytest.approx([2.0, 1.5, 4.0])
+    assert c["time_to_accuracy_speedup"] == pytest.approx((2.0 * 1.5 * 4.0) ** (1 / 3))  # 2.289
+    # Steady rate = 320 samples / T s, so throughput explains the whole ratio.
+    assert c["factors"]["throughput"]["speedup"] == pytest.approx(12 ** (1 / 3))
+    assert c["reached"] == {"pairs": 3, "baseline": 3, "run": 3}
+    assert c["baseline_kind"] == "command" and c["baseline_label"] == "your baseline command"
+    lo, hi = c["time_to_accuracy_ci95"]
+    assert lo < c["time_to_accuracy_speedup"] < hi
+    rows = c["pair_rows"]
+    assert [r["order"] for r in rows] == ["AB", "BA", "AB"]
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        for r in rows:
+            b, x = store.get_run(r["baseline_id"]), store.get_run(r["run_id"])
+            # the same seed on both sides of a pair: seed + i
+            assert b["config"]["seed"] == x["config"]["seed"] == r["seed"] == r["pair"]
+            assert (b["role"], x["role"]) == ("baseline", "run")
+            assert b["group_id"] == x["group_id"] and b["group_id"].startswith("cmp-")
+            # order: the side named first ran first
+            assert (b["id"] < x["id"]) == (r["order"] == "AB")
+            assert x["baseline_id"] == b["id"]
+    finally:
+        store.close()
+
+
+@pytest.mark.worker
+def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path):
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --fail 'ValueError: boom'",
+                "--pairs", "2", "--json")
+    assert proc.returncode == 1
+    c = _last_json(proc)["comparison"]
+    assert [r["status"] for r in c["pair_rows"]] == ["failed", "failed"]
+    assert c["pair_rows"][0]["error"] == "run command: exited with code 3: ValueError: boom"
+    assert c["status"] == "failed" and c["pairs"] == 0
+    assert "ValueError: boom" in c["ended_by"]
+
+
+@pytest.mark.worker
+def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --no-run", "--cmd", f"{SIDE} --sec 1", "--pairs", "1")
+    assert proc.returncode == 1
+    assert "recorded no run" in proc.stdout and "trained without the callback" in proc.stdout
+    # pair 1 is AB: the baseline failed first, so the command never ran
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        assert store.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+@pytest.mark.worker
+def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
+    from engine import store_comparisons as cstore
+    from engine.cli.pairs import comparison_json
+    from engine.jobs import comparison
+
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1", "--pairs", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    c = _last_json(proc)["comparison"]
+    assert c["pair_ratios"] == pytest.approx([2.0, 2.0])
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        comp = cstore.get(store, c["comparison_id"])
+        # the object `run --baseline --json` prints for a queued comparison of the same runs
+        queued = {**comp, "settings": {"pairs": 2, "max_pairs": 2, "baseline_kind": "default"}}
+        queued["result"] = comparison.evaluate(store, queued)
+        assert set(c) == set(comparison_json(queued))
+    finally:
+        store.close()
+    assert math.isclose(c["end_to_end_speedup"], 2.0, rel_tol=0.01)
+
+
+@pytest.mark.worker
+def test_bad_commands_are_refused_before_anything_runs(tmp_path):
+    for args, field in (((" ", "x", 2, 10.0), "baseline_cmd"), (("x", "python 'a", 2, 10.0), "cmd"),
+                        (("x", "y", 0, 10.0), "pairs"), (("x", "y", 2, 0.0), "timeout_s")):
+        with pytest.raises(ConfigError) as e:
+            command_pairs.check(*args)
+        assert e.value.field == field
+    proc = _cli(tmp_path, "--baseline-cmd", "python a.py", "--cmd", "", "--json")
+    assert proc.returncode == 2
+    assert _last_json(proc)["exit_code"] == 2
+    assert not (tmp_path / "runs.sqlite").exists()
+
+
+@pytest.mark.page
+def test_train_panel_is_local_only_and_refuses_bad_commands_before_starting(store_home, monkeypatch):
+    import streamlit as st
+
+    from views.train import commands
+
+    for address, allowed in (("localhost", True), ("127.0.0.1", True), ("0.0.0.0", False), (None, False)):
+        monkeypatch.setattr(st, "get_option", lambda name, a=address: a if name == "server.address" else None)
+        assert commands.allowed() is allowed
+    spawned = []
+    monkeypatch.setattr(commands.background, "spawn", lambda *a: spawned.append(a) or (1, 0.0))
+    with pytest.raises(ConfigError) as e:
+        commands.launch("python train.py", "python 'train.py", 3)
+    assert e.value.field == "cmd" and "balance its quotes" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        commands.launch("python train.py", "python train.py --bf16", 51)
+    assert e.value.field == "pairs"
+    assert spawned == [] and not (store_home / commands.JOB_FILE).exists()
+    assert commands.launch("python train.py", "python train.py --bf16", 3) == "started: 3 pairs, process 1"
+    (argv, _log), = spawned
+    assert argv == ["pairs", "--baseline-cmd", "python train.py", "--cmd", "python train.py --bf16", "--pairs", "3",
+                    "--quiet"]
+
+
+@pytest.mark.worker
+def test_the_bf16_example_compares_two_real_scripts(tmp_path):
+    # examples/train_with_callback.py (SpeedLabCallback, digits), float32 against bf16: one pair.
+    script = f"{shlex.quote(sys.executable)} examples/train_with_callback.py --epochs 2"
+    proc = _cli(tmp_path, "--baseline-cmd", script, "--cmd", f"{script} --bf16", "--pairs", "1", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    c = _last_json(proc)["comparison"]
+    assert c["status"] == "completed" and c["pairs"] == 1 and c["baseline_kind"] == "command"
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        b, r = store.get_run(c["baseline_ids"][0]), store.get_run(c["run_ids"][0])
+        assert (b["role"], r["role"]) == ("baseline", "run") and b["group_id"] == r["group_id"]
+        assert b["status"] == r["status"] == "completed"
+        assert b["id"] < r["id"]  # pair 1 is AB
+    finally:
+        store.close()
+    assert c["steady_speedup"] > 0 and len(c["pair_ratios"]) == 1
