@@ -2,6 +2,7 @@
 replaced them, and Launch waits until the user accepts; the upload box states
 its limits."""
 import pytest
+from engine import plain
 from views.components import url_params
 from tests.apptest import app_test
 
@@ -73,7 +74,8 @@ def test_a_link_value_the_boxes_take_stays_on_screen_with_the_engines_message(st
         at.query_params.update(params)
         at.run()
         assert not at.exception and not [w for w in at.warning if "Settings from the link" in w.value]
-        assert msg in [e.value for e in at.error] and f"Launch is disabled: {msg}" in [e.value for e in at.error]
+        shown = plain.md(msg)  # engine lines carry typed text: shown as plain text
+        assert shown in [e.value for e in at.error] and f"Launch is disabled: {shown}" in [e.value for e in at.error]
         assert at.button(key="launch").disabled
 
 
