@@ -288,8 +288,8 @@ def test_runoff_chooses_the_finalist_that_reaches_on_most_seeds_then_the_lowest_
 
 
 def test_runoff_seeds_follow_the_confirming_rounds_seeds():
-    # Search on 0, confirming rounds on 1-5, the runoff on 6 and 7: nothing is confirmed on a seed it was chosen on.
-    assert autopilot.runoff_seeds(0, 5) == [6, 7]
+    # Search on 0, confirming rounds on 1-5, the runoff on 6 to 9: nothing is confirmed on a seed it was chosen on.
+    assert autopilot.runoff_seeds(0, 5) == [6, 7, 8, 9]
     assert autopilot.runoff_seeds(10, 3, 3) == [14, 15, 16]
     assert autopilot.runoff_seeds(autopilot.MAX_SEED, 0, 2) == [0, 1]
 
@@ -658,7 +658,7 @@ def searched(tmp_path_factory):
         t0 = time.monotonic()
         ap.search()
         search_wall = time.monotonic() - t0
-        chosen = ap.runoff()
+        chosen = ap.runoff(n_seeds=2)  # the wiring, at half the default's runs
         fast = ap.base.replace(**FAST)
         conf = ap.confirm(fast)
         times = conf["times"]["winner"]
@@ -740,12 +740,12 @@ def test_runoff_reruns_the_fastest_trials_on_new_seeds_and_picks_by_reach_then_m
     finalists = reached[:autopilot.FINALISTS]
     ro = ap.state["runoff"]
     assert ro["finalists"] == [t["trial"] for t in finalists] == [r["trial"] for r in ro["runs"]]
-    assert ro["seeds"] == autopilot.runoff_seeds(ap.base.seed, ap.repeats)
+    assert ro["seeds"] == autopilot.runoff_seeds(ap.base.seed, ap.repeats, 2)
     store = _store(searched["home"])
     try:
         for t, r in zip(finalists, ro["runs"]):
             searched_run = store.get_run(t["run_id"])
-            assert len(r["run_ids"]) == len(r["rerun_secs"]) == autopilot.RUNOFF_SEEDS
+            assert len(r["run_ids"]) == len(r["rerun_secs"]) == 2
             for rid, secs, seed in zip(r["run_ids"], r["rerun_secs"], ro["seeds"]):
                 run = store.get_run(rid)
                 # The same configuration on a seed of its own.

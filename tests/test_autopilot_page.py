@@ -320,7 +320,7 @@ def test_the_form_says_what_the_re_runs_add_and_the_rounds_count_down(store_home
 
     at = app(PAGE)
     no_errors(at)
-    assert ("After it: the runoff (the 3 fastest trials on 2 new seeds, 6 runs), then 3 rounds of the baseline, the winner and the winner without each "
+    assert ("After it: the runoff (the 3 fastest trials on 4 new seeds, 12 runs), then 3 rounds of the baseline, the winner and the winner without each "
             "of its techniques; how long they take here is known once this machine has run a baseline of "
             "digits/cnn." in texts(at.caption))
     with Store() as s:  # a baseline run: 30 s from start to end, 20 s of it to the target
