@@ -168,18 +168,16 @@ class SpeedLabCallback(keras.callbacks.Callback):
         seed = int(os.environ.get("SPEEDLAB_SEED", "0") or 0)
         lr = _lr(model)
         self._read = dict(backend=keras.backend.backend(), batch_size=gb, steps_per_execution=spe,
-                                 learning_rate=lr, jit_compile=bool(getattr(model, "jit_compile", False)))
-        cfg = _config(RunConfig, backend=keras.backend.backend(), precision=policy if policy in
-                      ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
-                      batch_size=gb, epochs=epochs, steps_per_execution=spe,
-                      learning_rate=lr if lr and 0 < lr <= 10 else 1e-3, seed=seed,
-                      target_accuracy=self.target_accuracy, devices=max(replicas, 1),
-                      jit_compile=bool(getattr(model, "jit_compile", False)))
+                          learning_rate=lr, jit_compile=bool(getattr(model, "jit_compile", False)))
+        cfg = _config(RunConfig, **{**self._read, "learning_rate": lr if lr and 0 < lr <= 10 else 1e-3},
+                      precision=policy if policy in ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
+                      epochs=epochs, seed=seed, target_accuracy=self.target_accuracy, devices=max(replicas, 1))
         self._cfg = cfg
         self._policy = policy
         self._replicas = replicas
         script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
-        store = Store(default_path())
+        home = default_path()
+        store = Store(home)
         store.writable()
         role = os.environ.get("SPEEDLAB_ROLE") or "run"
         group = os.environ.get("SPEEDLAB_GROUP") or None
@@ -204,7 +202,6 @@ class SpeedLabCallback(keras.callbacks.Callback):
         path = os.environ.get("SPEEDLAB_RUN_FILE")
         if path:
             write_run_file(path, run_id)
-        home = default_path()
         writer = Writer(lambda: Store(home, patience_s=0, busy_timeout_s=0.5), run_id)
         writer.start()
         self._writer = writer
