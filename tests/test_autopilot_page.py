@@ -327,9 +327,9 @@ def test_the_form_says_what_the_re_runs_add_and_the_rounds_count_down(store_home
         rid = s.create_run(BASE.to_json(), role="baseline", status="completed")
         s.update_run(rid, started=100.0, ended=130.0, summary={"time_to_target_sec": 20.0})
     at = app(PAGE)
-    # 6 + 3 x (2 + 2) = 18 runs: 3 x 30 s + 15 x (10 + 0.2 x 20) s = 300 s; 6 + 3 x (2 + 5) = 27 runs:
-    # 90 s + 24 x (10 + 0.7 x 20) s = 666 s
-    assert f"18-27 runs, about 5 min to 11 min more here (a baseline run took 30 s: run #{rid})." in texts(at.caption)
+    # runoff 3 x 4 = 12, so 12 + 3 x (2 + 2) = 24 runs: 3 x 30 s + 21 x (10 + 0.2 x 20) s = 384 s;
+    # 12 + 3 x (2 + 5) = 33 runs: 90 s + 30 x (10 + 0.7 x 20) s = 810 s
+    assert f"24-33 runs, about 6 min to 14 min more here (a baseline run took 30 s: run #{rid})." in texts(at.caption)
     me = psutil.Process()
     background.write_json(autopilot.progress_path(), {
         **done_state(), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
