@@ -13,7 +13,7 @@ import os
 
 import streamlit as st
 
-from engine.process import start_time
+from engine.base.process import start_time
 from views import gate, store_check
 
 # The queue and spare worker this server starts leave within seconds of its exit when idle
@@ -21,7 +21,7 @@ from views import gate, store_check
 if not os.environ.get("SPEEDLAB_OWNER_PID"):
     os.environ["SPEEDLAB_OWNER_PID"], os.environ["SPEEDLAB_OWNER_START"] = str(os.getpid()), str(start_time())
 
-# Presenter mode (?mode=talk, views/talk.py) starts with the settings bar collapsed.
+# Presenter mode (?mode=talk, views/components/presenter.py) starts with the settings bar collapsed.
 st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",
                    initial_sidebar_state="collapsed" if st.query_params.get("mode") == "talk" else "expanded")
 

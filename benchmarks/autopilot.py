@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 
 import autopilot_results  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
-from engine.presets import PRESETS  # noqa: E402  the hand-tuned presets
+from engine.config.presets import PRESETS  # noqa: E402  the hand-tuned presets
 
 BASE = dict(dataset="digits", model="cnn", batch_size=128, epochs=20, learning_rate=1e-3, seed=0)
 

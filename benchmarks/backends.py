@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 def engine_run(cfg, home: str) -> dict:
     """Run `cfg` through the engine's CLI in a fresh worker; its summary."""
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     flags = []
     for k, v in cfg.to_dict().items():
@@ -51,7 +51,7 @@ from engine.data import np_pipeline
 from engine.report.measure import steady_state
 from engine.training import jax_devices
 from engine.training.recorder import Recorder
-from engine.training.train import prepare
+from engine.training.build import prepare
 cfg = RunConfig.from_json(sys.argv[1])
 setup = jax_devices.configure("auto", 1)
 prep = prepare(cfg.replace(mixup_alpha=0.0), setup)   # no mixup in the step ...
@@ -73,7 +73,7 @@ print(json.dumps({"samples_per_sec": st["samples_per_sec"], "data_wait_share": s
 
 
 def host_mixup_run(cfg) -> dict:
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     out = subprocess.run([sys.executable, "-c", HOST_MIXUP_CHILD, cfg.to_json()], cwd=ROOT, capture_output=True,
                          text=True, env=worker_env(), timeout=1800)

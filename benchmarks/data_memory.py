@@ -17,30 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MB = 300
-
-
-def make_zip(path: Path, n: int, width: int, height: int) -> None:
-    """`n` JPEGs in two class folders, one image in memory at a time."""
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    ramp = np.linspace(0, 200, width, dtype=np.float32)[None, :] + np.linspace(0, 50, height, dtype=np.float32)[:, None]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for i in range(n):
-            px = ramp + rng.normal(0, 2, size=(height, 1)).astype(np.float32)
-            rgb = np.clip(np.stack([px, px * 0.8 + 20 * (i % 3), 255 - px], -1), 0, 255).astype(np.uint8)
-            buf = io.BytesIO()
-            Image.fromarray(rgb).save(buf, format="JPEG", quality=80)
-            z.writestr(f"photos/{'cats' if i % 2 else 'dogs'}/{i:03d}.jpg", buf.getvalue())
-            del rgb, buf
 
 
 def measure(zip_path: Path) -> dict:

@@ -45,10 +45,10 @@ mean with its 95% t interval (engine.report.stats), and the CPU seconds the
 server and the browser used per second of run. Targets: steady open/closed >= 0.98;
 server + browser <= 0.05 CPU-s per s of run.
 
-    python benchmarks/live_view.py --open-closed 4 [--epochs 60] [--model cnn] [--talk]
+    python benchmarks/live_view.py --open-closed 4 [--epochs 60] [--model cnn] [--presenter]
 
-``--talk`` opens the page in presenter mode (?mode=talk), which draws the training run's
-throughput and loss every views.components.talk.MEASURE_REFRESH_S while a comparison measures.
+``--presenter`` opens the page in presenter mode (?mode=talk), which draws the training run's
+throughput and loss every views.components.presenter.MEASURE_REFRESH_S while a comparison measures.
 
 What does the open page cost in each phase of a plain run? ``--page-cpu SECONDS``
 opens the Train page in headless Chromium on a live run that grows 100 executions a
@@ -187,7 +187,7 @@ def _cpu(procs) -> float:
     return total
 
 
-def open_closed(pairs: int, epochs: int, model: str, talk: bool = False) -> None:
+def open_closed(pairs: int, epochs: int, model: str, presenter: bool = False) -> None:
     """The --open-closed measurement (see the module docstring)."""
     import subprocess
     import urllib.request
@@ -220,7 +220,7 @@ def open_closed(pairs: int, epochs: int, model: str, talk: bool = False) -> None
     cfg = RunConfig(dataset="digits", model=model, epochs=epochs)
     rows = {"closed": [], "open": []}
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}; {pairs} pairs, digits/{model}, "
-          f"{epochs} epochs; server {url}" + ("; page in presenter mode (?mode=talk)" if talk else ""))
+          f"{epochs} epochs; server {url}" + ("; page in presenter mode (?mode=talk)" if presenter else ""))
     from playwright.sync_api import sync_playwright
 
     try:
@@ -234,8 +234,8 @@ def open_closed(pairs: int, epochs: int, model: str, talk: bool = False) -> None
                     page = None
                     if side == "open":
                         page = browser.new_page(viewport={"width": 1280, "height": 720})
-                        page.goto(url + ("/?mode=talk" if talk else ""))
-                        page.get_by_text("Presenter mode" if talk else "SpeedLab · Train").first.wait_for(timeout=60_000)
+                        page.goto(url + ("/?mode=talk" if presenter else ""))
+                        page.get_by_text("Presenter mode" if presenter else "SpeedLab · Train").first.wait_for(timeout=60_000)
                         time.sleep(SETTLE_S)
                     browser_ps = [c for c in psutil.Process().children(recursive=True)
                                   if "chrom" in c.name().lower()]
@@ -357,9 +357,9 @@ def main() -> None:
         q.add_argument("--open-closed", type=int, required=True, metavar="PAIRS")
         q.add_argument("--epochs", type=int, default=60)
         q.add_argument("--model", default="cnn")
-        q.add_argument("--talk", action="store_true", help="open the Train page in presenter mode")
+        q.add_argument("--presenter", action="store_true", help="open the Train page in presenter mode")
         b = q.parse_args()
-        return open_closed(b.open_closed, b.epochs, b.model, b.talk)
+        return open_closed(b.open_closed, b.epochs, b.model, b.presenter)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--executions", type=int, default=50_000)
     p.add_argument("--refreshes", type=int, default=1000)

@@ -9,7 +9,7 @@ throughputs.
 Goal: ratio >= 0.98 (instrumentation costs at most 2%).
 
 Both sides use the same data, pipeline, model, compile settings and `fit`
-arguments (engine.training.train.prepare with fast_fit: the same persistent
+arguments (engine.training.build.prepare with fast_fit: the same persistent
 iterators and validation), train EPOCHS epochs, and are clocked the same way,
 epoch end to epoch end: throughput over epochs 2..E = training samples of
 those epochs / (time at the end of epoch E - time at the end of epoch 1), so
@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def prepared(cfg_json: str):
-    """In a child process: (config, engine.training.train.Prepared) with the engine's own
+    """In a child process: (config, engine.training.build.Prepared) with the engine's own
     devices, data, model, compile and fit settings."""
     from engine.config import RunConfig
 
@@ -68,7 +68,7 @@ def prepared(cfg_json: str):
     from engine.training import devices
 
     setup = devices.configure(cfg.device_type, cfg.devices)
-    from engine.training.train import prepare
+    from engine.training.build import prepare
 
     return cfg, prepare(cfg, setup, fast_fit=True)
 
@@ -138,7 +138,7 @@ def paired_child(cfg_json: str, rounds: int) -> None:
 
 def paired(cfg, rounds: int) -> None:
     """Print the in-process paired comparison (see paired_child)."""
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     res = subprocess.run([sys.executable, __file__, "--paired-child", cfg.to_json(), "--rounds", str(rounds)],
                          capture_output=True, text=True, env=worker_env(), timeout=1200)
@@ -215,7 +215,7 @@ def wait_for_idle_spare(store_path: Path, timeout_s: float = 90.0) -> None:
 
 
 def bare_rate(cfg) -> float:
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     out = subprocess.run([sys.executable, __file__, "--bare-child", cfg.to_json()],
                          capture_output=True, text=True, env=worker_env(), timeout=600)

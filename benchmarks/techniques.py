@@ -16,7 +16,7 @@ the time outside steady training (`factors` of the comparison's result). A synth
 comparison has no target: its headline is steady samples/s.
 
 --baseline tuned takes the baseline's learning rate from `python -m engine tune-baseline`
-(engine.tuned_baselines) when this store holds one for the configuration; otherwise it
+(engine.store.tuned_baselines) when this store holds one for the configuration; otherwise it
 falls back to the default baseline and says so in the results.
 
     python benchmarks/techniques.py [--pairs 3] [--epochs 4] [--target 0.95] [--only NAME ...]
@@ -67,7 +67,7 @@ def base_config(dataset: str, changes: dict, epochs: int, target: float):
 def compare(name: str, pairs: int, epochs: int, target: float, baseline_kind: str, home: Path) -> dict:
     """One comparison of interleaved pairs: technique `name` against the plain baseline."""
     from engine.config import baseline_config
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
     from engine.jobs import comparison
 
     dataset, changes, _ = TECHNIQUES[name]
@@ -166,7 +166,7 @@ def main() -> None:
             "Ratio: baseline time / technique time to the target (> 1 = faster), 95% interval over the pairs; "
             "synthetic rows (no target): end-to-end samples/s, technique / baseline, with the steady ratio in "
             "the last column. Throughput x sample efficiency x outside training = the time-to-accuracy ratio "
-            "(engine.jobs.comparison.factors_of_rows).", ""]
+            "(engine.report.comparison.factors_of_rows).", ""]
     notes = sorted({r["note"] for r in rows if r["note"]})
     lines = head + table(rows) + ([""] + [f"- {n}" for n in notes] if notes else [])
     mode = "a" if stem.with_suffix(".md").exists() else "w"

@@ -19,11 +19,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import RunConfig  # noqa: E402
-from engine.presets import PRESETS  # noqa: E402
+from engine.config.presets import PRESETS  # noqa: E402
 
 # The baseline gets a generous epoch budget; the tuned run's one-cycle schedule spans its 10 epochs.
 BASELINE = dict(model="cnn", batch_size=128, epochs=20, learning_rate=1e-3)
-TUNED = dict(PRESETS["digits"])  # the hand-tuned preset (engine.presets)
+TUNED = dict(PRESETS["digits"])  # the hand-tuned preset (engine.config.presets)
 
 
 def measure(cfg: RunConfig, store_path) -> dict:

@@ -5,6 +5,6 @@ enforces it). Importing `engine` (and config, store, jobs.runner, report) never 
 TensorFlow; only a worker process does.
 """
 from engine.config import RunConfig
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 __all__ = ["ConfigError", "RunConfig"]

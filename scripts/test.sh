@@ -17,6 +17,8 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 fi
 # Lint first (pyproject.toml [tool.ruff]: real defects only); a finding fails the command.
 .venv/bin/ruff check .
+# Unused code fails too (pyproject.toml [tool.vulture]; what only a framework calls: tests/helpers/vulture_whitelist.py).
+.venv/bin/vulture
 # --fast: the unit lane (no TensorFlow, no processes; about a minute), for use while working.
 # Otherwise the whole suite on two test processes (pytest-xdist), in lane order (tests/conftest.py):
 # page tests first, then the long browser and worker tests. Lanes and one test: docs/testing.md.

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from engine.config import RunConfig, baseline_config
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 from engine.jobs import background
 from engine.autopilot import search as autopilot
 from engine.autopilot import space as sp

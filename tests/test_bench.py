@@ -308,7 +308,7 @@ def test_a_worker_waits_for_go_and_a_slow_fit_stops_once_steady(store_home):
     import subprocess
     import sys
 
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     cell = {"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
             "simulated": False, "index": 0}

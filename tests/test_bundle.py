@@ -221,7 +221,7 @@ def test_not_a_bundle(two_homes, tmp_path):
 
 @pytest.mark.page
 def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monkeypatch):
-    from tests.apptest import app_test
+    from tests.helpers.apptest import app_test
 
     _, b, path = two_homes
     monkeypatch.setenv("SPEEDLAB_HOME", str(b))
@@ -249,5 +249,5 @@ def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monke
 
 
 def shown(markdown: str) -> str:
-    """What a Markdown line reads as: outside text is escaped (engine.plain.md)."""
+    """What a Markdown line reads as: outside text is escaped (engine.base.plain.md)."""
     return re.sub(r"\\(.)", r"\1", markdown)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.report import chart_style, hardware_charts, runs_charts, talk_charts, train_charts
+from engine.report import chart_style, hardware_charts, runs_charts, presenter_charts, train_charts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,7 +193,7 @@ def test_lr_preview_marks_each_epoch_boundary_up_to_30_epochs():
 @pytest.mark.worker
 def test_chart_modules_import_neither_streamlit_nor_tensorflow():
     code = ("import sys, engine.report.chart_style, engine.report.train_charts, engine.report.runs_charts, "
-            "engine.report.hardware_charts, engine.report.talk_charts, engine.autopilot.charts; "
+            "engine.report.hardware_charts, engine.report.presenter_charts, engine.autopilot.charts; "
             "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
@@ -407,18 +407,18 @@ def test_scaling_legend_names_runs_only_while_they_fit():
 def test_legend_rows_pack_entries_left_to_right():
     # At 18 px an entry is len x 0.58 x 18 + 52 px: 10 characters -> 156.4 px.
     names = ["x" * 10] * 5
-    assert talk_charts.legend_rows(names, 320) == 3      # two per row (312.8 px), then one
-    assert talk_charts.legend_rows(names, 1000) == 1
-    assert talk_charts.legend_rows([], 500) == 0
+    assert presenter_charts.legend_rows(names, 320) == 3      # two per row (312.8 px), then one
+    assert presenter_charts.legend_rows(names, 1000) == 1
+    assert presenter_charts.legend_rows([], 500) == 0
 
 
 def test_presenter_restyles_a_copy_for_the_back_of_the_room():
     base = execs(label="#1 baseline fp32", color=chart_style.BASELINE_COLOR, run_id=1, rate=5000)
     df = pd.concat([base, execs()])
     fig = train_charts.throughput_figure(df, {"#1 baseline fp32": 5000.0, "#2 mixed bf16": 10_000.0})
-    talk = talk_charts.presenter(fig, height=410, width_px=600, x_title="wall time (s)", y_title="samples/s")
+    talk = presenter_charts.presenter(fig, height=410, width_px=600, x_title="wall time (s)", y_title="samples/s")
     assert fig.layout.font.size == 15 and fig.layout.height == 380           # the original is unchanged
-    assert talk.layout.height == 410 and talk.layout.font.size == talk_charts.TALK_FONT == 20
+    assert talk.layout.height == 410 and talk.layout.font.size == presenter_charts.PRESENTER_FONT == 20
     assert talk.layout.xaxis.tickfont.size == 18 and talk.layout.title.font.size == 24
     assert (talk.layout.xaxis.title.text, talk.layout.yaxis.title.text) == ("wall time (s)", "samples/s")
     assert talk.layout.yaxis.title.font.size == 20                          # "samples/s" fits the plot height
@@ -440,5 +440,5 @@ def test_presenter_gives_each_run_one_legend_entry():
                                       "val_loss": [1.0, 0.5], "val_ce": [1.0, 0.5]}), "#2 mixed bf16", "#D55E00")
     fig = train_charts.loss_figure(e, epochs)
     assert [t.name for t in fig.data] == ["#2 mixed bf16 train", "#2 mixed bf16 val"]
-    talk = talk_charts.presenter(fig)
+    talk = presenter_charts.presenter(fig)
     assert [(t.name, t.showlegend) for t in talk.data] == [("#2 mixed bf16 train", False), ("#2 mixed bf16", None)]

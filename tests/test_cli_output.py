@@ -141,7 +141,7 @@ def test_run_baseline_prints_the_last_run_then_the_comparison_without_a_tracebac
     whose headline had a time-to-accuracy ratio."""
     import argparse
 
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.cli import run as cli_run
     from tests.test_comparison_browser import seed_slower_comparison
 

@@ -1,6 +1,6 @@
 """`python -m engine pairs`: two commands as interleaved pairs (engine.jobs.command_pairs).
 
-The sides are tests/command_side.py: a fake training script that follows the env contract
+The sides are tests/helpers/command_side.py: a fake training script that follows the env contract
 and stores a run with a known time to accuracy, without TF."""
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 from engine.jobs import command_pairs
 from engine.store import Store
 
 # lanes (docs/testing.md): worker for the tests that start `python -m engine pairs`, page for the Train panel
 
 ROOT = Path(__file__).resolve().parents[1]
-SIDE = f"{shlex.quote(sys.executable)} -m tests.command_side"
+SIDE = f"{shlex.quote(sys.executable)} -m tests.helpers.command_side"
 
 
 def _cli(home, *args) -> subprocess.CompletedProcess:
@@ -96,9 +96,9 @@ def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
 
 @pytest.mark.worker
 def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.cli.pairs import comparison_json
-    from engine.jobs import comparison
+    from engine.report import comparison
 
     proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1", "--pairs", "2", "--json")
     assert proc.returncode == 0, proc.stderr

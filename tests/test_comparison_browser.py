@@ -1,12 +1,12 @@
 """The comparison headline in Chromium at 1280x720: a 'slower' verdict is shown whole
 (it read "0.73× (slo…"), coloured red, with the pair chart beside it. The comparison
-is seeded as the queue would store it (tests/talk_seed.py runs, no training)."""
+is seeded as the queue would store it (tests/helpers/recorded_runs.py runs, no training)."""
 from __future__ import annotations
 
 import pytest
 
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, playwright_api, server, settle  # noqa: F401
-from tests.talk_seed import recorded
+from tests.helpers.recorded_runs import recorded
 
 HEADLINE = """() => [...document.querySelectorAll('.speedlab-headline')].map(e => {
   const r = e.getBoundingClientRect(), box = e.closest('[data-testid="stVerticalBlockBorderWrapper"]') || e.parentElement;
@@ -19,7 +19,7 @@ HEADLINE = """() => [...document.querySelectorAll('.speedlab-headline')].map(e =
 def seed_slower_comparison(store) -> int:
     """Three pairs (AB, BA, AB; seeds 0-2) in which the run takes 1.45-1.55x the
     baseline's time to 0.95: stored and evaluated as the queue process does."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.config import RunConfig
     from engine.jobs import comparison
 
@@ -41,7 +41,7 @@ def seed_slower_comparison(store) -> int:
 
 @pytest.mark.browser
 def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.store import Store
 
     OUT.mkdir(exist_ok=True)
@@ -90,7 +90,7 @@ def test_a_measuring_comparison_moves_its_progress_on_between_reads(server, stor
     import subprocess
     import time
 
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.config import RunConfig
     from engine.store import Store
 

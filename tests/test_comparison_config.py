@@ -74,7 +74,7 @@ def test_the_quick_benchmarks_estimate_counts_the_cells_it_will_run():
 
 
 def test_each_bundled_data_set_has_its_presets_and_the_tuned_baseline_hook():
-    from engine import presets
+    from engine.config import presets
 
     names = [p["name"] for p in presets.menu("digits")]
     assert names == ["Baseline", "Tuned baseline", "Hand-tuned preset", "Autopilot winner"]

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from engine import store_comparisons as cstore
+from engine.store import comparisons as cstore
 from engine.config import RunConfig
 from engine.jobs import comparison, runner
 from engine.store import Store

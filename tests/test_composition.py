@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent("""
     import keras
     from engine.config import RunConfig
     from engine.training.devices import DeviceSetup
-    from engine.training.train import prepare
+    from engine.training.build import prepare
 
     class FirstLoss(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from engine.config import ConfigError, RunConfig, baseline_config, nearest_divisible
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 
 
 def err(**kw) -> ConfigError:

@@ -19,7 +19,7 @@ from engine.data import datasets
 from engine.data import keras_data
 from engine.data import userdata
 from engine.config import ConfigError, RunConfig
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 from engine.data.meta import DIGITS, dataset_info
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 pytestmark = pytest.mark.tf  # lane: docs/testing.md
 

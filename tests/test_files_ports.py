@@ -8,10 +8,10 @@ import h5py
 import numpy as np
 import pytest
 
-from engine import cluster
+from engine.base import cluster
 from engine.config import ConfigError, RunConfig
 from engine.data import keras_data
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
-# Bound on first use: importing engine.training loads Keras (tests/lazy.py).
+# Bound on first use: importing engine.training loads Keras (tests/helpers/lazy.py).
 flops = lazy("engine.training.flops")
 models = lazy("engine.training.models")
 
@@ -173,7 +173,7 @@ XLA_COUNT = textwrap.dedent("""
 
 def _xla_counts(cases: list) -> list[dict]:
     pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     proc = subprocess.run([sys.executable, "-c", XLA_COUNT, json.dumps(cases)], capture_output=True, text=True,
                           timeout=900, env={**worker_env(), "KERAS_BACKEND": "jax"})

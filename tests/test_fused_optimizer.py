@@ -3,7 +3,7 @@ Keras's own update, with one kernel per variable in the traced step."""
 import numpy as np
 import pytest
 
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 
 keras = lazy("keras")
@@ -20,7 +20,7 @@ GRADS = [[(RNG.randn(*w.shape) * 10 ** RNG.uniform(-9, 0, w.shape)).astype("floa
 
 
 def _momentum_schedule():
-    # one-cycle momentum over 6 steps: 0.95 -> 0.85 -> 0.95 (engine.lr_math)
+    # one-cycle momentum over 6 steps: 0.95 -> 0.85 -> 0.95 (engine.config.lr_math)
     return schedules.Schedule("one_cycle_momentum", {"total_steps": 6.0, "pct_start": 0.5,
                                                      "max_momentum": 0.95, "min_momentum": 0.85})
 
@@ -140,7 +140,7 @@ for name in ("adam", "sgd_one_cycle_momentum"):
                                         for v in f[3] for c in v.value.values)}
 print(json.dumps(out))
 '''.replace("TESTS", repr(str(Path(__file__).parent)))
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**worker_env(), "SPEEDLAB_HOME": str(tmp_path)}, cwd=str(Path(__file__).parent.parent))

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 from views import gate
 
 

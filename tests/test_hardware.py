@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.hints import option_hint
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # until a root conftest/pytest config exists
 from engine.cli import hardware as cli_hardware
 from engine.hardware import verdicts as hardware
@@ -47,14 +49,14 @@ def test_turing_gpu_float16_faster_bfloat16_slower():
     assert v["mixed_bfloat16"] == "slower"
     assert v["xla"] == "faster"
     assert v["multi_device"] == "neutral"
-    assert "7.5" in hardware.option_hint(facts(gpus=[T4]), "mixed_float16")
+    assert "7.5" in option_hint(facts(gpus=[T4]), "mixed_float16")
 
 
 def test_ampere_gpu_both_faster_and_multi_gpu():
     v = by_option(facts(gpus=[A100, A100]))
     assert v["mixed_float16"] == "faster" and v["mixed_bfloat16"] == "faster"
     assert v["multi_device"] == "faster"
-    assert "2 physical GPUs" in hardware.option_hint(facts(gpus=[A100, A100]), "devices")
+    assert "2 physical GPUs" in option_hint(facts(gpus=[A100, A100]), "devices")
 
 
 def test_mixed_gpus_judged_by_the_weakest_and_old_gpu_neutral():
@@ -70,7 +72,7 @@ def test_cpu_with_native_bf16(flag):
     assert v["mixed_float16"] == "slower"
     assert v["xla"] == "measure"
     assert v["multi_device"] == "neutral"
-    assert hardware.option_hint(f, "mixed_bfloat16") == (
+    assert option_hint(f, "mixed_bfloat16") == (
         f"this CPU has native bf16 ({flag}): expect faster")
 
 
@@ -79,7 +81,7 @@ def test_cpu_without_bf16():
     v = by_option(f)
     assert v["mixed_bfloat16"] == "slower"
     assert v["mixed_float16"] == "slower"
-    assert "10-100x slower" in hardware.option_hint(f, "mixed_float16")
+    assert "10-100x slower" in option_hint(f, "mixed_float16")
     assert by_option(facts(flags=["avx512_fp16"]))["mixed_float16"] == "measure"
 
 
@@ -97,7 +99,7 @@ def test_device_choice_and_tpu():
     with pytest.raises(ValueError):
         hardware.verdicts(cpu_box, "npu")
     with pytest.raises(ValueError):
-        hardware.option_hint(cpu_box, "fp8")
+        option_hint(cpu_box, "fp8")
     assert [v["option"] for v in hardware.verdicts(cpu_box)] == list(hardware.OPTIONS)
 
 

@@ -4,7 +4,7 @@ stored, read back, and named by a later headline whose effect is below it.
 The queue is played by the test (tests/test_comparisons.py `_play`), so no TF runs."""
 import pytest
 
-from engine import store_comparisons as cstore
+from engine.store import comparisons as cstore
 from engine.config import RunConfig
 from engine.jobs import noise
 from engine.jobs import comparison

@@ -46,7 +46,7 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(hostile_home, s
                 assert not [s for s in found["imgs"] if "HOST" in s or s == "x"], (path, found["imgs"])
                 assert not [h for h in found["links"] if "HOST" in h], (path, found["links"])
                 if path == "replay":  # the text is there, as characters (the Runs table is a canvas)
-                    shown = found["text"].replace("\u2060", "")  # word joiners: invisible (engine.plain)
+                    shown = found["text"].replace("\u2060", "")  # word joiners: invisible (engine.base.plain)
                     assert "[Session expired: sign in again](http://HOST/phish)" in shown, shown
         finally:
             browser.close()

@@ -1,7 +1,7 @@
 """Outside text is text (issue 42, item 3): a bundle whose host name, group, data set name,
 error, stderr and warnings hold Markdown and HTML is imported, and every page shows them
 as plain characters: no image, link, tag or directive reaches the page, and no chart's
-title or hover label carries live HTML. engine.plain is the one escaping helper."""
+title or hover label carries live HTML. engine.base.plain is the one escaping helper."""
 from __future__ import annotations
 
 import io
@@ -11,7 +11,8 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from engine import bundle, plain
+from engine import bundle
+from engine.base import plain
 from engine.store import Store
 from tests.test_pages import app, finished_pair, no_errors
 
@@ -108,7 +109,6 @@ def test_md_escapes_every_markup_and_reads_the_same():
     assert live_markup(plain.md(HOSTILE)) == []
     assert plain.md("a\nb\u202e") == "a b"  # one line, no bidi override
     assert plain.md(None) == ""
-    assert plain.md_block("x*\ny_") == "x\\*  \ny\\_"
 
 
 def test_html_escapes_plotly_markup():

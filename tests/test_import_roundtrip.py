@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from engine import bundle
-from engine import store_comparisons as cstore
+from engine.store import comparisons as cstore
 from engine.config import RunConfig
 from engine.jobs import comparison
 from engine.store import Store

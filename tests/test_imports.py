@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.imports import find_cycle, graph, modules
+from tests.helpers.imports import find_cycle, graph, modules, package_graph
 
 pytestmark = pytest.mark.unit
 
@@ -22,26 +22,24 @@ ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
 
 # docs/architecture.md, "Layer rules": layer -> the layers it may import (its own always).
-BASE = ("engine.errors", "engine.process", "engine.store", "engine.store_comparisons", "engine.run_rows", "engine.doctor",
-        "engine.jsonsafe", "engine.lr_math", "engine.cluster", "engine.imports",
-        "engine.plain", "engine.tuned_baselines")
-CONFIG = ("engine.config", "engine.transfer_source", "engine.preflight", "engine.presets")
-DATA, HARDWARE, REPORT = ("engine.data",), ("engine.hardware",), ("engine.report",)
-# Bundles carry comparisons, whose results engine.jobs.comparison recomputes on import.
-TRAINING, CLI = ("engine.training",), ("engine.cli",)
-JOBS = ("engine.jobs", "engine.bundle", "engine.bundle_checks", "engine.bundle_comparisons")
+BASE, STORE = ("engine.base",), ("engine.store",)
+DATA, HARDWARE, CONFIG, REPORT = ("engine.data",), ("engine.hardware",), ("engine.config",), ("engine.report",)
+BUNDLE, TRAINING, JOBS, CLI = ("engine.bundle",), ("engine.training",), ("engine.jobs",), ("engine.cli",)
 # Features: a package each, on top of the jobs; the autopilot uses the LR range test.
 LR_FIND, BENCH, AUTOPILOT = ("engine.lr_find",), ("engine.bench",), ("engine.autopilot",)
 FEATURES = LR_FIND + BENCH + AUTOPILOT
-BELOW_FEATURES = BASE + DATA + HARDWARE + CONFIG + REPORT + TRAINING + JOBS
+BELOW_REPORT = BASE + STORE + DATA + HARDWARE + CONFIG
+BELOW_FEATURES = BELOW_REPORT + REPORT + BUNDLE + TRAINING + JOBS
 RULES: dict[tuple[str, ...], tuple[str, ...]] = {
-    BASE: BASE,
-    DATA: BASE,
-    HARDWARE: BASE,
-    CONFIG: BASE + DATA + HARDWARE + CONFIG,
-    REPORT: BASE + DATA + HARDWARE + CONFIG,
-    TRAINING: BASE + DATA + HARDWARE + CONFIG + REPORT,
-    JOBS: BASE + DATA + HARDWARE + CONFIG + REPORT + TRAINING,
+    BASE: (),
+    STORE: BASE,
+    DATA: BASE + STORE,
+    HARDWARE: BASE + STORE,
+    CONFIG: BASE + STORE + DATA + HARDWARE,
+    REPORT: BELOW_REPORT,
+    BUNDLE: BELOW_REPORT + REPORT,
+    TRAINING: BELOW_REPORT + REPORT,
+    JOBS: BELOW_REPORT + REPORT + BUNDLE + TRAINING,
     LR_FIND: BELOW_FEATURES,
     BENCH: BELOW_FEATURES,
     AUTOPILOT: BELOW_FEATURES + LR_FIND,
@@ -69,6 +67,13 @@ def test_no_import_cycles():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def test_no_package_imports_a_package_that_imports_it_back():
+    """Modules of one package may import each other; across packages the arrows go one way
+    (engine.jobs -> engine.bundle, never back through another package)."""
+    cycle = find_cycle(package_graph())
+    assert cycle is None, "package loop: " + " -> ".join(cycle)
+
+
 def test_find_cycle_lists_a_planted_cycle(tmp_path: Path):
     pkg = tmp_path / "engine"
     (pkg / "data").mkdir(parents=True)
@@ -80,6 +85,12 @@ def test_find_cycle_lists_a_planted_cycle(tmp_path: Path):
     assert find_cycle(graph(pkg)) == ["engine.config", "engine.data.meta", "engine.errors", "engine.config"]
     (pkg / "errors.py").write_text("class E(Exception):\n    pass\n")
     assert find_cycle(graph(pkg)) is None
+    # No module cycle, but a package loop: engine.data.meta -> engine.config -> engine.data.
+    (pkg / "data" / "meta.py").write_text("def f():\n    from engine.config import check\n")
+    (pkg / "config.py").write_text("def check():\n    from engine.data import info\n")
+    (pkg / "data" / "info.py").write_text("")
+    assert find_cycle(graph(pkg)) is None
+    assert find_cycle(package_graph(pkg)) == ["engine.config", "engine.data", "engine.config"]
 
 
 def test_every_engine_module_has_a_layer_and_imports_only_what_its_layer_may():

@@ -30,7 +30,8 @@ COMPOSITION = textwrap.dedent("""
     import numpy as np
     from engine.config import RunConfig
     from engine.training import jax_devices
-    from engine.training.train import prepare, _lr_table
+    from engine.training.build import prepare
+    from engine.training.train import _lr_table
     from engine.training.recorder import Recorder
     from engine.data.device_mixup import mix
 
@@ -85,7 +86,7 @@ COMPOSITION = textwrap.dedent("""
                    epoch_samples=prep.plan["n_train"])
     used = UsedLR()
     prep.model.fit(prep.train_ds, epochs=2, verbose=0, callbacks=[rec, used])
-    from engine import lr_math
+    from engine.config import lr_math
     steps = [it - 1 for it, _, _ in used.rows]
     lr = {"used": [u for _, u, _ in used.rows], "recorded": [r[8] for r in rows],
           "formula": [float(v) for v in lr_math.lr_at(cfg, np.array(steps), prep.steps_per_epoch)],
@@ -97,7 +98,7 @@ COMPOSITION = textwrap.dedent("""
 
 
 def _run(script: str, timeout: int = 900, env: dict | None = None) -> dict:
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
                           env={**worker_env(), **(env or {})})
@@ -214,7 +215,7 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(sto
     (["--backend", "jax", "--device-type", "tpu"], "device_type: 'tpu' needs backend tensorflow"),
 ])
 def test_unsupported_combinations_are_one_line_exit_2(store_home, flags, field):
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     proc = subprocess.run([sys.executable, "-m", "engine", "run", *flags, "--quiet"], capture_output=True,
                           text=True, timeout=120, env={**worker_env(), "SPEEDLAB_HOME": str(store_home)})

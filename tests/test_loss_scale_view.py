@@ -9,7 +9,7 @@ import pandas as pd
 
 from engine.config import RunConfig
 from engine.report import train_charts
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 
 
 def stored_float16_run(store, skips=(0, 1, 2), lost=None):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import engine.store as store_mod
+import engine.store.db as store_mod
 from benchmarks.many_runs import build
 from engine.cli.main import main as cli_main
 from engine.store import Store, filter_sql
@@ -17,7 +17,7 @@ from tests.test_pages import app
 
 @pytest.fixture
 def parsed(monkeypatch):
-    """Counts run rows parsed (engine.run_rows.parse_row via engine.store)."""
+    """Counts run rows parsed (engine.store.rows.parse_row via engine.store.db)."""
     n = {"rows": 0}
     real = store_mod.parse_row
 

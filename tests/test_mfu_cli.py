@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.process import worker_env
+from engine.base.process import worker_env
 
 
 def _cli(*args, home, timeout=240):

@@ -146,25 +146,18 @@ def test_a_real_mlp_run_on_mnist5k_reaches_its_target(store_home):
     assert s["time_to_target_sec"] == pytest.approx(first["t"])
 
 
-def test_the_preset_and_its_link_give_the_same_config():
-    from urllib.parse import parse_qsl
-
+def test_the_preset_and_its_baseline():
     from engine.config import baseline_config
-    from engine.presets import preset, train_link
+    from engine.config.presets import preset
 
     tuned = preset("mnist5k")
     assert tuned.dataset == "mnist5k" and tuned.schedule == "one_cycle" and tuned.precision == "mixed_bfloat16"
     # Its like-for-like baseline is RunConfig's defaults on mnist5k (max_lr unused at a constant LR).
     assert baseline_config(tuned).replace(max_lr=None) == RunConfig(dataset="mnist5k")
-    link = dict(parse_qsl(train_link("mnist5k", talk=True)[1:]))
-    assert link.pop("mode") == "talk"
-    typed = {f: type(getattr(tuned, f)) for f in link}
-    assert RunConfig.from_dict({k: (v == "true") if typed[k] is bool else typed[k](v)
-                                for k, v in link.items()}) == tuned
 
 
 def test_the_shipped_recording_imports_as_a_comparison_for_replay(store):
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.jobs import recorded_demo
 
     mapping = recorded_demo.import_recorded(store)

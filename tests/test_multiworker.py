@@ -9,10 +9,10 @@ import time
 import psutil
 import pytest
 
-from engine import cluster
+from engine.base import cluster
 from engine.jobs import runner
 from engine.config import ConfigError, RunConfig
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 from engine.store import Store
 
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 pytestmark = pytest.mark.tf  # lane: docs/testing.md
 
@@ -143,7 +143,7 @@ def test_backend_speedup_compares_the_same_configuration_across_backends(store):
 
 def test_backend_config_rules():
     from engine.config import RunConfig, baseline_config
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     j = RunConfig(backend="jax", precision="mixed_bfloat16", devices=2, steps_per_execution=4)
     assert j.jit_compile is True  # JAX always compiles with XLA
@@ -160,8 +160,8 @@ def test_backend_config_rules():
 
 def test_preflight_needs_the_backend_installed_and_whole_gpus_for_jax():
     from engine.config import RunConfig
-    from engine.errors import ConfigError
-    from engine.preflight import check_runnable
+    from engine.base.errors import ConfigError
+    from engine.config.preflight import check_runnable
 
     cpu = {"gpus": 0, "tpu": False, "cpu_bf16": True, "backends": {"tensorflow": "2.21.0", "jax": None}}
     with pytest.raises(ConfigError, match=r"backend: 'jax' is not installed.*jax==0\.10\.2.*or use backend "

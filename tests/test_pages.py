@@ -17,16 +17,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.helpers.hints import option_hint
 from streamlit.testing.v1 import AppTest
 
-from engine import plain
+from engine.base import plain
 from engine.data import meta as datasets_meta
 from engine.jobs import runner
 from engine.config import ConfigError, RunConfig
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 from engine.report.measure import steady_state
 from engine.store import SYSTEM_COLS, Store
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +99,7 @@ def two_pair_comparison(store: Store, group: str, first_run: str) -> tuple[int, 
     pair 1's baseline completed (10,000 samples/s) and its run `first_run` ('running': this
     process stands in for its worker; 'completed'; or 'queued'), at 20,000 samples/s; pair 2
     queued; no result counted yet. Returns (comparison id, [b0, r0, b1, r1])."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
 
     base = RunConfig(epochs=3, target_accuracy=0.7)
     run = RunConfig(epochs=3, target_accuracy=0.7, precision="mixed_bfloat16")
@@ -194,7 +196,7 @@ def test_train_page_shows_finished_comparison(store):
 def test_a_measuring_comparison_shows_its_pair_chart_from_the_first_complete_pair(store):
     """Before the first complete pair the pair chart is a box that says so (no empty Plotly
     chart drawn in the measured window); from the first complete pair on, the chart."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.jobs import comparison
 
     cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-t", "running")
@@ -231,7 +233,7 @@ def test_a_measuring_comparison_shows_its_pair_chart_from_the_first_complete_pai
 
 @pytest.mark.page
 def test_a_comparison_stopped_before_any_pair_completed_says_so_where_the_chart_would_be(store):
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.jobs import comparison
 
     cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-u", "queued")  # stopped after pair 1's baseline
@@ -268,7 +270,7 @@ def test_stop_pressed_just_after_a_pair_ended_is_not_lost_to_the_redraw(store):
     Stop in that fragment rerun was consumed by the redraw and lost: the comparison ran on to
     its pair limit (seen in test_browser). Stop acts in its callback, before the body runs."""
     from benchmarks.live_view import fragment_run, live_fragment_id
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.jobs import comparison
 
     cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-s", "completed")
@@ -392,7 +394,7 @@ def test_simulated_devices_are_explained(store_home):
 
 @pytest.mark.page
 def test_schedule_expander_previews_the_learning_rate(store_home):
-    pytest.importorskip("engine.lr_math")
+    pytest.importorskip("engine.config.lr_math")
     at = app()
     at.selectbox(key="schedule").set_value("one_cycle")
     at.selectbox(key="optimizer").set_value("sgd").run()
@@ -413,7 +415,7 @@ def test_hardware_hint_from_the_cached_check(store_home):
     at = app()
     at.selectbox(key="precision").set_value("mixed_bfloat16").run()
     no_errors(at)
-    assert hardware.option_hint(facts, "mixed_bfloat16") in texts(at.caption)
+    assert option_hint(facts, "mixed_bfloat16") in texts(at.caption)
 
 
 @pytest.mark.page
@@ -430,8 +432,8 @@ def test_hardware_link_when_no_check_is_cached_and_verdicts_when_it_is(store_hom
     captions = texts(at.caption)
     # float32 selected: the faster low precision is suggested; XLA and devices judged too.
     assert ":green-badge[tip] mixed_bfloat16 should be faster here" in captions
-    assert ":orange-badge[measure] " + hardware.option_hint(facts, "jit_compile") in captions
-    assert ":gray-badge[neutral] " + hardware.option_hint(facts, "devices") in captions
+    assert ":orange-badge[measure] " + option_hint(facts, "jit_compile") in captions
+    assert ":gray-badge[neutral] " + option_hint(facts, "devices") in captions
 
 
 @pytest.mark.page
@@ -543,7 +545,7 @@ def test_lr_finder_runs_in_the_background(store_home):
 
 @pytest.mark.page
 def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store, monkeypatch):
-    from engine import tuned_baselines
+    from engine.store import tuned_baselines
     from engine.jobs import comparison
 
     at = app()
@@ -553,7 +555,7 @@ def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store,
     tuned_baselines.put(store, RunConfig(), 0.0049, 0.95, {"seeds": [0, 1]}, "vm")
     calls = []
     monkeypatch.setattr(comparison, "start", lambda cfg, **kw: calls.append(kw) or 1)
-    monkeypatch.setattr(__import__("engine.store_comparisons", fromlist=["get"]), "get",
+    monkeypatch.setattr(__import__("engine.store.comparisons", fromlist=["get"]), "get",
                         lambda _s, _cid: {"plan": [{"baseline_id": 1, "run_id": 2}]})
     at = app()
     at.selectbox(key="precision").set_value("mixed_bfloat16").run()
@@ -619,7 +621,7 @@ def test_real_run_launched_from_the_train_page(store_home):
             assert runner.wait(rid, poll_s=0.25, timeout_s=180)["status"] == "completed"
     finally:
         runner.cancel_active()  # Stop after the first pair: it is kept
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.jobs import comparison
 
     comp = comparison.wait(1, timeout_s=60)
@@ -701,7 +703,7 @@ def test_upload_of_a_bad_npz_shows_one_line_per_fault_and_registers_nothing(stor
     worse = npz_bytes(x_train=np.full((20, 4, 4), 3.2, np.float32), y_train=np.eye(20)[:, :3])
     at.file_uploader[0].upload("worse.npz", worse, "application/octet-stream").run()
     at.button(key="upload_register").click().run()
-    errors = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]  # the lines are escaped (engine.plain)
+    errors = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]  # the lines are escaped (engine.base.plain)
     assert "x_train values go from 3.2 to 3.2; float pixels must lie in [0, 1] (or give uint8 pixels 0..255)" \
         in errors
     assert "y_train has shape (20, 3); give integer class labels of shape (N,), not one-hot" in errors

@@ -14,9 +14,9 @@ import time
 import psutil
 import pytest
 
-from engine import process
+from engine.base import process
 from engine.config import RunConfig
-from engine.errors import ActiveRunError
+from engine.base.errors import ActiveRunError
 from engine.jobs import background, runner
 from engine.store import Store
 

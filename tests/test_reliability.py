@@ -21,11 +21,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine import bundle, bundle_checks
+from engine import bundle
+from engine.bundle import checks as bundle_checks
 from engine.config import RunConfig
 from engine.jobs import runner
 from engine.store import SCHEMA_VERSION, Store
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -713,7 +714,7 @@ def test_show_and_runs_json_are_strict_and_name_the_non_finite(store):
 
 
 def test_jsonsafe_paths():
-    from engine.jsonsafe import dumps
+    from engine.base.jsonsafe import dumps
 
     assert _strict(dumps({"a": [1.0, math.inf], "b": {"c": -math.inf}, "d": None})) == {
         "a": [1.0, None], "b": {"c": None}, "d": None, "non_finite": ["a[1]", "b.c"]}

@@ -15,7 +15,7 @@ from engine.config import RunConfig
 from engine.report import replay
 from engine.report.compare import compare
 from engine.store import Store
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 
 
 # --- the clock --------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_replay_page_mid_way_and_at_the_end(pair):
     label = f"replay of runs recorded on gpu-box-7, 1 GPU vs 2 GPUs, {day}"
     # The default pair, paused at 0: both runs 'running', nothing drawn yet.
     assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (b, r)
-    prog = re.sub(r"\\(.)", r"\1", at.get("progress")[0].proto.text)  # host names are escaped (engine.plain)
+    prog = re.sub(r"\\(.)", r"\1", at.get("progress")[0].proto.text)  # host names are escaped (engine.base.plain)
     assert label in prog and "0.0 s of 2.2 s recorded · 1× · paused" in prog
     assert {m.value for m in at.metric} == {"—"}                 # no speedup before any steady step
     assert not [x for x in at.button if x.key == "stop"]          # a replay has nothing to stop

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 
 pipeline = lazy("engine.data.pipeline")
@@ -85,7 +85,7 @@ from engine.training import devices
 cfg = RunConfig(dataset="digits", model="mlp", epochs=2, devices=2, batch_size=64, mixup_alpha=0.2)
 setup = devices.configure(cfg.device_type, cfg.devices)
 from engine.data import datasets
-from engine.training.train import prepare
+from engine.training.build import prepare
 data = datasets.load(cfg)
 prep = prepare(cfg, setup, data=data, fast_fit=True)
 h = prep.model.fit(prep.train_ds, validation_data=prep.val_ds, epochs=2, verbose=0, shuffle=False,
@@ -103,7 +103,7 @@ print(json.dumps({"split": prep.plan["input_per_replica"], "kind": [c.__name__ f
                   "val_acc": h.history["val_accuracy"][-1], "mine": float((pred == data.y_val).mean()),
                   "n_val": len(data.y_val), "replicas": setup.replicas}))
 '''
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**worker_env(), "SPEEDLAB_HOME": str(tmp_path)}, cwd=str(tmp_path.parent))

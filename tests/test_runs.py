@@ -134,7 +134,7 @@ def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
 def test_recorded_learning_rate_follows_the_schedule(store_home):
     import numpy as np
 
-    from engine.lr_math import lr_at
+    from engine.config.lr_math import lr_at
 
     cfg = RunConfig(model="mlp", epochs=2, schedule="warmup_cosine", warmup_epochs=1.0,
                     steps_per_execution=4)

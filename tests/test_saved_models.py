@@ -51,13 +51,13 @@ def test_a_backbone_model_loads_elsewhere(tmp_path):
     import keras
 
     from engine.training import models, schedules
-    from engine.training.train import _loss
+    from engine.training.build import loss
 
     # Built and compiled exactly as a run does (training it adds nothing to what is serialised).
     cfg = RunConfig(model="mobilenetv2", image_size=32, schedule="one_cycle", max_lr=0.01, epochs=1,
                     batch_size=128, device_type="cpu")
     model = models.build(cfg.model, (8, 8, 1), 10, image_size=cfg.input_size)
-    model.compile(optimizer=schedules.build_optimizer(cfg, 12), loss=_loss(cfg),
+    model.compile(optimizer=schedules.build_optimizer(cfg, 12), loss=loss(cfg),
                   metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")])
     x = np.random.default_rng(0).random((4, 8, 8, 1), dtype=np.float32)
     name, diff = load_elsewhere(tmp_path, model, x)

@@ -8,9 +8,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TF is imported
 import numpy as np
 import pytest
 
-from engine import lr_math
+from engine.config import lr_math
 from engine.config import RunConfig
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 pytestmark = pytest.mark.tf  # lane: docs/testing.md
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from engine.config import RunConfig
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 pytestmark = pytest.mark.tf  # lane: docs/testing.md
 

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from engine.config import RunConfig
 from engine.report.table import FIGURES, number
 from engine.store import Store
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 
 
 ROOT = Path(__file__).resolve().parents[1]

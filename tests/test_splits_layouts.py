@@ -9,7 +9,7 @@ import pytest
 from engine.config import ConfigError, RunConfig
 from engine.data import datasets, userdata
 from engine.data.meta import class_warnings, dataset_info
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 

@@ -40,7 +40,7 @@ def test_a_run_launched_against_a_stored_baseline_keeps_it(store):
 
 
 def test_the_train_page_offers_the_data_sets_presets_and_a_click_fills_the_settings(store_home):
-    from engine import presets
+    from engine.config import presets
 
     at = app()
     at.selectbox(key="dataset").set_value("mnist5k").run()

@@ -95,6 +95,9 @@ def test_version_1_store_is_migrated(store_home):
     assert s.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert {"updates", "skipped", "loss_scale"} <= {r[1] for r in s.conn.execute("PRAGMA table_info(executions)")}
     assert {"baseline_id", "origin"} <= {r[1] for r in s.conn.execute("PRAGMA table_info(runs)")}
+    # Schema 8: the comparisons and tuned baselines are tables of the schema, not made on first use.
+    tables = {r[0] for r in s.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"comparisons", "tuned_baselines"} <= tables
     assert s.metrics("system", 7) == [{"t": 0.5, "cpu_percent": 50.0, "rss_mb": 100.0, "mem_percent": 10.0,
                                        "gpu_mem_mb": None, "worker": 0}]
     s.set_worker(7, 1, "running", pid=123, address="127.0.0.1:1")

@@ -101,7 +101,7 @@ def test_writer_keeps_its_rows_while_the_store_is_locked():
     assert store.calls >= 7  # six locked attempts, then the commit
     assert store.written["executions"] == [(i,) for i in range(8)]  # each row once, in order
     assert store.written["epochs"] == [(0,)]
-    assert w.lost_total == 0 and w.locked_s >= 0
+    assert w.lost_total == 0
 
 
 @pytest.mark.tf

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.config import RunConfig
-from tests.lazy import lazy
+from tests.helpers.lazy import lazy
 
 pytestmark = pytest.mark.tf  # lane: docs/testing.md
 
@@ -33,29 +33,17 @@ def test_one_hot():
     np.testing.assert_array_equal(got.numpy(), [[0, 0, 1], [1, 0, 0]])
 
 
-def test_label_smoothing_loss_value():
+def test_the_training_loss_smooths_labels():
+    from engine.training.build import loss
+
     # 10 classes, eps 0.1: target 0.9 + 0.01 = 0.91 on the true class, 0.01 elsewhere.
     # p = (0.55, 0.05 x 9): CE = -(0.91 ln 0.55 + 9 * 0.01 ln 0.05)
     #   = 0.91 * 0.597837000756 + 0.09 * 2.995732273554 = 0.813647575307
     y = np.eye(10, dtype=np.float32)[[0]]
     p = np.array([[0.55] + [0.05] * 9], np.float32)
-    loss = targets.make_loss(RunConfig(label_smoothing=0.1))
-    assert isinstance(loss, keras.losses.CategoricalCrossentropy)
-    assert float(loss(y, p)) == pytest.approx(0.813647575307, rel=1e-5)
+    assert float(loss(RunConfig(label_smoothing=0.1))(y, p)) == pytest.approx(0.813647575307, rel=1e-5)
     # no smoothing: -ln 0.55
-    assert float(targets.make_loss(RunConfig())(y, p)) == pytest.approx(0.597837000756, rel=1e-5)
-
-
-def test_sparse_labels_refused_with_smoothing_or_mixup():
-    with pytest.raises(ValueError, match="one-hot"):
-        targets.make_loss(RunConfig(label_smoothing=0.1), sparse_labels=True)
-    with pytest.raises(ValueError, match="one-hot"):
-        targets.make_loss(RunConfig(mixup_alpha=0.2), sparse_labels=True)
-    sparse = targets.make_loss(RunConfig(), sparse_labels=True)
-    assert isinstance(sparse, keras.losses.SparseCategoricalCrossentropy)
-    # -ln 0.55 again, from the integer label
-    assert float(sparse(np.array([0]), np.array([[0.55] + [0.05] * 9], np.float32))) == \
-        pytest.approx(0.597837000756, rel=1e-5)
+    assert float(loss(RunConfig())(y, p)) == pytest.approx(0.597837000756, rel=1e-5)
 
 
 def test_mixup_mixes_x_and_y_with_one_lambda_and_partner():
@@ -101,20 +89,3 @@ def test_alpha_zero_is_identity():
     for (xa, ya), (xb, yb) in zip(batches(targets.mixup(ds, alpha=0.0, seed=1)), batches(ds)):
         np.testing.assert_array_equal(xa, xb)
         np.testing.assert_array_equal(ya, yb)
-
-
-def test_prepare_targets_validation_is_unmixed():
-    x = np.random.default_rng(0).random((12, 3)).astype(np.float32)
-    labels = np.arange(12) % 3
-    ds = tf.data.Dataset.from_tensor_slices((x, labels)).batch(6)
-    c = RunConfig(mixup_alpha=1.0, label_smoothing=0.1)
-    assert targets.needs_one_hot(c) and not targets.needs_one_hot(RunConfig())
-    val = batches(targets.prepare_targets(ds, c, 3, training=False))
-    np.testing.assert_array_equal(np.concatenate([b[0] for b in val]), x)
-    np.testing.assert_array_equal(np.concatenate([b[1] for b in val]), np.eye(3)[labels])
-    train = np.concatenate([b[1] for b in batches(targets.prepare_targets(ds, c, 3, training=True))])
-    assert not np.isin(train, [0.0, 1.0]).all()  # training labels are mixed
-    np.testing.assert_allclose(train.sum(axis=1), 1.0, rtol=1e-6)
-    # neither smoothing nor mixup: sparse integer labels pass through untouched
-    plain = batches(targets.prepare_targets(ds, RunConfig(), 3, training=True))
-    np.testing.assert_array_equal(np.concatenate([b[1] for b in plain]), labels)

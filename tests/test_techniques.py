@@ -7,8 +7,8 @@ import pytest
 
 from engine.autopilot import space as sp
 from engine.config import RunConfig, baseline_config, effective_batch_size, progressive_side
-from engine.errors import ConfigError
-from tests.lazy import lazy
+from engine.base.errors import ConfigError
+from tests.helpers.lazy import lazy
 
 keras = lazy("keras")
 techniques = lazy("engine.training.techniques")

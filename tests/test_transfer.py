@@ -10,11 +10,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from engine import transfer_source
+from engine.config import transfer_source
 from engine.jobs import demo
 from engine.training import transfer
 from engine.config import ConfigError, RunConfig
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}

@@ -1,12 +1,12 @@
-"""engine.autopilot.tune and engine.tuned_baselines: the sweep, the choice, the store, and
+"""engine.autopilot.tune and engine.store.tuned_baselines: the sweep, the choice, the store, and
 comparisons against a tuned baseline. The runs are played by the test (no TF, no worker)."""
 import pytest
 
-from engine import store_comparisons as cstore
-from engine import tuned_baselines
+from engine.store import comparisons as cstore
+from engine.store import tuned_baselines
 from engine.autopilot import tune
 from engine.config import RunConfig
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 from engine.jobs import comparison
 from tests.test_comparisons import _play, no_queue  # noqa: F401 - the fixture
 

@@ -2,9 +2,9 @@
 replaced them, and Launch waits until the user accepts; the upload box states
 its limits."""
 import pytest
-from engine import plain
+from engine.base import plain
 from views.components import url_params
-from tests.apptest import app_test
+from tests.helpers.apptest import app_test
 
 
 @pytest.mark.unit

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import plain
+from engine.base import plain
 from engine.config import MAX_MODEL_PY_BYTES, RunConfig
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "my_model.py"
@@ -101,7 +101,7 @@ def test_a_user_model_path_is_made_absolute_and_fresh_weights_need_a_keras_file(
 
 
 def test_missing_oversized_and_folder_model_files_are_refused_before_any_keras(tmp_path):
-    from engine.preflight import check_user_model
+    from engine.config.preflight import check_user_model
 
     missing = tmp_path / "none.py"
     with pytest.raises(ConfigError) as e:
@@ -184,7 +184,7 @@ def test_example_flops_by_hand_and_a_keras_file_rebuilt_under_bf16_keeps_its_wei
 # --- worker: the CLI, real runs --------------------------------------------------------------
 
 def _engine(*args, home, timeout=300):
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=timeout, env={**worker_env(), "SPEEDLAB_HOME": str(home)})
@@ -222,7 +222,7 @@ def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_f
     code = (f"import keras, importlib.util as u; s = u.spec_from_file_location('m', {str(EXAMPLE)!r}); "
             f"m = u.module_from_spec(s); s.loader.exec_module(m); m.build((8, 8, 1), 10).save({str(tmp_path)!r} + "
             "'/mine.keras')")
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=worker_env())
     out2 = run(os.path.join(tmp_path, "mine.keras"))
@@ -233,7 +233,7 @@ def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_f
 
 @pytest.mark.page
 def test_train_page_takes_a_model_path_from_the_link_and_shows_the_engines_line(store_home, tmp_path, monkeypatch):
-    from tests.apptest import app_test
+    from tests.helpers.apptest import app_test
 
     spec = f"{tmp_path / 'none.py'}:build"
     at = app_test()

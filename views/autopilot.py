@@ -11,7 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import plain, tuned_baselines
+from engine.base import plain
+from engine.store import tuned_baselines
 from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
 from engine.autopilot import rerun_time, search as autopilot

@@ -13,7 +13,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine import plain
+from engine.base import plain
 from engine.bench import quick as bench
 from engine.report import hardware_charts
 from engine.hardware import verdicts as hardware
@@ -401,7 +401,7 @@ def noise_progress(was_running: bool) -> None:
 
 
 def noise_section() -> None:
-    from engine.errors import ActiveRunError
+    from engine.base.errors import ActiveRunError
     from engine.jobs import noise
     from engine.jobs import background
     from engine.store import Store

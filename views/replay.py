@@ -13,14 +13,14 @@ import time
 
 import streamlit as st
 
-from engine import plain
-from engine import store_comparisons as cstore
+from engine.base import plain
+from engine.store import comparisons as cstore
 from engine.bundle import provenance
 from engine.report import chart_style
 from engine.report import replay
 from engine.store import Store
 from views.components import comparison as cmp_view
-from views.components import talk
+from views.components import presenter
 from views.components.common import one_line_errors
 from views.components.live_charts import render_comparison
 
@@ -56,7 +56,7 @@ def replayable(store: Store) -> list[dict]:
                             limit=PICKER_RUNS)
 
 
-def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, talk_on: bool = False) -> None:
+def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, presenter_on: bool = False) -> None:
     """Pickers, speed, Play/Pause and Restart (and the presenter-mode toggle);
     every change goes to replay.json. `duration`: recorded seconds of the pair
     (Play at the end starts again). In presenter mode the pickers are left out
@@ -66,15 +66,15 @@ def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, 
     st.session_state["replay_run"] = state.run_id
     st.session_state["replay_speed"] = state.speed
     ids = list(runs)
-    if talk_on:
+    if presenter_on:
         c3, c4, c5, mode = st.columns([3.2, 1.2, 1.3, 2.0], vertical_alignment="center")
-        talk.toggle(mode)
+        presenter.toggle(mode)
     else:
         c1, c2, c3, c4, c5 = st.columns([3, 3, 2.2, 1.1, 1.1], vertical_alignment="bottom")
         c1.selectbox("Baseline", ids, key="replay_base", format_func=lambda i: _label(runs[i]), on_change=_picked)
         c2.selectbox("Run", ids, key="replay_run", format_func=lambda i: _label(runs[i]), on_change=_picked)
     c3.segmented_control("Speed", list(replay.SPEEDS), key="replay_speed", format_func=lambda s: f"{s}×",
-                         on_change=_speed, required=True, label_visibility="collapsed" if talk_on else "visible")
+                         on_change=_speed, required=True, label_visibility="collapsed" if presenter_on else "visible")
     # Callbacks: the state is saved before the page reruns, so the rerun draws the new
     # button at once (a click handled in the script drew Play and Pause both for a moment).
     if state.paused:
@@ -94,7 +94,7 @@ def _save(change) -> None:
         replay.save_state(change(state, time.time()))
 
 
-def body(was_playing: bool, talk_on: bool = False) -> None:
+def body(was_playing: bool, presenter_on: bool = False) -> None:
     """Body of the replay fragment: the comparison as it stood at the replay's
     current position; at the end the clock stops (and the page stops refreshing)."""
     with one_line_errors("Replay"):
@@ -116,9 +116,9 @@ def body(was_playing: bool, talk_on: bool = False) -> None:
         where = "playing" if playing else ("finished" if t >= end else "paused")
         line = (f":material/replay: {plain.md(replay.recorded_label([base, run]))} · {t:,.1f} s of {end:,.1f} s recorded · "
                 f"{state.speed}× · {where}")
-        if talk_on:  # one line, the label first: the charts keep their room
+        if presenter_on:  # one line, the label first: the charts keep their room
             st.markdown(line)
-            talk.comparison(view, base, run, source=view.source(), comp=comp)
+            presenter.comparison(view, base, run, source=view.source(), comp=comp)
             return
         st.progress(min(t / end, 1.0) if end else 1.0, text=line)
         render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False,
@@ -142,13 +142,13 @@ def recorded_offer(container=None) -> None:
 
 
 def main() -> None:
-    talk_on = talk.is_on()
-    if talk_on:
-        talk.style()
+    presenter_on = presenter.is_on()
+    if presenter_on:
+        presenter.style()
     else:
         head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
         head.markdown("### SpeedLab · Replay")
-        talk.toggle(mode)
+        presenter.toggle(mode)
     with Store() as store:  # a run cancelled before it started has nothing to replay
         stored = replayable(store)
         comps = cstore.list_all(store)
@@ -170,15 +170,15 @@ def main() -> None:
         pair = replay.comparison_pair(comps, stored) or replay.default_pair(stored) or (stored[-1]["id"], stored[0]["id"])
         state = replay.ReplayState(*pair)
         replay.save_state(state)
-    if not talk_on:
+    if not presenter_on:
         note, offer = st.columns([4, 1.6], vertical_alignment="center")
         note.caption("Plays a stored baseline and run through the live charts, both starting together, "
                      "from the rows they stored as they trained: nothing trains here.")
         recorded_offer(offer)
     with Store() as store:
         duration = replay.ReplayStore(store, [state.baseline_id, state.run_id], 0.0).duration
-    controls(runs, state, duration, talk_on)
-    st.fragment(body, run_every=None if state.paused else REFRESH_S)(not state.paused, talk_on)
+    controls(runs, state, duration, presenter_on)
+    st.fragment(body, run_every=None if state.paused else REFRESH_S)(not state.paused, presenter_on)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from engine.config import RunConfig, baseline_config
-from engine.errors import ActiveRunError, ConfigError
+from engine.base.errors import ActiveRunError, ConfigError
 from engine.jobs import background
 from engine.autopilot import space as space_mod
 from engine.store import FINAL_STATUSES, Store, default_path
@@ -246,7 +246,7 @@ def round_factors(store: Store, base_ids: list, run_ids: list, sp: dict, target:
     throughput x sample efficiency x time outside training (engine.jobs.comparison's
     factors), from the stored runs of each round (base_ids[i] against run_ids[i]); None
     when a round's runs are not both complete or lack a steady rate."""
-    from engine.jobs.comparison import factors_of_rows
+    from engine.report.comparison import factors_of_rows
     from engine.report.compare import compare
 
     rows = []
@@ -267,7 +267,7 @@ TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmatio
 
 
 def _baseline_label(kind: str, cfg: RunConfig) -> Optional[str]:
-    from engine.jobs.comparison import baseline_label
+    from engine.report.comparison import baseline_label
 
     return baseline_label(kind, cfg.to_dict())
 
@@ -551,7 +551,7 @@ def _submit_when_free(cfg: RunConfig, role: str, group: str, store_path, stop: t
 
 
 def _kill(run: dict) -> None:
-    from engine.process import process_alive
+    from engine.base.process import process_alive
 
     if run.get("pid") and process_alive(run["pid"], run.get("pid_started")):
         try:
@@ -686,7 +686,7 @@ class Autopilot:
         self.base = base.replace(target_accuracy=float(target), stop_at_target=True)
         # This machine's checks (data or its download, devices, weights) as `engine run` makes them:
         # an offline, uncached data set was refused only once the search had started (exit 1).
-        from engine.preflight import check_runnable
+        from engine.config.preflight import check_runnable
 
         check_runnable(self.base)
         self.baseline = baseline_config(self.base)
@@ -699,7 +699,7 @@ class Autopilot:
         # The winner is also confirmed against the tuned baseline when one is stored
         # (python -m engine tune-baseline): against Keras's default LR alone, a speedup
         # mixes engineering with optimisation a tuned baseline would also get.
-        from engine import tuned_baselines
+        from engine.store import tuned_baselines
 
         self.tuned = tuned_baselines.lookup(self.base, store_path)
         if self.tuned is not None and TUNED not in self.extra:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.config import FUSED_OPTIMIZERS, NO_FLIP_DATASETS, PROGRESSIVE_MODELS, RunConfig, nearest_divisible
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 from engine.hardware.verdicts import backend_verdicts
 
 SPE_CHOICES = (1, 2, 4, 8, 16)
@@ -432,7 +432,7 @@ def ablation_configs(winner: RunConfig, baseline: RunConfig) -> list[dict]:
     'config' (RunConfig, or None when the switched-back combination is invalid),
     'error' (the ConfigError's line, or None)}], in TECHNIQUES order.
     """
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     out = []
     for t in techniques_used(winner, baseline):

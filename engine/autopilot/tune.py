@@ -10,7 +10,7 @@ accuracy and stopped there on SEEDS seeds, in interleaved order. The winner is t
 learning rate with the shortest mean time to accuracy among those that reached the
 target on every seed (a winner at the sweep's edge extends the sweep by a factor of 2 that
 way, at most EDGE_STEPS times); it is stored per (data set, model, batch size, optimizer) in
-engine.tuned_baselines. No TF in this process: every run is a queued run in its own worker.
+engine.store.tuned_baselines. No TF in this process: every run is a queued run in its own worker.
 """
 from __future__ import annotations
 
@@ -72,14 +72,14 @@ def tune(cfg: RunConfig, center: Optional[float] = None, seeds=SEEDS, factors=LR
     Returns: {'learning_rate' (the winner), 'mean_time_to_accuracy_sec', 'seeds_reached',
         'center', 'center_from' ('lr range test' | 'given' | 'config'), 'learning_rates',
         'runs' (per run: 'run_id', 'learning_rate', 'seed', 'time_to_accuracy_sec',
-        'status'), 'target_accuracy', 'tuned_id' (the engine.tuned_baselines row)}.
+        'status'), 'target_accuracy', 'tuned_id' (the engine.store.tuned_baselines row)}.
     Raises: TuneError when no learning rate reached the target on every seed (nothing
         stored); ConfigError when the data set has no target accuracy; as
         engine.jobs.runner.submit (ActiveRunError while a run is active).
     """
-    from engine import tuned_baselines
+    from engine.store import tuned_baselines
     from engine.data.meta import target_for
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
     from engine.jobs import runner
     from engine.report.compare import effective_target, time_to_accuracy
     from engine.store import Store

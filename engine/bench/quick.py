@@ -190,7 +190,7 @@ def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
 
     Raises: BenchError if a worker fails or times out.
     """
-    from engine.process import worker_env
+    from engine.base.process import worker_env
 
     f = facts if facts is not None else quick_facts()
     cells = cells if cells is not None else plan_matrix(f, full)

@@ -83,7 +83,7 @@ def main() -> int:
         from engine.data import datasets
         from engine.report.measure import steady_state
         from engine.training.recorder import Recorder
-        from engine.training.train import prepare
+        from engine.training.build import prepare
 
         class EnoughSteady(keras.callbacks.Callback):
             """Stops the fit at the end of the execution that completes `enough_steady`."""

@@ -166,7 +166,7 @@ def summary_lines(state: dict) -> list[str]:
 def main(args) -> int:
     from engine.cli.bench import check_progress_file, progress_writer
     from engine.data.meta import target_for
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
     from engine.jobs import background
     from engine.autopilot import search as autopilot
 

@@ -50,7 +50,7 @@ def check_progress_file(path, example: str = "progress.json") -> None:
     import tempfile
     from pathlib import Path
 
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     p = Path(path)
     if p.is_dir():
@@ -83,7 +83,7 @@ def progress_writer(path):
     if not path:
         return lambda **fields: None
     from engine.jobs import background
-    from engine.process import start_time
+    from engine.base.process import start_time
 
     prior = background.read_json(Path(path)) or {}
     state = {"state": "running", "pid": os.getpid(), "pid_started": start_time(),

@@ -102,9 +102,9 @@ def config_from_args(args) -> RunConfig:
 
 
 def print_json(obj, **kw) -> None:
-    """Print `obj` as strict JSON (engine.jsonsafe: non-finite numbers as null, named
+    """Print `obj` as strict JSON (engine.base.jsonsafe: non-finite numbers as null, named
     in 'non_finite'): the one way every --json output is written."""
-    from engine.jsonsafe import dumps
+    from engine.base.jsonsafe import dumps
 
     print(dumps(obj, **kw))
 

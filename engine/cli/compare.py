@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from engine.cli.common import get_run, print_json, speedup_rows, time_table
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 
 def add_parser(sub) -> None:
@@ -29,7 +29,7 @@ def cmd_compare(args) -> int:
             if get_run(store, rid) is None:
                 return 2
         c = compare(store, args.baseline_id, args.run_id, target=args.target_accuracy)
-        from engine import store_comparisons as cstore
+        from engine.store import comparisons as cstore
         from engine.cli.pairs import comparison_json
 
         comp = cstore.for_run(store, args.run_id)

@@ -46,7 +46,7 @@ def main(args) -> int:
     from engine.jobs import runner
     from engine.jobs import demo
     from engine.cli.common import follow
-    from engine.preflight import check_runnable
+    from engine.config.preflight import check_runnable
     from engine.store import Store
 
     from engine.jobs import background

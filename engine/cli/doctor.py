@@ -2,7 +2,7 @@
 
 Runs SQLite's integrity check. A damaged store is moved aside (kept as
 runs.sqlite.damaged-<time>) and what SQLite can still read is copied into a new
-store in its place (engine.doctor). Exit codes: 0 the store is sound, 1 it was
+store in its place (engine.store.doctor). Exit codes: 0 the store is sound, 1 it was
 damaged and has been salvaged, 2 it cannot be salvaged now (e.g. a run is writing).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from engine import doctor
+    from engine.store import doctor
     from engine.store import default_path
 
     path = default_path()

@@ -157,7 +157,7 @@ def measure_noise(quiet: bool = False) -> int:
     """Run the hardware check's A/A comparison (engine.jobs.noise) to its end,
     one progress line per pair on stderr unless `quiet`; Ctrl-C stops it (complete
     pairs are kept). Returns 0 with an interval, 1 without, 2 when the machine is busy."""
-    from engine.errors import ActiveRunError
+    from engine.base.errors import ActiveRunError
     from engine.jobs import noise
     from engine.jobs import background, comparison, runner
 

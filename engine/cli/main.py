@@ -16,7 +16,7 @@ import sqlite3
 import sys
 
 from engine.cli.common import Parser, UsageError
-from engine.errors import ActiveRunError, ConfigError
+from engine.base.errors import ActiveRunError, ConfigError
 from engine.store import StoreError, default_path, fault_line
 
 # In --help order.

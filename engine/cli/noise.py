@@ -28,7 +28,7 @@ def cmd_noise(args) -> int:
     cfg = config_from_args(args)
     check_pair_args(args)
     if args.pairs is not None and args.pairs < 2:
-        from engine.errors import ConfigError
+        from engine.base.errors import ConfigError
 
         raise ConfigError("pairs", args.pairs, "gives no interval", "give at least 3 pairs for a noise floor")
     why = background.busy()

@@ -30,7 +30,7 @@ def add_pair_args(p) -> None:
 
 def check_pair_args(args) -> None:
     """Raises ConfigError for a pair count or precision out of range."""
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     if args.pairs is not None and not 1 <= args.pairs <= 50:
         raise ConfigError("pairs", args.pairs, "is out of range", "give 1 to 50 pairs (2 or more for an interval)")
@@ -47,7 +47,7 @@ def check_pair_args(args) -> None:
 def run_comparison(cfg, kind: str, args) -> dict:
     """Start a comparison, follow it with progress lines (unless --quiet), Ctrl-C
     stops it (complete pairs are kept). Returns the final comparison row."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.cli.common import progress_line
     from engine.jobs import comparison, runner
     from engine.store import Store
@@ -120,7 +120,7 @@ def run_comparison(cfg, kind: str, args) -> dict:
 
 def comparison_json(comp: dict, floor=None) -> dict:
     """The 'comparison' object of --json: the stored result's flat fields (see
-    engine.jobs.comparison.evaluate) plus 'comparison_id', 'status', 'ended_by',
+    engine.report.comparison.evaluate) plus 'comparison_id', 'status', 'ended_by',
     'headline', 'headline_note', 'headline_factors', 'headline_reached' and 'headline_test'
     (engine.report.stats.comparison_headline)."""
     result = dict(comp.get("result") or {})

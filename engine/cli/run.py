@@ -39,7 +39,7 @@ def cmd_run(args) -> int:
     if why:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    from engine.preflight import check_runnable
+    from engine.config.preflight import check_runnable
 
     if cfg.dataset != "synthetic" and any(getattr(args, k, None) is not None for k in
                                           ("synthetic_shape", "synthetic_classes", "synthetic_samples")):
@@ -49,7 +49,7 @@ def cmd_run(args) -> int:
         print(f"warning: {w}", file=sys.stderr)
     check_pair_args(args)
     if args.baseline == "tuned" and args.reuse_baseline:
-        from engine.errors import ConfigError
+        from engine.base.errors import ConfigError
 
         raise ConfigError("reuse_baseline", True, "cannot be used with --baseline tuned",
                           "drop --reuse-baseline: a tuned baseline is measured in fresh pairs")
@@ -96,7 +96,7 @@ def _run_pairs(cfg, args) -> int:
     summary printed is the last run's of the configuration, plus 'comparison'."""
     import os
 
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.config import baseline_config
     from engine.store import Store
 

@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 def cmd_tune(args) -> int:
     from engine.autopilot import tune
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
     from engine.jobs import background
 
     cfg = config_from_args(args)

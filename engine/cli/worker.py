@@ -30,10 +30,10 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from engine import cluster as cl
+    from engine.base import cluster as cl
     from engine.cli.common import config_from_args, result_json
     from engine.config import ConfigError
-    from engine.preflight import check_runnable
+    from engine.config.preflight import check_runnable
     from engine.jobs.runner import worker_env
     from engine.store import Store
 

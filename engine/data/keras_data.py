@@ -398,7 +398,7 @@ def check_weights(model: str, size: int) -> None:
     are cached but damaged (e.g. a truncated download: the file is named with
     "delete it so that it is downloaded again"), or neither cached nor
     downloadable (offline)."""
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     path = find_weights(model, size)
     if path is not None:

@@ -54,7 +54,7 @@ def canonical(name: str) -> str:
 
 
 def _error(field, value, problem, fix):
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     return ConfigError(field, value, problem, fix)
 
@@ -189,7 +189,7 @@ def dataset_info(name: str, cfg=None) -> DatasetInfo:
     `cfg` also supplies the synthetic shape/classes/samples.
 
     Reads file headers or, for user files, the whole file once per process.
-    Raises: engine.errors.ConfigError for an unknown or unusable data set.
+    Raises: engine.base.errors.ConfigError for an unknown or unusable data set.
     """
     info = _base_info(name, cfg)
     subset = tuple(getattr(cfg, "label_subset", ()) or ())

@@ -13,7 +13,6 @@ parallel-safe, and it mixes any rank in float32.
 """
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -60,35 +59,3 @@ def mixup(ds: tf.data.Dataset, alpha: float, seed: int) -> tf.data.Dataset:
     pairs = tf.data.Dataset.zip((ds, seeds))
     return pairs.map(lambda xy, s: _mix_batch(xy, s, float(alpha)), num_parallel_calls=AUTOTUNE)
 
-
-def needs_one_hot(cfg) -> bool:
-    """True when cfg's targets must be one-hot floats (label smoothing or mixup)."""
-    return cfg.label_smoothing > 0 or cfg.mixup_alpha > 0
-
-
-def prepare_targets(ds: tf.data.Dataset, cfg, classes: int, training: bool) -> tf.data.Dataset:
-    """Batched (x, integer labels) -> what `make_loss(cfg, sparse_labels=not
-    needs_one_hot(cfg))` expects; mixup only when `training` (validation stays unmixed)."""
-    if not needs_one_hot(cfg):
-        return ds
-    ds = ds.map(lambda x, y: (x, one_hot(y, classes)), num_parallel_calls=AUTOTUNE)
-    if training:
-        ds = mixup(ds, cfg.mixup_alpha, cfg.seed)
-    return ds
-
-
-def make_loss(cfg, sparse_labels: bool = False) -> keras.losses.Loss:
-    """Cross-entropy on probabilities (the model head is a float32 softmax).
-
-    One-hot float32 targets: CategoricalCrossentropy with
-    label_smoothing=cfg.label_smoothing (target y*(1-eps) + eps/classes).
-    `sparse_labels=True` gives SparseCategoricalCrossentropy and is refused when
-    cfg smooths or mixes labels, which need one-hot targets.
-    """
-    if sparse_labels:
-        if needs_one_hot(cfg):
-            raise ValueError("label_smoothing and mixup need one-hot labels; "
-                             "use prepare_targets() and sparse_labels=False")
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=False)
-    return keras.losses.CategoricalCrossentropy(from_logits=False,
-                                                label_smoothing=float(cfg.label_smoothing))

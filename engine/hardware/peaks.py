@@ -54,7 +54,8 @@ GPU_DATASHEET = (
      "NVIDIA T4 Tensor Core GPU data sheet (t4-tensor-core-datasheet-951643): FP32 8.1 TF, mixed "
      "FP16/FP32 65 TF dense; no TF32 or BF16 Tensor Cores"),
 )
-NOMINAL_GPUS = tuple(row[:3] for row in GPU_DATASHEET)  # the figures without their sources
+
+
 DTYPE_KEYS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
@@ -72,12 +73,6 @@ def datasheet(gpu_name: Optional[str], compute_dtype: str, tf32: bool = True) ->
             value = peaks.get(key) if key else None
             return {"flops_per_sec": value, "label": f"{label} {key.upper()}", "source": source} if value else None
     return None
-
-
-def nominal(gpu_name: Optional[str], compute_dtype: str, tf32: bool = True) -> Optional[tuple[float, str]]:
-    """(FLOP/s, 'data-sheet H200 SXM BF16 dense peak') or None: `datasheet` in short."""
-    d = datasheet(gpu_name, compute_dtype, tf32)
-    return (d["flops_per_sec"], f"data-sheet {d['label']} dense peak") if d else None
 
 
 # --- CPUs -------------------------------------------------------------------------------

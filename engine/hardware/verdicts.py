@@ -271,18 +271,6 @@ def backend_verdicts(facts: dict, device: str = "auto") -> list[dict]:
     return out
 
 
-def option_hint(facts: dict, option: str, device: str = "auto") -> str:
-    """One line for the Train page, e.g. "this CPU has native bf16 (avx512_bf16):
-    expect faster". `option` is one of OPTIONS, 'float32' or 'jit_compile'."""
-    if option == "float32":
-        return "float32: the baseline precision, runs everywhere"
-    option = {"jit_compile": "xla", "devices": "multi_device"}.get(option, option)
-    for v in verdicts(facts, device):
-        if v["option"] == option:
-            return v["reason"]
-    raise ValueError(f"option {option!r}: use one of {', '.join(OPTIONS)}, float32")
-
-
 def gpu_diagnosis(facts: dict) -> Optional[str]:
     """A plain message with the fix when the driver shows a GPU (nvidia-smi or
     /dev/nvidia*) but TensorFlow lists none; None otherwise."""
@@ -330,7 +318,7 @@ def cache_key() -> str:
 
 def run_probe(timeout_s: float = 60) -> dict:
     """Run the probe worker; return its facts. Raises ProbeError."""
-    from engine.process import ROOT, worker_env
+    from engine.base.process import ROOT, worker_env
     cmd = [sys.executable, "-m", "engine.hardware.probe"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,

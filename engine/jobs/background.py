@@ -4,7 +4,7 @@ the Streamlit script run that started them, and a page reload re-attaches),
 and report through small JSON files in $SPEEDLAB_HOME.  No TensorFlow here.
 
 A job file holds at least {'state': 'starting' | 'running' | 'done' |
-'failed' | 'cancelled', 'pid', 'pid_started' (engine.process.start_time: s since
+'failed' | 'cancelled', 'pid', 'pid_started' (engine.base.process.start_time: s since
 boot, which a clock step does not move), 'started' (s since the epoch), 'log' (path of the job's stdout+stderr)}.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from engine.process import ROOT, process_alive, read_tail, start_time, worker_env
+from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env
 
 ACTIVE_STATES = ("starting", "running")
 # A job file still 'starting' without a pid this long after it was written is dead (s).
@@ -44,7 +44,7 @@ def read_json(path: Path) -> Optional[dict]:
 
 def spawn(argv: list[str], log_path: Path) -> tuple[int, float]:
     """Start ``python -m engine <argv>`` detached (own session, stdin closed,
-    stdout and stderr appended to `log_path`). Returns (pid, `engine.process.start_time`)."""
+    stdout and stderr appended to `log_path`). Returns (pid, `engine.base.process.start_time`)."""
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:

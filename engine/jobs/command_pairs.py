@@ -12,9 +12,9 @@ sides), SPEEDLAB_GROUP (the comparison's 'cmp-<hex>'), SPEEDLAB_ROLE ('baseline'
 is read from that file, else the newest run row of that group and role created after
 the side started.
 
-The comparison is stored like `run --baseline`'s (engine.store_comparisons, kind
+The comparison is stored like `run --baseline`'s (engine.store.comparisons, kind
 'ab', settings baseline_kind 'command' and the two commands as plain text); its
-result is engine.jobs.comparison.evaluate, so the figures are the same. A side that
+result is engine.report.comparison.evaluate, so the figures are the same. A side that
 exits non-zero, times out or records no run ends its pair 'failed' with its last
 stderr line (plan entry 'error'). Ctrl-C stops the running side's process group and
 keeps the complete pairs. No TF in this process.
@@ -32,10 +32,11 @@ import time
 import uuid
 from typing import Callable, Optional
 
-from engine import store_comparisons as cstore
-from engine.errors import ConfigError
+from engine.store import comparisons as cstore
+from engine.base.errors import ConfigError
 from engine.jobs import comparison
-from engine.process import process_alive, start_time
+from engine.report.comparison import evaluate
+from engine.base.process import process_alive, start_time
 from engine.store import Store
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -176,8 +177,8 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
         comparison_id: called with the new comparison's id once it is stored.
         stdout: where the sides' stdout goes (default: this process's stderr, so that
             --json's last stdout line stays the JSON).
-    Returns: the final comparison row (engine.store_comparisons; 'result' is
-    engine.jobs.comparison.evaluate). Raises: ConfigError before anything runs.
+    Returns: the final comparison row (engine.store.comparisons; 'result' is
+    engine.report.comparison.evaluate). Raises: ConfigError before anything runs.
     A Ctrl-C stops the running side and ends the comparison with its complete pairs.
     """
     check(baseline_cmd, cmd, pairs, timeout_s)
@@ -238,7 +239,7 @@ def _link(store: Store, entry: dict) -> None:
 def _store(store: Store, cid: int, plan: list[dict]) -> dict:
     comp = cstore.get(store, cid)
     comp["plan"] = plan
-    result = comparison.evaluate(store, comp) if plan else None
+    result = evaluate(store, comp) if plan else None
     cstore.update(store, cid, plan=plan, **({"result": result} if result else {}))
     return cstore.get(store, cid)
 

@@ -13,7 +13,7 @@ from typing import Optional
 
 from engine.jobs import background
 from engine.config import RunConfig
-from engine.errors import TransferError
+from engine.base.errors import TransferError
 from engine.store import Store
 
 

@@ -9,7 +9,7 @@ accuracy carries the spread between seeds as well as timing jitter. Any verdict
 but "equivalent" or "inconclusive" would be wrong; the interval's relative half width is
 the **noise floor**, one per figure (`floor_of`): a speedup smaller than
 that is within this machine's noise (engine.report.stats.below_floor). The
-comparison is stored like any other (engine.store_comparisons); `latest` reads
+comparison is stored like any other (engine.store.comparisons); `latest` reads
 the newest one of this host back, whichever command measured it
 (``python -m engine hardware --noise``, ``python -m engine noise``, the
 Hardware page's button).
@@ -65,7 +65,7 @@ def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
     it ended), 'pairs', 'measure' ('time_to_accuracy' | 'end_to_end'), 'config'
     (dataset/model/epochs), 'verdict'}; None when none is stored (or `store` has
     no comparisons, e.g. a replay)."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
 
     if not hasattr(store, "conn"):
         return None
@@ -83,7 +83,7 @@ def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
 def floor(store, hostname: Optional[str] = None, measure: Optional[str] = None) -> Optional[float]:
     """This machine's stored noise floor (`latest`'s 'floor'), or that of `measure`
     (see `floor_of`) when given; None when not measured."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
 
     if measure is None:
         info = latest(store, hostname)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 
 from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
-from engine.process import start_time
+from engine.base.process import start_time
 from engine.store import LONG_PATIENCE_S, DamagedRunError, Store
 
 
@@ -130,7 +130,7 @@ def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
         spare.close()
         spare = None
     if n > 1:
-        from engine.cluster import local
+        from engine.base.cluster import local
 
         addrs = ",".join(local(n))
         procs = [_spawn(store, run_id, ["--cluster", addrs, "--task-index", str(i)],
@@ -242,7 +242,7 @@ class Owner:
         if self.pid is None or time.monotonic() - self.checked < OWNER_CHECK_S:
             return False
         self.checked = time.monotonic()
-        from engine.process import process_alive
+        from engine.base.process import process_alive
 
         return not process_alive(self.pid, self.started)
 

@@ -1,7 +1,7 @@
 """The recorded mnist5k comparison that ships for Replay (no TF here).
 
 A baseline (RunConfig's defaults on mnist5k) and the hand-tuned preset
-(engine.presets), measured as a comparison of interleaved pairs on one machine to the
+(engine.config.presets), measured as a comparison of interleaved pairs on one machine to the
 data set's default target and exported with the comparison as a run bundle
 (engine.bundle) to RECORDED_BUNDLE. The Replay page plays it with one click at any
 time, so a talk can show a half-minute run, and its interval, on a machine that trains
@@ -24,11 +24,11 @@ RECORDED_BUNDLE = Path(__file__).with_name("recorded") / "mnist5k-baseline-vs-tu
 
 
 def configs(seed: int = 0) -> tuple:
-    """(baseline, tuned) RunConfigs of the recording: the preset (engine.presets) and
+    """(baseline, tuned) RunConfigs of the recording: the preset (engine.config.presets) and
     its like-for-like baseline (engine.config.baseline_config: RunConfig's defaults on
     mnist5k), both measured to the default target (engine.data.meta.DEFAULT_TARGETS)."""
     from engine.config import baseline_config
-    from engine.presets import preset
+    from engine.config.presets import preset
 
     tuned = preset("mnist5k", seed=seed)
     return baseline_config(tuned), tuned
@@ -94,7 +94,7 @@ def open_recorded(store: Store, src: Optional[os.PathLike] = None) -> tuple[int,
     so that one click plays it at any time. Raises: engine.bundle.BundleError as
     `import_recorded`, or when the bundle holds no pair."""
     from engine import bundle
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.report import replay
 
     ids = recorded_ids(store, src)

@@ -22,9 +22,9 @@ from typing import Callable, Optional
 
 
 from engine.config import RunConfig, baseline_config
-from engine.errors import ActiveRunError
-from engine.preflight import check_runnable
-from engine.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
+from engine.base.errors import ActiveRunError
+from engine.config.preflight import check_runnable
+from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
 from engine.store import ACTIVE_STATUSES, Store
 
 def idle_exit_s() -> float:

@@ -82,7 +82,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     run_id, store_path = args.run_id, args.store_path
     cluster = None
     if args.cluster:
-        from engine import cluster as cluster_mod
+        from engine.base import cluster as cluster_mod
 
         cluster = cluster_mod.parse(args.cluster, args.task_index)
     chief = cluster is None or cluster.is_chief

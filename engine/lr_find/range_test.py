@@ -33,7 +33,7 @@ import numpy as np
 
 from engine.jobs import background
 from engine.config import ConfigError, RunConfig
-from engine.errors import ActiveRunError  # no TF: psutil and the store
+from engine.base.errors import ActiveRunError  # no TF: psutil and the store
 
 LATEST_FILE = "lr-find-latest.json"
 # Stop when the smoothed loss exceeds this multiple of its minimum (fastai's stop_div).
@@ -209,8 +209,8 @@ def run(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0, steps: int = 
         (the worker is killed within STOP_POLL_S).
     """
     from engine.jobs.runner import active_run
-    from engine.preflight import check_runnable
-    from engine.process import worker_env
+    from engine.config.preflight import check_runnable
+    from engine.base.process import worker_env
     from engine.store import Store
 
     check_sweep(min_lr, max_lr, steps)
@@ -299,7 +299,7 @@ def start_background(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0,
         LRFindError (one line) while a training run is queued or running, or
         a benchmark or another LR range test is running.
     """
-    from engine.preflight import check_runnable
+    from engine.config.preflight import check_runnable
     from engine.store import home
 
     check_sweep(min_lr, max_lr, steps)

@@ -95,7 +95,7 @@ def sweep(job: dict) -> dict:
     cfg = RunConfig.from_dict(job["config"])
     min_lr, max_lr, steps = float(job["min_lr"]), float(job["max_lr"]), int(job["steps"])
     setup = configure_devices(cfg)
-    from engine.training.train import prepare
+    from engine.training.build import prepare
 
     cfg = cfg.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False, reduce_on_plateau=False,
                       steps_per_execution=1, learning_rate=min_lr)

@@ -2,7 +2,7 @@
 (steady state, speedup arithmetic), compare, table (runs as a DataFrame, the one number format),
 the charts (Plotly): chart_style, the one style every chart module uses (colours, fonts,
 layout, shared helpers), and one module per page (train_charts, runs_charts,
-hardware_charts, talk_charts for presenter mode, mfu_charts, comparison_charts),
+hardware_charts, presenter_charts for presenter mode, mfu_charts, comparison_charts),
 replay (what a stored run showed at replay time t).
 
 Layer: see docs/architecture.md, the one list of layer rules (tests/test_imports.py enforces it).

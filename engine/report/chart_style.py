@@ -1,7 +1,7 @@
 """The one style of every chart: colours, fonts, axis titles, layout defaults
 and the helpers the chart modules share (run colours and labels, `tag`, `downsample`,
 `style`, `empty_figure`). The chart modules are one per page: train_charts,
-runs_charts, hardware_charts, talk_charts (and mfu_charts, comparison_charts,
+runs_charts, hardware_charts, presenter_charts (and mfu_charts, comparison_charts,
 engine.autopilot.charts); all are pure functions from pandas DataFrames to Plotly
 figures (no Streamlit, no TensorFlow), so they are testable on their own.
 

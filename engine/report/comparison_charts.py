@@ -42,7 +42,7 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     against pair number; a dotted line at 1 (no difference). Log y axis: 2x and
     0.5x are as far from 1. Pairs without a ratio are listed in the legend.
 
-    `result`: a stored comparison result (engine.jobs.comparison.evaluate), or None."""
+    `result`: a stored comparison result (engine.report.comparison.evaluate), or None."""
     measure = (result or {}).get("measure") or "time_to_accuracy"
     title = title or pairs_title(result)
     done = [r for r in (result or {}).get("pair_rows") or [] if r["status"] == "complete"]

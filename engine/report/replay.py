@@ -285,7 +285,7 @@ def started(run: Mapping) -> bool:
 
 def comparison_pair(comparisons: list[Mapping], runs: list[Mapping]) -> Optional[tuple[int, int]]:
     """(baseline id, run id) of the newest ended comparison's last pair whose two runs both
-    completed (`comparisons`: engine.store_comparisons.list_all, newest first; `runs`: the
+    completed (`comparisons`: engine.store.comparisons.list_all, newest first; `runs`: the
     stored runs that can be replayed). None when no ended comparison has such a pair."""
     ok = {r["id"] for r in runs if r.get("status") == "completed" and started(r)}
     for comp in comparisons:

@@ -504,7 +504,7 @@ def test_accuracy_text(delta: Optional[dict]) -> Optional[str]:
 
 
 def comparison_headline(result: Optional[dict], floor: Optional[float] = None, in_progress: bool = False) -> dict:
-    """`headline` of a stored comparison result (engine.jobs.comparison.evaluate):
+    """`headline` of a stored comparison result (engine.report.comparison.evaluate):
     its headline measure ('measure'), plus 'measure' (name in words) and, when the
     time to accuracy could not be the headline, a note saying why; 'factors'
     (`factors_text`), 'reached' (`reached_text`) and 'test' (`test_accuracy_text`),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from engine.config import RunConfig, user_model
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 
 class RunFailed(RuntimeError):
@@ -290,7 +290,7 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
                 from engine.training import fused_optimizer
 
                 fused_optimizer.fuse(optimizer)  # config check: adam or sgd on TensorFlow, so it fuses
-            model.compile(optimizer=optimizer, loss=_loss(cfg), metrics=_metrics(cfg),
+            model.compile(optimizer=optimizer, loss=loss(cfg), metrics=_metrics(cfg),
                           steps_per_execution=cfg.steps_per_execution,
                           jit_compile=cfg.jit_compile)  # always explicit, never Keras's "auto"
         if inputs.build_once:  # metrics built from the spec: their read-out can be traced now
@@ -514,7 +514,7 @@ def _optimizer(cfg: RunConfig, steps_per_epoch: int, start_step: int = 0):
 
 
 def _initial_lr(cfg: RunConfig) -> float:
-    from engine.lr_math import effective_lr
+    from engine.config.lr_math import effective_lr
 
     return float(effective_lr(cfg))
 
@@ -531,7 +531,9 @@ def _metrics(cfg: RunConfig) -> list:
     return out
 
 
-def _loss(cfg: RunConfig):
+def loss(cfg: RunConfig):
+    """The one training loss: categorical cross-entropy on one-hot (possibly mixed) targets,
+    with `cfg.label_smoothing` (Szegedy et al., 2016); a float32 scalar per batch (nats)."""
     import keras
 
     # The head is float32 softmax, so the loss is computed in float32 too.

@@ -19,7 +19,7 @@ COLLECTIVE_TIMEOUT_S = 60.0
 def configure(device_type: str, n: int, cluster=None) -> DeviceSetup:
     """Set up `n` replicas on `device_type` ('auto'|'cpu'|'gpu'|'tpu').
 
-    With `cluster` (engine.cluster.Cluster), `n` is the devices per worker and
+    With `cluster` (engine.base.cluster.Cluster), `n` is the devices per worker and
     the strategy is MultiWorkerMirroredStrategy over all workers.
     Raises: DeviceError("No TPU detected") and similar one-line errors.
     """

@@ -35,12 +35,6 @@ SOURCE = "callback"
 LABEL = "from an outside script"
 
 
-def is_outside(run: dict) -> bool:
-    """Whether a stored run (engine.store.Store.get_run dict) was recorded by SpeedLabCallback."""
-    plan = run.get("plan") or {}
-    return isinstance(plan, dict) and plan.get("source") == SOURCE
-
-
 def write_run_file(path: str, run_id: int) -> None:
     """Write ``{"run_id": N}`` to `path` atomically (a temp file, then os.replace)."""
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -172,7 +166,6 @@ class SpeedLabCallback(keras.callbacks.Callback):
         cfg = _config(RunConfig, **{**self._read, "learning_rate": lr if lr and 0 < lr <= 10 else 1e-3},
                       precision=policy if policy in ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
                       epochs=epochs, seed=seed, target_accuracy=self.target_accuracy, devices=max(replicas, 1))
-        self._cfg = cfg
         self._policy = policy
         self._replicas = replicas
         script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
@@ -191,7 +184,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
                       "per_replica_batch_size": gb // max(replicas, 1), "dropped_samples_per_epoch": 0,
                       "effective_learning_rate": lr, "persistent_iterators": {},
                       "input_batches_per_sec": None}
-        from engine.process import start_time
+        from engine.base.process import start_time
 
         # pid + its start time: the runner's reconcile keeps a live script's run running.
         store.update_run(run_id, started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
@@ -331,7 +324,7 @@ def _config(RunConfig, **read):
     """A valid RunConfig holding what the callback read. Its data set is a placeholder
     (synthetic, sized so that the batch and steps per execution fit): the script's own data is
     not known. Fields that do not validate fall back to their defaults, one at a time."""
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     gb, spe = read["batch_size"], read["steps_per_execution"]
     base = {"dataset": "synthetic", "synthetic_samples": max(2048, 4 * gb * spe)}

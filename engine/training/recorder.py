@@ -113,7 +113,6 @@ class Recorder(keras.callbacks.Callback):
         self.nan_at = None
         self.time_to_target = None
         self.epoch_logs: dict = {}
-        self.last_loss = None
         self.t0 = None
         self.wall = 0.0
         self.hook_sec = 0.0
@@ -225,7 +224,6 @@ class Recorder(keras.callbacks.Callback):
         self.samples.append(samples)
         self.warmups.append(warm)
         self.data_waits.append(wait)
-        self.last_loss = loss
         applied, skipped, scale = self.updates.after(n)
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
@@ -298,8 +296,7 @@ class Writer(threading.Thread):
     fails MAX_BATCH_ERRORS times for a reason other than a lock, or a batch that
     meets a full disk (`disk_full`, then `on_full()` once), are given up;
     they are counted in `lost` ({table: rows}) and `lost_total`, which the
-    worker stores as the run's `metrics_incomplete`. `locked_s` is the time
-    flushes spent waiting for the store (s); `last_error` the latest failure;
+    worker stores as the run's `metrics_incomplete`; `last_error` is the latest failure;
     `cpu_sec` the CPU time the thread used (s: commits and psutil samples), set when it ends.
     """
 
@@ -315,7 +312,6 @@ class Writer(threading.Thread):
         self.worker = worker
         self.rows = {"executions": [], "epochs": [], "system": []}
         self.lost = {"executions": 0, "epochs": 0, "system": 0}
-        self.locked_s = 0.0
         self.cpu_sec: Optional[float] = None  # CPU time of this thread (s), once it has ended
         self.last_error: Optional[str] = None
         # A full disk: the batch that failed is counted lost at once (retrying cannot help
@@ -386,7 +382,6 @@ class Writer(threading.Thread):
                         self.sample()
                 except Exception as e:  # noqa: BLE001 - a failed psutil read must not end the thread
                     self.last_error = f"sample: {type(e).__name__}: {e}"
-                t_try = time.perf_counter()
                 counts = {table: len(rows) for table, rows in self.rows.items()}
                 try:
                     if store is None:
@@ -409,7 +404,7 @@ class Writer(threading.Thread):
                             if self.on_full:
                                 self.on_full()
                     elif is_busy(e) or "locked" in str(e):
-                        self.locked_s += time.perf_counter() - t_try
+                        pass  # locked: retried after the backoff, not counted as an error
                     else:
                         self._errors += 1
                         if self._errors >= self.MAX_BATCH_ERRORS:  # this batch cannot be written: count it

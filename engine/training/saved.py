@@ -14,17 +14,9 @@ interpreter one line makes ``keras.models.load_model`` work:
 """
 from __future__ import annotations
 
-from engine.training import models, schedules
+from engine.training import models, schedules  # noqa: F401  (imported to register their Keras objects)
 
 LOAD_LINE = "import engine.training.saved; keras.models.load_model(PATH)"
-
-CUSTOM_OBJECTS = {
-    "speedlab>BackboneInput": models.BackboneInput,
-    "speedlab>Schedule": schedules.Schedule,
-    "speedlab>Shifted": schedules.Shifted,
-    "speedlab>ScheduledMomentumSGD": schedules.ScheduledMomentumSGD,
-    "speedlab>ScheduledMomentumAdam": schedules.ScheduledMomentumAdam,
-}
 
 
 def load(path, compile: bool = True):

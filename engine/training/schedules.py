@@ -1,6 +1,6 @@
 """Keras learning-rate and momentum schedules built from a RunConfig.
 
-The formulas live in `engine.lr_math` (shared with the dashboard preview); here
+The formulas live in `engine.config.lr_math` (shared with the dashboard preview); here
 they run as float32 `keras.ops`, so they trace into the compiled train step of
 either backend (a tf.function / XLA graph on TensorFlow, a jax.jit function on JAX).
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from engine import lr_math
+from engine.config import lr_math
 from engine.training import per_update
 from engine.training.keras_patches import learning_rate_attr
 
@@ -27,7 +27,7 @@ _PKG = "speedlab"
 
 @keras.saving.register_keras_serializable(package=_PKG)
 class Schedule(keras.optimizers.schedules.LearningRateSchedule):
-    """One `engine.lr_math` formula (`kind`) with its numbers (`params`).
+    """One `engine.config.lr_math` formula (`kind`) with its numbers (`params`).
 
     Call with a step (int32/int64/float, scalar or array); returns float32 of
     the same shape: an LR (or a momentum, for kind 'one_cycle_momentum').

@@ -105,10 +105,3 @@ def setup_parts(marks: dict, setup_end: float) -> list[dict]:
         t = min(end, setup_end)
     return out
 
-
-def largest_other_part(summary: dict) -> Optional[tuple[str, float]]:
-    """(kind, seconds) of the largest non-training part of a run (setup, warm-up,
-    validation, other), or None without a timeline."""
-    parts = [(k, summary.get(f"{k}_sec")) for k in ("setup", "warmup", "validation", "other")]
-    parts = [(k, v) for k, v in parts if v is not None]
-    return max(parts, key=lambda kv: kv[1]) if parts else None

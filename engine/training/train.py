@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from engine.config import RunConfig
-# Callers (the workers, benchmarks, tests) import these from here, where they always were.
-from engine.training.build import Prepared, RunFailed, _loss, environment, flops_plan, prepare
+from engine.training.build import Prepared, environment, flops_plan, prepare
 from engine.training.summary import RunSummary, build_summary
 
-__all__ = ["FREEZE_HEAP", "Outcome", "Prepared", "RunFailed", "RunSummary", "_loss", "_lr_table",
-           "environment", "flops_plan", "prepare", "train"]
+__all__ = ["FREEZE_HEAP", "Outcome", "train"]
 
 # gc.freeze() before fit: right in a worker, which exits after its one run. The test suite
 # runs many in one process and switches it off (tests/conftest.py): frozen garbage piles up.
@@ -32,7 +30,7 @@ FREEZE_HEAP = True
 @dataclass
 class Outcome:
     """What `train` returns: final status ('completed' | 'cancelled' | 'failed'),
-    the summary as stored (`RunSummary.to_dict()`; `run_summary` is the dataclass),
+    the summary as stored (`RunSummary.to_dict()`),
     an error line, and the trained model (or None)."""
 
     status: str
@@ -40,7 +38,6 @@ class Outcome:
     error: Optional[str] = None
     model: object = None
     extra: dict = field(default_factory=dict)
-    run_summary: Optional[RunSummary] = None
 
 
 def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: threading.Event,
@@ -54,7 +51,7 @@ def train(cfg: RunConfig, sink: Callable[[str, tuple], None], stop_event: thread
         stop_event: set to stop at the next execution (status 'cancelled').
         on_setup: called with (environment, plan) once devices, data and model exist.
         on_start: called with the perf_counter origin when fit begins.
-        cluster: engine.cluster.Cluster for a multi-worker run (None: this process only).
+        cluster: engine.base.cluster.Cluster for a multi-worker run (None: this process only).
         timeline: engine.training.timeline.Timeline of this worker process (default:
             a new one); its spans and totals go into the summary.
 
@@ -196,13 +193,12 @@ def outcome(summary: RunSummary, rec, stop_event: threading.Event, model) -> Out
     stored = summary.to_dict()
     if rec.nan_at:
         e, s = rec.nan_at
-        return Outcome("failed", stored, f"loss became NaN at epoch {e}, step {s}" + rec.updates.nan_note(), model,
-                       run_summary=summary)
+        return Outcome("failed", stored, f"loss became NaN at epoch {e}, step {s}" + rec.updates.nan_note(), model)
     if rec.updates.stalled:
-        return Outcome("failed", stored, rec.updates.stall_message(), model, run_summary=summary)
+        return Outcome("failed", stored, rec.updates.stall_message(), model)
     if stop_event.is_set():
-        return Outcome("cancelled", stored, "cancelled by the user", model, run_summary=summary)
-    return Outcome("completed", stored, None, model, run_summary=summary)
+        return Outcome("cancelled", stored, "cancelled by the user", model)
+    return Outcome("completed", stored, None, model)
 
 
 def accuracy_of(model, ds) -> float:
@@ -237,14 +233,14 @@ def accuracy_of(model, ds) -> float:
 
 
 def _lr_table(cfg: RunConfig, steps_per_epoch: int):
-    """LR per step from the schedule's own formulas (engine.lr_math), so the
+    """LR per step from the schedule's own formulas (engine.config.lr_math), so the
     recorder need not read the optimizer every execution; None where the LR
     can change at run time (plateau reducer, fine-tuning phases)."""
     if cfg.reduce_on_plateau or cfg.init_from is not None or cfg.pretrained:
         return None
     import numpy as np
 
-    from engine.lr_math import lr_at
+    from engine.config.lr_math import lr_at
 
     table = lr_at(cfg, np.arange(max(cfg.epochs * steps_per_epoch, 1)), steps_per_epoch)
     last = len(table) - 1

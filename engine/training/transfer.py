@@ -20,7 +20,7 @@ A ``pretrained`` keras.applications backbone is treated the same way, with the
 backbone as the taken-over part.
 
 The checks a config needs (the source run exists, completed, saved its model,
-and has this run's model and input shape) live in engine.transfer_source and
+and has this run's model and input shape) live in engine.config.transfer_source and
 read the store only; the digits demonstration lives in engine.jobs.demo.
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.config import RunConfig
-from engine.errors import TransferError
+from engine.base.errors import TransferError
 from engine.store import Store
-from engine.transfer_source import saved_model_path
+from engine.config.transfer_source import saved_model_path
 
 
 @dataclass(frozen=True)

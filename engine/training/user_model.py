@@ -7,10 +7,10 @@ from its config under the run's dtype policy, keeping its weights or not. Either
 output layer computes in float32, as the TF mixed-precision guide advises for the softmax
 (https://www.tensorflow.org/guide/mixed_precision), and as engine.training.models does.
 
-Faults are one line each (engine.errors.ConfigError: field `model`, the value, a fix); an
+Faults are one line each (engine.base.errors.ConfigError: field `model`, the value, a fix); an
 error raised inside the user's code is its last line plus the file and line of the user's
 frame, never a traceback. `python -m engine.training.user_model check SPEC H,W,C CLASSES`
-runs the same checks in a fresh process (engine.preflight calls it before anything is
+runs the same checks in a fresh process (engine.config.preflight calls it before anything is
 queued, so neither the CLI nor the dashboard imports Keras for it) and prints one JSON line.
 
 A user's Python runs only from a path the server's user typed or gave on the CLI
@@ -25,7 +25,7 @@ import sys
 import traceback
 
 from engine.config import user_model
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 FIX = "fix the model file"
 

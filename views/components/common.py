@@ -5,7 +5,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from engine import plain
+from engine.base import plain
 
 log = logging.getLogger("speedlab.dashboard")
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}

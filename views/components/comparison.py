@@ -8,7 +8,7 @@ import time
 
 import streamlit as st
 
-from engine import store_comparisons as cstore
+from engine.store import comparisons as cstore
 from engine.report import stats
 from engine.report.comparison_charts import pairs_figure, pairs_title
 
@@ -109,7 +109,7 @@ def pairs_chart(comp: dict, key: str = "cmp_pairs", height: int = 280) -> None:
     chart drawn when a comparison starts cost the browser ~0.1 CPU-s in the measured
     window and showed nothing (benchmarks/live_view.py --open-closed)."""
     result = comp.get("result") or {}
-    if not result.get("pairs"):  # complete pairs (engine.jobs.comparison.evaluate)
+    if not result.get("pairs"):  # complete pairs (engine.report.comparison.evaluate)
         box = st.container(height=height, border=True, key=f"{key}_waiting")
         box.markdown(f"**{pairs_title(result)}**")
         box.caption("Waiting for the first complete pair: each pair's ratio appears here as it "

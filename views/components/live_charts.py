@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.jobs import runner
-from engine import plain
+from engine.base import plain
 from engine.report import chart_style, train_charts
 from engine.report.compare import compare, live_summary, progress
 from engine.report.live import LiveMetrics
@@ -232,7 +232,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                if cmp else {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                             .get("samples_per_sec") for r in runs})
 
-    # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_talk_browser.py).
+    # Wide enough for "3.42× faster" beside the sidebar at 1280 px (tests/test_presenter_browser.py).
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
         if comp is None and source is None:  # Replay has no Reuse switch to turn off

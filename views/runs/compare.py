@@ -60,7 +60,7 @@ def overlay_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
 def comparisons_section(store: Store) -> None:
     """Stored comparisons of interleaved pairs (engine.jobs.comparison), newest first:
     the same headline, interval and verdict as the Train page and `engine compare`."""
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.report import stats
 
     comps = [c for c in cstore.list_all(store) if c.get("result")]

@@ -8,7 +8,8 @@ import io
 import pandas as pd
 import streamlit as st
 
-from engine import bundle, plain
+from engine import bundle
+from engine.base import plain
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.runs.compare import pick_label
 

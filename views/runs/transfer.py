@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import plain
+from engine.base import plain
 from engine.jobs import background, demo, runner
 from engine.report import chart_style, runs_charts
 from engine.report.compare import progress

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine.config import ConfigError, RunConfig
 from engine.hardware import verdicts as hardware
-from engine.preflight import check_runnable
+from engine.config.preflight import check_runnable
 
 DEFAULTS = RunConfig()
 OPTIONAL = ("target_accuracy", "max_lr", "init_from")  # None means "not set" for these fields

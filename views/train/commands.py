@@ -14,8 +14,8 @@ import time
 
 import streamlit as st
 
-from engine import plain
-from engine.errors import ConfigError
+from engine.base import plain
+from engine.base.errors import ConfigError
 from engine.jobs import background, command_pairs
 from engine.store import Store, home
 from views.train.upload import LOCAL_ADDRESSES

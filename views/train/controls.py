@@ -151,7 +151,7 @@ def model_controls(f: Form, sb) -> None:
 def own_model_controls(f: Form, sb) -> None:
     """'Model: your own': a path on the server typed by its user (file.py:build or model.keras,
     bound to the URL as model_file), weights kept or not for a .keras file, and a .keras upload
-    where uploads are allowed. The engine checks the file (engine.preflight.check_user_model,
+    where uploads are allowed. The engine checks the file (engine.config.preflight.check_user_model,
     in a process of its own: this page imports no framework); its one line shows under Model."""
     path = sb.text_input("Model file on this server", key="model_file", bind="query-params",
                          persist_state="session", placeholder="examples/my_model.py:build or path/to/model.keras",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import plain
+from engine.base import plain
 from engine.config import ConfigError, RunConfig, baseline_config, comparison_config
 from engine.jobs import background, demo, runner
 from engine.autopilot import search as autopilot
@@ -23,8 +23,8 @@ def active_message(run: dict) -> str:
 
 def stored_tuned(cfg: RunConfig | None) -> dict | None:
     """The tuned baseline stored for `cfg`'s data set, model, global batch and optimizer
-    (engine.tuned_baselines, `python -m engine tune-baseline`), or None; one indexed read."""
-    from engine import tuned_baselines
+    (engine.store.tuned_baselines, `python -m engine tune-baseline`), or None; one indexed read."""
+    from engine.store import tuned_baselines
 
     return None if cfg is None else tuned_baselines.lookup(cfg)
 
@@ -58,7 +58,7 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseli
         return
     try:
         if with_baseline and not reuse and baseline_config(cfg) != cfg:
-            from engine import store_comparisons as cstore
+            from engine.store import comparisons as cstore
             from engine.jobs import comparison
 
             measured = comparison_config(cfg)  # time to accuracy: each run ends at the target

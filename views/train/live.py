@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
-from engine.plain import md
+from engine.base.plain import md
 from engine.report import live_refresh
 from engine.store import Store
 from views.components import comparison as cmp_view

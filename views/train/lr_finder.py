@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import lr_math, plain
+from engine.config import lr_math
+from engine.base import plain
 from engine.config import ConfigError, RunConfig
 from engine.jobs import background
 from engine.lr_find import range_test as lr_find
@@ -21,7 +22,7 @@ LR_SWEEP_FIELDS = ("dataset", "model", "batch_size", "optimizer", "momentum", "p
 
 
 def lr_preview(cfg: RunConfig, container) -> None:
-    """The schedule's learning rate (and momentum) per step, from engine.lr_math."""
+    """The schedule's learning rate (and momentum) per step, from engine.config.lr_math."""
     try:
         p = lr_math.preview(cfg, cfg.steps_per_epoch())
         df = pd.DataFrame({k: p[k] for k in ("step", "lr", "momentum") if k in p})

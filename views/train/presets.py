@@ -1,20 +1,20 @@
-"""Train page, presets: each bundled data set's presets (engine.presets.menu) in one popover
+"""Train page, presets: each bundled data set's presets (engine.config.presets.menu) in one popover
 beside Launch, each with its one-line description; a click fills the settings.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from engine import presets
+from engine.config import presets
 from engine.config import FIELD_HELP, RunConfig
 from views.components.common import one_line_errors
 from views.train.checks import DEFAULTS
 
 
 def _tuned_lr(dataset: str) -> float | None:
-    """The tuned baseline's constant learning rate stored on this machine (engine.tuned_baselines,
+    """The tuned baseline's constant learning rate stored on this machine (engine.store.tuned_baselines,
     `python -m engine tune-baseline`), or None."""
-    from engine import tuned_baselines
+    from engine.store import tuned_baselines
 
     row = tuned_baselines.lookup(RunConfig(dataset=dataset))
     return float(row["learning_rate"]) if row and row.get("learning_rate") else None

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import plain
+from engine.base import plain
 from engine.config import FIELD_HELP
 from engine.jobs import background, runner
 from engine.lr_find import range_test as lr_find
 from engine.report import chart_style, live_refresh
 from engine.store import Store
-from views.components import talk, url_params
+from views.components import presenter, url_params
 from views.components.common import one_line_errors
 from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
@@ -30,7 +30,7 @@ from views.train.launch import launch, machine_busy, stored_tuned, tuned_help
 from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_phase, live_view, measuring,
                               signature, watch)
 from views.train.lr_finder import lr_finder, lr_preview
-from views.train.presenter import talk_main
+from views.train.presenter import presenter_main
 from views.train.presets import presets_popover
 
 LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
@@ -67,12 +67,12 @@ def main() -> None:
     with f.lr_find_slot:
         st.fragment(lr_finder, run_every=LIVE_REFRESH_S if sweeping else None)(cfg, sweeping)
 
-    if talk.is_on():
-        return talk_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
+    if presenter.is_on():
+        return presenter_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
-    talk.toasts_below()  # Stop's toast must not cover Stop
-    talk.toggle(mode)
+    presenter.toasts_below()  # Stop's toast must not cover Stop
+    presenter.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
                               bind="query-params", persist_state="session",

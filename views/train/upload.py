@@ -9,12 +9,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import plain
+from engine.base import plain
 from engine.config import BACKBONES, MAX_MODEL_KERAS_BYTES, MODELS
 from engine.data import meta as datasets_meta
 from engine.data import userdata
 from engine.store import Store
-from engine.transfer_source import saved_model_path
+from engine.config.transfer_source import saved_model_path
 
 OWN_MODEL = "own"  # the Model choice "your own" (its file: the model_file field)
 LOCAL_ADDRESSES = ("localhost", "127.0.0.1", "::1")

@@ -12,8 +12,8 @@ import hashlib
 import json
 import zipfile
 
-from engine import store_comparisons as cstore
-from engine.bundle_checks import check_headers, loads, read_member
+from engine.store import comparisons as cstore
+from engine.bundle.checks import check_headers, loads, read_member
 from engine.store import Store
 
 
@@ -95,7 +95,7 @@ def import_rows(store: Store, comps: list[dict], mapping: dict[int, int]) -> lis
     so that a comparison that cannot be evaluated leaves nothing written. A stored
     comparison of the same group whose runs are all gone (checked by `check_groups`) is
     replaced. Raises: ComparisonRejected naming the comparison and the problem."""
-    from engine.jobs import comparison
+    from engine.report import comparison
 
     conn = store.conn
     cols = ("created", "ended", "kind", "group_id", "status", "hostname", "settings", "plan", "result", "ended_by")

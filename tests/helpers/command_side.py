@@ -2,7 +2,7 @@
 (SPEEDLAB_HOME, SPEEDLAB_SEED, SPEEDLAB_GROUP, SPEEDLAB_ROLE, SPEEDLAB_RUN_FILE) and
 stores a finished run through the store API, as SpeedLabCallback would, without TF.
 
-    python -m tests.command_side --sec T1,T2,... [--fail MSG] [--no-run]
+    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG] [--no-run]
 
 T = the list's item SPEEDLAB_SEED (modulo its length). The run reaches its target (0.8) at exactly T s (epoch 2 of 2, t = T; epoch 1 at
 T/2 with 0.5) and trains 10 executions of 32 samples, each T/10 s long, so its

@@ -15,9 +15,9 @@ from typing import Optional
 from engine.config import MAX_MODEL_KERAS_BYTES, MAX_MODEL_PY_BYTES, RunConfig, user_model
 from engine.data import keras_data
 from engine.data.meta import check_available, class_warnings, dataset_info
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 from engine.hardware.machine import installed_backends, quick_facts  # no TF: /proc, nvidia-smi, env
-from engine.transfer_source import check_source
+from engine.config.transfer_source import check_source
 
 
 def check_runnable(c: RunConfig, machine: Optional[dict] = None) -> list[str]:

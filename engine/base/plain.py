@@ -73,13 +73,6 @@ def md(text: Any) -> str:
     return escaped
 
 
-def md_block(text: Any) -> str:
-    """Like `md`, but keeps line breaks (as Markdown hard breaks): for multi-line outside
-    text (an error with its cause, a stderr tail) shown in a Markdown element."""
-    lines = ("" if text is None else str(text)).splitlines()
-    return "  \n".join(md(line) for line in lines)
-
-
 def html(text: Any) -> str:
     """`text` (any value; None -> '') escaped for a Plotly string (HTML subset):
     `<b>`, `<a href=...>`, `<img>` show as characters."""

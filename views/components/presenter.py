@@ -12,7 +12,7 @@ import html
 
 import streamlit as st
 
-from engine.report import chart_style, talk_charts, train_charts
+from engine.report import chart_style, presenter_charts, train_charts
 from engine.report import headline as report_headline
 from engine.report import stats
 from engine.report.comparison_charts import pairs_figure, pairs_title
@@ -30,7 +30,7 @@ CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 128
 # throughput and loss and the pair chart; in between its progress lines move on in the browser
 # once a second (views/components/quiet_progress.py), so nothing on the projector stands still
 # for more than a second. 10 s keeps the observer cost within the machine's noise
-# (benchmarks/live_view.py --open-closed --talk; docs/comparisons.md).
+# (benchmarks/live_view.py --open-closed --presenter; docs/comparisons.md).
 MEASURE_REFRESH_S = 10.0
 MEASURE_CHART_HEIGHT = 330  # px: headline, progress and three charts above the fold at 1280x720
 MEASURE_HEAD_HEIGHT = 200   # px: the headline box while measuring (a longer note scrolls inside it)
@@ -46,9 +46,9 @@ html { font-size: 19px; }
 [data-testid="stMetric"] { padding: 0.15rem 0.9rem 0.3rem; border: 2px solid #000000 !important; }
 [data-testid="stMetricLabel"] p { font-size: 1.05rem; font-weight: 600; color: #000000; }
 [data-testid="stMetricValue"] { font-size: 2.1rem; font-weight: 700; color: #000000; line-height: 1.15; }
-.st-key-talk_headline [data-testid="stColumn"]:first-child [data-testid="stMetricValue"] { font-size: 2.7rem; }
+.st-key-presenter_headline [data-testid="stColumn"]:first-child [data-testid="stMetricValue"] { font-size: 2.7rem; }
 [data-testid="stMetricDelta"] div { font-size: 1rem; }
-.st-key-talk_config p { font-size: 1.05rem; font-weight: 600; color: #000000; }
+.st-key-presenter_config p { font-size: 1.05rem; font-weight: 600; color: #000000; }
 </style>
 """
 
@@ -62,7 +62,7 @@ def toggle(container) -> bool:
     """'Presenter mode' toggle bound to ``?mode=talk``; returns whether it is on.
     Switching reloads the page so that the sidebar and the theme follow."""
     on = is_on()
-    want = container.toggle("Presenter mode", value=on, key=f"talk_toggle_{on}",
+    want = container.toggle("Presenter mode", value=on, key=f"presenter_toggle_{on}",
                             help="Large type, high contrast, only the headline and two charts: for a "
                                  "projector at 1280x720 (also ?mode=talk in the URL)")
     if want != on:
@@ -104,7 +104,7 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | 
     """The headline speedup large (time to accuracy), end-to-end and steady beside it; the
     wording is engine.report.headline's, as on the Train page.
     own: views.components.headline.own_time of a run that is its own baseline (its time to target is shown)."""
-    box = st.container(key="talk_headline")
+    box = st.container(key="presenter_headline")
     if base is None or cmp is None:
         own = own or {"label": None, "note": ""}
         if base is not None and own["label"] is not None:
@@ -117,7 +117,7 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | 
     # One pair (no comparison: a Replay of two runs, a reused stored baseline) is one sample:
     # its figures in body size and neutral grey, and said so beside them (same height: the charts keep their room).
     box.markdown(ONE_PAIR_CSS, unsafe_allow_html=True)
-    big, e2e, steady, note = box.container(key="talk_one_pair").columns([1.5, 0.9, 0.9, 1.0], gap="small")
+    big, e2e, steady, note = box.container(key="presenter_one_pair").columns([1.5, 0.9, 0.9, 1.0], gap="small")
     h = report_headline.pair_headline(cmp)
     note.caption(f"**{stats.ONE_PAIR_LABEL}**: one baseline run and one run"
                  + (f" ({h['seconds']})" if h["seconds"] else "") + ", no interval")
@@ -131,7 +131,7 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | 
 
 
 ONE_PAIR_CSS = """<style>
-.st-key-talk_one_pair [data-testid="stMetricValue"] { font-size: 1.25rem !important; font-weight: 500 !important;
+.st-key-presenter_one_pair [data-testid="stMetricValue"] { font-size: 1.25rem !important; font-weight: 500 !important;
   color: #374151 !important; }
 </style>"""
 
@@ -148,7 +148,7 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     if comp is not None and source is None and comp["status"] == "running":
         return measuring(store, comp, base, run)
     if comp is not None:
-        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.9, key="talk_cmp_headline", compact=True)
+        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.9, key="presenter_cmp_headline", compact=True)
     src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
@@ -162,13 +162,13 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
     left, right = st.columns(2, gap="medium")
     # Short axis titles: the chart titles say what is drawn, and short titles stay large.
-    left.plotly_chart(talk_charts.presenter(train_charts.throughput_figure(frames["executions"], medians, title="Throughput"),
+    left.plotly_chart(presenter_charts.presenter(train_charts.throughput_figure(frames["executions"], medians, title="Throughput"),
                                        CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="samples/s"),
-                      key="talk_throughput", config=PLOTLY_CONFIG)
+                      key="presenter_throughput", config=PLOTLY_CONFIG)
     loss = train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
                               title="Loss: validation ◆, training thin")
-    right.plotly_chart(talk_charts.presenter(loss, CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="cross-entropy"),
-                       key="talk_loss", config=PLOTLY_CONFIG)
+    right.plotly_chart(presenter_charts.presenter(loss, CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="cross-entropy"),
+                       key="presenter_loss", config=PLOTLY_CONFIG)
 
 
 def measure_refresh_s() -> float:
@@ -201,7 +201,7 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
     every = measure_refresh_s()
     top_l, top_r = st.columns([1.25, 2], gap="medium")
     with top_l.container(height=MEASURE_HEAD_HEIGHT, border=False):  # a long note scrolls, the charts stay
-        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.3, key="talk_cmp_headline",
+        cmp_view.headline(comp, cmp_view.noise_floor(store, comp), size_rem=1.3, key="presenter_cmp_headline",
                           compact=True)
     with top_r:
         since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
@@ -225,22 +225,22 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
         return fig
 
     c1, c2, c3 = st.columns(3, gap="small")
-    c1.plotly_chart(talk_charts.presenter(bare(train_charts.throughput_figure(frames["executions"], medians,
+    c1.plotly_chart(presenter_charts.presenter(bare(train_charts.throughput_figure(frames["executions"], medians,
                                                                               title="Throughput")),
                                           h, width_px=w, x_title=chart_style.T_SHORT, y_title="samples/s"),
-                    key="talk_throughput", config=PLOTLY_CONFIG)
+                    key="presenter_throughput", config=PLOTLY_CONFIG)
     loss = train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
                                     title="Loss (◆ validation)")
-    c2.plotly_chart(talk_charts.presenter(bare(loss), h, width_px=w, x_title=chart_style.T_SHORT,
+    c2.plotly_chart(presenter_charts.presenter(bare(loss), h, width_px=w, x_title=chart_style.T_SHORT,
                                           y_title="cross-entropy"),
-                    key="talk_loss", config=PLOTLY_CONFIG)
+                    key="presenter_loss", config=PLOTLY_CONFIG)
     result = comp.get("result") or {}
     if result.get("pairs"):
-        c3.plotly_chart(talk_charts.presenter(bare(pairs_figure(result, height=h, title="Pairs ● · mean so far")),
+        c3.plotly_chart(presenter_charts.presenter(bare(pairs_figure(result, height=h, title="Pairs ● · mean so far")),
                                               h, width_px=w, x_title="pair", y_title="speedup (×)"),
-                        key="talk_pairs", config=PLOTLY_CONFIG)
+                        key="presenter_pairs", config=PLOTLY_CONFIG)
     else:
-        box = c3.container(height=h, border=True, key="talk_pairs_waiting")
+        box = c3.container(height=h, border=True, key="presenter_pairs_waiting")
         box.markdown(f"**{pairs_title(result)}**")
         box.caption("Each pair's ratio appears here as it completes, with the 95% interval narrowing "
                     "from the third pair on.")

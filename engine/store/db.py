@@ -21,11 +21,11 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
-from engine.run_rows import parse_row
+from engine.store.rows import parse_row
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 8: the comparisons and tuned_baselines tables joined the versioned schema
 # sqlite3's own busy handler: how long one attempt waits for a lock (s).
 BUSY_TIMEOUT_S = 5.0
 # How long a write transaction keeps retrying a locked store (s): interactive
@@ -36,6 +36,23 @@ LONG_PATIENCE_S = 900.0
 RETRY_MIN_S, RETRY_MAX_S = 0.05, 2.0
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
+
+# Comparisons of interleaved pairs (engine.store.comparisons); their runs carry group_id.
+COMPARISONS_TABLE = """
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL, ended REAL,
+    kind TEXT NOT NULL, group_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
+    hostname TEXT, settings TEXT, plan TEXT, result TEXT, ended_by TEXT
+)"""
+# Tuned baseline learning rates (engine.store.tuned_baselines, `python -m engine tune-baseline`).
+TUNED_BASELINES_TABLE = """
+CREATE TABLE IF NOT EXISTS tuned_baselines (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL, hostname TEXT,
+    dataset TEXT NOT NULL, model TEXT NOT NULL, batch_size INTEGER NOT NULL, optimizer TEXT NOT NULL,
+    learning_rate REAL NOT NULL, target_accuracy REAL, result TEXT
+)"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -82,7 +99,7 @@ CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a mu
     pid INTEGER, status TEXT NOT NULL, error TEXT, updated REAL,
     PRIMARY KEY (run_id, task_index)
 );
-"""
+""" + COMPARISONS_TABLE + ";" + TUNED_BASELINES_TABLE + ";"
 
 # Columns added since schema 1: (version, table, column, declaration). Tables that
 # are missing altogether are created whole by _SCHEMA.
@@ -117,7 +134,7 @@ INDEXES = (
 # Config fields the Runs page and `runs` filter by, as SQL (json_extract of the config).
 CONFIG_FILTERS = ("dataset", "model", "precision", "devices", "backend")
 # A run row SQLite already sees as whole: valid JSON objects, a known status, a numeric
-# time and the config fields every reader indexes (engine.run_rows.REQUIRED_CONFIG). Only
+# time and the config fields every reader indexes (engine.store.rows.REQUIRED_CONFIG). Only
 # rows failing it are parsed to find the damaged ones (`damaged_runs`).
 _LOOKS_WHOLE = (
     "status IN ('queued','running','completed','failed','cancelled') AND typeof(created) IN ('integer','real') "
@@ -154,7 +171,7 @@ class StoreFullError(StoreError):
 
 
 class DamagedRunError(StoreError):
-    """A run row that cannot be read whole (engine.run_rows); `run_id`, `reason`."""
+    """A run row that cannot be read whole (engine.store.rows); `run_id`, `reason`."""
 
     def __init__(self, run_id: int, reason: str):
         self.run_id, self.reason = run_id, reason
@@ -462,7 +479,7 @@ class Store:
 
     def damaged_runs(self) -> list[dict]:
         """Rows that cannot be read whole (not trashed), newest first: {'id', 'status', 'created', 'reason'}
-        (engine.run_rows names the reason). They are listed apart so that they break
+        (engine.store.rows names the reason). They are listed apart so that they break
         no table, and can be deleted (`delete_run`). SQLite picks the suspects
         (`_LOOKS_WHOLE` fails), so a store of whole rows costs one scan in C, and none
         while the file is unchanged (`_memo`)."""
@@ -784,9 +801,3 @@ def filter_sql(filters: dict) -> tuple[str, list]:
         params += values
     return " AND ".join(parts), params
 
-
-def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
-    d, problem = parse_row(dict(row))
-    if problem:
-        raise DamagedRunError(d.get("id"), problem)
-    return d

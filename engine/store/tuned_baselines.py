@@ -7,8 +7,7 @@ optimisation that a tuned baseline would also get (airbench and the NanoGPT spee
 report records against tuned baselines). Comparisons with ``baseline_kind='tuned'``
 (``run --baseline tuned``) take their baseline's learning rate from here.
 
-Kept apart from engine.store like the comparisons table (its own table, created on first
-use, no schema version change). Row: id, created (Unix s), hostname, dataset, model,
+Its table is part of the store's versioned schema (engine.store.db, since schema 8). Row: id, created (Unix s), hostname, dataset, model,
 batch_size, optimizer, learning_rate (the winner), target_accuracy, result (JSON: the
 sweep, per learning rate and seed its run id and time to accuracy in s).
 """
@@ -19,14 +18,8 @@ import time
 from typing import Optional
 
 from engine.store import Store
+from engine.store.db import TUNED_BASELINES_TABLE
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS tuned_baselines (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL, hostname TEXT,
-    dataset TEXT NOT NULL, model TEXT NOT NULL, batch_size INTEGER NOT NULL, optimizer TEXT NOT NULL,
-    learning_rate REAL NOT NULL, target_accuracy REAL, result TEXT
-)"""
 
 
 def _has_table(store: Store) -> bool:
@@ -38,7 +31,7 @@ def ensure_table(store: Store) -> None:
     """Create the table if this store has none (a write only then)."""
     if not _has_table(store):
         with store.tx() as conn:
-            conn.execute(_TABLE)
+            conn.execute(TUNED_BASELINES_TABLE)
 
 
 def key_of(cfg) -> dict:
@@ -92,7 +85,7 @@ def lookup(cfg, store_path=None) -> Optional[dict]:
 def missing_error(cfg):
     """The ConfigError (field baseline) for a comparison asked against a tuned baseline
     that is not stored: one line naming the key and the command that stores one."""
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     k = key_of(cfg)
     return ConfigError("baseline", "tuned", f"has no learning rate stored for {k['dataset']}/{k['model']}, "

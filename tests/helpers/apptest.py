@@ -4,7 +4,7 @@ from pathlib import Path
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 # A hang guard, not a speed check: a script run takes 1-4 s here (the first imports pandas
 # and plotly). Now and then one takes 35-65 s in a full run (once past 60 s on CI); the stacks
 # (tests/conftest.py) showed the script thread slow, not waiting: once in the Keras clean-up

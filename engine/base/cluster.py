@@ -21,7 +21,7 @@ import socket
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 _HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 

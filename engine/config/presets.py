@@ -10,7 +10,6 @@ are in docs/datasets.md.
 """
 from __future__ import annotations
 
-from urllib.parse import urlencode
 
 from engine.config import RunConfig
 
@@ -31,17 +30,6 @@ def preset(dataset: str, **overrides) -> RunConfig:
     with `overrides` (e.g. seed=1). Raises KeyError for another data set;
     ConfigError as RunConfig."""
     return RunConfig(**{**PRESETS[dataset], "dataset": dataset, **overrides})
-
-
-def train_link(dataset: str, talk: bool = False) -> str:
-    """The Train page's query string that opens with the preset set (the page's
-    controls are bound to the URL), in presenter mode when `talk`:
-    '?dataset=mnist5k&model=cnn&...&mode=talk'. Raises KeyError as `preset`."""
-    params = {"dataset": dataset, **{k: str(v).lower() if isinstance(v, bool) else v
-                                     for k, v in PRESETS[dataset].items()}}
-    if talk:
-        params["mode"] = "talk"
-    return "?" + urlencode(params)
 
 
 # The autopilot's recorded winners (engine.autopilot): the configuration each search ended on,
@@ -66,7 +54,7 @@ def menu(dataset: str, tuned_lr: float | None = None) -> list[dict]:
     {'name', 'line' (one line: what it is), 'settings' (RunConfig fields that differ from
     RunConfig's defaults, 'dataset' included) or None when not available yet, 'missing' (why)}:
     the baseline (RunConfig's defaults), the tuned baseline (its constant learning rate from
-    `python -m engine tune-baseline`, engine.tuned_baselines: `tuned_lr`, None when not stored),
+    `python -m engine tune-baseline`, engine.store.tuned_baselines: `tuned_lr`, None when not stored),
     the hand-tuned preset (PRESETS) and the autopilot's recorded winner (AUTOPILOT_WINNERS).
     [] for a data set with no presets."""
     if dataset not in PRESETS:

@@ -17,7 +17,7 @@ import time
 
 from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
                                 server, settle, wait_for)
-from tests.talk_seed import recorded, seed_many, seed_pair
+from tests.helpers.recorded_runs import recorded, seed_many, seed_pair
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
@@ -197,7 +197,7 @@ TALK_BOXES = """() => {
     const t = (gd.layout && gd.layout.title && gd.layout.title.text || '').replace(/<[^>]+>/g, '');
     charts[t] = box(gd);
   }
-  const head = document.querySelector('.st-key-talk_headline [data-testid="stMetricValue"]');
+  const head = document.querySelector('.st-key-presenter_headline [data-testid="stMetricValue"]');
   const side = document.querySelector('[data-testid="stSidebar"]');
   return {charts, headline: head ? [head.innerText.trim(), ...box(head)] : null,
           sidebarCollapsed: side ? side.getAttribute('data-collapsed') : null};
@@ -249,7 +249,7 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(serv
 
     from PIL import Image, ImageChops
 
-    from engine import store_comparisons as cstore
+    from engine.store import comparisons as cstore
     from engine.config import RunConfig
     from engine.jobs import comparison
     from engine.store import Store

@@ -2,7 +2,7 @@
 
 A `RunConfig` is checked completely on construction, before any TF work, so
 that a bad value costs the user one line instead of a traceback from a worker.
-Machine-dependent checks (is there a GPU or TPU?) live in engine.preflight,
+Machine-dependent checks (is there a GPU or TPU?) live in engine.config.preflight,
 because a stored config must stay loadable on any machine.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from engine.data.meta import canonical, check_split, dataset_info, target_for
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 DEVICE_TYPES = ("auto", "cpu", "gpu", "tpu")
@@ -263,7 +263,7 @@ def _absolute_model(spec: str) -> str:
 
 
 def _model(c: "RunConfig") -> None:
-    """`model` is a built-in name, file.py:function or a .keras file (their contents: engine.preflight)."""
+    """`model` is a built-in name, file.py:function or a .keras file (their contents: engine.config.preflight)."""
     if not isinstance(c.model, str):
         _choice("model", c.model, MODELS)
     if not c.model.strip():

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from engine.config import RunConfig
-from engine.errors import ConfigError
+from engine.base.errors import ConfigError
 from engine.store import Store
 
 

@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2] / "engine"
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -53,6 +53,18 @@ def graph(root: Path = ROOT) -> dict[str, set[str]]:
         deps = imports_of(path, known) - {name}
         g[name] = {d for d in deps if not name.startswith(d + ".")}
     return g
+
+
+def package_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """`graph` with each module folded into its engine package ('engine.jobs.runner' ->
+    'engine.jobs'; 'engine' and 'engine.__main__' stay): {package: packages it imports}."""
+    def pkg(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for name, deps in graph(root).items():
+        out.setdefault(pkg(name), set()).update(pkg(d) for d in deps if pkg(d) != pkg(name))
+    return out
 
 
 def find_cycle(g: dict[str, set[str]]) -> Optional[list[str]]:

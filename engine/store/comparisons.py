@@ -1,8 +1,8 @@
 """Comparisons in the run store: one row per set of interleaved pairs (engine.jobs.comparison).
 
-Kept apart from engine.store (additive: its own table, created on first use, no
-schema version change) so that the Runs page, `engine compare`, `engine noise`
-and exported bundles read the same stored figures later. The runs of a
+Its table is part of the store's versioned schema (engine.store.db, since schema 8;
+a store of an older schema gets it when it is migrated), so that the Runs page,
+`engine compare`, `engine noise` and exported bundles read the same stored figures later. The runs of a
 comparison are ordinary runs with group_id = the comparison's `group_id`.
 
 Row: id, created / ended (Unix s), kind ('ab': a configuration against its
@@ -10,7 +10,7 @@ baseline, 'aa': the baseline against itself, this machine's noise floor),
 group_id, status ('running' | 'completed' | 'stopped' | 'failed'), hostname,
 settings (JSON: pairs asked or None for adaptive, max_pairs, target_half_width,
 budget_s), plan (JSON: per pair {'pair', 'seed', 'order', 'baseline_id',
-'run_id'}), result (JSON: engine.jobs.comparison.evaluate), ended_by (one line).
+'run_id'}), result (JSON: engine.report.comparison.evaluate), ended_by (one line).
 """
 from __future__ import annotations
 
@@ -19,27 +19,22 @@ import time
 from typing import Optional
 
 from engine.store import Store
+from engine.store.db import COMPARISONS_TABLE
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS comparisons (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL, ended REAL,
-    kind TEXT NOT NULL, group_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
-    hostname TEXT, settings TEXT, plan TEXT, result TEXT, ended_by TEXT
-)"""
 _JSON = ("settings", "plan", "result")
 
 
 def ensure_table(store: Store) -> None:
-    """Create the comparisons table if this store has none (a write only then)."""
+    """The comparisons table where a store lacks it: schema 8 has it, so only a read-only
+    store of an older schema (an empty table, in memory only) or a damaged one (created)."""
     if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='comparisons'").fetchone():
         return
     if store.readonly:  # a read-only store without the table: an empty one, in memory only
-        store.conn.execute(_TABLE.replace("CREATE TABLE IF NOT EXISTS comparisons",
-                                          "CREATE TEMP TABLE IF NOT EXISTS comparisons"))
+        store.conn.execute(COMPARISONS_TABLE.replace("CREATE TABLE IF NOT EXISTS comparisons",
+                                                     "CREATE TEMP TABLE IF NOT EXISTS comparisons"))
         return
     with store.tx() as conn:
-        conn.execute(_TABLE)
+        conn.execute(COMPARISONS_TABLE)
 
 
 def create(store: Store, kind: str, group_id: str, settings: dict, plan: list, hostname: str) -> int:
@@ -107,14 +102,3 @@ def latest_noise(store: Store, hostname: str) -> Optional[dict]:
                 return c
     return None
 
-
-def insert_row(store: Store, row: dict) -> int:
-    """Insert a comparison row as read from a bundle (its runs' ids already mapped
-    into this store by the caller); returns the new id."""
-    ensure_table(store)
-    cols = ("created", "ended", "kind", "group_id", "status", "hostname", "settings", "plan", "result", "ended_by")
-    vals = [json.dumps(row.get(c)) if c in _JSON and row.get(c) is not None else row.get(c) for c in cols]
-    with store.tx() as conn:
-        cur = conn.execute(f"INSERT OR IGNORE INTO comparisons ({', '.join(cols)}) VALUES "
-                           f"({','.join('?' * len(cols))})", vals)
-        return int(cur.lastrowid)

@@ -15,8 +15,6 @@ Three layers, each raising `BundleRejected` (one line: the member and the proble
 
 The limits sit far above real bundles (a digits run is about 30 KB; a 100,000-step run
 with one execution per step about 15 MB): they only stop hostile or broken files.
-
-May import: config, errors, run_rows (the bottom layer, beside bundle.py).
 """
 from __future__ import annotations
 
@@ -157,7 +155,7 @@ def check_payload(member: str, payload: Any, columns: dict[str, dict[str, bool]]
         raise BundleRejected(f"{member}: run.status: {run['status']!r} is not one of {', '.join(RUN_STATUSES)}")
     if run["role"] not in RUN_ROLES:
         raise BundleRejected(f"{member}: run.role: {run['role']!r} is not one of {', '.join(RUN_ROLES)}")
-    from engine.run_rows import REQUIRED_CONFIG
+    from engine.store.rows import REQUIRED_CONFIG
 
     for key, types in REQUIRED_CONFIG.items():  # defaults would fill these in: a bundle must have them
         if key not in run["config"]:
@@ -176,7 +174,7 @@ def config_problem(config: dict) -> str | None:
     ConfigError's line. A config whose data set is not on this machine is
     validated for everything that does not depend on the data."""
     from engine.config import RunConfig
-    from engine.errors import ConfigError
+    from engine.base.errors import ConfigError
 
     try:
         RunConfig.from_dict(config)

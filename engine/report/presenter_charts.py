@@ -11,7 +11,7 @@ from engine.report.chart_style import MEDIAN_NAME, fit_size, median_labels, text
 
 # --- presenter mode ----------------------------------------------------------------
 
-TALK_FONT = 20     # px: axis titles and text in presenter mode
+PRESENTER_FONT = 20     # px: axis titles and text in presenter mode
 TALK_TICK = 18     # px: tick labels and legend
 TALK_TITLE = 24    # px: chart titles
 _LEGEND_ROW = 30   # px per legend row at TALK_TICK
@@ -34,7 +34,7 @@ def legend_rows(names: list, width_px: float, size: float = TALK_TICK) -> int:
 def presenter(fig: go.Figure, height: int = 430, width_px: float = 560, x_title: Optional[str] = None,
               y_title: Optional[str] = None) -> go.Figure:
     """A chart of the chart modules restyled for the back of a room (presenter mode):
-    black type about 1.35x larger (TALK_FONT, TALK_TICK, TALK_TITLE), lines 1.6x
+    black type about 1.35x larger (PRESENTER_FONT, TALK_TICK, TALK_TITLE), lines 1.6x
     and markers 1.4x thicker, one legend entry per run (legend group), above
     the plot under the title, so that the plot keeps its height. `width_px` is the width the chart is
     expected to get (the legend's rows are estimated from it), `height` in px;
@@ -66,17 +66,17 @@ def presenter(fig: go.Figure, height: int = 430, width_px: float = 560, x_title:
     bottom = 86
     plot_h = max(height - top - bottom, 100)
     black = "#000000"
-    fig.update_layout(height=height, font=dict(size=TALK_FONT, color=black), hoverlabel_font_size=TALK_TICK,
+    fig.update_layout(height=height, font=dict(size=PRESENTER_FONT, color=black), hoverlabel_font_size=TALK_TICK,
                       margin=dict(l=100, r=28, t=top, b=bottom),
                       legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom",
                                   font=dict(size=TALK_TICK, color=black)))
     if title:
         fig.update_layout(title_font=dict(size=TALK_TITLE, color=black))
-    axis = dict(title_font=dict(size=TALK_FONT, color=black), tickfont=dict(size=TALK_TICK, color=black),
+    axis = dict(title_font=dict(size=PRESENTER_FONT, color=black), tickfont=dict(size=TALK_TICK, color=black),
                 linecolor=black, linewidth=1.5, gridcolor="#C7CCD4")
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)
-    fig.update_yaxes(title_font_size=fit_size(fig.layout.yaxis.title.text, plot_h, TALK_FONT))
+    fig.update_yaxes(title_font_size=fit_size(fig.layout.yaxis.title.text, plot_h, PRESENTER_FONT))
     for t in fig.data:
         if getattr(t, "line", None) is not None and t.line.width:
             t.line.width = t.line.width * 1.6

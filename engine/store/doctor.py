@@ -45,7 +45,6 @@ class Salvage:
     copied: dict[str, int]
     unreadable: dict[str, int]
     header_rebuilt: bool = False
-    new_problems: list[str] = field(default_factory=list)
 
 
 def check(path: os.PathLike) -> Check:

@@ -9,17 +9,17 @@ from streamlit.testing.v1 import AppTest
 
 from engine.report import replay
 from engine.report.compare import compare
-from tests.talk_seed import seed_pair
-from tests.apptest import app_test
+from tests.helpers.recorded_runs import seed_pair
+from tests.helpers.apptest import app_test
 
 pytestmark = pytest.mark.page  # lane: docs/testing.md
 
 SIDEBAR_CHARTS = {"lr_preview", "lr_find_chart"}
 
 
-def app(page: str | None = None, talk: bool = True) -> AppTest:
+def app(page: str | None = None, presenter: bool = True) -> AppTest:
     at = app_test()
-    if talk:
+    if presenter:
         at.query_params["mode"] = "talk"
     if page:
         at.switch_page(page)
@@ -40,7 +40,7 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
     assert ":material/skip_next: Next: digits · cnn · fp32 · 1 device · batch 128 · 10 epochs" in [
         m.value for m in at.markdown]
     assert not at.button(key="launch").disabled and at.button(key="stop").disabled
-    assert at.toggle(key="talk_toggle_True").value is True
+    assert at.toggle(key="presenter_toggle_True").value is True
     assert not [t for t in at.toggle if t.key == "with_baseline"]
     # The headline speedup and the two others, and only throughput and loss as charts.
     metrics = {m.label: m.value for m in at.metric}
@@ -50,10 +50,10 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
     assert "**one pair: not a result**: one baseline run and one run (45.3 s → 13.2 s), no interval" in [
         c.value for c in at.caption]
     specs = charts_of(at)
-    assert set(specs) - SIDEBAR_CHARTS == {"talk_throughput", "talk_loss"}
-    for key in ("talk_throughput", "talk_loss"):
+    assert set(specs) - SIDEBAR_CHARTS == {"presenter_throughput", "presenter_loss"}
+    for key in ("presenter_throughput", "presenter_loss"):
         assert specs[key]["layout"]["font"]["size"] == 20 and specs[key]["layout"]["height"] == 410
-    assert specs["talk_throughput"]["layout"]["yaxis"]["title"]["text"] == "samples/s"
+    assert specs["presenter_throughput"]["layout"]["yaxis"]["title"]["text"] == "samples/s"
     # No status lines, data-wait, learning-rate or system charts; high-contrast styling applied.
     assert not at.get("progress") and not [m for m in at.markdown if "completed in" in m.value]
     assert any("font-size: 19px" in m.value for m in at.markdown)
@@ -89,13 +89,13 @@ def test_presenter_mode_shows_the_time_of_a_run_that_is_its_own_baseline(store):
 
 
 def test_the_toggle_switches_the_url_both_ways(store_home):
-    at = app(talk=False)
+    at = app(presenter=False)
     assert at.query_params.get("mode") is None
-    assert at.toggle(key="talk_toggle_False").value is False
-    at.toggle(key="talk_toggle_False").set_value(True).run()
+    assert at.toggle(key="presenter_toggle_False").value is False
+    at.toggle(key="presenter_toggle_False").set_value(True).run()
     assert at.query_params["mode"] == "talk"
-    assert at.toggle(key="talk_toggle_True").value is True and not [t for t in at.toggle if t.key == "with_baseline"]
-    at.toggle(key="talk_toggle_True").set_value(False).run()
+    assert at.toggle(key="presenter_toggle_True").value is True and not [t for t in at.toggle if t.key == "with_baseline"]
+    at.toggle(key="presenter_toggle_True").set_value(False).run()
     assert "mode" not in at.query_params
     assert at.toggle(key="with_baseline")                     # the full page is back
 
@@ -110,7 +110,7 @@ def test_replay_in_presenter_mode(store):
     line = [m.value for m in at.markdown if m.value.startswith(":material/replay:")]
     assert len(line) == 1 and "replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs" in line[0]
     assert "25.0 s of 59.7 s recorded · 10× · paused" in line[0]
-    assert set(charts_of(at)) == {"talk_throughput", "talk_loss"}
+    assert set(charts_of(at)) == {"presenter_throughput", "presenter_loss"}
     # Mid-way: the baseline has not reached 0.95 yet; the steady speedup is known.
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Time to 0.95 val accuracy"] == "—" and metrics["Steady"] == "3.20×"

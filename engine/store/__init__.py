@@ -1,0 +1,17 @@
+"""The run store: one SQLite file, the single source of truth (docs/architecture.md).
+
+`db` holds the file, its versioned schema and its migrations (runs, their metrics, the
+comparisons and the tuned baselines); `rows` parses a stored row without trusting it;
+`comparisons` and `tuned_baselines` read and write their tables; `doctor` finds and
+repairs what a crash or another program left. This face is what the rest of the engine
+imports: `from engine.store import Store`.
+"""
+from engine.store.db import (ACTIVE_STATUSES, DOCTOR, EPOCH_COLS, EXEC_COLS, FINAL_STATUSES, LONG_PATIENCE_S,
+                             SCHEMA_VERSION, SYSTEM_COLS, DamagedRunError, Store, StoreBusyError,
+                             StoreCorruptError, StoreError, StoreFullError, StoreReadOnlyError, config_field,
+                             default_path, fault_line, filter_sql, home, is_busy, trash_retention_s)
+
+__all__ = ["ACTIVE_STATUSES", "DOCTOR", "EPOCH_COLS", "EXEC_COLS", "FINAL_STATUSES", "LONG_PATIENCE_S",
+           "SCHEMA_VERSION", "SYSTEM_COLS", "DamagedRunError", "Store", "StoreBusyError", "StoreCorruptError",
+           "StoreError", "StoreFullError", "StoreReadOnlyError", "config_field", "default_path", "fault_line",
+           "filter_sql", "home", "is_busy", "trash_retention_s"]
