@@ -45,20 +45,25 @@ def check_pair_args(args) -> None:
 
 
 def run_comparison(cfg, kind: str, args) -> dict:
-    """Start a comparison, follow it with progress lines (unless --quiet), Ctrl-C
-    stops it (complete pairs are kept). Returns the final comparison row."""
-    from engine.store import comparisons as cstore
-    from engine.cli.common import progress_line
-    from engine.jobs import comparison, runner
-    from engine.store import Store
-
+    """Start an A/A comparison of `cfg` (`engine noise`) and follow it (`follow_comparison`)."""
     from engine.config import comparison_config
+    from engine.jobs import comparison
 
     cfg = comparison_config(cfg, all_epochs=getattr(args, "all_epochs", False))
     cid = comparison.start(cfg, kind=kind, pairs=args.pairs, max_pairs=args.max_pairs,
                            target_half_width=args.within, budget_s=args.budget_s,
-                           baseline_kind=getattr(args, "baseline", None) or "default",
                            margin=getattr(args, "margin", None))
+    return follow_comparison(cid, cfg, kind, args)
+
+
+def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
+    """Follow comparison `cid` of `cfg` with progress lines (unless --quiet); Ctrl-C stops it
+    (complete pairs are kept). Returns the final comparison row."""
+    from engine.cli.common import progress_line
+    from engine.jobs import comparison, runner
+    from engine.store import Store
+    from engine.store import comparisons as cstore
+
     quiet = args.quiet
     if not quiet:
         how = f"{args.pairs} pairs" if args.pairs else (f"adaptive: until ±{args.within * 100:.0f}%, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from engine.cli.common import add_config_args, config_from_args, follow, print_json, print_summary, result_json
-from engine.cli.pairs import add_pair_args, check_pair_args, comparison_json, comparison_rows, run_comparison
+from engine.cli.pairs import add_pair_args, check_pair_args, comparison_json, comparison_rows, follow_comparison
 
 
 def add_parser(sub) -> None:
@@ -31,14 +31,11 @@ def cmd_run(args) -> int:
     (a run, the autopilot between its runs, the quick benchmark, an LR range test or the
     transfer demo: engine.jobs.background.busy, as on the Train page). Only the CLI comes
     here: the autopilot's and the demo's runs go through engine.jobs.runner."""
-    from engine.jobs import background, runner
+    from engine.jobs import runner
+    from engine.jobs.launch import Busy, launch
     from engine.store import Store
 
     cfg = config_from_args(args)
-    why = background.busy()
-    if why:
-        print(f"error: {why}", file=sys.stderr)
-        return 2
     from engine.config.preflight import check_runnable
 
     if cfg.dataset != "synthetic" and any(getattr(args, k, None) is not None for k in
@@ -48,24 +45,25 @@ def cmd_run(args) -> int:
     for w in check_runnable(cfg):
         print(f"warning: {w}", file=sys.stderr)
     check_pair_args(args)
-    if args.baseline == "tuned" and args.reuse_baseline:
-        from engine.base.errors import ConfigError
-
-        raise ConfigError("reuse_baseline", True, "cannot be used with --baseline tuned",
-                          "drop --reuse-baseline: a tuned baseline is measured in fresh pairs")
-    if args.baseline and not args.reuse_baseline:
-        return _run_pairs(cfg, args)
-    if args.baseline:
-        bid, rid, reused = runner.launch_with_baseline(cfg)
+    if args.baseline == "tuned" and not args.reuse_baseline:
+        _say_tuned(cfg, args)
+    try:
+        launched = launch(cfg, baseline=args.baseline, reuse=args.reuse_baseline, own_baseline="aa",
+                          all_epochs=getattr(args, "all_epochs", False), pairs=args.pairs, max_pairs=args.max_pairs,
+                          target_half_width=args.within, budget_s=args.budget_s, margin=getattr(args, "margin", None))
+    except Busy as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if launched.what == "comparison":
+        return _run_pairs(launched, args)
+    rid, bid, reused = launched.run_id, launched.baseline_id, launched.reused
+    if launched.what == "pair":
         if not args.quiet:
             print(f"baseline: run {bid}" + (" (reused)" if reused else ""), file=sys.stderr)
         if bid != rid and not reused:
             base = follow(bid, args.quiet)
             if base["status"] != "completed":
                 runner.cancel(rid)
-    else:
-        (rid,) = runner.submit([cfg])
-        bid = None
     run = follow(rid, args.quiet)
     out = result_json(run)
     from engine.report.compare import backend_speedup, compare
@@ -91,29 +89,30 @@ def cmd_run(args) -> int:
     return 0 if run["status"] == "completed" else 1
 
 
-def _run_pairs(cfg, args) -> int:
-    """--baseline: a comparison of interleaved pairs (engine.jobs.comparison); the
-    summary printed is the last run's of the configuration, plus 'comparison'."""
+def _say_tuned(cfg, args) -> None:
+    """The stored tuned baseline's age and host, before its pairs are queued (as for a reused
+    baseline); a missing one is the comparison's ConfigError, one line."""
+    from engine.jobs.comparison import baseline_of
+    from engine.jobs.noise import age_text
+
+    _, row = baseline_of(cfg, "tuned")
+    if not args.quiet:
+        print(f"tuned baseline: {row['optimizer']} {row['learning_rate']:g} (tune-baseline #{row['id']}, "
+              f"{age_text(row.get('created'))}, on {row.get('hostname') or 'an unknown host'})", file=sys.stderr)
+
+
+def _run_pairs(launched, args) -> int:
+    """--baseline: the comparison of interleaved pairs `launch` queued, followed; the summary
+    printed is the last run's of the configuration, plus 'comparison'."""
     import os
 
-    from engine.store import comparisons as cstore
-    from engine.config import baseline_config
     from engine.store import Store
+    from engine.store import comparisons as cstore
 
-    tuned = getattr(args, "baseline", None) == "tuned"
-    kind = "aa" if baseline_config(cfg) == cfg and not tuned else "ab"
-    if tuned:
-        from engine.jobs.comparison import baseline_of
-        from engine.jobs.noise import age_text
-
-        _, row = baseline_of(cfg, "tuned")  # ConfigError (one line) when none is stored
-        if not args.quiet:  # its age is always shown, as for a reused baseline
-            print(f"tuned baseline: {row['optimizer']} {row['learning_rate']:g} (tune-baseline #{row['id']}, "
-                  f"{age_text(row.get('created'))}, on {row.get('hostname') or 'an unknown host'})", file=sys.stderr)
-    if kind == "aa" and not args.quiet:
+    if launched.kind == "aa" and not args.quiet:
         print("note: this configuration is its own baseline: the pairs measure it against itself (A/A)",
               file=sys.stderr)
-    comp = run_comparison(cfg, kind, args)
+    comp = follow_comparison(launched.comparison_id, launched.config, launched.kind, args)
     store = Store()
     try:
         ids = (comp.get("result") or {}).get("run_ids") or []

@@ -6,12 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.base import plain
-from engine.config import ConfigError, RunConfig, baseline_config, comparison_config
-from engine.jobs import background, demo, runner
+from engine.config import ConfigError, RunConfig
+from engine.jobs import background, runner
 from engine.autopilot import search as autopilot
 from engine.report import chart_style
 from engine.store import Store
-from views.components.common import autopilot_run
 
 PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min
 
@@ -43,53 +42,51 @@ def tuned_help(row: dict | None) -> str:
 
 
 def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseline_kind: str = "default") -> None:
-    """Queue `cfg` as a comparison of interleaved pairs with its baseline
-    (engine.jobs.comparison; `baseline_kind` 'tuned': the stored tuned baseline,
-    engine.jobs.comparison.baseline_of; `reuse`: one run against a stored baseline instead,
-    said so with its age), or alone; or say which run is active instead."""
-    with Store() as store:
-        active = runner.active_run(store)
-    if active and not autopilot_run(active):
-        out.warning(active_message(active), icon=":material/hourglass_top:")
-        return
-    busy = background.busy() or demo.demo_busy()  # the autopilot, a benchmark, LR range test or the demo
-    if busy:
-        out.warning(f"Not launched: {busy}", icon=":material/hourglass_top:")
-        return
-    try:
-        if with_baseline and not reuse and baseline_config(cfg) != cfg:
-            from engine.store import comparisons as cstore
-            from engine.jobs import comparison
+    """Queue `cfg` through engine.jobs.launch.launch (the one launch decision, shared with
+    `python -m engine run`): a comparison of interleaved pairs with its baseline
+    (`baseline_kind` 'tuned': the stored tuned baseline; each run stops at the target; no
+    pair that would end after PAGE_BUDGET_S), one pair against a stored baseline (`reuse`),
+    or `cfg` alone; write one line to `out`, or why the machine is busy."""
+    from engine.jobs.launch import Busy
+    from engine.jobs.launch import launch as queue
 
-            measured = comparison_config(cfg)  # time to accuracy: each run ends at the target
-            cid = comparison.start(measured, budget_s=PAGE_BUDGET_S, baseline_kind=baseline_kind)
-            with Store() as store:
-                plan = cstore.get(store, cid)["plan"]
-            bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
-            msg = (f"Queued comparison #{cid}: up to {len(plan)} interleaved pairs of "
-                   + ("the tuned baseline" if baseline_kind == "tuned" else "baseline") + " and run "
-                   f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
-                   f"or {PAGE_BUDGET_S / 60:.0f} min"
-                   + ("; each run stops at the target accuracy" if measured.stop_at_target else ""))
-        elif with_baseline:
-            bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
-            if bid == rid:
-                msg = f"Queued run #{rid}: it is its own baseline (float32, 1 device, no options on)"
-            elif reused:
-                msg = f"Reusing stored baseline #{bid} (as asked); queued run #{rid}: one pair, no interval"
-            else:
-                msg = f"Queued baseline #{bid}, then run #{rid}"
-        else:
-            (rid,) = runner.submit([cfg])
-            msg = f"Queued run #{rid} (no baseline)"
-        # Shown by the live view while one of the launched runs is still queued, then gone.
-        st.session_state["launched"] = {"msg": msg, "ids": [rid] if not with_baseline else [bid, rid]}
+    try:
+        done = queue(cfg, baseline=baseline_kind if with_baseline else None, reuse=reuse, own_baseline="run",
+                     budget_s=PAGE_BUDGET_S)
+    except Busy as e:  # another run, the autopilot, a benchmark, an LR range test or the demo
+        out.warning(f"Not launched: {e}", icon=":material/hourglass_top:")
+        return
     except runner.ActiveRunError as e:  # another tab launched in between
         out.warning(active_message(e.run), icon=":material/hourglass_top:")
+        return
     except ConfigError as e:
         out.error(plain.md(str(e)))
+        return
     except Exception as e:  # noqa: BLE001
         out.error(f"Could not launch: {type(e).__name__}: {plain.md(str(e))}")
+        return
+    bid, rid = done.baseline_id, done.run_id
+    if done.what == "comparison":
+        from engine.store import comparisons as cstore
+
+        with Store() as store:
+            plan = cstore.get(store, done.comparison_id)["plan"]
+        bid, rid = plan[0]["baseline_id"], plan[0]["run_id"]
+        msg = (f"Queued comparison #{done.comparison_id}: up to {len(plan)} interleaved pairs of "
+               + ("the tuned baseline" if baseline_kind == "tuned" else "baseline") + " and run "
+               f"(first: baseline #{bid}, run #{rid}), until the 95% interval is within ±10% "
+               f"or {PAGE_BUDGET_S / 60:.0f} min"
+               + ("; each run stops at the target accuracy" if done.config.stop_at_target else ""))
+    elif done.what == "pair" and bid == rid:
+        msg = f"Queued run #{rid}: it is its own baseline (float32, 1 device, no options on)"
+    elif done.what == "pair" and done.reused:
+        msg = f"Reusing stored baseline #{bid} (as asked); queued run #{rid}: one pair, no interval"
+    elif done.what == "pair":
+        msg = f"Queued baseline #{bid}, then run #{rid}"
+    else:
+        msg = f"Queued run #{rid} (no baseline)"
+    # Shown by the live view while one of the launched runs is still queued, then gone.
+    st.session_state["launched"] = {"msg": msg, "ids": [rid] if not with_baseline else [bid, rid]}
 
 
 def machine_busy() -> str | None:
