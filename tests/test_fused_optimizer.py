@@ -194,7 +194,7 @@ def _fit(monkeypatch, **kw):
 def test_a_digits_run_with_the_fused_update_trains_like_keras_and_traces_once(monkeypatch):
     """A real run each way (digits, mlp, 2 epochs, same seed). Both train functions are
     traced once: the metrics, loss tracker and optimizer slots are built before fit
-    (engine.training.iterators.build_once), so no variable is created inside the
+    (engine.training.keras_patches.symbolic_build.build_once), so no variable is created inside the
     trace (TensorFlow traces a function that creates variables twice)."""
     plain, p = _fit(monkeypatch)
     fused, f = _fit(monkeypatch, fused_optimizer=True)

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from engine.training import keras_patches
+from tests.helpers.imports import graph
 
 PATCHES = keras_patches.registry()
+GRAPH = graph()  # engine module -> the engine modules it imports
 
 
 def _resolve(internal: str):
@@ -35,6 +37,8 @@ def test_the_registry_lists_every_patch_module_once_with_a_complete_record():
         assert p.fixes and p.keras_versions and p.internals and p.used_by.startswith("engine.training.")
         assert p.upstream.startswith("https://github.com/") or p.upstream.startswith("no upstream issue found")
         assert f"| {p.name} |" in keras_patches.__doc__, f"{p.name} is missing from the package's table"
+        # "applied by" is true: the module named imports the patch (every import counts, lazy ones too)
+        assert f"engine.training.keras_patches.{p.name}" in GRAPH[p.used_by], f"{p.used_by} does not apply {p.name}"
 
 
 @pytest.mark.tf

@@ -546,7 +546,7 @@ def test_a_full_disk_on_a_write_is_one_line(store):
 
 @pytest.mark.tf
 def test_writer_counts_rows_met_by_a_full_disk_and_stops_the_run(store):
-    from engine.training.recorder import Writer
+    from engine.training.writer import Writer
 
     rid = finished(store)
     limit = store.conn.execute("PRAGMA page_count").fetchone()[0]

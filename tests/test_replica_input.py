@@ -91,7 +91,7 @@ prep = prepare(cfg, setup, data=data, fast_fit=True)
 h = prep.model.fit(prep.train_ds, validation_data=prep.val_ds, epochs=2, verbose=0, shuffle=False,
                    callbacks=prep.callbacks, **prep.plan["fit_args"])
 m = prep.model
-compiled = {k: float(v) for k, v in m.get_metrics_result().items()}  # engine.training.compiled_metrics
+compiled = {k: float(v) for k, v in m.get_metrics_result().items()}  # engine.training.keras_patches.eager_metrics_readout
 eager = {k: float(v) for k, v in type(m).get_metrics_result(m).items()}  # Keras's own, eager
 m.reset_metrics()
 after_reset = {k: float(v) for k, v in type(m).get_metrics_result(m).items()}

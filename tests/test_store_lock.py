@@ -79,7 +79,7 @@ class FlakyStore:
 
 
 def _writer(store):
-    from engine.training.recorder import Writer
+    from engine.training.writer import Writer
 
     w = Writer(lambda: store, run_id=1)
     w.RETRY_MIN_S, w.RETRY_MAX_S = 0.01, 0.05

@@ -40,7 +40,7 @@ def _one_line(exc: BaseException) -> str:
 
 def incomplete_summary(writer) -> dict:
     """{'metrics_incomplete': rows lost, 'metrics_lost': {table: rows}} when the
-    writer (engine.training.recorder.Writer) could not store every row, else {}."""
+    writer (engine.training.writer.Writer) could not store every row, else {}."""
     if not writer.lost_total:
         return {}
     _say(f"metrics incomplete: {writer.lost_total} rows could not be stored ({writer.lost}); "
@@ -105,7 +105,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     from engine.training import backends
 
     backends.use(cfg.backend, cfg.device_type, cfg.devices)  # before anything imports Keras
-    from engine.training.recorder import Writer
+    from engine.training.writer import Writer
 
     # One short attempt per flush: the writer keeps its rows and retries while it goes on sampling.
     writer = Writer(lambda: Store(store_path, patience_s=0, busy_timeout_s=0.5), run_id,

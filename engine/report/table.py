@@ -10,7 +10,7 @@ from typing import Optional
 
 def incomplete_note(summary: Optional[dict]) -> Optional[str]:
     """One line when a run's worker could not store all its metric rows
-    (summary 'metrics_incomplete': rows lost, see engine.training.recorder.Writer), else None."""
+    (summary 'metrics_incomplete': rows lost, see engine.training.writer.Writer), else None."""
     n = (summary or {}).get("metrics_incomplete")
     if not n:
         return None

@@ -10,7 +10,7 @@ for it with SQLite's busy handler and then retries with exponential backoff
 for up to `patience_s` seconds before raising `StoreBusyError` (one line naming
 the file); nothing is written half. Interactive callers (dashboard, CLI) keep
 the default patience; workers and the queue process wait much longer
-(`LONG_PATIENCE_S`), and the metrics writer (engine.training.recorder.Writer)
+(`LONG_PATIENCE_S`), and the metrics writer (engine.training.writer.Writer)
 keeps its rows and retries until the run ends.
 """
 from __future__ import annotations

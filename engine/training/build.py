@@ -115,9 +115,9 @@ def prepare(cfg: RunConfig, setup, data=None, probe_input: bool = False, fast_fi
     _prestart(setup, inputs, timeline)
     plan = build_plan(cfg, setup, data, model, taken, phases, inputs, time.perf_counter() - t_setup)
     if inputs.val_persistent:
-        from engine.training import iterators
+        from engine.training.keras_patches import eval_iterator_reset
 
-        callbacks.insert(0, iterators.PersistentValidation())
+        callbacks.insert(0, eval_iterator_reset.PersistentValidation())
     plan["n_test"] = int(len(data.x_test)) if data.x_test is not None else 0
     plan["test_data"] = data.test
 
@@ -230,10 +230,11 @@ def fit_path(cfg: RunConfig, n_val: int, fast_fit: bool) -> tuple:
     (steps) of `n_val` samples, and whether fit builds once per compile and keeps one
     training / validation iterator for the whole run (engine.training.iterators)."""
     from engine.training import iterators
+    from engine.training.keras_patches import symbolic_build
 
     val_steps = iterators.batches_per_pass(n_val, cfg.batch_size, drop_remainder=False)
     # The one-iterator-per-run path bypasses a method of Keras's TensorFlow trainer: TF only.
-    build_once = fast_fit and cfg.backend != "jax" and iterators.supported()
+    build_once = fast_fit and cfg.backend != "jax" and symbolic_build.supported()
     persistent = build_once and iterators.persistent_ok(cfg.steps_per_epoch(), cfg.steps_per_execution)
     val_persistent = persistent and iterators.persistent_ok(val_steps, cfg.steps_per_execution)
     return val_steps, build_once, persistent, val_persistent
@@ -274,7 +275,8 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
         optimizer at lr_factor x the learning rate (schedules scaled alike) whose
         schedules continue from the phase's first step. A later phase of progressive
         resizing keeps the model compiled and its optimizer; only the image size changes."""
-        from engine.training import compiled_metrics, iterators, transfer
+        from engine.training import transfer
+        from engine.training.keras_patches import eager_metrics_readout, symbolic_build
 
         if cfg.progressive_epochs and phase.first_epoch > 0:
             _continue_at(model, augment, phase.size)
@@ -294,9 +296,9 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
                           steps_per_execution=cfg.steps_per_execution,
                           jit_compile=cfg.jit_compile)  # always explicit, never Keras's "auto"
         if inputs.build_once:  # metrics built from the spec: their read-out can be traced now
-            iterators.build_once(model, inputs.train_spec)
-            if compiled_metrics.worth_it(setup.strategy, setup.workers):
-                compiled_metrics.compile_readout(model)
+            symbolic_build.build_once(model, inputs.train_spec)
+            if eager_metrics_readout.worth_it(setup.strategy, setup.workers):
+                eager_metrics_readout.compile_readout(model)
 
     return compile_phase
 
@@ -308,9 +310,9 @@ def _after_compile(cfg: RunConfig, setup, model, train_ds) -> None:
 
         mix_in_step(model, cfg.mixup_alpha, cfg.seed)
     if setup.workers > 1:
-        from engine.training import multiworker
+        from engine.training.keras_patches import multiworker_fit
 
-        multiworker.apply(model, next(iter(train_ds)))
+        multiworker_fit.apply(model, next(iter(train_ds)))
 
 
 def _techniques_after_compile(cfg: RunConfig, model, augment, phases: list) -> None:

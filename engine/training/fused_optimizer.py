@@ -21,7 +21,7 @@ swaps and reads are in engine.training.keras_patches.fused_update_step.
 """
 from __future__ import annotations
 
-from engine.training import per_update
+from engine.training.keras_patches import backend_update_step
 from engine.training.keras_patches import fused_update_step
 
 # engine.config.FUSED_OPTIMIZERS names the RunConfig optimizers this fuses (adam, sgd).
@@ -32,7 +32,7 @@ def fuse(optimizer) -> bool:
 
     Takes a Keras Adam (not AMSGrad) or SGD, including SpeedLab's scheduled-momentum
     variants (engine.training.schedules: the step's momentum is passed to the kernel
-    as a tensor). The step's scalars are made once per update (engine.training.per_update).
+    as a tensor). The step's scalars are made once per update (engine.training.keras_patches.backend_update_step).
     Sparse gradients (tf.IndexedSlices) keep Keras's update.
     Returns True when fused; False, with `optimizer` unchanged, on another backend
     or optimizer.
@@ -50,7 +50,7 @@ def fuse(optimizer) -> bool:
     import tensorflow as tf
 
     keras_update_step = optimizer.update_step
-    per_update.install(optimizer)
+    backend_update_step.install(optimizer)
 
     def update_step(gradient, variable, learning_rate):
         if isinstance(gradient, tf.IndexedSlices):
@@ -70,7 +70,7 @@ def _momentum(tf, opt, value: float, dtype):
     """The step's momentum (SGD) or beta_1 (Adam): scheduled (one-cycle) or constant."""
     if getattr(opt, "momentum_schedule", None) is not None:
         return opt._momentum(dtype)  # once per update (engine.training.schedules)
-    return per_update.once(opt, ("constant momentum", dtype.name), lambda: tf.cast(value, dtype))
+    return backend_update_step.once(opt, ("constant momentum", dtype.name), lambda: tf.cast(value, dtype))
 
 
 def _handle(v):
@@ -87,7 +87,7 @@ def _adam(tf, opt, gradient, variable, learning_rate):
         b1, b2 = _momentum(tf, opt, opt.beta_1, dt), tf.cast(opt.beta_2, dt)
         return tf.cast(learning_rate, dt), b1, b2, tf.pow(b1, t), tf.pow(b2, t), tf.cast(opt.epsilon, dt)
 
-    lr, b1, b2, b1_power, b2_power, eps = per_update.once(opt, ("adam", dt.name), make)
+    lr, b1, b2, b1_power, b2_power, eps = backend_update_step.once(opt, ("adam", dt.name), make)
     m, v = fused_update_step.adam_slots(opt, variable)
     tf.raw_ops.ResourceApplyAdam(
         var=_handle(variable), m=_handle(m), v=_handle(v),
@@ -97,7 +97,7 @@ def _adam(tf, opt, gradient, variable, learning_rate):
 
 def _sgd(tf, opt, gradient, variable, learning_rate):
     dt = variable.dtype
-    lr = per_update.once(opt, ("lr", dt.name), lambda: tf.cast(learning_rate, dt))
+    lr = backend_update_step.once(opt, ("lr", dt.name), lambda: tf.cast(learning_rate, dt))
     grad = tf.cast(gradient, dt)
     if getattr(opt, "momentum_schedule", None) is None and opt.momentum == 0:
         tf.raw_ops.ResourceApplyGradientDescent(var=_handle(variable), alpha=lr, delta=grad)

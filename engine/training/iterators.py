@@ -20,8 +20,7 @@ build, so callers use persistent iterators only when `supported()`.
 """
 from __future__ import annotations
 
-from engine.training.keras_patches.eval_iterator_reset import PersistentValidation  # noqa: F401
-from engine.training.keras_patches.symbolic_build import build_once, supported  # noqa: F401
+from engine.training.keras_patches.symbolic_build import supported
 
 
 def persistent_ok(steps_per_epoch: int, steps_per_execution: int) -> bool:

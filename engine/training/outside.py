@@ -146,7 +146,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
     def _begin(self) -> None:
         from engine.config import RunConfig
         from engine.store import Store, default_path
-        from engine.training.recorder import Recorder, Writer
+        from engine.training.recorder import Recorder
+        from engine.training.writer import Writer
         from engine.training.timeline import Timeline
 
         tl = Timeline()  # process start (psutil create_time): everything before fit is setup

@@ -19,7 +19,7 @@ import keras
 from keras import ops
 
 from engine.config import lr_math
-from engine.training import per_update
+from engine.training.keras_patches import backend_update_step
 from engine.training.keras_patches import learning_rate_attr
 
 _PKG = "speedlab"
@@ -86,11 +86,11 @@ def _as_schedule(obj) -> Schedule:
 
 class _MomentumOncePerStep:
     """The scheduled momentum, evaluated once per update and shared by every variable
-    (engine.training.per_update): the one-cycle formula is ~20 ops, and tracing it for
+    (engine.training.keras_patches.backend_update_step): the one-cycle formula is ~20 ops, and tracing it for
     every variable made a one-cycle step's first trace ~0.3 s longer on the digits CNN."""
 
     def _momentum(self, dtype):
-        return per_update.once(self, ("momentum", str(dtype)),
+        return backend_update_step.once(self, ("momentum", str(dtype)),
                                lambda: ops.cast(self.momentum_schedule(self.iterations), dtype))
 
 
@@ -107,7 +107,7 @@ class ScheduledMomentumSGD(_MomentumOncePerStep, keras.optimizers.SGD):
         super().__init__(learning_rate=learning_rate, momentum=lr_math.MOMENTUM_MAX,
                          nesterov=nesterov, **kwargs)
         self.momentum_schedule = _as_schedule(momentum_schedule)
-        per_update.install(self)
+        backend_update_step.install(self)
 
     def update_step(self, gradient, variable, learning_rate):
         # Keras 3 SGD.update_step, with the scheduled momentum tensor.
@@ -138,7 +138,7 @@ class ScheduledMomentumAdam(_MomentumOncePerStep, keras.optimizers.Adam):
         kwargs.pop("beta_1", None)
         super().__init__(learning_rate=learning_rate, beta_1=lr_math.MOMENTUM_MAX, **kwargs)
         self.momentum_schedule = _as_schedule(momentum_schedule)
-        per_update.install(self)
+        backend_update_step.install(self)
 
     def update_step(self, gradient, variable, learning_rate):
         # Keras' Adam only does tensor arithmetic with beta_1, so a tensor can

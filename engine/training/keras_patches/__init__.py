@@ -9,13 +9,13 @@ Nothing here imports Keras or TensorFlow at import time.
 
 | patch | fixes | Keras | upstream | applied by |
 |---|---|---|---|---|
-| multiworker_fit | `fit` under MultiWorkerMirroredStrategy (symbolic build, per-step log reduction) | 3.15.1 | keras-team/keras#20585, tensorflow/tensorflow#72388 | training.multiworker |
-| symbolic_build | one symbolic build per compile; first train step traced once | 3.15.1 | none found (TF's trace-twice rule: tensorflow/tensorflow#48851) | training.iterators |
-| eval_iterator_reset | validation iterator kept for the whole run | 3.15.1 | keras-team/keras#17399 (declined) | training.iterators |
-| backend_update_step | per-update values traced once, not per variable | 3.15.1 | none found | training.per_update |
+| multiworker_fit | `fit` under MultiWorkerMirroredStrategy (symbolic build, per-step log reduction) | 3.15.1 | keras-team/keras#20585, tensorflow/tensorflow#72388 | training.build |
+| symbolic_build | one symbolic build per compile; first train step traced once | 3.15.1 | none found (TF's trace-twice rule: tensorflow/tensorflow#48851) | training.build, training.iterators |
+| eval_iterator_reset | validation iterator kept for the whole run | 3.15.1 | keras-team/keras#17399 (declined) | training.build |
+| backend_update_step | per-update values traced once, not per variable | 3.15.1 | none found | training.schedules, training.fused_optimizer |
 | learning_rate_attr | a later phase continues the LR schedule (shifted) | 3.15.1 | none found | training.schedules |
 | fused_update_step | Adam / SGD as one TF kernel per variable | 3.15.1 | keras-team/keras#19992 (related) | training.fused_optimizer |
-| eager_metrics_readout | compiled metric reset / read-out under MirroredStrategy | 3.15.1 | none found | training.compiled_metrics |
+| eager_metrics_readout | compiled metric reset / read-out under MirroredStrategy | 3.15.1 | none found | training.build |
 | function_closure | the evaluation step traced during the first epoch | 3.15.1 | none found | training.eval_trace |
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ PATCH = Patch(
     keras_versions=KERAS_3_15,
     upstream="no upstream issue found",
     internals=("keras.src.optimizers.base_optimizer:BaseOptimizer._backend_update_step",),
-    used_by="engine.training.per_update",
+    used_by="engine.training.schedules",
 )
 
 _ATTR = "_speedlab_once"

@@ -19,7 +19,7 @@ PATCH = Patch(
     upstream="no upstream issue found",
     internals=("keras.src.trainers.trainer:Trainer.reset_metrics",
                "keras.src.trainers.trainer:Trainer.get_metrics_result"),
-    used_by="engine.training.compiled_metrics",
+    used_by="engine.training.build",
 )
 
 
@@ -55,3 +55,13 @@ def compile_readout(model) -> None:
     # Traced here, with the model's compile, not at the first epoch inside fit.
     reset()
     read()
+
+
+def worth_it(strategy, workers: int) -> bool:
+    """Whether `strategy` keeps one copy of each metric variable per replica in
+    this process (MirroredStrategy over several devices, one worker): only there
+    is the eager reset and read-out a cross-device operation per variable."""
+    import tensorflow as tf
+
+    return isinstance(strategy, tf.distribute.MirroredStrategy) and strategy.num_replicas_in_sync > 1 \
+        and workers == 1

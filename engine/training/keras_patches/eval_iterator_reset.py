@@ -18,7 +18,7 @@ PATCH = Patch(
     upstream="https://github.com/keras-team/keras/pull/17399 (declined: the reset is intended)",
     internals=("keras.src.backend.tensorflow.trainer:TensorFlowTrainer.evaluate",
                "keras.src.trainers.epoch_iterator:EpochIterator.reset"),
-    used_by="engine.training.iterators",
+    used_by="engine.training.build",
 )
 
 

@@ -22,7 +22,7 @@ PATCH = Patch(
     upstream="https://github.com/keras-team/keras/issues/20585 (also tensorflow/tensorflow#72388)",
     internals=("keras.src.backend.tensorflow.trainer:_collective_all_reduce_multi_worker",
                "keras.src.backend.tensorflow.trainer:TensorFlowTrainer._maybe_symbolic_build"),
-    used_by="engine.training.multiworker",
+    used_by="engine.training.build",
 )
 
 

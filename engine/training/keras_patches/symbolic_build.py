@@ -20,7 +20,7 @@ PATCH = Patch(
     upstream="no upstream issue found (the trace-twice rule: https://github.com/tensorflow/tensorflow/issues/48851)",
     internals=("keras.src.backend.tensorflow.trainer:TensorFlowTrainer._maybe_symbolic_build",
                "keras.src.trainers.trainer:Trainer._symbolic_build"),
-    used_by="engine.training.iterators",
+    used_by="engine.training.build",
 )
 
 
