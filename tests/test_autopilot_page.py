@@ -14,7 +14,7 @@ from engine.config import RunConfig
 from engine.jobs import background
 from engine.autopilot import search as autopilot
 from engine.autopilot import space as sp
-from test_pages import app, no_errors, plotly_specs, texts, values
+from tests.helpers.pages import app, no_errors, plotly_specs, texts, values
 
 
 PAGE = "views/autopilot.py"
@@ -216,7 +216,7 @@ def test_running_search_shows_progress_and_blocks_other_measurements(store_home)
 def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
     """The Train page shows the newest group launched here (or from `engine run`),
     never an autopilot trial's, even when the trial is newer; Stop is the own run's."""
-    from test_pages import fake_run
+    from tests.helpers.pages import fake_run
 
     trial = fake_run(store, WINNER.replace(steps_per_execution=2), role="trial", group="autopilot-abc123-t1", ttt=2.5)
     at = app()

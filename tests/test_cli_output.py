@@ -147,10 +147,13 @@ def test_run_baseline_prints_the_last_run_then_the_comparison_without_a_tracebac
 
     cid = seed_slower_comparison(store)
     comp = cstore.get(store, cid)
-    monkeypatch.setattr(cli_run, "run_comparison", lambda cfg, kind, args: comp)
+    from engine.jobs.launch import Launched
+
+    monkeypatch.setattr(cli_run, "follow_comparison", lambda cid, cfg, kind, args: comp)
     cfg = RunConfig(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95,
                     precision="mixed_bfloat16")
-    code = cli_run._run_pairs(cfg, argparse.Namespace(quiet=True, json=False))
+    launched = Launched("comparison", comparison_id=cid, kind="ab", config=cfg)
+    code = cli_run._run_pairs(launched, argparse.Namespace(quiet=True, json=False))
     out = capsys.readouterr().out
     r = comp["result"]
     lo, hi = r["time_to_accuracy_ci95"]

@@ -174,7 +174,7 @@ def test_a_bundle_of_a_comparisons_runs_carries_the_comparison(no_queue, store, 
 
 
 def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store):
-    from tests.test_pages import app, no_errors
+    from tests.helpers.pages import app, no_errors
 
     comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=4)
     speed = {0: 1.2, 1: 1.25, 2: 1.3, 3: 1.35}

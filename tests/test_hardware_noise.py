@@ -75,7 +75,7 @@ def test_a_headline_below_the_floor_says_so(no_queue, store):  # noqa: F811
 
 @pytest.mark.page
 def test_the_train_page_headline_names_the_stored_floor(no_queue, store):  # noqa: F811
-    from tests.test_pages import app, no_errors, texts
+    from tests.helpers.pages import app, no_errors, texts
 
     _measure_floor(store)
     comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=3)
@@ -92,7 +92,7 @@ def test_the_train_page_headline_names_the_stored_floor(no_queue, store):  # noq
 @pytest.mark.page
 def test_the_hardware_page_shows_the_floor_and_starts_a_measurement(no_queue, store):  # noqa: F811
     from tests.test_hardware_page import cache, facts
-    from tests.test_pages import app, no_errors, texts
+    from tests.helpers.pages import app, no_errors, texts
 
     cache(no_queue, facts())  # no probe
     at = app("views/hardware.py")

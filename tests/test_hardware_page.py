@@ -14,7 +14,7 @@ from engine.jobs import background
 from engine.bench import quick as bench
 from engine.hardware import verdicts as hardware
 from engine.config import RunConfig
-from test_pages import app, no_errors, plotly_specs, texts, values
+from tests.helpers.pages import app, no_errors, plotly_specs, texts, values
 
 pytestmark = pytest.mark.page  # lane: docs/testing.md
 

@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from engine import bundle
 from engine.base import plain
 from engine.store import Store
-from tests.test_pages import app, finished_pair, no_errors
+from tests.helpers.pages import app, finished_pair, no_errors
 
 # An image that logs the viewer's visit, a phishing link, raw HTML, a Streamlit directive.
 HOSTILE = ('![](http://HOST/pixel.png) [Session expired: sign in again](http://HOST/phish) '

@@ -202,3 +202,12 @@ def test_no_view_module_is_over_450_lines():
     """Pages stay thin (docs/architecture.md, "The pages"): a page that grows gets a package."""
     long = {str(p.relative_to(ROOT)): n for p in _view_files() if (n := len(p.read_text().splitlines())) > 450}
     assert not long, long
+
+
+def test_no_test_file_is_over_600_lines():
+    """Tests are laid out like the code (docs/testing.md): a test file that grows is split by
+    the module or page it tests, and what several files share goes to tests/helpers/."""
+    tests = ROOT / "tests"
+    assert (tests / "helpers" / "pages.py").exists()
+    long = {p.name: n for p in tests.glob("test_*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, long

@@ -4,7 +4,7 @@ import pytest
 
 from engine.config import RunConfig
 from engine.report import live_refresh
-from tests.test_pages import fake_run
+from tests.helpers.pages import fake_run
 
 
 def test_a_run_is_steady_once_it_records_a_steady_execution(store):
@@ -35,7 +35,7 @@ def test_a_second_running_run_still_in_warm_up_keeps_the_page_fast(store):
 
 @pytest.mark.page
 def test_the_live_page_of_a_steady_single_run_draws_its_charts(store):
-    from tests.test_pages import app, no_errors, plotly_specs
+    from tests.helpers.pages import app, no_errors, plotly_specs
 
     rid = fake_run(store, RunConfig(epochs=3), "baseline", status="running")
     assert live_refresh.phase(store, [rid]) == "steady"  # fake_run: a 1 s warm-up, then steady

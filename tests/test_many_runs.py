@@ -12,7 +12,7 @@ import engine.store.db as store_mod
 from benchmarks.many_runs import build
 from engine.cli.main import main as cli_main
 from engine.store import Store, filter_sql
-from tests.test_pages import app
+from tests.helpers.pages import app
 
 
 @pytest.fixture

@@ -60,7 +60,7 @@ def test_train_in_presenter_mode_shows_only_the_essentials(store):
 
 
 def test_presenter_mode_says_why_there_is_no_time_to_accuracy(store):
-    from tests.test_pages import fake_run
+    from tests.helpers.pages import fake_run
     from engine.config import RunConfig
 
     cfg = RunConfig(epochs=3, target_accuracy=0.95)
@@ -76,7 +76,7 @@ def test_presenter_mode_says_why_there_is_no_time_to_accuracy(store):
 
 
 def test_presenter_mode_shows_the_time_of_a_run_that_is_its_own_baseline(store):
-    from tests.test_pages import fake_run
+    from tests.helpers.pages import fake_run
     from engine.config import RunConfig
 
     rid = fake_run(store, RunConfig(epochs=3, target_accuracy=0.95), "baseline", val_acc=[0.6, 0.96, 0.97])

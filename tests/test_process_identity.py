@@ -139,7 +139,7 @@ def test_the_autopilot_page_reads_running_after_a_clock_step(store_home, clock_s
     5-s step it is running, not 'failed ... (killed?)'."""
     from engine.autopilot import search as autopilot
     from tests.test_autopilot_page import done_state
-    from tests.test_pages import app, no_errors, texts
+    from tests.helpers.pages import app, no_errors, texts
 
     background.write_json(autopilot.progress_path(), {
         **done_state(), "state": "running", "pid": os.getpid(), "pid_started": process.start_time(),

@@ -26,7 +26,7 @@ def ro_home(tmp_path):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(home)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        from tests.test_pages import finished_pair
+        from tests.helpers.pages import finished_pair
 
         with Store(home / "runs.sqlite") as store:
             finished_pair(store)
@@ -63,7 +63,7 @@ def test_a_read_only_home_is_read_and_refuses_writes_in_one_line(ro_home, tmp_pa
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and "is read-only" in lines[0] and str(ro_home) in lines[0], (args, p.stderr)
     # The Runs page lists them.
-    from tests.test_pages import app
+    from tests.helpers.pages import app
 
     monkeypatch.setenv("SPEEDLAB_HOME", str(ro_home))
     at = app("views/runs/runs.py")

@@ -3,7 +3,7 @@ asked for it (a plain run is never shown against one)."""
 import pytest
 
 from engine.config import RunConfig
-from tests.test_pages import app, fake_run
+from tests.helpers.pages import app, fake_run
 
 pytestmark = pytest.mark.page  # lane: docs/testing.md
 

@@ -235,7 +235,7 @@ def test_muon_orthogonalises_conv_filters_only_when_reshaping():
 # --- Train page ---------------------------------------------------------------------------
 @pytest.mark.page
 def test_train_page_offers_them_with_their_effective_batch_and_refusals(store_home):
-    from tests.test_pages import app, no_errors
+    from tests.helpers.pages import app, no_errors
 
     at = app()
     at.selectbox(key="dataset").set_value("mnist5k").run()

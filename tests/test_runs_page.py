@@ -1,0 +1,157 @@
+"""The Runs page under AppTest: the table, scaling labels, deleting runs, the transfer section."""
+from __future__ import annotations
+
+
+import pytest
+
+
+from engine.config import RunConfig
+from tests.helpers.pages import (app, charts_mod, demo_pair, fake_run, finished_pair, no_errors, plotly_specs, texts, values)
+
+
+@pytest.mark.page
+def test_runs_page_empty_store(store_home):
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    assert "No runs yet" in texts(at.info)
+
+
+@pytest.mark.page
+def test_runs_page_with_finished_runs(store):
+    b, r = finished_pair(store)
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert list(table["id"]) == [r, b]
+    assert "mixed bf16 · 2 devices (simulated)" in table["config"].iloc[0]
+    specs = plotly_specs(at)
+    assert {"overlay_throughput", "overlay_loss", "speedup_bars", "scaling"} <= set(specs)
+    bars = specs["speedup_bars"]["data"][0]
+    # Time to 0.7 val accuracy by default: the 2nd stored epoch's t of each run.
+    tta = store.metrics("epochs", b)[1]["t"] / store.metrics("epochs", r)[1]["t"]
+    assert [round(x, 3) for x in values(bars["x"])] == [1.0, round(tta, 3)]
+    assert specs["speedup_bars"]["layout"]["xaxis"]["title"]["text"] == "speedup (×, time to accuracy)"
+    scaling = specs["scaling"]["data"]
+    steady = [t for t in scaling if "simulated" in (t.get("name") or "")][0]
+    assert [round(y, 3) for y in values(steady["y"])] == [1.5]  # scaling: the steady speedup
+    sim = [t for t in scaling if "simulated" in (t.get("name") or "")]
+    assert sim and values(sim[0]["x"]) == [2] and sim[0]["marker"]["symbol"] == "circle-open"
+    labels = [d.label for d in at.get("download_button")]
+    assert "Table (CSV)" in labels and "executions (CSV)" in labels
+    # Filters narrow the table.
+    at.multiselect(key="filter_precision").set_value(["float32"]).run()
+    assert list(at.dataframe[0].value["id"]) == [b]
+
+
+@pytest.mark.page
+def test_runs_page_scaling_labels_multi_worker_runs(store):
+    b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
+    r = fake_run(store, RunConfig(epochs=3, workers=2), "run", rate=7000.0)
+    for i in range(2):
+        store.set_worker(r, i, "completed", host="hostA")
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    scaling = plotly_specs(at)["scaling"]
+    mw = [t for t in scaling["data"] if "2 workers" in (t.get("name") or "")]
+    assert mw and values(mw[0]["x"]) == [2]  # replicas = 1 device x 2 workers
+    assert mw[0]["text"][0] == "2 workers × 1 device (one host)"
+    assert mw[0]["marker"]["symbol"] == "square-open"  # one host: the workers share its cores
+    assert scaling["layout"]["xaxis"]["title"]["text"] == "replicas (devices × workers)"
+    assert b
+
+
+@pytest.mark.page
+def test_runs_page_deletes_finished_runs_but_not_active_ones(store):
+    b, r = finished_pair(store)
+    q = fake_run(store, RunConfig(epochs=2), "run", group="g2", status="queued")
+    at = app("views/runs/runs.py")
+    at.multiselect(key="delete_ids").set_value([q, r]).run()  # a new pick unticks "sure"
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    no_errors(at)
+    assert f"#{q} are still active" in texts(at.error)
+    assert {x["id"] for x in store.list_runs()} == {b, r, q}
+    at.multiselect(key="delete_ids").set_value([r]).run()
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    no_errors(at)
+    assert f"Moved 1 run to the trash: #{r}. Restore them under Trash below." in texts(at.success)
+    assert {x["id"] for x in store.list_runs()} == {b, q}
+    assert [t["id"] for t in store.trashed_runs()] == [r]
+    assert not store.frame("executions", r).empty  # kept until the trash is emptied
+
+
+@pytest.mark.page
+def test_runs_page_delete_clears_the_deleted_runs_from_every_picker(store):
+    b, r = finished_pair(store)
+    x = fake_run(store, RunConfig(epochs=3, steps_per_execution=4), "run", group="g2")
+    at = app("views/runs/runs.py")
+    at.multiselect(key="overlay").set_value([b, r, x])
+    at.multiselect(key="bundle_ids").set_value([b, x])
+    at.multiselect(key="delete_ids").set_value([x]).run()
+    at.selectbox(key="export_run").set_value(x)
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    no_errors(at)
+    assert f"Moved 1 run to the trash: #{x}. Restore them under Trash below." in texts(at.success)
+    assert at.selectbox(key="export_run").value == r  # the newest run left, not the deleted one
+    # Set (not dropped): the browser shows what the server uses.
+    assert at.multiselect(key="overlay").value == [b, r]
+    assert at.multiselect(key="bundle_ids").value == [b]
+    assert at.multiselect(key="delete_ids").value == []
+    assert at.checkbox(key="delete_sure").value is False
+    assert x not in at.multiselect(key="delete_ids").options and x not in at.selectbox(key="export_run").options
+    assert "Export 1 run (.zip)" in [d.label for d in at.get("download_button")]
+
+
+@pytest.mark.page
+def test_runs_page_baseline_that_missed_the_target_gets_no_bar(store):
+    cfg = RunConfig(epochs=3, target_accuracy=0.95)
+    b = fake_run(store, cfg, "baseline", rate=8000.0, val_acc=[0.6, 0.8, 0.9])
+    r = fake_run(store, cfg.replace(precision="mixed_bfloat16"), "run", rate=10_000.0, val_acc=[0.7, 0.96, 0.97])
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    specs = plotly_specs(at)
+    # Neither a "1.00x" for a baseline that never got there nor a bar for the run measured against it.
+    assert not specs["speedup_bars"]["data"]
+    assert "no speedup to draw" in specs["speedup_bars"]["layout"]["annotations"][0]["text"]
+    assert (f"No bar: #{b} baseline fp32: not reached in 3 epochs; "
+            f"#{r} mixed bf16: baseline not reached in 3 epochs") in texts(at.caption)
+    assert specs["scaling"]["layout"]["yaxis"]["title"]["text"] == "steady speedup vs baseline (×)"
+    assert r
+
+
+@pytest.mark.page
+def test_runs_page_transfer_section_draws_the_demo_pair(store):
+    pid, fid, sid = demo_pair(store)
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    spec = plotly_specs(at)["transfer_curves"]
+    curves = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
+    assert set(curves) == {f"run #{fid}: fine-tuned from run #{pid}", f"run #{sid}: from scratch"}
+    assert values(curves[f"run #{fid}: fine-tuned from run #{pid}"]["y"]) == [0.29, 0.9, 0.96, 0.978]
+    assert curves[f"run #{sid}: from scratch"]["line"]["color"] == charts_mod().run_color(sid)
+    stars = [t for t in spec["data"] if (t.get("marker") or {}).get("symbol") == "star"]
+    assert sorted(values(t["x"])[0] for t in stars) == [1.75, 3.36]
+    assert any(s.get("y0") == 0.95 and s.get("y1") == 0.95 for s in spec["layout"]["shapes"])  # the target
+    assert spec["layout"]["xaxis"]["title"]["text"] == "wall time since training start (s)"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[f"Fine-tuned (run #{fid})"] == "3.36 s" and metrics[f"From scratch (run #{sid})"] == "1.75 s"
+    assert "**Time to 0.95 validation accuracy**" in texts(at.markdown)
+    assert "**Training from scratch reached 0.95 1.92× sooner.**" in texts(at.markdown)
+    assert at.button(key="demo_start")
+
+
+@pytest.mark.page
+def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(store):
+    b = fake_run(store, RunConfig(epochs=2))
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    assert "No transfer demo yet. Run `python -m engine demo-transfer`" in texts(at.info)
+    assert "transfer_curves" not in plotly_specs(at)
+    q = fake_run(store, RunConfig(epochs=2), group="g2", status="queued")
+    at.button(key="demo_start").click().run()
+    no_errors(at)
+    assert f"not started: run #{q} is queued" in texts(at.warning)
+    assert [r["id"] for r in store.list_runs()] == [q, b]  # nothing else was queued
+    store.finish_run(q, "cancelled")
