@@ -164,7 +164,7 @@ def _callback_row() -> dict:
 
 
 def test_runs_table_and_legend_label_a_callback_run():
-    from engine.report.chart_style import run_label
+    from engine.charts.style import run_label
     from engine.report.table import runs_frame
 
     row = runs_frame(None, runs=[_callback_row()]).iloc[0]

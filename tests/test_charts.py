@@ -1,4 +1,4 @@
-"""Chart builders (engine.report.chart_style and the *_charts modules): pure DataFrame -> Plotly figure, no Streamlit."""
+"""Chart builders (engine.charts.style and the *_charts modules): pure DataFrame -> Plotly figure, no Streamlit."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.report import chart_style, hardware_charts, runs_charts, presenter_charts, train_charts
+from engine.charts import style as chart_style, hardware as hardware_charts, runs as runs_charts, presenter as presenter_charts, train as train_charts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,8 +192,8 @@ def test_lr_preview_marks_each_epoch_boundary_up_to_30_epochs():
 
 @pytest.mark.worker
 def test_chart_modules_import_neither_streamlit_nor_tensorflow():
-    code = ("import sys, engine.report.chart_style, engine.report.train_charts, engine.report.runs_charts, "
-            "engine.report.hardware_charts, engine.report.presenter_charts, engine.autopilot.charts; "
+    code = ("import sys, engine.charts.style, engine.charts.train, engine.charts.runs, "
+            "engine.charts.hardware, engine.charts.presenter, engine.autopilot.charts; "
             "bad = [m for m in ('streamlit', 'tensorflow', 'keras') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)

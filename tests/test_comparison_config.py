@@ -30,7 +30,7 @@ def test_the_cli_passes_all_epochs_through(monkeypatch):
 
 
 def test_the_pair_chart_has_few_labelled_ticks_and_a_clipped_band():
-    from engine.report.comparison_charts import log_range, pairs_figure
+    from engine.charts.comparison import log_range, pairs_figure
 
     assert log_range([1.2, 1.5]) == (0.5, 2.0)                      # at least 0.5x to 2x
     assert log_range([3.04, 1.48, 6.24]) == (0.5, 8.0)              # widened to whole ticks
@@ -50,7 +50,7 @@ def test_the_pair_chart_has_few_labelled_ticks_and_a_clipped_band():
 
 
 def test_a_configuration_has_one_colour_in_every_comparison():
-    from engine.report import chart_style
+    from engine.charts import style as chart_style
 
     bf16 = RunConfig(dataset="digits", precision="mixed_bfloat16").to_dict()
     again = RunConfig(dataset="digits", precision="mixed_bfloat16", seed=3, epochs=4).to_dict()  # another comparison

@@ -25,11 +25,12 @@ FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
 BASE, STORE = ("engine.base",), ("engine.store",)
 DATA, HARDWARE, CONFIG, REPORT = ("engine.data",), ("engine.hardware",), ("engine.config",), ("engine.report",)
 BUNDLE, TRAINING, JOBS, CLI = ("engine.bundle",), ("engine.training",), ("engine.jobs",), ("engine.cli",)
+CHARTS = ("engine.charts",)  # Plotly figures: the pages and the autopilot's charts, never a worker
 # Features: a package each, on top of the jobs; the autopilot uses the LR range test.
 LR_FIND, BENCH, AUTOPILOT = ("engine.lr_find",), ("engine.bench",), ("engine.autopilot",)
 FEATURES = LR_FIND + BENCH + AUTOPILOT
 BELOW_REPORT = BASE + STORE + DATA + HARDWARE + CONFIG
-BELOW_FEATURES = BELOW_REPORT + REPORT + BUNDLE + TRAINING + JOBS
+BELOW_FEATURES = BELOW_REPORT + REPORT + CHARTS + BUNDLE + TRAINING + JOBS
 RULES: dict[tuple[str, ...], tuple[str, ...]] = {
     BASE: (),
     STORE: BASE,
@@ -37,6 +38,7 @@ RULES: dict[tuple[str, ...], tuple[str, ...]] = {
     HARDWARE: BASE + STORE,
     CONFIG: BASE + STORE + DATA + HARDWARE,
     REPORT: BELOW_REPORT,
+    CHARTS: BELOW_REPORT + REPORT,
     BUNDLE: BELOW_REPORT + REPORT,
     TRAINING: BELOW_REPORT + REPORT,
     JOBS: BELOW_REPORT + REPORT + BUNDLE + TRAINING,

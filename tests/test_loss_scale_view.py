@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from engine.config import RunConfig
-from engine.report import train_charts
+from engine.charts import train as train_charts
 from tests.helpers.apptest import app_test
 
 

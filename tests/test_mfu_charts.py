@@ -1,9 +1,9 @@
-"""The FLOP/s chart and the forecast traces (engine.report.mfu_charts), from fixed frames."""
+"""The FLOP/s chart and the forecast traces (engine.charts.mfu), from fixed frames."""
 from __future__ import annotations
 
 import pandas as pd
 
-from engine.report import chart_style, mfu_charts, runs_charts
+from engine.charts import style as chart_style, mfu as mfu_charts, runs as runs_charts
 
 
 def _execs():

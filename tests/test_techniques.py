@@ -272,7 +272,7 @@ def test_hardware_verdicts_weigh_accumulation_against_a_larger_batch_by_gpu_memo
 
 def test_tables_and_show_name_the_techniques_a_run_uses():
     from engine.cli.common import techniques_line
-    from engine.report.chart_style import config_summary
+    from engine.charts.style import config_summary
 
     cfg = RunConfig(**MNIST, optimizer="muon", ema_momentum=0.99, gradient_accumulation_steps=2,
                     tta="translate", epochs=3).to_dict()

@@ -17,7 +17,7 @@ from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
 from engine.autopilot import rerun_time, search as autopilot
 from engine.jobs.background import ACTIVE_STATES
-from engine.report import chart_style, train_charts
+from engine.charts import style as chart_style, train as train_charts
 from engine.autopilot import charts as autopilot_charts
 from engine.store import Store
 from views.components.common import one_line_errors

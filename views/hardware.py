@@ -4,7 +4,7 @@ options should pay off on it, and a quick benchmark that measures them.
 UI only: the probe and its verdicts come from engine.hardware.verdicts (the probe runs
 in a child process and is cached; this page never imports TensorFlow), the
 benchmark runs detached via engine.bench.quick.start_background and is followed by a
-fragment that re-reads its progress file, figures come from engine.report.hardware_charts.
+fragment that re-reads its progress file, figures come from engine.charts.hardware.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import streamlit as st
 
 from engine.base import plain
 from engine.bench import quick as bench
-from engine.report import hardware_charts
+from engine.charts import hardware as hardware_charts
 from engine.hardware import verdicts as hardware
 from engine.hardware.peaks import summary_rows as peaks_summary_rows
 from engine.hardware.machine import quick_facts

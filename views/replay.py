@@ -16,7 +16,7 @@ import streamlit as st
 from engine.base import plain
 from engine.store import comparisons as cstore
 from engine.bundle import provenance
-from engine.report import chart_style
+from engine.charts import style as chart_style
 from engine.report import replay
 from engine.store import Store
 from views.components import comparison as cmp_view

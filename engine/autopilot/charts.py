@@ -13,7 +13,7 @@ from typing import Optional
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.report.chart_style import BASELINE_COLOR, PALETTE, empty_figure, style
+from engine.charts.style import BASELINE_COLOR, PALETTE, empty_figure, style
 
 # One marker per way a trial ended (the state's 'kind').
 # Stopped trials have no time to target: they are drawn at the training time they used.

@@ -177,6 +177,6 @@ def demo_pair(store: Store) -> tuple[int, int, int]:
 
 
 def charts_mod():
-    from engine.report import chart_style
+    from engine.charts import style as chart_style
 
     return chart_style

@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine.store import comparisons as cstore
 from engine.report import stats
-from engine.report.comparison_charts import pairs_figure, pairs_title
+from engine.charts.comparison import pairs_figure, pairs_title
 
 # Green only for "faster" (the interval above 1, every seed reached, test accuracy held);
 # neutral for "equivalent" and "inconclusive".
@@ -104,7 +104,7 @@ def details(comp: dict) -> None:
 
 
 def pairs_chart(comp: dict, key: str = "cmp_pairs", height: int = 280) -> None:
-    """The pair chart (engine.report.comparison_charts.pairs_figure). Before the first
+    """The pair chart (engine.charts.comparison.pairs_figure). Before the first
     complete pair it is a bordered box of the same height saying so: an empty Plotly
     chart drawn when a comparison starts cost the browser ~0.1 CPU-s in the measured
     window and showed nothing (benchmarks/live_view.py --open-closed)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.autopilot import search as autopilot
-from engine.report import train_charts
+from engine.charts import train as train_charts
 from engine.report import headline, stats
 from engine.report.compare import backend_speedup
 from engine.store import ACTIVE_STATUSES, Store

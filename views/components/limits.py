@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine.report import chart_style, mfu, mfu_charts
+from engine.charts import style as chart_style, mfu as mfu_charts
+from engine.report import mfu
 from engine.report.bound_by import bound_by
 from engine.report.compare import live_summary
 

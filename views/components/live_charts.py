@@ -13,7 +13,7 @@ import streamlit as st
 
 from engine.jobs import runner
 from engine.base import plain
-from engine.report import chart_style, train_charts
+from engine.charts import style as chart_style, train as train_charts
 from engine.report.compare import compare, live_summary, progress
 from engine.report.live import LiveMetrics
 from engine.report.table import incomplete_note

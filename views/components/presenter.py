@@ -12,10 +12,10 @@ import html
 
 import streamlit as st
 
-from engine.report import chart_style, presenter_charts, train_charts
+from engine.charts import style as chart_style, presenter as presenter_charts, train as train_charts
 from engine.report import headline as report_headline
 from engine.report import stats
-from engine.report.comparison_charts import pairs_figure, pairs_title
+from engine.charts.comparison import pairs_figure, pairs_title
 from engine.report.compare import compare, live_summary
 from views.components import comparison as cmp_view
 from views.components.headline import own_time

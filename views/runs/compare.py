@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine.report import chart_style, forecast, mfu_charts, runs_charts, stats, train_charts
+from engine.charts import style as chart_style, mfu as mfu_charts, runs as runs_charts, train as train_charts
+from engine.report import forecast, stats
 from engine.report.compare import compare, live_summary
 from engine.store import Store
 from views.components.common import PLOTLY_CONFIG, autopilot_run

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.jobs import runner
-from engine.report import chart_style
+from engine.charts import style as chart_style
 from engine.report.table import FIGURES, mfu_caption, number, runs_frame
 from engine.store import Store, filter_sql
 from views.components.common import one_line_errors

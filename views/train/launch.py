@@ -9,7 +9,7 @@ from engine.base import plain
 from engine.config import ConfigError, RunConfig
 from engine.jobs import background, runner
 from engine.autopilot import search as autopilot
-from engine.report import chart_style
+from engine.charts import style as chart_style
 from engine.store import Store
 
 PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min

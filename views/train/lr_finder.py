@@ -11,7 +11,7 @@ from engine.base import plain
 from engine.config import ConfigError, RunConfig
 from engine.jobs import background
 from engine.lr_find import range_test as lr_find
-from engine.report import train_charts
+from engine.charts import train as train_charts
 from views.components.common import SMALL_CONFIG, one_line_errors
 
 # LR range test: the sweep's range and length (engine.lr_find.range_test defaults).

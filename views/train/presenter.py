@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine.config import RunConfig
 from engine.jobs import runner
-from engine.report import chart_style
+from engine.charts import style as chart_style
 from engine.store import Store
 from views.components import presenter, url_params
 from views.components.common import one_line_errors

@@ -18,7 +18,8 @@ from engine.base import plain
 from engine.config import FIELD_HELP
 from engine.jobs import background, runner
 from engine.lr_find import range_test as lr_find
-from engine.report import chart_style, live_refresh
+from engine.charts import style as chart_style
+from engine.report import live_refresh
 from engine.store import Store
 from views.components import presenter, url_params
 from views.components.common import one_line_errors

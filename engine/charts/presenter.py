@@ -1,12 +1,12 @@
 """Presenter mode (the Talk page): any chart of the chart modules restyled for the
-back of a room. Styled on top of engine.report.chart_style."""
+back of a room. Styled on top of engine.charts.style."""
 from __future__ import annotations
 
 from typing import Optional
 
 import plotly.graph_objects as go
 
-from engine.report.chart_style import MEDIAN_NAME, fit_size, median_labels, text_px
+from engine.charts.style import MEDIAN_NAME, fit_size, median_labels, text_px
 
 
 # --- presenter mode ----------------------------------------------------------------

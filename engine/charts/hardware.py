@@ -1,6 +1,6 @@
 """Charts of the Hardware page: the quick benchmark's speedup per option
 combination (engine.bench.quick). Pure functions to Plotly figures, styled by
-engine.report.chart_style."""
+engine.charts.style."""
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.report.chart_style import (
+from engine.charts.style import (
     BASELINE_COLOR, PALETTE, PRECISION_SHORT, REFERENCE_COLOR, empty_figure, style,
 )
 

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.hardware.peaks import flops_text
-from engine.report.chart_style import T_TITLE, empty_figure, run_groups, style
+from engine.charts.style import T_TITLE, empty_figure, run_groups, style
 
 FORECAST_COLOR = "#7C3AED"
 Y_TITLE = "model FLOP/s (training)"
@@ -24,7 +24,7 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
 
     Args:
         execs: executions (t, samples_per_sec, warmup) tagged with label/color
-            (engine.report.chart_style.tag).
+            (engine.charts.style.tag).
         per_run: {label: {'flops_per_sample', 'peak_flops_per_sec', 'peak_kind', 'peak_dtype',
             'best_matmul_flops_per_sec'}} (engine.report.mfu.of); runs without FLOPs are left out.
     """
@@ -64,7 +64,7 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
 
 def add_forecast(fig: go.Figure, fc: Optional[dict]) -> go.Figure:
     """Draw the what-if forecast (engine.report.forecast.forecast) on a scaling figure
-    (engine.report.runs_charts.scaling_figure): N physical devices like this one, dashed, and
+    (engine.charts.runs.scaling_figure): N physical devices like this one, dashed, and
     N simulated on it where a 2-replica run gave the communication cost, dotted."""
     if not fc:
         return fig

@@ -1,6 +1,6 @@
 """Charts of the Runs page: speedup against a baseline, scaling against replicas,
 replica layouts and transfer-learning curves. Pure functions from DataFrames to Plotly
-figures, styled by engine.report.chart_style."""
+figures, styled by engine.charts.style."""
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.report.chart_style import (
+from engine.charts.style import (
     BASELINE_COLOR, REFERENCE_COLOR, T_TITLE, empty_figure, run_groups, style,
 )
 

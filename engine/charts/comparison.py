@@ -8,7 +8,7 @@ from typing import Optional
 
 import plotly.graph_objects as go
 
-from engine.report.chart_style import BASELINE_COLOR, PALETTE, empty_figure, style
+from engine.charts.style import BASELINE_COLOR, PALETTE, empty_figure, style
 from engine.report.stats import MEASURE_NAMES, pair_ratio
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red

@@ -1,7 +1,7 @@
 """Charts of the Train page: one run live or several overlaid (throughput, loss,
 where the time went, learning rate, system load, data wait, loss scale) and the LR
 range test. Pure functions from DataFrames to Plotly figures, styled by
-engine.report.chart_style (its docstring gives the conventions)."""
+engine.charts.style (its docstring gives the conventions)."""
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.report.chart_style import (
+from engine.charts.style import (
     PALETTE, STEP_TITLE, T_SHORT, T_TITLE, break_at_epochs, downsample, empty_figure,
     median_labels, run_groups, style, tint,
 )
