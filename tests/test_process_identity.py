@@ -207,3 +207,14 @@ def test_stop_of_a_background_job_says_true_only_when_it_signalled(store_home, c
     background.write_json(path, job)  # its process gone, the file still says running
     assert background.cancel_job(path) is False
     assert background.read_json(path)["state"] == "cancelled"
+
+
+@pytest.mark.worker
+def test_children_started_from_another_folder_find_the_engine(tmp_path):
+    # The queue and every worker run `python -m engine...` with ROOT as cwd and on
+    # PYTHONPATH; a ROOT one folder too deep broke every run (CI, stop 49).
+    assert (process.ROOT / "engine" / "__init__.py").is_file()
+    assert (process.ROOT / "README.md").is_file()
+    out = subprocess.run([sys.executable, "-c", "import engine.jobs.queue_runner, engine.jobs.worker; print('ok')"],
+                         cwd=tmp_path, env=process.worker_env(), capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -11,7 +11,7 @@ from typing import Optional
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository: children run `python -m engine...` from here
+ROOT = Path(__file__).resolve().parents[2]  # the repository (engine/base/ is two below it): children run `python -m engine...` from here
 
 
 def worker_env() -> dict:

@@ -16,6 +16,7 @@ from engine.config import MAX_MODEL_KERAS_BYTES, MAX_MODEL_PY_BYTES, RunConfig, 
 from engine.data import keras_data
 from engine.data.meta import check_available, class_warnings, dataset_info
 from engine.base.errors import ConfigError
+from engine.base.process import ROOT
 from engine.hardware.machine import installed_backends, quick_facts  # no TF: /proc, nvidia-smi, env
 from engine.config.transfer_source import check_source
 
@@ -103,7 +104,7 @@ def _check_backend(c: RunConfig, m: dict) -> None:
 # which never imports a framework), remembered per file version, data shape and backend.
 USER_MODEL_CHECK_TIMEOUT_S = 180
 _checked: dict[tuple, dict] = {}
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = str(ROOT)
 
 
 def check_user_model(c: RunConfig, timeout_s: float = USER_MODEL_CHECK_TIMEOUT_S) -> Optional[dict]:
