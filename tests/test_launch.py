@@ -72,8 +72,9 @@ def test_reuse_runs_one_pair_against_the_stored_baseline(no_queue, store):
 
 def test_busy_and_bad_settings_are_one_line_and_queue_nothing(no_queue, store):
     launch(FAST)
-    with pytest.raises(Busy, match=r"^run #1 is queued: wait for it to end"):
+    with pytest.raises(Busy, match=r"^run #1 is queued: wait for it to end") as busy:
         launch(FAST, baseline="default")
+    assert busy.value.run["id"] == 1  # the page names it with its label
     assert len(store.list_runs()) == 1
     _end_all(store)
     with pytest.raises(ConfigError, match="reuse_baseline"):

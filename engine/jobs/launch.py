@@ -13,7 +13,12 @@ from engine.config import RunConfig, baseline_config, comparison_config
 
 
 class Busy(RuntimeError):
-    """The machine is measuring something else (engine.jobs.background.busy); `str(err)` is one line."""
+    """The machine is measuring something else (engine.jobs.background.busy); `str(err)` is one
+    line, and `run` the run queued or running then (a dict as the store gives it), if any."""
+
+    def __init__(self, line: str, run: Optional[dict] = None):
+        super().__init__(line)
+        self.run = run
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, 
 
     why = background.busy()
     if why:
-        raise Busy(why)
+        raise Busy(why, runner.current_run())
     if baseline not in (None, "default", "tuned"):
         raise ConfigError("baseline", baseline, "is not a baseline kind", "use default or tuned")
     if baseline == "tuned" and reuse:

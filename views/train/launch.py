@@ -11,6 +11,7 @@ from engine.jobs import background, runner
 from engine.autopilot import search as autopilot
 from engine.charts import style as chart_style
 from engine.store import Store
+from views.components.common import autopilot_run
 
 PAGE_BUDGET_S = 900.0  # a comparison launched here adds no pair that would end after 15 min
 
@@ -54,7 +55,8 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseli
         done = queue(cfg, baseline=baseline_kind if with_baseline else None, reuse=reuse, own_baseline="run",
                      budget_s=PAGE_BUDGET_S)
     except Busy as e:  # another run, the autopilot, a benchmark, an LR range test or the demo
-        out.warning(f"Not launched: {e}", icon=":material/hourglass_top:")
+        own = e.run is not None and not autopilot_run(e.run)  # a run of this page's: name it
+        out.warning(active_message(e.run) if own else f"Not launched: {e}", icon=":material/hourglass_top:")
         return
     except runner.ActiveRunError as e:  # another tab launched in between
         out.warning(active_message(e.run), icon=":material/hourglass_top:")
