@@ -55,6 +55,9 @@ def done_state() -> dict:
                                  "rerun_secs": [2.7, 2.6], "reasons": ["reached 0.95 in 2.70 s of training"] * 2},
                                 {"trial": 1, "run_ids": [6, 8], "label": "config 1", "time_to_target_sec": 3.0,
                                  "rerun_secs": [2.1, None], "reasons": ["reached 0.95", "not reached"]}]},
+            # Trial 3 is the winner; trial 2 tried Muon and was pruned.
+            "tried": sp.techniques_tried([{**TRIALS[1], "config": BASE.replace(optimizer="muon").to_dict()},
+                                          {**TRIALS[2], "config": WINNER.to_dict()}], BASE),
             "winner": {"trial": 3, "run_id": 3, "label": sp.describe(WINNER, BASE), "config": WINNER.to_dict(),
                        "changes": {}, "search_time_to_target_sec": 2.5, "runoff_secs": [2.7, 2.6], "runoff_missed": 0,
                        "runoff_mean_sec": 2.6}}
@@ -161,6 +164,13 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert len(table.value) == 4 and list(table.value["time to target (s)"].isna()) == [False, True, False, True]
     # A missing time shows blank in the browser, not "None" (an unset placeholder shows "None").
     assert table.proto.HasField("placeholder") and table.proto.placeholder == ""
+    tried = at.dataframe[1].value  # the expander's table, below the trials
+    assert list(tried["technique"][:6]) == ["precision", "steps per execution", "batch", "schedule",
+                                            "label smoothing", "optimizer"]
+    row = tried[tried["technique"] == "optimizer"].iloc[0]
+    assert (row["trials"], row["reached"], row["settings (trials)"]) == (1, 0, "muon (conv filters reshaped) (1)")
+    assert tried[tried["technique"] == "precision"].iloc[0]["best time to target (s)"] == 2.5
+    assert tried[tried["technique"] == "cutmix"].iloc[0]["trials"] == 0     # untried: listed, last
 
 
 @pytest.mark.page
@@ -238,12 +248,16 @@ def test_cli_summary_names_the_runoff_and_the_winner():
 
     lines = summary_lines(done_state())
     assert lines[0] == "search: 4 trials"
+    assert lines[1].startswith("tried (trials using each technique over the baseline): precision in 1 (bfloat16 1), "
+                               "1 reached, best 2.5 s; ")
+    assert "; optimizer in 1 (muon (conv filters reshaped) 1), 0 reached; in no trial: backend, " in lines[1]
+    lines = [lines[0], *lines[2:]]
     assert lines[1] == ("runoff (the fastest trials re-run on seeds 4, 5; the one that reached the target on the "
                         "most seeds, then with the lowest mean time, wins): "
                         "trial 3 2.50 s + 2.70 s, 2.60 s; trial 1 3.00 s + 2.10 s, missed")
     assert lines[2].startswith("winner: trial 3 (run #3): bfloat16") and lines[2].endswith("2.50 s to 0.95 in the search")
     # Ctrl-C during the search: a trial had reached the target (it read "no trial reached 0.95").
-    stopped = {**done_state(), "phase": "stopped", "winner": None, "runoff": None, "confirm": None,
+    stopped = {**done_state(), "phase": "stopped", "winner": None, "runoff": None, "confirm": None, "tried": None,
                "ablation": None, "explanation": None}
     assert summary_lines(stopped)[1] == ("no winner chosen (stopped); the fastest trial so far: trial 3 (run #3): "
                                          "config 3; 2.50 s to 0.95")

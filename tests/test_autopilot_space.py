@@ -155,6 +155,29 @@ def test_ablation_runs_differ_from_the_winner_in_exactly_one_setting_each():
     assert only["config"] is None and only["error"].startswith("steps_per_execution: 16 is more than the 12 steps")
 
 
+def test_what_the_search_tried_is_counted_per_technique_with_its_best_time():
+    base = baseline_config(DIGITS)
+    muon = base.replace(optimizer="muon")
+    trials = [
+        {"config": muon.to_dict(), "kind": "reached", "time_to_target_sec": 5.0},
+        {"config": muon.replace(ema_momentum=0.9).to_dict(), "kind": "pruned", "time_to_target_sec": None},
+        {"config": base.replace(optimizer="lamb").to_dict(), "kind": "reached", "time_to_target_sec": 4.0},
+        {"config": base.to_dict(), "kind": "reached", "time_to_target_sec": 3.0},  # the baseline: no technique
+    ]
+    tried = {r["technique"]: r for r in sp.techniques_tried(trials, base)}
+    assert list(tried) == list(sp.TECHNIQUES)
+    opt = tried["optimizer"]
+    assert (opt["trials"], opt["reached"], opt["best_sec"]) == (3, 2, 4.0)
+    assert opt["settings"] == {"muon (conv filters reshaped)": 2, "lamb": 1}  # most used first
+    ema = tried["ema"]
+    assert (ema["trials"], ema["reached"], ema["best_sec"]) == (1, 0, None)
+    assert tried["cutmix"]["trials"] == 0
+    line = sp.tried_text(sp.techniques_tried(trials, base))
+    assert line.startswith("optimizer in 3 (muon (conv filters reshaped) 2, lamb 1), 2 reached, best 4.0 s; ema in 1 (weight EMA 0.9 1), "
+                           "0 reached; in no trial: backend, precision, ")
+    assert line.endswith("tta, progressive resizing")
+
+
 # --- re-runs, stopping, the explanation ---------------------------------------------------
 
 def _entry(backend, kind, first=2.5, best=1.0):

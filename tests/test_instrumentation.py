@@ -59,11 +59,11 @@ def test_recorder_counts_the_time_spent_in_its_own_batch_hooks(monkeypatch):
 def test_writer_reports_its_threads_cpu_time_once_ended(monkeypatch):
     """On a thread clock that moves only inside commits (0.05 s each), cpu_sec is
     exactly 0.05 s per commit made; None until the thread has ended."""
-    from engine.training import recorder
+    from engine.training import writer
     from engine.training.writer import Writer
 
     clock = FakeClock()
-    monkeypatch.setattr(recorder, "time", clock)
+    monkeypatch.setattr(writer, "time", clock)
     commits = []
 
     class Store:

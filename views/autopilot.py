@@ -207,6 +207,15 @@ def trials_table(trials: list[dict]) -> pd.DataFrame:
                          for t in trials])
 
 
+def tried_table(tried: list[dict]) -> pd.DataFrame:
+    """engine.autopilot.space.techniques_tried as a table: a row per technique, those no trial used last."""
+    rows = sorted(tried, key=lambda r: r["trials"] == 0)
+    return pd.DataFrame([{"technique": r["technique"].replace("_", " "), "trials": r["trials"],
+                          "reached": r["reached"], "best time to target (s)": r["best_sec"],
+                          "settings (trials)": ", ".join(f"{k} ({v})" for k, v in r["settings"].items())}
+                         for r in rows])
+
+
 def live(was_running: bool) -> None:
     """Body of the live fragment: re-reads the autopilot's state file each tick."""
     with one_line_errors("Autopilot progress"):
@@ -248,6 +257,11 @@ def live(was_running: bool) -> None:
                                             format="%.1f", help="seconds from its training start to its last "
                                             "stored row: a stopped trial's includes the second or two it took "
                                             "to stop after its pruning time (in 'how it ended')")})
+        if p.get("tried"):
+            with st.expander("What the search tried, technique by technique", icon=":material/checklist:"):
+                st.dataframe(tried_table(p["tried"]), hide_index=True, key="ap_tried", placeholder="",
+                             column_config={"best time to target (s)": st.column_config.NumberColumn(format="%.2f"),
+                                            "settings (trials)": st.column_config.TextColumn(width="large")})
         for note in p.get("notes") or []:
             st.caption(f":material/info: {note}")
         if p.get("winner"):

@@ -724,6 +724,7 @@ class Autopilot:
             "search_started": None, "search_deadline": None, "search_wall_sec": None,
             "trials": [], "best": None, "current": None, "notes": [], "confirm": None,
             "runoff": None, "ablation": None, "ablation_spread": None, "explanation": None, "winner": None,
+            "tried": None,
         }
 
     # -- state ------------------------------------------------------------------
@@ -811,7 +812,8 @@ class Autopilot:
                                   entry["elapsed_sec"], entry["kind"] == "failed")
         finally:
             store.close()
-        self._update(search_wall_sec=time.monotonic() - t0, current=None)
+        self._update(search_wall_sec=time.monotonic() - t0, current=None,
+                     tried=space_mod.techniques_tried(self.state["trials"], self.baseline))
         return self.state["best"]
 
     def _time_needed(self) -> float:

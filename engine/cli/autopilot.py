@@ -120,6 +120,10 @@ def summary_lines(state: dict) -> list[str]:
                f"{state['budget_sec']:.0f} s): {reached} reached {target:g}, {pruned} pruned; one-cycle max LR "
                f"{', '.join(f'{x:.3g}' for x in state['max_lr']['choices'])} from {state['max_lr']['source']}" if state.get("max_lr") else
                f"search: {n} trial{'s' if n != 1 else ''}")
+    if state.get("tried"):
+        from engine.autopilot.space import tried_text
+
+        out.append(f"tried (trials using each technique over the baseline): {tried_text(state['tried'])}")
     ro = state.get("runoff")
     if ro and ro.get("runs"):
         out.append(runoff_line(ro))
