@@ -69,13 +69,17 @@ def cmd_doctor(args) -> int:
     lost = sum(s.unreadable.values())  # rowids probed in vain
     if args.json:
         print_json({"store": str(path), "ok": False, "problems": result.problems, "kept_as": str(s.kept_as),
-                    "copied": s.copied, "failed_lookups": s.unreadable, "header_rebuilt": s.header_rebuilt})
+                    "copied": s.copied, "failed_lookups": s.unreadable, "header_rebuilt": s.header_rebuilt,
+                    "new_store_problems": s.new_problems})
         return 1
     print(f"salvaged into a new {path}: {s.copied['runs']} runs, "
           f"{sum(v for k, v in s.copied.items() if k != 'runs'):,} metric rows"
           + (" (header rebuilt)" if s.header_rebuilt else "")
           + (f"; {lost:,} row lookups failed (rows lost with their pages, or never there)" if lost else ""))
     print(f"the damaged file is kept as {s.kept_as}")
+    if s.new_problems:  # not seen: a fresh store that fails its own check means a failing disk
+        print(f"warning: the new store fails its integrity check too ({'; '.join(s.new_problems[:3])}): "
+              "check the disk, then run python -m engine doctor again", file=sys.stderr)
     return 1
 
 

@@ -40,11 +40,13 @@ class Check:
 @dataclass
 class Salvage:
     """Outcome of `salvage`: rows copied and row lookups that failed (`unreadable`) per table,
-    where the damaged file went, whether its header was rebuilt."""
+    where the damaged file went, whether its header was rebuilt, what the new store's
+    integrity check found."""
     kept_as: Path
     copied: dict[str, int]
     unreadable: dict[str, int]
     header_rebuilt: bool = False
+    new_problems: list[str] = field(default_factory=list)  # integrity_check of the new store ([] when ok)
 
 
 def check(path: os.PathLike) -> Check:
