@@ -252,6 +252,7 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
 FAST = {"precision": "mixed_bfloat16", "steps_per_execution": 4}
 SLOW = {"precision": "mixed_float16"}  # emulated on a CPU: far slower than anything else
 BUDGET_S = 30  # the search fixture's budget: the shortest allowed (the suite's time)
+RUNOFF = {"k": 2, "n_seeds": 1}  # the runoff's wiring at 2 runs, not the default's 12 (the suite's time)
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +273,7 @@ def searched(tmp_path_factory):
         t0 = time.monotonic()
         ap.search()
         search_wall = time.monotonic() - t0
-        chosen = ap.runoff(n_seeds=2)  # the wiring, at half the default's runs
+        chosen = ap.runoff(**RUNOFF)
         fast = ap.base.replace(**FAST)
         conf = ap.confirm(fast)
         times = conf["times"]["winner"]
@@ -351,15 +352,15 @@ def test_runoff_reruns_the_fastest_trials_on_new_seeds_and_picks_by_reach_then_m
     if len(reached) < 2:  # a busy machine may leave the planted fast trial the only one: no runoff then
         assert chosen is None and ap.state["runoff"] is None
         return
-    finalists = reached[:autopilot.FINALISTS]
+    finalists = reached[:RUNOFF["k"]]
     ro = ap.state["runoff"]
     assert ro["finalists"] == [t["trial"] for t in finalists] == [r["trial"] for r in ro["runs"]]
-    assert ro["seeds"] == autopilot.runoff_seeds(ap.base.seed, ap.repeats, 2)
+    assert ro["seeds"] == autopilot.runoff_seeds(ap.base.seed, ap.repeats, RUNOFF["n_seeds"])
     store = _store(searched["home"])
     try:
         for t, r in zip(finalists, ro["runs"]):
             searched_run = store.get_run(t["run_id"])
-            assert len(r["run_ids"]) == len(r["rerun_secs"]) == 2
+            assert len(r["run_ids"]) == len(r["rerun_secs"]) == RUNOFF["n_seeds"]
             for rid, secs, seed in zip(r["run_ids"], r["rerun_secs"], ro["seeds"]):
                 run = store.get_run(rid)
                 # The same configuration on a seed of its own.
