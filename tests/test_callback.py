@@ -171,3 +171,9 @@ def test_runs_table_and_legend_label_a_callback_run():
     assert (row["dataset"], row["model"]) == ("(outside script)", "my-exp")
     assert row["origin"] == "from an outside script (train.py)"
     assert run_label(_callback_row()).endswith("outside script")
+    # The Runs table's configuration names the script, not the placeholder data set and model.
+    from engine.charts.style import config_summary
+
+    r = _callback_row()
+    assert config_summary(r["config"], r["summary"], r["plan"]) == (
+        "outside script train.py · my-exp · mixed bf16 · 1 device · batch 128 · 10 epochs")

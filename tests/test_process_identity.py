@@ -107,6 +107,31 @@ def test_a_run_never_handed_to_a_queue_keeps_its_grace_and_a_submit_under_way_is
     assert store.get_run(rid)["status"] == "failed"
 
 
+def test_a_killed_scripts_run_is_settled_even_while_a_queue_serves_the_store(store, monkeypatch):
+    """A SpeedLabCallback run whose script was killed before its atexit (SIGTERM, SIGKILL) is no
+    queue's to settle: it ends failed at the next look, queue or not; a queue's own run is left
+    to the queue; a script's run not yet holding its pid keeps ORPHAN_GRACE_S."""
+    monkeypatch.setattr(runner, "queue_alive", lambda s: True)
+    dead = {"pid": 2**22 + 12345, "pid_started": 99.0}
+
+    def running(plan, **pid):
+        rid = store.create_run(RunConfig(epochs=1).to_json(), status="running")
+        store.update_run(rid, plan=plan, **pid)
+        return rid
+
+    script = running({"source": "callback", "script": "train.py"}, **dead)
+    queued_worker = running({}, **dead)
+    fresh = running({"source": "callback"})
+    runner.reconcile(store)
+    assert store.get_run(script)["status"] == "failed"
+    assert store.get_run(script)["error"].startswith("its script ended before fit finished")
+    assert store.get_run(queued_worker)["status"] == "running"   # its queue settles it
+    assert store.get_run(fresh)["status"] == "running"           # about to record its pid
+    store.update_run(fresh, created=time.time() - 2 * runner.ORPHAN_GRACE_S)
+    runner.reconcile(store)
+    assert store.get_run(fresh)["status"] == "failed"
+
+
 def _submit_at(path: str, at: float, out) -> None:
     time.sleep(max(0.0, at - time.time()))
     try:

@@ -123,10 +123,15 @@ def _speed_parts(cfg: Mapping) -> list:
     return parts
 
 
-def config_summary(cfg: Mapping, summary: Optional[Mapping] = None) -> str:
+def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Optional[Mapping] = None) -> str:
     """One line describing a config for tables; speed options appear only when
-    they are on, e.g. 'digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · 3 epochs'."""
+    they are on, e.g. 'digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · 3 epochs'.
+    A run from an outside script (`plan` source 'callback') names its script and its name, not
+    the placeholder data set and model its stored config holds (engine.training.outside)."""
     summary = summary or {}
+    if isinstance(plan, Mapping) and plan.get("source") == "callback":
+        cfg = {**cfg, "dataset": f"outside script {plan.get('script') or 'python'}",
+               "model": str(plan.get("name") or "its own model"), "image_size": None}
     devices = cfg.get("devices", 1)
     dev = f"{devices} device" + ("s" if devices != 1 else "")
     if devices > 1 and summary.get("replicas_simulated"):

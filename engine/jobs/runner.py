@@ -143,15 +143,28 @@ def reconcile(store: Store, locked: bool = False) -> None:
     if store.readonly:  # nothing can be settled there (nor run)
         return
     active = store.list_runs(["queued", "running"])
-    if not active or queue_alive(store) or queue_starting(store):
+    if active and (queue_alive(store) or queue_starting(store)):
+        # A script's run (SpeedLabCallback) is no queue's: a live queue never settles it, so
+        # a script killed before its atexit (SIGKILL, SIGTERM) left it running for good.
+        active = [r for r in active if _outside_script(r)]
+    if not active:
         return
     if not locked and any(r["status"] == "queued" for r in active) and submitting(store):
         active = [r for r in active if r["status"] != "queued"]  # its submitter starts the queue next
     handed = _marker(store)[2]
     now = time.time()
     for run in active:
+        if _outside_script(run) and not run["pid"]:  # its script records its pid just after creating it
+            if now - run["created"] > ORPHAN_GRACE_S:
+                store.finish_run(run["id"], "failed", "its script ended before it recorded its process",
+                                 only_if_active=True)
+            continue
         if run["status"] == "running" and run["pid"]:
             if process_alive(run["pid"], run["pid_started"]):
+                continue
+            if _outside_script(run):
+                store.finish_run(run["id"], "failed", "its script ended before fit finished, without "
+                                 "reporting (killed?); what it measured is kept", only_if_active=True)
                 continue
             tail = read_tail(store.run_dir(run["id"]) / "worker.log")
             store.finish_run(run["id"], "failed", "worker process ended without reporting "
@@ -162,6 +175,12 @@ def reconcile(store: Store, locked: bool = False) -> None:
             what = "before its worker started" if run["status"] == "running" else "before it started"
             store.finish_run(run["id"], "failed", f"its queue process ended {what} (killed or crashed); "
                              "nothing ran: launch it again", only_if_active=True)
+
+
+def _outside_script(run: dict) -> bool:
+    """Whether `run` comes from SpeedLabCallback in a user's script (engine.training.outside)."""
+    plan = run.get("plan")
+    return isinstance(plan, dict) and plan.get("source") == "callback"
 
 
 def active_run(store: Store, locked: bool = False) -> Optional[dict]:

@@ -67,7 +67,7 @@ def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
         df[col] = pd.to_numeric(df[col], errors="coerce")  # numbers, so that columns sort as numbers
     df["error"] = df["error"].fillna("")
     df["origin"] = df["origin"].fillna("")
-    df["config"] = [chart_style.config_summary(by_id[i]["config"], by_id[i].get("summary"))
+    df["config"] = [chart_style.config_summary(by_id[i]["config"], by_id[i].get("summary"), by_id[i].get("plan"))
                     for i in df["id"]]
     return df
 
