@@ -206,7 +206,9 @@ def test_transfer_backbones_frozen_and_fine_tuned_are_within_10_percent_of_xla()
     expands: 4.4x our count on MobileNetV2, 5.1x on EfficientNetB0, work a GPU's cuDNN does not
     do). Model FLOPs count the model's math, not that expansion, so those two are held
     against the count before XLA's CPU passes (`lower(...).cost_analysis()`)."""
-    cases = [[name, [8, 8, 1], 32, True, True] for name in ("mobilenetv2", "resnet50", "efficientnetb0")]
+    # Frozen resnet50 is left out (12 s of the suite): its convolutions and batch norms are
+    # counted by the same code as the fine-tuned resnet50's forward pass below.
+    cases = [[name, [8, 8, 1], 32, True, True] for name in ("mobilenetv2", "efficientnetb0")]
     cases += [["resnet50", [8, 8, 1], 32, False, True]]
     cases += [[name, [8, 8, 1], 32, False, False] for name in ("mobilenetv2", "efficientnetb0")]
     rows = _xla_counts(cases)
