@@ -101,7 +101,7 @@ def stop_latency(cfg) -> float:
 def speedup_latency(home: Path, cfg, warm: bool) -> float:
     """Launch with no stored baseline -> compare() has a steady speedup number."""
     from engine.jobs import runner
-    from engine.report.compare import compare
+    from engine.report.pair import compare
     from engine.store import Store
 
     if warm:

@@ -301,7 +301,7 @@ def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(server, st
     pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
     from engine.config import RunConfig
     from engine.jobs import runner
-    from engine.report.compare import backend_speedup
+    from engine.report.pair import backend_speedup
     from engine.store import Store
 
     (tf_id,) = runner.submit([RunConfig(model="mlp", epochs=2)])

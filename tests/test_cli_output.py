@@ -30,7 +30,7 @@ def test_every_speedup_ratio_has_two_decimals(capsys):
 
 
 class _Progress:
-    """Stands in for engine.report.compare.progress: returns the states in turn."""
+    """Stands in for engine.report.progress.progress: returns the states in turn."""
 
     def __init__(self, states):
         self.states = list(states)
@@ -57,7 +57,7 @@ POLLS = [("queued", _state()), ("queued", _state()),
 def _poll(monkeypatch, stderr=None) -> None:
     from engine.cli.common import progress_line
 
-    monkeypatch.setattr("engine.report.compare.progress", _Progress(s for _, s in POLLS))
+    monkeypatch.setattr("engine.report.progress.progress", _Progress(s for _, s in POLLS))
     if stderr is not None:
         monkeypatch.setattr(sys, "stderr", stderr)
     on_poll = progress_line(17)

@@ -44,7 +44,7 @@ def test_compare_with_a_trial_stopped_before_its_first_validation(store, capsys)
 
 def test_no_end_to_end_ratio_with_a_run_that_ended_in_its_warm_up(store, capsys):
     from engine.cli.main import main
-    from engine.report.compare import compare
+    from engine.report.pair import compare
 
     base = store.create_run(RunConfig(target_accuracy=0.95).to_json(), role="baseline", group_id="g", status="running")
     # (idx, epoch, step, batches, t, duration, samples/s, loss, lr, warmup): one warm-up, two steady executions

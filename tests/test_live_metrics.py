@@ -1,6 +1,6 @@
 """engine.report.live: the live page's incremental reader and what it keeps per run."""
 from engine.config import RunConfig
-from engine.report.compare import live_summary, progress
+from engine.report.progress import live_summary, progress
 from engine.report.live import LiveMetrics, StoreMetrics
 
 

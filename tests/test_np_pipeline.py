@@ -124,7 +124,7 @@ def _completed(store, cfg, sps, host="hostA"):
 
 def test_backend_speedup_compares_the_same_configuration_across_backends(store):
     from engine.config import RunConfig
-    from engine.report.compare import backend_speedup
+    from engine.report.pair import backend_speedup
 
     base = RunConfig(model="mlp", epochs=2)
     tf_run = _completed(store, base, 1000.0)

@@ -8,7 +8,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from engine.report import replay
-from engine.report.compare import compare
+from engine.report.pair import compare
 from tests.helpers.recorded_runs import seed_pair
 from tests.helpers.apptest import app_test
 

@@ -144,7 +144,7 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_h
 
 
 def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, store_home):
-    from engine.report.compare import compare
+    from engine.report.pair import compare
     from engine.store import Store
 
     OUT.mkdir(exist_ok=True)
@@ -205,7 +205,7 @@ TALK_BOXES = """() => {
 
 
 def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(server, store_home):
-    from engine.report.compare import compare
+    from engine.report.pair import compare
     from engine.store import Store
 
     OUT.mkdir(exist_ok=True)

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.config import RunConfig
 from engine.report import replay
-from engine.report.compare import compare
+from engine.report.pair import compare
 from engine.store import Store
 from tests.helpers.apptest import app_test
 

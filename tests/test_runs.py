@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from engine.jobs import runner
-from engine.report.compare import compare
+from engine.report.pair import compare
 from engine.config import RunConfig
 from engine.store import Store
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.config import RunConfig
-from engine.report import compare as cmp
+from engine.report import pair, target
 from engine.training.timeline import Timeline, setup_parts, totals
 
 
@@ -35,15 +35,15 @@ def test_timeline_tiles_merges_and_totals():
 
 def test_time_to_accuracy_and_not_reached_by_hand():
     epochs = [{"t": 1.0, "val_accuracy": 0.90}, {"t": 2.0, "val_accuracy": 0.9499999}, {"t": 3.0, "val_accuracy": 0.97}]
-    assert cmp.time_to_accuracy(epochs, 0.95) == 2.0  # float32 0.9499999 counts as 0.95
-    assert cmp.time_to_accuracy(epochs, 0.98) is None
-    assert cmp.not_reached({"status": "completed"}, epochs, 0.98) == "not reached in 3 epochs"
-    assert cmp.not_reached({"status": "running"}, epochs[:1], 0.98) == "not reached yet (1 epoch so far)"
-    assert cmp.not_reached({"status": "completed"}, epochs, 0.95) is None
-    assert cmp.effective_target({"config": {"dataset": "digits", "target_accuracy": None}}) == 0.95
-    assert cmp.effective_target({"config": {"dataset": "synthetic", "target_accuracy": None}}) is None
-    assert cmp.effective_target({"config": {"dataset": "digits", "target_accuracy": 0.9}}, 0.8) == 0.8
-    assert cmp.effective_target({"config": {"dataset": "mnist", "target_accuracy": 0.9}}) == 0.9
+    assert target.time_to_accuracy(epochs, 0.95) == 2.0  # float32 0.9499999 counts as 0.95
+    assert target.time_to_accuracy(epochs, 0.98) is None
+    assert target.not_reached({"status": "completed"}, epochs, 0.98) == "not reached in 3 epochs"
+    assert target.not_reached({"status": "running"}, epochs[:1], 0.98) == "not reached yet (1 epoch so far)"
+    assert target.not_reached({"status": "completed"}, epochs, 0.95) is None
+    assert target.effective_target({"config": {"dataset": "digits", "target_accuracy": None}}) == 0.95
+    assert target.effective_target({"config": {"dataset": "synthetic", "target_accuracy": None}}) is None
+    assert target.effective_target({"config": {"dataset": "digits", "target_accuracy": 0.9}}, 0.8) == 0.8
+    assert target.effective_target({"config": {"dataset": "mnist", "target_accuracy": 0.9}}) == 0.9
     from engine.data.meta import target_for
 
     assert (target_for(None, "mnist"), target_for(0.5, "mnist"), target_for(None, "user:faces")) == (0.98, 0.5, None)
@@ -52,22 +52,22 @@ def test_time_to_accuracy_and_not_reached_by_hand():
 def test_breakdown_and_divergence_notice_by_hand():
     s = {"setup_sec": 5.0, "warmup_sec": 2.0, "train_sec": 10.0, "validation_sec": 41.0, "other_sec": 8.0,
          "wall_sec": 66.0, "data_wait_sec": 1.5}
-    assert cmp.breakdown(s) == {"setup": 5.0, "warmup": 2.0, "train": 8.5, "data_wait": 1.5,
+    assert pair.breakdown(s) == {"setup": 5.0, "warmup": 2.0, "train": 8.5, "data_wait": 1.5,
                                 "validation": 41.0, "other": 8.0, "wall": 66.0}
-    assert cmp.divergence_notice(s, 0.3, 1.22) == ("validation took 41.0 s of this run's 66.0 s: "
+    assert pair.divergence_notice(s, 0.3, 1.22) == ("validation took 41.0 s of this run's 66.0 s: "
                                                    "end-to-end 0.30x vs steady 1.22x")
-    assert cmp.divergence_notice(s, 1.10, 1.22) is None  # 9.8% apart: within 15%
+    assert pair.divergence_notice(s, 1.10, 1.22) is None  # 9.8% apart: within 15%
     # The new user's case: a cold worker's setup (7.2 s of 9.9 s) against a warm baseline's
     # (0.8 s of 3.8 s): end-to-end 1.12x, but start to finish 3.8 / 9.9 = 0.38x.
     base, run = {"wall_sec": 3.8, "setup_sec": 0.8}, {"wall_sec": 9.9, "setup_sec": 7.2}
-    assert cmp.setup_notice(base, run, 1.12) == (
+    assert pair.setup_notice(base, run, 1.12) == (
         "setup took 7.2 s of this run's 9.9 s (the baseline's 0.8 s of 3.8 s), outside the speedups: "
         "start to finish the run took 2.61x as long as the baseline")
-    assert cmp.setup_notice(base, {"wall_sec": 3.5, "setup_sec": 0.7}, 1.12) is None  # 1.086 vs 1.12: within
-    assert cmp.setup_notice(base, {"wall_sec": 9.9}, 1.12) is None                   # still running
-    assert cmp.setup_notice({"wall_sec": 9.0, "setup_sec": 6.0}, {"wall_sec": 3.0, "setup_sec": 0.5},
+    assert pair.setup_notice(base, {"wall_sec": 3.5, "setup_sec": 0.7}, 1.12) is None  # 1.086 vs 1.12: within
+    assert pair.setup_notice(base, {"wall_sec": 9.9}, 1.12) is None                   # still running
+    assert pair.setup_notice({"wall_sec": 9.0, "setup_sec": 6.0}, {"wall_sec": 3.0, "setup_sec": 0.5},
                             1.5).endswith("start to finish the run was 3.00x as fast as the baseline")
-    assert cmp.breakdown({"samples_per_sec": 1.0}) is None
+    assert pair.breakdown({"samples_per_sec": 1.0}) is None
 
 
 class SleepAtEpochEnd:
@@ -115,7 +115,7 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
     after = [b - a for k, a, b, _, note in s["timeline"]
              if k == "other" and (note.startswith("epoch start") or note == "end of fit")]
     assert sum(after) >= 2.9
-    c = cmp.compare(store, plain, slept)
+    c = pair.compare(store, plain, slept)
     assert c["end_to_end_speedup"] < 1
     # The steps themselves did not change (a wide band: medians of two runs on a shared CPU;
     # counting the sleeps as steps would put it near 0.1).

@@ -247,7 +247,7 @@ def round_factors(store: Store, base_ids: list, run_ids: list, sp: dict, target:
     factors), from the stored runs of each round (base_ids[i] against run_ids[i]); None
     when a round's runs are not both complete or lack a steady rate."""
     from engine.report.comparison import factors_of_rows
-    from engine.report.compare import compare
+    from engine.report.pair import compare
 
     rows = []
     for b, r in zip(base_ids, run_ids):
@@ -580,7 +580,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
     training start; None if it never did)}.
     """
     from engine.jobs import runner
-    from engine.report.compare import time_to_accuracy
+    from engine.report.target import time_to_accuracy
 
     t_submit = time.monotonic()
     start = None          # latest possible training start (monotonic s)

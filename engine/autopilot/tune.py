@@ -81,7 +81,7 @@ def tune(cfg: RunConfig, center: Optional[float] = None, seeds=SEEDS, factors=LR
     from engine.data.meta import target_for
     from engine.base.errors import ConfigError
     from engine.jobs import runner
-    from engine.report.compare import effective_target, time_to_accuracy
+    from engine.report.target import effective_target, time_to_accuracy
     from engine.store import Store
 
     target = target_for(cfg.target_accuracy, cfg.dataset)

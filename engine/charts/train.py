@@ -140,7 +140,7 @@ def time_figure(rows: list[tuple[str, Optional[Mapping]]], title: Optional[str] 
     """Horizontal stacked bars, one per run, of its wall time (s) split into setup,
     warm-up, training (compute), data wait, validation and other.
 
-    Args: rows: [(run label, engine.report.compare.breakdown() or None)].
+    Args: rows: [(run label, engine.report.pair.breakdown() or None)].
     """
     rows = [(label, b) for label, b in rows if b]
     height = height or 120 + 52 * max(len(rows), 2)  # one bar alone: room for the legend below the axis

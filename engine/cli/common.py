@@ -124,7 +124,7 @@ def progress_line(run_id: int):
     the phase seen at this poll differs from the last one printed (queued, setting up,
     warm-up, the epoch reached: short epochs between two polls share a line), so a log
     holds no repeats."""
-    from engine.report.compare import progress
+    from engine.report.progress import progress
     from engine.store import Store
 
     last = {"phase": None}
@@ -345,7 +345,7 @@ def _x(v) -> str:
 
 
 def speedup_rows(c: dict) -> list[tuple[str, str]]:
-    """The three speedups of an engine.report.compare.compare() result as (name, text) rows."""
+    """The three speedups of an engine.report.pair.compare() result as (name, text) rows."""
     target = c.get("target_accuracy")
     if c.get("time_to_accuracy_speedup") is not None:
         tta = (f"{c['time_to_accuracy_speedup']:.2f}x  ({c['baseline_time_to_accuracy_sec']:.2f} s -> "
@@ -371,8 +371,8 @@ def speedup_rows(c: dict) -> list[tuple[str, str]]:
 
 def time_table(columns: list[tuple[str, Optional[dict]]]) -> str:
     """Where the time went, one column per run: `columns` = [(name, breakdown)]
-    with engine.report.compare.breakdown() dicts (None: no timeline). Seconds."""
-    from engine.report.compare import PART_NAMES
+    with engine.report.pair.breakdown() dicts (None: no timeline). Seconds."""
+    from engine.report.pair import PART_NAMES
 
     keys = ("setup", "warmup", "train", "data_wait", "validation", "other", "wall")
     names = {**PART_NAMES, "train": "training (compute)", "wall": "wall time"}

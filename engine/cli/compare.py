@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_compare(args) -> int:
-    from engine.report.compare import compare
+    from engine.report.pair import compare
     from engine.store import Store
 
     if args.target_accuracy is not None and not 0 < args.target_accuracy <= 1:

@@ -66,7 +66,7 @@ def cmd_run(args) -> int:
                 runner.cancel(rid)
     run = follow(rid, args.quiet)
     out = result_json(run)
-    from engine.report.compare import backend_speedup, compare
+    from engine.report.pair import backend_speedup, compare
 
     store = Store()
     try:

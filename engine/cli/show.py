@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from engine.cli.common import get_run, print_json, print_summary, result_json, time_table
-from engine.report.compare import breakdown
+from engine.report.pair import breakdown
 
 
 def add_parser(sub) -> None:
@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_show(args) -> int:
-    from engine.report.compare import live_summary
+    from engine.report.progress import live_summary
     from engine.store import Store
 
     store = Store()

@@ -286,7 +286,7 @@ def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:
     """The newest completed run on this machine whose config equals
     `baseline_config(cfg)` (target_accuracy aside), or None."""
     # The target accuracy only decides what the comparison reads off the stored
-    # epochs (engine.report.compare), not how the baseline trains.
+    # epochs (engine.report.target), not how the baseline trains.
     def key(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "target_accuracy"}
 

@@ -137,7 +137,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
 
         def on_start(t0):
             writer.set_t0(t0)
-            if chief:  # the page counts its time-left estimate down from here (report.compare.progress)
+            if chief:  # the page counts its time-left estimate down from here (report.progress.progress)
                 store.update_run(run_id, plan={**seen_plan, "train_started_at": time.time()})
 
         out = train(cfg, sink, stop, on_setup=on_setup, on_start=on_start, cluster=cluster,

@@ -26,7 +26,7 @@ MEASURES = (("time_to_accuracy", "baseline_time_to_accuracy_sec", "time_to_accur
 
 
 def _pair_rows(store: Store, plan: list, target: Optional[float]) -> list[dict]:
-    from engine.report.compare import compare
+    from engine.report.pair import compare
 
     rows = []
     for p in plan:
@@ -170,7 +170,7 @@ def evaluate(store: Store, comparison: dict) -> dict:
     'baselines_measured' (the baselines that started),
     'baseline_measured' (Unix s the first baseline started), 'baseline_reused' (False)}.
     """
-    from engine.report.compare import effective_target
+    from engine.report.target import effective_target
 
     plan = comparison["plan"] or []
     one = store.get_run(plan[0]["run_id"]) if plan else None

@@ -1,5 +1,5 @@
 """The wording of one pair's headline: time to accuracy (what the clock says), as the
-Train page, presenter mode and Replay show it. Pure: from engine.report.compare.compare()'s
+Train page, presenter mode and Replay show it. Pure: from engine.report.pair.compare()'s
 result (or a run that is its own baseline and its epoch rows) to strings; drawing them
 is the views' business. A comparison of interleaved pairs has its own headline
 (engine.report.stats.comparison_headline).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from engine.report.compare import effective_target, not_reached, time_to_accuracy
+from engine.report.target import effective_target, not_reached, time_to_accuracy
 
 OWN_BASELINE = "This run is its own baseline: nothing to compare."
 
@@ -44,7 +44,7 @@ def own_time(run: dict, epochs: list[dict]) -> dict:
 def pair_headline(cmp: dict) -> dict:
     """The time-to-accuracy headline of one pair (run vs baseline, both ended).
 
-    Args: cmp, engine.report.compare.compare()'s result (time_to_accuracy_speedup, the two
+    Args: cmp, engine.report.pair.compare()'s result (time_to_accuracy_speedup, the two
     times in s, target_accuracy, the two *_time_to_accuracy_note).
     Returns: {'label': 'time to 0.95 val accuracy', 'ratio': the speedup or None,
     'value': '3.42× faster', '0.80× slower' or '—', 'seconds': '45.3 s → 13.2 s' or None,

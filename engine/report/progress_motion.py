@@ -17,7 +17,7 @@ from __future__ import annotations
 def projection(p: dict, horizon_s: float) -> dict:
     """Where a running run's progress line goes in the next `horizon_s` seconds.
 
-    `p`: engine.report.compare.progress of a running run ('fraction' 0..1,
+    `p`: engine.report.progress.progress of a running run ('fraction' 0..1,
     'elapsed_sec' s, 'time_left_sec' s or None while the steady rate is unknown).
     Returns {'fraction': (from, to), 'elapsed_sec': (from, to), 'time_left_sec':
     (from, to) or None, 'elapsed_s': seconds the elapsed clock runs, 'left_s': seconds

@@ -194,7 +194,7 @@ class ReplayStore:
         return [dict(r) for r in self._rows.get(run_id, {}).get(table, [])]
 
     def source(self) -> "ReplayMetrics":
-        """Metrics as engine.report.compare and the Train page's charts read them."""
+        """Metrics as engine.report.pair and the Train page's charts read them."""
         return ReplayMetrics(self)
 
     def frame(self, table: str, run_id: int):

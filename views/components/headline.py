@@ -9,7 +9,7 @@ import streamlit as st
 from engine.autopilot import search as autopilot
 from engine.charts import train as train_charts
 from engine.report import headline, stats
-from engine.report.compare import backend_speedup
+from engine.report.pair import backend_speedup
 from engine.store import ACTIVE_STATUSES, Store
 from views.components.common import PLOTLY_CONFIG
 
@@ -116,7 +116,7 @@ def time_row(base: dict | None, run: dict | None, cmp: dict | None) -> None:
 
 def backend_line(store: Store, run: dict | None) -> None:
     """The backend speedup: this run against the same configuration stored on the
-    other Keras backend (engine.report.compare.backend_speedup), or how to get one."""
+    other Keras backend (engine.report.pair.backend_speedup), or how to get one."""
     if run is None or run["status"] != "completed":
         return
     b = backend_speedup(store, run["id"])

@@ -9,7 +9,7 @@ import streamlit as st
 from engine.charts import style as chart_style, mfu as mfu_charts
 from engine.report import mfu
 from engine.report.bound_by import bound_by
-from engine.report.compare import live_summary
+from engine.report.progress import live_summary
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 

@@ -14,7 +14,8 @@ import streamlit as st
 from engine.jobs import runner
 from engine.base import plain
 from engine.charts import style as chart_style, train as train_charts
-from engine.report.compare import compare, live_summary, progress
+from engine.report.pair import compare
+from engine.report.progress import live_summary, progress
 from engine.report.live import LiveMetrics
 from engine.report.table import incomplete_note
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store

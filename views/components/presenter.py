@@ -16,7 +16,8 @@ from engine.charts import style as chart_style, presenter as presenter_charts, t
 from engine.report import headline as report_headline
 from engine.report import stats
 from engine.charts.comparison import pairs_figure, pairs_title
-from engine.report.compare import compare, live_summary
+from engine.report.pair import compare
+from engine.report.progress import live_summary
 from views.components import comparison as cmp_view
 from views.components.headline import own_time
 from views.components import quiet_progress

@@ -52,7 +52,7 @@ def _bar(fraction: float, cls: str = "") -> str:
 def running_line(label: str, p: dict, horizon_s: int) -> str:
     """HTML of a running run: '<b>label</b>: epoch e/E · step s/S · n s elapsed · m s left'
     and its bar, whose bar, counts and clocks the block's script moves on for `horizon_s` s
-    (`p`: engine.report.compare.progress of the run)."""
+    (`p`: engine.report.progress.progress of the run)."""
     fs = frames(p, horizon_s)
     f0, e0, l0, ep0, s0 = fs[0]
     return (f'<div data-frames="{html.escape(json.dumps(fs))}"><div><b>{html.escape(label)}</b>: '

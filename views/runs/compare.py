@@ -8,11 +8,12 @@ import streamlit as st
 
 from engine.charts import style as chart_style, mfu as mfu_charts, runs as runs_charts, train as train_charts
 from engine.report import forecast, stats
-from engine.report.compare import compare, live_summary
+from engine.report.pair import compare
+from engine.report.progress import live_summary
 from engine.store import Store
 from views.components.common import PLOTLY_CONFIG, autopilot_run
 
-# The speedup bars' three kinds (engine.report.compare.compare keys).
+# The speedup bars' three kinds (engine.report.pair.compare keys).
 SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
                  "steady": "steady_speedup"}
 

@@ -3,7 +3,7 @@ see speedups against any baseline and scaling with device count, download
 CSVs, delete runs.
 
 UI only: the table comes from engine.report.table.runs_frame, speedups from
-engine.report.compare, figures from engine.report.charts. No TensorFlow in this process.
+engine.report.pair, figures from engine.report.charts. No TensorFlow in this process.
 The page entry (app.py routes here); its sections are the modules beside it.
 """
 from __future__ import annotations

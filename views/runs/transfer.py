@@ -9,7 +9,7 @@ import streamlit as st
 from engine.base import plain
 from engine.jobs import background, demo, runner
 from engine.charts import style as chart_style, runs as runs_charts
-from engine.report.compare import progress
+from engine.report.progress import progress
 from engine.store import ACTIVE_STATUSES, Store
 from views.components.common import PLOTLY_CONFIG, one_line_errors
 

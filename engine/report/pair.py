@@ -1,11 +1,14 @@
-"""Speedups between stored runs, and live progress of a run (no TF here)."""
+"""One run against its baseline: the speedups between two stored runs (time to accuracy,
+end to end, steady), where the time went, and the other Keras backend's run as a baseline
+(no TF here). Interleaved pairs of many runs are a comparison: engine.report.comparison."""
 from __future__ import annotations
 
-import time
 from typing import Optional
 
 from engine.report.live import StoreMetrics
-from engine.report.measure import speedup, steady_state_arrays, time_left
+from engine.report.measure import speedup
+from engine.report.progress import live_summary
+from engine.report.target import censored_time, effective_target, not_reached, samples_to_accuracy, time_to_accuracy
 from engine.store import Store
 
 # Differences that make a comparison no longer like with like.
@@ -19,73 +22,6 @@ DIVERGENCE = 0.15
 PARTS = ("setup", "warmup", "train", "validation", "other")
 PART_NAMES = {"setup": "setup", "warmup": "warm-up", "train": "training", "validation": "validation",
               "other": "other (inside fit)", "data_wait": "data wait"}
-
-
-def effective_target(run: dict, target: Optional[float] = None) -> Optional[float]:
-    """The target validation accuracy (0-1) a run's time to accuracy is measured to:
-    `target` if given, else its config's (engine.data.meta.target_for: the config's
-    target_accuracy or the data set's default), else the one its worker used (summary)."""
-    if target is not None:
-        return target
-    from engine.data.meta import target_for
-
-    cfg = run.get("config") or {}
-    found = target_for(cfg.get("target_accuracy"), cfg.get("dataset"))
-    return found if found is not None else (run.get("summary") or {}).get("target_accuracy")
-
-
-def time_to_accuracy(epochs: list[dict], target: Optional[float]) -> Optional[float]:
-    """Seconds from the start of training to the end of the first validation whose
-    accuracy reaches `target` (epoch rows' t), or None. Same float32 tolerance as
-    the worker (engine.training.recorder.reached)."""
-    if target is None:
-        return None
-    hit = next((e for e in epochs if e.get("val_accuracy") is not None
-                and e["val_accuracy"] >= target - 1e-6), None)
-    return hit["t"] if hit else None
-
-
-def samples_to_accuracy(run: dict, epochs: list[dict], target: Optional[float]) -> Optional[float]:
-    """Training samples seen until the end of the first validation at or above `target`
-    (epochs done x samples per epoch: plan n_train - dropped_samples_per_epoch), or None."""
-    if target is None:
-        return None
-    hit = next((e for e in epochs if e.get("val_accuracy") is not None
-                and e["val_accuracy"] >= target - 1e-6), None)
-    return _samples_after(run, hit)
-
-
-def _samples_after(run: dict, epoch_row: Optional[dict]) -> Optional[float]:
-    plan = run.get("plan") or {}
-    if epoch_row is None or not plan.get("n_train"):
-        return None
-    return float((int(epoch_row["epoch"]) + 1) * (plan["n_train"] - (plan.get("dropped_samples_per_epoch") or 0)))
-
-
-def censored_time(run: dict, epochs: list[dict], target: Optional[float]) -> tuple[Optional[float], Optional[float]]:
-    """(s, samples) trained by a completed run that never reached `target`: the time and
-    samples at its last validation, a lower bound of its time to accuracy (a censored
-    observation); (None, None) when it reached the target, did not complete, or has no
-    validation."""
-    if target is None or run.get("status") != "completed" or not epochs or \
-            time_to_accuracy(epochs, target) is not None:
-        return None, None
-    last = epochs[-1]
-    return last.get("t"), _samples_after(run, last)
-
-
-def not_reached(run: dict, epochs: list[dict], target: Optional[float]) -> Optional[str]:
-    """'not reached in N epochs' (or '... yet' while the run is active) when a target
-    is set and no validation reached it; None otherwise."""
-    if target is None or time_to_accuracy(epochs, target) is not None:
-        return None
-    n = len(epochs)
-    if run.get("status") in ("queued", "running"):
-        return f"not reached yet ({n} epoch{'s' if n != 1 else ''} so far)"
-    if n == 0:  # stopped or failed before its first validation: "in 0 epochs" would read as no training
-        return f"not reached: {run.get('status') or 'ended'} before its first validation"
-    return f"not reached in {n} epoch{'s' if n != 1 else ''}"
-
 
 def end_to_end_rate(summary: dict, execs) -> Optional[float]:
     """Training samples / wall time of training (warm-up, validation and other
@@ -296,84 +232,3 @@ def backend_speedup(store: Store, run_id: int) -> Optional[dict]:
                other_backend=BACKEND_NAMES.get(other["config"].get("backend", "tensorflow")),
                other_jit_compile=bool(other["config"].get("jit_compile")))
     return out
-
-
-def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = None, source=None) -> dict:
-    """The run's summary; for a run still in progress, figures computed from the
-    executions stored so far (same arithmetic as the final summary). `execs`
-    (DataFrame of EXEC_COLS) and `epochs` (rows) are the run's stored metrics
-    when the caller has read them already, from `source` (as for `compare`;
-    a LiveMetrics source computes the steady state once per rows read)."""
-    summary = dict(run.get("summary") or {})
-    if run["status"] in ("completed", "failed", "cancelled") and "samples_per_sec" in summary:
-        return summary
-    execs = execs if execs is not None else store.frame("executions", run["id"])
-    if len(execs):
-        def steady() -> dict:  # as steady_state() of the rows, vectorised (a live page: every second)
-            return steady_state_arrays(execs["duration"].to_numpy(dtype=float),
-                                       # stored rate x duration = the samples the worker really counted
-                                       (execs["samples_per_sec"] * execs["duration"]).to_numpy(dtype=float),
-                                       execs["warmup"].to_numpy(dtype=float) != 0)  # NaN: warm-up, as bool()
-        summary.update(source.memo(run, execs, "steady_state", steady) if source else steady())
-    epochs = epochs if epochs is not None else store.metrics("epochs", run["id"])
-    target = effective_target(run)
-    if target and "time_to_target_sec" not in summary:
-        summary["time_to_target_sec"] = time_to_accuracy(epochs, target)
-    return summary
-
-
-def progress(store: Store, run_id: int, source=None, now: Optional[float] = None) -> Optional[dict]:
-    """Live progress of a run: {'status', 'epoch' (1-based), 'epochs', 'step',
-    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec', 'samples_per_sec',
-    'loss'}; None if no such run.
-
-    time_left_sec: steps left at the steady step rate plus, per epoch left, the
-    median time seen between an epoch's last execution and its end (validation);
-    None until the steady rate is known. While the run is running it counts down
-    with the clock between stored executions too (during validation, between
-    epochs), from the training start the worker recorded (plan
-    'train_started_at', s since the epoch; `now` defaults to time.time()).
-    `source`: as for `compare`.
-    """
-    run = store.get_run(run_id)
-    if run is None:
-        return None
-    src = source or StoreMetrics(store)
-    plan = run.get("plan") or {}
-    execs, epochs = src.executions(run), src.epochs(run)
-    total = plan.get("total_steps") or 0
-    last = execs.iloc[-1] if len(execs) else None
-    step = int(last["step"]) if last is not None else 0
-    steady = execs.loc[execs["warmup"] == 0, ["batches", "duration"]]  # two columns, not every row's all
-    steps_per_s = float(steady["batches"].sum() / steady["duration"].sum()) if len(steady) else None
-    left = time_left(step, total, steps_per_s)
-    elapsed = float(last["t"]) if last is not None else 0.0
-    if left is not None and run["status"] == "running":
-        left += (run["config"]["epochs"] - len(epochs)) * _epoch_overhead(execs, epochs)
-        started = plan.get("train_started_at")
-        if started:
-            # Time since the last stored execution (validation, epoch ends) counts down too.
-            clock = (now if now is not None else time.time()) - started
-            left = max(left - max(clock - elapsed, 0.0), 0.0)
-            elapsed = max(elapsed, clock)
-    summ = live_summary(store, run, execs, epochs, src)
-    return {
-        "status": run["status"], "epoch": int(last["epoch"]) + 1 if last is not None else 0,
-        "epochs": run["config"]["epochs"], "step": step, "total_steps": total,
-        "fraction": min(step / total, 1.0) if total else 0.0,
-        "elapsed_sec": elapsed,
-        "time_left_sec": left,
-        "samples_per_sec": summ.get("samples_per_sec"),
-        "loss": float(last["loss"]) if last is not None and last["loss"] == last["loss"] else None,
-    }
-
-
-def _epoch_overhead(execs, epochs: list[dict]) -> float:
-    """Median seconds from an epoch's last execution to the epoch's end (validation)."""
-    import statistics
-
-    if not len(execs):
-        return 0.0
-    last_t = execs.groupby("epoch")["t"].last().to_dict()
-    gaps = [e["t"] - last_t[e["epoch"]] for e in epochs if e["epoch"] in last_t]
-    return max(statistics.median(gaps), 0.0) if gaps else 0.0
