@@ -40,6 +40,15 @@ def test_round_trip(store):
     assert not folder.exists()
 
 
+def test_a_run_can_be_created_with_more_columns_in_one_insert(store):
+    # A SpeedLabCallback run is inserted with its pid and plan: no reader sees it without them.
+    rid = store.create_run(RunConfig().to_json(), status="running", pid=4242, pid_started=12.5,
+                           plan={"source": "callback", "script": "train.py"})
+    run = store.get_run(rid)
+    assert (run["status"], run["pid"], run["pid_started"]) == ("running", 4242, 12.5)
+    assert run["plan"] == {"source": "callback", "script": "train.py"}
+
+
 def test_wal_mode(store):
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -154,7 +154,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
     handed = _marker(store)[2]
     now = time.time()
     for run in active:
-        if _outside_script(run) and not run["pid"]:  # its script records its pid just after creating it
+        if _outside_script(run) and not run["pid"]:  # inserted with its pid; without one (a store edited, an older SpeedLab): after the grace
             if now - run["created"] > ORPHAN_GRACE_S:
                 store.finish_run(run["id"], "failed", "its script ended before it recorded its process",
                                  only_if_active=True)

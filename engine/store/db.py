@@ -348,11 +348,15 @@ class Store:
 
     # --- runs -----------------------------------------------------------
     def create_run(self, config_json: str, role: str = "run", group_id: Optional[str] = None,
-                   status: str = "queued") -> int:
+                   status: str = "queued", **cols) -> int:
+        """Insert a run; `cols` sets more of its columns in the same insert (dict/list values
+        stored as JSON), so no reader ever sees it without them. Returns its id."""
+        names = ["created", "group_id", "role", "config", "status", *cols]
+        vals = [time.time(), group_id, role, config_json, status,
+                *(json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values())]
         with self.tx():
             cur = self.conn.execute(
-                "INSERT INTO runs (created, group_id, role, config, status) VALUES (?,?,?,?,?)",
-                (time.time(), group_id, role, config_json, status))
+                f"INSERT INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", vals)
             return int(cur.lastrowid)
 
     def update_run(self, run_id: int, **cols):

@@ -175,8 +175,6 @@ class SpeedLabCallback(keras.callbacks.Callback):
         store.writable()
         role = os.environ.get("SPEEDLAB_ROLE") or "run"
         group = os.environ.get("SPEEDLAB_GROUP") or None
-        run_id = store.create_run(json.dumps(cfg.to_dict()), role=role, group_id=group, status="running")
-        self._store, self.run_id, self._tl = store, run_id, tl
         self._plan = {"source": SOURCE, "label": LABEL, "script": script, "name": self.name or script,
                       "argv": [str(a)[:200] for a in sys.argv[:20]], "steps_per_epoch": steps,
                       "epochs": epochs, "total_steps": steps * epochs, "global_batch_size": gb,
@@ -187,9 +185,12 @@ class SpeedLabCallback(keras.callbacks.Callback):
                       "input_batches_per_sec": None}
         from engine.base.process import start_time
 
-        # pid + its start time: the runner's reconcile keeps a live script's run running.
-        store.update_run(run_id, started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
-                         environment=_environment())
+        # pid + its start time in the same insert as the run: the runner's reconcile keeps a
+        # live script's run running, and ends it failed once the script is gone.
+        run_id = store.create_run(json.dumps(cfg.to_dict()), role=role, group_id=group, status="running",
+                                  started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
+                                  environment=_environment())
+        self._store, self.run_id, self._tl = store, run_id, tl
         import atexit
 
         atexit.register(self._at_exit)  # a fit that raised never calls on_train_end
