@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.store import from_outside_script
+
 
 # Colour-blind-safe (Okabe-Ito / Tol) colours that stay distinct on a projector;
 # no grey or yellow (grey is the baseline's, yellow washes out on white).
@@ -90,7 +92,7 @@ def run_label(run: Mapping) -> str:
     parts += _speed_parts(cfg)
     if cfg.get("init_from") is not None:
         parts.append(f"from #{cfg['init_from']}")
-    if isinstance(plan, dict) and plan.get("source") == "callback":  # SpeedLabCallback (engine.training.outside)
+    if from_outside_script(plan):  # SpeedLabCallback (engine.training.outside)
         parts.append("outside script")
     return " · ".join(parts)
 
@@ -129,7 +131,7 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
     A run from an outside script (`plan` source 'callback') names its script and its name, not
     the placeholder data set and model its stored config holds (engine.training.outside)."""
     summary = summary or {}
-    if isinstance(plan, Mapping) and plan.get("source") == "callback":
+    if from_outside_script(plan):
         cfg = {**cfg, "dataset": f"outside script {plan.get('script') or 'python'}",
                "model": str(plan.get("name") or "its own model"), "image_size": None}
     devices = cfg.get("devices", 1)

@@ -104,7 +104,6 @@ def _check_backend(c: RunConfig, m: dict) -> None:
 # which never imports a framework), remembered per file version, data shape and backend.
 USER_MODEL_CHECK_TIMEOUT_S = 180
 _checked: dict[tuple, dict] = {}
-_ROOT = str(ROOT)
 
 
 def check_user_model(c: RunConfig, timeout_s: float = USER_MODEL_CHECK_TIMEOUT_S) -> Optional[dict]:
@@ -147,12 +146,12 @@ def _run_check(c: RunConfig, shape: tuple, classes: int, timeout_s: float) -> di
     Raises: ConfigError when it times out or prints no answer (not remembered)."""
     env = dict(os.environ, KERAS_BACKEND=c.backend, CUDA_VISIBLE_DEVICES="-1", JAX_PLATFORMS="cpu",
                TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
-                   p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p))
+                   p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     cmd = [sys.executable, "-m", "engine.training.user_model", "check", c.model,
            ",".join(map(str, shape)), str(classes)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
-                           cwd=_ROOT, stdin=subprocess.DEVNULL)
+                           cwd=ROOT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ConfigError("model", c.model, f"took more than {timeout_s:g} s to build",
                           "make build() quick (no training or downloads in it)") from None

@@ -25,7 +25,7 @@ from engine.config import RunConfig, baseline_config
 from engine.base.errors import ActiveRunError
 from engine.config.preflight import check_runnable
 from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
-from engine.store import ACTIVE_STATUSES, Store
+from engine.store import ACTIVE_STATUSES, Store, from_outside_script
 
 def idle_exit_s() -> float:
     """Seconds an idle queue (and its spare) stays up: $SPEEDLAB_QUEUE_IDLE_S, default 600."""
@@ -146,7 +146,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
     if active and (queue_alive(store) or queue_starting(store)):
         # A script's run (SpeedLabCallback) is no queue's: a live queue never settles it, so
         # a script killed before its atexit (SIGKILL, SIGTERM) left it running for good.
-        active = [r for r in active if _outside_script(r)]
+        active = [r for r in active if from_outside_script(r.get("plan"))]
     if not active:
         return
     if not locked and any(r["status"] == "queued" for r in active) and submitting(store):
@@ -154,7 +154,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
     handed = _marker(store)[2]
     now = time.time()
     for run in active:
-        if _outside_script(run) and not run["pid"]:  # inserted with its pid; without one (a store edited, an older SpeedLab): after the grace
+        if from_outside_script(run.get("plan")) and not run["pid"]:  # inserted with its pid; without one (a store edited, an older SpeedLab): after the grace
             if now - run["created"] > ORPHAN_GRACE_S:
                 store.finish_run(run["id"], "failed", "its script ended before it recorded its process",
                                  only_if_active=True)
@@ -162,7 +162,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
         if run["status"] == "running" and run["pid"]:
             if process_alive(run["pid"], run["pid_started"]):
                 continue
-            if _outside_script(run):
+            if from_outside_script(run.get("plan")):
                 store.finish_run(run["id"], "failed", "its script ended before fit finished, without "
                                  "reporting (killed?); what it measured is kept", only_if_active=True)
                 continue
@@ -175,12 +175,6 @@ def reconcile(store: Store, locked: bool = False) -> None:
             what = "before its worker started" if run["status"] == "running" else "before it started"
             store.finish_run(run["id"], "failed", f"its queue process ended {what} (killed or crashed); "
                              "nothing ran: launch it again", only_if_active=True)
-
-
-def _outside_script(run: dict) -> bool:
-    """Whether `run` comes from SpeedLabCallback in a user's script (engine.training.outside)."""
-    plan = run.get("plan")
-    return isinstance(plan, dict) and plan.get("source") == "callback"
 
 
 def active_run(store: Store, locked: bool = False) -> Optional[dict]:

@@ -7,6 +7,8 @@ import math
 import time
 from typing import Optional
 
+from engine.store import from_outside_script
+
 
 def incomplete_note(summary: Optional[dict]) -> Optional[str]:
     """One line when a run's worker could not store all its metric rows
@@ -73,7 +75,7 @@ def runs_frame(store, runs: Optional[list] = None):
     for r in store.list_runs() if runs is None else runs:
         c, s = r["config"], r.get("summary") or {}
         plan = r.get("plan") if isinstance(r.get("plan"), dict) else {}
-        outside = plan.get("source") == "callback"  # SpeedLabCallback in a user's script (engine.training.outside)
+        outside = from_outside_script(plan)  # SpeedLabCallback in a user's script (engine.training.outside)
         recs.append({
             "id": r["id"], "status": r["status"], "role": r["role"],
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])),

@@ -31,7 +31,9 @@ from typing import Optional
 
 import keras
 
-SOURCE = "callback"
+from engine.store.rows import OUTSIDE_SCRIPT_SOURCE  # stdlib only: nothing heavy in the user's script
+
+SOURCE = OUTSIDE_SCRIPT_SOURCE
 LABEL = "from an outside script"
 
 

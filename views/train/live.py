@@ -7,6 +7,7 @@ import streamlit as st
 
 from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
+from engine.store import from_outside_script
 from engine.base.plain import md
 from engine.report import live_refresh
 from engine.store import Store
@@ -113,7 +114,7 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
                                                         "**Autopilot** and **Runs** pages.)" if n_ap else ""),
                         icon=":material/arrow_back:")
                 return
-            if run is not None and (run.get("plan") or {}).get("source") == "callback":
+            if run is not None and from_outside_script(run.get("plan")):
                 plan = run["plan"]  # engine.training.outside: SpeedLabCallback in a user's script
                 st.caption(md(f"Run {run['id']} from an outside script: {plan.get('name') or ''} "
                                       f"({plan.get('script') or 'python'})"))
