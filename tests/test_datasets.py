@@ -249,6 +249,28 @@ def test_digits_counts_and_label_subset():
     assert RunConfig.from_dict({"label_subset": [1, 0]}).label_subset == (1, 0)
 
 
+def test_every_seed_is_validated_on_the_same_samples_unless_the_validation_seed_changes(keras_home):
+    """The run's seed moves weights, order and augmentation, never the validation draw:
+    on mnist5k seeds 1 and 5 had met harder 500-image validation draws than seeds 2-4
+    (a 0.965 target missed at 0.958 with 0.986 test accuracy)."""
+    def split(**kw):
+        return datasets.load(RunConfig(dataset="digits", **kw))
+
+    s1, s5 = split(seed=1), split(seed=5)
+    assert np.array_equal(s1.x_val, s5.x_val) and np.array_equal(s1.y_val, s5.y_val)
+    assert np.array_equal(s1.x_train, s5.x_train) and np.array_equal(s1.x_test, s5.x_test)
+    other = split(seed=1, validation_seed=7)
+    assert not np.array_equal(other.x_val, s1.x_val)
+    assert np.array_equal(other.x_test, s1.x_test)  # the test set has a seed of its own
+    assert len(other.y_val) == len(s1.y_val) == 180
+    # With a test split of its own, validation comes off training by the same rule.
+    write_mnist(keras_home, n_train=40, n_test=10)
+    m = [datasets.load(RunConfig(dataset="mnist", batch_size=8, seed=s)) for s in (0, 3)]
+    assert np.array_equal(m[0].x_val, m[1].x_val) and len(m[0].y_val) == 8
+    with pytest.raises(ConfigError, match="validation_seed"):
+        RunConfig(validation_seed=-1)
+
+
 @pytest.mark.parametrize("subset, fragment", [
     ((3,), "fewer than 2 classes"),
     ((1, 1), "repeats a label"),

@@ -81,6 +81,9 @@ class RunConfig:
     momentum: float = 0.9
     seed: int = 0
     validation_fraction: float = 0.2
+    # The validation draw's own seed: every run seed of a data set is validated on the same
+    # samples (as MLPerf's fixed evaluation set), so seeds differ only in training.
+    validation_seed: int = 0
     target_accuracy: Optional[float] = None
     stop_at_target: bool = False
     # Synthetic data (pure-throughput checks, as classic TF benchmark harnesses do).
@@ -368,6 +371,7 @@ def _validate(c: RunConfig) -> None:
     _num("momentum", c.momentum, 0.0, 1.0, hi_open=True)
     _int("seed", c.seed, 0, 2**31 - 1)
     _num("validation_fraction", c.validation_fraction, 0.0, 0.5, lo_open=True)
+    _int("validation_seed", c.validation_seed, 0, 2**31 - 1)
     if c.target_accuracy is not None:
         _num("target_accuracy", c.target_accuracy, 0.0, 1.0, lo_open=True)
     if c.stop_at_target and target_for(c.target_accuracy, c.dataset) is None:
@@ -580,10 +584,12 @@ FIELD_HELP = {
                  "needed) or lamb (You et al. 2020: per-layer trust ratio, for large batches)",
     "learning_rate": "base learning rate (before linear scaling)",
     "momentum": "SGD momentum",
-    "seed": "random seed for the split, shuffling and weights",
+    "seed": "random seed for the weights, shuffling and augmentation (a comparison's pair i uses seed + i)",
     "validation_fraction": "share of samples held out from training (stratified): half is validation "
                            "(targets, stopping), half a fixed test set that nothing steers by; all of it is "
                            "validation when the data set has a test split of its own",
+    "validation_seed": "seed of the validation draw, kept apart from --seed so that every seed is "
+                       "validated (targets, stopping) on the same samples; set it to vary the draw",
     "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy); "
                        "empty: the data set's default (digits 0.95, mnist5k 0.965, mnist 0.98, fashion_mnist 0.88, "
                        "cifar10 0.70)",

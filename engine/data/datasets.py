@@ -26,7 +26,7 @@ class Split:
     Validation data decides everything a run steers by (the target, stopping, the
     autopilot's choice); the test data decides nothing and is only reported
     (engine.data.meta.test_count). validation: always 'split' (held out from the
-    training data, stratified, by the run's seed). test: 'split' (a fixed stratified
+    training data, stratified, by cfg.validation_seed: the same for every run seed). test: 'split' (a fixed stratified
     draw, engine.data.meta.TEST_SEED, the same for every run of the data set) or
     'test' (the data set's own test split).
     """
@@ -48,9 +48,10 @@ def load(cfg) -> Split:
     """Load `cfg.dataset` (restricted to `cfg.label_subset`) and split it.
     ceil(validation_fraction x N) samples are held out of training, stratified by
     class. With a test split of its own they are all validation (drawn by
-    `cfg.seed`) and the own test split is the test set; without one, test_count of
-    them are the test set (drawn first by TEST_SEED: the same for every run) and the
-    rest validation (by `cfg.seed`). Sizes: cfg.data_sizes(), cfg.test_size().
+    `cfg.validation_seed`) and the own test split is the test set; without one, test_count
+    of them are the test set (drawn first by TEST_SEED: the same for every run) and the
+    rest validation (by `cfg.validation_seed`). Neither draw follows `cfg.seed`: seeds
+    differ in weights, order and augmentation, and all meet the same validation samples. Sizes: cfg.data_sizes(), cfg.test_size().
 
     Raises: DataUnavailable (download failed, file changed since validation).
     """
@@ -87,14 +88,14 @@ def load(cfg) -> Split:
         if test:
             test = list(keep_labels(*test, info.labels))
     if test:  # validation comes off the training data; the own test split is only reported
-        xt, yt, xv, yv = stratified_split(x, y, cfg.validation_fraction, cfg.seed)
+        xt, yt, xv, yv = stratified_split(x, y, cfg.validation_fraction, cfg.validation_seed)
         xs, ys, test_kind = test[0], test[1], "test"
     else:
         # The test draw first, by a seed of its own: every run of the data set shares it.
         n_held = math.ceil(cfg.validation_fraction * len(y))
         rest_x, rest_y, xs, ys = stratified_split(x, y, cfg.validation_fraction, TEST_SEED,
                                                   count=test_count(n_held))
-        xt, yt, xv, yv = stratified_split(rest_x, rest_y, cfg.validation_fraction, cfg.seed,
+        xt, yt, xv, yv = stratified_split(rest_x, rest_y, cfg.validation_fraction, cfg.validation_seed,
                                           count=n_held - test_count(n_held))
         test_kind = "split"
     want = cfg.data_sizes()

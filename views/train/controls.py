@@ -280,6 +280,7 @@ def advanced_controls(f: Form, sb) -> None:
     f.c = sb.expander("Advanced")
     f.number("seed", "Random seed", step=1)
     f.number("validation_fraction", "Validation fraction (0-0.5)", step=0.05, format="%.2f")
+    f.number("validation_seed", "Validation split seed", step=1)
     f.c = sb
 
 
