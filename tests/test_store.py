@@ -1,4 +1,6 @@
 """The SQLite store: round trip, live reading from another process, schema guard."""
+import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -47,6 +49,22 @@ def test_a_run_can_be_created_with_more_columns_in_one_insert(store):
     run = store.get_run(rid)
     assert (run["status"], run["pid"], run["pid_started"]) == ("running", 4242, 12.5)
     assert run["plan"] == {"source": "callback", "script": "train.py"}
+
+
+def test_a_run_stored_before_validation_seed_reads_as_drawn_by_its_seed(store):
+    """Runs stored before 2026-12-06 drew validation by their seed: read back, their config says
+    so, and a stored baseline of seed 3 is not reused for a run validated on draw 0."""
+    from engine.jobs.runner import find_baseline
+
+    old = RunConfig(seed=3).to_dict()
+    del old["validation_seed"]
+    rid = store.create_run(json.dumps(old), role="baseline")
+    store.finish_run(rid, "completed", summary={})
+    store.update_run(rid, environment={"hostname": os.uname().nodename})
+    run = store.get_run(rid)
+    assert run["config"]["validation_seed"] == 3 and RunConfig.from_dict(run["config"]).validation_seed == 3
+    assert find_baseline(store, RunConfig(seed=3)) is None
+    assert find_baseline(store, RunConfig(seed=3, validation_seed=3))["id"] == rid
 
 
 def test_wal_mode(store):

@@ -43,7 +43,13 @@ def parse_row(row: dict) -> tuple[dict, Optional[str]]:
             if not isinstance(d[key], dict):
                 return dict(row), f"{key} is not a JSON object"
     problem = row_problem(d)
-    return (dict(row), problem) if problem else (d, None)
+    if problem:
+        return dict(row), problem
+    cfg = d.get("config")
+    if "validation_seed" not in cfg:
+        # Stored before the validation draw had a seed of its own: it was drawn by the run's seed.
+        d["config"] = {**cfg, "validation_seed": cfg.get("seed", 0)}
+    return d, None
 
 
 def row_problem(d: dict[str, Any]) -> Optional[str]:
