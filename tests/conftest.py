@@ -45,7 +45,7 @@ def lane(item) -> str:
 
 # Test modules with a module-scoped fixture (one real search, one matrix subprocess):
 # under xdist each runs whole on one worker, so that its fixture runs once.
-SHARED_MODULES = ("tests/test_autopilot.py", "tests/test_composition.py", "tests/test_jax.py")
+SHARED_MODULES = ("tests/test_autopilot.py", "tests/test_build.py", "tests/test_jax_steps.py")
 
 
 def _shared_fixture(item) -> str | None:
@@ -162,7 +162,7 @@ class _GcClock:
 def pytest_configure(config):
     # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after its
     # run). A test process runs many, and each froze its own and all earlier garbage until some
-    # unfreeze handed it back. Tests run train() unfrozen (test_instrumentation switches it back
+    # unfreeze handed it back. Tests run train() unfrozen (test_recorder switches it back
     # on to test it). The 18-41 s generation-2 collections that now and then stalled a page test
     # were first blamed on that; they outlived it, in processes holding TF's heap. Page tests
     # now run in processes without TF (docs/testing.md, "Page tests and TensorFlow").

@@ -1,4 +1,4 @@
-"""The Autopilot page in a real browser (as tests/test_browser.py: headless
+"""The Autopilot page in a real browser (as tests/test_app_browser.py: headless
 Streamlit on a free port, Chromium driven by Python playwright; skipped without
 them): start a short search from the page, see the trials chart grow as trials
 end, then Stop. Saves test-output/autopilot_live.png."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import time
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, VIEWPORT, full_screenshot, playwright_api, server, wait_for
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, OUT, VIEWPORT, full_screenshot, playwright_api, server, wait_for
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, playwright_api, server, settle  # noqa: F401
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, OUT, playwright_api, server, settle  # noqa: F401
 from tests.helpers.recorded_runs import recorded
 
 HEADLINE = """() => [...document.querySelectorAll('.speedlab-headline')].map(e => {

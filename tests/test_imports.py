@@ -213,3 +213,20 @@ def test_no_test_file_is_over_600_lines():
     assert (tests / "helpers" / "pages.py").exists()
     long = {p.name: n for p in tests.glob("test_*.py") if (n := len(p.read_text().splitlines())) > 600}
     assert not long, long
+
+
+# The layer rules' own test keeps the name docs/architecture.md and the developers' guide give it.
+TEST_NAMES_OF_NO_MODULE = {"imports"}
+
+
+def test_every_test_file_is_named_after_a_module_or_package_it_tests():
+    """test_<name>.py or test_<name>_<aspect>.py, where <name> is a module or package of engine/
+    or views/, or app (app.py): a newcomer finds the tests of engine/store/doctor.py by name.
+    A module and a test that share nothing fail here: rename the test after what it tests."""
+    code = [p for p in (ROOT / "engine").rglob("*.py")] + _view_files()
+    names = {"app"} | {p.stem.rstrip("_") for p in code} | {p.parent.name for p in code}
+    names.discard("__init")
+    stray = sorted(stem for p in (ROOT / "tests").glob("test_*.py")
+                   if (stem := p.stem[len("test_"):]) not in TEST_NAMES_OF_NO_MODULE
+                   and not any(stem == n or stem.startswith(n + "_") for n in names))
+    assert not stray, f"test files named after no module of engine/, views/ or app.py: {stray}"

@@ -15,7 +15,7 @@ import sys
 import time
 
 
-from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
+from tests.helpers.browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
                                 server, settle, wait_for)
 from tests.helpers.recorded_runs import recorded, seed_many, seed_pair
 
@@ -90,7 +90,7 @@ def check_page(pages: dict, url: str, name: str, charts: int, ready: str | None 
 
 
 def save_bench_result() -> None:
-    """A quick-benchmark result for the Hardware page (as test_browser writes one)."""
+    """A quick-benchmark result for the Hardware page (as test_app_browser writes one)."""
     from engine.bench import quick as bench
 
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})

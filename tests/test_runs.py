@@ -32,7 +32,7 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     assert s["samples_per_sec"] > 0 and s["warmup_sec"] > 0 and s["wall_sec"] > s["warmup_sec"]
     assert s["wall_sec"] >= s["time_to_target_sec"] > 0
     # Measuring's own time is stored with the run: hooks on the training thread (the Recorder's
-    # count, tested by value in test_instrumentation) and the writer thread's CPU time.
+    # count, tested by value in test_recorder) and the writer thread's CPU time.
     assert sorted(s["instrumentation"]) == ["batch_hooks_sec", "writer_cpu_sec"]
     assert all(isinstance(v, float) for v in s["instrumentation"].values())
     st = Store()

@@ -132,7 +132,7 @@ def test_the_stop_toast_names_running_runs_and_counts_queued_ones():
 def test_stop_pressed_just_after_a_pair_ended_is_not_lost_to_the_redraw(store):
     """The live fragment reruns the page when a pair has ended since main() drew it. A click on
     Stop in that fragment rerun was consumed by the redraw and lost: the comparison ran on to
-    its pair limit (seen in test_browser). Stop acts in its callback, before the body runs."""
+    its pair limit (seen in test_app_browser). Stop acts in its callback, before the body runs."""
     from benchmarks.live_view import fragment_run, live_fragment_id
     from engine.store import comparisons as cstore
     from engine.jobs import comparison

@@ -4,22 +4,16 @@ as plain characters: no image, link, tag or directive reaches the page, and no c
 title or hover label carries live HTML. engine.base.plain is the one escaping helper."""
 from __future__ import annotations
 
-import io
 import json
 import re
 
 import pytest
 from markdown_it import MarkdownIt
 
-from engine import bundle
 from engine.base import plain
-from engine.store import Store
-from tests.helpers.pages import app, finished_pair, no_errors
+from tests.helpers.hostile import HOSTILE, hostile_store
+from tests.helpers.pages import app, no_errors
 
-# An image that logs the viewer's visit, a phishing link, raw HTML, a Streamlit directive.
-HOSTILE = ('![](http://HOST/pixel.png) [Session expired: sign in again](http://HOST/phish) '
-           '<img src=x onerror=alert(1)> <a href="http://HOST/a">click</a> <b>bold</b> '
-           ':red[red] **strong** `code` $x^2$ www.HOST.example mail@HOST.example')
 PAGES = ("views/train/train.py", "views/runs/runs.py", "views/replay.py", "views/hardware.py",
          "views/autopilot.py")
 # Proto fields that Streamlit renders as Markdown (bodies of markdown/caption/alerts/toasts,
@@ -80,25 +74,6 @@ def live_markup(md_text: str) -> list[str]:
     if re.search(r"(?<!\\):red\[", md_text):
         found.append("directive")
     return found
-
-
-def hostile_store(store: Store, tmp_path) -> list[int]:
-    """A pair exported from another store with hostile text, imported into `store`."""
-    other = Store(tmp_path / "other" / "runs.sqlite")
-    b, r = finished_pair(other)
-    for rid in (b, r):
-        run = other.get_run(rid)
-        env = {**(run["environment"] or {}), "hostname": HOSTILE, "cpu_model": HOSTILE}
-        summary = {**run["summary"], "warnings": [HOSTILE]}
-        config = {**run["config"], "dataset": HOSTILE}  # a data set this machine lacks: its name is text
-        other.update_run(rid, environment=env, group_id=HOSTILE, summary=summary, stderr_tail=HOSTILE,
-                         config=config)
-    other.update_run(r, status="cancelled", error=HOSTILE)
-    buf = io.BytesIO()
-    bundle.export_runs(other, [b, r], buf)
-    other.close()
-    pairs = bundle.import_bundle(store, io.BytesIO(buf.getvalue()), name=f"{HOSTILE}.zip")
-    return [new for _old, new in pairs]
 
 
 def test_md_escapes_every_markup_and_reads_the_same():

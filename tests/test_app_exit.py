@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, playwright_api, wait_for
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, playwright_api, wait_for
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 

@@ -1,5 +1,5 @@
 """The held-out test set (issue 40 item 3): a real run reports its accuracy on Split.x_test,
-measured once after the clocks stop. The split itself: tests/test_splits_layouts.py."""
+measured once after the clocks stop. The split itself: tests/test_meta_splits.py."""
 import threading
 
 import numpy as np

@@ -8,8 +8,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api, server, settle  # noqa: F401 (fixture)
-from tests.test_hostile_text import hostile_store
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, playwright_api, server, settle  # noqa: F401 (fixture)
+from tests.helpers.hostile import hostile_store
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 

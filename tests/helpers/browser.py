@@ -1,0 +1,155 @@
+"""Browser-test helpers: `streamlit run app.py` headless on a free loopback port with the
+test's store (the `server` fixture), Chromium driven by Python playwright, and readers for
+what a page drew. Importing this module skips the importing test module when Chromium or
+playwright is missing. Browser tests import `server` by name (pyproject.toml's F811 note).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "test-output"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1600, "height": 1000}
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"Chromium not found at {CHROMIUM}: install it (apt-get install chromium) to run "
+                "the browser test", allow_module_level=True)
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="Python playwright missing: pip install -r requirements-dev.txt")
+
+# JS: markers Plotly has drawn in the throughput chart (points on screen).
+THROUGHPUT_POINTS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (gd.layout && gd.layout.title && gd.layout.title.text) || '';
+    if (title.includes('Throughput per execution'))
+      return gd.querySelectorAll('.scatterlayer .trace .points path.point').length;
+  }
+  return 0;
+}"""
+SPEEDUP_VALUE = """() => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    const label = m.querySelector('[data-testid="stMetricLabel"]');
+    if (label && label.innerText.trim() === 'Steady')
+      return m.querySelector('[data-testid="stMetricValue"]').innerText.trim();
+  }
+  return null;
+}"""
+# JS: the headline metric's label and value (the time-to-accuracy speedup).
+HEADLINE = """() => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    const label = m.querySelector('[data-testid="stMetricLabel"]');
+    if (label && label.innerText.includes('val accuracy'))
+      return [label.innerText.trim(), m.querySelector('[data-testid="stMetricValue"]').innerText.trim()];
+  }
+  return null;
+}"""
+# JS: the where-the-time-went chart: its part names and the number of bars drawn.
+TIME_PARTS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (gd.layout && gd.layout.title && gd.layout.title.text) || '';
+    if (title.includes('Where the time went'))
+      return [gd.data.map(t => t.name), gd.querySelectorAll('.barlayer .point').length];
+  }
+  return null;
+}"""
+PAGE_HEIGHT = """() => Math.max(...[...document.querySelectorAll(
+  '[data-testid="stMain"], [data-testid="stSidebarContent"]')].map(e => e.scrollHeight))"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+# Chart and metric boxes (and Plotly's own layout size): unchanged for quiet_ms means the
+# page has drawn and Plotly has relayouted to its container; -1 when it never settles.
+SETTLE = """async ([quietMs, timeoutMs]) => {
+  const sig = () => [...document.querySelectorAll('.js-plotly-plot, [data-testid="stMetric"]')].map(e => {
+    const r = e.getBoundingClientRect(), l = e._fullLayout || {};
+    return [r.left, r.top, r.width, r.height, l.width || 0, l.height || 0].map(Math.round).join(',');
+  }).join(';');
+  const t0 = performance.now();
+  let last = sig(), since = t0;
+  while (performance.now() - t0 < timeoutMs) {
+    await new Promise(r => setTimeout(r, 100));
+    const now = sig();
+    if (now !== last) { last = now; since = performance.now(); }
+    else if (performance.now() - since >= quietMs) return performance.now() - t0;
+  }
+  return -1;
+}"""
+
+
+def settle(page, quiet_ms: int = 600, timeout_ms: int = 5000) -> None:
+    """Wait until the page's charts and metrics keep their size and place for
+    `quiet_ms` (Plotly relayouts to a new width some 100 ms after it), at most
+    `timeout_ms` (a live page may never be still: then go on)."""
+    page.evaluate(SETTLE, [quiet_ms, timeout_ms])
+
+
+def full_screenshot(page, path: Path) -> None:
+    """The whole page: Streamlit scrolls inside its main area, so grow the
+    viewport to the content instead of using full_page."""
+    height = page.evaluate(PAGE_HEIGHT)
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height + 40)})
+    settle(page)  # Plotly relayouts to the new size
+    page.screenshot(path=str(path))
+    page.set_viewport_size(VIEWPORT)
+
+
+@pytest.fixture
+def server(store_home):
+    port = free_port()
+    log = open(store_home / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "SPEEDLAB_HOME": str(store_home), "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy():
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                return r.read() == b"ok"
+        except OSError:
+            return proc.poll() is not None and pytest.fail(
+                "streamlit exited:\n" + (store_home / "streamlit.log").read_text()[-3000:])
+
+    try:
+        wait_for(healthy, 60, "the streamlit server")
+        yield url
+    finally:
+        from engine.jobs import runner
+
+        runner.cancel_active()
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()

@@ -1,0 +1,32 @@
+"""Hostile outside text: a bundle whose every text field holds Markdown, HTML and links,
+imported into a store (tests of engine.base.plain: pages under AppTest and in Chromium)."""
+from __future__ import annotations
+
+import io
+
+from engine import bundle
+from engine.store import Store
+from tests.helpers.pages import finished_pair
+
+# An image that logs the viewer's visit, a phishing link, raw HTML, a Streamlit directive.
+HOSTILE = ('![](http://HOST/pixel.png) [Session expired: sign in again](http://HOST/phish) '
+           '<img src=x onerror=alert(1)> <a href="http://HOST/a">click</a> <b>bold</b> '
+           ':red[red] **strong** `code` $x^2$ www.HOST.example mail@HOST.example')
+
+def hostile_store(store: Store, tmp_path) -> list[int]:
+    """A pair exported from another store with hostile text, imported into `store`."""
+    other = Store(tmp_path / "other" / "runs.sqlite")
+    b, r = finished_pair(other)
+    for rid in (b, r):
+        run = other.get_run(rid)
+        env = {**(run["environment"] or {}), "hostname": HOSTILE, "cpu_model": HOSTILE}
+        summary = {**run["summary"], "warnings": [HOSTILE]}
+        config = {**run["config"], "dataset": HOSTILE}  # a data set this machine lacks: its name is text
+        other.update_run(rid, environment=env, group_id=HOSTILE, summary=summary, stderr_tail=HOSTILE,
+                         config=config)
+    other.update_run(r, status="cancelled", error=HOSTILE)
+    buf = io.BytesIO()
+    bundle.export_runs(other, [b, r], buf)
+    other.close()
+    pairs = bundle.import_bundle(store, io.BytesIO(buf.getvalue()), name=f"{HOSTILE}.zip")
+    return [new for _old, new in pairs]
