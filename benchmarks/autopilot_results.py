@@ -30,6 +30,12 @@ RESULTS = HERE / "results"
 GOAL_SPEEDUP = 2.5
 # ... with the 95% interval's lower end at least this.
 GOAL_LOW = 2.0
+# Issue 40's goal, against the tuned baseline: at least this, ...
+TUNED_GOAL = 2.0
+# ... with the interval's lower end above this, every seed reached, and test accuracy no lower
+# than the tuned baseline's by more than this (fraction).
+TUNED_GOAL_LOW = 1.5
+TEST_MARGIN = 0.005
 PARTS = ("warmup_sec", "train_sec", "validation_sec", "epochs_run", "samples_per_sec", "mfu", "data_wait_share",
          "mfu_of_best_matmul")
 
@@ -86,6 +92,20 @@ def goal_line(sp: dict) -> str:
             f"{'met' if ok else 'not met'}: {x:.2f}x with the lower end at {ci[0]:.2f}x")
 
 
+def tuned_goal_line(sp: dict) -> str:
+    """Issue 40's goal for the winner against the tuned baseline (`sp`: its paired speedup with
+    'reached' and 'test_accuracy_delta'): at least TUNED_GOAL x, the interval's lower end above
+    TUNED_GOAL_LOW x, the target reached on every seed, test accuracy within TEST_MARGIN of it."""
+    x, ci, reached, delta = sp.get("speedup"), sp.get("ci95"), sp.get("reached") or {}, sp.get("test_accuracy_delta")
+    parts = {f">= {TUNED_GOAL}x": x is not None and x >= TUNED_GOAL,
+             f"lower end > {TUNED_GOAL_LOW}x": bool(ci) and ci[0] > TUNED_GOAL_LOW,
+             "every seed": bool(reached.get("pairs")) and reached.get("run") == reached.get("pairs"),
+             f"test accuracy within {TEST_MARGIN * 100:.1f} points": bool(delta) and delta.get("mean") is not None
+             and delta["mean"] >= -TEST_MARGIN}
+    missed = [k for k, ok in parts.items() if not ok]
+    return (f"goal vs tuned ({', '.join(parts)}): " + ("met" if not missed else f"not met: {', '.join(missed)}"))
+
+
 def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] = None,
            with_store: bool = True) -> str:
     """Markdown for one invocation (see the module's docstring). loads: lines such
@@ -116,8 +136,14 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
         out.append("\n**stopped before the end**: what follows is what had been measured by then")
     ro = state.get("runoff") or {}
     if ro.get("runs"):
-        out += ["", "### Runoff (search time + re-run on the search's seed; the lowest mean wins)", ""]
-        out += [f"- trial {r['trial']}: {_s(r['time_to_target_sec'])} + {_s(r['rerun_sec'])}" for r in ro["runs"]]
+        out += ["", f"### Runoff (the finalists re-run on seeds {ro.get('seeds')}: the one that reached on the most "
+                "seeds, then the lowest mean, wins)", ""]
+        for r in ro["runs"]:
+            secs = r.get("rerun_secs") or []
+            hit = [x for x in secs if x is not None]
+            mean = f", mean {sum(hit) / len(hit):.2f} s" if hit and len(hit) == len(secs) else ""
+            out.append(f"- trial {r['trial']} ({_s(r['time_to_target_sec'])} in the search): "
+                       f"{', '.join(_s(x) for x in secs)}; reached {len(hit)} of {len(secs)}{mean}")
     w = state.get("winner")
     if not w:
         out += ["", "no winner: no trial reached the target", ""]
@@ -145,6 +171,14 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
                 f"interval {_ci(sp.get('ci95'))}, verdict {sp.get('verdict')}); median of the pair ratios "
                 f"{_x(sp.get('median'))}, min {_x(sp.get('min'))}, max {_x(sp.get('max'))}",
                 f"- {goal_line(sp)}"]
+        from engine.report import stats
+
+        out += [f"- {line}" for line in stats.made_of_lines(sp)]
+        tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
+        if tuned and tuned.get("headline"):
+            out += ["", f"- **vs {state.get('tuned_label') or 'the tuned baseline'}: {tuned['headline']}**"]
+            out += [f"- {line}" for line in stats.made_of_lines(tuned)]
+            out.append(f"- {tuned_goal_line(tuned)}")
     ab = state.get("ablation") or []
     if ab:
         out += ["", "### Ablation: the winner with one technique switched back (seed "
@@ -215,6 +249,26 @@ def write(text: str, path: Path, title: str) -> Path:
     return path
 
 
+def fill_split(state: dict) -> None:
+    """Give the confirmation's speedups (vs the baseline, and the winner vs each extra
+    configuration) their split and test accuracy from the store at $SPEEDLAB_HOME, as
+    engine.autopilot.search.round_split gives them to a confirmation now."""
+    from engine.autopilot import search as autopilot
+    from engine.store import Store
+
+    conf = state["confirm"]
+    ids = {}
+    for r in sorted(conf["runs"], key=lambda x: x["round"]):
+        ids.setdefault(r["name"], []).append(r.get("run_id"))
+    target = state.get("target_accuracy")
+    with Store() as store:
+        sp = conf["speedup"]
+        sp.update(autopilot.round_split(store, ids["baseline"], ids["winner"], sp, target))
+        for name, e in (conf.get("extra") or {}).items():
+            ws = e["winner_speedup"]
+            ws.update(autopilot.round_split(store, ids[name], ids["winner"], ws, target))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from-json", required=True, help="the autopilot's --json output (its last line is the state)")
@@ -225,6 +279,9 @@ def main() -> None:
     p.add_argument("--recompute-intervals", action="store_true",
                    help="give the ablation's factors their intervals from this state's confirming pairs "
                         "(engine.autopilot.search.ablation_intervals), for a state written before they existed")
+    p.add_argument("--recompute-split", action="store_true",
+                   help="give the confirmed speedups their split and test accuracy from the store "
+                        "(engine.autopilot.search.round_split), for a state written before they had both")
     a = p.parse_args()
     sys.path.insert(0, str(HERE.parent))
     lines = Path(a.from_json).read_text().strip().splitlines()
@@ -235,6 +292,8 @@ def main() -> None:
         state["ablation"] = autopilot.ablation_intervals(state["ablation"], state["confirm"]["speedup"]["ratios"])
         state["explanation"] = (autopilot.explanation(state["ablation"], state.get("ablation_spread"))
                                 + " (intervals computed after the run from its own pairs: the run predates them)")
+    if a.recompute_split and state.get("confirm"):
+        fill_split(state)
     loads = [" ".join(x.split()[:4]) for x in Path(a.loadavg).read_text().splitlines()] if a.loadavg else []
     path = Path(a.out) if a.out else default_path(state.get("dataset") or "digits")
     write(render(state, a.command, loads, a.wall), path, f"Autopilot on {state.get('dataset')}")

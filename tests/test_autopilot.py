@@ -475,6 +475,8 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     secs = {"baseline": [4.0, 5.0, 6.0], "winner": [2.0, 2.0, 3.0],
             "without bfloat16": [3.0, 3.0, 4.5], "without 4 steps per execution": [2.2, 1.9, 3.3]}
     rate = {"baseline": 1000.0, "winner": 2000.0, "without bfloat16": 1500.0, "without 4 steps per execution": 1800.0}
+    # Test accuracy per round: the winner's minus the baseline's is +0.02, +0.01, 0.0.
+    test = {"baseline": [0.95] * 3, "winner": [0.97, 0.96, 0.95]}
     order = []
 
     def submit(cfg, role, group, store_path, stop, deadline, baseline_id=None):
@@ -492,7 +494,8 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
         # Every run trains 1,000 samples an epoch and reaches the target at its 2nd validation.
         store.update_run(rid, status="running", started=1.0, plan={"n_train": 1000, "dropped_samples_per_epoch": 0})
         store.add_metrics(rid, epochs=[(0, t / 2, 8, 0.5, 0.9, 0.4, 0.90, 0.001), (1, t, 16, 0.3, 0.96, 0.2, 0.96, 0.001)])
-        store.finish_run(rid, "completed", summary={"samples_per_sec": rate[name], "target_accuracy": 0.95})
+        store.finish_run(rid, "completed", summary={"samples_per_sec": rate[name], "target_accuracy": 0.95,
+                                                    "test_accuracy": test.get(name, [0.95] * 3)[r]})
         return {"run_id": rid, "status": "completed", "kind": "reached", "reason": "reached", "time_to_target_sec": t,
                 "elapsed_sec": t}
 
@@ -517,6 +520,11 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     assert "each factor from 3 interleaved pairs with the winner" in ap.state["explanation"]
     # The confirmed speedup has its split too: 4/2, 5/2, 6/3 = 2.0, 2.5, 2.0 = 2x throughput x 1 x the rest.
     assert conf["speedup"]["factors"]["throughput"]["speedup"] == pytest.approx(2.0)
+    # And its test accuracy, winner minus baseline: mean +0.01, sd 0.01, half 4.302653 x 0.01 / sqrt(3)
+    # = 0.024842: [-0.014842, +0.034842], as a comparison of pairs gives it.
+    delta = conf["speedup"]["test_accuracy_delta"]
+    assert delta["mean"] == pytest.approx(0.01) and delta["pairs"] == 3
+    assert delta["ci95"] == pytest.approx([-0.014842, 0.034842], abs=1e-6)
 
 
 def test_an_ablation_that_contradicts_the_winner_says_so():

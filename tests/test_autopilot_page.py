@@ -242,6 +242,44 @@ def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
     assert f"#{later} " not in shown and f"#{trial} " not in shown
 
 
+def tuned_state() -> dict:
+    """done_state() with the tuned baseline confirmed beside it: tuned 6, 4, 8 s against the
+    winner's 2, 2, 4 s (ratios 3, 2, 2: 2.29x), split and test accuracy as round_split gives them."""
+    state = done_state()
+    ws = {**autopilot.paired_speedup([6.0, 4.0, 8.0], [2.0, 2.0, 4.0]),
+          "factors": {"throughput": {"speedup": 1.9}, "sample_efficiency": {"speedup": 1.3},
+                      "outside_training": {"speedup": 0.93}},
+          "test_accuracy_delta": {"mean": -0.002, "ci95": [-0.011, 0.007], "pairs": 3}}
+    state["confirm"]["extra"] = {"tuned baseline": {"winner_speedup": ws, "speedup_vs_baseline":
+                                                    autopilot.paired_speedup([4.0, 5.0, 6.0], [6.0, 4.0, 8.0])}}
+    return {**state, "tuned_label": "tuned Adam 0.0049"}
+
+
+TUNED_LINES = ["2.29x = 1.90x throughput × 1.30x fewer samples × 0.93x time outside training",
+               "reached the target on 3 of 3 seeds (baseline 3 of 3)",
+               "test accuracy −0.2 points (−1.1 to +0.7) vs the baseline, 3 pairs"]
+
+
+@pytest.mark.unit
+def test_the_winner_against_the_tuned_baseline_is_split_with_seeds_and_test_accuracy_in_the_cli():
+    from engine.cli.autopilot import summary_lines
+
+    lines = summary_lines(tuned_state())
+    at = [i for i, line in enumerate(lines) if line.startswith("winner vs tuned Adam 0.0049: ")]
+    assert len(at) == 1 and lines[at[0]].startswith("winner vs tuned Adam 0.0049: 2.29x faster")
+    assert lines[at[0] + 1:at[0] + 4] == [f"  {line}" for line in TUNED_LINES]
+
+
+@pytest.mark.page
+def test_the_winner_against_the_tuned_baseline_is_split_with_seeds_and_test_accuracy_on_the_page(store_home):
+    background.write_json(autopilot.progress_path(), tuned_state())
+    at = app(PAGE)
+    no_errors(at)
+    captions = texts(at.caption).splitlines()
+    at_line = [i for i, c in enumerate(captions) if c.startswith("Against the tuned Adam 0.0049: 2.29x faster")]
+    assert len(at_line) == 1 and captions[at_line[0] + 1:at_line[0] + 4] == TUNED_LINES
+
+
 @pytest.mark.unit
 def test_cli_summary_names_the_runoff_and_the_winner():
     from engine.cli.autopilot import summary_lines

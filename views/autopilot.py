@@ -314,13 +314,14 @@ def result(p: dict) -> None:
                       delta_color="off", delta_arrow="off",
                       help=f"geometric mean over {sp['pairs']} interleaved re-run pairs of baseline time / winner "
                            "time, on seeds the search did not use, with its 95% t interval")
-            for line in (sp.get("headline"), stats.factors_text(sp.get("speedup"), sp.get("factors")),
-                         stats.reached_text(sp.get("reached")), median_line(sp)):
+            for line in (sp.get("headline"), *stats.made_of_lines(sp), median_line(sp)):
                 if line:
                     st.caption(line)
             tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
             if tuned and tuned.get("headline"):
                 st.caption(f"Against the {p.get('tuned_label') or 'tuned baseline'}: {tuned['headline']}")
+                for line in stats.made_of_lines(tuned):
+                    st.caption(line)
             if slower:
                 st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['speedup']:.2f}× as long): "
                            "its time in the search did not hold up. Keep the baseline's settings, or search longer.",

@@ -241,12 +241,14 @@ def paired_speedup(baseline_times: list, times: list, censored_baseline: Optiona
                         "run": sum(1 for t in times[:n] if t)}}
 
 
-def round_factors(store: Store, base_ids: list, run_ids: list, sp: dict, target: float) -> Optional[dict]:
-    """The split of a confirmation's time-to-target ratios (`sp`, `paired_speedup`) into
-    throughput x sample efficiency x time outside training (engine.jobs.comparison's
-    factors), from the stored runs of each round (base_ids[i] against run_ids[i]); None
-    when a round's runs are not both complete or lack a steady rate."""
-    from engine.report.comparison import factors_of_rows
+def round_split(store: Store, base_ids: list, run_ids: list, sp: dict, target: float) -> dict:
+    """What a confirmation's time-to-target ratios (`sp`, `paired_speedup`) are made of, from
+    the stored runs of each round (base_ids[i] against run_ids[i]), as a comparison of pairs
+    gives it: {'factors': throughput x sample efficiency x time outside training
+    (engine.report.comparison.factors_of_rows; None when a round's runs are not both complete
+    or lack a steady rate), 'test_accuracy_delta': test accuracy, run minus baseline, with its
+    interval (engine.report.comparison.test_accuracy_delta; None without test accuracies)}."""
+    from engine.report.comparison import factors_of_rows, test_accuracy_delta
     from engine.report.pair import compare
 
     rows = []
@@ -254,13 +256,16 @@ def round_factors(store: Store, base_ids: list, run_ids: list, sp: dict, target:
         try:
             c = compare(store, b, r, target=target)
         except KeyError:
-            return None
+            return {"factors": None, "test_accuracy_delta": None}
         rows.append({"baseline_steady": c["baseline_samples_per_sec"], "steady": c["samples_per_sec"],
                      "baseline_samples": c["baseline_samples_to_accuracy"], "run_samples": c["samples_to_accuracy"],
                      "baseline_censored_samples": (c.get("baseline_censored") or {}).get("samples"),
-                     "run_censored_samples": (c.get("censored") or {}).get("samples")})
+                     "run_censored_samples": (c.get("censored") or {}).get("samples"),
+                     "baseline_test_accuracy": c.get("baseline_test_accuracy"),
+                     "run_test_accuracy": c.get("test_accuracy")})
     ratios = sp.get("pair_ratios") or []
-    return factors_of_rows(rows, ratios[:len(rows)]) if rows else None
+    return {"factors": factors_of_rows(rows, ratios[:len(rows)]) if rows else None,
+            "test_accuracy_delta": test_accuracy_delta(rows)}
 
 
 TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmation's extra configurations
@@ -950,10 +955,9 @@ class Autopilot:
                     for n in names}
             ids = {n: [x["run_id"] for x in ordered if x["name"] == n] for n in names}
 
-            def versus(a: str, b: str) -> dict:  # b against a: a's time / b's, with its split
+            def versus(a: str, b: str) -> dict:  # b against a: a's time / b's, with its split and test accuracy
                 sp = paired_speedup(times[a], times[b], cens[a], cens[b])
-                sp["factors"] = round_factors(store, ids[a], ids[b], sp, self.target)
-                return sp
+                return {**sp, **round_split(store, ids[a], ids[b], sp, self.target)}
 
             result = {"repeats": self.repeats, "seeds": seeds, "runs": runs, "times": times,
                       "planned": len(order), "started": self.state["confirm"]["started"],

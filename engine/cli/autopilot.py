@@ -148,16 +148,17 @@ def summary_lines(state: dict) -> list[str]:
             label = state.get("baseline_label") or "baseline"
             out.append(f"confirmed vs {label} ({pairs}, seeds {conf['seeds']}): {sp['headline']}; "
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} (medians)")
-            for line in (stats.factors_text(sp.get("speedup"), sp.get("factors")),
-                         stats.reached_text(sp.get("reached"))):
-                if line:
-                    out.append(f"  {line}")
+            out += [f"  {line}" for line in stats.made_of_lines(sp)]
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
             ws = e["winner_speedup"]
             if ws["median"]:
-                out.append(f"  winner vs {name}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
+                from engine.report import stats
+
+                label = state.get("tuned_label") if name == "tuned baseline" and state.get("tuned_label") else name
+                out.append(f"winner vs {label}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
+                out += [f"  {line}" for line in stats.made_of_lines(ws)]
     if state.get("explanation"):
         out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
     for note in state.get("notes") or []:

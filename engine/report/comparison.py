@@ -7,7 +7,7 @@ Each complete pair gives one ratio per measure (MEASURES: time to accuracy, end-
 samples/s, steady samples/s); engine.report.stats turns the ratios into a geometric mean,
 a Student t interval (Stein's two-stage rule when adaptive) and a verdict. The time-to-accuracy
 ratio is split into throughput, sample efficiency and time outside training
-(`factors_of_rows`), and test accuracy is compared on the held-out test set (`_test_delta`).
+(`factors_of_rows`), and test accuracy is compared on the held-out test set (`test_accuracy_delta`).
 """
 from __future__ import annotations
 
@@ -118,8 +118,9 @@ def factors_of_rows(done: list[dict], ratios: list[Optional[float]]) -> Optional
     return out
 
 
-def _test_delta(done: list[dict]) -> Optional[dict]:
-    """Test accuracy, run minus baseline, over the complete pairs that have both:
+def test_accuracy_delta(done: list[dict]) -> Optional[dict]:
+    """Test accuracy, run minus baseline, over the complete pairs (rows with 'run_test_accuracy'
+    and 'baseline_test_accuracy', fractions) that have both:
     {'mean' (fraction), 'ci95' (Student t interval of the mean difference, scipy; None
     under MIN_PAIRS pairs), 'pairs', 'per_pair'}; None when no pair has both."""
     diffs = [r["run_test_accuracy"] - r["baseline_test_accuracy"] for r in done
@@ -164,7 +165,7 @@ def evaluate(store: Store, comparison: dict) -> dict:
     `headline_measure`), 'history' (per complete pair k: the headline measure's
     'speedup' and 'ci95' over the first k pairs), 'factors' (`factors_of_rows` of the time to
     accuracy, or None), 'reached' ({'baseline', 'run', 'pairs'}: complete pairs whose side
-    reached the target), 'test_accuracy_delta' (`_test_delta`), 'margin' (the
+    reached the target), 'test_accuracy_delta' (`test_accuracy_delta`), 'margin' (the
     equivalence margin), 'baseline_kind' ('default' | 'tuned'), 'baseline_label'
     (`baseline_label`), 'baseline_ids', 'run_ids' (planned, not dropped),
     'baselines_measured' (the baselines that started),
@@ -206,7 +207,7 @@ def evaluate(store: Store, comparison: dict) -> dict:
     out["reached"] = {"pairs": len(done),
                       "baseline": sum(r.get("baseline_time_to_accuracy") is not None for r in done),
                       "run": sum(r.get("time_to_accuracy") is not None for r in done)} if target is not None else None
-    out["test_accuracy_delta"] = _test_delta(done)
+    out["test_accuracy_delta"] = test_accuracy_delta(done)
     _, kb, kr, higher = next(m for m in MEASURES if m[0] == measure)
     out["history"] = []
     for k in range(1, len(done) + 1):

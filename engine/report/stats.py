@@ -503,6 +503,17 @@ def test_accuracy_text(delta: Optional[dict]) -> Optional[str]:
     return f"test accuracy {m:+.1f} points{span} vs the baseline, {n} pair{'s' if n != 1 else ''}".replace("-", "−")
 
 
+def made_of_lines(result: Optional[dict]) -> list[str]:
+    """What a paired speedup (`result`: 'speedup', 'factors', 'reached', 'test_accuracy_delta',
+    as the autopilot's confirmation stores each) is made of, in words: the split
+    (`factors_text`), the seeds reached (`reached_text`) and test accuracy
+    (`test_accuracy_text`), leaving out what is unknown."""
+    r = result or {}
+    lines = (factors_text(r.get("speedup"), r.get("factors")), reached_text(r.get("reached")),
+             test_accuracy_text(r.get("test_accuracy_delta")))
+    return [x for x in lines if x]
+
+
 def comparison_headline(result: Optional[dict], floor: Optional[float] = None, in_progress: bool = False) -> dict:
     """`headline` of a stored comparison result (engine.report.comparison.evaluate):
     its headline measure ('measure'), plus 'measure' (name in words) and, when the
