@@ -63,10 +63,14 @@ def test_the_test_set_is_one_fixed_stratified_draw_apart_from_training_and_valid
         for part, n in [(s.y_test, sizes[2]), (s.y_val, sizes[1])]:  # stratified: within 1 of proportional
             expected = np.array(counts) * n / sum(counts)
             assert np.abs(np.bincount(part, minlength=10) - expected).max() < 1
-    # The same test set (samples and order) whatever the run's seed; validation follows the seed.
+    # The same test set (samples and order) and the same validation set whatever the run's seed;
+    # validation follows validation_seed, the test set neither.
     np.testing.assert_array_equal(runs[0].x_test, runs[1].x_test)
     np.testing.assert_array_equal(runs[0].y_test, runs[1].y_test)
-    assert set(rows(runs[0].x_val)) != set(rows(runs[1].x_val))
+    np.testing.assert_array_equal(runs[0].x_val, runs[1].x_val)
+    other = datasets.load(RunConfig(dataset=name, validation_seed=1))
+    assert set(rows(other.x_val)) != set(rows(runs[0].x_val))
+    np.testing.assert_array_equal(other.x_test, runs[0].x_test)
 
 
 def test_every_class_keeps_a_training_sample_for_every_seed(tmp_path):

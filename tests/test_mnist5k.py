@@ -51,7 +51,9 @@ def test_the_split_is_stratified_reproducible_and_loses_nothing():
         [int(x[y == c].sum(dtype=np.int64)) for c in range(10)]
     again = datasets.load(cfg)
     assert np.array_equal(again.x_val, s.x_val) and np.array_equal(again.y_val, s.y_val)
-    other = datasets.load(cfg.replace(seed=4))
+    # Another seed meets the same validation images; another validation_seed draws others.
+    assert np.array_equal(datasets.load(cfg.replace(seed=4)).x_val, s.x_val)
+    other = datasets.load(cfg.replace(validation_seed=4))
     assert not np.array_equal(other.x_val, s.x_val)
     # Labels 7 and 1 only, renumbered 0 and 1: 1,000 images, ceil(0.2 x 1000) = 200 held out,
     # 100 test and 100 validation (50 of each label in each).

@@ -51,11 +51,11 @@ _MIN_TITLE_SIZE = 11
 # --- runs: colours, labels, summaries --------------------------------------
 
 # Settings that do not make a configuration another one: the colour stays when only these change.
-_NOT_COLOUR = frozenset({"seed", "epochs", "target_accuracy", "stop_at_target", "save_model"})
+_NOT_COLOUR = frozenset({"seed", "validation_seed", "epochs", "target_accuracy", "stop_at_target", "save_model"})
 
 
 def config_color(cfg: Mapping) -> str:
-    """A configuration's palette colour, from its settings (a hash of them, seed, epochs and
+    """A configuration's palette colour, from its settings (a hash of them, the seeds, epochs and
     target left out): the same configuration has the same colour in every comparison, chart
     and page. Ten colours: two different configurations can share one."""
     import hashlib
