@@ -138,10 +138,10 @@ def summary_lines(state: dict) -> list[str]:
                    f"{_secs(w['search_time_to_target_sec'])} to {target:g} in the search")
     conf = state.get("confirm")
     if conf and conf.get("speedup"):
+        from engine.report import stats
+
         sp, times = conf["speedup"], conf["times"]
         if sp["median"]:
-            from engine.report import stats
-
             # One central value with its interval and verdict (the comparisons' words); medians beside it.
             pairs = (f"{conf['repeats']} alternating re-run pairs" if sp["pairs"] == conf["repeats"] else
                      f"{sp['pairs']} of {conf['repeats']} alternating re-run pairs complete")
@@ -154,8 +154,6 @@ def summary_lines(state: dict) -> list[str]:
         for name, e in (conf.get("extra") or {}).items():
             ws = e["winner_speedup"]
             if ws["median"]:
-                from engine.report import stats
-
                 label = state.get("tuned_label") if name == "tuned baseline" and state.get("tuned_label") else name
                 out.append(f"winner vs {label}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
                 out += [f"  {line}" for line in stats.made_of_lines(ws)]

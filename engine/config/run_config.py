@@ -584,7 +584,8 @@ FIELD_HELP = {
                  "needed) or lamb (You et al. 2020: per-layer trust ratio, for large batches)",
     "learning_rate": "base learning rate (before linear scaling)",
     "momentum": "SGD momentum",
-    "seed": "random seed for the weights, shuffling and augmentation (a comparison's pair i uses seed + i)",
+    "seed": "random seed for the weights, shuffling, augmentation and synthetic data (a comparison's pair i "
+            "uses seed + i); the validation draw has its own, validation_seed",
     "validation_fraction": "share of samples held out from training (stratified): half is validation "
                            "(targets, stopping), half a fixed test set that nothing steers by; all of it is "
                            "validation when the data set has a test split of its own",

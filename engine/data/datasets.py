@@ -26,8 +26,9 @@ class Split:
     Validation data decides everything a run steers by (the target, stopping, the
     autopilot's choice); the test data decides nothing and is only reported
     (engine.data.meta.test_count). validation: always 'split' (held out from the
-    training data, stratified, by cfg.validation_seed: the same for every run seed). test: 'split' (a fixed stratified
-    draw, engine.data.meta.TEST_SEED, the same for every run of the data set) or
+    training data, stratified, by cfg.validation_seed: the same for every run seed).
+    test: 'split' (a fixed stratified draw, engine.data.meta.TEST_SEED, the same for every
+    run of the data set) or
     'test' (the data set's own test split).
     """
 
@@ -51,7 +52,8 @@ def load(cfg) -> Split:
     `cfg.validation_seed`) and the own test split is the test set; without one, test_count
     of them are the test set (drawn first by TEST_SEED: the same for every run) and the
     rest validation (by `cfg.validation_seed`). Neither draw follows `cfg.seed`: seeds
-    differ in weights, order and augmentation, and all meet the same validation samples. Sizes: cfg.data_sizes(), cfg.test_size().
+    differ in weights, order and augmentation, and all meet the same validation samples.
+    Sizes: cfg.data_sizes(), cfg.test_size().
 
     Raises: DataUnavailable (download failed, file changed since validation).
     """
