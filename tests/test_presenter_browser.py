@@ -112,7 +112,10 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_h
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             pages = {size: browser.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
-            check_page(pages, server + "/", "train_empty", 0, ready="No runs yet")  # empty store
+            # The empty Train page (no chart) and the Hardware page (one chart, no legend) are checked
+            # at the smaller size only, where text is cut off first (the suite's time); the rest at both.
+            small = {SIZES[0]: pages[SIZES[0]]}
+            check_page(small, server + "/", "train_empty", 0, ready="No runs yet")  # empty store
             seed_many(store)
             b, r = seed_pair(store)
             save_bench_result()
@@ -123,7 +126,7 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_h
             check_page(pages, server + "/replay", "replay_paused", 8, ready="25.0 s of")
             check_page(pages, server + "/?mode=talk", "train_presenter", 2, ready="× faster")
             check_page(pages, server + "/replay?mode=talk", "replay_presenter", 2, ready="25.0 s of")
-            check_page(pages, server + "/hardware", "hardware", 1, ready="Which speed options should pay off")
+            check_page(small, server + "/hardware", "hardware", 1, ready="Which speed options should pay off")
             # Live: a sleeping process stands in for the worker of a 'running' run.
             from engine.config import RunConfig
 
