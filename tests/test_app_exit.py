@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, playwright_api, wait_for
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, playwright_api, start_streamlit, wait_for
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
@@ -31,27 +28,12 @@ def speedlab_processes(home) -> list:
 
 
 def test_no_speedlab_process_is_left_10_s_after_the_server_stops(store_home):
-    port = free_port()
     env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "1",
            "SPEEDLAB_QUEUE_IDLE_S": "600", "PYTHONUNBUFFERED": "1"}
     env.pop("SPEEDLAB_OWNER_PID", None)  # this server is the owner, as when started from a shell
     env.pop("SPEEDLAB_OWNER_START", None)
-    log = open(store_home / "streamlit.log", "wb")
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-                               f"--server.port={port}", "--server.address=127.0.0.1",
-                               "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
-                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    server, url = start_streamlit(store_home, env)
     try:
-        url = f"http://127.0.0.1:{port}"
-
-        def healthy():
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    return r.read() == b"ok"
-            except OSError:
-                return False
-
-        wait_for(healthy, 60, "the server")
         with playwright_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:

@@ -120,16 +120,19 @@ def full_screenshot(page, path: Path) -> None:
     page.set_viewport_size(VIEWPORT)
 
 
-@pytest.fixture
-def server(store_home):
+def start_streamlit(home: Path, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` headless on a free loopback port with the store at `home`
+    (its log in home/streamlit.log), started in a session of its own; returns (process, url)
+    once /_stcore/health answers. `env` adds to or replaces this process's environment.
+    Raises: pytest's failure when the server exits first, AssertionError after 60 s."""
     port = free_port()
-    log = open(store_home / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-         "--server.fileWatcherType=none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "SPEEDLAB_HOME": str(store_home), "PYTHONUNBUFFERED": "1"})
+    with open(home / "streamlit.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+             f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+             "--server.fileWatcherType=none"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env if env is not None else {**os.environ, "SPEEDLAB_HOME": str(home), "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
 
     def healthy():
@@ -138,10 +141,20 @@ def server(store_home):
                 return r.read() == b"ok"
         except OSError:
             return proc.poll() is not None and pytest.fail(
-                "streamlit exited:\n" + (store_home / "streamlit.log").read_text()[-3000:])
+                "streamlit exited:\n" + (home / "streamlit.log").read_text()[-3000:])
 
     try:
         wait_for(healthy, 60, "the streamlit server")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    return proc, url
+
+
+@pytest.fixture
+def server(store_home):
+    proc, url = start_streamlit(store_home)
+    try:
         yield url
     finally:
         from engine.jobs import runner
@@ -152,4 +165,3 @@ def server(store_home):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
