@@ -177,7 +177,7 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
         tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
         if tuned and tuned.get("headline"):
             out += ["", f"- **vs {state.get('tuned_label') or 'the tuned baseline'}: {tuned['headline']}**"]
-            out += [f"- {line}" for line in stats.made_of_lines(tuned)]
+            out += [f"- {line}" for line in stats.made_of_lines(tuned, state.get("tuned_label") or "the tuned baseline")]
             out.append(f"- {tuned_goal_line(tuned)}")
     ab = state.get("ablation") or []
     if ab:

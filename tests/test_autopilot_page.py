@@ -257,7 +257,7 @@ def tuned_state() -> dict:
 
 TUNED_LINES = ["2.29x = 1.90x throughput × 1.30x fewer samples × 0.93x time outside training",
                "reached the target on 3 of 3 seeds (baseline 3 of 3)",
-               "test accuracy −0.2 points (−1.1 to +0.7) vs the baseline, 3 pairs"]
+               "test accuracy −0.2 points (−1.1 to +0.7) vs {}, 3 pairs"]
 
 
 @pytest.mark.unit
@@ -267,7 +267,7 @@ def test_the_winner_against_the_tuned_baseline_is_split_with_seeds_and_test_accu
     lines = summary_lines(tuned_state())
     at = [i for i, line in enumerate(lines) if line.startswith("winner vs tuned Adam 0.0049: ")]
     assert len(at) == 1 and lines[at[0]].startswith("winner vs tuned Adam 0.0049: 2.29x faster")
-    assert lines[at[0] + 1:at[0] + 4] == [f"  {line}" for line in TUNED_LINES]
+    assert lines[at[0] + 1:at[0] + 4] == [f"  {line}".format("tuned Adam 0.0049") for line in TUNED_LINES]
 
 
 @pytest.mark.page
@@ -277,7 +277,8 @@ def test_the_winner_against_the_tuned_baseline_is_split_with_seeds_and_test_accu
     no_errors(at)
     captions = texts(at.caption).splitlines()
     at_line = [i for i, c in enumerate(captions) if c.startswith("Against the tuned Adam 0.0049: 2.29x faster")]
-    assert len(at_line) == 1 and captions[at_line[0] + 1:at_line[0] + 4] == TUNED_LINES
+    want = [line.format("the tuned Adam 0.0049") for line in TUNED_LINES]
+    assert len(at_line) == 1 and captions[at_line[0] + 1:at_line[0] + 4] == want
 
 
 @pytest.mark.unit
@@ -363,6 +364,8 @@ def test_the_ablation_chart_draws_each_factors_interval():
     assert list(bar.y) == ["label smoothing 0.1", "one_cycle", "bfloat16"]
     assert list(bar.error_x.arrayminus) == pytest.approx([0.0, 0.8 - 0.71678, 1.4 - 1.25437], abs=1e-4)
     assert list(bar.error_x.array) == pytest.approx([0.0, 0.89288 - 0.8, 1.56254 - 1.4], abs=1e-4)
+    # Labels with an interval sit inside the bar's end, clear of the error bar; a note stays outside.
+    assert list(bar.textposition) == ["outside", "inside", "inside"]
     assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None
 
 

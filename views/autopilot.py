@@ -319,8 +319,9 @@ def result(p: dict) -> None:
                     st.caption(line)
             tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
             if tuned and tuned.get("headline"):
-                st.caption(f"Against the {p.get('tuned_label') or 'tuned baseline'}: {tuned['headline']}")
-                for line in stats.made_of_lines(tuned):
+                tuned_label = p.get("tuned_label") or "tuned baseline"
+                st.caption(f"Against the {tuned_label}: {tuned['headline']}")
+                for line in stats.made_of_lines(tuned, f"the {tuned_label}"):
                     st.caption(line)
             if slower:
                 st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['speedup']:.2f}× as long): "

@@ -156,7 +156,7 @@ def summary_lines(state: dict) -> list[str]:
             if ws["median"]:
                 label = state.get("tuned_label") if name == "tuned baseline" and state.get("tuned_label") else name
                 out.append(f"winner vs {label}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
-                out += [f"  {line}" for line in stats.made_of_lines(ws)]
+                out += [f"  {line}" for line in stats.made_of_lines(ws, label)]
     if state.get("explanation"):
         out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
     for note in state.get("notes") or []:

@@ -494,23 +494,24 @@ def reached_text(reached: Optional[dict]) -> Optional[str]:
             f"(baseline {reached['baseline']} of {n})")
 
 
-def test_accuracy_text(delta: Optional[dict]) -> Optional[str]:
-    """'test accuracy +0.3 points (−0.4 to +1.0) vs the baseline, 5 pairs', or None."""
+def test_accuracy_text(delta: Optional[dict], versus: str = "the baseline") -> Optional[str]:
+    """'test accuracy +0.3 points (−0.4 to +1.0) vs the baseline, 5 pairs' (`versus` names the
+    other side), or None."""
     if not delta or delta.get("mean") is None:
         return None
     m, ci, n = delta["mean"] * 100, delta.get("ci95"), delta.get("pairs", 0)
     span = f" ({ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})".replace("-", "−") if ci else ""
-    return f"test accuracy {m:+.1f} points{span} vs the baseline, {n} pair{'s' if n != 1 else ''}".replace("-", "−")
+    return f"test accuracy {m:+.1f} points{span} vs {versus}, {n} pair{'s' if n != 1 else ''}".replace("-", "−")
 
 
-def made_of_lines(result: Optional[dict]) -> list[str]:
+def made_of_lines(result: Optional[dict], versus: str = "the baseline") -> list[str]:
     """What a paired speedup (`result`: 'speedup', 'factors', 'reached', 'test_accuracy_delta',
     as the autopilot's confirmation stores each) is made of, in words: the split
-    (`factors_text`), the seeds reached (`reached_text`) and test accuracy
+    (`factors_text`), the seeds reached (`reached_text`) and test accuracy against `versus`
     (`test_accuracy_text`), leaving out what is unknown."""
     r = result or {}
     lines = (factors_text(r.get("speedup"), r.get("factors")), reached_text(r.get("reached")),
-             test_accuracy_text(r.get("test_accuracy_delta")))
+             test_accuracy_text(r.get("test_accuracy_delta"), versus))
     return [x for x in lines if x]
 
 
