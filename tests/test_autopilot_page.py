@@ -364,7 +364,7 @@ def test_the_ablation_chart_draws_each_factors_interval():
     assert list(bar.y) == ["label smoothing 0.1", "one_cycle", "bfloat16"]
     assert list(bar.error_x.arrayminus) == pytest.approx([0.0, 0.8 - 0.71678, 1.4 - 1.25437], abs=1e-4)
     assert list(bar.error_x.array) == pytest.approx([0.0, 0.89288 - 0.8, 1.56254 - 1.4], abs=1e-4)
-    # Labels with an interval sit inside the bar's end, clear of the error bar; a note stays outside.
+    # Labels with an interval sit inside the bar at its start, clear of the error bar; a note stays outside.
     assert list(bar.textposition) == ["outside", "inside", "inside"]
     assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None
 

@@ -127,10 +127,11 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
                   array=[ci[1] - f if ci else 0.0 for ci, f in zip(cis, factors)],
                   arrayminus=[f - ci[0] if ci else 0.0 for ci, f in zip(cis, factors)])
              if any(cis) else None)
-    # A factor with an interval is labelled inside its bar's end: outside, the label sat on the error bar.
+    # A factor with an interval is labelled inside its bar, at its start: at the end, the label sat on the
+    # error bar (whose lower whisker runs back into the bar).
     where = ["inside" if ci else "outside" for ci in cis]
     fig = go.Figure(go.Bar(
-        x=factors, y=names, orientation="h", text=text, textposition=where, insidetextanchor="end",
+        x=factors, y=names, orientation="h", text=text, textposition=where, insidetextanchor="start",
         cliponaxis=False, error_x=error,
         marker=dict(color=[PALETTE[0] if (f or 0) >= 1 else PALETTE[1] for f in factors]),
         hovertemplate="%{y}: %{text}<extra>without it / winner</extra>", showlegend=False))

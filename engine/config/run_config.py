@@ -589,8 +589,8 @@ FIELD_HELP = {
     "validation_fraction": "share of samples held out from training (stratified): half is validation "
                            "(targets, stopping), half a fixed test set that nothing steers by; all of it is "
                            "validation when the data set has a test split of its own",
-    "validation_seed": "seed of the validation draw, kept apart from --seed so that every seed is "
-                       "validated (targets, stopping) on the same samples; set it to vary the draw",
+    "validation_seed": "seed of the validation draw, apart from the run's seed so that every seed is "
+                       "validated (targets, stopping) on the same samples; change it to vary the draw",
     "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy); "
                        "empty: the data set's default (digits 0.95, mnist5k 0.965, mnist 0.98, fashion_mnist 0.88, "
                        "cifar10 0.70)",
