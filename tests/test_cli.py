@@ -78,8 +78,11 @@ def test_bench_refuses_a_progress_file_that_is_a_directory(store_home, capsys):
     (["show", "99", "--json"], "run_id: 99 does not exist; see python -m engine runs"),
     # Refused by argparse itself, before any command runs.
     (["run", "--batch-size", "abc", "--json"], "argument --batch-size: invalid int value: 'abc'; "
-                                               "see python -m engine run --help"),
-    (["show", "abc", "--json"], "argument run_id: invalid int value: 'abc'; see python -m engine show --help"),
+                                               "use a whole number (see python -m engine run --help)"),
+    (["run", "--learning-rate", "fast", "--json"], "argument --learning-rate: invalid float value: 'fast'; "
+                                                   "use a number, e.g. 0.001 (see python -m engine run --help)"),
+    (["show", "abc", "--json"], "argument run_id: invalid int value: 'abc'; use a whole number "
+                                "(see python -m engine show --help)"),
 ])
 def test_with_json_an_error_still_ends_stdout_with_one_json_object(store_home, capsys, argv, line):
     import json

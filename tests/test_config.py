@@ -50,6 +50,10 @@ def test_multi_replica_drops_remainder_to_keep_batches_equal():
     (dict(schedule="constant", reduce_on_plateau=True, warmup_epochs=0.0), None, None),
     (dict(schedule="one_cycle", reduce_on_plateau=True), "reduce_on_plateau", "constant"),
     (dict(synthetic_shape=(32, 32), dataset="synthetic"), "synthetic_shape", "H, W, C"),
+    # From a JSON config: 3.0 is whole, only written as a decimal (it read "is not a whole number").
+    (dict(validation_seed=3.0), "validation_seed", "validation_seed: 3.0 is written as a decimal; write it as 3"),
+    (dict(seed="x"), "seed", "is not a whole number; use an integer between 0 and 2147483647"),
+    (dict(validation_seed=-1), "validation_seed", "is out of range; use a value between 0 and 2147483647"),
 ])
 def test_bad_values_name_field_value_and_fix(kw, field, fragment):
     if field is None:

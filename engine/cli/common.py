@@ -41,11 +41,17 @@ class UsageError(SystemExit):
         self.line = line
 
 
+# argparse's type errors, and the fix each gets in the one line.
+TYPE_FIXES = {"invalid int value": "use a whole number", "invalid float value": "use a number, e.g. 0.001"}
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage dump), exit code 2."""
 
     def error(self, message):
-        line = f"{message}; see {self.prog} --help"
+        # argparse names the flag and the value; the fix is what to type instead.
+        fix = next((f for k, f in TYPE_FIXES.items() if k in message), None)
+        line = f"{message}; {fix} (see {self.prog} --help)" if fix else f"{message}; see {self.prog} --help"
         sys.stderr.write(f"error: {line}\n")
         raise UsageError(line)
 

@@ -292,10 +292,12 @@ def _model(c: "RunConfig") -> None:
 
 
 def _int(name, value, lo, hi=None, fix=None):
+    rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+    if isinstance(value, float) and value.is_integer():  # 3.0 from a JSON config: true, but not an int
+        raise ConfigError(name, value, "is written as a decimal", fix or f"write it as {int(value)}")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, value, "is not a whole number", fix or f"use an integer >= {lo}")
+        raise ConfigError(name, value, "is not a whole number", fix or f"use an integer {rng}")
     if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
         raise ConfigError(name, value, "is out of range", fix or f"use a value {rng}")
 
 
