@@ -154,7 +154,9 @@ def reconcile(store: Store, locked: bool = False) -> None:
     handed = _marker(store)[2]
     now = time.time()
     for run in active:
-        if from_outside_script(run.get("plan")) and not run["pid"]:  # inserted with its pid; without one (a store edited, an older SpeedLab): after the grace
+        # A script's run is inserted with its pid; one without (an older SpeedLab, an edited
+        # store) is given ORPHAN_GRACE_S.
+        if from_outside_script(run.get("plan")) and not run["pid"]:
             if now - run["created"] > ORPHAN_GRACE_S:
                 store.finish_run(run["id"], "failed", "its script ended before it recorded its process",
                                  only_if_active=True)

@@ -12,7 +12,8 @@ from engine.store.db import (ACTIVE_STATUSES, DOCTOR, EPOCH_COLS, EXEC_COLS, FIN
                              default_path, fault_line, filter_sql, home, is_busy, trash_retention_s)
 from engine.store.rows import OUTSIDE_SCRIPT_SOURCE, from_outside_script
 
-__all__ = ["OUTSIDE_SCRIPT_SOURCE", "from_outside_script", "ACTIVE_STATUSES", "DOCTOR", "EPOCH_COLS", "EXEC_COLS", "FINAL_STATUSES", "LONG_PATIENCE_S",
-           "SCHEMA_VERSION", "SYSTEM_COLS", "DamagedRunError", "Store", "StoreBusyError", "StoreCorruptError",
+__all__ = ["ACTIVE_STATUSES", "DOCTOR", "EPOCH_COLS", "EXEC_COLS", "FINAL_STATUSES", "LONG_PATIENCE_S",
+           "OUTSIDE_SCRIPT_SOURCE", "SCHEMA_VERSION", "SYSTEM_COLS", "DamagedRunError", "Store", "StoreBusyError",
+           "StoreCorruptError",
            "StoreError", "StoreFullError", "StoreReadOnlyError", "config_field", "default_path", "fault_line",
-           "filter_sql", "home", "is_busy", "trash_retention_s"]
+           "filter_sql", "from_outside_script", "home", "is_busy", "trash_retention_s"]

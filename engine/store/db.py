@@ -149,6 +149,11 @@ _LOOKS_WHOLE = (
     "ELSE 0 END")
 
 
+def _column_values(cols: dict) -> list:
+    """Run-column values as stored: dicts and lists as JSON text, the rest as they are."""
+    return [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
+
+
 class StoreError(RuntimeError):
     """The store file is unusable (e.g. written by a newer schema)."""
 
@@ -352,8 +357,7 @@ class Store:
         """Insert a run; `cols` sets more of its columns in the same insert (dict/list values
         stored as JSON), so no reader ever sees it without them. Returns its id."""
         names = ["created", "group_id", "role", "config", "status", *cols]
-        vals = [time.time(), group_id, role, config_json, status,
-                *(json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values())]
+        vals = [time.time(), group_id, role, config_json, status, *_column_values(cols)]
         with self.tx():
             cur = self.conn.execute(
                 f"INSERT INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", vals)
@@ -363,7 +367,7 @@ class Store:
         """Set columns of a run; dict/list values are stored as JSON."""
         if not cols:
             return
-        vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
+        vals = _column_values(cols)
         sets = ", ".join(f"{k}=?" for k in cols)
         with self.tx():
             self.conn.execute(f"UPDATE runs SET {sets} WHERE id=?", (*vals, run_id))

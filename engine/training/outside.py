@@ -33,7 +33,6 @@ import keras
 
 from engine.store.rows import OUTSIDE_SCRIPT_SOURCE  # stdlib only: nothing heavy in the user's script
 
-SOURCE = OUTSIDE_SCRIPT_SOURCE
 LABEL = "from an outside script"
 
 
@@ -177,7 +176,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
         store.writable()
         role = os.environ.get("SPEEDLAB_ROLE") or "run"
         group = os.environ.get("SPEEDLAB_GROUP") or None
-        self._plan = {"source": SOURCE, "label": LABEL, "script": script, "name": self.name or script,
+        self._plan = {"source": OUTSIDE_SCRIPT_SOURCE, "label": LABEL, "script": script,
+                      "name": self.name or script,
                       "argv": [str(a)[:200] for a in sys.argv[:20]], "steps_per_epoch": steps,
                       "epochs": epochs, "total_steps": steps * epochs, "global_batch_size": gb,
                       "replicas": replicas, "precision_policy": policy, "compute_dtype": _dtype(model, "compute"),
@@ -277,7 +277,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         if self._writer.lost_total:  # as engine.jobs.worker.incomplete_summary
             summary.update(metrics_incomplete=self._writer.lost_total, metrics_lost=dict(self._writer.lost))
         summary.update(run_id=self.run_id, status=status, error=error, warnings=[], warm_worker=False,
-                       source=SOURCE)
+                       source=OUTSIDE_SCRIPT_SOURCE)
         self._store.finish_run(self.run_id, status, error, summary=summary)
         self._finished = True
         self._store.close()
@@ -388,5 +388,5 @@ def _environment() -> dict:
     import platform
 
     return {"python": platform.python_version(), "keras": keras.__version__,
-            "backend": keras.backend.backend(), "source": SOURCE, "pid": os.getpid(),
+            "backend": keras.backend.backend(), "source": OUTSIDE_SCRIPT_SOURCE, "pid": os.getpid(),
             "threads": threading.active_count()}

@@ -7,10 +7,9 @@ import streamlit as st
 
 from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
-from engine.store import from_outside_script
 from engine.base.plain import md
 from engine.report import live_refresh
-from engine.store import Store
+from engine.store import Store, from_outside_script
 from views.components import comparison as cmp_view
 from views.components.common import one_line_errors
 from views.components.live_charts import own_active, render_comparison
