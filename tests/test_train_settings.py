@@ -77,14 +77,22 @@ def test_schedule_expander_previews_the_learning_rate(store_home):
 
 
 @pytest.mark.page
-def test_hardware_hint_from_the_cached_check(store_home):
+@pytest.mark.parametrize("live_flags", [{"avx512_bf16", "avx512f"}, {"avx2", "fma"}], ids=["bf16", "no-bf16"])
+def test_hardware_hint_from_the_cached_check(store_home, fake_cpu, live_flags):
+    """The cached probe's hint stays beside precision whatever the live CPU says; where the
+    live CPU lacks native bf16 its warning shows too (issue 52: it used to replace the hint)."""
     hardware = pytest.importorskip("engine.hardware.verdicts")
+    fake_cpu(live_flags)
     facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
     (store_home / "hardware.json").write_text(json.dumps({hardware.cache_key(): facts}))
     at = app()
     at.selectbox(key="precision").set_value("mixed_bfloat16").run()
     no_errors(at)
     assert option_hint(facts, "mixed_bfloat16") in texts(at.caption)
+    live_warning = ("mixed_bfloat16 on a CPU without native bf16 instructions (avx512_bf16/amx_bf16): "
+                    "expect it to be slower than float32")
+    assert (live_warning in texts(at.warning)) == ("avx512_bf16" not in live_flags)
+    assert not at.button(key="launch").disabled
 
 
 @pytest.mark.page

@@ -51,7 +51,9 @@ class Form:
         value = getattr(self.c, widget)(label, persist_state="session", **kw)
         self.values[name] = value
         self.c.caption(FIELD_HELP[name])
-        self.slots[name] = self.c.empty()
+        # A container, not st.empty: a field may get several true messages at once (the
+        # cached hardware hint and the live CPU's warning); each must stay visible.
+        self.slots[name] = self.c.container()
         return value
 
     def select(self, name, label, options, **kw):
@@ -92,7 +94,7 @@ def data_controls(f: Form, sb) -> None:
             f.values["synthetic_shape"] = tuple(int(p) for p in text.split(","))
         except ValueError:
             f.values["synthetic_shape"] = (text,)  # the engine names the problem
-        f.slots["synthetic_shape"] = sb.empty()
+        f.slots["synthetic_shape"] = sb.container()
         f.number("synthetic_classes", "Synthetic classes", min_value=2, step=1)
         f.number("synthetic_samples", "Synthetic samples", min_value=4, step=256)
     else:
@@ -192,7 +194,7 @@ def speed_controls(f: Form, sb) -> None:
     if f.values["backend"] == "jax":  # JAX compiles every step with XLA: nothing to choose
         f.values["jit_compile"] = True
         sb.markdown(":material/check_box: XLA (jit_compile): always on with JAX")
-        f.slots["jit_compile"] = sb.empty()
+        f.slots["jit_compile"] = sb.container()
     else:
         f.field("jit_compile", "toggle", "XLA (jit_compile)", value=DEFAULTS.jit_compile)
     if f.values["backend"] == "jax":  # a TensorFlow technique: XLA already fuses a JAX step
