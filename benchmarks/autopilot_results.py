@@ -250,9 +250,9 @@ def write(text: str, path: Path, title: str) -> Path:
 
 
 def fill_split(state: dict) -> None:
-    """Give the confirmation's speedups (vs the baseline, and the winner vs each extra
-    configuration) their split and test accuracy from the store at $SPEEDLAB_HOME, as
-    engine.autopilot.search.round_split gives them to a confirmation now."""
+    """Recompute the confirmation's speedups (vs the baseline, and the winner vs each extra
+    configuration) from the store at $SPEEDLAB_HOME, as engine.autopilot.search.paired_from_store
+    gives them to a confirmation now (split, setup, seeds reached, failures, test accuracy)."""
     from engine.autopilot import search as autopilot
     from engine.store import Store
 
@@ -262,11 +262,9 @@ def fill_split(state: dict) -> None:
         ids.setdefault(r["name"], []).append(r.get("run_id"))
     target = state.get("target_accuracy")
     with Store() as store:
-        sp = conf["speedup"]
-        sp.update(autopilot.round_split(store, ids["baseline"], ids["winner"], sp, target))
+        conf["speedup"] = autopilot.paired_from_store(store, ids["baseline"], ids["winner"], target)
         for name, e in (conf.get("extra") or {}).items():
-            ws = e["winner_speedup"]
-            ws.update(autopilot.round_split(store, ids[name], ids["winner"], ws, target))
+            e["winner_speedup"] = autopilot.paired_from_store(store, ids[name], ids["winner"], target)
 
 
 def main() -> None:
@@ -281,7 +279,7 @@ def main() -> None:
                         "(engine.autopilot.search.ablation_intervals), for a state written before they existed")
     p.add_argument("--recompute-split", action="store_true",
                    help="give the confirmed speedups their split and test accuracy from the store "
-                        "(engine.autopilot.search.round_split), for a state written before they had both")
+                        "(engine.autopilot.search.paired_from_store), for a state written before they had both")
     a = p.parse_args()
     sys.path.insert(0, str(HERE.parent))
     lines = Path(a.from_json).read_text().strip().splitlines()

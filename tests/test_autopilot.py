@@ -236,7 +236,7 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
     # Ratios 4.0/3.8 = 1.0526, 5.0/5.5 = 0.9091, 6.0/5.4 = 1.1111.
     lines = summary_lines(state([4.0, 5.0, 6.0], [3.8, 5.5, 5.4]))
     assert lines[2].startswith("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): "
-                               "inconclusive: 1.02x (−21% to +32%), 3 pairs; about ")
+                               "inconclusive: 1.02x (−21% to +32%), 3 pairs; 80% power at this effect needs about 90-1000+ pairs")
     # Ctrl-C during the re-runs (a tester's case): 1 complete pair, said, and the stop said.
     stopped = {**state([1.14, 1.36], [0.81, None]), "phase": "stopped"}
     lines = summary_lines(stopped)
@@ -506,9 +506,11 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     assert order == [(1, n) for n in names] + [(2, n) for n in reversed(names)] + [(3, n) for n in names]
     out = ap.explain_from_pairs(plan, conf)
     bf16 = out[0]
-    # Ablated / winner: 1.5, 1.5, 1.5: geometric mean 1.5, a zero-width interval: 'faster' (bf16 helps).
+    # Ablated / winner: 1.5, 1.5, 1.5: geometric mean 1.5, a zero-width interval: faster (bf16 helps), but
+    # the winner's test accuracy against its ablation, +2, +1, 0 points, has the interval −1.5 to +3.5: the
+    # accuracy did not hold by 3 pairs, so the verdict is not plain 'faster' (the comparisons' rule).
     assert bf16["factor"] == pytest.approx(1.5) and bf16["ci95"] == pytest.approx([1.5, 1.5])
-    assert bf16["verdict"] == "faster" and bf16["interval_pairs"] == 3 and len(bf16["run_ids"]) == 3
+    assert bf16["verdict"] == "faster, accuracy not held" and bf16["interval_pairs"] == 3 and len(bf16["run_ids"]) == 3
     # Its split: throughput 2000 / 1500 = 1.333x, samples 2000 / 2000 = 1.0, the rest 1.5 / 1.333 = 1.125.
     f = bf16["factors"]
     assert f["throughput"]["speedup"] == pytest.approx(4 / 3) and f["sample_efficiency"]["speedup"] == pytest.approx(1)

@@ -258,16 +258,18 @@ def test_paired_speedup_is_the_median_ratio_with_min_and_max():
     assert r["speedup"] == pytest.approx(1.957434, abs=1e-5)
     assert r["ci95"] == pytest.approx([1.036104, 3.698031], abs=1e-5)
     assert r["verdict"] == "faster" and r["headline"] == "1.96x faster (+4% to +270%), 3 pairs"
-    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3}
-    # A pair where one side did not reach the target, with no censored time, counts as missing.
+    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3, "baseline_failed": 0, "run_failed": 0,
+                            "baseline_of": 3, "run_of": 3}
+    # A pair where one side did not reach the target has no ratio, and counts as that side's miss.
     r = autopilot.paired_speedup([4.0, None, 6.0, 3.0], [2.0, 2.0, None, 3.0])
     assert r["ratios"] == [2.0, 1.0] and r["median"] == 1.5 and r["missing"] == 2
-    assert r["reached"] == {"pairs": 4, "baseline": 3, "run": 3}
-    # With the winner's training time on its missed seed (5.0 s), that seed counts: 6 / 5 = 1.2,
-    # an upper bound, so the result can never read 'faster'.
-    r = autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, None], censored=[None, None, 5.0])
-    assert r["ratios"] == [2.0, 2.5, pytest.approx(1.2)] and r["missing"] == 0
-    assert r["censored"] == [{"pair": 2, "side": "run"}] and r["verdict"] == "inconclusive"
+    assert r["reached"]["pairs"] == 4 and r["reached"]["baseline"] == 3 and r["reached"]["run"] == 3
+    # A winner that failed on a seed is a miss too: the other seeds' 'faster' does not stand.
+    r = autopilot.paired_speedup([4.0, 5.0, 6.0, 4.0], [2.0, 2.0, 2.1, None],
+                                 outcomes=[None, None, None, {"run": "failed"}])
+    assert r["ci95"][0] > 1 and r["verdict"] == "inconclusive" and r["reached"]["run_failed"] == 1
+    # ... and so is a plain miss: failing is never treated better than converging slowly.
+    assert autopilot.paired_speedup([4.0, 5.0, 6.0, 4.0], [2.0, 2.0, 2.1, None])["verdict"] == "inconclusive"
     assert autopilot.paired_speedup([None], [1.0])["median"] is None
 
 

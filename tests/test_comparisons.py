@@ -124,18 +124,19 @@ def test_a_pair_whose_run_misses_the_target_is_counted(no_queue, store):
           ((None if run["config"]["seed"] == 1 else 8.0), 125.0))
     r = cstore.get(store, cid)["result"]
     assert r["pairs"] == 3
-    # Pair 2's run completed without reaching 0.95: its last validation at 5.0 s is a censored
-    # time (every seed counts), so its ratio 10 / 5 = 2.0 is an upper bound and stays in.
-    assert r["pair_ratios"] == [pytest.approx(1.25), pytest.approx(2.0), pytest.approx(1.25)]
-    assert r["time_to_accuracy"]["not_reached"] == 0
-    assert r["time_to_accuracy"]["censored"] == [{"pair": 1, "side": "run"}]
-    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 2}
+    # Pair 2's run completed without reaching 0.95: a bound is not an estimate, so that seed has
+    # no ratio, and it stays in the count as the candidate's miss.
+    assert r["pair_ratios"] == [pytest.approx(1.25), None, pytest.approx(1.25)]
+    assert r["time_to_accuracy"]["not_reached"] == 1
+    assert r["time_to_accuracy"]["missing"] == [{"pair": 1, "side": "run", "why": "run missed"}]
+    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 2, "baseline_failed": 0, "run_failed": 0,
+                            "baseline_of": 3, "run_of": 3}
     from engine.report.stats import comparison_headline
 
     h = comparison_headline(r)
-    assert h["verdict"] == "inconclusive" and h["tone"] == "neutral"
-    assert h["text"].startswith("inconclusive: 1.46x (")
-    assert h["note"].startswith("the candidate missed the target on 1 seed")
+    assert h["verdict"] is None and h["tone"] == "neutral"  # 2 ratios: no interval
+    assert h["main"].startswith("1.25x from 2 pairs")
+    assert h["note"] == "the candidate missed the target on 1 seed: no 'faster'"
     assert h["reached"] == "reached the target on 2 of 3 seeds (baseline 3 of 3)"
 
 
@@ -215,13 +216,14 @@ def test_stop_between_two_runs_still_ends_the_comparison(no_queue, store):
     assert comp["status"] == "stopped" and comp["ended_by"] == "stopped by the user; 1 complete pair kept"
 
 
-def _finish_split(st: Store, rid: int, vals: list, sps: float, test_acc: float):
+def _finish_split(st: Store, rid: int, vals: list, sps: float, test_acc: float, setup: float | None = None):
     """Complete run `rid` with one epoch row per (t, val_accuracy) in `vals`, 1,000
-    training samples an epoch, steady samples/s `sps` and test accuracy `test_acc`."""
+    training samples an epoch, steady samples/s `sps`, test accuracy `test_acc` and `setup` s."""
     st.update_run(rid, status="running", started=1.0, plan={"n_train": 1000, "dropped_samples_per_epoch": 0})
     st.add_metrics(rid, epochs=[(i, t, 10 * (i + 1), 0.5, 0.9, 0.4, v, 0.001) for i, (t, v) in enumerate(vals)])
     st.finish_run(rid, "completed", summary={"samples_per_sec": sps, "end_to_end_samples_per_sec": sps / 2,
-                                            "target_accuracy": 0.95, "test_accuracy": test_acc})
+                                            "target_accuracy": 0.95, "test_accuracy": test_acc,
+                                            **({"setup_sec": setup} if setup is not None else {})})
 
 
 def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no_queue, store):
@@ -238,11 +240,11 @@ def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no
         while (row := st.conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()):
             run = st.get_run(row[0])
             if run["role"] == "baseline":
-                _finish_split(st, row[0], base_vals, 500.0, 0.95)
+                _finish_split(st, row[0], base_vals, 500.0, 0.95, setup=1.0)
             else:
                 n += 1
                 t = 2.0 if n == 2 else 2.5
-                _finish_split(st, row[0], [(1.0, 0.90), (t, 0.96)], 1000.0, 0.94)
+                _finish_split(st, row[0], [(1.0, 0.90), (t, 0.96)], 1000.0, 0.94, setup=2.0)
             comparison.on_run_end(st, row[0])
 
     play(store)
@@ -257,21 +259,39 @@ def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no
     product = f["throughput"]["speedup"] * f["sample_efficiency"]["speedup"] * f["outside_training"]["speedup"]
     assert product == pytest.approx(tta["speedup"], rel=1e-9)
     assert f["throughput"]["ci95"] == pytest.approx([2.0, 2.0])  # the same ratio in every pair
-    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3}
+    # Seconds outside steady training: baseline 6.0 − 3,000 / 500 = 0; run 2.5 − 2,000 / 1,000 = 0.5
+    # (pair 2: 0.0): means 0.0 and 1/3 s.
+    assert f["outside_training"]["baseline_sec"] == pytest.approx(0.0)
+    assert f["outside_training"]["run_sec"] == pytest.approx(1 / 3)
+    # With setup (1.0 s and 2.0 s): 7 / 4.5 = 1.5556, 7 / 4 = 1.75, 1.5556: geometric mean 1.6178.
+    assert r["with_setup"]["pair_ratios"] == pytest.approx([7 / 4.5, 1.75, 7 / 4.5])
+    assert r["with_setup"]["speedup"] == pytest.approx(((7 / 4.5) ** 2 * 1.75) ** (1 / 3))
+    assert r["setup"] == {"baseline_sec": 1.0, "run_sec": 2.0}
+    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3, "baseline_failed": 0, "run_failed": 0,
+                            "baseline_of": 3, "run_of": 3}
     d = r["test_accuracy_delta"]
     assert d["mean"] == pytest.approx(-0.01) and d["ci95"] == pytest.approx([-0.01, -0.01]) and d["pairs"] == 3
     assert r["baseline_kind"] == "default" and r["baseline_label"] == "Keras-default Adam 1e-3"
     from engine.report import stats
+    from engine.cli.pairs import comparison_json
 
+    # 1.0 point lower on the test set, interval below −0.5: never plain 'faster', in --json too.
+    assert r["verdict"] == stats.FASTER_NOT_HELD
+    j = comparison_json(cstore.get(store, cid))
+    assert j["verdict"] == stats.FASTER_NOT_HELD
+    assert j["headline"].startswith("2.59x faster, accuracy not held (")
+    # logs 0.44183, 0.55962, 0.44183: mean 0.48109, sd 0.06801, half 4.302653 * 0.06801 / sqrt(3) = 0.16895.
+    assert j["headline_setup"] == "start to target, setup included: 1.62x (+37% to +92%) (setup 1.0 s → 2.0 s)"
     h = stats.comparison_headline(r)
-    assert h["verdict"] == "faster" and h["tone"] == "neutral"  # 1 point lower on the test set: not green
-    assert h["factors"] == "2.59x = 2.00x throughput × 1.50x fewer samples × 0.86x time outside training"
+    assert h["verdict"] == stats.FASTER_NOT_HELD and h["tone"] == "neutral"
+    assert h["factors"] == ("2.59x = 2.00x throughput × 1.50x fewer samples × 0.86x fixed costs "
+                            "(0.0 s → 0.3 s outside steady training)")
     assert h["reached"] == "reached the target on 3 of 3 seeds (baseline 3 of 3)"
 
 
-def test_a_candidate_that_missed_a_seed_is_kept_censored_and_never_green(no_queue, store):
+def test_a_candidate_that_missed_a_seed_has_no_ratio_there_and_is_never_green(no_queue, store):
     # Pairs 1-3 as above but equal speed on the clock; pair 4's run never reaches 0.95 in
-    # 3 epochs (5.0 s): its censored ratio 6 / 5 = 1.2 stays in, and bars 'faster'.
+    # 3 epochs: no ratio for that seed (a bound is not an estimate), counted, and it bars 'faster'.
     cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=3), pairs=4)
     n = 0
     while (row := store.conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()):
@@ -285,9 +305,93 @@ def test_a_candidate_that_missed_a_seed_is_kept_censored_and_never_green(no_queu
         comparison.on_run_end(store, row[0])
     r = cstore.get(store, cid)["result"]
     tta = r["time_to_accuracy"]
-    assert tta["pair_ratios"][3] == pytest.approx(1.2)
-    assert tta["censored"] == [{"pair": 3, "side": "run"}]
+    assert tta["pair_ratios"][3] is None and tta["not_reached"] == 1
     assert tta["ci95"][0] > 1 and r["verdict"] == "inconclusive"
-    assert r["reached"] == {"pairs": 4, "baseline": 4, "run": 3}
-    # The censored side's samples are those it trained: 3,000 for 3,000, sample efficiency 1.0 there.
-    assert r["factors"]["sample_efficiency"]["pair_ratios"][3] == pytest.approx(1.0)
+    assert r["reached"]["run"] == 3 and r["reached"]["pairs"] == 4
+    assert r["factors"]["sample_efficiency"]["pair_ratios"] == pytest.approx([1.5, 1.5, 1.5])
+
+
+def _play_outcomes(st: Store, outcome) -> None:
+    """Run queued runs in id order; outcome(run) -> 'reached' (time 5 s for the run side, 10 s
+    for the baseline), 'missed' (completed below the target) or 'failed' (diverged: NaN)."""
+    while (row := st.conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()):
+        run = st.get_run(row[0])
+        o = outcome(run)
+        if o == "failed":
+            st.update_run(row[0], status="running", started=1.0)
+            st.finish_run(row[0], "failed", "loss became NaN at step 12: the run diverged")
+        else:
+            t = 10.0 if run["role"] == "baseline" else 5.0 * (1 + 0.02 * run["config"]["seed"])
+            _finish_split(st, row[0], [(t, 0.96 if o == "reached" else 0.90)], 1000.0 if run["role"] == "run" else 500.0,
+                          0.95, setup=1.0)
+        comparison.on_run_end(st, row[0])
+
+
+def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_queue, store):
+    # Issue 53: it used to stop, keep 3 pairs and read green "faster ... 3 of 3 seeds".
+    from engine.cli.pairs import comparison_json
+    from engine.report import stats
+
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=5)
+    _play_outcomes(store, lambda run: "failed" if run["role"] == "run" and run["config"]["seed"] == 3 else "reached")
+    comp = cstore.get(store, cid)
+    r = comp["result"]
+    assert comp["status"] == "stopped"
+    assert comp["ended_by"] == "the candidate of pair 4 failed (counted as a miss); 4 pairs counted"
+    assert r["pairs"] == 4 and r["time_to_accuracy"]["pairs"] == 3
+    assert r["time_to_accuracy"]["ci95"][0] > 1  # the three reached pairs alone would say faster
+    assert r["verdict"] == "inconclusive"
+    assert r["reached"] == {"pairs": 4, "baseline": 3, "run": 3, "baseline_failed": 0, "run_failed": 1,
+                            "baseline_of": 3, "run_of": 4}
+    j = comparison_json(comp)
+    assert j["verdict"] == "inconclusive" and j["headline"].startswith("inconclusive: ")
+    assert j["headline_reached"] == "reached the target on 3 of 4 seeds; 1 failed (baseline 3 of 3)"
+    assert "the candidate failed on 1 seed (diverged or crashed): no 'faster'" in j["headline_note"]
+    assert stats.comparison_headline(r)["tone"] == "neutral"
+    # The autopilot's confirmation (every round runs both sides) reads a winner that diverges the same way.
+    from engine.autopilot import search as autopilot
+
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1, seed=10), pairs=5)
+    _play_outcomes(store, lambda run: "failed" if run["role"] == "run" and run["config"]["seed"] == 14 else "reached")
+    plan = cstore.get(store, cid)["plan"]
+    sp = autopilot.paired_from_store(store, [p["baseline_id"] for p in plan], [p["run_id"] for p in plan], 0.95)
+    assert sp["ci95"][0] > 1 and sp["pairs"] == 4
+    assert sp["verdict"] == "inconclusive" and sp["reached"]["run_failed"] == 1
+    assert "reached the target on 4 of 5 seeds; 1 failed (baseline 5 of 5)" in stats.made_of_lines(sp)
+
+
+def test_a_seed_both_sides_miss_stays_in_the_count_and_is_not_green(no_queue, store):
+    from engine.cli.pairs import comparison_json
+
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=5)
+    _play_outcomes(store, lambda run: "missed" if run["config"]["seed"] == 2 else "reached")
+    comp = cstore.get(store, cid)
+    r = comp["result"]
+    assert comp["status"] == "completed" and r["pairs"] == 5 and r["time_to_accuracy"]["pairs"] == 4
+    assert r["verdict"] == "inconclusive"
+    j = comparison_json(comp)
+    assert j["headline_reached"] == "reached the target on 4 of 5 seeds (baseline 4 of 5)"
+    assert j["headline_note"] == ("the candidate missed the target on 1 seed: no 'faster'; "
+                                  "the baseline missed the target on 1 seed: no 'slower'")
+    from engine.autopilot import search as autopilot
+
+    plan = comp["plan"]
+    sp = autopilot.paired_from_store(store, [p["baseline_id"] for p in plan], [p["run_id"] for p in plan], 0.95)
+    assert sp["verdict"] == "inconclusive" and sp["reached"]["pairs"] == 5 and sp["reached"]["run"] == 4
+
+
+def test_the_autopilot_confirmation_obeys_test_accuracy(no_queue, store):
+    # Winner 2x faster on the clock, 1.0 point lower on the test set in every round: not 'faster'.
+    from engine.autopilot import search as autopilot
+    from engine.report import stats
+
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=3), pairs=3)
+    while (row := store.conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()):
+        run = store.get_run(row[0])
+        base = run["role"] == "baseline"
+        _finish_split(store, row[0], [(4.0 if base else 2.0 + 0.01 * run["config"]["seed"], 0.96)],
+                      500.0 if base else 1000.0, 0.95 if base else 0.94)
+    plan = cstore.get(store, cid)["plan"]
+    sp = autopilot.paired_from_store(store, [p["baseline_id"] for p in plan], [p["run_id"] for p in plan], 0.95)
+    assert sp["ci95"][0] > 1 and sp["test_accuracy_delta"]["ci95"][1] < -0.005
+    assert sp["verdict"] == stats.FASTER_NOT_HELD and ", accuracy not held" in sp["headline"]

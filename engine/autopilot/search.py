@@ -21,7 +21,7 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
    search run, or one lucky seed, no longer picks it alone); then the winner and the baseline
    (engine.config.baseline_config) re-run alternately, `repeats` times each, on
    seeds the search did not use, in the order AB, BA, AB, ...; the speedup is the
-   comparisons' (`paired_speedup`: geometric mean, 95% t interval, verdict), with
+   comparisons' (`paired_from_store`: geometric mean, 95% t interval, verdict), with
    the median and min-max of the per-pair ratios beside it.
 3. **Explain**: a leave-one-out ablation, the winner with one technique at a time
    switched back to the baseline's setting; each technique's factor is the
@@ -201,71 +201,63 @@ def search_end_note(left: float, need: float, have_best: bool) -> str:
             f"(worker start-up{' + the best time' if have_best else ''})")
 
 
-def paired_speedup(baseline_times: list, times: list, censored_baseline: Optional[list] = None,
-                   censored: Optional[list] = None) -> dict:
-    """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]),
-    time to target in s (None: not reached). Ratio = baseline / run. The statistics
-    are the comparisons' (engine.report.stats.summarize: geometric mean, 95% t
-    interval on the log ratios, verdict), so the autopilot and the Train page agree.
+def paired_speedup(baseline_times: list, times: list, outcomes: Optional[list] = None,
+                   delta: Optional[dict] = None) -> dict:
+    """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]), time to
+    target in s (None: not reached, failed or not run). Ratio = baseline / run. The rules
+    are the comparisons' (engine.report.stats.summarize and overall_verdict: geometric mean,
+    95% t interval on the log ratios, every seed counted, a failed or missed side rules out
+    its claim, 'faster' needs the test accuracy `delta` to hold), so the autopilot and the
+    Train page agree.
 
+    outcomes: per pair {'baseline', 'run'} (the outcomes of engine.report.stats), e.g. from
+        engine.report.comparison.pair_rows; None: 'reached' where a time is given, else 'missed'.
     Returns: {'median', 'min', 'max' (of the ratios; None without a complete
-    pair), 'ratios', 'pairs' (complete), 'baseline_median', 'median_time' (s,
-    over the reached runs), 'missing' (pairs with a side that did not reach),
-    'speedup' (geometric mean), 'ci95' ([low, high] or None), 'half_width',
-    'verdict' (engine.report.stats.VERDICTS or None), 'headline' (its words), 'reached'
-    ({'baseline', 'run', 'pairs'}: pairs whose side reached the target), 'censored'}.
-    censored_baseline / censored: per pair, a side's training time (s) where it completed
-    without reaching the target, else None: every seed counts (a censored ratio, never a
-    'faster' on a seed the candidate missed; engine.report.stats).
+    pair), 'ratios', 'pairs' (with a ratio), 'baseline_median', 'median_time' (s,
+    over the reached runs), 'missing' (pairs without a ratio), 'speedup' (geometric mean),
+    'ci95' ([low, high] or None), 'half_width', 'verdict' (engine.report.stats.VERDICTS or
+    None), 'headline' (its words), 'reached' ({'pairs', 'baseline', 'run', 'baseline_failed',
+    'run_failed'}), 'misses', 'pair_ratios', 'test_accuracy_delta' (`delta`)}.
     """
     from engine.report import stats
 
     n = min(len(baseline_times), len(times))
-    cb = (censored_baseline or [None] * n)[:n]
-    cr = (censored or [None] * n)[:n]
-    cb += [None] * (n - len(cb))
-    cr += [None] * (n - len(cr))
     s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False,
-                        censored_baseline=cb, censored_run=cr, margin=stats.MIN_MARGIN)
+                        outcomes=list(outcomes or [])[:n] or None, margin=stats.DEFAULT_MARGIN)
+    h = stats.headline(s, delta=delta)
     ratios = [r for r in s["pair_ratios"] if r is not None]
-    reached_b = [b for b in baseline_times if b]
-    reached_t = [t for t in times if t]
+    reached_b = [b for b in baseline_times[:n] if b]
+    reached_t = [t for t in times[:n] if t]
+    oc = s["outcomes"]
     return {"median": statistics.median(ratios) if ratios else None,
             "min": min(ratios) if ratios else None, "max": max(ratios) if ratios else None,
             "ratios": ratios, "pairs": len(ratios), "missing": n - len(ratios),
             "baseline_median": statistics.median(reached_b) if reached_b else None,
             "median_time": statistics.median(reached_t) if reached_t else None,
-            "speedup": s["speedup"], "ci95": s["ci95"], "half_width": s["half_width"], "verdict": s["verdict"],
-            "headline": stats.headline(s)["text"], "censored": s["censored"], "pair_ratios": s["pair_ratios"],
-            "reached": {"pairs": n, "baseline": sum(1 for b in baseline_times[:n] if b),
-                        "run": sum(1 for t in times[:n] if t)}}
+            "speedup": s["speedup"], "ci95": s["ci95"], "half_width": s["half_width"], "verdict": h["verdict"],
+            "headline": h["text"], "misses": s["misses"], "pair_ratios": s["pair_ratios"],
+            "test_accuracy_delta": delta,
+            "reached": {"pairs": n, **{side: sum(o[side] == "reached" for o in oc) for side in ("baseline", "run")},
+                        **{f"{side}_failed": sum(o[side] == "failed" for o in oc) for side in ("baseline", "run")},
+                        **{f"{side}_of": sum(o[side] != "not run" for o in oc) for side in ("baseline", "run")}}}
 
 
-def round_split(store: Store, base_ids: list, run_ids: list, sp: dict, target: float) -> dict:
-    """What a confirmation's time-to-target ratios (`sp`, `paired_speedup`) are made of, from
-    the stored runs of each round (base_ids[i] against run_ids[i]), as a comparison of pairs
-    gives it: {'factors': throughput x sample efficiency x time outside training
-    (engine.report.comparison.factors_of_rows; None when a round's runs are not both complete
-    or lack a steady rate), 'test_accuracy_delta': test accuracy, run minus baseline, with its
-    interval (engine.report.comparison.test_accuracy_delta; None without test accuracies)}."""
-    from engine.report.comparison import factors_of_rows, test_accuracy_delta
-    from engine.report.pair import compare
+def paired_from_store(store: Store, base_ids: list, run_ids: list, target: float) -> dict:
+    """`paired_speedup` of stored runs (base_ids[i] against run_ids[i], one round each) read as
+    every comparison reads its pairs (engine.report.comparison.pair_rows and judge_rows), with
+    what the speedup is made of: 'factors' (throughput x sample efficiency x fixed costs, with
+    each side's seconds outside steady training), 'with_setup' and 'setup' (the start-to-end
+    ratio, setup included), 'reached' and 'test_accuracy_delta' (run minus baseline, with its
+    interval). A round the user stopped is not a pair; a failed run is a miss of its side."""
+    from engine.report.comparison import judge_rows, pair_rows
 
-    rows = []
-    for b, r in zip(base_ids, run_ids):
-        try:
-            c = compare(store, b, r, target=target)
-        except KeyError:
-            return {"factors": None, "test_accuracy_delta": None}
-        rows.append({"baseline_steady": c["baseline_samples_per_sec"], "steady": c["samples_per_sec"],
-                     "baseline_samples": c["baseline_samples_to_accuracy"], "run_samples": c["samples_to_accuracy"],
-                     "baseline_censored_samples": (c.get("baseline_censored") or {}).get("samples"),
-                     "run_censored_samples": (c.get("censored") or {}).get("samples"),
-                     "baseline_test_accuracy": c.get("baseline_test_accuracy"),
-                     "run_test_accuracy": c.get("test_accuracy")})
-    ratios = sp.get("pair_ratios") or []
-    return {"factors": factors_of_rows(rows, ratios[:len(rows)]) if rows else None,
-            "test_accuracy_delta": test_accuracy_delta(rows)}
+    plan = [{"pair": i, "baseline_id": b, "run_id": r} for i, (b, r) in enumerate(zip(base_ids, run_ids))
+            if b is not None and r is not None]
+    rows = [r for r in pair_rows(store, plan, target) if r["status"] == "complete"]
+    judged = judge_rows(rows, target)
+    sp = paired_speedup([r["baseline_time_to_accuracy"] for r in rows], [r["time_to_accuracy"] for r in rows],
+                        [r["outcomes"] for r in rows], judged["test_accuracy_delta"])
+    return {**sp, **{k: judged[k] for k in ("factors", "with_setup", "setup", "reached")}}
 
 
 TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmation's extra configurations
@@ -950,14 +942,10 @@ class Autopilot:
                 self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
             ordered = sorted(runs, key=lambda x: x["round"])
             times = {n: [x["time_to_target_sec"] for x in ordered if x["name"] == n] for n in names}
-            # A completed run that missed the target: its training time is a censored time to it.
-            cens = {n: [x["elapsed_sec"] if x["kind"] == "not_reached" else None for x in ordered if x["name"] == n]
-                    for n in names}
             ids = {n: [x["run_id"] for x in ordered if x["name"] == n] for n in names}
 
             def versus(a: str, b: str) -> dict:  # b against a: a's time / b's, with its split and test accuracy
-                sp = paired_speedup(times[a], times[b], cens[a], cens[b])
-                return {**sp, **round_split(store, ids[a], ids[b], sp, self.target)}
+                return paired_from_store(store, ids[a], ids[b], self.target)
 
             result = {"repeats": self.repeats, "seeds": seeds, "runs": runs, "times": times,
                       "planned": len(order), "started": self.state["confirm"]["started"],

@@ -18,7 +18,9 @@ from engine.store import Store
 
 
 def _run_ids(comp: dict) -> list[int]:
-    return [p[k] for p in comp.get("plan") or [] if not p.get("dropped") for k in ("baseline_id", "run_id")]
+    from engine.report.comparison import dropped_keys
+
+    return [p[k] for p in comp.get("plan") or [] for k in ("baseline_id", "run_id") if k not in dropped_keys(p)]
 
 
 def export_files(store: Store, run_ids: list[int]) -> dict[str, bytes]:

@@ -123,16 +123,17 @@ def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
     return comp
 
 
-def comparison_json(comp: dict, floor=None) -> dict:
+def comparison_json(comp: dict) -> dict:
     """The 'comparison' object of --json: the stored result's flat fields (see
-    engine.report.comparison.evaluate) plus 'comparison_id', 'status', 'ended_by',
-    'headline', 'headline_note', 'headline_factors', 'headline_reached' and 'headline_test'
-    (engine.report.stats.comparison_headline)."""
+    engine.report.comparison.evaluate: 'verdict' is the one every page shows, noise floor and
+    test accuracy applied) plus 'comparison_id', 'status', 'ended_by', 'headline',
+    'headline_note', 'headline_factors', 'headline_setup', 'headline_reached' and
+    'headline_test' (engine.report.stats.comparison_headline)."""
     result = dict(comp.get("result") or {})
-    h = stats.comparison_headline(result, floor=floor)
+    h = stats.comparison_headline(result)
     result.update(comparison_id=comp["id"], status=comp["status"], ended_by=comp.get("ended_by"),
                   headline=h["text"], headline_note=h["note"], headline_factors=h.get("factors"),
-                  headline_reached=h.get("reached"), headline_test=h.get("test"))
+                  headline_setup=h.get("setup"), headline_reached=h.get("reached"), headline_test=h.get("test"))
     return result
 
 
@@ -142,9 +143,10 @@ def comparison_rows(c: dict) -> list[tuple[str, str]]:
              (f" ({stats.MEASURE_NAMES.get(c['measure'], c['measure'])})" if c.get("measure") else ""))]
     if c.get("headline_note"):
         rows.append(("note", c["headline_note"]))
-    for key in ("factors", "reached", "test"):
+    for key in ("factors", "setup", "reached", "test"):
         if c.get(f"headline_{key}"):
-            rows.append(({"factors": "split", "reached": "seeds", "test": "test accuracy"}[key], c[f"headline_{key}"]))
+            rows.append(({"factors": "split", "setup": "with setup", "reached": "seeds",
+                          "test": "test accuracy"}[key], c[f"headline_{key}"]))
     for name, label in (("time_to_accuracy", "time to accuracy"), ("end_to_end", "end-to-end"),
                         ("steady", "steady")):
         s = c.get(name) or {}

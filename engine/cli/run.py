@@ -104,10 +104,8 @@ def _say_tuned(cfg, args) -> None:
 def _run_pairs(launched, args) -> int:
     """--baseline: the comparison of interleaved pairs `launch` queued, followed; the summary
     printed is the last run's of the configuration, plus 'comparison'."""
-    import os
 
     from engine.store import Store
-    from engine.store import comparisons as cstore
 
     if launched.kind == "aa" and not args.quiet:
         print("note: this configuration is its own baseline: the pairs measure it against itself (A/A)",
@@ -119,12 +117,10 @@ def _run_pairs(launched, args) -> int:
         runs = [store.get_run(i) for i in ids]
         runs = [r for r in runs if r and r["status"] != "queued"]
         run = next((r for r in reversed(runs) if r["status"] == "completed"), runs[-1] if runs else None)
-        noise = cstore.latest_noise(store, os.uname().nodename)
     finally:
         store.close()
-    floor = _floor(noise)
     out = result_json(run) if run else {"run_id": None, "status": comp["status"], "error": comp.get("ended_by")}
-    out["comparison"] = comparison_json(comp, floor)
+    out["comparison"] = comparison_json(comp)
     if args.json:
         print_json(out)
     else:
@@ -135,9 +131,3 @@ def _run_pairs(launched, args) -> int:
             print(f"{k:>{width}}  {v}")
     return 0 if comp["status"] == "completed" and out["comparison"].get("pairs") else 1
 
-
-def _floor(noise):
-    """The relative half width of a stored A/A comparison's headline measure, or None."""
-    from engine.jobs.noise import floor_of
-
-    return floor_of(noise)

@@ -31,7 +31,7 @@ from typing import Callable, Optional
 from engine.store import comparisons as cstore
 from engine.config import RunConfig, baseline_config
 from engine.report import stats
-from engine.report.comparison import evaluate
+from engine.report.comparison import evaluate, failures
 from engine.store import ACTIVE_STATUSES, Store
 
 GROUP_PREFIX = "cmp-"
@@ -82,8 +82,7 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
             from the start (None: no budget).
         baseline_kind: 'default' (cfg's learning rate, constant) or 'tuned' (the stored
             tuned learning rate, engine.store.tuned_baselines), see `baseline_of`.
-        margin: equivalence margin (relative; None: this machine's noise floor, at least
-            engine.report.stats.MIN_MARGIN).
+        margin: equivalence margin (relative; None: engine.report.stats.DEFAULT_MARGIN, 5%).
     Returns: the comparison id. Raises: as engine.jobs.runner.submit; ValueError
     for a pair count under 1; ConfigError for a tuned baseline that is not stored.
     """
@@ -124,7 +123,9 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
 
 
 def _drop_queued(store: Store, comparison: dict) -> int:
-    """Delete the comparison's runs that have not started (no longer needed); returns how many."""
+    """Delete the comparison's runs that have not started (no longer needed); returns how many.
+    Each pair records which sides went ('dropped_keys'); 'dropped' when both did (a pair whose
+    other side ran, e.g. failed, still counts: engine.report.comparison.pair_rows)."""
     plan = comparison["plan"]
     dropped = 0
     with store.tx() as conn:
@@ -132,7 +133,9 @@ def _drop_queued(store: Store, comparison: dict) -> int:
             for key in ("baseline_id", "run_id"):
                 if conn.execute("DELETE FROM runs WHERE id=? AND status='queued'", (p[key],)).rowcount:
                     dropped += 1
-                    p["dropped"] = True
+                    p["dropped_keys"] = [*p.get("dropped_keys", []), key]
+            if len(p.get("dropped_keys", [])) == 2:
+                p["dropped"] = True
     cstore.update(store, comparison["id"], plan=plan)
     return dropped
 
@@ -144,9 +147,11 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     k = result["pairs"]
     if any(r["status"] in ("incomplete", "not run") for r in rows):
         return f"stopped by the user; {k} complete pair{'s' if k != 1 else ''} kept"
-    failed = [r for r in rows if r["status"] == "failed"]
+    failed = failures(rows)
     if failed:
-        return f"a run of pair {failed[0]['pair'] + 1} failed; {k} complete pair{'s' if k != 1 else ''} kept"
+        side = "candidate" if failed[0]["outcomes"].get("run") == "failed" else "baseline"
+        return (f"the {side} of pair {failed[0]['pair'] + 1} failed (counted as a miss); "
+                f"{k} pair{'s' if k != 1 else ''} counted")
     if s.get("pairs") is not None:
         return f"the {s['pairs']} pair{'s' if s['pairs'] != 1 else ''} asked for" if k >= s["pairs"] else None
     summary = result[result["measure"]]
@@ -180,7 +185,7 @@ def on_run_end(store: Store, run_id: int) -> Optional[dict]:
     # or at once when a pair broke (a side stopped or failed).
     half_done = any(r["status"] == "pending" and any((store.get_run(r[k]) or {}).get("status") != "queued"
                                                      for k in ("baseline_id", "run_id")) for r in rows)
-    broken = any(r["status"] in ("incomplete", "failed") for r in rows)
+    broken = any(r["status"] == "incomplete" for r in rows) or bool(failures(rows))
     reason = _stop_reason(comp, result, time.time()) if broken or not half_done else None
     if reason:
         _drop_queued(store, comp)
@@ -198,10 +203,11 @@ def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
     if comp["status"] == "running" and not any(r["status"] == "pending" for r in result["pair_rows"]):
         rows = result["pair_rows"]
         stopped = any(r["status"] in ("incomplete", "not run") for r in rows)
-        failed = any(r["status"] == "failed" for r in rows)
+        failed = bool(failures(rows))
+        usable = (result.get(result.get("measure") or "time_to_accuracy") or {}).get("pairs", 0)
         reason = reason or comp.get("ended_by") or _stop_reason(comp, result, time.time()) or \
             f"all {len(rows)} planned pairs ran"
-        cols.update(status="failed" if failed and not result["pairs"] else "stopped" if stopped or failed
+        cols.update(status="failed" if failed and not usable else "stopped" if stopped or failed
                     else "completed", ended=time.time(), ended_by=reason)
     elif reason:
         cols["ended_by"] = reason

@@ -29,18 +29,22 @@ machine is multiplicative, so the statistics work on the log ratios:
   named as an outlier;
 - verdict (the wording of Criterion.rs and asv, not "no difference"): 'faster' when
   the interval lies above 1, 'slower' when below, 'equivalent' when it lies inside
-  ±margin (symmetric in log space: [1/(1+m), 1+m]), otherwise 'inconclusive', with
-  Stein's estimate of how many pairs would decide it; None with fewer than 2 usable
-  pairs (no interval).
+  ±margin (symmetric in log space: [1/(1+m), 1+m]; m a fixed DEFAULT_MARGIN = 5% unless
+  the user sets it, as Criterion's noise threshold), otherwise 'inconclusive', with the
+  pairs that 80% power at the observed effect would need (`pairs_for_power`, a range);
+  None with fewer than MIN_PAIRS usable pairs (no interval). A measured noise floor
+  only widens 'inconclusive' (`overall_verdict`); it never widens 'equivalent';
+- test accuracy: 'faster' needs the held-out test accuracy to hold, i.e. the lower end
+  of the interval of (run − baseline) above −TEST_ACCURACY_MARGIN (non-inferiority);
+  otherwise the verdict is FASTER_NOT_HELD ('faster, accuracy not held').
 
-Every seed counts. A pair in which one side did not reach the target accuracy keeps
-a **censored** ratio when that side's training time is known (`censored_*`): its time
-at its last validation stands in for its time to accuracy, which is longer. For a
-candidate that missed, the ratio is then an upper bound of the true one, so such a
-comparison is never called 'faster' (nor 'equivalent'); for a baseline that missed it
-is a lower bound, and the comparison is never called 'slower' (nor 'equivalent'). A
-pair in which both sides missed, or one failed, has no ratio: it is counted in
-'not_reached' with the side that missed, never dropped silently.
+Every seed counts, and a bound is not an estimate. Each side of each pair has an
+outcome ('reached', 'missed': completed without reaching the target, 'failed': diverged
+or crashed, 'not run': dropped after its pair's other side failed). Only pairs whose
+two sides have a value give a ratio; the others are counted in 'not_reached' with
+the side and why, never dropped. A candidate that missed or failed on any seed rules
+out 'faster' (and 'equivalent'), a baseline that did 'slower' (and 'equivalent'): a
+claim about every seed cannot rest on the seeds that happened to reach.
 
 This is the one implementation behind the CLI (`run --baseline`, `noise`,
 `compare`), the Train page, presenter mode, Replay, the Runs page and the
@@ -59,14 +63,23 @@ TARGET_HALF_WIDTH = 0.10
 MIN_PAIRS = 3
 MAX_PAIRS = 5
 
-VERDICTS = ("faster", "slower", "equivalent", "inconclusive")
-# The narrowest equivalence margin: 'equivalent' needs the interval inside ±2% or
-# inside this machine's noise floor, whichever is wider.
-MIN_MARGIN = 0.02
+# 'faster' on speed whose held-out test accuracy did not hold (see `accuracy_held`).
+FASTER_NOT_HELD = "faster, accuracy not held"
+VERDICTS = ("faster", "slower", "equivalent", "inconclusive", FASTER_NOT_HELD)
+# The equivalence margin unless the user sets one: 'equivalent' needs the whole interval
+# inside ±5% (Criterion.rs's noise threshold is a fixed, user-settable number too). A
+# measured noise floor never widens it (tests/test_comparison_stats.py simulates why).
+DEFAULT_MARGIN = 0.05
+# The power that `pairs_for_power` plans for (Cohen's convention), and where it stops counting.
+POWER = 0.80
+POWER_CAP = 1000
+# What a side of a pair can come to: 'reached', 'missed', 'failed' or 'not run' (see the module
+# docstring); these two rule out the claims that side would need.
+MISSES = ("missed", "failed")
 # Modified z-score above which a pair is flagged as an outlier (Iglewicz & Hoaglin 1993).
 OUTLIER_Z = 3.5
-# A speedup whose test accuracy is lower than the baseline's by more than this (fraction:
-# 0.005 = 0.5 points) is flagged and never shown green.
+# Test accuracy holds when the interval's lower end of (run − baseline) is above minus this
+# (fraction: 0.005 = 0.5 points); otherwise 'faster' reads FASTER_NOT_HELD and is never green.
 TEST_ACCURACY_MARGIN = 0.005
 # How every page and the CLI label a ratio from a single pair: a sample, not a result.
 ONE_PAIR_LABEL = "one pair: not a result"
@@ -78,12 +91,6 @@ def pair_ratio(baseline: Optional[float], run: Optional[float], higher_is_better
     if baseline is None or run is None or not baseline > 0 or not run > 0:
         return None
     return run / baseline if higher_is_better else baseline / run
-
-
-def missing_side(baseline: Optional[float], run: Optional[float]) -> Optional[str]:
-    """Which side of a pair has no value: 'baseline', 'run', 'both', or None."""
-    b, r = baseline is None, run is None
-    return "both" if b and r else "baseline" if b else "run" if r else None
 
 
 def _t(confidence: float, df: int) -> float:
@@ -179,24 +186,49 @@ def half_width(ci: Optional[Sequence[float]]) -> Optional[float]:
 
 
 def verdict(ci: Optional[Sequence[float]], margin: Optional[float] = None,
-            censored_sides: Sequence[str] = ()) -> Optional[str]:
+            missed_sides: Sequence[str] = ()) -> Optional[str]:
     """The verdict of an interval of speedups: 'faster' if it lies above 1, 'slower' if
     below, 'equivalent' if it lies inside [1 / (1 + margin), 1 + margin], else
     'inconclusive'; None without an interval. An end exactly at 1 counts as including 1.
 
-    censored_sides: the sides with a censored ratio ('run', 'baseline'; see the module
-    docstring). A censored candidate rules out 'faster', a censored baseline 'slower',
-    and either rules out 'equivalent': those claims would rest on a bound.
+    missed_sides: the sides that missed the target or failed on some seed ('run',
+    'baseline'; see the module docstring). A candidate that missed rules out 'faster', a
+    baseline that missed 'slower', and either rules out 'equivalent'.
     """
     if not ci:
         return None
-    if ci[0] > 1 and "run" not in censored_sides:
+    if ci[0] > 1 and "run" not in missed_sides:
         return "faster"
-    if ci[1] < 1 and "baseline" not in censored_sides:
+    if ci[1] < 1 and "baseline" not in missed_sides:
         return "slower"
-    if margin and not censored_sides and ci[0] >= 1 / (1 + margin) and ci[1] <= 1 + margin:
+    if margin and not missed_sides and ci[0] >= 1 / (1 + margin) and ci[1] <= 1 + margin:
         return "equivalent"
     return "inconclusive"
+
+
+def accuracy_held(delta: Optional[dict], margin: float = TEST_ACCURACY_MARGIN) -> Optional[bool]:
+    """Whether held-out test accuracy held (non-inferiority): the lower end of the interval
+    of (run − baseline) (`delta`: engine.report.comparison.test_accuracy_delta, fractions)
+    lies above −`margin`. False when there is a difference but no interval (fewer than
+    MIN_PAIRS pairs with test accuracy); None when no test accuracy was measured."""
+    if not delta or delta.get("mean") is None:
+        return None
+    ci = delta.get("ci95")
+    return bool(ci) and ci[0] > -margin
+
+
+def overall_verdict(speed: Optional[str], speedup: Optional[float] = None, delta: Optional[dict] = None,
+                    floor: Optional[float] = None) -> Optional[str]:
+    """The verdict every page, command and --json shows, from the speed verdict (`verdict`):
+    'faster' or 'slower' whose effect lies within a measured noise floor (`floor`, relative,
+    from a matching A/A comparison) reads 'inconclusive' (a floor only widens that zone), and
+    'faster' whose test accuracy did not hold (`accuracy_held` is False) reads FASTER_NOT_HELD."""
+    v = speed
+    if v in ("faster", "slower") and below_floor(speedup, floor):
+        v = "inconclusive"
+    if v == "faster" and accuracy_held(delta) is False:
+        v = FASTER_NOT_HELD
+    return v
 
 
 def outliers(ratios: Sequence[Optional[float]], z: float = OUTLIER_Z) -> list[int]:
@@ -215,33 +247,63 @@ def outliers(ratios: Sequence[Optional[float]], z: float = OUTLIER_Z) -> list[in
     return [i for i, x in logs.items() if 0.6745 * abs(x - med) / mad > z]
 
 
-def pairs_to_decide(ratios: Sequence[float], margin: Optional[float] = None, first_stage: int = MIN_PAIRS,
-                    confidence: float = CONFIDENCE) -> Optional[int]:
-    """Stein's estimate of how many usable pairs in all would decide an inconclusive
-    comparison: the fewest N whose interval half width t * s / sqrt(N) (s the larger of
-    the first stage's and all pairs' sd of log ratios, t with first_stage - 1 df) puts
-    the interval on one side of 1 (|mean log| > half) or inside ±margin
-    (|mean log| + half < log(1 + margin)), whichever needs fewer. None before the first
-    stage, or when no N can decide (no spread and no effect)."""
+def _power(effect: float, sd: float, n: int, confidence: float = CONFIDENCE) -> float:
+    """Power of the two-sided one-sample t test at `effect` (mean log ratio) with per-pair
+    sd `sd` of the log ratio and `n` pairs: P(|T| > t crit), T noncentral t (scipy)."""
+    from scipy import stats as sps
+
+    crit = float(sps.t.ppf((1 + confidence) / 2, n - 1))
+    nc = abs(effect) * math.sqrt(n) / sd
+    p = float(sps.nct.sf(crit, n - 1, nc) + sps.nct.cdf(-crit, n - 1, nc))
+    # scipy's noncentral t returns nan far in its tail (nc of 20 or more): the normal limit is exact there.
+    return p if math.isfinite(p) else float(sps.norm.sf(crit - nc))
+
+
+def _n_for_power(effect: float, sd: float, power: float, cap: int, confidence: float) -> Optional[int]:
+    """The fewest pairs (2 to `cap`) at which `_power` reaches `power`, or None past `cap`.
+    Starts from the normal approximation and steps by the exact t power (a few steps)."""
+    from scipy import stats as sps
+
+    if sd <= 0 or effect == 0:
+        return None
+    z = float(sps.norm.ppf((1 + confidence) / 2) + sps.norm.ppf(power))
+    n = min(max(2, math.ceil((z * sd / abs(effect)) ** 2)), cap)
+    while n > 2 and _power(effect, sd, n - 1, confidence) >= power:
+        n -= 1
+    while _power(effect, sd, n, confidence) < power:
+        if n >= cap:
+            return None
+        n += 1
+    return n
+
+
+def pairs_for_power(ratios: Sequence[float], power: float = POWER, confidence: float = CONFIDENCE,
+                    cap: int = POWER_CAP) -> Optional[list[int]]:
+    """How many usable pairs in all a comparison like this one would need for `power` (80%)
+    to call the observed effect (the geometric mean of `ratios`) 'faster' or 'slower':
+    the fewest n at which a two-sided t test (noncentral t, scipy) at that effect reaches
+    it, for the sd of the log ratios at the ends of its 80% interval (chi-square, n − 1
+    df): [low, high], each at least n + 1. A range, not a number: with 3-5 pairs the sd itself is uncertain
+    by 2-3x. tests/test_comparison_stats.py checks by simulation that the middle of the
+    range gives about 80%. None with fewer than MIN_PAIRS ratios, no spread or no effect;
+    an end past `cap` is `cap`. Acting on it is a second look at the data (the first
+    interval no longer holds its 95% alone): the wording says so."""
     import statistics
 
+    from scipy import stats as sps
+
     n = len(ratios)
-    if n < max(first_stage, 2):
+    if n < MIN_PAIRS:
         return None
     logs = [math.log(r) for r in ratios]
-    s = statistics.stdev(logs[:first_stage])
-    if n > first_stage:
-        s = max(s, statistics.stdev(logs))
-    m = abs(sum(logs) / n)
-    t = _t(confidence, first_stage - 1)
-    if s == 0:
+    sd, effect = statistics.stdev(logs), sum(logs) / n
+    if sd == 0 or effect == 0:
         return None
-    candidates = []
-    if m > 0:
-        candidates.append(math.ceil((t * s / m) ** 2))
-    if margin and m < math.log1p(margin):
-        candidates.append(math.ceil((t * s / (math.log1p(margin) - m)) ** 2))
-    return max(min(candidates), n + 1) if candidates else None
+    df = n - 1
+    sd_lo = sd * math.sqrt(df / float(sps.chi2.ppf(0.90, df)))
+    sd_hi = sd * math.sqrt(df / float(sps.chi2.ppf(0.10, df)))
+    ends = [_n_for_power(effect, x, power, cap, confidence) for x in (sd_lo, sd_hi)]
+    return [max(e if e is not None else cap, n + 1) for e in ends]  # inconclusive at n: more than n
 
 
 def fmt_interval(ci: Optional[Sequence[float]]) -> str:
@@ -257,33 +319,43 @@ def fmt_interval(ci: Optional[Sequence[float]]) -> str:
     return f"{pct(ci[0])} to {pct(ci[1])}"
 
 
+def _outcomes(baseline, run, outcomes) -> list[dict]:
+    """Per pair {'baseline', 'run'}: each side's outcome ('reached', 'missed', 'failed', 'not run'); a side without a value
+    and without a given outcome 'missed'."""
+    out = []
+    for i, (b, r) in enumerate(zip(baseline, run)):
+        given = (outcomes[i] if outcomes is not None and i < len(outcomes) else None) or {}
+        out.append({side: given.get(side) or ("reached" if v is not None else "missed")
+                    for side, v in (("baseline", b), ("run", r))})
+    return out
+
+
 def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]], higher_is_better: bool,
               confidence: float = CONFIDENCE, first_stage: Optional[int] = None,
-              censored_baseline: Optional[Sequence[Optional[float]]] = None,
-              censored_run: Optional[Sequence[Optional[float]]] = None,
-              margin: Optional[float] = None) -> dict:
+              outcomes: Optional[Sequence[Optional[dict]]] = None, margin: Optional[float] = None) -> dict:
     """Statistics of one measure over the pairs (baseline[i], run[i]).
 
     Args:
         baseline, run: per pair, the measure of each side (s, or samples/s), None
-            where that side has none (e.g. the target accuracy was not reached).
+            where that side has none (the target accuracy was not reached, the run
+            failed or did not run).
         higher_is_better: True for rates (samples/s), False for times (s).
         first_stage: an adaptive comparison's first stage (MIN_PAIRS): once it has
             that many usable pairs, the interval is Stein's (`stein_interval`),
             widened to the plain t interval over all pairs when that is wider (stalls);
             None: the t interval of a fixed number of pairs (`log_ratio_interval`).
-        censored_baseline, censored_run: per pair, a side's censored value where its
-            own is None (for a time to accuracy: its time at its last validation,
-            s), else None; see the module docstring.
+        outcomes: per pair {'baseline', 'run'}: each side's outcome ('reached', 'missed', 'failed', 'not run'); None, or a
+            side left out: 'reached' where it has a value, else 'missed'.
         margin: the equivalence margin (relative, 0.05 = ±5%); None: no 'equivalent'.
-    Returns: {'speedup' (geometric mean of the pair ratios), 'median', 'ci95'
+    Returns: {'speedup' (geometric mean of the usable pair ratios), 'median', 'ci95'
         ([low, high] or None), 'half_width' (relative ±, or None), 'verdict'
-        (VERDICTS or None), 'pair_ratios' (per pair, None where not usable),
+        (`verdict`, or None), 'pair_ratios' (per pair, None where not usable),
         'pairs' (pairs with a ratio), 'not_reached' (pairs without one; ci95 and
-        verdict stay None under MIN_PAIRS usable pairs),
-        'missing' (per such pair: {'pair' (0-based), 'side'}), 'censored' (per pair
-        with a censored ratio: {'pair', 'side'}), 'outliers' (0-based pairs flagged by
-        `outliers`), 'margin', 'pairs_to_decide' (usable pairs in all that would decide an
+        verdict stay None under MIN_PAIRS usable pairs), 'missing' (per such pair:
+        {'pair' (0-based), 'side' ('baseline' | 'run' | 'both'), 'why' (the outcomes,
+        e.g. 'run failed')}), 'outcomes' (per pair, as given or derived), 'misses'
+        ({'run': {'missed', 'failed'}, 'baseline': {...}}: counts), 'outliers' (0-based
+        pairs flagged by `outliers`), 'margin', 'pairs_for_power' (`pairs_for_power` for an
         inconclusive verdict, else None), 'method' ('t' or 'stein')}.
     Raises: ValueError when the lists differ in length.
     """
@@ -291,24 +363,18 @@ def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]
 
     if len(baseline) != len(run):
         raise ValueError(f"{len(baseline)} baseline values for {len(run)} run values")
-    cb = list(censored_baseline) if censored_baseline is not None else [None] * len(baseline)
-    cr = list(censored_run) if censored_run is not None else [None] * len(run)
-    if len(cb) != len(baseline) or len(cr) != len(run):
-        raise ValueError("censored values must have one entry per pair")
-    ratios, missing, censored = [], [], []
+    oc = _outcomes(baseline, run, outcomes)
+    ratios, missing = [], []
     for i, (b, r) in enumerate(zip(baseline, run)):
         x = pair_ratio(b, r, higher_is_better)
-        if x is None and b is not None and r is None and cr[i] is not None:
-            x, side = pair_ratio(b, cr[i], higher_is_better), "run"
-        elif x is None and b is None and r is not None and cb[i] is not None:
-            x, side = pair_ratio(cb[i], r, higher_is_better), "baseline"
-        else:
-            side = None
         if x is None:
-            missing.append({"pair": i, "side": missing_side(b, r) or "both"})
-        elif side:
-            censored.append({"pair": i, "side": side})
+            lacking = [side for side, v in (("baseline", b), ("run", r)) if v is None or not v > 0]
+            side = "both" if len(lacking) != 1 else lacking[0]
+            why = ", ".join(f"{s_} {oc[i][s_]}" for s_ in ("run", "baseline") if oc[i][s_] != "reached")
+            missing.append({"pair": i, "side": side, "why": why or "no value"})
         ratios.append(x)
+    misses = {side: {k: sum(o[side] == k for o in oc) for k in MISSES} for side in ("run", "baseline")}
+    missed_sides = [side for side in ("run", "baseline") if sum(misses[side].values())]
     usable = [x for x in ratios if x is not None]
     stein = first_stage is not None and len(usable) >= first_stage
     ci = stein_interval(usable, first_stage, confidence) if stein else log_ratio_interval(usable, confidence)
@@ -319,8 +385,7 @@ def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]
         plain = log_ratio_interval(usable, confidence)
         if plain and plain[1] / plain[0] > ci[1] / ci[0]:  # a stall after the first stage widens it
             ci = plain
-    sides = sorted({c["side"] for c in censored})
-    v = verdict(ci, margin, sides)
+    v = verdict(ci, margin, missed_sides)
     return {
         "speedup": math.exp(sum(math.log(x) for x in usable) / len(usable)) if usable else None,
         "median": statistics.median(usable) if usable else None,
@@ -331,11 +396,11 @@ def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]
         "pairs": len(usable),
         "not_reached": len(missing),
         "missing": missing,
-        "censored": censored,
+        "outcomes": oc,
+        "misses": misses,
         "outliers": outliers(ratios),
         "margin": margin,
-        "pairs_to_decide": pairs_to_decide(usable, margin, first_stage or MIN_PAIRS, confidence)
-        if v == "inconclusive" else None,
+        "pairs_for_power": pairs_for_power(usable, confidence=confidence) if v == "inconclusive" else None,
         "method": "stein" if stein else "t",
     }
 
@@ -372,53 +437,84 @@ def fmt_ratio(x: Optional[float]) -> str:
     return "–" if x is None else f"{x:.2f}x"
 
 
-def decide_text(summary: dict) -> str:
-    """'; about 23 pairs in all would decide' for an inconclusive summary with Stein's
-    estimate (`pairs_to_decide`), else ''."""
-    more = summary.get("pairs_to_decide") if summary.get("verdict") == "inconclusive" else None
-    return f"; about {more} pairs in all would decide" if more else ""
+def decide_text(summary: dict, v: Optional[str] = None) -> str:
+    """'; 80% power at this effect needs about 9-31 pairs in all (a second look)' for an
+    inconclusive verdict (`v`, default the summary's) with `pairs_for_power`'s range, else ''."""
+    v = v if v is not None else summary.get("verdict")
+    more = None
+    if v == "inconclusive":  # also when a noise floor made it so: then computed here
+        more = summary.get("pairs_for_power") or pairs_for_power([r for r in summary.get("pair_ratios") or [] if r])
+    if not more:
+        return ""
+    lo, hi = more
+    span = (f"{lo}" if lo == hi else f"{lo}-{hi}") + ("+" if hi >= POWER_CAP else "")
+    return f"; {POWER * 100:.0f}% power at this effect needs about {span} pairs in all (a second look)"
 
 
-def verdict_text(summary: dict) -> str:
+def verdict_text(summary: dict, v: Optional[str] = None) -> str:
     """The words of a summary with an interval, e.g. '1.31x faster (+18% to +45%)',
-    'equivalent within ±5%: 1.01x (−2% to +4%)', 'inconclusive: 0.80x (−79% to +209%)'."""
-    x, ci, v = summary.get("speedup"), summary.get("ci95"), summary.get("verdict")
+    'equivalent within ±5%: 1.01x (−2% to +4%)', 'inconclusive: 0.80x (−79% to +209%)',
+    '1.31x faster, accuracy not held (+18% to +45%)'. `v`: the verdict to word (default
+    the summary's own)."""
+    x, ci = summary.get("speedup"), summary.get("ci95")
+    v = v if v is not None else summary.get("verdict")
     span = f"{fmt_ratio(x)} ({fmt_interval(ci)})"
     if v == "equivalent":
-        return f"equivalent within ±{summary['margin'] * 100:.0f}%: {span}"
+        return f"equivalent within ±{(summary.get('margin') or DEFAULT_MARGIN) * 100:.0f}%: {span}"
     if v == "inconclusive":
         return f"inconclusive: {span}"
     return f"{fmt_ratio(x)} {v} ({fmt_interval(ci)})"
 
 
+def misses_note(summary: dict) -> Optional[str]:
+    """The seeds a side missed or failed on, in words, e.g. 'the candidate failed on 1 seed
+    (diverged or crashed) and missed the target on 1: no 'faster''; None when every side of
+    every pair reached it."""
+    m = summary.get("misses") or {}
+    parts = []
+    for side, who, rules_out in (("run", "the candidate", "faster"), ("baseline", "the baseline", "slower")):
+        c = m.get(side) or {}
+        bits = ([f"failed on {c['failed']} seed{'s' if c['failed'] != 1 else ''} (diverged or crashed)"]
+                if c.get("failed") else []) + \
+               ([f"missed the target on {c['missed']} seed{'s' if c['missed'] != 1 else ''}"] if c.get("missed") else [])
+        if bits:
+            parts.append(f"{who} {' and '.join(bits)}: no '{rules_out}'")
+    return "; ".join(parts) or None
+
+
 def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress: bool = False,
-             baseline_label: Optional[str] = None) -> dict:
+             baseline_label: Optional[str] = None, delta: Optional[dict] = None) -> dict:
     """The words of a comparison's headline, for every place that shows one
     (Train page, presenter mode, Replay, Runs page, CLI, autopilot).
 
     Args:
         summary: `summarize` of the measure the headline is about (time to
             accuracy, else end-to-end), or None.
-        floor: this machine's noise floor for that measure (relative half width of
-            its A/A comparison), or None when not measured.
+        floor: a measured noise floor for that measure (relative half width of a matching
+            A/A comparison), or None; an effect within it reads 'inconclusive'.
         in_progress: more pairs are coming: the text says so, and holds the interval and
             verdict back until MIN_PAIRS pairs are in.
         baseline_label: what the baseline is, e.g. 'Keras-default Adam 1e-3'; the
             text ends with 'vs <label>'.
+        delta: held-out test accuracy, run − baseline (engine.report.comparison.test_accuracy_delta):
+            'faster' whose accuracy did not hold reads FASTER_NOT_HELD (`overall_verdict`).
     Returns: {'text': e.g. '1.31x faster (+18% to +45%), 5 pairs vs tuned Adam 3e-3', 'main'
         (the verdict and interval: '1.31x faster (+18% to +45%)', for large type) and 'detail'
-        (the rest: '5 pairs vs tuned Adam 3e-3'), 'verdict' (VERDICTS or None), 'tone' ('good' | 'bad' | 'neutral': green only for
-        'faster'), 'note' (a second line or None: censored or missing pairs, outliers,
-        below the noise floor)}.
+        (the rest: '5 pairs vs tuned Adam 3e-3'), 'verdict' (`overall_verdict`, or None), 'tone'
+        ('good' | 'bad' | 'neutral': green only for 'faster'), 'note' (a second line or None:
+        missed or failed seeds, pairs without a ratio, outliers, the noise floor)}.
     """
     vs = f" vs {baseline_label}" if baseline_label else ""
     if not summary or summary.get("speedup") is None:
         n = (summary or {}).get("not_reached", 0)
-        main = "no speedup yet" if in_progress else "no speedup: no complete pair"
+        main = "no speedup yet" if in_progress else "no speedup: no pair where both sides reached the target"
+        notes = [x for x in (misses_note(summary or {}),) if x]
+        if n and not notes:
+            notes.append(f"{n} pair{'s' if n != 1 else ''} without a ratio")
         return {"text": main + vs, "main": main, "detail": vs.strip() or None,
-                "verdict": None, "tone": "neutral",
-                "note": f"{n} pair{'s' if n != 1 else ''} without a ratio (target not reached)" if n else None}
-    n, x, ci, v = summary["pairs"], summary["speedup"], summary.get("ci95"), summary.get("verdict")
+                "verdict": None, "tone": "neutral", "note": "; ".join(notes) or None}
+    n, x, ci = summary["pairs"], summary["speedup"], summary.get("ci95")
+    v = overall_verdict(summary.get("verdict"), x, delta, floor)
     pairs = f"{n} pair{'s' if n != 1 else ''}"
     if n < MIN_PAIRS:
         # Two pairs give a t interval on 1 degree of freedom (t = 12.7): "±36114%, [0.00–322.90]"
@@ -435,28 +531,20 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
         detail = vs.strip()
         text = main + vs
     else:
-        main = verdict_text(summary)
-        detail = f"{pairs}{vs}{' so far' if in_progress else ''}{decide_text(summary)}"
+        main = verdict_text(summary, v)
+        detail = f"{pairs}{vs}{' so far' if in_progress else ''}{decide_text(summary, v)}"
         text = f"{main}, {detail}"
-    notes = []
-    if summary.get("censored"):
-        runs = sum(c["side"] == "run" for c in summary["censored"])
-        bases = len(summary["censored"]) - runs
-        parts = ([f"the candidate missed the target on {runs} seed{'s' if runs != 1 else ''} (its ratio there is an "
-                  "upper bound: no 'faster')"] if runs else []) + \
-                ([f"the baseline missed on {bases} seed{'s' if bases != 1 else ''} (a lower bound there: no 'slower')"]
-                 if bases else [])
-        notes.append("; ".join(parts))
-    if summary.get("not_reached"):
-        k = summary["not_reached"]
-        sides = sorted({m["side"] for m in summary.get("missing", [])})
-        notes.append(f"{k} pair{'s' if k != 1 else ''} without a ratio ({', '.join(sides)} did not reach the target)")
+    notes = [x for x in (misses_note(summary),) if x]
+    not_run = [m for m in summary.get("missing") or [] if "not run" in m.get("why", "")]
+    if not_run:
+        k = len(not_run)
+        notes.append(f"{k} pair{'s' if k != 1 else ''} with a side not run (its other side failed)")
     if summary.get("outliers") and v is not None:
         idx = ", ".join(str(i + 1) for i in summary["outliers"])
         notes.append(f"pair{'s' if len(summary['outliers']) != 1 else ''} {idx} flagged as outlier "
                      "(modified z-score > 3.5): a stall?")
     if v is not None and below_floor(x, floor):
-        notes.append(f"below this machine's noise floor (±{floor * 100:.0f}%)")
+        notes.append(f"within a measured noise floor (±{floor * 100:.0f}%): not called faster or slower")
     tone = "good" if v == "faster" else "bad" if v == "slower" else "neutral"
     return {"text": text, "main": main, "detail": detail or None, "verdict": v, "tone": tone,
             "note": "; ".join(notes) or None}
@@ -467,13 +555,20 @@ MEASURE_NAMES = {"time_to_accuracy": "time to accuracy", "end_to_end": "end-to-e
 
 
 FACTOR_NAMES = {"throughput": "throughput", "sample_efficiency": "fewer samples",
-                "outside_training": "time outside training"}
+                "outside_training": "fixed costs"}
+
+
+def _secs(x: Optional[float]) -> str:
+    return "?" if x is None else f"{x:.1f} s"
 
 
 def factors_text(total: Optional[float], factors: Optional[dict]) -> Optional[str]:
     """The split of a time-to-accuracy speedup into factors that multiply to it, e.g.
-    '4.51x = 1.77x throughput × 3.00x fewer samples × 0.85x time outside training';
-    None without factors."""
+    '4.51x = 1.77x throughput × 3.00x fewer samples × 0.85x fixed costs (1.0 s → 1.1 s
+    outside steady training)': the last factor is the share that fixed seconds (warm-up,
+    validation, the rest) take of each side's time, so the same seconds on both sides
+    still read below 1x when the run trains for less; its seconds per side (means) are
+    beside it. None without factors."""
     if not total or not factors or any((factors.get(k) or {}).get("speedup") is None for k in FACTOR_NAMES):
         return None
     parts = []
@@ -481,53 +576,92 @@ def factors_text(total: Optional[float], factors: Optional[dict]) -> Optional[st
         x = factors[k]["speedup"]
         if k == "sample_efficiency" and x < 1:
             name = "sample efficiency (more samples)"
+        if k == "outside_training":
+            o = factors[k]
+            name += (f" ({_secs(o.get('baseline_sec'))} → {_secs(o.get('run_sec'))} outside steady training)"
+                     if o.get("baseline_sec") is not None or o.get("run_sec") is not None else "")
         parts.append(f"{fmt_ratio(x)} {name}")
     return f"{fmt_ratio(total)} = " + " × ".join(parts)
 
 
+def with_setup_text(summary: Optional[dict], setup: Optional[dict] = None) -> Optional[str]:
+    """The start-to-end ratio beside a time-to-accuracy headline: each side's time to
+    accuracy with its setup (interpreter, imports, devices, data, model) added, e.g.
+    'start to target, setup included: 1.77x (setup 2.1 s → 6.3 s)'; `summary` is its
+    `summarize` (engine.report.comparison.evaluate's 'with_setup'), `setup` {'baseline_sec',
+    'run_sec'} (means). None without one."""
+    if not summary or summary.get("speedup") is None:
+        return None
+    span = f" ({fmt_interval(summary['ci95'])})" if summary.get("ci95") else ""
+    secs = (f" (setup {_secs(setup.get('baseline_sec'))} → {_secs(setup.get('run_sec'))})"
+            if setup and (setup.get("baseline_sec") is not None or setup.get("run_sec") is not None) else "")
+    return f"start to target, setup included: {fmt_ratio(summary['speedup'])}{span}{secs}"
+
+
 def reached_text(reached: Optional[dict]) -> Optional[str]:
-    """'reached the target on 4 of 5 seeds (baseline 5 of 5)', or None without counts."""
+    """'reached the target on 4 of 5 seeds; 1 failed (baseline 5 of 5)', or None without
+    counts. Every seed of every counted pair is in the count: failed runs too."""
     if not reached or not reached.get("pairs"):
         return None
     n = reached["pairs"]
-    return (f"reached the target on {reached['run']} of {n} seed{'s' if n != 1 else ''} "
-            f"(baseline {reached['baseline']} of {n})")
+
+    def failed(side: str) -> str:
+        k = reached.get(f"{side}_failed") or 0
+        return f"; {k} failed" if k else ""
+
+    nr, nb = reached.get("run_of", n), reached.get("baseline_of", n)  # a side dropped after a failure did not run
+    return (f"reached the target on {reached['run']} of {nr} seed{'s' if nr != 1 else ''}{failed('run')} "
+            f"(baseline {reached['baseline']} of {nb}{failed('baseline')})")
 
 
 def test_accuracy_text(delta: Optional[dict], versus: str = "the baseline") -> Optional[str]:
-    """'test accuracy +0.3 points (−0.4 to +1.0) vs the baseline, 5 pairs' (`versus` names the
-    other side), or None."""
+    """'test accuracy +0.3 points (−0.4 to +1.0) vs the baseline, 5 pairs: held' (`versus` names
+    the other side; 'held' when `accuracy_held`, 'not held (lower end below −0.5)' when not),
+    or None."""
     if not delta or delta.get("mean") is None:
         return None
     m, ci, n = delta["mean"] * 100, delta.get("ci95"), delta.get("pairs", 0)
-    span = f" ({ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})".replace("-", "−") if ci else ""
-    return f"test accuracy {m:+.1f} points{span} vs {versus}, {n} pair{'s' if n != 1 else ''}".replace("-", "−")
+    span = f" ({ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})" if ci else ""
+    held = accuracy_held(delta)
+    word = ("held" if held else f"not held (needs the lower end above −{TEST_ACCURACY_MARGIN * 100:.1f}"
+            + (")" if ci else f"; an interval needs {MIN_PAIRS} pairs)"))
+    return f"test accuracy {m:+.1f} points{span} vs {versus}, {n} pair{'s' if n != 1 else ''}: {word}".replace("-", "−")
 
 
 def made_of_lines(result: Optional[dict], versus: str = "the baseline") -> list[str]:
     """What a paired speedup (`result`: 'speedup', 'factors', 'reached', 'test_accuracy_delta',
-    as the autopilot's confirmation stores each) is made of, in words: the split
-    (`factors_text`), the seeds reached (`reached_text`) and test accuracy against `versus`
-    (`test_accuracy_text`), leaving out what is unknown."""
+    'with_setup', 'setup', as the autopilot's confirmation stores each) is made of, in words:
+    the split (`factors_text`), the start-to-end ratio (`with_setup_text`), the seeds reached
+    (`reached_text`) and test accuracy against `versus` (`test_accuracy_text`), leaving out
+    what is unknown."""
     r = result or {}
-    lines = (factors_text(r.get("speedup"), r.get("factors")), reached_text(r.get("reached")),
-             test_accuracy_text(r.get("test_accuracy_delta"), versus))
+    lines = (factors_text(r.get("speedup"), r.get("factors")), with_setup_text(r.get("with_setup"), r.get("setup")),
+             reached_text(r.get("reached")), test_accuracy_text(r.get("test_accuracy_delta"), versus))
     return [x for x in lines if x]
 
 
-def comparison_headline(result: Optional[dict], floor: Optional[float] = None, in_progress: bool = False) -> dict:
+def result_floor(result: Optional[dict], measure: Optional[str] = None) -> Optional[float]:
+    """The noise floor a comparison result was judged with for `measure` (default its
+    headline measure): the matching A/A comparison's half width stored in its
+    'noise_floor' (engine.report.comparison.evaluate), or None."""
+    nf = (result or {}).get("noise_floor") or {}
+    return (nf.get("half_width") or {}).get(measure or (result or {}).get("measure") or "time_to_accuracy")
+
+
+def comparison_headline(result: Optional[dict], in_progress: bool = False) -> dict:
     """`headline` of a stored comparison result (engine.report.comparison.evaluate):
-    its headline measure ('measure'), plus 'measure' (name in words) and, when the
-    time to accuracy could not be the headline, a note saying why; 'factors'
-    (`factors_text`), 'reached' (`reached_text`) and 'test' (`test_accuracy_text`),
-    each None when unknown. Test accuracy lower than the baseline's by more than
-    TEST_ACCURACY_MARGIN turns a green 'faster' neutral and says so. Pure; no I/O."""
+    its headline measure ('measure'), judged with the result's own noise floor
+    (`result_floor`) and held-out test accuracy, plus 'measure' (name in words) and,
+    when the time to accuracy could not be the headline, a note saying why; 'factors'
+    (`factors_text`), 'setup' (`with_setup_text`), 'reached' (`reached_text`) and 'test'
+    (`test_accuracy_text`), each None when unknown. Pure; no I/O."""
     if not result:
-        return {**headline(None, in_progress=in_progress), "measure": None, "factors": None, "reached": None,
-                "test": None}
+        return {**headline(None, in_progress=in_progress), "measure": None, "factors": None, "setup": None,
+                "reached": None, "test": None}
     measure = result.get("measure") or "time_to_accuracy"
-    h = headline(result.get(measure), floor=floor, in_progress=in_progress,
-                 baseline_label=result.get("baseline_label"))
+    delta = result.get("test_accuracy_delta")
+    h = headline(result.get(measure), floor=result_floor(result, measure), in_progress=in_progress,
+                 baseline_label=result.get("baseline_label"), delta=delta)
     tta = result.get("time_to_accuracy") or {}
     if measure != "time_to_accuracy" and result.get("target_accuracy") is not None and tta.get("not_reached"):
         k = tta["not_reached"]
@@ -536,15 +670,9 @@ def comparison_headline(result: Optional[dict], floor: Optional[float] = None, i
         h["note"] = why if not h["note"] else f"{why}; {h['note']}"
     h["measure"] = MEASURE_NAMES.get(measure, measure)
     enough = (result.get(measure) or {}).get("pairs", 0) >= MIN_PAIRS
-    h["factors"] = factors_text(tta.get("speedup"), result.get("factors")) \
-        if measure == "time_to_accuracy" and enough else None
+    tta_head = measure == "time_to_accuracy" and enough
+    h["factors"] = factors_text(tta.get("speedup"), result.get("factors")) if tta_head else None
+    h["setup"] = with_setup_text(result.get("with_setup"), result.get("setup")) if tta_head else None
     h["reached"] = reached_text(result.get("reached"))
-    delta = result.get("test_accuracy_delta")
     h["test"] = test_accuracy_text(delta)
-    if delta and delta.get("mean") is not None and delta["mean"] < -TEST_ACCURACY_MARGIN:
-        low = (f"test accuracy lower by {-delta['mean'] * 100:.1f} points (more than "
-               f"{TEST_ACCURACY_MARGIN * 100:.1f}): not a clean win")
-        h["note"] = low if not h["note"] else f"{low}; {h['note']}"
-        if h["tone"] == "good":
-            h["tone"] = "neutral"
     return h

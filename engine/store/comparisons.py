@@ -102,3 +102,21 @@ def latest_noise(store: Store, hostname: str) -> Optional[dict]:
                 return c
     return None
 
+
+
+# What makes two A/A comparisons' noise alike: their baseline's data set, model, epochs, precision.
+NOISE_KEYS = ("dataset", "model", "epochs", "precision")
+
+
+def matching_noise(store: Store, hostname: str, config: dict, min_pairs: int) -> Optional[dict]:
+    """The newest finished A/A comparison on `hostname` whose baseline matches `config` on
+    NOISE_KEYS and that has at least `min_pairs` complete pairs, or None."""
+    want = {k: config.get(k) for k in NOISE_KEYS}
+    for c in list_all(store, "aa"):
+        r = c["result"] or {}
+        if c["hostname"] != hostname or c["status"] not in ("completed", "stopped") or r.get("pairs", 0) < min_pairs:
+            continue
+        base = store.get_run((r.get("baseline_ids") or [None])[0]) if r.get("baseline_ids") else None
+        if base is not None and {k: (base.get("config") or {}).get(k) for k in NOISE_KEYS} == want:
+            return c
+    return None

@@ -31,15 +31,6 @@ def lookup(store, run: dict | None) -> dict | None:
     return comp
 
 
-def noise_floor(store, comp: dict | None = None) -> float | None:
-    """This machine's stored A/A half width (relative) for the headline measure of `comp`
-    (each figure has its own floor, engine.jobs.noise.floor_of), or None."""
-    from engine.jobs import noise
-
-    measure = ((comp or {}).get("result") or {}).get("measure")
-    return noise.floor(store, measure=measure) if measure else noise.floor(store)
-
-
 def _age(t: float | None) -> str:
     """When `t` (Unix s) was, as a clock time that stays true however long the page stays
     drawn ("at 18:12:05"; a relative "30 s ago" froze where it was drawn once), with the
@@ -52,14 +43,14 @@ def _age(t: float | None) -> str:
     return f"at {time.strftime(fmt, time.localtime(t))} ({age_text(t)} when drawn)"
 
 
-def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key: str = "cmp_headline",
-             compact: bool = False) -> None:
+def headline(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", compact: bool = False) -> None:
     """The headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
     at 1280 px), coloured by the verdict, with its measure and note under it: the split,
-    the seeds reached and the test accuracy, one line each (`compact`: one line together, so
-    that presenter mode keeps its charts above the fold at 1280x720)."""
+    the start-to-end ratio, the seeds reached and the test accuracy, one line each (`compact`:
+    one line together, so that presenter mode keeps its charts above the fold at 1280x720). The
+    noise floor is the one the result was judged with (a matching A/A comparison), if any."""
     running = comp["status"] == "running"
-    h = stats.comparison_headline(comp.get("result"), floor=floor, in_progress=running)
+    h = stats.comparison_headline(comp.get("result"), in_progress=running)
     color = TONE_COLORS[h["tone"]] if not running else TONE_COLORS["neutral"]
     label = f"{h['measure'] or 'speedup'}" + (" · in progress: more pairs to come" if running else "")
     box = st.container(key=key, border=True)
@@ -69,7 +60,7 @@ def headline(comp: dict, floor: float | None = None, size_rem: float = 1.45, key
                  f"color:{color};overflow-wrap:anywhere'>{html.escape(h['main'])}</div>", unsafe_allow_html=True)
     if h.get("detail"):
         box.caption(h["detail"])
-    lines = [h[k] for k in ("factors", "reached", "test") if h.get(k)]  # made of, every seed, held-out test
+    lines = [h[k] for k in ("factors", "setup", "reached", "test") if h.get(k)]  # made of, setup, seeds, test
     for line in (["  ·  ".join(lines)] if compact and lines else lines):
         box.caption(line)
     if h["note"]:
