@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     s = sub.add_parser("tune-baseline",
                        help="tune the float32 baseline's schedule, peak learning rate and label smoothing; store it",
                        description="Tune the float32 single-device baseline within its epoch budget (--epochs): "
-                                   "schedules constant, warmup_cosine (warmup 10%% of the epochs) and one_cycle, "
+                                   "schedules constant, warmup_cosine (warmup 10% of the epochs) and one_cycle, "
                                    "each at 4 peak learning rates (x1/2 ... x4 the LR range test's suggestion) "
                                    "and label smoothing 0 and 0.1, trained to the target accuracy (stopping "
                                    "there) on reserved tuning seeds 900000-900003 by successive halving: every "
