@@ -155,3 +155,20 @@ def test_runs_page_transfer_empty_state_and_the_demo_button_refuses_while_busy(s
     assert f"not started: run #{q} is queued" in texts(at.warning)
     assert [r["id"] for r in store.list_runs()] == [q, b]  # nothing else was queued
     store.finish_run(q, "cancelled")
+
+
+@pytest.mark.page
+def test_the_runs_table_and_its_csv_have_the_schedule_peak_lr_and_label_smoothing(store):
+    from engine.autopilot import tune
+
+    base = RunConfig(dataset="digits", epochs=3, stop_at_target=True)
+    one = fake_run(store, tune.config_for(base, "one_cycle", 0.008, 0.1).replace(seed=900001), role="baseline",
+                   group="tune-0a1b2c3d")
+    plain = fake_run(store, RunConfig(dataset="digits", epochs=3), role="baseline")
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    df = at.dataframe[0].value.set_index("id")  # the frame the CSV download writes (plain.csv_frame of it)
+    assert list(df.loc[one, ["schedule", "learning_rate", "label_smoothing"]]) == ["one_cycle", 0.008, 0.1]
+    assert list(df.loc[plain, ["schedule", "learning_rate", "label_smoothing"]]) == ["constant", 0.001, 0.0]
+    at.get("button_group")[0].set_value(["schedule", "learning_rate", "label_smoothing"]).run()
+    assert at.dataframe[0].proto.column_order[-3:] == ["schedule", "learning_rate", "label_smoothing"]

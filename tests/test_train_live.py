@@ -56,3 +56,26 @@ def test_the_train_page_offers_the_data_sets_presets_and_a_click_fills_the_setti
     assert at.selectbox(key="precision").value == "float32"
     assert at.number_input(key="steps_per_execution").value == 1 and at.number_input(key="epochs").value == 10
     assert at.selectbox(key="dataset").value == "mnist5k" and not at.exception
+
+
+def test_a_tune_baseline_sweep_shows_as_the_sweeps_current_run_not_as_launched_here(store):
+    """engine.autopilot.tune's runs (group tune-<hex>, role baseline) are the sweep's: the live
+    view follows its running run alone, with no baseline, and one line says whose it is."""
+    from engine.autopilot import tune
+    from views.train.live import current_comparison
+
+    base = RunConfig(dataset="digits", epochs=3, stop_at_target=True)
+    done = fake_run(store, tune.config_for(base, "constant", 0.002, 0.0).replace(seed=900000), role="baseline",
+                    group="tune-0a1b2c3d", ttt=2.0)
+    now = fake_run(store, tune.config_for(base, "warmup_cosine", 0.004, 0.1).replace(seed=900000),
+                   role="baseline", group="tune-0a1b2c3d", status="running")
+    fake_run(store, tune.config_for(base, "one_cycle", 0.008, 0.0).replace(seed=900000), role="baseline",
+             group="tune-0a1b2c3d", status="queued")
+    group, b, run = current_comparison(store)
+    assert [r["id"] for r in group] == [now] and b is None and run["id"] == now and done < now
+    at = app()
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert (f"Run #{now} of the tune-baseline sweep tune-0a1b2c3d (python -m engine tune-baseline, not launched "
+            "here): warmup_cosine, peak learning rate 0.004, label smoothing 0.1, seed 900000; 3 of its runs "
+            "queued so far, 1 ended (all on the Runs page)") in captions

@@ -231,7 +231,7 @@ def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store,
     at = app()
     at.selectbox(key="precision").set_value("mixed_bfloat16").run()
     toggle = at.toggle(key="tuned_baseline")
-    assert not toggle.disabled and "constant learning rate 0.0049, stored" in toggle.help
+    assert not toggle.disabled and "1 device, constant learning rate 0.0049, stored" in toggle.help
     toggle.set_value(True).run()
     at.button(key="launch").click().run()
     no_errors(at)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from engine.config import RunConfig, baseline_config
+from engine.config.seeds import refuse_tuning_seeds
 from engine.base.errors import ActiveRunError, ConfigError
 from engine.jobs import background
 from engine.autopilot import space as space_mod
@@ -97,7 +98,8 @@ class AutopilotError(RuntimeError):
 def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=None, learning_rate=None) -> None:
     """Check the autopilot's settings before anything runs: budget (s), target (0-1],
     repeats; `seed` (the base seed: the re-runs use the `repeats` seeds after it, the
-    ablation the one after it when `explain`); `max_lr` (one-cycle's peak LR, in
+    ablation the one after it when `explain`, the runoff the RUNOFF_SEEDS after those; none
+    may be a tuning seed, engine.config.seeds); `max_lr` (one-cycle's peak LR, in
     (0, 10] like RunConfig's, not below `learning_rate`, the base LR).
 
     Raises: ConfigError (field, value, fix; one line) for the first unusable one.
@@ -117,6 +119,8 @@ def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=No
         raise ConfigError("seed", seed, "is out of range",
                           f"the re-runs use the {f'{after} seeds' if after > 1 else 'seed'} after it: "
                           f"use a value between 0 and {MAX_SEED - after}")
+    if isinstance(seed, int):  # the search's, the re-runs' and the runoff's seeds
+        refuse_tuning_seeds(seed, range(max(after, max(repeats, 0) + RUNOFF_SEEDS) + 1), "the autopilot")
     if max_lr is not None:
         lr_text = f", at least the base learning rate {learning_rate:g}" if learning_rate else ""
         if isinstance(max_lr, bool) or not isinstance(max_lr, (int, float)) or not math.isfinite(max_lr) \
@@ -263,10 +267,10 @@ def paired_from_store(store: Store, base_ids: list, run_ids: list, target: float
 TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmation's extra configurations
 
 
-def _baseline_label(kind: str, cfg: RunConfig) -> Optional[str]:
+def _baseline_label(kind: str, cfg: RunConfig, tuned: Optional[dict] = None) -> Optional[str]:
     from engine.report.comparison import baseline_label
 
-    return baseline_label(kind, cfg.to_dict())
+    return baseline_label(kind, cfg.to_dict(), tuned)
 
 
 def runoff_seeds(seed: int, repeats: int, n: int = RUNOFF_SEEDS) -> list[int]:
@@ -700,7 +704,7 @@ class Autopilot:
 
         self.tuned = tuned_baselines.lookup(self.base, store_path)
         if self.tuned is not None and TUNED not in self.extra:
-            self.extra[TUNED] = self.baseline.replace(learning_rate=self.tuned["learning_rate"])
+            self.extra[TUNED] = self.baseline.replace(**tuned_baselines.config_fields(self.tuned))
         self.lr_find, self.max_lr_given = lr_find, max_lr
         self.facts = facts if facts is not None else machine_facts()
         self.verdicts = verdicts(self.facts, self.base.device_type)
@@ -713,7 +717,7 @@ class Autopilot:
         self.state = {
             "id": self.id, "phase": "starting", "dataset": self.base.dataset, "model": self.base.model,
             "baseline_label": _baseline_label("default", self.baseline),
-            "tuned_label": _baseline_label("tuned", self.extra[TUNED]) if TUNED in self.extra else None,
+            "tuned_label": _baseline_label("tuned", self.extra[TUNED], self.tuned) if TUNED in self.extra else None,
             "target_accuracy": self.target, "budget_sec": self.budget_s, "seed": self.seed,
             "repeats": repeats, "explain": explain, "base_config": self.base.to_dict(),
             "baseline_config": self.baseline.to_dict(), "space": self.space.to_dict(),

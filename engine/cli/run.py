@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
     s.add_argument("--baseline", nargs="?", const="default", choices=("default", "tuned"),
                    help="compare with the float32 single-device baseline: interleaved pairs (AB BA ...), "
                         "seed i for pair i, a 95%% interval and a verdict (see --pairs); 'tuned': its "
-                        "constant learning rate from python -m engine tune-baseline (its age is shown)")
+                        "schedule, peak learning rate and label smoothing from python -m engine "
+                        "tune-baseline (its age is shown)")
     s.add_argument("--reuse-baseline", action="store_true",
                    help="with --baseline: one run against a stored baseline of this machine (its age is "
                         "shown) instead of fresh pairs; no interval")
@@ -97,7 +98,9 @@ def _say_tuned(cfg, args) -> None:
 
     _, row = baseline_of(cfg, "tuned")
     if not args.quiet:
-        print(f"tuned baseline: {row['optimizer']} {row['learning_rate']:g} (tune-baseline #{row['id']}, "
+        from engine.store.tuned_baselines import describe
+
+        print(f"tuned baseline: {row['optimizer']}, {describe(row)} (tune-baseline #{row['id']}, "
               f"{age_text(row.get('created'))}, on {row.get('hostname') or 'an unknown host'})", file=sys.stderr)
 
 

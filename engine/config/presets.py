@@ -12,6 +12,7 @@ from __future__ import annotations
 
 
 from engine.config import RunConfig
+from engine.store import tuned_baselines
 
 # digits: benchmarks/time_to_accuracy.py's hand-tuned configuration (kept there as TUNED).
 PRESETS = {
@@ -49,12 +50,13 @@ AUTOPILOT_WINNERS = {
 }
 
 
-def menu(dataset: str, tuned_lr: float | None = None) -> list[dict]:
+def menu(dataset: str, tuned: dict | None = None) -> list[dict]:
     """The presets the Train page offers for bundled data set `dataset`, each
     {'name', 'line' (one line: what it is), 'settings' (RunConfig fields that differ from
     RunConfig's defaults, 'dataset' included) or None when not available yet, 'missing' (why)}:
-    the baseline (RunConfig's defaults), the tuned baseline (its constant learning rate from
-    `python -m engine tune-baseline`, engine.store.tuned_baselines: `tuned_lr`, None when not stored),
+    the baseline (RunConfig's defaults), the tuned baseline (its schedule, peak learning rate and
+    label smoothing from `python -m engine tune-baseline`: `tuned`, the engine.store.tuned_baselines
+    row, None when not stored),
     the hand-tuned preset (PRESETS) and the autopilot's recorded winner (AUTOPILOT_WINNERS).
     [] for a data set with no presets."""
     if dataset not in PRESETS:
@@ -68,11 +70,11 @@ def menu(dataset: str, tuned_lr: float | None = None) -> list[dict]:
     out = [{"name": "Baseline", "line": "float32, 1 device, Adam 1e-3, constant LR: what every speedup is measured "
                                         "against", "settings": diff(RunConfig(dataset=dataset)), "missing": None},
            {"name": "Tuned baseline",
-            "line": (f"the baseline at its tuned constant LR {tuned_lr:g} (tune-baseline)" if tuned_lr else
-                     "the baseline at a tuned constant LR: store one with python -m engine tune-baseline "
-                     f"--dataset {dataset}"),
-            "settings": diff(RunConfig(dataset=dataset, learning_rate=tuned_lr)) if tuned_lr else None,
-            "missing": None if tuned_lr else "no tuned baseline stored on this machine yet"},
+            "line": (f"the baseline at its tuned {tuned_baselines.describe(tuned)} (tune-baseline)" if tuned else
+                     "the baseline with a tuned schedule and learning rate: store one with python -m engine "
+                     f"tune-baseline --dataset {dataset}"),
+            "settings": diff(RunConfig(dataset=dataset, **tuned_baselines.config_fields(tuned))) if tuned else None,
+            "missing": None if tuned else "no tuned baseline stored on this machine yet"},
            {"name": "Hand-tuned preset", "line": "bf16 · one-cycle · label smoothing · steps per execution "
                                                  "(docs/datasets.md)", "settings": diff(preset(dataset)), "missing": None}]
     if winner:

@@ -38,6 +38,11 @@ GROUP_PREFIX = "cmp-"
 # An A/A comparison's second side trains on seed + this: its time to accuracy then spreads
 # as much as an A/B pair's, which also differs in how many epochs each side needs.
 AA_SEED_OFFSET = 1000
+# What a comparison keeps of the tuned baseline it ran against (engine.store.tuned_baselines.get).
+TUNED_KEYS = ("id", "created", "hostname", "learning_rate", "schedule", "warmup_epochs", "max_lr",
+              "label_smoothing", "tuning_seeds", "reached", "spread")
+
+
 def orders(n: int) -> list[str]:
     """The order of each of `n` pairs: 'AB', 'BA', 'AB', ... (A = baseline side)."""
     return ["AB" if i % 2 == 0 else "BA" for i in range(n)]
@@ -47,7 +52,8 @@ def baseline_of(cfg: RunConfig, baseline_kind: str = "default", store_path: Opti
                 ) -> tuple[RunConfig, Optional[dict]]:
     """(the baseline config of `cfg`, the engine.store.tuned_baselines row it used or None).
     'default': engine.config.baseline_config (cfg's own learning rate, constant); 'tuned':
-    the same with the stored tuned learning rate.
+    the same with the stored tuned schedule, peak learning rate, warmup and label smoothing
+    (engine.store.tuned_baselines.config_fields).
     Raises: ConfigError (field baseline) when 'tuned' has no stored row, or the kind is unknown."""
     from engine.base.errors import ConfigError
 
@@ -65,7 +71,7 @@ def baseline_of(cfg: RunConfig, baseline_kind: str = "default", store_path: Opti
         store.close()
     if row is None:
         raise tuned_baselines.missing_error(cfg)
-    return base.replace(learning_rate=row["learning_rate"]), row
+    return base.replace(**tuned_baselines.config_fields(row)), row
 
 
 def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pairs: int = stats.MAX_PAIRS,
@@ -81,16 +87,21 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
         budget_s: adaptive stop before a pair that would end after this many s
             from the start (None: no budget).
         baseline_kind: 'default' (cfg's learning rate, constant) or 'tuned' (the stored
-            tuned learning rate, engine.store.tuned_baselines), see `baseline_of`.
+            tuned schedule and peak learning rate, engine.store.tuned_baselines), see `baseline_of`.
         margin: equivalence margin (relative; None: engine.report.stats.DEFAULT_MARGIN, 5%).
     Returns: the comparison id. Raises: as engine.jobs.runner.submit; ValueError
-    for a pair count under 1; ConfigError for a tuned baseline that is not stored.
+    for a pair count under 1; ConfigError for a tuned baseline that is not stored, or for
+    pairs whose seeds (cfg.seed + i; A/A's run side + AA_SEED_OFFSET too) include a tuning
+    seed (engine.config.seeds).
     """
+    from engine.config.seeds import refuse_tuning_seeds
     from engine.jobs import runner
 
     n = pairs if pairs is not None else max_pairs
     if n < 1:
         raise ValueError(f"pairs must be at least 1, not {n}")
+    refuse_tuning_seeds(cfg.seed, [*range(n), *(AA_SEED_OFFSET + i for i in range(n) if kind == "aa")],
+                        f"a comparison of {n} pairs")
     base, tuned = baseline_of(cfg, baseline_kind, store_path)
     run_cfg = base if kind == "aa" else cfg
     configs, roles, plan = [], [], []
@@ -113,8 +124,7 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
             store.update_run(bid, baseline_id=bid)
         settings = {"pairs": pairs, "max_pairs": n, "target_half_width": target_half_width,
                     "budget_s": budget_s, "min_pairs": min(stats.MIN_PAIRS, n), "baseline_kind": baseline_kind,
-                    "margin": margin, "tuned_baseline": tuned and {k: tuned[k] for k in
-                                                                  ("id", "created", "hostname", "learning_rate")}}
+                    "margin": margin, "tuned_baseline": tuned and {k: tuned.get(k) for k in TUNED_KEYS}}
         cid = cstore.create(store, kind, group, settings, plan, os.uname().nodename)
     finally:
         store.close()

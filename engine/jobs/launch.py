@@ -43,7 +43,7 @@ def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, 
 
     Args:
         baseline: None (cfg alone), 'default' (its float32 single-device baseline at cfg's
-            own learning rate) or 'tuned' (that baseline at the stored tuned learning rate,
+            own learning rate) or 'tuned' (that baseline with the stored tuned schedule and rate,
             engine.store.tuned_baselines).
         reuse: with a baseline, one pair against a baseline run already stored on this
             machine (queued fresh when there is none) instead of interleaved pairs.

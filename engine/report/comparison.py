@@ -123,10 +123,13 @@ def headline_measure(result: dict) -> str:
     return "end_to_end"
 
 
-def baseline_label(kind: str, cfg: Optional[dict]) -> Optional[str]:
+def baseline_label(kind: str, cfg: Optional[dict], tuned: Optional[dict] = None) -> Optional[str]:
     """What a comparison's baseline is, for every headline: 'Keras-default Adam 1e-3',
-    'tuned Adam 0.003', or 'untuned Adam 0.003' (a constant rate the user chose);
-    None without a config; 'your baseline command' for two commands (engine.jobs.command_pairs)."""
+    'untuned Adam 0.003' (a constant rate the user chose) or, for a tuned baseline ('tuned':
+    the stored row `tuned`, engine.store.tuned_baselines), its schedule, peak rate, label
+    smoothing and tuning seeds: 'tuned warmup-cosine Adam 0.004, label smoothing 0.1, 4 seeds'
+    ('tuned Adam 0.003' for a comparison stored before schedules were tuned: no schedule in
+    `tuned`); None without a config; 'your baseline command' for two commands (engine.jobs.command_pairs)."""
     if kind == "command":
         return "your baseline command"
     if not cfg:
@@ -134,9 +137,18 @@ def baseline_label(kind: str, cfg: Optional[dict]) -> Optional[str]:
     opt = cfg.get("optimizer") or "adam"
     lr = cfg.get("learning_rate")
     name = {"adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop"}.get(opt, opt)
-    lr_text = "1e-3" if lr == 1e-3 else f"{lr:g}" if lr is not None else "?"
     if kind == "tuned":
-        return f"tuned {name} {lr_text}"
+        if not (tuned or {}).get("schedule"):
+            return f"tuned {name} {'1e-3' if lr == 1e-3 else f'{lr:g}' if lr is not None else '?'}"
+        schedule = cfg.get("schedule") or "constant"
+        peak = cfg.get("max_lr") if schedule in ("one_cycle", "cyclic") and cfg.get("max_lr") else lr
+        words = {"constant": "constant-LR"}.get(schedule, schedule.replace("_", "-"))
+        text = f"tuned {words} {name} {peak:g}" if peak is not None else f"tuned {words} {name} ?"
+        if cfg.get("label_smoothing"):
+            text += f", label smoothing {cfg['label_smoothing']:g}"
+        n = len(tuned.get("tuning_seeds") or [])
+        return text + (f", {n} seed{'s' if n != 1 else ''}" if n else "")
+    lr_text = "1e-3" if lr == 1e-3 else f"{lr:g}" if lr is not None else "?"
     # Keras's own default learning rates: 1e-3 for Adam and RMSprop, 0.01 for SGD.
     default = {"adam": 1e-3, "rmsprop": 1e-3, "sgd": 0.01}.get(opt)
     return f"{'Keras-default' if lr == default else 'untuned'} {name} {lr_text}"
@@ -320,7 +332,8 @@ def evaluate(store: Store, comparison: dict) -> dict:
     out.update({"kind": comparison["kind"], "planned": len(plan), "pair_rows": rows,
                 "baseline_ids": [p["baseline_id"] for p in plan if "baseline_id" not in dropped_keys(p)],
                 "run_ids": [p["run_id"] for p in plan if "run_id" not in dropped_keys(p)], "baseline_reused": False,
-                "baseline_kind": kind, "baseline_label": baseline_label(kind, (base_run or {}).get("config")),
+                "baseline_kind": kind, "baseline_label": baseline_label(kind, (base_run or {}).get("config"),
+                                                                 settings.get("tuned_baseline")),
                 "tuned_baseline": settings.get("tuned_baseline")})
     started = [r for r in (store.get_run(i) for i in out["baseline_ids"]) if r and r.get("started")]
     out["baselines_measured"] = [r["id"] for r in started]  # not those cancelled before they started

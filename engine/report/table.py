@@ -60,9 +60,20 @@ def mfu_text(v) -> str:
     return f"{100 * float(v):.3g}%"
 
 
+def peak_lr(cfg: dict) -> Optional[float]:
+    """The highest learning rate a run's schedule reaches, before any batch scaling: max_lr for
+    cyclic and one_cycle (10x learning_rate when unset, engine.config.lr_math), else learning_rate
+    (constant, warmup_cosine and warmup_step peak there)."""
+    lr = cfg.get("learning_rate")
+    if cfg.get("schedule") in ("cyclic", "one_cycle") and lr is not None:
+        return cfg.get("max_lr") or 10.0 * lr
+    return lr
+
+
 def runs_frame(store, runs: Optional[list] = None):
     """`runs` (default: all of `store.list_runs()`; pass a page from `store.query_runs` at
-    scale) as a pandas DataFrame (one row each, in their order): config columns,
+    scale) as a pandas DataFrame (one row each, in their order): config columns (the schedule,
+    its peak learning rate, `peak_lr`, and label smoothing among them),
     steady and end-to-end samples/s, where the wall time went (s), final
     validation accuracy and time to the target accuracy (s), the MFU fields
     (engine.report.mfu.MFU_KEYS: FLOPs per sample, FLOP/s, peak FLOP/s, its source,
@@ -83,7 +94,8 @@ def runs_frame(store, runs: Optional[list] = None):
             "model": (plan.get("name") or "outside script") if outside else c["model"], "precision": c["precision"],
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
-            "schedule": c.get("schedule"), "epochs": c["epochs"],
+            "schedule": c.get("schedule"), "learning_rate": peak_lr(c),
+            "label_smoothing": c.get("label_smoothing"), "epochs": c["epochs"],
             "samples_per_sec": s.get("samples_per_sec"),
             "end_to_end_samples_per_sec": s.get("end_to_end_samples_per_sec"),
             "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
@@ -97,7 +109,7 @@ def runs_frame(store, runs: Optional[list] = None):
         })
     df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
-        "batch", "spe", "xla", "schedule", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
+        "batch", "spe", "xla", "schedule", "learning_rate", "label_smoothing", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
         "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin"])
     df["mfu"] = pd.to_numeric(df["mfu"], errors="coerce")  # a number column also when no run has one

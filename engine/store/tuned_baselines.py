@@ -1,15 +1,18 @@
-"""Tuned baselines in the run store: the constant learning rate that brings the float32,
-single-device baseline of a (data set, model, global batch size, optimizer) to its target
-accuracy fastest, as `python -m engine tune-baseline` found it (engine.autopilot.tune).
+"""Tuned baselines in the run store: the schedule, peak learning rate and label smoothing that bring
+the float32, single-device baseline of a (data set, model, global batch size, optimizer) to its
+target accuracy fastest, as `python -m engine tune-baseline` found it (engine.autopilot.tune).
 
 A speedup against Keras's default learning rate mixes engineering (throughput) with
 optimisation that a tuned baseline would also get (airbench and the NanoGPT speedrun
 report records against tuned baselines). Comparisons with ``baseline_kind='tuned'``
-(``run --baseline tuned``) take their baseline's learning rate from here.
+(``run --baseline tuned``) take their baseline's settings from here (`config_fields`).
 
-Its table is part of the store's versioned schema (engine.store.db, since schema 8). Row: id, created (Unix s), hostname, dataset, model,
-batch_size, optimizer, learning_rate (the winner), target_accuracy, result (JSON: the
-sweep, per learning rate and seed its run id and time to accuracy in s).
+Its table is part of the store's versioned schema (engine.store.db, since schema 8). Row: id, created (Unix s),
+hostname, dataset, model, batch_size, optimizer, learning_rate (the winner's peak), target_accuracy,
+result (JSON: the winner's 'schedule', 'warmup_epochs', 'max_lr', 'label_smoothing', 'tuning_seeds',
+'reached' {'seeds', 'of'}, 'spread' {'min_sec', 'max_sec', 'sd_log'}, and the sweep's runs). A row
+stored before the schedule was tuned (a constant learning rate on seeds 0 and 1) reads as a
+constant-LR tuned baseline (`get` fills the fields in).
 """
 from __future__ import annotations
 
@@ -20,6 +23,9 @@ from typing import Optional
 from engine.store import Store
 from engine.store.db import TUNED_BASELINES_TABLE
 
+# The baseline settings a row fixes besides learning_rate (RunConfig fields), as a row stored
+# before the schedule was tuned has them: constant, no warmup, no smoothing.
+OLD_ROW = {"schedule": "constant", "warmup_epochs": 0.0, "max_lr": None, "label_smoothing": 0.0}
 
 
 def _has_table(store: Store) -> bool:
@@ -44,7 +50,8 @@ def key_of(cfg) -> dict:
 
 def put(store: Store, cfg, learning_rate: float, target_accuracy: Optional[float], result: dict,
         hostname: str) -> int:
-    """Store a tuned learning rate for `cfg`'s key; returns the row id. Older rows stay (history)."""
+    """Store a tuned baseline for `cfg`'s key: its peak `learning_rate`, and in `result` its
+    OLD_ROW fields, 'tuning_seeds', 'reached' and 'spread'; returns the row id. Older rows stay (history)."""
     ensure_table(store)
     k = key_of(cfg)
     with store.tx() as conn:
@@ -69,7 +76,38 @@ def get(store: Store, cfg) -> Optional[dict]:
         return None
     d = dict(row)
     d["result"] = json.loads(d["result"]) if d.get("result") else None
+    res = d["result"] or {}
+    d.update({k: res.get(k, v) for k, v in OLD_ROW.items()})
+    old_seeds = res.get("seeds")  # a constant-LR row: seeds 0 and 1, reached on every one
+    d["tuning_seeds"] = res.get("tuning_seeds") or old_seeds
+    d["reached"] = res.get("reached") or (
+        {"seeds": len(res.get("seeds_reached") or []), "of": len(old_seeds)} if old_seeds else None)
+    d["spread"] = res.get("spread")
     return d
+
+
+def config_fields(row: dict) -> dict:
+    """The RunConfig fields a tuned row (`get`) gives the baseline: learning_rate (the peak),
+    schedule, warmup_epochs, max_lr and label_smoothing; and for a schedule other than constant
+    the epochs it was tuned over (a cosine or one-cycle over other epochs is another schedule)."""
+    out = {"learning_rate": float(row["learning_rate"]), **{k: row.get(k, v) for k, v in OLD_ROW.items()}}
+    epochs = (row.get("result") or {}).get("epochs")
+    if out["schedule"] != "constant" and epochs:
+        out["epochs"] = int(epochs)
+    return out
+
+
+def describe(row: dict) -> str:
+    """A tuned row (`get`) in words: 'constant learning rate 0.0049', or 'warmup_cosine schedule
+    (warmup 0.3 epochs) over 3 epochs peaking at learning rate 0.004, label smoothing 0.1'."""
+    f = config_fields(row)
+    if f["schedule"] == "constant":
+        text = f"constant learning rate {f['learning_rate']:g}"
+    else:
+        text = (f"{f['schedule']} schedule" + (f" (warmup {f['warmup_epochs']:g} epochs)" if f["warmup_epochs"] else "")
+                + (f" over {f['epochs']} epochs" if f.get("epochs") else "")
+                + f" peaking at learning rate {f['learning_rate']:g}")
+    return text + (f", label smoothing {f['label_smoothing']:g}" if f["label_smoothing"] else "")
 
 
 def lookup(cfg, store_path=None) -> Optional[dict]:

@@ -47,6 +47,11 @@ TABLE_COLUMNS = {
     "bound_by": st.column_config.TextColumn("bound by", width="medium",
                                             help="what limits the run, with the figures that decided it; "
                                                  "python -m engine show ID adds the next lever"),
+    "schedule": st.column_config.TextColumn("schedule", help="the learning-rate schedule"),
+    "learning_rate": st.column_config.NumberColumn("peak LR", format="%.3g",
+                                                   help="the highest learning rate the schedule reaches "
+                                                        "(one_cycle and cyclic: max_lr)"),
+    "label_smoothing": st.column_config.NumberColumn("label smoothing", format="%.2f"),
     "created": st.column_config.TextColumn("created"),
     "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
     "error": st.column_config.TextColumn("error"),
@@ -56,7 +61,7 @@ TABLE_COLUMNS = {
 KEY_COLUMNS = ("id", "status", "role", "config", "time_to_target_sec", "samples_per_sec", "val_accuracy", "wall_sec",
                "mfu", "bound_by")
 MORE_COLUMNS = ("mfu_denominator", "end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec",
-                "other_sec", "created", "origin", "error")
+                "other_sec", "schedule", "learning_rate", "label_smoothing", "created", "origin", "error")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:

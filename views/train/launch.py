@@ -33,13 +33,15 @@ def tuned_help(row: dict | None) -> str:
     """The tuned-baseline toggle's help: what it compares against, or how to get one."""
     if row is None:
         return ("No tuned baseline is stored for this data set, model, global batch and optimizer. "
-                "`python -m engine tune-baseline --dataset D --model M` sweeps the float32 baseline's "
-                "constant learning rate and stores the fastest that reaches the target on 2 seeds.")
+                "`python -m engine tune-baseline --dataset D --model M` tunes the float32 baseline's "
+                "schedule, peak learning rate and label smoothing on 4 tuning seeds and stores the fastest "
+                "that reaches the target on at least 3.")
     from engine.jobs.noise import age_text
+    from engine.store.tuned_baselines import describe
 
-    return (f"The pairs' baseline is the tuned one (float32, 1 device, constant learning rate "
-            f"{float(row['learning_rate']):g}, stored {age_text(row.get('created'))}) instead of Keras's defaults: "
-            "the speedup is then what your settings add over a baseline whose learning rate was tuned.")
+    return (f"The pairs' baseline is the tuned one (float32, 1 device, {describe(row)}, stored "
+            f"{age_text(row.get('created'))}) instead of Keras's defaults: the speedup is then what your "
+            "settings add over a baseline whose schedule and learning rate were tuned.")
 
 
 def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseline_kind: str = "default") -> None:

@@ -9,7 +9,9 @@ from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
 from engine.base.plain import md
 from engine.report import live_refresh
-from engine.store import Store, from_outside_script
+from engine.store import FINAL_STATUSES, Store, from_outside_script
+from engine.autopilot.tune import GROUP_PREFIX as TUNE_PREFIX
+from engine.report.table import peak_lr
 from views.components import comparison as cmp_view
 from views.components.common import one_line_errors
 from views.components.live_charts import own_active, render_comparison
@@ -39,6 +41,9 @@ def current_comparison(store: Store) -> tuple[list[dict], dict | None, dict | No
         return [], None, None
     gid = newest[0]["group_id"]
     group = (store.query_runs(f"group_id=? AND {OWN_RUNS}", (gid,), order="id") if gid else newest)
+    if (gid or "").startswith(TUNE_PREFIX):  # tune-baseline's sweep: its current run alone, no baseline
+        now = _current_run(group)
+        return [now], None, now
     if (gid or "").startswith("cmp-"):  # a comparison: its current pair (engine.jobs.comparison)
         pair = _current_pair(group)
         if pair:
@@ -65,6 +70,28 @@ def _baseline_in(group: list[dict], run: dict) -> dict | None:
     want.pop("target_accuracy", None)
     return next((r for r in group if r["id"] != run["id"] and r["status"] == "completed"
                  and {k: v for k, v in r["config"].items() if k != "target_accuracy"} == want), None)
+
+
+def _current_run(group: list[dict]) -> dict:
+    """The run of a sweep (oldest first) being measured, else the last that started, else the first."""
+    running = [r for r in group if r["status"] == "running"]
+    started = [r for r in group if r.get("started")]
+    return (running or started or group[:1])[-1]
+
+
+def sweep_caption(group: list[dict], run: dict) -> str | None:
+    """One line naming a tune-baseline sweep's run as the sweep's (engine.autopilot.tune; it was
+    not launched here), its schedule, peak learning rate, label smoothing and seed; None for
+    any other run."""
+    gid = run.get("group_id") or ""
+    if not gid.startswith(TUNE_PREFIX):
+        return None
+    c = run.get("config") or {}
+    ls = f", label smoothing {c['label_smoothing']:g}" if c.get("label_smoothing") else ""
+    return (f"Run #{run['id']} of the tune-baseline sweep {gid} (python -m engine tune-baseline, not launched "
+            f"here): {c.get('schedule')}, peak learning rate {peak_lr(c):g}{ls}, seed {c.get('seed')}; "
+            f"{len(group)} of its runs queued so far, {sum(r['status'] in FINAL_STATUSES for r in group)} "
+            "ended (all on the Runs page)")
 
 
 def _current_pair(group: list[dict]) -> list[dict] | None:
@@ -113,6 +140,10 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
                                                         "**Autopilot** and **Runs** pages.)" if n_ap else ""),
                         icon=":material/arrow_back:")
                 return
+            sweep = sweep_caption(store.query_runs("group_id=?", (run["group_id"],), order="id"), run) \
+                if run is not None and (run.get("group_id") or "").startswith(TUNE_PREFIX) else None
+            if sweep:
+                st.caption(md(sweep))
             if run is not None and from_outside_script(run.get("plan")):
                 plan = run["plan"]  # engine.training.outside: SpeedLabCallback in a user's script
                 st.caption(md(f"Run {run['id']} from an outside script: {plan.get('name') or ''} "

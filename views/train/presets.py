@@ -11,13 +11,13 @@ from views.components.common import one_line_errors
 from views.train.checks import DEFAULTS
 
 
-def _tuned_lr(dataset: str) -> float | None:
-    """The tuned baseline's constant learning rate stored on this machine (engine.store.tuned_baselines,
+def _tuned(dataset: str) -> dict | None:
+    """The tuned baseline stored on this machine for `dataset`'s defaults (engine.store.tuned_baselines,
     `python -m engine tune-baseline`), or None."""
     from engine.store import tuned_baselines
 
     row = tuned_baselines.lookup(RunConfig(dataset=dataset))
-    return float(row["learning_rate"]) if row and row.get("learning_rate") else None
+    return row if row and row.get("learning_rate") else None
 
 
 def apply(settings: dict) -> None:
@@ -37,7 +37,7 @@ def presets_popover(container, dataset: str | None) -> None:
         return
     tuned = None
     with one_line_errors("Tuned baseline"):
-        tuned = _tuned_lr(dataset)
+        tuned = _tuned(dataset)
     box = container.popover("Presets", icon=":material/tune:", width="stretch",
                             help=f"Ready configurations for {dataset}: a click fills the settings")
     box.markdown(f"**Presets for {dataset}**: a click fills the settings")
