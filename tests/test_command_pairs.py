@@ -48,7 +48,8 @@ def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path):
     assert c["time_to_accuracy_speedup"] == pytest.approx((2.0 * 1.5 * 4.0) ** (1 / 3))  # 2.289
     # Steady rate = 320 samples / T s, so throughput explains the whole ratio.
     assert c["factors"]["throughput"]["speedup"] == pytest.approx(12 ** (1 / 3))
-    assert c["reached"] == {"pairs": 3, "baseline": 3, "run": 3}
+    assert c["reached"] == {"pairs": 3, "baseline": 3, "run": 3, "baseline_failed": 0, "run_failed": 0,
+                            "baseline_of": 3, "run_of": 3}
     assert c["baseline_kind"] == "command" and c["baseline_label"] == "your baseline command"
     lo, hi = c["time_to_accuracy_ci95"]
     assert lo < c["time_to_accuracy_speedup"] < hi
@@ -75,9 +76,14 @@ def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path)
                 "--pairs", "2", "--json")
     assert proc.returncode == 1
     c = _last_json(proc)["comparison"]
-    assert [r["status"] for r in c["pair_rows"]] == ["failed", "failed"]
+    # Both pairs count, each with its candidate failed (a miss of that side), and none has a ratio.
+    assert [r["status"] for r in c["pair_rows"]] == ["complete", "complete"]
+    # Pair 2 is BA: its command failed first, so its baseline never ran.
+    assert [r["outcomes"] for r in c["pair_rows"]] == [{"baseline": "reached", "run": "failed"},
+                                                       {"baseline": "not run", "run": "failed"}]
     assert c["pair_rows"][0]["error"] == "run command: exited with code 3: ValueError: boom"
-    assert c["status"] == "failed" and c["pairs"] == 0
+    assert c["status"] == "failed" and c["pairs"] == 2 and c["time_to_accuracy"]["pairs"] == 0
+    assert c["reached"]["run_failed"] == 2
     assert "ValueError: boom" in c["ended_by"]
 
 

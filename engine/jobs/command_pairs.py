@@ -248,7 +248,8 @@ def _finish(store: Store, cid: int, plan: list[dict], pairs: int, ended_by: Opti
     comp = _store(store, cid, plan)
     result = comp.get("result") or {}
     rows = result.get("pair_rows") or []
-    k = result.get("pairs") or 0
+    # Pairs with a ratio: a pair whose side failed is counted (engine.report.comparison), not usable.
+    k = (result.get(result.get("measure") or "time_to_accuracy") or {}).get("pairs") or 0
     kept = f"{k} complete pair{'s' if k != 1 else ''} kept"
     failed = [p for p in plan if p.get("error")]
     if ended_by:

@@ -63,14 +63,15 @@ def pair_rows(store: Store, plan: list, target: Optional[float]) -> list[dict]:
     for p in plan:
         row = dict(p)
         gone = dropped_keys(p)
-        if len(gone) == 2:
+        if len(gone) == 2 or (p.get("baseline_id") is None and p.get("run_id") is None):
             row["status"] = "dropped"
             rows.append(row)
             continue
         runs = {}
         for side, key, _ in SIDES:
-            run = None if key in gone else store.get_run(p[key])
-            runs[side] = run if run is not None or key in gone else {"status": "missing", "id": p[key]}
+            never = key in gone or p.get(key) is None  # a command side that never ran has no run id
+            run = None if never else store.get_run(p[key])
+            runs[side] = run if run is not None or never else {"status": "missing", "id": p[key]}
         sts = {side: (run or {}).get("status", "dropped") for side, run in runs.items()}
         failed = any(v in ("failed", "missing") for v in sts.values())
         # A side still queued beside a failed partner is about to be dropped: the pair counts now.

@@ -76,16 +76,18 @@ def comparisons_section(store: Store) -> None:
         rows.append({"comparison": c["id"], "kind": "A/A (noise floor)" if c["kind"] == "aa" else "baseline vs run",
                      "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
                      "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
-                     "split": h.get("factors") or "–", "seeds reached": h.get("reached") or "–",
+                     "split": h.get("factors") or "–", "with setup": h.get("setup") or "–",
+                     "seeds reached": h.get("reached") or "–",
                      "test accuracy": h.get("test") or "–",
                      "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
                      "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", []))})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="comparisons_table")
     st.caption("Geometric mean of the pair ratios, 95% interval as its two ends, verdict: 'faster' or 'slower' "
                "only when the interval excludes 1, 'equivalent' only inside the stated margin, else "
-               "'inconclusive'. Split: the time-to-accuracy speedup as throughput × fewer samples × time "
-               "outside training; every seed counts; test accuracy on a held-out set nothing stopped on "
-               "(docs/comparisons.md).")
+               "'inconclusive'; 'faster' needs every seed reached and test accuracy held. Split: the "
+               "time-to-accuracy speedup as throughput × fewer samples × fixed costs (seconds outside steady "
+               "training per side); with setup: start to target, setup included; every seed counts, a failed "
+               "run as a miss; test accuracy on a held-out set nothing stopped on (docs/comparisons.md).")
 
 
 def _replicas(run: dict) -> int:
