@@ -24,7 +24,7 @@ reserved, so no comparison or autopilot measures on the seeds the baseline was c
 
 Successive halving (Jamieson & Talwalkar 2016): round 1 runs every configuration on the first
 tuning seed, in a fixed shuffled order (drift in the machine's load hits no schedule, rate or
-smoothing more than another); the best third of those that reached the target (at least one)
+smoothing more than another); the best fifth of those that reached the target (at least one)
 go on to round 2, the other seeds, seed by seed, their order reversed every seed. With two
 lengths: (1 + 2 x 2) schedule settings x 4 rates x 2 smoothings = 40 runs, then the best fifth,
 8 x 3 = 24: 64 runs (mnist5k cnn: about 12-15 min on an idle 2-core machine; the short
