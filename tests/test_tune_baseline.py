@@ -19,11 +19,20 @@ from tests.test_comparisons import _play, no_queue  # noqa: F401 - the fixture
 S0, S1, S2, S3 = TUNING_SEEDS
 
 
-def test_the_grid_is_three_schedules_four_peaks_two_smoothings_and_peak_means_the_same_for_each():
+def test_the_grid_is_three_schedules_two_lengths_four_peaks_two_smoothings_and_peak_means_the_same():
     from engine.config import lr_math
 
     assert tune.sweep_lrs(0.0037649) == [0.00188, 0.00376, 0.00753, 0.0151]
-    assert len(tune.grid(tune.sweep_lrs(0.002))) == 24
+    assert len(tune.grid(tune.sweep_lrs(0.002))) == 24  # one length
+    # A 15-epoch budget: constant over 15; warmup-cosine and one-cycle over 15 and over 5 (a third).
+    g = tune.grid(tune.sweep_lrs(0.002), epochs=15)
+    assert len(g) == (1 + 2 * 2) * 4 * 2 == 40
+    assert {(c["schedule"], c["epochs"]) for c in g} == {("constant", 15), ("warmup_cosine", 5), ("warmup_cosine", 15),
+                                                         ("one_cycle", 5), ("one_cycle", 15)}
+    assert tune.schedule_lengths(15) == [5, 15] and tune.schedule_lengths(5) == [2, 5]
+    assert tune.schedule_lengths(3) == [3]
+    short = tune.config_for(RunConfig(dataset="digits", epochs=15), "warmup_cosine", 0.008, 0.0, 5)
+    assert (short.epochs, short.warmup_epochs) == (5, 0.5)
     assert tune.warmup_epochs(3) == 0.3 and tune.warmup_epochs(10) == 1.0
     base = RunConfig(dataset="digits", epochs=3)
     one = tune.config_for(base, "one_cycle", 0.008, 0.1)
@@ -38,9 +47,9 @@ def test_the_grid_is_three_schedules_four_peaks_two_smoothings_and_peak_means_th
 
 
 def _r(key, seed, t):
-    schedule, lr, ls = key
-    return {"schedule": schedule, "learning_rate": lr, "label_smoothing": ls, "seed": seed,
-            "time_to_accuracy_sec": t}
+    schedule, lr, ls, *epochs = key
+    return {"schedule": schedule, "learning_rate": lr, "label_smoothing": ls, "epochs": (epochs or [5])[0],
+            "seed": seed, "time_to_accuracy_sec": t}
 
 
 def test_the_best_median_among_those_that_reached_on_3_of_4_seeds_wins_and_a_failure_is_a_miss():
@@ -66,10 +75,10 @@ def test_the_best_median_among_those_that_reached_on_3_of_4_seeds_wins_and_a_fai
     assert tune.choose([r for r in runs if r["learning_rate"] == 0.008]) is None
 
 
-def test_successive_halving_keeps_the_fastest_third_that_reached():
-    assert (tune.keep_count(24), tune.keep_count(2), tune.keep_count(7)) == (8, 1, 3)
-    assert tune.plan_runs(24, 4) == 24 + 8 * 3 == 48
-    assert tune.plan_runs(24, 4, n_reached=5) == 24 + 5 * 3  # only 5 reached in round 1
+def test_successive_halving_keeps_the_fastest_fifth_that_reached():
+    assert (tune.keep_count(40), tune.keep_count(2), tune.keep_count(7)) == (8, 1, 2)
+    assert tune.plan_runs(40, 4) == 40 + 8 * 3 == 64
+    assert tune.plan_runs(40, 4, n_reached=5) == 40 + 5 * 3  # only 5 reached in round 1
     assert tune.min_reached(4) == 3 and tune.min_reached(2) == 2 and tune.min_reached(1) == 1
     keys = [("constant", lr, 0.0) for lr in (0.001, 0.002, 0.004, 0.008, 0.016, 0.032)]
     times = (5.0, 3.0, None, 2.0, 3.0, None)  # 0.004 and 0.032 missed
@@ -101,11 +110,12 @@ def _fake_runner(store, monkeypatch, seconds):
 
 
 def _seconds(c):
-    """warmup_cosine at 0.004 is fastest; with smoothing 0.1 (1.9 s) it misses 2 seeds, without
-    (2.0 s) 1 seed: the winner, by its median of [2.0, 2.01, 2.02, miss] = 2.015."""
+    """warmup_cosine at 0.004 over the whole 5 epochs is fastest (over 2 epochs, 0.05 s slower); with
+    smoothing 0.1 (1.9 s) it misses 2 seeds, without (2.0 s) 1 seed: the winner, by its median of
+    [2.0, 2.01, 2.02, miss] = 2.015."""
     s, lr, ls, seed = c["schedule"], c["learning_rate"], c["label_smoothing"], c["seed"]
     t = {"constant": 3.0, "warmup_cosine": 2.0, "one_cycle": 2.5}[s] + 0.5 * abs(math.log2(lr / 0.004))
-    t += -0.1 * (ls > 0) + 0.01 * (seed - S0)
+    t += -0.1 * (ls > 0) + 0.01 * (seed - S0) + 0.05 * (c["epochs"] != 5)
     if (s, lr) == ("warmup_cosine", 0.004) and (seed in (S1, S2) if ls else seed == S3):
         return None
     return t
@@ -121,22 +131,22 @@ def test_tune_halves_the_grid_and_stores_the_winner_with_its_schedule(store_home
     out = tune.tune(cfg, on_plan=plans.append, on_run=progress.append)
     assert out["center"] == 0.002 and out["center_from"] == "lr range test"
     assert out["learning_rates"] == [0.001, 0.002, 0.004, 0.008]
-    # The estimate before the first run: 48 runs at the rough default (the store knew no run).
-    assert plans == [{"runs": 48, "configs": 24, "run_sec": 20.0, "run_sec_from": "a rough default of 20 s a run",
-                      "estimate_sec": 960.0}]
-    assert [(p["index"], p["of"]) for p in progress] == [(i, 48) for i in range(1, 49)] and progress[-1]["left_sec"] == 0
-    # Round 1: the 24 configurations on the first tuning seed, shuffled; float32, one device, stopped at 0.95.
-    r1 = [(c.schedule, c.learning_rate, c.label_smoothing) for c in submitted[:24]]
-    assert sorted(r1) == sorted((g["schedule"], g["learning_rate"], g["label_smoothing"]) for g in tune.grid(
-        out["learning_rates"])) and r1 != sorted(r1)
-    assert {c.seed for c in submitted[:24]} == {S0}
+    # The estimate before the first run: 64 runs at the rough default (the store knew no run).
+    assert plans == [{"runs": 64, "configs": 40, "run_sec": 20.0, "run_sec_from": "a rough default of 20 s a run",
+                      "estimate_sec": 1280.0}]
+    assert [(p["index"], p["of"]) for p in progress] == [(i, 64) for i in range(1, 65)] and progress[-1]["left_sec"] == 0
+    # Round 1: the 40 configurations on the first tuning seed, shuffled; float32, one device, stopped at 0.95.
+    r1 = [(c.schedule, c.learning_rate, c.label_smoothing, c.epochs) for c in submitted[:40]]
+    assert sorted(r1) == sorted((g["schedule"], g["learning_rate"], g["label_smoothing"], g["epochs"])
+                                for g in tune.grid(out["learning_rates"], epochs=5)) and r1 != sorted(r1)
+    assert {c.seed for c in submitted[:40]} == {S0}
     assert {(c.precision, c.devices, c.stop_at_target, c.target_accuracy) for c in submitted} == {
         ("float32", 1, True, 0.95)}
     # Round 2: the best 8 on the 3 other seeds, their order reversed every seed.
-    kept = [(k["schedule"], k["learning_rate"], k["label_smoothing"]) for k in out["survivors"]]
-    assert kept[:3] == [("warmup_cosine", 0.004, 0.1), ("warmup_cosine", 0.004, 0.0),
-                        ("warmup_cosine", 0.002, 0.1)] and len(kept) == 8
-    r2 = [((c.schedule, c.learning_rate, c.label_smoothing), c.seed) for c in submitted[24:]]
+    kept = [(k["schedule"], k["learning_rate"], k["label_smoothing"], k["epochs"]) for k in out["survivors"]]
+    assert kept[:3] == [("warmup_cosine", 0.004, 0.1, 5), ("warmup_cosine", 0.004, 0.1, 2),
+                        ("warmup_cosine", 0.004, 0.0, 5)] and len(kept) == 8
+    r2 = [((c.schedule, c.learning_rate, c.label_smoothing, c.epochs), c.seed) for c in submitted[40:]]
     assert r2 == [(k, S1) for k in kept] + [(k, S2) for k in kept[::-1]] + [(k, S3) for k in kept]
     assert (out["schedule"], out["learning_rate"], out["label_smoothing"], out["warmup_epochs"]) == (
         "warmup_cosine", 0.004, 0.0, 0.5)
@@ -258,12 +268,12 @@ def test_the_cli_prints_an_estimate_progress_and_the_json_fields(store_home, sto
         "schedule": "warmup_cosine", "learning_rate": 0.004, "label_smoothing": 0.0, "warmup_epochs": 0.5,
         "tuning_seeds": list(TUNING_SEEDS), "reached": {"seeds": 3, "of": 4}, "target_accuracy": 0.95,
         "center_from": "given"}
-    assert len(out["runs"]) == 48 and out["tuned_id"] == 1 and set(out["spread"]) == {"min_sec", "max_sec", "sd_log"}
+    assert len(out["runs"]) == 64 and out["tuned_id"] == 1 and set(out["spread"]) == {"min_sec", "max_sec", "sd_log"}
     assert not set(out["tuning_seeds"]) & set(range(0, 1000))  # no comparison's or autopilot's default seeds
     err = cap.err.splitlines()
-    assert err[0] == ("tune-baseline: about 48 runs (24 configurations on 1 seed, the best third on 3 more), "
-                      "about 16 min (at 20 s a run, a rough default of 20 s a run)")
-    assert err[1].startswith("run 1 of 48, about ") and len(err) == 49
+    assert err[0] == ("tune-baseline: about 64 runs (40 configurations on 1 seed, the best fifth on 3 more), "
+                      "about 21 min (at 20 s a run, a rough default of 20 s a run)")
+    assert err[1].startswith("run 1 of 64, about ") and len(err) == 65
     # --quiet: nothing on stderr but the result line on stdout.
     assert main(["tune-baseline", "--dataset", "digits", "--model", "cnn", "--epochs", "5", "--center-lr",
                  "0.002", "--quiet"]) == 0

@@ -9,6 +9,10 @@ model, global batch size and optimizer, within its epoch budget (cfg.epochs), at
     of the epochs (10%: a fixed share, so that it scales with the budget; one whole epoch would
     be a third of mnist5k's 3-epoch budget) and a cosine decay to 0 at the last epoch;
     'one_cycle' (Smith & Topin 2018), its peak at 30% of the epochs;
+  - schedule length (the decaying schedules): the whole budget and a third of it
+    (`schedule_lengths`; mnist5k's 15 epochs: 15 and 5). A cosine or one-cycle over the whole
+    budget is barely past its peak when a stop-at-target run ends; the autopilot's routes
+    decay over 5 epochs, and a baseline that may not would be handicapped;
   - peak learning rate of LR_FACTORS x the LR range test's suggestion (Smith 2017, sec. 3.3;
     engine.lr_find.range_test). "Peak" means the same for every schedule: the highest LR a step
     uses (constant: learning_rate; warmup_cosine: learning_rate, reached at the warmup's end;
@@ -20,10 +24,11 @@ reserved, so no comparison or autopilot measures on the seeds the baseline was c
 
 Successive halving (Jamieson & Talwalkar 2016): round 1 runs every configuration on the first
 tuning seed, in a fixed shuffled order (drift in the machine's load hits no schedule, rate or
-smoothing more than another); the best third of those that reached the target (at least one)
-go on to round 2, the other seeds, seed by seed, their order reversed every seed. 3 schedules x
-4 rates x 2 smoothings = 24 runs, then 8 x 3 = 24: 48 runs (mnist5k cnn: about 10-15 min on
-an idle 2-core machine).
+smoothing more than another); the best fifth of those that reached the target (at least one)
+go on to round 2, the other seeds, seed by seed, their order reversed every seed. With two
+lengths: (1 + 2 x 2) schedule settings x 4 rates x 2 smoothings = 40 runs, then the best fifth,
+8 x 3 = 24: 64 runs (mnist5k cnn: about 12-15 min on an idle 2-core machine; the short
+schedules end sooner).
 
 The choice (`choose`): among configurations run on every tuning seed that reached the target on
 at least 3 of 4 (MIN_REACHED_SHARE; a failed or cancelled run is a miss), the one with the best
@@ -49,11 +54,11 @@ SCHEDULES = ("constant", "warmup_cosine", "one_cycle")
 LR_FACTORS = (0.5, 1.0, 2.0, 4.0)  # x the range test's suggestion; schedules with a warmup take higher peaks
 LABEL_SMOOTHINGS = (0.0, 0.1)
 WARMUP_FRACTION = 0.1  # warmup_cosine's warmup, a share of cfg.epochs
-KEEP_DIVISOR = 3  # round 2 takes the best 1/KEEP_DIVISOR of round 1's configurations
+KEEP_DIVISOR = 5  # round 2 takes the best 1/KEEP_DIVISOR of round 1's configurations
 MIN_REACHED_SHARE = 0.75  # reached on at least 3 of 4 tuning seeds
 DEFAULT_RUN_S = 20.0  # a rough run time (queue, worker start, training to the target) when the store knows none
 GROUP_PREFIX = "tune-"
-KEYS = ("schedule", "learning_rate", "label_smoothing")  # what makes one configuration of the grid
+KEYS = ("schedule", "learning_rate", "label_smoothing", "epochs")  # one configuration of the grid
 
 
 class TuneError(RuntimeError):
@@ -70,21 +75,34 @@ def warmup_epochs(epochs: int) -> float:
     return round(WARMUP_FRACTION * epochs, 2)
 
 
-def config_for(base: RunConfig, schedule: str, learning_rate: float, label_smoothing: float) -> RunConfig:
-    """`base` (a baseline config) with `schedule` peaking at `learning_rate`, and `label_smoothing`."""
+def schedule_lengths(epochs: int) -> list[int]:
+    """The lengths (epochs) a decaying schedule is tried at: the budget and a third of it (at least
+    2), or the budget alone under 4 epochs."""
+    return sorted({max(2, round(epochs / 3)), epochs}) if epochs >= 4 else [epochs]
+
+
+def config_for(base: RunConfig, schedule: str, learning_rate: float, label_smoothing: float,
+               epochs: Optional[int] = None) -> RunConfig:
+    """`base` (a baseline config) with `schedule` over `epochs` (default base's) peaking at
+    `learning_rate`, and `label_smoothing`."""
+    epochs = epochs or base.epochs
     kw = dict(schedule=schedule, learning_rate=learning_rate, label_smoothing=label_smoothing, warmup_epochs=0.0,
-              max_lr=None)
+              max_lr=None, epochs=epochs)
     if schedule == "warmup_cosine":
-        kw["warmup_epochs"] = warmup_epochs(base.epochs)
+        kw["warmup_epochs"] = warmup_epochs(epochs)
     elif schedule == "one_cycle":
         kw["max_lr"] = learning_rate  # the peak; learning_rate = max_lr keeps RunConfig's max_lr >= learning_rate
     return base.replace(**kw)
 
 
-def grid(lrs, schedules=SCHEDULES, smoothings=LABEL_SMOOTHINGS) -> list[dict]:
-    """Every configuration: {'schedule', 'learning_rate', 'label_smoothing'}."""
-    return [{"schedule": s, "learning_rate": lr, "label_smoothing": ls}
-            for s in schedules for lr in lrs for ls in smoothings]
+def grid(lrs, schedules=SCHEDULES, smoothings=LABEL_SMOOTHINGS, epochs: Optional[int] = None) -> list[dict]:
+    """Every configuration: {'schedule', 'learning_rate', 'label_smoothing', 'epochs'}: a constant
+    rate over the budget `epochs`, a decaying schedule at each of `schedule_lengths(epochs)`
+    (None: the budget is left to the base config, one length)."""
+    return [{"schedule": s, "learning_rate": lr, "label_smoothing": ls, "epochs": n}
+            for s in schedules
+            for n in ([epochs] if s == "constant" or epochs is None else schedule_lengths(epochs))
+            for lr in lrs for ls in smoothings]
 
 
 def min_reached(n_seeds: int) -> int:
@@ -215,7 +233,7 @@ def tune(cfg: RunConfig, center: Optional[float] = None, seeds=TUNING_SEEDS, fac
             center, center_from = cfg.learning_rate, "config"
     lrs = sweep_lrs(center, factors)
     configs, skipped = [], []
-    for c in grid(lrs, schedules, smoothings):
+    for c in grid(lrs, schedules, smoothings, base.epochs):
         try:
             config_for(base, **c)
             configs.append(c)
@@ -271,12 +289,12 @@ def tune(cfg: RunConfig, center: Optional[float] = None, seeds=TUNING_SEEDS, fac
     out = {"center": center, "center_from": center_from, "learning_rates": lrs, "schedules": list(schedules),
            "label_smoothings": list(smoothings), "configs": len(configs), "survivors": kept, "skipped": skipped,
            "runs": runs, "group_id": group, "target_accuracy": target, "tuning_seeds": seeds,
-           "epochs": base.epochs, "wall_sec": time.time() - started}
+           "epoch_budget": base.epochs, "wall_sec": time.time() - started}
     if best is None:
         raise TuneError(f"no configuration reached {target:g} on {min_reached(len(seeds))} of the {len(seeds)} "
                         f"tuning seeds in {cfg.epochs} epochs (rates {', '.join(f'{x:g}' for x in lrs)}); "
                         "give more --epochs or a lower --target-accuracy")
-    won = config_for(base, best["schedule"], best["learning_rate"], best["label_smoothing"])
+    won = config_for(base, best["schedule"], best["learning_rate"], best["label_smoothing"], best["epochs"])
     out.update(best, warmup_epochs=won.warmup_epochs, max_lr=won.max_lr)
     store = Store(store_path)
     try:

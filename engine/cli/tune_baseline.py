@@ -13,13 +13,14 @@ def add_parser(sub) -> None:
     s = sub.add_parser("tune-baseline",
                        help="tune the float32 baseline's schedule, peak learning rate and label smoothing; store it",
                        description="Tune the float32 single-device baseline within its epoch budget (--epochs): "
-                                   "schedules constant, warmup_cosine (warmup 10% of the epochs) and one_cycle, "
+                                   "schedules constant, warmup_cosine (warmup 10% of the epochs) and one_cycle "
+                                   "(the decaying two over the whole budget and a third of it), "
                                    "each at 4 peak learning rates (x1/2 ... x4 the LR range test's suggestion) "
                                    "and label smoothing 0 and 0.1, trained to the target accuracy (stopping "
                                    "there) on reserved tuning seeds 900000-900003 by successive halving: every "
-                                   "configuration on one seed, the best third on the other three. Keeps the best "
+                                   "configuration on one seed, the best fifth on the other three. Keeps the best "
                                    "median time to accuracy among those that reached it on at least 3 of 4 "
-                                   "seeds, and stores it for run --baseline tuned. About 48 runs: an estimate is "
+                                   "seeds, and stores it for run --baseline tuned. About 64 runs: an estimate is "
                                    "printed first, progress after each run.")
     add_config_args(s)
     s.add_argument("--center-lr", type=float, metavar="LR",
@@ -54,7 +55,7 @@ def cmd_tune(args) -> int:
 
     def plan(p):
         if not args.quiet:
-            print(f"tune-baseline: about {p['runs']} runs ({p['configs']} configurations on 1 seed, the best third "
+            print(f"tune-baseline: about {p['runs']} runs ({p['configs']} configurations on 1 seed, the best fifth "
                   f"on 3 more), {_minutes(p['estimate_sec'])} (at {p['run_sec']:.0f} s a run, "
                   f"{p['run_sec_from']})", file=sys.stderr)
 
