@@ -53,13 +53,15 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     xs = list(range(1, len(done) + 1))
     ratios = [pair_ratio(r[f"baseline_{measure}"], r[measure], higher) for r in done]
     fig = go.Figure()
-    with_ci = [(h["pairs"], h["ci95"]) for h in hist if h.get("ci95")]
+    # History entry k is "after the k-th counted pair": drawn at pair k, whatever number of those
+    # pairs has a ratio (a seed a side missed is counted, without one).
+    with_ci = [(k, h["ci95"]) for k, h in enumerate(hist, 1) if h.get("ci95")]
     if with_ci:
         k = [p for p, _ in with_ci]
         fig.add_trace(go.Scatter(x=k + k[::-1], y=[c[1] for _, c in with_ci] + [c[0] for _, c in with_ci][::-1],
                                  fill="toself", fillcolor="rgba(0,114,178,0.15)", line=dict(width=0), mode="lines",
                                  name="95% interval so far", hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=[h["pairs"] for h in hist if h.get("speedup")],
+    fig.add_trace(go.Scatter(x=[k for k, h in enumerate(hist, 1) if h.get("speedup")],
                              y=[h["speedup"] for h in hist if h.get("speedup")], mode="lines",
                              line=dict(color=NEUTRAL, width=2), name="geometric mean so far"))
     shown = [(x, y, r) for x, y, r in zip(xs, ratios, done) if y is not None]
@@ -72,7 +74,7 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     if missing:
         fig.add_trace(go.Scatter(x=missing, y=[1.0] * len(missing), mode="markers",
                                  marker=dict(size=12, symbol="x-thin-open", color=BASELINE_COLOR, line=dict(width=2)),
-                                 name="no ratio (target not reached)"))
+                                 name="no ratio (a side missed or failed)"))
     fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, dash="dot", width=1))
     lo, hi = log_range([y for _, y, _ in shown] + [v for _, c in with_ci for v in c])
     for t in fig.data:  # the band and the points stay inside the axis (an open interval is clipped)
