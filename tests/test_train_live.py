@@ -79,3 +79,6 @@ def test_a_tune_baseline_sweep_shows_as_the_sweeps_current_run_not_as_launched_h
     assert (f"Run #{now} of the tune-baseline sweep tune-0a1b2c3d (python -m engine tune-baseline, not launched "
             "here): warmup_cosine, peak learning rate 0.004, label smoothing 0.1, seed 900000; 3 of its runs "
             "queued so far, 1 ended (all on the Runs page)") in captions
+    # Not the plain-run advice to launch with a baseline: a sweep's run is a candidate baseline.
+    assert not any(c.startswith("No baseline for this run") for c in captions)
+    assert any(c.startswith("A run of the tune-baseline sweep: it is a candidate baseline") for c in captions)

@@ -44,6 +44,9 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
         if run is not None and run.get("role") in autopilot.ROLES:
             st.caption("An autopilot run with no stored baseline of its settings here: the autopilot's "
                        "speedups (against the user's batch) are on the **Autopilot** page.")
+        elif (run or {}).get("group_id", "").startswith("tune-"):  # engine.autopilot.tune's GROUP_PREFIX
+            st.caption("A run of the tune-baseline sweep: it is a candidate baseline, not measured against one. "
+                       "The sweep stores its winner; `run --baseline tuned` compares against it.")
         else:
             st.caption("No baseline for this run: turn on **Compare with baseline** and launch again "
                        "to measure the speedup.")
