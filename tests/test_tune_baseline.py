@@ -279,7 +279,11 @@ def test_the_cli_prints_an_estimate_progress_and_the_json_fields(store_home, sto
                  "0.002", "--quiet"]) == 0
     cap = capsys.readouterr()
     assert cap.err == "" and cap.out.startswith("tuned baseline for digits/cnn, global batch 128, adam: "
-                                                "warmup_cosine, peak lr 0.004, warmup 0.5 epochs; median 2.0 s")
+                                                "warmup_cosine over 5 epochs, peak lr 0.004, warmup 0.5 epochs; "
+                                                "median 2.0 s")
+    # Round 1's 40 lines name each decaying schedule's length: 2 schedules x 4 rates x 2 smoothings per length.
+    assert sum(" over 5 epochs, " in line for line in err[1:41]) == 16
+    assert sum(" over 2 epochs, " in line for line in err[1:41]) == 16
 
 
 @pytest.mark.worker

@@ -35,8 +35,10 @@ def _minutes(sec: float) -> str:
 
 
 def config_text(r: dict) -> str:
-    """'warmup_cosine, peak lr 0.004, label smoothing 0.1' of a tune result or run."""
-    return (f"{r['schedule']}, peak lr {r['learning_rate']:g}"
+    """'warmup_cosine over 5 epochs, peak lr 0.004, label smoothing 0.1' of a tune result or run (a
+    constant rate has no length)."""
+    over = f" over {r['epochs']} epochs" if r.get("epochs") and r["schedule"] != "constant" else ""
+    return (f"{r['schedule']}{over}, peak lr {r['learning_rate']:g}"
             + (f", label smoothing {r['label_smoothing']:g}" if r.get("label_smoothing") else ""))
 
 
