@@ -361,6 +361,7 @@ def test_summary_lines_by_hand():
     # Ratios 12/7, 11/6.5, 13/7.5: logs 0.538997, 0.526093, 0.550046, geometric mean exp(0.538379) = 1.7132.
     assert stats.with_setup_text(with_setup, {"baseline_sec": 2.0, "run_sec": 2.5}) == \
         "start to target, setup included: 1.71x (+66% to +77%) (setup 2.0 s → 2.5 s)"
+    assert stats.with_setup_text(with_setup, short=True) == "with setup 1.71x"  # presenter mode's one line
     # A faster comparison whose test accuracy dropped by 1 point (interval below −0.5) is not 'faster'.
     result = {"measure": "time_to_accuracy", "target_accuracy": 0.95, "baseline_label": "Keras-default Adam 1e-3",
               "time_to_accuracy": stats.summarize([10.0] * 3, [5.0, 5.1, 4.9], False),

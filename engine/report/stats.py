@@ -584,14 +584,16 @@ def factors_text(total: Optional[float], factors: Optional[dict]) -> Optional[st
     return f"{fmt_ratio(total)} = " + " × ".join(parts)
 
 
-def with_setup_text(summary: Optional[dict], setup: Optional[dict] = None) -> Optional[str]:
+def with_setup_text(summary: Optional[dict], setup: Optional[dict] = None, short: bool = False) -> Optional[str]:
     """The start-to-end ratio beside a time-to-accuracy headline: each side's time to
     accuracy with its setup (interpreter, imports, devices, data, model) added, e.g.
     'start to target, setup included: 1.77x (setup 2.1 s → 6.3 s)'; `summary` is its
     `summarize` (engine.report.comparison.evaluate's 'with_setup'), `setup` {'baseline_sec',
-    'run_sec'} (means). None without one."""
+    'run_sec'} (means); `short`: 'with setup 1.77x', for presenter mode's one line. None without one."""
     if not summary or summary.get("speedup") is None:
         return None
+    if short:
+        return f"with setup {fmt_ratio(summary['speedup'])}"
     span = f" ({fmt_interval(summary['ci95'])})" if summary.get("ci95") else ""
     secs = (f" (setup {_secs(setup.get('baseline_sec'))} → {_secs(setup.get('run_sec'))})"
             if setup and (setup.get("baseline_sec") is not None or setup.get("run_sec") is not None) else "")

@@ -60,6 +60,8 @@ def headline(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", comp
                  f"color:{color};overflow-wrap:anywhere'>{html.escape(h['main'])}</div>", unsafe_allow_html=True)
     if h.get("detail"):
         box.caption(h["detail"])
+    if compact and h.get("setup"):  # presenter mode: the ratio only, its interval and seconds are on the page
+        h["setup"] = stats.with_setup_text((comp.get("result") or {}).get("with_setup"), short=True)
     lines = [h[k] for k in ("factors", "setup", "reached", "test") if h.get(k)]  # made of, setup, seeds, test
     for line in (["  ·  ".join(lines)] if compact and lines else lines):
         box.caption(line)
