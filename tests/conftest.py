@@ -253,14 +253,16 @@ def fake_cpu(monkeypatch):
     or a Xeon with AMX) or `fake_cpu({"avx2", "fma"})` (a Zen 3, no native bf16). CI's CPU
     changes from day to day (docs/testing.md), so a test that depends on the live CPU's flags
     fakes them. In-process only: a worker or `python -m engine` child reads the real CPU."""
-    from engine.hardware import machine
+    from engine.hardware import fingerprint, machine
 
     def fake(flags):
         monkeypatch.setattr(machine, "cpu_flags", lambda: set(flags))
         machine.quick_facts.cache_clear()
+        fingerprint.fingerprint.cache_clear()  # its flags (and so its id) are the faked ones
 
     yield fake
     machine.quick_facts.cache_clear()
+    fingerprint.fingerprint.cache_clear()
 
 
 @pytest.fixture
