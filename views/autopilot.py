@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from engine.hardware import fingerprint
 from engine.base import plain
 from engine.store import tuned_baselines
 from engine.config import MODELS, ConfigError, RunConfig
@@ -107,7 +108,7 @@ def rerun_line(cfg: RunConfig, budget: int, repeats: int, explain: bool) -> str:
     confirming rounds (with the ablation inside them), estimated from this machine's last
     baseline run of the data set and model (engine.autopilot.rerun_time)."""
     with Store() as store:
-        tuned = tuned_baselines.get(store, cfg) is not None
+        tuned = tuned_baselines.get(store, cfg, fingerprint.row_here) is not None
         est = rerun_time.before_start(store, cfg.dataset, cfg.model, repeats, explain, tuned, autopilot.FINALISTS,
                                       autopilot.RUNOFF_SEEDS)
     rounds = (f"{repeats} rounds of the baseline, the winner" + (", the tuned baseline" if tuned else "")

@@ -702,7 +702,9 @@ class Autopilot:
         # mixes engineering with optimisation a tuned baseline would also get.
         from engine.store import tuned_baselines
 
-        self.tuned = tuned_baselines.lookup(self.base, store_path)
+        from engine.hardware.fingerprint import row_here
+
+        self.tuned = tuned_baselines.lookup(self.base, row_here, store_path)
         if self.tuned is not None and TUNED not in self.extra:
             self.extra[TUNED] = self.baseline.replace(**tuned_baselines.config_fields(self.tuned))
         self.lr_find, self.max_lr_given = lr_find, max_lr

@@ -22,6 +22,9 @@ def add_parser(sub) -> None:
     s.add_argument("--reuse-baseline", action="store_true",
                    help="with --baseline: one run against a stored baseline of this machine (its age is "
                         "shown) instead of fresh pairs; no interval")
+    s.add_argument("--use-unknown-machine", action="store_true",
+                   help="count runs, tuned baselines and noise floors stored before machine fingerprints "
+                        "(machine unknown) as this machine's (the setting SPEEDLAB_USE_UNKNOWN_MACHINE=1)")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.add_argument("--quiet", action="store_true", help="no progress line")
     s.set_defaults(func=cmd_run)
@@ -38,6 +41,13 @@ def cmd_run(args) -> int:
 
     cfg = config_from_args(args)
     from engine.config.preflight import check_runnable
+
+    if args.use_unknown_machine:  # read by every "this machine" lookup (engine.hardware.fingerprint)
+        import os
+
+        from engine.hardware.fingerprint import UNKNOWN_SETTING
+
+        os.environ[UNKNOWN_SETTING] = "1"
 
     if cfg.dataset != "synthetic" and any(getattr(args, k, None) is not None for k in
                                           ("synthetic_shape", "synthetic_classes", "synthetic_samples")):
@@ -58,6 +68,8 @@ def cmd_run(args) -> int:
     if launched.what == "comparison":
         return _run_pairs(launched, args)
     rid, bid, reused = launched.run_id, launched.baseline_id, launched.reused
+    if launched.note:
+        print(f"note: {launched.note}", file=sys.stderr)
     if launched.what == "pair":
         if not args.quiet:
             print(f"baseline: run {bid}" + (" (reused)" if reused else ""), file=sys.stderr)

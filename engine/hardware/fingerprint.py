@@ -220,3 +220,25 @@ def matches(stored: Optional[dict], hostname: Optional[str] = None, here: Option
     if not (use_unknown() if unknown is None else unknown):
         return False
     return hostname is None or hostname == os.uname().nodename
+
+
+def two_machines(env_a: Optional[dict], env_b: Optional[dict]) -> Optional[str]:
+    """'measured on two machines: <name A> vs <name B>' when two runs' environments carry
+    different fingerprints (or one has none and old runs are not opted in, `use_unknown`);
+    None when they are one machine's (or both predate fingerprints: nothing to tell apart)."""
+    a, b = of(env_a), of(env_b)
+    if a is None and b is None:
+        return None
+    if a and b and a["id"] == b["id"]:
+        return None
+    if (a is None or b is None) and use_unknown():
+        return None
+    return f"measured on two machines: {name_of(env_a)} vs {name_of(env_b)}"
+
+
+def row_here(row: dict) -> bool:
+    """Whether a stored row (a tuned baseline: its 'fingerprint' or result's; a comparison:
+    its settings'; a run: its environment's) was measured on this machine (`matches`, with the
+    row's 'hostname' for one stored before fingerprints)."""
+    fp = of(row) or of(row.get("settings")) or of(row.get("result")) or of(row.get("environment"))
+    return matches(fp, row.get("hostname") or (row.get("environment") or {}).get("hostname"))

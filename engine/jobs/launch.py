@@ -35,6 +35,7 @@ class Launched:
     comparison_id: Optional[int] = None
     kind: Optional[str] = None
     config: Optional[RunConfig] = None
+    note: Optional[str] = None  # one line, e.g. why a stored baseline of another machine was not reused
 
 
 def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, own_baseline: str = "run",
@@ -75,7 +76,16 @@ def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, 
         cid = comparison.start(measured, kind=kind, baseline_kind=baseline, **pairs)
         return Launched("comparison", comparison_id=cid, kind=kind, config=measured)
     if baseline:
+        note = None
+        if reuse:
+            from engine.store import Store
+
+            store = Store()
+            try:
+                note = runner.baseline_elsewhere(store, cfg)
+            finally:
+                store.close()
         bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
-        return Launched("pair", run_id=rid, baseline_id=bid, reused=reused)
+        return Launched("pair", run_id=rid, baseline_id=bid, reused=reused, note=note)
     (rid,) = runner.submit([cfg])
     return Launched("run", run_id=rid)

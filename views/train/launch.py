@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.hardware import fingerprint
 from engine.base import plain
 from engine.config import ConfigError, RunConfig
 from engine.jobs import background, runner
@@ -26,7 +27,7 @@ def stored_tuned(cfg: RunConfig | None) -> dict | None:
     (engine.store.tuned_baselines, `python -m engine tune-baseline`), or None; one indexed read."""
     from engine.store import tuned_baselines
 
-    return None if cfg is None else tuned_baselines.lookup(cfg)
+    return None if cfg is None else tuned_baselines.lookup(cfg, fingerprint.row_here)
 
 
 def tuned_help(row: dict | None) -> str:
