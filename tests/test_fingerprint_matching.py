@@ -1,0 +1,140 @@
+"""Same machine means the same fingerprint id (engine.hardware.fingerprint), never the same hostname:
+a stored baseline, a tuned baseline and a noise floor of another CPU behind hostname `vm` are not
+used, and two runs of two machines are never compared silently."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from engine.base.errors import ConfigError
+from engine.config import RunConfig, baseline_config
+from engine.hardware import fingerprint
+from engine.jobs import comparison, runner
+from engine.store import comparisons as cstore, tuned_baselines
+from tests.helpers.pages import app, fake_run, no_errors, texts
+
+HOST = os.uname().nodename  # every machine here reports the same one: it must not decide
+ZEN3 = {"id": "0123456789ab", "name": "AMD EPYC Zen 3 (family 25 model 1), AVX2+FMA, no bf16, 2 cores"}
+CFG = RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2)
+
+
+@pytest.fixture
+def no_queue(store_home, monkeypatch):
+    monkeypatch.setattr(runner, "ensure_queue", lambda *a, **k: False)
+    monkeypatch.delenv(fingerprint.UNKNOWN_SETTING, raising=False)
+    return store_home
+
+
+def _baseline(store, fp) -> int:
+    rid = fake_run(store, baseline_config(CFG), "baseline", group="old")
+    store.update_run(rid, environment={"hostname": HOST, **({"fingerprint": fp} if fp else {})})
+    return rid
+
+
+def test_a_stored_baseline_of_another_machine_is_not_reused_and_says_why(no_queue, store):
+    from engine.jobs.launch import launch
+
+    other = _baseline(store, ZEN3)
+    done = launch(CFG, baseline="default", reuse=True)
+    here = fingerprint.fingerprint()["name"]
+    assert not done.reused and done.baseline_id != other
+    assert done.note == (f"stored baseline run {other} not reused: it was measured on another machine "
+                         f"({ZEN3['name']}; this one is {here}); a fresh one is queued")
+    mine = _baseline(store, fingerprint.short())
+    assert runner.find_baseline(store, CFG)["id"] == mine
+    assert runner.baseline_elsewhere(store, CFG) is None
+
+
+def test_a_baseline_stored_before_fingerprints_needs_the_opt_in(no_queue, store, monkeypatch):
+    old = _baseline(store, None)
+    assert runner.find_baseline(store, CFG) is None
+    assert runner.baseline_elsewhere(store, CFG) == (
+        f"stored baseline run {old} not reused: it was stored before machine fingerprints (machine unknown); "
+        "set SPEEDLAB_USE_UNKNOWN_MACHINE=1 (run --use-unknown-machine) to reuse it")
+    monkeypatch.setenv(fingerprint.UNKNOWN_SETTING, "1")
+    assert runner.find_baseline(store, CFG)["id"] == old
+
+
+def test_a_tuned_baseline_of_another_machine_is_not_used(no_queue, store):
+    tuned_baselines.put(store, CFG, 0.004, 0.95, {"schedule": "constant", "fingerprint": ZEN3}, HOST)
+    assert tuned_baselines.get(store, CFG, fingerprint.row_here) is None
+    with pytest.raises(ConfigError) as e:
+        comparison.baseline_of(CFG, "tuned")
+    assert str(e.value) == (f"baseline: 'tuned' for digits/mlp was tuned on another machine ({ZEN3['name']}), not "
+                            f"this one ({fingerprint.fingerprint()['name']}); run python -m engine tune-baseline here")
+    tuned_baselines.put(store, CFG, 0.002, 0.95, {"schedule": "constant", "fingerprint": fingerprint.short()}, HOST)
+    base, row = comparison.baseline_of(CFG, "tuned")
+    assert base.learning_rate == 0.002 and row["fingerprint"] == fingerprint.short()
+
+
+def _aa(store, fp, pairs=5) -> int:
+    base = fake_run(store, baseline_config(CFG), "baseline", group=f"aa-{fp['id'] if fp else 'old'}")
+    cid = cstore.create(store, "aa", f"aa-{fp['id'] if fp else 'old'}", {"fingerprint": fp} if fp else {}, [], HOST)
+    cstore.update(store, cid, status="completed", result={
+        "pairs": pairs, "baseline_ids": [base], "time_to_accuracy": {"half_width": 0.04}})
+    return cid
+
+
+def test_a_noise_floor_of_another_machine_is_not_used(no_queue, store, monkeypatch):
+    from engine.jobs import noise
+    from engine.report.comparison import noise_floor
+
+    _aa(store, ZEN3)
+    old = _aa(store, None)
+    ab = {"kind": "ab"}
+    cfg = baseline_config(CFG).to_dict()
+    assert cstore.matching_noise(store, fingerprint.row_here, cfg, 5) is None
+    assert noise_floor(store, ab, cfg) is None and noise.latest(store) is None
+    monkeypatch.setenv(fingerprint.UNKNOWN_SETTING, "1")  # the opt-in: the old one (this hostname) counts
+    assert noise_floor(store, ab, cfg)["comparison_id"] == old
+    monkeypatch.delenv(fingerprint.UNKNOWN_SETTING)
+    mine = _aa(store, fingerprint.short())
+    assert noise_floor(store, ab, cfg) == {"comparison_id": mine, "pairs": 5, "config": {
+        "dataset": "digits", "model": "mlp", "epochs": 2, "precision": "float32"},
+        "half_width": {"time_to_accuracy": 0.04, "end_to_end": None, "steady": None}}
+
+
+def _two_machines(store) -> tuple[int, int]:
+    b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
+    r = fake_run(store, RunConfig(epochs=3, precision="mixed_bfloat16"), "run", rate=12000.0)
+    store.update_run(b, environment={"hostname": "vm", "fingerprint": ZEN3})
+    store.update_run(r, environment={"hostname": "vm", "fingerprint": {"id": "fedcba987654", "name": "Zen 4 box"}})
+    return b, r
+
+
+def test_compare_across_two_machines_says_so_first_and_gives_no_verdict(store, capsys):
+    from engine.cli.main import main
+
+    b, r = _two_machines(store)
+    assert main(["compare", str(b), str(r)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    line = f"measured on two machines: {ZEN3['name']} vs Zen 4 box"
+    assert lines[0] == f"{line}: not comparable as a speedup"
+    assert main(["compare", str(b), str(r), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["verdict"] == "not comparable" and out["machines"] == line and out["caveats"][0] == line
+    store.update_run(r, environment={"hostname": "vm", "fingerprint": ZEN3})  # one machine: no such line
+    assert main(["compare", str(b), str(r), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["machines"] is None and "verdict" not in out
+
+
+def test_the_pair_headline_is_never_faster_across_two_machines():
+    from engine.report.headline import pair_headline
+
+    cmp = {"time_to_accuracy_speedup": 1.8, "baseline_time_to_accuracy_sec": 18.0, "time_to_accuracy_sec": 10.0,
+           "target_accuracy": 0.95, "machines": "measured on two machines: A vs B"}
+    h = pair_headline(cmp)
+    assert h["value"] == "1.80× (not comparable)" and h["machines"] == "measured on two machines: A vs B"
+    assert pair_headline({**cmp, "machines": None})["value"] == "1.80× faster"
+
+
+@pytest.mark.page
+def test_the_runs_page_says_two_machines_before_the_bars(store):
+    _two_machines(store)
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    assert (f"measured on two machines: {ZEN3['name']} vs Zen 4 box: those bars are not speedups of a "
+            "configuration (hover a bar for its machine)") in texts(at.warning)
