@@ -16,7 +16,7 @@ import streamlit as st
 from engine.base import plain
 from engine.bench import quick as bench
 from engine.charts import hardware as hardware_charts
-from engine.hardware import verdicts as hardware
+from engine.hardware import fingerprint, verdicts as hardware
 from engine.hardware.peaks import summary_rows as peaks_summary_rows
 from engine.hardware.machine import quick_facts
 from engine.jobs.background import ACTIVE_STATES
@@ -198,6 +198,7 @@ def probe_section() -> None:
     if facts is None:
         return
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(facts.get("probed_at") or 0))
+    st.markdown(f":material/fingerprint: Machine **{plain.md(fingerprint.fingerprint()['name'])}** · fingerprint `{fingerprint.here_id()}`")
     st.caption(f"Checked on **{plain.md(facts.get('hostname', '?'))}** at {when} in {facts.get('probe_seconds', '?')} s, "
                "in a separate process (TensorFlow is never loaded by the dashboard itself). "
                f"{versions_line(facts)}")

@@ -22,6 +22,9 @@ def add_parser(sub) -> None:
     s.add_argument("--reuse-baseline", action="store_true",
                    help="with --baseline: one run against a stored baseline of this machine (its age is "
                         "shown) instead of fresh pairs; no interval")
+    s.add_argument("--allow-slow", action="store_true",
+                   help="launch a precision this CPU emulates (mixed_bfloat16 without avx512_bf16/amx_bf16, "
+                        "mixed_float16 without avx512_fp16/amx_fp16): refused otherwise, with the probe's slowdown")
     s.add_argument("--use-unknown-machine", action="store_true",
                    help="count runs, tuned baselines and noise floors stored before machine fingerprints "
                         "(machine unknown) as this machine's (the setting SPEEDLAB_USE_UNKNOWN_MACHINE=1)")
@@ -36,7 +39,7 @@ def cmd_run(args) -> int:
     transfer demo: engine.jobs.background.busy, as on the Train page). Only the CLI comes
     here: the autopilot's and the demo's runs go through engine.jobs.runner."""
     from engine.jobs import runner
-    from engine.jobs.launch import Busy, launch
+    from engine.jobs.launch import Busy, SlowHere, launch
     from engine.store import Store
 
     cfg = config_from_args(args)
@@ -61,7 +64,11 @@ def cmd_run(args) -> int:
     try:
         launched = launch(cfg, baseline=args.baseline, reuse=args.reuse_baseline, own_baseline="aa",
                           all_epochs=getattr(args, "all_epochs", False), pairs=args.pairs, max_pairs=args.max_pairs,
-                          target_half_width=args.within, budget_s=args.budget_s, margin=getattr(args, "margin", None))
+                          target_half_width=args.within, budget_s=args.budget_s, margin=getattr(args, "margin", None),
+                          allow_slow=args.allow_slow)
+    except SlowHere as e:
+        print(f"error: not launched: {e.reason}; pass --allow-slow to launch it anyway", file=sys.stderr)
+        return 2
     except Busy as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

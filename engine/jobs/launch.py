@@ -21,6 +21,15 @@ class Busy(RuntimeError):
         self.run = run
 
 
+class SlowHere(RuntimeError):
+    """The configuration trains in a precision this machine's CPU emulates (engine.config.preflight.
+    slow_precision): not launched unless allowed. `str(err)` and `reason` are the one line why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class Launched:
     """What `launch` queued. `what`: 'run' (cfg alone), 'pair' (a baseline run, queued or
@@ -39,7 +48,7 @@ class Launched:
 
 
 def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, own_baseline: str = "run",
-           all_epochs: bool = False, **pairs) -> Launched:
+           all_epochs: bool = False, allow_slow: bool = False, **pairs) -> Launched:
     """Queue `cfg` and say what was queued.
 
     Args:
@@ -52,15 +61,21 @@ def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, 
             page), 'aa' measures it against itself in pairs (the CLI, an A/A comparison).
         all_epochs: a comparison's runs train every epoch instead of stopping at the target
             (engine.config.comparison_config).
+        allow_slow: launch a precision this CPU emulates (engine.config.preflight.slow_precision,
+            from the live CPU flags and the cached probe); without it, SlowHere.
         **pairs: engine.jobs.comparison.start's settings (pairs, max_pairs,
             target_half_width, budget_s, margin).
 
-    Raises: Busy (one line) while a run, the autopilot, the quick benchmark, an LR range test
+    Raises: SlowHere (one line) for a precision this CPU emulates unless `allow_slow`; Busy (one line) while a run, the autopilot, the quick benchmark, an LR range test
     or the transfer demo holds the machine; ConfigError for reuse with a tuned baseline or no
     stored tuned baseline; engine.jobs.runner.ActiveRunError when a run was queued in between.
     """
+    from engine.config.preflight import slow_precision
     from engine.jobs import background, comparison, runner
 
+    slow = None if allow_slow else slow_precision(cfg)
+    if slow:
+        raise SlowHere(slow)
     why = background.busy()
     if why:
         raise Busy(why, runner.current_run())

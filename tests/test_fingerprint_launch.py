@@ -1,0 +1,128 @@
+"""A launch the hardware will punish is stopped before it starts: mixed_bfloat16 on a CPU without
+native bf16 asks for --allow-slow (CLI) or a second click (the Train page), with the cached
+probe's measured slowdown; a CPU with native bf16 launches at once. The CPU is faked (fake_cpu)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.config import RunConfig
+from engine.config.preflight import slow_precision
+from engine.hardware import verdicts
+from engine.jobs import runner
+from engine.jobs.launch import SlowHere, launch
+from tests.helpers.pages import app, no_errors, texts
+
+ZEN3 = {"avx2", "fma"}
+ZEN4 = {"avx2", "fma", "avx512f", "avx512_bf16"}
+BF16 = RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2)
+# The probe's best matmuls on a Zen 3: 35 GFLOP/s in float32, 1 GFLOP/s in bfloat16.
+PEAK = {"device": "CPU", "dtypes": {"float32": {"flops_per_sec": 35e9}, "bfloat16": {"flops_per_sec": 1e9}}}
+SLOW = "bf16 here: about 35x slower than float32 in the probe (this CPU has no avx512_bf16/amx_bf16)"
+
+
+@pytest.fixture
+def no_queue(store_home, monkeypatch):
+    monkeypatch.setattr(runner, "ensure_queue", lambda *a, **k: False)
+    return store_home
+
+
+def _probe(peak=PEAK):
+    """The cached hardware probe of this (faked) machine, keyed as `python -m engine hardware` keys it."""
+    verdicts.cache_path().write_text(json.dumps({verdicts.cache_key(): {"hostname": "vm", "peak": peak}}))
+
+
+def test_the_line_comes_from_the_probe_or_the_flags(store_home):
+    zen3 = {"gpus": 0, "cpu_bf16": False, "cpu_fp16": False}
+    assert slow_precision(BF16, zen3, {"peak": PEAK}) == SLOW
+    assert slow_precision(BF16, zen3, {}) == (
+        "mixed_bfloat16 on this CPU without avx512_bf16/amx_bf16: emulated, expect it to be slower than float32 "
+        "(the hardware check measures by how much)")
+    assert slow_precision(BF16, {**zen3, "cpu_bf16": True}, {"peak": PEAK}) is None  # a Zen 4 or a Xeon
+    assert slow_precision(BF16, {**zen3, "gpus": 1}, {}) is None  # a GPU: not this CPU's concern
+    assert slow_precision(BF16.replace(precision="float32"), zen3, {}) is None
+    f16 = {"device": "CPU", "dtypes": {"float32": {"flops_per_sec": 30e9}, "float16": {"flops_per_sec": 0.3e9}}}
+    assert slow_precision(BF16.replace(precision="mixed_float16"), zen3, {"peak": f16}) == (
+        "fp16 here: about 100x slower than float32 in the probe (this CPU has no avx512_fp16/amx_fp16)")
+
+
+def test_launch_refuses_bf16_on_a_cpu_without_it_unless_allowed(no_queue, store, fake_cpu):
+    fake_cpu(ZEN3)
+    _probe()
+    with pytest.raises(SlowHere) as e:
+        launch(BF16)
+    assert str(e.value) == SLOW and store.list_runs() == []  # nothing queued
+    assert launch(BF16, allow_slow=True).what == "run"
+
+
+def test_launch_lets_bf16_through_on_a_cpu_with_it(no_queue, store, fake_cpu):
+    fake_cpu(ZEN4)
+    _probe()
+    assert launch(BF16).what == "run"
+
+
+def test_the_cli_asks_for_allow_slow_in_one_line(no_queue, store, fake_cpu, capsys):
+    from engine.cli.main import main
+
+    fake_cpu(ZEN3)
+    _probe()
+    assert main(["run", "--model", "mlp", "--precision", "mixed_bfloat16", "--epochs", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert f"error: not launched: {SLOW}; pass --allow-slow to launch it anyway" in err
+    assert store.list_runs() == []
+
+
+@pytest.mark.page
+def test_the_train_page_shows_the_line_beside_launch_and_needs_the_box(no_queue, store, fake_cpu):
+    fake_cpu(ZEN3)
+    _probe()
+    at = app()
+    at.selectbox(key="model").set_value("mlp")
+    at.selectbox(key="precision").set_value("mixed_bfloat16").run()
+    no_errors(at)
+    assert SLOW in texts(at.warning)
+    at.button(key="launch").click().run()
+    assert (f"Not launched: {SLOW}. Tick **Launch anyway (slow on this machine)** beside Launch to launch it."
+            in texts(at.warning)) and store.list_runs() == []
+    at.checkbox(key="allow_slow").check().run()
+    at.button(key="launch").click().run()
+    no_errors(at)
+    assert len(store.list_runs()) > 0
+
+
+@pytest.mark.page
+def test_the_train_page_launches_bf16_at_once_on_a_cpu_with_it(no_queue, store, fake_cpu):
+    fake_cpu(ZEN4)
+    _probe()
+    at = app()
+    at.selectbox(key="precision").set_value("mixed_bfloat16").run()
+    no_errors(at)
+    assert "slower than float32" not in texts(at.warning)
+    assert "allow_slow" not in [c.key for c in at.checkbox]
+
+
+@pytest.mark.page
+def test_the_hardware_page_and_command_name_the_machine(store_home, fake_cpu, monkeypatch, capsys):
+    import argparse
+
+    from engine.cli import hardware as cli_hardware
+    from engine.hardware.fingerprint import fingerprint
+
+    fake_cpu(ZEN3)
+    fp = fingerprint()
+    verdicts.cache_path().write_text(json.dumps({verdicts.cache_key(): {
+        "hostname": "vm", "probed_at": 1_700_000_000.0, "host": {"cpu_flags": []}, "gpus": [],
+        "driver": {"gpus": [], "version": None}, "tpu": {}, "software": {}, "errors": []}}))
+    monkeypatch.setattr(verdicts, "_stale", lambda facts: False)
+    at = app("views/hardware.py")
+    no_errors(at)
+    assert f":material/fingerprint: Machine **{fp['name']}** · fingerprint `{fp['id']}`" in texts(at.markdown)
+    monkeypatch.setattr(cli_hardware, "probe", lambda **kw: {"facts": {"hostname": "vm"}, "verdicts": []})
+    parser = argparse.ArgumentParser()
+    cli_hardware.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["hardware", "--json"])
+    assert args.func(args) == 0
+    got = json.loads(capsys.readouterr().out)["fingerprint"]
+    assert (got["id"], got["name"], got["cpu"]["flags"]) == (fp["id"], fp["name"], ["avx2", "fma"])
+    assert ", AVX2+FMA, no bf16, " in got["name"]
