@@ -126,3 +126,52 @@ def test_the_hardware_page_and_command_name_the_machine(store_home, fake_cpu, mo
     got = json.loads(capsys.readouterr().out)["fingerprint"]
     assert (got["id"], got["name"], got["cpu"]["flags"]) == (fp["id"], fp["name"], ["avx2", "fma"])
     assert ", AVX2+FMA, no bf16, " in got["name"]
+
+
+def test_presets_name_their_machine_and_flag_bf16_here():
+    from engine.config import presets
+
+    zen3 = {"gpus": 0, "cpu_bf16": False, "cpu_fp16": False}
+    menu = {p["name"]: p for p in presets.menu("mnist5k", here="aaaaaaaaaaaa", machine=zen3, probe={"peak": PEAK})}
+    win = menu["Autopilot winner"]
+    assert win["line"] == ("recorded 2026-12-03: bf16 · 8 steps/execution · one-cycle to 0.013 over 3 epochs · "
+                           "smoothing 0.1 · fused Adam; measured elsewhere (machine not recorded): check it here")
+    assert "4.51x" not in win["line"] and win["elsewhere"] and win["machine"] == "machine not recorded"
+    assert win["slow"] == SLOW and menu["Hand-tuned preset"]["slow"] == SLOW and menu["Baseline"]["slow"] is None
+    mine = {"id": "aaaaaaaaaaaa", "name": "AMD EPYC Zen 4 (family 25 model 17), AVX-512, bf16, 2 cores"}
+    row = {"learning_rate": 0.004, "result": {"fingerprint": mine}}
+    tuned = presets.menu("mnist5k", row, here="aaaaaaaaaaaa", machine={**zen3, "cpu_bf16": True})[1]
+    assert tuned["line"] == ("the baseline at its tuned constant learning rate 0.004 (tune-baseline); measured on "
+                             f"this machine ({mine['name']})") and not tuned["elsewhere"] and tuned["slow"] is None
+
+
+@pytest.mark.page
+def test_the_presets_popover_flags_a_bf16_preset_on_a_cpu_without_it(store_home, fake_cpu):
+    fake_cpu(ZEN3)
+    _probe()
+    at = app()
+    at.selectbox(key="dataset").set_value("mnist5k").run()
+    no_errors(at)
+    captions = texts(at.caption)
+    assert f":material/speed: slower here: {SLOW}" in captions
+    assert "measured elsewhere (machine not recorded): check it here" in captions
+
+
+@pytest.mark.page
+def test_an_autopilot_winner_of_another_machine_reads_measured_elsewhere(store_home):
+    from engine.autopilot import search as autopilot
+    from engine.hardware.fingerprint import short
+    from engine.jobs import background
+    from tests.test_autopilot_page import done_state
+
+    zen3 = {"id": "0123456789ab", "name": "AMD EPYC Zen 3 (family 25 model 1), AVX2+FMA, no bf16, 2 cores"}
+    background.write_json(autopilot.progress_path(), {**done_state(), "fingerprint": zen3})
+    at = app("views/autopilot.py")
+    no_errors(at)
+    assert f"Measured elsewhere ({zen3['name']}): check it here before you use its figures." in texts(at.warning)
+    assert "Measured elsewhere · Time to 0.95: vs Keras-default Adam 1e-3" in [m.label for m in at.metric]
+    assert f":material/fingerprint: measured on {zen3['name']}" in texts(at.caption)
+    background.write_json(autopilot.progress_path(), {**done_state(), "fingerprint": short()})
+    at = app("views/autopilot.py")
+    assert "Measured elsewhere" not in texts(at.warning)
+    assert f":material/fingerprint: measured on {short()['name']} (this machine)" in texts(at.caption)

@@ -46,3 +46,5 @@ def presets_popover(container, dataset: str | None) -> None:
         box.button(p["name"], key=f"preset_{dataset}_{i}", disabled=p["settings"] is None, on_click=apply,
                    args=(p["settings"],), help=p["missing"], width="stretch")
         box.caption(p["line"])
+        if p["slow"]:  # flagged before Launch: this CPU emulates its precision
+            box.caption(f":material/speed: slower here: {p['slow']}")
