@@ -138,3 +138,41 @@ def test_the_runs_page_says_two_machines_before_the_bars(store):
     no_errors(at)
     assert (f"measured on two machines: {ZEN3['name']} vs Zen 4 box: those bars are not speedups of a "
             "configuration (hover a bar for its machine)") in texts(at.warning)
+
+
+def test_doctor_counts_the_runs_of_each_machine(store, capsys):
+    from engine.cli.main import main
+
+    b, r = _two_machines(store)  # one on the Zen 3, one on the "Zen 4 box"
+    third = fake_run(store, RunConfig(epochs=3), "run")
+    store.update_run(third, environment={"hostname": "vm", "fingerprint": ZEN3})
+    fake_run(store, RunConfig(epochs=3), "run")  # stored before fingerprints: {"hostname": ...} only
+    store.create_run(RunConfig().to_json(), role="run", group_id="q", status="queued")  # never ran: no machine
+    assert main(["doctor", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["machines"] == [{"id": ZEN3["id"], "name": ZEN3["name"], "runs": 2},
+                               {"id": "fedcba987654", "name": "Zen 4 box", "runs": 1},
+                               {"id": None, "name": "machine unknown", "runs": 1}]
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [f"2 runs measured on {ZEN3['name']} (fingerprint {ZEN3['id']})",
+            "1 run measured on Zen 4 box (fingerprint fedcba987654)", "1 run measured on machine unknown"] == [
+        line for line in out if " measured on " in line]
+
+
+def test_a_bundle_carries_each_runs_machine(tmp_path):
+    from engine import bundle
+    from engine.store import Store
+
+    src, dst = Store(tmp_path / "a.sqlite"), Store(tmp_path / "b.sqlite")
+    try:
+        b, r = _two_machines(src)
+        manifest = bundle.export_runs(src, [b, r], tmp_path / "two.zip")
+        assert manifest["exported_from_machine"] == fingerprint.short()
+        mapping = dict(bundle.import_bundle(dst, tmp_path / "two.zip"))
+        got = {old: dst.get_run(new) for old, new in mapping.items()}
+    finally:
+        src.close()
+        dst.close()
+    assert got[b]["environment"]["fingerprint"] == ZEN3 and got[b]["origin"]["machine"] == ZEN3["name"]
+    assert got[r]["origin"]["machine"] == "Zen 4 box"
