@@ -120,7 +120,8 @@ def _say_tuned(cfg, args) -> None:
         from engine.store.tuned_baselines import describe
 
         print(f"tuned baseline: {row['optimizer']}, {describe(row)} (tune-baseline #{row['id']}, "
-              f"{age_text(row.get('created'))}, on {row.get('hostname') or 'an unknown host'})", file=sys.stderr)
+              f"{age_text(row.get('created'))}, on {(row.get('fingerprint') or {}).get('name') or 'machine unknown'})",
+              file=sys.stderr)
 
 
 def _run_pairs(launched, args) -> int:

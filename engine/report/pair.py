@@ -195,12 +195,23 @@ def _backend_free(config: dict) -> dict:
 OTHER_BACKEND_SCAN = 2000  # newest completed runs searched for the other backend's run
 
 
+def _same_machine(env: Optional[dict], other: Optional[dict]) -> bool:
+    """Two runs' environments are one machine's: the same fingerprint id; where `env` predates
+    fingerprints, the same hostname (or no hostname to tell)."""
+    from engine.hardware.fingerprint import of
+
+    mine, theirs = of(env), of(other)
+    if mine or theirs:
+        return bool(mine and theirs and mine["id"] == theirs["id"])
+    host = (env or {}).get("hostname")
+    return host is None or (other or {}).get("hostname") == host
+
+
 def other_backend_run(store: Store, run: dict) -> Optional[dict]:
     """The newest completed run of the same configuration on another backend, measured
-    on the same host, or None. Everything but backend and jit_compile must match."""
+    on the same machine (the same fingerprint id, `_same_machine`), or None. Everything but backend and jit_compile must match."""
     mine = _backend_free(run["config"])
     backend = run["config"].get("backend", "tensorflow")
-    host = (run.get("environment") or {}).get("hostname")
     # SQL picks the candidates (same data set, model, precision, batch, other backend): a
     # 10,000-run store is not parsed whole on every Train page rerun.
     cfg = run["config"]
@@ -215,8 +226,7 @@ def other_backend_run(store: Store, run: dict) -> Optional[dict]:
                                           cfg.get("batch_size"), backend)):
         if other["id"] == run["id"] or other["config"].get("backend", "tensorflow") == backend:
             continue
-        if _backend_free(other["config"]) == mine and (host is None or (other.get("environment") or {})
-                                                       .get("hostname") == host):
+        if _backend_free(other["config"]) == mine and _same_machine(run.get("environment"), other.get("environment")):
             return other
     return None
 
