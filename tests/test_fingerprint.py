@@ -101,3 +101,13 @@ def test_matches_on_id_and_old_rows_only_when_opted_in(monkeypatch):
     assert not fpm.matches({"id": "bbb"}, None, here="aaa")  # opting in never joins two known machines
     assert fpm.name_of({"fingerprint": {"id": "aaa", "name": "Zen 3"}}) == "Zen 3"
     assert fpm.name_of({"hostname": "vm"}) == "machine unknown"
+
+
+def test_every_benchmark_record_names_its_machine_after_its_title():
+    from pathlib import Path
+
+    for f in sorted((Path(__file__).parent.parent / "benchmarks" / "results").glob("*.md")):
+        lines = f.read_text().splitlines()
+        assert lines[0].startswith("# ") and lines[1] == "", f.name
+        assert lines[2].startswith("Machine: ") and (
+            " · fingerprint " in lines[2] or lines[2].startswith("Machine: machine not recorded")), f.name

@@ -242,3 +242,10 @@ def row_here(row: dict) -> bool:
     row's 'hostname' for one stored before fingerprints)."""
     fp = of(row) or of(row.get("settings")) or of(row.get("result")) or of(row.get("environment"))
     return matches(fp, row.get("hostname") or (row.get("environment") or {}).get("hostname"))
+
+
+def record_line(fp: Optional[dict] = None) -> str:
+    """The line a benchmark record starts with, after its title: 'Machine: <name> · fingerprint
+    <id>' of `fp` (default this machine's); docs/machines.md."""
+    fp = fp or fingerprint()
+    return f"Machine: {fp['name']} · fingerprint {fp['id']}"
