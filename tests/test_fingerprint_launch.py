@@ -175,3 +175,24 @@ def test_an_autopilot_winner_of_another_machine_reads_measured_elsewhere(store_h
     at = app("views/autopilot.py")
     assert "Measured elsewhere" not in texts(at.warning)
     assert f":material/fingerprint: measured on {short()['name']} (this machine)" in texts(at.caption)
+
+
+@pytest.mark.page
+def test_a_quick_benchmark_of_another_machine_reads_measured_elsewhere(store_home):
+    from engine.bench import quick as bench
+    from tests.test_hardware_page import cache, facts, saved_result
+
+    cache(store_home, facts())
+    saved_result()
+    at = app("views/hardware.py")
+    no_errors(at)
+    assert "Measured elsewhere" not in texts(at.warning)  # saved on this machine
+    path = store_home / "bench-latest.json"
+    res = json.loads(path.read_text())
+    path.write_text(json.dumps({**res, "fingerprint": {"id": "0123456789ab", "name": "AMD EPYC Zen 3"}}))
+    assert bench.machine_caution(json.loads(path.read_text())) == (
+        "Measured elsewhere (AMD EPYC Zen 3): check it here. This machine's CPU or devices differ, so these "
+        "speedups are not this machine's until you run it again.")
+    at = app("views/hardware.py")
+    no_errors(at)
+    assert texts(at.warning).startswith("Measured elsewhere (AMD EPYC Zen 3): check it here.")

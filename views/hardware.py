@@ -306,9 +306,9 @@ def bench_results(res: dict) -> None:
                f"{w.get('batch_size')}, {w.get('steps')} steps × {w.get('epochs')} epochs per cell, "
                f"{res.get('repeats')} interleaved repeats, {res.get('wall_sec', 0):.0f} s in all. Each cell "
                "is compared with the float32 baseline of the same repeat; error bars show the spread.")
-    caution = bench.baseline_caution(res)
-    if caution:  # a busy machine: the headline below may be the load's, not the options'
-        st.warning(caution, icon=":material/warning:")
+    for caution in [plain.md(c) for c in [bench.machine_caution(res)] if c] + [bench.baseline_caution(res)]:
+        if caution:  # another machine's result (its CPU's name is outside text), or a busy machine's
+            st.warning(caution, icon=":material/warning:")
     chart, side = st.columns([2.4, 1], gap="medium")
     chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
     with side:
