@@ -97,8 +97,8 @@ def test_a_noise_floor_of_another_machine_is_not_used(no_queue, store, monkeypat
 
 
 def _two_machines(store) -> tuple[int, int]:
-    b = fake_run(store, RunConfig(epochs=3), "baseline", rate=8000.0)
-    r = fake_run(store, RunConfig(epochs=3, precision="mixed_bfloat16"), "run", rate=12000.0)
+    b = fake_run(store, RunConfig(epochs=3, target_accuracy=0.7), "baseline", rate=8000.0)
+    r = fake_run(store, RunConfig(epochs=3, target_accuracy=0.7, precision="mixed_bfloat16"), "run", rate=12000.0)
     store.update_run(b, environment={"hostname": "vm", "fingerprint": ZEN3})
     store.update_run(r, environment={"hostname": "vm", "fingerprint": {"id": "fedcba987654", "name": "Zen 4 box"}})
     return b, r
@@ -176,3 +176,38 @@ def test_a_bundle_carries_each_runs_machine(tmp_path):
         dst.close()
     assert got[b]["environment"]["fingerprint"] == ZEN3 and got[b]["origin"]["machine"] == ZEN3["name"]
     assert got[r]["origin"]["machine"] == "Zen 4 box"
+
+
+@pytest.mark.page
+def test_the_train_page_headline_says_two_machines_first_and_no_faster(store):
+    b, r = _two_machines(store)
+    store.update_run(r, baseline_id=b)
+    at = app()
+    no_errors(at)
+    line = f"measured on two machines: {ZEN3['name']} vs Zen 4 box"
+    assert texts(at.warning).splitlines()[0] == f"{line}: the ratio is not a speedup of this configuration"
+    values = [m.value for m in at.metric]
+    assert not any("faster" in v for v in values) and any("(not comparable)" in v for v in values)
+    assert line not in texts(at.caption)  # said once, as the warning
+
+
+def test_run_reuse_baseline_says_in_one_line_why_another_machines_is_not_reused(no_queue, store, monkeypatch,
+                                                                               capsys, fake_cpu):
+    import engine.cli.run as cli_run
+    from engine.cli.main import main
+
+    fake_cpu({"avx2", "fma", "avx512f", "avx512_bf16"})  # bf16 is native: no --allow-slow needed
+
+    def follow(rid, quiet):  # no worker here: each queued run ends at once
+        if store.get_run(rid)["status"] == "queued":
+            store.finish_run(rid, "cancelled", "cancelled before it started")
+        return store.get_run(rid)
+
+    monkeypatch.setattr(cli_run, "follow", follow)
+    other = _baseline(store, ZEN3)
+    main(["run", "--model", "mlp", "--precision", "mixed_bfloat16", "--epochs", "2", "--baseline",
+          "--reuse-baseline", "--quiet"])
+    err = capsys.readouterr().err.splitlines()
+    assert (f"note: stored baseline run {other} not reused: it was measured on another machine ({ZEN3['name']}; "
+            f"this one is {fingerprint.fingerprint()['name']}); a fresh one is queued") in err
+    assert other not in {r["baseline_id"] for r in store.list_runs() if r["id"] != other}
