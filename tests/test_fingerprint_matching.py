@@ -21,9 +21,12 @@ CFG = RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2)
 
 
 @pytest.fixture
-def no_queue(store_home, monkeypatch):
+def no_queue(store_home, monkeypatch, fake_cpu):
+    """No queue process; old rows not opted in; a CPU with native bf16 (CFG trains in bf16: launch
+    does not ask to allow it, whatever CPU runs the test)."""
     monkeypatch.setattr(runner, "ensure_queue", lambda *a, **k: False)
     monkeypatch.delenv(fingerprint.UNKNOWN_SETTING, raising=False)
+    fake_cpu({"avx2", "fma", "avx512f", "avx512_bf16"})
     return store_home
 
 
@@ -55,6 +58,12 @@ def test_a_baseline_stored_before_fingerprints_needs_the_opt_in(no_queue, store,
         "set SPEEDLAB_USE_UNKNOWN_MACHINE=1 (run --use-unknown-machine) to reuse it")
     monkeypatch.setenv(fingerprint.UNKNOWN_SETTING, "1")
     assert runner.find_baseline(store, CFG)["id"] == old
+    from engine.jobs.launch import launch
+
+    done = launch(CFG, baseline="default", reuse=True)  # reused, and labelled
+    assert done.reused and done.baseline_id == old
+    assert done.note == (f"reusing stored baseline run {old}: machine unknown (stored before machine fingerprints, "
+                         "used as this machine's because SPEEDLAB_USE_UNKNOWN_MACHINE=1)")
 
 
 def test_a_tuned_baseline_of_another_machine_is_not_used(no_queue, store):
@@ -192,11 +201,9 @@ def test_the_train_page_headline_says_two_machines_first_and_no_faster(store):
 
 
 def test_run_reuse_baseline_says_in_one_line_why_another_machines_is_not_reused(no_queue, store, monkeypatch,
-                                                                               capsys, fake_cpu):
+                                                                               capsys):
     import engine.cli.run as cli_run
     from engine.cli.main import main
-
-    fake_cpu({"avx2", "fma", "avx512f", "avx512_bf16"})  # bf16 is native: no --allow-slow needed
 
     def follow(rid, quiet):  # no worker here: each queued run ends at once
         if store.get_run(rid)["status"] == "queued":

@@ -47,6 +47,23 @@ class Launched:
     note: Optional[str] = None  # one line, e.g. why a stored baseline of another machine was not reused
 
 
+def _unknown_machine_note(baseline_id: int) -> Optional[str]:
+    """The label of a reused baseline stored before machine fingerprints (only reused when
+    opted in: SPEEDLAB_USE_UNKNOWN_MACHINE=1), else None."""
+    from engine.hardware import fingerprint
+    from engine.store import Store
+
+    store = Store()
+    try:
+        env = (store.get_run(baseline_id) or {}).get("environment")
+    finally:
+        store.close()
+    if fingerprint.of(env):
+        return None
+    return (f"reusing stored baseline run {baseline_id}: {fingerprint.UNKNOWN} (stored before machine fingerprints, "
+            f"used as this machine's because {fingerprint.UNKNOWN_SETTING}=1)")
+
+
 def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, own_baseline: str = "run",
            all_epochs: bool = False, allow_slow: bool = False, **pairs) -> Launched:
     """Queue `cfg` and say what was queued.
@@ -101,6 +118,8 @@ def launch(cfg: RunConfig, baseline: Optional[str] = None, reuse: bool = False, 
             finally:
                 store.close()
         bid, rid, reused = runner.launch_with_baseline(cfg, reuse=reuse)
+        if reused:
+            note = _unknown_machine_note(bid)
         return Launched("pair", run_id=rid, baseline_id=bid, reused=reused, note=note)
     (rid,) = runner.submit([cfg])
     return Launched("run", run_id=rid)
