@@ -241,11 +241,15 @@ def floor_lines(speedup: Optional[float], win_s: Optional[float], w: dict) -> li
 
 
 def write(text: str, path: Path, title: str) -> Path:
-    """Append `text` to `path`, starting the file with `title` when it is new."""
+    """Append `text` to `path`, starting the file with `title` when it is new; each section
+    starts with the machine's fingerprint line (engine.hardware.fingerprint.record_line: a later
+    section of the same day may come from another CPU behind the same hostname)."""
+    from engine.hardware.fingerprint import record_line
+
     path.parent.mkdir(parents=True, exist_ok=True)
     head = "" if path.exists() else f"# {title}\n\n"
     with path.open("a") as fh:
-        fh.write(head + text + "\n")
+        fh.write(head + record_line() + "\n\n" + text + "\n")
     return path
 
 

@@ -78,7 +78,10 @@ def main() -> int:
     print()
     print(format_table(result))
     print(f"device: {'GPU' if on_gpu else 'CPU (dry run, no GPU)'}")
-    Path(a.out).write_text(json.dumps({"probe": probe, "bench": result}, default=str))
+    from engine.hardware.fingerprint import fingerprint, record_line
+
+    print(record_line())  # the machine these figures belong to (docs/machines.md)
+    Path(a.out).write_text(json.dumps({"probe": probe, "bench": result, "fingerprint": fingerprint()}, default=str))
     return 0
 
 

@@ -121,7 +121,12 @@ def main() -> int:
     summary = {"gpu": gpu_name, "model": model, "shape": shape, "batch_size": batch, "samples": samples,
                "backend": "jax", "peaks": peaks, "runs": rows, "bundle": bundle.name if ids else None,
                "seconds": round(time.time() - t_all, 1),
-               "software": ((hw or {}).get("facts") or {}).get("software")}
+               "software": ((hw or {}).get("facts") or {}).get("software"),
+               # the machine (docs/machines.md), as `python -m engine hardware --json` names it
+               "fingerprint": (hw or {}).get("fingerprint")}
+    fp = summary["fingerprint"] or {}
+    print(f"Machine: {fp.get('name')} · fingerprint {fp.get('id')}" if fp else "Machine: machine not recorded",
+          flush=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
     return 0 if len(runs) == 2 else 1
 

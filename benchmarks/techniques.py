@@ -159,7 +159,9 @@ def main() -> None:
               f"{factor_cell(r['factors'], 'sample_efficiency')} ({r['wall_sec']:.0f} s)", flush=True)
     load1 = os.getloadavg()
     stem = Path(a.out) if a.out else ROOT / "benchmarks" / "results" / f"{datetime.date.today()}-techniques"
-    head = [f"# Techniques against the baseline ({datetime.date.today()})", "",
+    from engine.hardware.fingerprint import record_line
+
+    head = [f"# Techniques against the baseline ({datetime.date.today()})", "", record_line(), "",
             f"Command: `python benchmarks/techniques.py --pairs {a.pairs} --epochs {a.epochs} --target {a.target} "
             f"--baseline {a.baseline} --only {' '.join(a.only)}`", "",
             f"Load average before {load0[0]:.1f}, after {load1[0]:.1f} on {os.cpu_count()} cores. {a.note}", "",

@@ -252,15 +252,18 @@ def fake_cpu(monkeypatch):
     """Make this process's live CPU the one a test names: `fake_cpu({"avx512_bf16"})` (a Zen 4
     or a Xeon with AMX) or `fake_cpu({"avx2", "fma"})` (a Zen 3, no native bf16). CI's CPU
     changes from day to day (docs/testing.md), so a test that depends on the live CPU's flags
-    fakes them. In-process only: a worker or `python -m engine` child reads the real CPU."""
-    from engine.hardware import machine
+    fakes them. This process's machine fingerprint follows the faked flags (a new id).
+    In-process only: a worker or `python -m engine` child reads the real CPU."""
+    from engine.hardware import fingerprint, machine
 
     def fake(flags):
         monkeypatch.setattr(machine, "cpu_flags", lambda: set(flags))
         machine.quick_facts.cache_clear()
+        fingerprint.fingerprint.cache_clear()  # its flags (and so its id) are the faked ones
 
     yield fake
     machine.quick_facts.cache_clear()
+    fingerprint.fingerprint.cache_clear()
 
 
 @pytest.fixture

@@ -33,6 +33,9 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             launch.wait_for(timeout=60_000)
             assert page.get_by_text("No runs yet: set options on the left").is_visible()
             assert "mixed bf16 · 2 devices · batch 128 · 3 epochs" in page.inner_text("body")
+            slow = page.get_by_text("Launch anyway (slow on this machine)")
+            if slow.count():  # a CPU without native bf16 (the server reads the real one) asks first
+                slow.click()
             launch.click()
             # A comparison of interleaved pairs: while it measures the page is quiet (its
             # headline so far and the pair chart, progress lines; no live run charts).

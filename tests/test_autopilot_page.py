@@ -11,6 +11,7 @@ import time
 import psutil
 
 from engine.config import RunConfig
+from engine.hardware.fingerprint import short
 from engine.jobs import background
 from engine.autopilot import search as autopilot
 from engine.autopilot import space as sp
@@ -45,7 +46,7 @@ def done_state() -> dict:
                  "time_to_target_sec": None, "factor": None, "note": "not reached in 20 epochs"}]
     return {"state": "done", "pid": None, "started": time.time() - 400, "finished": time.time() - 5,
             "phase": "done", "id": "autopilot-abc123", "target_accuracy": 0.95, "budget_sec": 300.0,
-            "baseline_label": "Keras-default Adam 1e-3",
+            "baseline_label": "Keras-default Adam 1e-3", "fingerprint": short(),  # measured on this machine
             "trials": TRIALS, "best": {**TRIALS[2], "config": WINNER.to_dict()}, "current": None,
             "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
             "explanation": autopilot.explanation(ablation, autopilot.rerun_spread(conf["times"]["winner"])),

@@ -48,7 +48,10 @@ def test_goal_not_met_and_the_file_is_appended_to(tmp_path):
     path = tmp_path / "r.md"
     ar.write("one\n", path, "Autopilot on mnist5k")
     ar.write("two\n", path, "Autopilot on mnist5k")
-    assert path.read_text() == "# Autopilot on mnist5k\n\none\n\ntwo\n\n"
+    from engine.hardware.fingerprint import fingerprint
+
+    m = f"Machine: {fingerprint()['name']} · fingerprint {fingerprint()['id']}"  # each section's machine
+    assert path.read_text() == f"# Autopilot on mnist5k\n\n{m}\n\none\n\n{m}\n\ntwo\n\n"
     assert ar.default_path("mnist5k", ar.dt.datetime(2026, 12, 3)).name == "2026-12-03-autopilot-mnist5k.md"
 
 

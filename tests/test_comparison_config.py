@@ -81,14 +81,16 @@ def test_each_bundled_data_set_has_its_presets_and_the_tuned_baseline_hook():
     old_row = {"learning_rate": 0.003, "result": {"seeds": [0, 1]}}  # stored before schedules were tuned
     tuned = presets.menu("digits", old_row)[1]
     assert tuned["settings"] == {"dataset": "digits", "learning_rate": 0.003} and tuned["missing"] is None
-    assert tuned["line"] == "the baseline at its tuned constant learning rate 0.003 (tune-baseline)"
+    assert tuned["line"] == ("the baseline at its tuned constant learning rate 0.003 (tune-baseline); measured "
+                             "elsewhere (machine not recorded): check it here")
     row = {"learning_rate": 0.004, "schedule": "warmup_cosine", "warmup_epochs": 0.5, "max_lr": None,
            "label_smoothing": 0.1, "result": {"epochs": 5}}
     tuned = presets.menu("digits", row)[1]
     assert tuned["settings"] == {"dataset": "digits", "learning_rate": 0.004, "schedule": "warmup_cosine",
                                  "warmup_epochs": 0.5, "label_smoothing": 0.1, "epochs": 5}
     assert tuned["line"] == ("the baseline at its tuned warmup_cosine schedule (warmup 0.5 epochs) over 5 epochs "
-                             "peaking at learning rate 0.004, label smoothing 0.1 (tune-baseline)")
+                             "peaking at learning rate 0.004, label smoothing 0.1 (tune-baseline); measured "
+                             "elsewhere (machine not recorded): check it here")
     assert presets.menu("digits")[1]["settings"] is None                   # until tune-baseline stores one
     hand = presets.menu("mnist5k")[2]["settings"]
     assert RunConfig(**hand) == presets.preset("mnist5k")                   # a click gives the preset itself

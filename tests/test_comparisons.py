@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from engine.hardware.fingerprint import row_here
 from engine.store import comparisons as cstore
 from engine.config import RunConfig
 from engine.jobs import comparison, runner
@@ -145,7 +146,7 @@ def test_a_a_comparison_runs_the_baseline_on_both_sides(no_queue, store):
     assert {r["config"]["precision"] for r in store.list_runs()} == {"float32"}
     _play(store, lambda run: (10.0 * (1.02 if run["role"] == "run" else 1.0), 100.0))
     comp = cstore.get(store, cid)
-    assert comp["kind"] == "aa" and cstore.latest_noise(store, comp["hostname"])["id"] == cid
+    assert comp["kind"] == "aa" and cstore.latest_noise(store, row_here)["id"] == cid
     assert comp["result"]["time_to_accuracy_ci95"] == pytest.approx([1 / 1.02, 1 / 1.02])
     assert math.isclose(comp["result"]["time_to_accuracy"]["half_width"], 0.0, abs_tol=1e-12)
 

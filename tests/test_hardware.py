@@ -116,7 +116,7 @@ def test_gpu_diagnosis():
     assert by_option(hidden)["mixed_float16"] == "slower"
 
 
-def test_probe_cache_keyed_by_host_and_tf_version(tmp_path, monkeypatch):
+def test_probe_cache_keyed_by_host_machine_and_tf_version(tmp_path, monkeypatch):
     monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
     monkeypatch.setattr(machine, "nvidia_gpus", lambda *a, **k: [])
     calls = []
@@ -127,7 +127,10 @@ def test_probe_cache_keyed_by_host_and_tf_version(tmp_path, monkeypatch):
     assert calls == [7] and (first["cached"], second["cached"]) == (False, True)
     assert second["facts"] == first["facts"]
     jax = machine.installed_backends()["jax"]
-    assert first["key"] == (f"{__import__('socket').gethostname()}|tensorflow-{hardware.tf_version()}"
+    from engine.hardware.fingerprint import here_id
+
+    # The fingerprint id too: another CPU behind the same hostname is probed afresh.
+    assert first["key"] == (f"{__import__('socket').gethostname()}|{here_id()}|tensorflow-{hardware.tf_version()}"
                             + (f"|jax-{jax}" if jax else ""))
     assert hardware.probe(refresh=True)["cached"] is False and len(calls) == 2
     # An entry with a GPU diagnosis is re-probed: the fix keeps the TF version.

@@ -4,6 +4,7 @@ stored, read back, and named by a later headline whose effect is below it.
 The queue is played by the test (tests/test_comparisons.py `_play`), so no TF runs."""
 import pytest
 
+from engine.hardware.fingerprint import short
 from engine.store import comparisons as cstore
 from engine.config import RunConfig
 from engine.jobs import noise
@@ -42,7 +43,10 @@ def test_the_check_runs_three_a_a_pairs_of_the_digits_cnn_and_stores_the_floor(n
     assert noise.floor_text(info, now=info["measured"] + 720) == (
         f"noise floor ±5.3% (A/A comparison #{cid}: 3 pairs of digits/cnn, 10 epochs, "
         "time to accuracy; 12 min ago): a speedup inside it is within this machine's noise")
-    assert noise.latest(store, "another-host") is None  # the floor is this machine's
+    # The floor is this machine's: the same hostname with another CPU (fingerprint) has none.
+    assert comp["settings"]["fingerprint"] == short()
+    cstore.update(store, cid, settings={**comp["settings"], "fingerprint": {"id": "0123456789ab", "name": "Zen 3"}})
+    assert noise.latest(store) is None and noise.floor(store) is None
 
 
 def test_a_floor_needs_an_interval(no_queue, store):  # noqa: F811

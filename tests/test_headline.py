@@ -12,7 +12,7 @@ PAIR = {"target_accuracy": 0.95, "time_to_accuracy_speedup": 45.3 / 13.2,
 def test_a_faster_pair_reads_its_ratio_and_both_times():
     h = headline.pair_headline(PAIR)
     assert h == {"label": "time to 0.95 val accuracy", "ratio": 45.3 / 13.2, "value": "3.43× faster",
-                 "seconds": "45.3 s → 13.2 s", "notes": [], "missed": None}
+                 "seconds": "45.3 s → 13.2 s", "notes": [], "missed": None, "machines": None}
 
 
 def test_a_slower_pair_says_slower():

@@ -15,6 +15,13 @@ pytestmark = pytest.mark.unit  # lane: docs/testing.md (a store on disk, no TF, 
 FAST = RunConfig(precision="mixed_bfloat16", steps_per_execution=4)  # not its own baseline
 
 
+@pytest.fixture(autouse=True)
+def bf16_cpu(fake_cpu):
+    """FAST trains in bf16: a CPU with native bf16, so that launch() does not ask to allow it
+    (tests/test_fingerprint_launch.py covers a CPU without)."""
+    fake_cpu({"avx2", "fma", "avx512f", "avx512_bf16"})
+
+
 @pytest.fixture
 def no_queue(store_home, monkeypatch):
     monkeypatch.setattr(runner, "ensure_queue", lambda *a, **k: False)
@@ -22,11 +29,14 @@ def no_queue(store_home, monkeypatch):
 
 
 def _end_all(store):
-    """Play the queue: every queued run completes on this host, so the machine is free again."""
+    """Play the queue: every queued run completes on this machine (its fingerprint, as the worker
+    stores it), so the machine is free again."""
     import os
 
+    from engine.hardware.fingerprint import short
+
     for r in store.list_runs(("queued",)):
-        store.update_run(r["id"], environment={"hostname": os.uname().nodename})
+        store.update_run(r["id"], environment={"hostname": os.uname().nodename, "fingerprint": short()})
         store.finish_run(r["id"], "completed")
 
 

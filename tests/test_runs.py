@@ -47,6 +47,14 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     assert len(st.metrics("system", s["run_id"])) >= 1
     env = st.get_run(s["run_id"])["environment"]
     assert env["tensorflow"].startswith("2.21") and env["hostname"]
+    # The worker's fingerprint is this process's (the same CPU, cores and versions): the id that
+    # reusing this run as a baseline matches on (docs/machines.md).
+    from engine.hardware.fingerprint import fingerprint
+
+    assert {k: env["fingerprint"][k] for k in ("id", "name", "cpu")} == {k: fingerprint()[k] for k in ("id", "name", "cpu")}
+    shown = subprocess.run([sys.executable, "-m", "engine", "show", str(s["run_id"]), "--json"], capture_output=True,
+                           text=True, timeout=60)
+    assert json.loads(shown.stdout.strip().splitlines()[-1])["environment"]["fingerprint"]["id"] == fingerprint()["id"]
 
 
 @pytest.mark.worker

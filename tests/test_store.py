@@ -60,7 +60,9 @@ def test_a_run_stored_before_validation_seed_reads_as_drawn_by_its_seed(store):
     del old["validation_seed"]
     rid = store.create_run(json.dumps(old), role="baseline")
     store.finish_run(rid, "completed", summary={})
-    store.update_run(rid, environment={"hostname": os.uname().nodename})
+    from engine.hardware.fingerprint import short
+
+    store.update_run(rid, environment={"hostname": os.uname().nodename, "fingerprint": short()})
     run = store.get_run(rid)
     assert run["config"]["validation_seed"] == 3 and RunConfig.from_dict(run["config"]).validation_seed == 3
     assert find_baseline(store, RunConfig(seed=3)) is None

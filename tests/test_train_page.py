@@ -215,7 +215,8 @@ def test_long_runs_are_downsampled_for_display(store):
 
 
 @pytest.mark.page
-def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store, monkeypatch):
+def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store, monkeypatch, fake_cpu):
+    fake_cpu({"avx512f", "avx512_bf16"})  # bf16 is native: Launch needs no second click
     from engine.store import tuned_baselines
     from engine.jobs import comparison
 
@@ -223,7 +224,9 @@ def test_tuned_baseline_toggle_launches_against_the_stored_tuned_baseline(store,
     no_errors(at)
     toggle = at.toggle(key="tuned_baseline")
     assert toggle.disabled and "python -m engine tune-baseline" in toggle.help  # nothing tuned yet
-    tuned_baselines.put(store, RunConfig(), 0.0049, 0.95, {"seeds": [0, 1]}, "vm")
+    from engine.hardware.fingerprint import short
+
+    tuned_baselines.put(store, RunConfig(), 0.0049, 0.95, {"seeds": [0, 1], "fingerprint": short()}, "vm")
     calls = []
     monkeypatch.setattr(comparison, "start", lambda cfg, **kw: calls.append(kw) or 1)
     monkeypatch.setattr(__import__("engine.store.comparisons", fromlist=["get"]), "get",
@@ -390,7 +393,8 @@ def test_train_page_with_the_demo_runs_as_newest_group(store):
 
 
 @pytest.mark.worker
-def test_after_launch_the_previous_speedup_is_gone(store):
+def test_after_launch_the_previous_speedup_is_gone(store, fake_cpu):
+    fake_cpu({"avx512f", "avx512_bf16"})  # bf16 is native: Launch needs no second click
     b, r = finished_pair(store)
     at = app()
     assert {m.label: m.value for m in at.metric}["Steady"] == "1.50×"  # the previous comparison

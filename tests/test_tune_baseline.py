@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine.store import comparisons as cstore
+from engine.hardware.fingerprint import short
 from engine.store import tuned_baselines
 from engine.autopilot import tune
 from engine.config import RunConfig
@@ -174,11 +175,23 @@ def test_no_configuration_on_enough_seeds_stores_nothing(store_home, store, monk
     assert tuned_baselines.get(store, RunConfig(dataset="digits")) is None
 
 
-def test_an_old_constant_lr_row_still_reads_as_a_constant_lr_tuned_baseline(store_home, store):
+def test_an_old_constant_lr_row_still_reads_as_a_constant_lr_tuned_baseline(store_home, store, monkeypatch):
+    import os
+
+    from engine.hardware.fingerprint import UNKNOWN_SETTING
+
     cfg = RunConfig(dataset="digits", epochs=4)
     tuned_baselines.put(store, cfg, 0.003, 0.95, {"seeds": [0, 1], "seeds_reached": [0, 1],
-                                                  "learning_rates": [0.001, 0.003]}, "vm")
+                                                  "learning_rates": [0.001, 0.003]}, os.uname().nodename)
     row = tuned_baselines.get(store, cfg)
+    monkeypatch.delenv(UNKNOWN_SETTING, raising=False)
+    with pytest.raises(ConfigError) as e:  # stored before fingerprints: used only when opted in
+        comparison.baseline_of(cfg, "tuned")
+    assert str(e.value).startswith("baseline: 'tuned' for digits/cnn was tuned on another machine (machine unknown), "
+                                   "not this one (")
+    assert str(e.value).endswith("; run python -m engine tune-baseline here, or set SPEEDLAB_USE_UNKNOWN_MACHINE=1 "
+                                 "to use one stored before fingerprints")
+    monkeypatch.setenv(UNKNOWN_SETTING, "1")
     assert (row["schedule"], row["warmup_epochs"], row["max_lr"], row["label_smoothing"], row["tuning_seeds"],
             row["reached"], row["spread"]) == ("constant", 0.0, None, 0.0, [0, 1], {"seeds": 2, "of": 2}, None)
     base, _ = comparison.baseline_of(cfg, "tuned")
@@ -237,7 +250,7 @@ def test_a_comparison_against_the_tuned_baseline_uses_its_schedule_and_says_so(n
     tuned_baselines.put(store, cfg, 0.004, 0.95, {
         "schedule": "warmup_cosine", "warmup_epochs": 0.2, "max_lr": None, "label_smoothing": 0.1, "epochs": 2,
         "tuning_seeds": list(TUNING_SEEDS), "reached": {"seeds": 4, "of": 4},
-        "spread": {"min_sec": 9.0, "max_sec": 11.0, "sd_log": 0.08}}, "host")
+        "spread": {"min_sec": 9.0, "max_sec": 11.0, "sd_log": 0.08}, "fingerprint": short()}, "host")
     cid = comparison.start(cfg, pairs=3, baseline_kind="tuned")
     runs = store.list_runs()
     assert {(r["config"]["schedule"], r["config"]["learning_rate"], r["config"]["warmup_epochs"],

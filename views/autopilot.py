@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from engine.hardware import fingerprint
 from engine.base import plain
 from engine.store import tuned_baselines
 from engine.config import MODELS, ConfigError, RunConfig
@@ -107,7 +108,7 @@ def rerun_line(cfg: RunConfig, budget: int, repeats: int, explain: bool) -> str:
     confirming rounds (with the ablation inside them), estimated from this machine's last
     baseline run of the data set and model (engine.autopilot.rerun_time)."""
     with Store() as store:
-        tuned = tuned_baselines.get(store, cfg) is not None
+        tuned = tuned_baselines.get(store, cfg, fingerprint.row_here) is not None
         est = rerun_time.before_start(store, cfg.dataset, cfg.model, repeats, explain, tuned, autopilot.FINALISTS,
                                       autopilot.RUNOFF_SEEDS)
     rounds = (f"{repeats} rounds of the baseline, the winner" + (", the tuned baseline" if tuned else "")
@@ -301,12 +302,17 @@ def result(p: dict) -> None:
     finished = p["state"] not in ACTIVE_STATES
     # Slower by the verdict; under 3 pairs, by the central value (and said as one pair's or two's).
     slower = sp.get("verdict") == "slower" or (sp.get("verdict") is None and (sp.get("speedup") or 1) < 1)
+    machine, elsewhere = measured_on(p)
     with a:
+        if elsewhere:  # another CPU (or before fingerprints): its figures are not this machine's
+            st.warning(f"Measured elsewhere ({plain.md(machine)}): check it here before you use its figures.",
+                       icon=":material/fingerprint:")
         if sp.get("median"):
             from engine.report import stats
 
             # One central value: the geometric mean with its interval and verdict, as every comparison.
-            st.metric(f"Time to {target:g}: vs {p.get('baseline_label') or 'the baseline'}",
+            st.metric(("Measured elsewhere · " if elsewhere else "") +
+                      f"Time to {target:g}: vs {p.get('baseline_label') or 'the baseline'}",
                       f"{sp['speedup']:.2f}×", border=True,
                       # A range, not a change: no arrow (an up arrow beside a 0.87x loss read as a gain).
                       delta=(f"{stats.fmt_interval(sp['ci95'])} · {sp['verdict']}" if sp.get("ci95")
@@ -331,6 +337,7 @@ def result(p: dict) -> None:
             st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
             st.caption("The re-runs have no complete pair yet (or a side did not reach the target).")
         st.markdown(f"**{w['label']}**")
+        st.caption(f":material/fingerprint: measured on {plain.md(machine)}" + ("" if elsewhere else " (this machine)"))
         secs = w.get("runoff_secs") or []
         runoff = (f"; re-run on {len(secs)} other seed{'s' if len(secs) != 1 else ''}: "
                   + ", ".join("missed" if x is None else f"{x:.2f} s" for x in secs)
@@ -359,6 +366,13 @@ def result(p: dict) -> None:
                               "multiply to the total." if any(a.get("run_ids") for a in p["ablation"])
                               else "One run each: on a busy machine these are rough."))
         # Without an ablation the re-runs' chart is already drawn above (live), not drawn twice.
+
+
+def measured_on(p: dict) -> tuple[str, bool]:
+    """(the name of the machine an autopilot state was measured on, or 'machine unknown';
+    whether that is another machine than this one: another fingerprint id, or none)."""
+    fp = p.get("fingerprint") or {}
+    return fp.get("name") or fingerprint.UNKNOWN, fp.get("id") != fingerprint.here_id()
 
 
 def main() -> None:

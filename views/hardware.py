@@ -16,7 +16,7 @@ import streamlit as st
 from engine.base import plain
 from engine.bench import quick as bench
 from engine.charts import hardware as hardware_charts
-from engine.hardware import verdicts as hardware
+from engine.hardware import fingerprint, verdicts as hardware
 from engine.hardware.peaks import summary_rows as peaks_summary_rows
 from engine.hardware.machine import quick_facts
 from engine.jobs.background import ACTIVE_STATES
@@ -198,6 +198,7 @@ def probe_section() -> None:
     if facts is None:
         return
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(facts.get("probed_at") or 0))
+    st.markdown(f":material/fingerprint: Machine **{plain.md(fingerprint.fingerprint()['name'])}** · fingerprint `{fingerprint.here_id()}`")
     st.caption(f"Checked on **{plain.md(facts.get('hostname', '?'))}** at {when} in {facts.get('probe_seconds', '?')} s, "
                "in a separate process (TensorFlow is never loaded by the dashboard itself). "
                f"{versions_line(facts)}")
@@ -305,9 +306,9 @@ def bench_results(res: dict) -> None:
                f"{w.get('batch_size')}, {w.get('steps')} steps × {w.get('epochs')} epochs per cell, "
                f"{res.get('repeats')} interleaved repeats, {res.get('wall_sec', 0):.0f} s in all. Each cell "
                "is compared with the float32 baseline of the same repeat; error bars show the spread.")
-    caution = bench.baseline_caution(res)
-    if caution:  # a busy machine: the headline below may be the load's, not the options'
-        st.warning(caution, icon=":material/warning:")
+    for caution in [plain.md(c) for c in [bench.machine_caution(res)] if c] + [bench.baseline_caution(res)]:
+        if caution:  # another machine's result (its CPU's name is outside text), or a busy machine's
+            st.warning(caution, icon=":material/warning:")
     chart, side = st.columns([2.4, 1], gap="medium")
     chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
     with side:

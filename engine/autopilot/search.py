@@ -702,7 +702,9 @@ class Autopilot:
         # mixes engineering with optimisation a tuned baseline would also get.
         from engine.store import tuned_baselines
 
-        self.tuned = tuned_baselines.lookup(self.base, store_path)
+        from engine.hardware.fingerprint import row_here, short as fingerprint_short
+
+        self.tuned = tuned_baselines.lookup(self.base, row_here, store_path)
         if self.tuned is not None and TUNED not in self.extra:
             self.extra[TUNED] = self.baseline.replace(**tuned_baselines.config_fields(self.tuned))
         self.lr_find, self.max_lr_given = lr_find, max_lr
@@ -725,7 +727,7 @@ class Autopilot:
             "search_started": None, "search_deadline": None, "search_wall_sec": None,
             "trials": [], "best": None, "current": None, "notes": [], "confirm": None,
             "runoff": None, "ablation": None, "ablation_spread": None, "explanation": None, "winner": None,
-            "tried": None,
+            "tried": None, "fingerprint": fingerprint_short(),  # the machine every figure here was measured on
         }
 
     # -- state ------------------------------------------------------------------

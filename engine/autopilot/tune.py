@@ -296,6 +296,9 @@ def tune(cfg: RunConfig, center: Optional[float] = None, seeds=TUNING_SEEDS, fac
                         "give more --epochs or a lower --target-accuracy")
     won = config_for(base, best["schedule"], best["learning_rate"], best["label_smoothing"], best["epochs"])
     out.update(best, warmup_epochs=won.warmup_epochs, max_lr=won.max_lr)
+    from engine.hardware.fingerprint import short
+
+    out["fingerprint"] = short()  # the machine it was tuned on: only this machine's lookups use it
     store = Store(store_path)
     try:
         out["tuned_id"] = tuned_baselines.put(store, base, best["learning_rate"], target, out, os.uname().nodename)

@@ -178,6 +178,18 @@ def baseline_caution(result: dict) -> Optional[str]:
             f"busy; speedups under ~{r:.1f}x are within that noise. Run it again on a quieter machine.")
 
 
+def machine_caution(result: dict) -> Optional[str]:
+    """One line when a saved result was measured on another machine than this one (another
+    fingerprint id, or saved before fingerprints); None when it is this machine's."""
+    from engine.hardware.fingerprint import UNKNOWN, here_id
+
+    fp = result.get("fingerprint") or {}
+    if fp.get("id") == here_id():
+        return None
+    return (f"Measured elsewhere ({fp.get('name') or UNKNOWN}): check it here. This machine's CPU or "
+            "devices differ, so these speedups are not this machine's until you run it again.")
+
+
 def run(full: bool = False, repeats: int = 2, facts: Optional[dict] = None,
         on_progress: Optional[Callable[[int, int, dict], None]] = None,
         workload: Optional[dict] = None, cells: Optional[list[dict]] = None,
@@ -273,14 +285,18 @@ def _wait_ready(proc, err, t0: float, timeout_s: float) -> None:
 
 
 def save(result: dict) -> str:
-    """Store the result as $SPEEDLAB_HOME/bench-latest.json; returns the path."""
+    """Store the result as $SPEEDLAB_HOME/bench-latest.json, with this machine's fingerprint
+    ({id, name}, engine.hardware.fingerprint); returns the path."""
     from engine.store import home
 
     h = home()
     h.mkdir(parents=True, exist_ok=True)
     path = h / "bench-latest.json"
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")  # atomic: the dashboard may be reading
-    tmp.write_text(json.dumps({**result, "created": time.time()}))
+    from engine.hardware.fingerprint import short
+
+    # The machine it was measured on: on another one it is offered as "measured elsewhere".
+    tmp.write_text(json.dumps({"fingerprint": short(), **result, "created": time.time()}))
     os.replace(tmp, path)
     return str(path)
 

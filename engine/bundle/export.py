@@ -9,6 +9,7 @@ import time
 import zipfile
 from typing import BinaryIO, Iterable, Union
 
+from engine.hardware.fingerprint import short as fingerprint_short
 from engine.bundle.format import (BUNDLE_VERSION, FORMAT, JSON_COLUMNS, MANIFEST, METRIC_TABLES, BundleError,
                                   run_key)
 from engine.bundle import comparisons as bundle_comparisons
@@ -53,7 +54,8 @@ def export_runs(store: Store, run_ids: Iterable[int], dest: Union[str, os.PathLi
     files.update(comparisons)
     manifest = {
         "format": FORMAT, "bundle_version": BUNDLE_VERSION, "schema_version": SCHEMA_VERSION,
-        "exported": time.time(), "exported_from": socket.gethostname(), "runs": ids,
+        "exported": time.time(), "exported_from": socket.gethostname(),
+        "exported_from_machine": fingerprint_short(), "runs": ids,
         **({"comparisons": list(comparisons)} if comparisons else {}),
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }

@@ -9,6 +9,7 @@ import time
 import zipfile
 import zlib
 
+from engine.hardware import fingerprint
 from engine.bundle import comparisons as bundle_comparisons
 from engine.bundle.checks import BundleRejected, check_headers, check_manifest, check_payload, loads, read_member
 from engine.bundle.format import (BUNDLE_VERSION, FORMAT, JSON_COLUMNS, LOCAL_COLUMNS, MANIFEST, METRIC_TABLES,
@@ -127,6 +128,9 @@ def _insert(conn, manifest: dict, payloads: list[dict], name: str, have: dict, n
     for p in payloads:
         run = p["run"]
         origin = {"key": run["key"], "host": (run.get("environment") or {}).get("hostname"),
+                  # the machine it was measured on (its environment keeps the whole fingerprint): an
+                  # imported run is another machine's unless its id is this one's
+                  "machine": fingerprint.name_of(run.get("environment")),
                   "run_id": run["id"], "exported": manifest.get("exported"),
                   "exported_from": manifest.get("exported_from"), "imported": now, "bundle": name,
                   **({"via": run["origin"]} if run.get("origin") else {})}

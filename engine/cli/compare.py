@@ -37,16 +37,23 @@ def cmd_compare(args) -> int:
             c["comparison"] = comparison_json(comp)  # the stored pairs this one belongs to
     finally:
         store.close()
+    if c["machines"]:  # two machines: no verdict, here or in the stored comparison's
+        c["verdict"] = "not comparable"
+        if c.get("comparison"):
+            c["comparison"]["verdict"] = "not comparable"
     if args.json:
         print_json(c)
         return 0
+    if c["machines"]:
+        print(f"{c['machines']}: not comparable as a speedup")
     print(f"run {c['run_id']} vs baseline run {c['baseline_id']}")
     for k, v in speedup_rows(c):
         print(f"{k:>20}  {v}")
     print(time_table([(f"baseline #{c['baseline_id']}", c["baseline_breakdown"]),
                       (f"run #{c['run_id']}", c["breakdown"])]))
     for line in c["caveats"]:
-        print(f"caveat: {line}")
+        if line != c["machines"]:
+            print(f"caveat: {line}")
     if c.get("comparison"):
         from engine.cli.pairs import comparison_rows
 

@@ -37,8 +37,10 @@ def cmd_doctor(args) -> int:
                 return 2
             compacted = _compact(path)
         space = _space(path)
+        machines = _machines(path)
         if args.json:
             print_json({"store": str(path), "ok": True, "runs": result.runs, "damaged_runs": damaged,
+                        "machines": machines,
                         "space": space, **({"compacted_pages": compacted} if compacted is not None else {})})
             return 0
         print(f"{path}: integrity check ok, {result.runs or 0} runs")
@@ -49,6 +51,9 @@ def cmd_doctor(args) -> int:
                   + (f"; compacted: {compacted:,} pages given back" if compacted is not None else "")
                   + ("; give them back with python -m engine doctor --compact"
                      if space["free_pages"] and compacted is None else ""))
+        for m in machines:  # the CPU behind one hostname changes: say which runs came from which
+            print(f"{m['runs']} run{'s' if m['runs'] != 1 else ''} measured on {m['name']}"
+                  + (f" (fingerprint {m['id']})" if m["id"] else ""))
         for d in damaged:
             print(f"run #{d['id']} is damaged ({d['reason']}): delete it with python -m engine delete {d['id']}")
         return 0
@@ -101,6 +106,16 @@ def _compact(path) -> int:
     store = Store(path)
     try:
         return store.reclaim(full=True)
+    finally:
+        store.close()
+
+
+def _machines(path) -> list[dict]:
+    from engine.store import Store, doctor
+
+    store = Store(path)
+    try:
+        return doctor.machines(store)
     finally:
         store.close()
 

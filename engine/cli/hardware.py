@@ -43,7 +43,9 @@ def format_table(result: dict) -> str:
     driver = (f.get("driver") or {}).get("gpus") or []
     tpu = f.get("tpu") or {}
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(f.get("probed_at", 0)))
+    fp = result.get("fingerprint") or {}
     rows = [
+        ("Machine", f"{fp.get('name')} (fingerprint {fp.get('id')})" if fp else "-"),
         ("Host", f"{f.get('hostname')} ({h.get('os')} {h.get('arch')})"),
         ("CPU", f"{h.get('cpu_model')}: {cores}, {h.get('ram_gib')} GiB RAM"),
         ("CPU flags", " ".join(h.get("cpu_flags") or []) or "no low-precision flags"),
@@ -126,6 +128,9 @@ def main(args) -> int:
         code = measure_noise(quiet=getattr(args, "json", False))
     result["noise"] = stored_noise()
     result["peaks"] = peaks_summary(result["facts"])
+    from engine.hardware.peak_store import fingerprint_with_clock
+
+    result["fingerprint"] = fingerprint_with_clock()  # what every stored figure is matched on
     if getattr(args, "json", False):
         print_json(result, indent=2, sort_keys=True)
     else:

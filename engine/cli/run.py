@@ -22,6 +22,12 @@ def add_parser(sub) -> None:
     s.add_argument("--reuse-baseline", action="store_true",
                    help="with --baseline: one run against a stored baseline of this machine (its age is "
                         "shown) instead of fresh pairs; no interval")
+    s.add_argument("--allow-slow", action="store_true",
+                   help="launch a precision this CPU emulates (mixed_bfloat16 without avx512_bf16/amx_bf16, "
+                        "mixed_float16 without avx512_fp16/amx_fp16): refused otherwise, with the probe's slowdown")
+    s.add_argument("--use-unknown-machine", action="store_true",
+                   help="count runs, tuned baselines and noise floors stored before machine fingerprints "
+                        "(machine unknown) as this machine's (the setting SPEEDLAB_USE_UNKNOWN_MACHINE=1)")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.add_argument("--quiet", action="store_true", help="no progress line")
     s.set_defaults(func=cmd_run)
@@ -33,11 +39,18 @@ def cmd_run(args) -> int:
     transfer demo: engine.jobs.background.busy, as on the Train page). Only the CLI comes
     here: the autopilot's and the demo's runs go through engine.jobs.runner."""
     from engine.jobs import runner
-    from engine.jobs.launch import Busy, launch
+    from engine.jobs.launch import Busy, SlowHere, launch
     from engine.store import Store
 
     cfg = config_from_args(args)
     from engine.config.preflight import check_runnable
+
+    if args.use_unknown_machine:  # read by every "this machine" lookup (engine.hardware.fingerprint)
+        import os
+
+        from engine.hardware.fingerprint import UNKNOWN_SETTING
+
+        os.environ[UNKNOWN_SETTING] = "1"
 
     if cfg.dataset != "synthetic" and any(getattr(args, k, None) is not None for k in
                                           ("synthetic_shape", "synthetic_classes", "synthetic_samples")):
@@ -51,13 +64,19 @@ def cmd_run(args) -> int:
     try:
         launched = launch(cfg, baseline=args.baseline, reuse=args.reuse_baseline, own_baseline="aa",
                           all_epochs=getattr(args, "all_epochs", False), pairs=args.pairs, max_pairs=args.max_pairs,
-                          target_half_width=args.within, budget_s=args.budget_s, margin=getattr(args, "margin", None))
+                          target_half_width=args.within, budget_s=args.budget_s, margin=getattr(args, "margin", None),
+                          allow_slow=args.allow_slow)
+    except SlowHere as e:
+        print(f"error: not launched: {e.reason}; pass --allow-slow to launch it anyway", file=sys.stderr)
+        return 2
     except Busy as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if launched.what == "comparison":
         return _run_pairs(launched, args)
     rid, bid, reused = launched.run_id, launched.baseline_id, launched.reused
+    if launched.note:
+        print(f"note: {launched.note}", file=sys.stderr)
     if launched.what == "pair":
         if not args.quiet:
             print(f"baseline: run {bid}" + (" (reused)" if reused else ""), file=sys.stderr)
@@ -101,7 +120,8 @@ def _say_tuned(cfg, args) -> None:
         from engine.store.tuned_baselines import describe
 
         print(f"tuned baseline: {row['optimizer']}, {describe(row)} (tune-baseline #{row['id']}, "
-              f"{age_text(row.get('created'))}, on {row.get('hostname') or 'an unknown host'})", file=sys.stderr)
+              f"{age_text(row.get('created'))}, on {(row.get('fingerprint') or {}).get('name') or 'machine unknown'})",
+              file=sys.stderr)
 
 
 def _run_pairs(launched, args) -> int:

@@ -164,3 +164,38 @@ def _run_check(c: RunConfig, shape: tuple, classes: int, timeout_s: float) -> di
         err = (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1][:300]
         raise ConfigError("model", c.model, f"could not be checked: {err}", "run it by hand to see why")
     return out
+
+
+# A low precision on a CPU without native support for it: (RunConfig precision, quick_facts key
+# of the native flag, the probe's dtype, the flags named).
+SLOW_PRECISIONS = {"mixed_bfloat16": ("cpu_bf16", "bfloat16", "avx512_bf16/amx_bf16"),
+                   "mixed_float16": ("cpu_fp16", "float16", "avx512_fp16/amx_fp16")}
+
+
+def slow_precision(c: RunConfig, machine: Optional[dict] = None, probe: Optional[dict] = None) -> Optional[str]:
+    """One line when `c` would train in a low precision this machine's CPU emulates (no native
+    instructions for it in the live CPU flags, `machine` = quick_facts()), with the slowdown the
+    cached hardware probe measured when it has one (`probe` = engine.hardware.verdicts.cached_facts(),
+    its matmul peak per dtype: e.g. 'bf16 here: about 35x slower than float32 in the probe'); None
+    on a GPU or TPU, for float32, or where the CPU has the instructions. Launch asks to allow it."""
+    if c.precision not in SLOW_PRECISIONS:
+        return None
+    m = machine if machine is not None else quick_facts()
+    if c.device_type == "tpu" or c.device_type == "gpu" or (c.device_type == "auto" and m.get("gpus", 0) > 0):
+        return None
+    key, dtype, flags = SLOW_PRECISIONS[c.precision]
+    if m.get(key):
+        return None
+    if probe is None:
+        from engine.hardware.verdicts import cached_facts
+
+        probe = cached_facts() or {}
+    peak = probe.get("peak") or {}
+    rates = peak.get("dtypes") or {}
+    f32, low = ((rates.get(d) or {}).get("flops_per_sec") for d in ("float32", dtype))
+    short = {"bfloat16": "bf16", "float16": "fp16"}[dtype]
+    if peak.get("device") == "CPU" and f32 and low and f32 > low:
+        return (f"{short} here: about {f32 / low:.0f}x slower than float32 in the probe "
+                f"(this CPU has no {flags})")
+    return (f"{c.precision} on this CPU without {flags}: emulated, expect it to be slower than float32 "
+            "(the hardware check measures by how much)")

@@ -70,6 +70,15 @@ def cpu_clock(measure: bool = True, again: bool = False) -> Optional[dict]:
     return row
 
 
+def fingerprint_with_clock() -> dict:
+    """This machine's fingerprint (engine.hardware.fingerprint) plus 'clock_ghz', the clock
+    stored here (never measured now: None when none is stored): what a run's environment keeps."""
+    from engine.hardware.fingerprint import fingerprint
+
+    clk = (record().get("clock") or {}).get("clock_hz")
+    return {**fingerprint(), "clock_ghz": round(clk / 1e9, 3) if clk else None}
+
+
 def cpu_theoretical(measure_clock: bool = True) -> dict:
     """engine.hardware.peaks.cpu_theoretical for this machine: the cores the worker may use
     (affinity, cgroup quota, over SMT siblings) x the stored (or now measured) clock x

@@ -2,7 +2,7 @@
 
 No TensorFlow here (the app process imports this): `probe` runs
 ``python -m engine.hardware.probe`` in a child process and caches its answer in
-``$SPEEDLAB_HOME/hardware.json``, keyed by hostname + TensorFlow version.
+``$SPEEDLAB_HOME/hardware.json``, keyed by hostname + machine fingerprint id + TensorFlow version.
 
 Facts (the probe's JSON; every key optional to `verdicts`)::
 
@@ -309,11 +309,13 @@ def cache_path() -> Path:
 
 
 def cache_key() -> str:
-    """Host and installed backends: installing JAX (or CUDA builds) re-probes."""
+    """Host, machine fingerprint and installed backends: installing JAX (or CUDA builds) re-probes,
+    and so does another CPU behind the same hostname (engine.hardware.fingerprint)."""
+    from engine.hardware.fingerprint import here_id
     from engine.hardware.machine import installed_backends
 
     b = installed_backends()
-    return f"{socket.gethostname()}|tensorflow-{tf_version()}" + (f"|jax-{b['jax']}" if b.get("jax") else "")
+    return f"{socket.gethostname()}|{here_id()}|tensorflow-{tf_version()}" + (f"|jax-{b['jax']}" if b.get("jax") else "")
 
 
 def run_probe(timeout_s: float = 60) -> dict:

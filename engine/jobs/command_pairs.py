@@ -32,6 +32,7 @@ import time
 import uuid
 from typing import Callable, Optional
 
+from engine.hardware.fingerprint import short as fingerprint_short
 from engine.store import comparisons as cstore
 from engine.base.errors import ConfigError
 from engine.jobs import comparison
@@ -191,7 +192,8 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
         settings = {"pairs": pairs, "max_pairs": pairs, "min_pairs": min(2, pairs), "baseline_kind": "command",
                     "commands": {"baseline": baseline_cmd.strip(), "run": cmd.strip()}, "seed": seed,
                     "timeout_s": timeout_s, "target_half_width": None, "budget_s": None, "margin": None,
-                    "pid": os.getpid(), "pid_started": start_time(os.getpid())}
+                    "pid": os.getpid(), "pid_started": start_time(os.getpid()),
+                    "fingerprint": fingerprint_short()}  # the machine (engine.hardware.fingerprint)
         cid = cstore.create(store, "ab", group, settings, [], os.uname().nodename)
         if comparison_id:
             comparison_id(cid)

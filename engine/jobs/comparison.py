@@ -39,7 +39,7 @@ GROUP_PREFIX = "cmp-"
 # as much as an A/B pair's, which also differs in how many epochs each side needs.
 AA_SEED_OFFSET = 1000
 # What a comparison keeps of the tuned baseline it ran against (engine.store.tuned_baselines.get).
-TUNED_KEYS = ("id", "created", "hostname", "learning_rate", "schedule", "warmup_epochs", "max_lr",
+TUNED_KEYS = ("id", "created", "hostname", "fingerprint", "learning_rate", "schedule", "warmup_epochs", "max_lr",
               "label_smoothing", "tuning_seeds", "reached", "spread")
 
 
@@ -66,9 +66,20 @@ def baseline_of(cfg: RunConfig, baseline_kind: str = "default", store_path: Opti
 
     store = Store(store_path)
     try:
-        row = tuned_baselines.get(store, cfg)
+        from engine.hardware import fingerprint
+
+        row = tuned_baselines.get(store, cfg, fingerprint.row_here)
+        elsewhere = tuned_baselines.get(store, cfg) if row is None else None
     finally:
         store.close()
+    if row is None and elsewhere is not None:  # tuned on another machine: its schedule is not this one's
+        k = tuned_baselines.key_of(cfg)
+        where = (elsewhere.get("fingerprint") or {}).get("name") or fingerprint.UNKNOWN
+        raise ConfigError("baseline", "tuned", f"for {k['dataset']}/{k['model']} was tuned on another machine "
+                          f"({where}), not this one ({fingerprint.fingerprint()['name']})",
+                          "run python -m engine tune-baseline here" + (
+                              "" if elsewhere.get("fingerprint") else
+                              f", or set {fingerprint.UNKNOWN_SETTING}=1 to use one stored before fingerprints"))
     if row is None:
         raise tuned_baselines.missing_error(cfg)
     return base.replace(**tuned_baselines.config_fields(row)), row
@@ -122,9 +133,12 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
             p.update(baseline_id=bid, run_id=rid)
             store.update_run(rid, baseline_id=bid)
             store.update_run(bid, baseline_id=bid)
+        from engine.hardware import fingerprint
+
         settings = {"pairs": pairs, "max_pairs": n, "target_half_width": target_half_width,
                     "budget_s": budget_s, "min_pairs": min(stats.MIN_PAIRS, n), "baseline_kind": baseline_kind,
-                    "margin": margin, "tuned_baseline": tuned and {k: tuned.get(k) for k in TUNED_KEYS}}
+                    "margin": margin, "tuned_baseline": tuned and {k: tuned.get(k) for k in TUNED_KEYS},
+                    "fingerprint": fingerprint.short()}  # the machine: what a noise floor lookup matches on
         cid = cstore.create(store, kind, group, settings, plan, os.uname().nodename)
     finally:
         store.close()

@@ -10,7 +10,7 @@ but "equivalent" or "inconclusive" would be wrong; the interval's relative half 
 the **noise floor**, one per figure (`floor_of`): a speedup smaller than
 that is within this machine's noise (engine.report.stats.below_floor). The
 comparison is stored like any other (engine.store.comparisons); `latest` reads
-the newest one of this host back, whichever command measured it
+the newest one of this machine (its fingerprint id, engine.hardware.fingerprint) back, whichever command measured it
 (``python -m engine hardware --noise``, ``python -m engine noise``, the
 Hardware page's button).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from engine.config import RunConfig
 
@@ -59,8 +59,16 @@ def floor_of(comp: Optional[dict], measure: Optional[str] = None) -> Optional[fl
     return (r.get(measure or r.get("measure") or "time_to_accuracy") or {}).get("half_width")
 
 
-def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
-    """The newest finished A/A comparison of `hostname` (default: this host) with an
+def _here(here):
+    from engine.hardware.fingerprint import row_here
+
+    return here or row_here
+
+
+def latest(store, here: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
+    """The newest finished A/A comparison of this machine (`here`, a comparison row -> bool;
+    default engine.hardware.fingerprint.row_here: the same fingerprint id, never just the
+    same hostname) with an
     interval, as {'floor' (relative half width), 'comparison_id', 'measured' (Unix s
     it ended), 'pairs', 'measure' ('time_to_accuracy' | 'end_to_end'), 'config'
     (dataset/model/epochs), 'verdict'}; None when none is stored (or `store` has
@@ -69,7 +77,7 @@ def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
 
     if not hasattr(store, "conn"):
         return None
-    c = cstore.latest_noise(store, hostname or os.uname().nodename)
+    c = cstore.latest_noise(store, _here(here))
     if c is None or floor_of(c) is None:
         return None
     r = c["result"]
@@ -80,17 +88,17 @@ def latest(store, hostname: Optional[str] = None) -> Optional[dict]:
             "config": {k: cfg.get(k) for k in ("dataset", "model", "epochs")}}
 
 
-def floor(store, hostname: Optional[str] = None, measure: Optional[str] = None) -> Optional[float]:
+def floor(store, here: Optional[Callable[[dict], bool]] = None, measure: Optional[str] = None) -> Optional[float]:
     """This machine's stored noise floor (`latest`'s 'floor'), or that of `measure`
     (see `floor_of`) when given; None when not measured."""
     from engine.store import comparisons as cstore
 
     if measure is None:
-        info = latest(store, hostname)
+        info = latest(store, here)
         return info["floor"] if info else None
     if not hasattr(store, "conn"):
         return None
-    return floor_of(cstore.latest_noise(store, hostname or os.uname().nodename), measure)
+    return floor_of(cstore.latest_noise(store, _here(here)), measure)
 
 
 def running(store) -> Optional[dict]:

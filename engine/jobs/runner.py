@@ -278,20 +278,45 @@ def start_queue(store_path: Optional[os.PathLike] = None) -> subprocess.Popen:
         cwd=str(ROOT), env=worker_env())
 
 
-def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:
-    """The newest completed run on this machine whose config equals
-    `baseline_config(cfg)` (target_accuracy aside), or None."""
+def _baseline_candidates(store: Store, cfg: RunConfig):
+    """Completed runs, newest first, whose config equals `baseline_config(cfg)` (target_accuracy aside)."""
     # The target accuracy only decides what the comparison reads off the stored
     # epochs (engine.report.target), not how the baseline trains.
     def key(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "target_accuracy"}
 
     want = key(baseline_config(cfg).to_dict())
-    host = os.uname().nodename
-    for run in store.list_runs(["completed"]):
-        if key(run["config"]) == want and (run.get("environment") or {}).get("hostname") == host:
+    return [run for run in store.list_runs(["completed"]) if key(run["config"]) == want]
+
+
+def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:
+    """The newest completed run measured on this machine (the same fingerprint id,
+    engine.hardware.fingerprint.matches; a run stored before fingerprints only with
+    SPEEDLAB_USE_UNKNOWN_MACHINE=1 and this hostname) whose config equals
+    `baseline_config(cfg)` (target_accuracy aside), or None."""
+    from engine.hardware import fingerprint
+
+    for run in _baseline_candidates(store, cfg):
+        env = run.get("environment") or {}
+        if fingerprint.matches(fingerprint.of(env), env.get("hostname")):
             return run
     return None
+
+
+def baseline_elsewhere(store: Store, cfg: RunConfig) -> Optional[str]:
+    """Why a stored baseline of `cfg` was not reused, in one line, when the newest one was
+    measured on another machine (or before fingerprints, not opted in); None otherwise."""
+    from engine.hardware import fingerprint
+
+    runs = _baseline_candidates(store, cfg)
+    if not runs or find_baseline(store, cfg) is not None:
+        return None
+    env = runs[0].get("environment") or {}
+    if fingerprint.of(env):
+        return (f"stored baseline run {runs[0]['id']} not reused: it was measured on another machine "
+                f"({fingerprint.name_of(env)}; this one is {fingerprint.fingerprint()['name']}); a fresh one is queued")
+    return (f"stored baseline run {runs[0]['id']} not reused: it was stored before machine fingerprints "
+            f"({fingerprint.UNKNOWN}); set {fingerprint.UNKNOWN_SETTING}=1 (run --use-unknown-machine) to reuse it")
 
 
 def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = None,
@@ -299,7 +324,8 @@ def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = Non
     """Queue the baseline of `cfg` (unless a matching one is stored and `reuse`)
     and then `cfg`.
 
-    Returns: (baseline run id, run id, whether the baseline was reused).
+    Returns: (baseline run id, run id, whether the baseline was reused). A stored baseline of
+    another machine is never reused (`find_baseline`; `baseline_elsewhere` says why).
     When `cfg` is itself its baseline, both ids are the same run.
     Raises: as `submit`.
     """

@@ -13,7 +13,6 @@ The rules (every seed counts, a failure is a miss, accuracy must hold) are `judg
 from __future__ import annotations
 
 import math
-import os
 from typing import Optional
 
 from engine.report import stats
@@ -220,13 +219,15 @@ def equivalence_margin(comparison: dict) -> float:
 
 def noise_floor(store: Store, comparison: dict, base_config: Optional[dict]) -> Optional[dict]:
     """The noise floor a comparison is judged with: the newest finished A/A comparison on
-    this machine (engine.store.comparisons.matching_noise) of the same data set, model,
+    this machine (its fingerprint id: engine.hardware.fingerprint.row_here; matching_noise) of the same data set, model,
     epochs and precision as its baseline, with at least MIN_NOISE_PAIRS pairs, as
     {'comparison_id', 'pairs', 'config' (those four), 'half_width' ({measure: relative
     half width})}; None for an A/A comparison itself or when none matches."""
     if comparison.get("kind") == "aa" or not base_config or not hasattr(store, "conn"):
         return None
-    aa = cstore.matching_noise(store, os.uname().nodename, base_config, MIN_NOISE_PAIRS)
+    from engine.hardware.fingerprint import row_here
+
+    aa = cstore.matching_noise(store, row_here, base_config, MIN_NOISE_PAIRS)
     if aa is None:
         return None
     r = aa["result"]

@@ -50,15 +50,18 @@ def pair_headline(cmp: dict) -> dict:
     'value': '3.42× faster', '0.80× slower' or '—', 'seconds': '45.3 s → 13.2 s' or None,
     'notes': why there is no ratio, e.g. ['baseline: not reached in 3 epochs'],
     'missed': 'run' or 'baseline' when one side ended without reaching the target, else None
-    (a live 'not reached yet' is no verdict: it would flicker)}.
+    (a live 'not reached yet' is no verdict: it would flicker), 'machines': 'measured on two
+    machines: A vs B' or None (then 'value' reads '1.23× (not comparable)')}.
     """
     tt = cmp.get("time_to_accuracy_speedup")
     sides = (("baseline", cmp.get("baseline_time_to_accuracy_note")), ("run", cmp.get("time_to_accuracy_note")))
     notes = [f"{who}: {note}" for who, note in sides if note]
     missed = next((who for who, note in reversed(sides)  # the run's first, as presenter mode said it
                    if tt is None and note and not note.startswith("not reached yet")), None)
-    return {"label": target_label(cmp.get("target_accuracy")), "ratio": tt,
-            "value": "—" if tt is None else f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× slower",
+    machines = cmp.get("machines")  # two machines: a ratio, never "faster" (engine.report.pair.compare)
+    return {"label": target_label(cmp.get("target_accuracy")), "ratio": tt, "machines": machines,
+            "value": "—" if tt is None else f"{tt:.2f}× (not comparable)" if machines else
+            f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× slower",
             "seconds": (None if tt is None else
                         f"{cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s"),
             "notes": notes, "missed": missed}

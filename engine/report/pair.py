@@ -124,7 +124,9 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     see `censored_time`), 'test_accuracy' / 'baseline_test_accuracy' (fraction, the
     held-out test split; None for older runs), 'breakdown' /
     'baseline_breakdown' (see `breakdown`), 'notice' (see `divergence_notice`),
-    'setup_notice' (see `setup_notice`) and 'caveats' (one line each, e.g. a different model or machine).
+    'setup_notice' (see `setup_notice`), 'caveats' (one line each, e.g. a different model or machine)
+    and 'machines' ('measured on two machines: A vs B' when the runs' fingerprints differ, else
+    None: engine.hardware.fingerprint.two_machines; no verdict reads "faster" then).
     Raises: KeyError if a run does not exist.
     """
     base, run = store.get_run(baseline_id), store.get_run(run_id)
@@ -139,9 +141,14 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
         if base["config"].get(key) != run["config"].get(key):
             caveats.append(f"{key} differs ({base['config'].get(key)} vs {run['config'].get(key)}): "
                            "not like with like")
+    from engine.hardware.fingerprint import two_machines
+
+    machines = two_machines(base.get("environment"), run.get("environment"))
     hb = (base.get("environment") or {}).get("hostname")
     hr = (run.get("environment") or {}).get("hostname")
-    if hb and hr and hb != hr:
+    if machines:  # the first caveat: no speedup across two machines reads as a result
+        caveats.insert(0, machines)
+    elif hb and hr and hb != hr:
         caveats.append(f"measured on different machines ({hb} vs {hr})")
     goal = effective_target(run, target)
     tb, tr = time_to_accuracy(ep_b, goal), time_to_accuracy(ep_r, goal)
@@ -171,6 +178,7 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
         "notice": divergence_notice(r, e2e, steady),
         "setup_notice": setup_notice(b, r, e2e),
         "caveats": caveats,
+        "machines": machines,
     }
 
 
@@ -187,12 +195,23 @@ def _backend_free(config: dict) -> dict:
 OTHER_BACKEND_SCAN = 2000  # newest completed runs searched for the other backend's run
 
 
+def _same_machine(env: Optional[dict], other: Optional[dict]) -> bool:
+    """Two runs' environments are one machine's: the same fingerprint id; where `env` predates
+    fingerprints, the same hostname (or no hostname to tell)."""
+    from engine.hardware.fingerprint import of
+
+    mine, theirs = of(env), of(other)
+    if mine or theirs:
+        return bool(mine and theirs and mine["id"] == theirs["id"])
+    host = (env or {}).get("hostname")
+    return host is None or (other or {}).get("hostname") == host
+
+
 def other_backend_run(store: Store, run: dict) -> Optional[dict]:
     """The newest completed run of the same configuration on another backend, measured
-    on the same host, or None. Everything but backend and jit_compile must match."""
+    on the same machine (the same fingerprint id, `_same_machine`), or None. Everything but backend and jit_compile must match."""
     mine = _backend_free(run["config"])
     backend = run["config"].get("backend", "tensorflow")
-    host = (run.get("environment") or {}).get("hostname")
     # SQL picks the candidates (same data set, model, precision, batch, other backend): a
     # 10,000-run store is not parsed whole on every Train page rerun.
     cfg = run["config"]
@@ -207,8 +226,7 @@ def other_backend_run(store: Store, run: dict) -> Optional[dict]:
                                           cfg.get("batch_size"), backend)):
         if other["id"] == run["id"] or other["config"].get("backend", "tensorflow") == backend:
             continue
-        if _backend_free(other["config"]) == mine and (host is None or (other.get("environment") or {})
-                                                       .get("hostname") == host):
+        if _backend_free(other["config"]) == mine and _same_machine(run.get("environment"), other.get("environment")):
             return other
     return None
 

@@ -9,14 +9,14 @@ Row: id, created / ended (Unix s), kind ('ab': a configuration against its
 baseline, 'aa': the baseline against itself, this machine's noise floor),
 group_id, status ('running' | 'completed' | 'stopped' | 'failed'), hostname,
 settings (JSON: pairs asked or None for adaptive, max_pairs, target_half_width,
-budget_s), plan (JSON: per pair {'pair', 'seed', 'order', 'baseline_id',
+budget_s, fingerprint: the machine's {id, name}, engine.hardware.fingerprint), plan (JSON: per pair {'pair', 'seed', 'order', 'baseline_id',
 'run_id'}), result (JSON: engine.report.comparison.evaluate), ended_by (one line).
 """
 from __future__ import annotations
 
 import json
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from engine.store import Store
 from engine.store.db import COMPARISONS_TABLE
@@ -93,28 +93,35 @@ def list_all(store: Store, kind: Optional[str] = None) -> list[dict]:
     return [_row(r) for r in store.conn.execute(q, (kind,) if kind else ()).fetchall()]
 
 
-def latest_noise(store: Store, hostname: str) -> Optional[dict]:
-    """The newest finished A/A comparison on `hostname` with an interval, or None."""
+def _finished_aa(store: Store, here: Callable[[dict], bool]):
+    """Finished A/A comparisons, newest first, that `here` (a row -> bool, e.g.
+    engine.hardware.fingerprint.row_here: the same machine fingerprint) accepts."""
     for c in list_all(store, "aa"):
-        if c["hostname"] == hostname and c["status"] in ("completed", "stopped") and c["result"]:
-            if (c["result"].get("time_to_accuracy") or {}).get("half_width") is not None or \
-                    (c["result"].get("end_to_end") or {}).get("half_width") is not None:
-                return c
-    return None
+        if c["status"] in ("completed", "stopped") and c["result"] and here(c):
+            yield c
 
+
+def latest_noise(store: Store, here: Callable[[dict], bool]) -> Optional[dict]:
+    """The newest finished A/A comparison that `here` accepts (this machine's) with an interval, or None."""
+    for c in _finished_aa(store, here):
+        if (c["result"].get("time_to_accuracy") or {}).get("half_width") is not None or \
+                (c["result"].get("end_to_end") or {}).get("half_width") is not None:
+            return c
+    return None
 
 
 # What makes two A/A comparisons' noise alike: their baseline's data set, model, epochs, precision.
 NOISE_KEYS = ("dataset", "model", "epochs", "precision")
 
 
-def matching_noise(store: Store, hostname: str, config: dict, min_pairs: int) -> Optional[dict]:
-    """The newest finished A/A comparison on `hostname` whose baseline matches `config` on
-    NOISE_KEYS and that has at least `min_pairs` complete pairs, or None."""
+def matching_noise(store: Store, here: Callable[[dict], bool], config: dict, min_pairs: int) -> Optional[dict]:
+    """The newest finished A/A comparison that `here` accepts (this machine's: the row's
+    settings' fingerprint, engine.hardware.fingerprint.row_here) whose baseline matches `config`
+    on NOISE_KEYS and that has at least `min_pairs` complete pairs, or None."""
     want = {k: config.get(k) for k in NOISE_KEYS}
-    for c in list_all(store, "aa"):
+    for c in _finished_aa(store, here):
         r = c["result"] or {}
-        if c["hostname"] != hostname or c["status"] not in ("completed", "stopped") or r.get("pairs", 0) < min_pairs:
+        if r.get("pairs", 0) < min_pairs:
             continue
         base = store.get_run((r.get("baseline_ids") or [None])[0]) if r.get("baseline_ids") else None
         if base is not None and {k: (base.get("config") or {}).get(k) for k in NOISE_KEYS} == want:

@@ -13,6 +13,7 @@ Never while a queue or worker writes to the store (the CLI refuses then).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -200,3 +201,23 @@ def _top_rowid(src: sqlite3.Connection, table: str) -> Optional[int]:
         except sqlite3.DatabaseError:
             continue
     return None
+
+
+UNKNOWN_MACHINE = "machine unknown"  # engine.hardware.fingerprint.UNKNOWN (the store imports no hardware)
+
+
+def machines(store: Store) -> list[dict]:
+    """How many stored runs (those that started: they have an environment) came from each machine:
+    [{'id': fingerprint id or None, 'name': its name or 'machine unknown' (stored before
+    fingerprints, or an environment that does not parse), 'runs': count}], most runs first."""
+    counts: dict = {}
+    for (env,) in store.conn.execute("SELECT environment FROM runs WHERE environment IS NOT NULL"):
+        try:
+            fp = (json.loads(env) or {}).get("fingerprint") or {}
+        except (ValueError, AttributeError):
+            fp = {}
+        key = fp.get("id") if isinstance(fp, dict) else None
+        name = (fp.get("name") or key) if key else UNKNOWN_MACHINE
+        row = counts.setdefault(key, {"id": key, "name": name, "runs": 0})
+        row["runs"] += 1
+    return sorted(counts.values(), key=lambda r: (-r["runs"], r["name"]))

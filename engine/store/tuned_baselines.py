@@ -10,7 +10,8 @@ report records against tuned baselines). Comparisons with ``baseline_kind='tuned
 Its table is part of the store's versioned schema (engine.store.db, since schema 8). Row: id, created (Unix s),
 hostname, dataset, model, batch_size, optimizer, learning_rate (the winner's peak), target_accuracy,
 result (JSON: the winner's 'schedule', 'warmup_epochs', 'max_lr', 'label_smoothing', 'tuning_seeds',
-'reached' {'seeds', 'of'}, 'spread' {'min_sec', 'max_sec', 'sd_log'}, and the sweep's runs). A row
+'reached' {'seeds', 'of'}, 'spread' {'min_sec', 'max_sec', 'sd_log'}, 'fingerprint' (the machine,
+engine.hardware.fingerprint; absent before fingerprints), and the sweep's runs). A row
 stored before the schedule was tuned (a constant learning rate on seeds 0 and 1) reads as a
 constant-LR tuned baseline (`get` fills the fields in).
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from engine.store import Store
 from engine.store.db import TUNED_BASELINES_TABLE
@@ -63,20 +64,27 @@ def put(store: Store, cfg, learning_rate: float, target_accuracy: Optional[float
         return int(cur.lastrowid)
 
 
-def get(store: Store, cfg) -> Optional[dict]:
-    """The newest tuned baseline for `cfg`'s key, as a dict with 'result' parsed, or None.
-    A read only: a store without the table (never tuned, or read-only) has none."""
+def get(store: Store, cfg, here: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
+    """The newest tuned baseline for `cfg`'s key that `here` accepts (a row -> bool, e.g.
+    engine.hardware.fingerprint.row_here: measured on this machine; None: any machine), as a
+    dict with 'result' parsed, or None. A read only: a store without the table (never tuned,
+    or read-only) has none."""
     if not _has_table(store):
         return None
     k = key_of(cfg)
-    row = store.conn.execute(
-        "SELECT * FROM tuned_baselines WHERE dataset=? AND model=? AND batch_size=? AND optimizer=? "
-        "ORDER BY id DESC LIMIT 1", (k["dataset"], k["model"], k["batch_size"], k["optimizer"])).fetchone()
-    if row is None:
-        return None
-    d = dict(row)
+    for row in store.conn.execute(
+            "SELECT * FROM tuned_baselines WHERE dataset=? AND model=? AND batch_size=? AND optimizer=? "
+            "ORDER BY id DESC", (k["dataset"], k["model"], k["batch_size"], k["optimizer"])).fetchall():
+        d = _parsed(dict(row))
+        if here is None or here(d):
+            return d
+    return None
+
+
+def _parsed(d: dict) -> dict:
     d["result"] = json.loads(d["result"]) if d.get("result") else None
     res = d["result"] or {}
+    d["fingerprint"] = res.get("fingerprint")  # the machine it was tuned on ({id, name}); None: before fingerprints
     d.update({k: res.get(k, v) for k, v in OLD_ROW.items()})
     old_seeds = res.get("seeds")  # a constant-LR row: seeds 0 and 1, reached on every one
     d["tuning_seeds"] = res.get("tuning_seeds") or old_seeds
@@ -110,12 +118,13 @@ def describe(row: dict) -> str:
     return text + (f", label smoothing {f['label_smoothing']:g}" if f["label_smoothing"] else "")
 
 
-def lookup(cfg, store_path=None) -> Optional[dict]:
+def lookup(cfg, here: Optional[Callable[[dict], bool]], store_path=None) -> Optional[dict]:
     """`get` on a store opened for this read alone (`store_path`, default the SpeedLab
-    store): the Train page's toggle and presets and the autopilot ask it once each."""
+    store): the Train page's toggle and presets and the autopilot ask it once each, with
+    `here` = engine.hardware.fingerprint.row_here (this machine's rows only)."""
     store = Store(store_path)
     try:
-        return get(store, cfg)
+        return get(store, cfg, here)
     finally:
         store.close()
 

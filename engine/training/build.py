@@ -407,14 +407,17 @@ def technique_plan(cfg: RunConfig, model) -> dict:
 
 
 def environment(setup) -> dict:
-    """Versions, devices and host, stored with every run (reproducibility). Versions come
+    """Versions, devices, host and the machine's fingerprint (engine.hardware.fingerprint),
+    stored with every run (reproducibility). Versions come
     from package metadata: a JAX run must not import TensorFlow to name it."""
     import keras
 
+    from engine.hardware.peak_store import fingerprint_with_clock
     from engine.hardware.machine import cpu_model, installed_backends
 
     versions = installed_backends()
     return {
+        "fingerprint": fingerprint_with_clock(),  # the machine's identity: what "same machine" matches on
         "hostname": socket.gethostname(), "python": platform.python_version(),
         "backend": keras.backend.backend(), "tensorflow": versions.get("tensorflow"),
         "jax": versions.get("jax"), "jaxlib": versions.get("jaxlib"),

@@ -387,6 +387,9 @@ def _environment() -> dict:
     """Versions of what this script runs with."""
     import platform
 
-    return {"python": platform.python_version(), "keras": keras.__version__,
+    from engine.hardware.peak_store import fingerprint_with_clock
+
+    return {"fingerprint": fingerprint_with_clock(), "hostname": platform.node(),
+            "python": platform.python_version(), "keras": keras.__version__,
             "backend": keras.backend.backend(), "source": OUTSIDE_SCRIPT_SOURCE, "pid": os.getpid(),
             "threads": threading.active_count()}

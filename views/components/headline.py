@@ -73,6 +73,9 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
                    "turn off **Reuse stored baseline** for interleaved pairs with an interval."))
         return
     h = headline.pair_headline(cmp)
+    if h["machines"]:  # the headline's first line: a ratio across two machines is no result
+        st.warning(h["machines"] + ": the ratio is not a speedup of this configuration",
+                   icon=":material/compare_arrows:")
     label = f"this pair: {h['label']}" if pair_of is not None else h["label"]
     # One pair is one sample, never a result: its figures small and neutral (no green), said so.
     st.markdown(ONE_PAIR_CSS, unsafe_allow_html=True)
@@ -104,7 +107,8 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
         if cmp.get(key):
             st.warning(cmp[key], icon=":material/schedule:")
     for line in cmp["caveats"]:
-        st.caption(f":material/warning: {line}")
+        if line != h["machines"]:
+            st.caption(f":material/warning: {line}")
 
 
 def time_row(base: dict | None, run: dict | None, cmp: dict | None) -> None:

@@ -120,7 +120,8 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | 
     box.markdown(ONE_PAIR_CSS, unsafe_allow_html=True)
     big, e2e, steady, note = box.container(key="presenter_one_pair").columns([1.5, 0.9, 0.9, 1.0], gap="small")
     h = report_headline.pair_headline(cmp)
-    note.caption(f"**{stats.ONE_PAIR_LABEL}**: one baseline run and one run"
+    note.caption((f":material/compare_arrows: **{h['machines']}**. " if h["machines"] else "")
+                 + f"**{stats.ONE_PAIR_LABEL}**: one baseline run and one run"
                  + (f" ({h['seconds']})" if h["seconds"] else "") + ", no interval")
     label = h["label"][0].upper() + h["label"][1:]
     # Why there is no number, once it is final; short, since a longer label is cut at 1280 px.

@@ -130,15 +130,21 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     rows = [{"label": chart_style.run_label(base), "color": chart_style.BASELINE_COLOR,
              "speedup": None if base_missing else 1.0, "steady": 1.0,
              **_scaling_point(store, base), "note": "baseline", "missing": base_missing}]
+    machines = []  # 'measured on two machines: A vs B', each once: said before any bar
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
+        if c["machines"] and c["machines"] not in machines:
+            machines.append(c["machines"])
         rows.append({"label": chart_style.run_label(r), "color": chart_style.run_color(rid, r["role"], r.get("config")),
                      "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
                      "note": "; ".join(c["caveats"]) or "like for like",
                      "missing": c["time_to_accuracy_note"] or (c["baseline_time_to_accuracy_note"] and
                                                                f"baseline {c['baseline_time_to_accuracy_note']}")})
     bars = pd.DataFrame(rows)
+    for line in machines:
+        st.warning(f"{line}: those bars are not speedups of a configuration (hover a bar for its machine)",
+                   icon=":material/compare_arrows:")
     c1, c2 = st.columns([1.2, 1], gap="medium")
     c1.plotly_chart(runs_charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {chart_style.run_label(base)}",
                                           x_title=f"speedup (×, {kind})"),

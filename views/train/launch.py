@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.hardware import fingerprint
 from engine.base import plain
 from engine.config import ConfigError, RunConfig
 from engine.jobs import background, runner
@@ -26,7 +27,7 @@ def stored_tuned(cfg: RunConfig | None) -> dict | None:
     (engine.store.tuned_baselines, `python -m engine tune-baseline`), or None; one indexed read."""
     from engine.store import tuned_baselines
 
-    return None if cfg is None else tuned_baselines.lookup(cfg)
+    return None if cfg is None else tuned_baselines.lookup(cfg, fingerprint.row_here)
 
 
 def tuned_help(row: dict | None) -> str:
@@ -44,18 +45,39 @@ def tuned_help(row: dict | None) -> str:
             "settings add over a baseline whose schedule and learning rate were tuned.")
 
 
-def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseline_kind: str = "default") -> None:
+SLOW_CONFIRM = "Launch anyway (slow on this machine)"
+
+
+def slow_line(cfg: RunConfig | None, out) -> bool:
+    """Beside Launch: the one line when `cfg`'s precision is one this CPU emulates
+    (engine.config.preflight.slow_precision: live CPU flags, the cached probe's slowdown) and
+    the box that allows it; returns whether launching it is allowed (True when not slow)."""
+    from engine.config.preflight import slow_precision
+
+    line = None if cfg is None else slow_precision(cfg)
+    if not line:
+        return True
+    out.warning(plain.md(line), icon=":material/speed:")
+    return out.checkbox(SLOW_CONFIRM, value=False, key="allow_slow")
+
+
+def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseline_kind: str = "default",
+           allow_slow: bool = False) -> None:
     """Queue `cfg` through engine.jobs.launch.launch (the one launch decision, shared with
     `python -m engine run`): a comparison of interleaved pairs with its baseline
     (`baseline_kind` 'tuned': the stored tuned baseline; each run stops at the target; no
     pair that would end after PAGE_BUDGET_S), one pair against a stored baseline (`reuse`),
     or `cfg` alone; write one line to `out`, or why the machine is busy."""
-    from engine.jobs.launch import Busy
+    from engine.jobs.launch import Busy, SlowHere
     from engine.jobs.launch import launch as queue
 
     try:
         done = queue(cfg, baseline=baseline_kind if with_baseline else None, reuse=reuse, own_baseline="run",
-                     budget_s=PAGE_BUDGET_S)
+                     budget_s=PAGE_BUDGET_S, allow_slow=allow_slow)
+    except SlowHere as e:  # the second click: tick the box beside Launch
+        out.warning(f"Not launched: {plain.md(e.reason)}. Tick **{SLOW_CONFIRM}** beside Launch to launch it.",
+                    icon=":material/speed:")
+        return
     except Busy as e:  # another run, the autopilot, a benchmark, an LR range test or the demo
         own = e.run is not None and not autopilot_run(e.run)  # a run of this page's: name it
         out.warning(active_message(e.run) if own else f"Not launched: {e}", icon=":material/hourglass_top:")
@@ -70,6 +92,8 @@ def launch(cfg: RunConfig, with_baseline: bool, out, reuse: bool = False, baseli
         out.error(f"Could not launch: {type(e).__name__}: {plain.md(str(e))}")
         return
     bid, rid = done.baseline_id, done.run_id
+    if done.note:  # e.g. a stored baseline of another machine, not reused
+        out.info(plain.md(done.note), icon=":material/fingerprint:")
     if done.what == "comparison":
         from engine.store import comparisons as cstore
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.hardware import fingerprint
 from engine.config import presets
 from engine.config import FIELD_HELP, RunConfig
 from views.components.common import one_line_errors
@@ -16,7 +17,7 @@ def _tuned(dataset: str) -> dict | None:
     `python -m engine tune-baseline`), or None."""
     from engine.store import tuned_baselines
 
-    row = tuned_baselines.lookup(RunConfig(dataset=dataset))
+    row = tuned_baselines.lookup(RunConfig(dataset=dataset), fingerprint.row_here)
     return row if row and row.get("learning_rate") else None
 
 
@@ -45,3 +46,5 @@ def presets_popover(container, dataset: str | None) -> None:
         box.button(p["name"], key=f"preset_{dataset}_{i}", disabled=p["settings"] is None, on_click=apply,
                    args=(p["settings"],), help=p["missing"], width="stretch")
         box.caption(p["line"])
+        if p["slow"]:  # flagged before Launch: this CPU emulates its precision
+            box.caption(f":material/speed: slower here: {p['slow']}")

@@ -27,7 +27,7 @@ from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
 from views.train.commands import commands_panel
 from views.train.controls import advanced_controls, controls, schedule_controls
-from views.train.launch import launch, machine_busy, stored_tuned, tuned_help
+from views.train.launch import launch, machine_busy, slow_line, stored_tuned, tuned_help
 from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_phase, live_view, measuring,
                               signature, watch)
 from views.train.lr_finder import lr_finder, lr_preview
@@ -95,6 +95,7 @@ def main() -> None:
         c3.error(f"Launch is disabled: {plain.md(error)}", icon=":material/block:")
     else:
         c3.caption(chart_style.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    allow_slow = slow_line(cfg, c3)
     if pending:
         url_params.show(pending, st.container())
     messages = st.container()
@@ -103,7 +104,7 @@ def main() -> None:
         messages.info(ap_busy, icon=":material/travel_explore:")
     if clicked and cfg is not None and not pending:
         launch(cfg, with_baseline, messages, reuse=reuse,
-               baseline_kind="tuned" if tuned and tuned_row is not None else "default")
+               baseline_kind="tuned" if tuned and tuned_row is not None else "default", allow_slow=allow_slow)
     commands_panel()  # "Compare two commands", local servers only
 
     active = any_active()
