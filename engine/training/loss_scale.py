@@ -55,10 +55,19 @@ class UpdateTracker:
         self._scaled = False
         self._base = 0
         self._start = 0
+        self._sync = None
 
     def attach(self, model) -> None:
         from keras.optimizers import LossScaleOptimizer
 
+        self._sync = None
+        import keras
+
+        if keras.backend.backend() == "jax":
+            # JAX keeps the model's state off its variables during an epoch (Keras's JAX trainer
+            # purges them); reading iterations there failed every JAX float16 run with
+            # "'NoneType' object is not callable". Keras's own callbacks sync first, as here.
+            self._sync = getattr(model, "jax_state_sync", None)
         opt = model.optimizer
         if opt is self._opt:
             return
@@ -73,6 +82,8 @@ class UpdateTracker:
             self.applied += batches
             self.consecutive = 0
             return self.applied, 0, None
+        if self._sync is not None:
+            self._sync()  # float16 runs only: other precisions never read a variable here
         applied = self._base + int(_read(self._opt.iterations)) - self._start
         new = applied - self.applied
         skipped = max(0, batches - new)
