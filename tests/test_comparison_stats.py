@@ -355,6 +355,8 @@ def test_summary_lines_by_hand():
         "reached the target on 4 of 5 seeds; 1 failed (baseline 5 of 5)"
     assert stats.test_accuracy_text({"mean": -0.003, "ci95": [-0.004, 0.002], "pairs": 5}) == \
         "test accuracy −0.3 points (−0.4 to +0.2) vs the baseline, 5 pairs: held"
+    assert stats.test_accuracy_text({"mean": -0.002, "ci95": [-0.004, 0.0], "pairs": 5}, "tuned warmup-cosine Adam") \
+        == "test accuracy −0.2 points (−0.4 to +0.0) vs tuned warmup-cosine Adam, 5 pairs: held"  # a hyphen stays
     assert stats.test_accuracy_text({"mean": -0.003, "ci95": [-0.008, 0.002], "pairs": 5}) == \
         "test accuracy −0.3 points (−0.8 to +0.2) vs the baseline, 5 pairs: not held (needs the lower end above −0.5)"
     with_setup = stats.summarize([12.0, 11.0, 13.0], [7.0, 6.5, 7.5], False)

@@ -627,7 +627,8 @@ def test_accuracy_text(delta: Optional[dict], versus: str = "the baseline") -> O
     held = accuracy_held(delta)
     word = ("held" if held else f"not held (needs the lower end above −{TEST_ACCURACY_MARGIN * 100:.1f}"
             + (")" if ci else f"; an interval needs {MIN_PAIRS} pairs)"))
-    return f"test accuracy {m:+.1f} points{span} vs {versus}, {n} pair{'s' if n != 1 else ''}: {word}".replace("-", "−")
+    figures = f"{m:+.1f} points{span}".replace("-", "−")  # minus signs in the figures, not in `versus`
+    return f"test accuracy {figures} vs {versus}, {n} pair{'s' if n != 1 else ''}: {word}"
 
 
 def made_of_lines(result: Optional[dict], versus: str = "the baseline") -> list[str]:
