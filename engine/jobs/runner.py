@@ -90,15 +90,17 @@ def queue_starting(store: Store) -> bool:
 
 
 @contextmanager
-def submit_lock(store: Store):
-    """Held while a submit checks for an active run, queues its runs and starts the queue:
-    simultaneous submits (tabs, scripts) then queue exactly one launch, and `reconcile`
-    knows a submit is under way (its queued runs are not orphans). An flock, so it ends
-    with its process; a read-only home has none (nothing can be submitted there)."""
+def submit_lock(store: Store | Path):
+    """Held while a submit checks for an active run, queues its runs and starts the queue
+    (and while engine.jobs.background.start_job starts a job): simultaneous submits (tabs,
+    scripts) then queue exactly one launch, and `reconcile` knows a submit is under way (its
+    queued runs are not orphans). An flock, so it ends with its process; a read-only home
+    has none (nothing can be submitted there). `store`: the Store, or its file's path."""
     import fcntl
 
+    path = store.path if isinstance(store, Store) else Path(store)
     try:
-        fh = open(store.path.parent / "submit.lock", "a")
+        fh = open(path.parent / "submit.lock", "a")
     except OSError:
         yield
         return
