@@ -287,8 +287,15 @@ def _baseline_candidates(store: Store, cfg: RunConfig):
     def key(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "target_accuracy"}
 
-    want = key(baseline_config(cfg).to_dict())
-    return [run for run in store.list_runs(["completed"]) if key(run["config"]) == want]
+    from engine.config import inputs
+
+    base = baseline_config(cfg)
+    want = key(base.to_dict())
+    same = [run for run in store.list_runs(["completed"]) if key(run["config"]) == want]
+    identity = inputs.of(base) if same else {}
+    if identity:  # a user's model file or data set: the very content it trained on, not a name
+        same = [run for run in same if ((run.get("plan") or {}).get("inputs") or {}) == identity]
+    return same
 
 
 def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:

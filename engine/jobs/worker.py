@@ -119,6 +119,9 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     seen_plan = {}
 
     def on_setup(env, plan):
+        from engine.config import inputs
+
+        plan = {**plan, "inputs": inputs.of(cfg)}  # the content it trains on (find_baseline matches it)
         seen_plan.update(plan)
         if chief:
             store.update_run(run_id, environment=env, plan=plan)
