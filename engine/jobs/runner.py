@@ -25,6 +25,7 @@ from engine.config import RunConfig, baseline_config
 from engine.base.errors import ActiveRunError
 from engine.config.preflight import check_runnable
 from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
+from engine.base.process import USER_CANCEL
 from engine.store import ACTIVE_STATUSES, Store, from_outside_script
 
 def idle_exit_s() -> float:
@@ -357,9 +358,13 @@ def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = Non
 NOT_STARTED = "cancelled before it started"  # a queued run's cancel: its error and its line
 
 
-def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
+def cancel(run_id: int, store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL) -> str:
     """Cancel a queued run at once, or ask a running worker to stop (SIGTERM;
     the queue process kills it after CANCEL_GRACE_S). Metrics are kept.
+
+    `reason`: why, as the run's error ends up ("cancelled by the user": Stop, `engine
+    cancel`; "stopped: the queue got SIGTERM": engine.jobs.stopping). A running run keeps it
+    in its error column until its worker ends the run with it.
 
     Returns: a one-line description of what was done.
     """
@@ -369,11 +374,12 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
         if run is None:
             return f"run {run_id} does not exist"
         if run["status"] == "queued":
-            store.finish_run(run_id, "cancelled", NOT_STARTED, only_if_active=True)
-            return f"run {run_id} {NOT_STARTED}"
+            line = NOT_STARTED if reason == USER_CANCEL else f"{NOT_STARTED} ({reason})"
+            store.finish_run(run_id, "cancelled", line, only_if_active=True)
+            return f"run {run_id} {line}"
         if run["status"] != "running":
             return f"run {run_id} is already {run['status']}"
-        store.update_run(run_id, cancel_requested=time.time())
+        store.update_run(run_id, cancel_requested=time.time(), error=reason)
         if process_alive(run["pid"], run["pid_started"]):
             try:
                 os.kill(run["pid"], signal.SIGTERM)
@@ -396,8 +402,8 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
         store.close()
 
 
-def cancel_active(store_path: Optional[os.PathLike] = None) -> list[str]:
-    """Cancel every queued and running run (queued ones first, so none starts)."""
+def cancel_active(store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL) -> list[str]:
+    """Cancel every queued and running run (queued ones first, so none starts), as `cancel`."""
     store = Store(store_path)
     try:
         runs = store.active_runs()
@@ -405,7 +411,7 @@ def cancel_active(store_path: Optional[os.PathLike] = None) -> list[str]:
         store.close()
     queued = [r for r in runs if r["status"] == "queued"]
     running = [r for r in runs if r["status"] == "running"]
-    return [cancel(r["id"], store_path) for r in queued + running]
+    return [cancel(r["id"], store_path, reason) for r in queued + running]
 
 
 def wait(run_id: int, store_path: Optional[os.PathLike] = None, poll_s: float = 0.5,
