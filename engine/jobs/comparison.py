@@ -210,8 +210,12 @@ def on_run_end(store: Store, run_id: int) -> Optional[dict]:
     half_done = any(r["status"] == "pending" and any((store.get_run(r[k]) or {}).get("status") != "queued"
                                                      for k in ("baseline_id", "run_id")) for r in rows)
     broken = any(r["status"] == "incomplete" for r in rows) or bool(failures(rows))
-    # A stop signal's reason (engine.jobs.stopping) outranks the statistics' and "the user"
-    reason = comp.get("ended_by") or (_stop_reason(comp, result, time.time()) if broken or not half_done else None)
+    # A stop signal's reason (engine.jobs.stopping, or a worker's own: "stopped: the worker got
+    # SIGTERM") outranks the statistics' and "the user"'s
+    signalled = run["error"] if run["status"] == "cancelled" and (run.get("error") or "").startswith("stopped: ") \
+        else None
+    reason = comp.get("ended_by") or signalled or (
+        _stop_reason(comp, result, time.time()) if broken or not half_done else None)
     if reason:
         withdraw_queued(store, comp)
         comp = cstore.get(store, comp["id"])
