@@ -90,3 +90,23 @@ def test_a_registered_data_set_is_known_by_its_arrays(store_home, tmp_path):
     np.savez(f, x_train=x + 1, y_train=y)
     userdata.register("mine", f, overwrite=True)  # replaced on purpose: another data set
     assert inputs.of(RunConfig(dataset="user:mine", model="mlp", batch_size=8))["data_sha256"] != first
+
+
+@pytest.mark.worker
+def test_a_run_records_the_data_it_trained_on_and_a_replaced_data_set_is_not_its_baseline(store, tmp_path):
+    from engine.data import userdata
+
+    x = (np.arange(48 * 8 * 8) % 251).astype(np.uint8).reshape(48, 8, 8)
+    f = tmp_path / "d.npz"
+    np.savez(f, x_train=x, y_train=np.arange(48) % 2)
+    userdata.register("tiny", f)
+    cfg = RunConfig(dataset="user:tiny", model="mlp", epochs=1, batch_size=8)  # its own baseline
+    (rid,) = runner.submit([cfg], ["baseline"], store.path)
+    run = runner.wait(rid, store.path, poll_s=0.25, timeout_s=240)
+    assert run["status"] == "completed", run["error"]
+    sha = userdata.registered_meta("tiny")["sha256"]
+    assert run["plan"]["inputs"] == {"data_sha256": sha}  # recorded by the worker
+    assert runner.find_baseline(store, cfg)["id"] == rid
+    np.savez(f, x_train=255 - x, y_train=np.arange(48) % 2)
+    userdata.register("tiny", f, overwrite=True)  # the same name, other images
+    assert runner.find_baseline(store, cfg) is None
