@@ -156,7 +156,7 @@ def test_train_panel_is_local_only_and_refuses_bad_commands_before_starting(stor
     assert commands.launch("python train.py", "python train.py --bf16", 3) == "started: 3 pairs, process 1"
     (argv, _log), = spawned
     assert argv == ["pairs", "--baseline-cmd", "python train.py", "--cmd", "python train.py --bf16", "--pairs", "3",
-                    "--quiet"]
+                    "--quiet", "--progress-file", str(store_home / commands.JOB_FILE)]
 
 
 @pytest.mark.worker

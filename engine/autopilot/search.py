@@ -1103,22 +1103,11 @@ def start_background(args: list[str]) -> int:
     Raises: AutopilotError (one line) while the machine is busy (a run, a
     benchmark, an LR range test, the transfer demo or another autopilot).
     """
-    why = background.busy()
-    if why:
-        raise AutopilotError(f"not started: {why}")
     path = progress_path()
-    log = path.parent / LOG_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"")
-    background.write_json(path, {"state": "starting", "pid": None, "pid_started": None,
-                                 "started": time.time(), "log": str(log), "error": None,
-                                 "phase": "starting", "trials": [], "args": list(args)})
-    pid, pid_started = background.spawn(["autopilot", "--json", "--quiet", "--progress-file", str(path),
-                                         *map(str, args)], log)
-    job = background.read_json(path) or {}
-    if job.get("pid") is None:  # the child has not written yet
-        background.write_json(path, {**job, "pid": pid, "pid_started": pid_started})
-    return pid
+    return background.start_job(path.name, ["autopilot", "--json", "--quiet", "--progress-file", str(path),
+                                             *map(str, args)], path.parent / LOG_FILE,
+                                 {"error": None, "phase": "starting", "trials": [], "args": list(args)},
+                                 error=AutopilotError)
 
 
 def read_progress() -> Optional[dict]:

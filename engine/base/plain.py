@@ -16,10 +16,12 @@ and metric labels and toasts; Plotly renders a subset of HTML (`<a href>`, `<b>`
   `<`, `>`, `&` and quotes as entities, so Plotly shows them as characters.
 
 Places that show text without interpreting it (st.dataframe cells, st.code, st.text,
-widget options) need neither. Exports (CSV, JSON, bundles) carry the text unchanged: they
-are data, and whoever shows them again escapes them there.
+widget options) need neither. Exports (JSON, bundles) carry the text unchanged: they are
+data, and whoever shows them again escapes them there. CSV is the exception: a
+spreadsheet runs a cell that starts with `=`, so every CSV is written by
+`engine.base.csv_safe.to_csv` (its `cell` is the rule).
 
-Base layer: stdlib only (pandas, imported inside csv_frame, for its one DataFrame).
+Base layer: stdlib only.
 """
 from __future__ import annotations
 
@@ -77,21 +79,3 @@ def html(text: Any) -> str:
     """`text` (any value; None -> '') escaped for a Plotly string (HTML subset):
     `<b>`, `<a href=...>`, `<img>` show as characters."""
     return _html.escape(_CONTROL.sub("", "" if text is None else str(text)), quote=True)
-
-
-# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) can
-# send the sheet's data away): OWASP's CSV injection guidance prefixes such cells with a quote.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_frame(df):
-    """A copy of DataFrame `df` whose text cells cannot start a spreadsheet formula (a `'` is
-    put before one that starts with = + - @ tab or CR); numbers stay numbers. For CSV exports
-    of tables that hold outside text."""
-    from pandas.api.types import is_numeric_dtype
-
-    out = df.copy()
-    for col in out.columns:
-        if not is_numeric_dtype(out[col]):
-            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)
-    return out

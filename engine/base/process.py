@@ -94,3 +94,39 @@ def read_tail(path: Path, lines: int = 20) -> Optional[str]:
     except OSError:
         return None
     return "\n".join(text.splitlines()[-lines:])
+
+
+# --- the one rule for every stop signal ---------------------------------------------------
+# SIGINT (Ctrl-C), SIGTERM (kill, systemd, a container stop) and SIGHUP (a closed terminal)
+# end every SpeedLab process the same way: it stops what it runs, keeps what it measured,
+# and says which signal stopped it. Only the user's own Stop or `engine cancel` is "by the user".
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+USER_CANCEL = "cancelled by the user"
+# The stop signal this process got last (None: none): `stop_reason` names it.
+RECEIVED: dict = {"signal": None}
+
+
+def on_stop_signals(handler=None) -> None:
+    """Install one handler for SIGINT, SIGTERM and SIGHUP (main thread only): it records the
+    signal's name in RECEIVED and then calls `handler(name)`, if any."""
+    import signal
+
+    def caught(signum, _frame):
+        name = signal.Signals(signum).name
+        RECEIVED["signal"] = name
+        if handler is not None:
+            handler(name)
+
+    for name in STOP_SIGNALS:
+        signal.signal(getattr(signal, name), caught)
+
+
+def stop_line(who: str, name: str) -> str:
+    """How a run or comparison stopped by signal `name` ends: 'stopped: the worker got SIGTERM'."""
+    return f"stopped: the {who} got {name}"
+
+
+def stop_reason(who: str) -> str:
+    """`stop_line` for the stop signal this process got (RECEIVED), else USER_CANCEL."""
+    name = RECEIVED["signal"]
+    return stop_line(who, name) if name else USER_CANCEL

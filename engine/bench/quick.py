@@ -510,29 +510,18 @@ def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict
     a benchmark or LR range test is already running.
     """
 
-    why = background.busy()
-    if why:
-        raise BenchError(f"not started: {why}")
     cells = matrix["cells"] if matrix else plan_matrix(quick_facts(), full)
     path = progress_path()
-    log = path.parent / LOG_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"")
-    extra = []
+    extra, inputs = [], {}
     if matrix:
-        background.write_json(path.parent / "bench-matrix.json", matrix)
+        inputs = {path.parent / "bench-matrix.json": matrix}
         extra = ["--matrix", str(path.parent / "bench-matrix.json")]
-    background.write_json(path, {"state": "starting", "pid": None, "pid_started": None,
-                                 "started": time.time(), "done": 0, "total": len(cells) * repeats,
-                                 "current": None, "error": None, "full": full, "repeats": repeats,
-                                 "log": str(log)})
-    pid, pid_started = background.spawn(
-        ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
-         "--dataset", dataset, "--progress-file", str(path), *extra], log)
-    job = background.read_json(path) or {}
-    if job.get("pid") is None:  # the child has not written yet
-        background.write_json(path, {**job, "pid": pid, "pid_started": pid_started})
-    return pid
+    return background.start_job(
+        path.name, ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
+                    "--dataset", dataset, "--progress-file", str(path), *extra], path.parent / LOG_FILE,
+        {"done": 0, "total": len(cells) * repeats, "current": None, "error": None, "full": full,
+         "repeats": repeats}, error=BenchError, inputs=inputs)
 
 
 def read_progress() -> Optional[dict]:

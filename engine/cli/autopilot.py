@@ -8,10 +8,10 @@ or the machine is busy (one line on stderr).
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import threading
 
+from engine.base import process
 from engine.cli.common import print_json
 
 HELP = "search for the fastest route to a target validation accuracy on this machine, and explain it"
@@ -207,8 +207,7 @@ def main(args) -> int:
         return fail(f"not started: {why}")
     if not own:  # the page and busy() follow a search started here through the page's file too
         writers.append(progress_writer(autopilot.progress_path()))
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    process.on_stop_signals(lambda _name: stop.set())  # SIGINT, SIGTERM, SIGHUP: the search stops alike
     printed = set()
 
     def on_update(state):

@@ -4,6 +4,7 @@ The subcommand is named `pairs`; this module is not engine.cli.pairs, which hold
 flags and printing that `run --baseline` and `noise` share (reused here)."""
 from __future__ import annotations
 
+import argparse
 import sys
 
 from engine.cli.common import print_json
@@ -26,6 +27,7 @@ def add_parser(sub) -> None:
                    help=f"stop a side after S s; its pair fails [{DEFAULT_TIMEOUT_S:.0f}]")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)  # the dashboard's job file
     s.set_defaults(func=cmd_pairs)
 
 
@@ -36,7 +38,8 @@ def cmd_pairs(args) -> int:
     from engine.jobs import background
 
     command_pairs.check(args.baseline_cmd, args.cmd, args.pairs, args.timeout_s)
-    why = background.busy()
+    own = background.own_job_file(args.progress_file, background.PAIRS_FILE)  # the page wrote it: ours
+    why = background.busy(skip=(background.PAIRS_FILE,) if own else ())
     if why:
         print(f"error: {why}", file=sys.stderr)
         return 2

@@ -175,10 +175,22 @@ def ignore_more_interrupts(line: str) -> None:
     chained traceback); the command exits 130 (engine.cli.main)."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from engine.base.process import STOP_SIGNALS
+
+    for name in STOP_SIGNALS:  # SIGTERM and SIGHUP stop the same way as Ctrl-C, once
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     INTERRUPTED["by_user"] = True
     sys.stderr.write(f"\n{line}\n")
     sys.stderr.flush()
+
+
+def stop_all_for_signal() -> None:
+    """After Ctrl-C, SIGTERM or SIGHUP: stop what the store runs, naming the signal the CLI got
+    ("stopped: the CLI got SIGTERM"; engine.jobs.stopping); comparisons keep complete pairs."""
+    from engine.base.process import stop_reason
+    from engine.jobs import stopping
+
+    stopping.stop_all(stop_reason("CLI"))
 
 
 def follow(run_id: int, quiet: bool) -> dict:
@@ -190,7 +202,7 @@ def follow(run_id: int, quiet: bool) -> dict:
         run = runner.wait(run_id, on_poll=on_poll)
     except KeyboardInterrupt:
         ignore_more_interrupts(f"cancelling run {run_id} (interrupted; more presses change nothing) ...")
-        runner.cancel_active()
+        stop_all_for_signal()
         run = runner.wait(run_id)
     if not quiet and sys.stderr.isatty():
         sys.stderr.write("\n")

@@ -164,7 +164,7 @@ def measure_noise(quiet: bool = False) -> int:
     pairs are kept). Returns 0 with an interval, 1 without, 2 when the machine is busy."""
     from engine.base.errors import ActiveRunError
     from engine.jobs import noise
-    from engine.jobs import background, comparison, runner
+    from engine.jobs import background, comparison
 
     why = background.busy()
     if why:
@@ -189,7 +189,9 @@ def measure_noise(quiet: bool = False) -> int:
     try:
         comp = comparison.wait(cid, poll_s=1.0, on_poll=on_poll)
     except KeyboardInterrupt:
+        from engine.cli.common import stop_all_for_signal
+
         print("stopping the noise measurement (complete pairs are kept) ...", file=sys.stderr)
-        runner.cancel_active()
+        stop_all_for_signal()
         comp = comparison.wait(cid)
     return 0 if noise.floor_of(comp) is not None else 1

@@ -77,16 +77,33 @@ def main(argv=None) -> int:
     return code
 
 
+def _interrupt(name: str) -> None:
+    """SIGINT, SIGTERM and SIGHUP alike (engine.base.process.on_stop_signals): the wait under
+    way stops what it waits for, naming the signal (engine.jobs.stopping)."""
+    raise KeyboardInterrupt(name)
+
+
+def _signal_code() -> int:
+    """128 + the stop signal's number, as a shell reports a command it ended (130: Ctrl-C)."""
+    import signal
+
+    from engine.base.process import RECEIVED
+
+    return 128 + int(getattr(signal, RECEIVED["signal"] or "SIGINT"))
+
+
 def _run(args) -> int:
+    from engine.base.process import on_stop_signals
     from engine.cli.common import INTERRUPTED
 
+    on_stop_signals(_interrupt)
     try:
         code = args.func(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
-        return 130 if INTERRUPTED["by_user"] else code  # 128 + SIGINT, as a shell reports Ctrl-C
+        return _signal_code() if INTERRUPTED["by_user"] else code  # 130 for Ctrl-C, as a shell reports it
     except KeyboardInterrupt:  # Ctrl-C outside a wait that cancels (nothing was running): one line
         sys.stderr.write("\ninterrupted\n")
-        return 130
+        return _signal_code()
     except BrokenPipeError:
         # The reader went away (`... | head`): no traceback, nothing more to stdout. Python's
         # "Note on SIGPIPE": point stdout at devnull so the final flush at exit cannot fail.

@@ -113,10 +113,10 @@ def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
     try:
         comp = follow()
     except KeyboardInterrupt:
-        from engine.cli.common import ignore_more_interrupts
+        from engine.cli.common import ignore_more_interrupts, stop_all_for_signal
 
         ignore_more_interrupts(f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...")
-        runner.cancel_active()
+        stop_all_for_signal()
         comp = comparison.wait(cid)
     if not quiet and sys.stderr.isatty():
         sys.stderr.write("\n")

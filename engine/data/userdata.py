@@ -618,8 +618,21 @@ def _meta(name: str, data: UserData) -> dict:
         "class_counts": counts(a["y_train"]),
         "test_class_counts": counts(a["y_test"]) if "y_test" in a else [],
         "class_names": list(data.class_names), "x_dtype": str(a["x_train"].dtype),
-        "source": data.source, "created": time.time(),
+        "source": data.source, "created": time.time(), "sha256": arrays_sha256(a),
     }
+
+
+def arrays_sha256(arrays: dict) -> str:
+    """One sha256 of a data set's arrays (names, dtypes, shapes and bytes, in name order):
+    its content identity (engine.config.inputs), the same however it was uploaded."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        v = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{v.dtype.str}|{v.shape}|".encode())
+        h.update(v.tobytes())
+    return h.hexdigest()
 
 
 def info_from_meta(meta: dict):

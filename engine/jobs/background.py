@@ -14,9 +14,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env
 
@@ -29,7 +30,7 @@ def write_json(path: Path, data: dict) -> None:
     """Write `data` to `path` atomically (a reader never sees half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{threading.get_ident()}")  # each writer its own
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
 
@@ -135,11 +136,52 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
 
 
 # Each background job's state file in $SPEEDLAB_HOME (owned by engine.bench.quick,
-# engine.lr_find.range_test and engine.jobs.demo; named here so busy() needs none of them).
+# engine.lr_find.range_test, engine.jobs.demo, engine.autopilot.search and
+# engine.jobs.command_pairs; named here so busy() needs none of them).
 BENCH_FILE = "bench-progress.json"
 LR_FIND_FILE = "lr-find-progress.json"
 DEMO_FILE = "demo-transfer.json"
 AUTOPILOT_FILE = "autopilot.json"
+PAIRS_FILE = "pairs_job.json"
+
+
+def start_job(name: str, argv: list[str], log: Path, fields: dict, error: type = RuntimeError,
+              also_busy: Optional[Callable[[], Optional[str]]] = None, inputs: Optional[dict] = None) -> int:
+    """Start ``python -m engine <argv>`` detached as the dashboard's job `name` (its state
+    file in $SPEEDLAB_HOME), once: the one guard of every Start button (the quick
+    benchmark, the LR range test, the autopilot, the transfer demo, "Start the pairs").
+
+    Under the store's submit lock (engine.jobs.runner.submit_lock, which every run submit
+    holds too) it checks `busy()` (and `also_busy`, one line or None), writes the job file
+    'starting' with `fields` and starts the process; a second start, a click a moment later
+    or another tab, then finds the first one's job file active and is refused, however soon
+    it comes. The log `log` is emptied first, and `inputs` ({path: JSON data}: files the
+    process reads, e.g. its config) are written only then: a refused start overwrites
+    nothing the running one reads.
+
+    Returns: the process id. Raises: `error`("not started: <why>") while busy; nothing is
+    started then."""
+    from engine.jobs.runner import submit_lock
+    from engine.store import default_path, home
+
+    path = home() / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with submit_lock(default_path()):
+        why = busy() or (also_busy() if also_busy else None)
+        if why:
+            raise error(f"not started: {why}")
+        log = Path(log)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(b"")
+        for file, data in (inputs or {}).items():
+            write_json(file, data)
+        write_json(path, {**fields, "state": "starting", "pid": None, "pid_started": None,
+                          "started": time.time(), "log": str(log)})
+        pid, pid_started = spawn(argv, log)
+        job = read_json(path) or {}
+        if job.get("pid") is None:  # the child has not written yet
+            write_json(path, {**job, "pid": pid, "pid_started": pid_started})
+    return pid
 
 
 def own_job_file(progress_file, name: str) -> bool:
@@ -153,8 +195,8 @@ def own_job_file(progress_file, name: str) -> bool:
 
 def busy(skip: tuple = ()) -> Optional[str]:
     """One line when the machine is busy with a measurement (an autopilot
-    search, a training run queued or running, a benchmark, an LR range test or
-    the transfer demo running), else None:
+    search, a training run queued or running, a benchmark, an LR range test,
+    two commands' pairs or the transfer demo running), else None:
     starting another now would share the CPU/GPU and spoil both.
     `skip`: job file names (e.g. AUTOPILOT_FILE) not to count: the caller's own."""
     from engine.jobs.runner import current_run
@@ -176,6 +218,10 @@ def busy(skip: tuple = ()) -> Optional[str]:
     lf = None if LR_FIND_FILE in skip else check(read_json(home() / LR_FIND_FILE), "LR range test")
     if lf and lf["state"] in ACTIVE_STATES:
         return "an LR range test is running: wait for it to end (usually under a minute)"
+    pairs = None if PAIRS_FILE in skip else check(read_json(home() / PAIRS_FILE), "command pairs")
+    if pairs and pairs["state"] in ACTIVE_STATES:
+        return (f"the two commands' pairs are running (process {pairs.get('pid')}, {pairs.get('elapsed', 0):.0f} s "
+                "so far): wait for them to end")
     # Between its runs the demo holds no run, but still owns the machine.
     return None if DEMO_FILE in skip else demo_line(check(read_json(home() / DEMO_FILE), "transfer demo"))
 

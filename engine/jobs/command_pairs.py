@@ -37,6 +37,7 @@ from engine.store import comparisons as cstore
 from engine.base.errors import ConfigError
 from engine.jobs import comparison
 from engine.report.comparison import evaluate
+from engine.base import process
 from engine.base.process import process_alive, start_time
 from engine.store import Store
 
@@ -148,7 +149,7 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
             _stop(proc)
             rid = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
             if rid is not None:
-                store.finish_run(rid, "cancelled", "cancelled by the user", only_if_active=True)
+                store.finish_run(rid, "cancelled", process.stop_reason("pairs process"), only_if_active=True)
             raise
     rid = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
     last = last_error_line(_tail(err_path))
@@ -208,8 +209,9 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
                     env = side_env(home, seed + i, group, role, run_file)
                     try:
                         res = run_side(store, argvs[role], env, group, role, timeout_s, workdir, stdout)
-                    except KeyboardInterrupt:
-                        ended_by = "stopped by the user"
+                    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (engine.cli.main): named
+                        ended_by = (process.stop_line("pairs process", process.RECEIVED["signal"])
+                                    if process.RECEIVED["signal"] else "stopped by the user")
                         raise
                     entry[f"{role}_id"] = res["run_id"]
                     if on_side:

@@ -146,7 +146,7 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
     return cid
 
 
-def _drop_queued(store: Store, comparison: dict) -> int:
+def withdraw_queued(store: Store, comparison: dict) -> int:
     """Delete the comparison's runs that have not started (no longer needed); returns how many.
     Each pair records which sides went ('dropped_keys'); 'dropped' when both did (a pair whose
     other side ran, e.g. failed, still counts: engine.report.comparison.pair_rows)."""
@@ -210,9 +210,14 @@ def on_run_end(store: Store, run_id: int) -> Optional[dict]:
     half_done = any(r["status"] == "pending" and any((store.get_run(r[k]) or {}).get("status") != "queued"
                                                      for k in ("baseline_id", "run_id")) for r in rows)
     broken = any(r["status"] == "incomplete" for r in rows) or bool(failures(rows))
-    reason = _stop_reason(comp, result, time.time()) if broken or not half_done else None
+    # A stop signal's reason (engine.jobs.stopping, or a worker's own: "stopped: the worker got
+    # SIGTERM") outranks the statistics' and "the user"'s
+    signalled = run["error"] if run["status"] == "cancelled" and (run.get("error") or "").startswith("stopped: ") \
+        else None
+    reason = comp.get("ended_by") or signalled or (
+        _stop_reason(comp, result, time.time()) if broken or not half_done else None)
     if reason:
-        _drop_queued(store, comp)
+        withdraw_queued(store, comp)
         comp = cstore.get(store, comp["id"])
         result = evaluate(store, comp)
     return finish_if_done(store, comp, result, reason)
@@ -221,7 +226,8 @@ def on_run_end(store: Store, run_id: int) -> Optional[dict]:
 def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
                    reason: Optional[str] = None) -> dict:
     """Store `result` (default: `evaluate`); mark the comparison final once none of
-    its runs is queued or running. Idempotent; returns the comparison."""
+    its runs is queued or running. Idempotent; returns the comparison. Writes only while it
+    is running in the store: the first process to end it (the queue, the CLI) decides."""
     result = result if result is not None else evaluate(store, comp)
     cols = {"result": result}
     if comp["status"] == "running" and not any(r["status"] == "pending" for r in result["pair_rows"]):
@@ -231,11 +237,18 @@ def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
         usable = (result.get(result.get("measure") or "time_to_accuracy") or {}).get("pairs", 0)
         reason = reason or comp.get("ended_by") or _stop_reason(comp, result, time.time()) or \
             f"all {len(rows)} planned pairs ran"
-        cols.update(status="failed" if failed and not usable else "stopped" if stopped or failed
+        signalled = reason.startswith("stopped: ")  # a stop signal's (engine.jobs.stopping): pairs withdrawn
+        if signalled and " kept" not in reason:
+            reason += f"; {usable} complete pair{'s' if usable != 1 else ''} kept"
+        cols.update(status="failed" if failed and not usable else "stopped" if stopped or failed or signalled
                     else "completed", ended=time.time(), ended_by=reason)
-    elif reason:
+        cstore.update(store, comp["id"], only_if_running=True, **cols)  # another process's end stays
+        return cstore.get(store, comp["id"])
+    if reason:
         cols["ended_by"] = reason
-    cstore.update(store, comp["id"], **cols)
+    # Only while it runs: a process that read it before another ended it (a stop signal reaches
+    # the CLI and the queue at once) must not write its stale result or reason over that end.
+    cstore.update(store, comp["id"], only_if_running=True, **cols)
     return cstore.get(store, comp["id"])
 
 

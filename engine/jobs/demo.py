@@ -160,23 +160,10 @@ def start_demo_background(args: tuple = ()) -> int:
     Raises: TransferError (one line) while the demo already runs, a training
     run is queued or running, or a benchmark or LR range test is running.
     """
-    import time
-
-    from engine.store import home
-
-    why = demo_busy() or background.busy()
-    if why:
-        raise TransferError(f"not started: {why}")
-    h = home()
-    h.mkdir(parents=True, exist_ok=True)
-    log, path = h / DEMO_LOG_FILE, demo_job_path()
-    log.write_bytes(b"")
-    job = {"state": "starting", "pid": None, "pid_started": None, "started": time.time(), "log": str(log),
-           "args": list(args), "error": None}
-    background.write_json(path, job)
-    pid, pid_started = background.spawn(["demo-transfer", "--json", "--quiet", *map(str, args)], log)
-    background.write_json(path, {**job, "state": "running", "pid": pid, "pid_started": pid_started})
-    return pid
+    path = demo_job_path()
+    return background.start_job(path.name, ["demo-transfer", "--json", "--quiet", *map(str, args)],
+                                path.parent / DEMO_LOG_FILE, {"args": list(args), "error": None},
+                                error=TransferError, also_busy=demo_busy)
 
 
 def cancel_demo_background() -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 
 from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
+from engine.base import process
 from engine.base.process import start_time
 from engine.store import LONG_PATIENCE_S, DamagedRunError, Store
 
@@ -144,6 +145,8 @@ def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
     killed_at = None
     while len(codes) < len(procs):
         time.sleep(0.25)
+        if process.RECEIVED["signal"] and not stopping_done():  # the queue got a stop signal: stop it all
+            stop_everything(store)
         for i, p in enumerate(procs):
             if i not in codes and p.poll() is not None:
                 codes[i] = p.returncode
@@ -193,8 +196,12 @@ def _settle(store: Store, run_id: int, code: int, failure) -> None:
         return
     i = failure[0] if failure else 0
     tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
-    if run.get("cancel_requested"):
-        store.finish_run(run_id, "cancelled", "cancelled (worker stopped by signal)",
+    if run.get("cancel_requested"):  # the reason the cancel left (engine.jobs.runner.cancel), if any
+        store.finish_run(run_id, "cancelled", run.get("error") or "cancelled (worker stopped by signal)",
+                         only_if_active=True, stderr_tail=tail)
+        return
+    if process.RECEIVED["signal"]:
+        store.finish_run(run_id, "cancelled", process.stop_line("queue", process.RECEIVED["signal"]),
                          only_if_active=True, stderr_tail=tail)
         return
     # A killed worker left no line about its end: its last line is whatever it logged before.
@@ -255,6 +262,12 @@ def serve(store: Store) -> None:
     owner = Owner.from_env()
     try:
         while True:
+            if process.RECEIVED["signal"]:  # a stop signal: withdraw the queued work, end every comparison
+                stop_everything(store)
+                from engine.jobs import stopping
+
+                stopping.settle_all(store)
+                return
             if warm_enabled() and (spare is None or not spare.alive()) and _next_in_comparison(store):
                 # Every run of a comparison starts from a warm spare (both sides start the same
                 # way): started here, between runs, never beside a measurement; claimed once ready.
@@ -281,6 +294,29 @@ def serve(store: Store) -> None:
             spare.close()
 
 
+_STOPPED = {"done": False}
+
+
+def stopping_done() -> bool:
+    return _STOPPED["done"]
+
+
+def stop_everything(store: Store) -> None:
+    """After a stop signal (SIGINT, SIGTERM, SIGHUP: engine.base.process.on_stop_signals), once:
+    the running run is asked to stop and every comparison ends `stopped` with its complete
+    pairs kept and its queued runs withdrawn, naming the signal (engine.jobs.stopping)."""
+    if _STOPPED["done"]:
+        return
+    _STOPPED["done"] = True
+    from engine.jobs import stopping
+
+    try:
+        stopping.stop_all(process.stop_line("queue", process.RECEIVED["signal"]), store.path)
+    except Exception as e:  # noqa: BLE001 (logged to queue.log; the worker still stops: it got the signal too)
+        print(f"stopping after {process.RECEIVED['signal']} failed: {type(e).__name__}: {e}", file=sys.stderr,
+              flush=True)
+
+
 def _after_run(store: Store, run_id: int) -> None:
     """Let a comparison (engine.jobs.comparison) update its statistics and decide
     whether to queue-stop; a failure there must not stop the queue."""
@@ -300,6 +336,7 @@ def _next_in_comparison(store: Store) -> bool:
 
 def main(argv=None) -> int:
     argv = argv if argv is not None else sys.argv[1:]
+    process.on_stop_signals()  # SIGINT, SIGTERM, SIGHUP: serve() and run_one() stop everything, then exit
     store = Store(Path(argv[0]), patience_s=LONG_PATIENCE_S)  # waits out a locked store
     lock = open(store.path.parent / "queue.lock", "w")
     try:
@@ -309,7 +346,7 @@ def main(argv=None) -> int:
             fcntl.flock(lock, fcntl.LOCK_UN)
             # A run queued after the last look but before the unlock saw a live queue and
             # started none: look once more now that a new submit would start one.
-            if _queued(store) == 0:
+            if _queued(store) == 0 or process.RECEIVED["signal"]:
                 return 0
     finally:
         store.close()

@@ -25,6 +25,7 @@ from engine.config import RunConfig, baseline_config
 from engine.base.errors import ActiveRunError
 from engine.config.preflight import check_runnable
 from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
+from engine.base.process import USER_CANCEL
 from engine.store import ACTIVE_STATUSES, Store, from_outside_script
 
 def idle_exit_s() -> float:
@@ -90,15 +91,17 @@ def queue_starting(store: Store) -> bool:
 
 
 @contextmanager
-def submit_lock(store: Store):
-    """Held while a submit checks for an active run, queues its runs and starts the queue:
-    simultaneous submits (tabs, scripts) then queue exactly one launch, and `reconcile`
-    knows a submit is under way (its queued runs are not orphans). An flock, so it ends
-    with its process; a read-only home has none (nothing can be submitted there)."""
+def submit_lock(store: Store | Path):
+    """Held while a submit checks for an active run, queues its runs and starts the queue
+    (and while engine.jobs.background.start_job starts a job): simultaneous submits (tabs,
+    scripts) then queue exactly one launch, and `reconcile` knows a submit is under way (its
+    queued runs are not orphans). An flock, so it ends with its process; a read-only home
+    has none (nothing can be submitted there). `store`: the Store, or its file's path."""
     import fcntl
 
+    path = store.path if isinstance(store, Store) else Path(store)
     try:
-        fh = open(store.path.parent / "submit.lock", "a")
+        fh = open(path.parent / "submit.lock", "a")
     except OSError:
         yield
         return
@@ -285,8 +288,15 @@ def _baseline_candidates(store: Store, cfg: RunConfig):
     def key(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "target_accuracy"}
 
-    want = key(baseline_config(cfg).to_dict())
-    return [run for run in store.list_runs(["completed"]) if key(run["config"]) == want]
+    from engine.config import inputs
+
+    base = baseline_config(cfg)
+    want = key(base.to_dict())
+    same = [run for run in store.list_runs(["completed"]) if key(run["config"]) == want]
+    identity = inputs.of(base) if same else {}
+    if identity:  # a user's model file or data set: the very content it trained on, not a name
+        same = [run for run in same if ((run.get("plan") or {}).get("inputs") or {}) == identity]
+    return same
 
 
 def find_baseline(store: Store, cfg: RunConfig) -> Optional[dict]:
@@ -348,9 +358,13 @@ def launch_with_baseline(cfg: RunConfig, store_path: Optional[os.PathLike] = Non
 NOT_STARTED = "cancelled before it started"  # a queued run's cancel: its error and its line
 
 
-def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
+def cancel(run_id: int, store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL) -> str:
     """Cancel a queued run at once, or ask a running worker to stop (SIGTERM;
     the queue process kills it after CANCEL_GRACE_S). Metrics are kept.
+
+    `reason`: why, as the run's error ends up ("cancelled by the user": Stop, `engine
+    cancel`; "stopped: the queue got SIGTERM": engine.jobs.stopping). A running run keeps it
+    in its error column until its worker ends the run with it.
 
     Returns: a one-line description of what was done.
     """
@@ -360,11 +374,12 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
         if run is None:
             return f"run {run_id} does not exist"
         if run["status"] == "queued":
-            store.finish_run(run_id, "cancelled", NOT_STARTED, only_if_active=True)
-            return f"run {run_id} {NOT_STARTED}"
+            line = NOT_STARTED if reason == USER_CANCEL else f"{NOT_STARTED} ({reason})"
+            store.finish_run(run_id, "cancelled", line, only_if_active=True)
+            return f"run {run_id} {line}"
         if run["status"] != "running":
             return f"run {run_id} is already {run['status']}"
-        store.update_run(run_id, cancel_requested=time.time())
+        store.update_run(run_id, cancel_requested=time.time(), error=reason)
         if process_alive(run["pid"], run["pid_started"]):
             try:
                 os.kill(run["pid"], signal.SIGTERM)
@@ -387,8 +402,8 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None) -> str:
         store.close()
 
 
-def cancel_active(store_path: Optional[os.PathLike] = None) -> list[str]:
-    """Cancel every queued and running run (queued ones first, so none starts)."""
+def cancel_active(store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL) -> list[str]:
+    """Cancel every queued and running run (queued ones first, so none starts), as `cancel`."""
     store = Store(store_path)
     try:
         runs = store.active_runs()
@@ -396,7 +411,7 @@ def cancel_active(store_path: Optional[os.PathLike] = None) -> list[str]:
         store.close()
     queued = [r for r in runs if r["status"] == "queued"]
     running = [r for r in runs if r["status"] == "running"]
-    return [cancel(r["id"], store_path) for r in queued + running]
+    return [cancel(r["id"], store_path, reason) for r in queued + running]
 
 
 def wait(run_id: int, store_path: Optional[os.PathLike] = None, poll_s: float = 0.5,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import socket
 import sys
 import threading
@@ -17,6 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
+from engine.base import process
 from engine.config import RunConfig
 from engine.store import LONG_PATIENCE_S, Store, StoreFullError
 
@@ -91,9 +91,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     if run is None or run["status"] != "running":
         return 0  # cancelled while queued, or claimed by nobody
     stop = threading.Event()
-    if cluster is None:
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if cluster is None:  # SIGINT, SIGTERM, SIGHUP: stop at the next execution, keep the metrics
+        process.on_stop_signals(lambda _name: stop.set())
     # Several workers must stop at the same step or their collectives hang, so a
     # multi-worker run is cancelled by ending every process (default SIGTERM).
     cfg = RunConfig.from_dict(run["config"])
@@ -119,6 +118,9 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     seen_plan = {}
 
     def on_setup(env, plan):
+        from engine.config import inputs
+
+        plan = {**plan, "inputs": inputs.of(cfg)}  # the content it trains on (find_baseline matches it)
         seen_plan.update(plan)
         if chief:
             store.update_run(run_id, environment=env, plan=plan)
@@ -167,6 +169,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         summary["instrumentation"]["writer_cpu_sec"] = writer.cpu_sec
     if status == "completed" and stop.is_set():
         status = "cancelled"
+    if status == "cancelled":
+        error = _cancel_line(store, run_id)
     if cluster is not None:
         store.set_worker(run_id, cluster.task_index, status, error=error)
     if chief and summary.get("samples_per_sec"):
@@ -182,6 +186,16 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         reserve.unlink(missing_ok=True)
     store.close()
     return 0
+
+
+def _cancel_line(store: Store, run_id: int) -> str:
+    """Why a cancelled run stopped: the reason whoever cancelled it left (engine.jobs.runner.cancel:
+    the user's Stop, or a stop signal's engine.jobs.stopping), else the signal this worker got
+    ("stopped: the worker got SIGTERM"); "cancelled by the user" only when the user asked."""
+    run = store.get_run(run_id) or {}
+    if run.get("cancel_requested"):
+        return run.get("error") or process.USER_CANCEL
+    return process.stop_reason("worker")
 
 
 def _say(line: str) -> None:

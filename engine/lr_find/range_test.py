@@ -304,22 +304,15 @@ def start_background(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0,
 
     check_sweep(min_lr, max_lr, steps)
     check_runnable(cfg)
-    why = background.busy()
-    if why:
-        raise LRFindError(f"not started: {why}")
     h = home()
     h.mkdir(parents=True, exist_ok=True)
-    cfg_path, log, path = h / CONFIG_FILE, h / LOG_FILE, h / PROGRESS_FILE
-    background.write_json(cfg_path, cfg.to_dict())
-    log.write_bytes(b"")
-    pid, pid_started = background.spawn(
-        ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
-         "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)], log)
-    background.write_json(path, {"state": "running", "pid": pid, "pid_started": pid_started,
-                                 "started": time.time(), "steps": int(steps), "min_lr": float(min_lr),
-                                 "max_lr": float(max_lr), "config": cfg.to_dict(), "log": str(log),
-                                 "error": None})
-    return pid
+    cfg_path = h / CONFIG_FILE
+    return background.start_job(
+        PROGRESS_FILE, ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
+                        "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)],
+        h / LOG_FILE, {"steps": int(steps), "min_lr": float(min_lr), "max_lr": float(max_lr),
+                       "config": cfg.to_dict(), "error": None}, error=LRFindError,
+        inputs={cfg_path: cfg.to_dict()})
 
 
 def read_progress() -> Optional[dict]:
@@ -336,7 +329,7 @@ def read_progress() -> Optional[dict]:
     job = background.read_json(path)
     if not job:
         return None
-    if job.get("state") == "running" and not background.alive(job):
+    if job.get("state") in background.ACTIVE_STATES and job.get("pid") and not background.alive(job):
         latest = load_latest() or {}
         done = (latest.get("created") or 0) >= job.get("started", 0)
         job.update(state="done" if done else "failed", finished=time.time(),
@@ -352,7 +345,7 @@ def cancel_background() -> bool:
 
     path = home() / PROGRESS_FILE
     job = background.read_json(path)
-    if not job or job.get("state") != "running" or not background.stop(job):
+    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
         return False
     background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
                                  "finished": time.time()})

@@ -47,14 +47,25 @@ def create(store: Store, kind: str, group_id: str, settings: dict, plan: list, h
         return int(cur.lastrowid)
 
 
-def update(store: Store, comparison_id: int, **cols) -> None:
-    """Set columns (dict/list values stored as JSON)."""
+def update(store: Store, comparison_id: int, only_if_running: bool = False, **cols) -> bool:
+    """Set columns (dict/list values stored as JSON). `only_if_running`: only while its status
+    is 'running' (so that of two processes ending it, the first one's end stays). Returns
+    whether a row changed."""
     if not cols:
-        return
+        return False
     vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
     with store.tx() as conn:
-        conn.execute(f"UPDATE comparisons SET {', '.join(f'{k}=?' for k in cols)} WHERE id=?",
-                     (*vals, comparison_id))
+        return conn.execute(f"UPDATE comparisons SET {', '.join(f'{k}=?' for k in cols)} WHERE id=?"
+                            + (" AND status='running'" if only_if_running else ""),
+                            (*vals, comparison_id)).rowcount > 0
+
+
+def mark_stopping(store: Store, comparison_id: int, reason: str) -> bool:
+    """Record why a running comparison stops (its `ended_by`), unless one is recorded already
+    or it has ended: the first stop's reason stays. Returns whether it was recorded."""
+    with store.tx() as conn:
+        return conn.execute("UPDATE comparisons SET ended_by=? WHERE id=? AND status='running' AND ended_by IS NULL",
+                            (reason, comparison_id)).rowcount > 0
 
 
 def _row(row) -> dict:

@@ -2,7 +2,7 @@
 (SPEEDLAB_HOME, SPEEDLAB_SEED, SPEEDLAB_GROUP, SPEEDLAB_ROLE, SPEEDLAB_RUN_FILE) and
 stores a finished run through the store API, as SpeedLabCallback would, without TF.
 
-    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG] [--no-run]
+    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG] [--no-run] [--sleep S]
 
 T = the list's item SPEEDLAB_SEED (modulo its length). The run reaches its target (0.8) at exactly T s (epoch 2 of 2, t = T; epoch 1 at
 T/2 with 0.5) and trains 10 executions of 32 samples, each T/10 s long, so its
@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 from engine.config import RunConfig
 from engine.report.measure import steady_state
@@ -25,7 +26,9 @@ def main() -> int:
     p.add_argument("--sec", default="1.0", help="seconds per seed, comma-separated")
     p.add_argument("--fail", help="print this to stderr and exit 3 after storing the run")
     p.add_argument("--no-run", action="store_true", help="exit 0 without recording a run")
+    p.add_argument("--sleep", type=float, default=0.0, help="wait this many s first (a side still running)")
     a = p.parse_args()
+    time.sleep(a.sleep)
     if a.no_run:
         print("trained without the callback", file=sys.stderr)
         return 0

@@ -143,8 +143,8 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
         wall = summ.get("wall_sec")
         return (f":material/check_circle: {name}: completed"
                 + (f" in {wall:.1f} s" if wall else "") + rate), None
-    if st_ == "cancelled" and run.get("error") == runner.NOT_STARTED:  # cancelled while queued
-        return f":material/stop_circle: {name}: {runner.NOT_STARTED}", None
+    if st_ == "cancelled" and (run.get("error") or "").startswith(runner.NOT_STARTED):  # cancelled while queued
+        return f":material/stop_circle: {name}: {plain.md(run['error'])}", None  # (stopped: the CLI got SIGTERM)
     if st_ == "cancelled":
         return (f":material/stop_circle: {name}: cancelled at step {p.get('step', 0)}/"
                 f"{p.get('total_steps') or '?'} (partial charts kept){rate}"), None

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from engine import bundle
-from engine.base import plain
+from engine.base import csv_safe, plain
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.runs.compare import pick_label
 
@@ -17,19 +17,34 @@ MULTI_PICKERS = ("delete_ids", "overlay", "bundle_ids")
 SINGLE_PICKERS = ("speedup_baseline", "export_run")
 
 
+METRIC_TABLES = ("executions", "epochs", "system")
+
+
+def csv_downloads(store: Store, view: pd.DataFrame, rid: int | None) -> dict[str, str]:
+    """Every CSV this page offers, by file name: the (filtered) table and run `rid`'s
+    metric tables, each written by engine.base.csv_safe.to_csv (no cell can start a
+    spreadsheet formula; numbers stay numbers)."""
+    out = {"speedlab_runs.csv": csv_safe.to_csv(view)}
+    if rid is not None:
+        out.update({f"speedlab_run{rid}_{name}.csv": csv_safe.to_csv(store.frame(name, rid))
+                    for name in METRIC_TABLES})
+    return out
+
+
 def export_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     """CSV downloads: the (filtered) table and any run's metrics."""
     st.markdown("### Download")
     c1, c2, c3, c4, c5 = st.columns([1.3, 2, 1, 1, 1], vertical_alignment="bottom")
-    c1.download_button("Table (CSV)", plain.csv_frame(view).to_csv(index=False), "speedlab_runs.csv", "text/csv",
-                       icon=":material/download:", key="dl_table")
     ids = view["id"].tolist()
     rid = c2.selectbox("Run metrics", ids, key="export_run", format_func=lambda i: pick_label(by_id, i))
+    files = csv_downloads(store, view, rid)
+    c1.download_button("Table (CSV)", files["speedlab_runs.csv"], "speedlab_runs.csv", "text/csv",
+                       icon=":material/download:", key="dl_table")
     if rid is None:
         return
-    for col, name in ((c3, "executions"), (c4, "epochs"), (c5, "system")):
-        col.download_button(f"{name} (CSV)", store.frame(name, rid).to_csv(index=False),
-                            f"speedlab_run{rid}_{name}.csv", "text/csv", key=f"dl_{name}",
+    for col, name in zip((c3, c4, c5), METRIC_TABLES):
+        file = f"speedlab_run{rid}_{name}.csv"
+        col.download_button(f"{name} (CSV)", files[file], file, "text/csv", key=f"dl_{name}",
                             icon=":material/download:")
 
 

@@ -20,7 +20,7 @@ from engine.jobs import background, command_pairs
 from engine.store import Store, home
 from views.train.upload import LOCAL_ADDRESSES
 
-JOB_FILE = "pairs_job.json"
+JOB_FILE = background.PAIRS_FILE
 
 
 def allowed() -> bool:
@@ -28,30 +28,32 @@ def allowed() -> bool:
     return st.get_option("server.address") in LOCAL_ADDRESSES
 
 
-def _busy() -> str | None:
+def _running_comparison() -> str | None:
     from engine.jobs import comparison
 
-    why = background.busy()
-    if why:
-        return why
     with Store() as store:
         comp = comparison.running(store)
     return f"comparison #{comp['id']} is running: wait for it to end" if comp else None
 
 
+class Busy(ConfigError):
+    """Not started: the machine is busy (the first click's pairs, a run, a benchmark, ...)."""
+
+    def __init__(self, line: str):
+        super().__init__("machine", "busy", line.removeprefix("not started: "), "launch when it is idle")
+
+
 def launch(baseline_cmd: str, cmd: str, pairs: int) -> str:
-    """Check, then start the detached comparison; returns a one-line status.
-    Raises: ConfigError for bad input (nothing started)."""
+    """Check, then start the detached comparison once (engine.jobs.background.start_job: a
+    second click while the first one's pairs start or run is refused); returns a one-line
+    status. Raises: ConfigError for bad input or a busy machine (nothing started)."""
     command_pairs.check(baseline_cmd, cmd, pairs, command_pairs.DEFAULT_TIMEOUT_S)
-    why = _busy()
-    if why:
-        raise ConfigError("machine", "busy", why, "launch when it is idle")
     log = home() / "logs" / f"pairs-{int(time.time())}.log"
-    pid, started = background.spawn(["pairs", "--baseline-cmd", baseline_cmd, "--cmd", cmd,
-                                     "--pairs", str(pairs), "--quiet"], log)
-    background.write_json(home() / JOB_FILE, {"pid": pid, "pid_started": started, "log": str(log),
-                                              "baseline_cmd": baseline_cmd, "cmd": cmd, "pairs": pairs,
-                                              "created": time.time()})
+    pid = background.start_job(JOB_FILE, ["pairs", "--baseline-cmd", baseline_cmd, "--cmd", cmd,
+                                          "--pairs", str(pairs), "--quiet", "--progress-file",
+                                          str(home() / JOB_FILE)], log,
+                               {"baseline_cmd": baseline_cmd, "cmd": cmd, "pairs": pairs, "created": time.time()},
+                               error=Busy, also_busy=_running_comparison)
     return f"started: {pairs} pairs, process {pid}"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from engine.base import plain
-from engine.config import BACKBONES, MAX_MODEL_KERAS_BYTES, MODELS
+from engine.config import BACKBONES, MAX_MODEL_KERAS_BYTES, MODELS, ConfigError, inputs
 from engine.data import meta as datasets_meta
 from engine.data import userdata
 from engine.store import Store
@@ -171,24 +171,6 @@ def uploads_allowed() -> bool:
     return st.get_option("server.address") in LOCAL_ADDRESSES or bool(os.environ.get("SPEEDLAB_SECRET"))
 
 
-def save_model_upload(name: str, data: bytes) -> Path:
-    """Keep an uploaded .keras file under $SPEEDLAB_HOME/models/uploads/ with a safe name
-    (written to a temporary file, then renamed); returns its path. The engine loads it in
-    safe mode (no Python from the file) and checks it like a typed path."""
-    import os
-
-    from engine.store import home
-
-    folder = Path(home()) / "models" / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(name).stem).strip("._-")[:64] or "model"
-    path = folder / f"{stem}.keras"
-    tmp = path.with_suffix(".keras.part")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
-
-
 def model_upload_controls(sb) -> None:
     """'Upload a .keras model' (where `uploads_allowed`): the size is checked before the file
     is read; the saved file becomes the model file above."""
@@ -205,8 +187,11 @@ def model_upload_controls(sb) -> None:
     if file.size > MAX_MODEL_KERAS_BYTES:
         exp.error(f"{plain.md(file.name)} is {file.size:,} bytes, over the {MAX_MODEL_KERAS_BYTES:,} byte limit")
         return
-    try:
-        path = save_model_upload(file.name, file.getvalue())
+    try:  # named by its content: another model.keras upload never replaces this one
+        path = inputs.keep_upload(file.name, file.getvalue())
+    except ConfigError as e:
+        exp.error(plain.md(str(e)))
+        return
     except OSError as e:  # e.g. a full disk: one line
         exp.error(f"{plain.md(file.name)} was not kept: {type(e).__name__}: {plain.md(str(e)[:300])}")
         return

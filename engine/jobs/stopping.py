@@ -1,0 +1,52 @@
+"""Stopping everything a store runs because a process got a stop signal (SIGINT, SIGTERM,
+SIGHUP; engine.base.process.on_stop_signals): the queue process, the CLI waiting on a run
+or a comparison. One end for all (docs/reliability.md, "one rule for every signal"):
+
+- every comparison under way is marked with the reason (`ended_by`, e.g. "stopped: the
+  queue got SIGTERM"), its queued runs withdrawn (deleted: they never ran) and, once its
+  runs have ended, it ends `stopped` with its complete pairs kept
+  (engine.jobs.comparison.finish_if_done);
+- every other queued run ends `cancelled` before it started, and a running one is asked
+  to stop (engine.jobs.runner.cancel with the reason, which its worker stores as its error).
+
+Never "cancelled by the user": that is the Stop button's and `engine cancel`'s alone.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from engine.store import Store
+
+
+def stop_all(reason: str, store_path: Optional[os.PathLike] = None) -> list[str]:
+    """Stop everything the store runs, naming `reason`; returns runner.cancel's lines."""
+    from engine.jobs import comparison, runner
+    from engine.store import comparisons as cstore
+
+    store = Store(store_path)
+    try:
+        for comp in cstore.list_all(store):
+            if comp["status"] != "running" or (comp.get("settings") or {}).get("baseline_kind") == "command":
+                continue  # two commands' pairs: their own process ends them (engine.jobs.command_pairs)
+            cstore.mark_stopping(store, comp["id"], reason)  # the first stop's reason stays
+            comparison.withdraw_queued(store, cstore.get(store, comp["id"]))
+    finally:
+        store.close()
+    lines = runner.cancel_active(store_path, reason=reason)
+    store = Store(store_path)
+    try:
+        settle_all(store)
+    finally:
+        store.close()
+    return lines
+
+
+def settle_all(store: Store) -> None:
+    """End every running comparison whose runs have all ended or were withdrawn."""
+    from engine.jobs import comparison
+    from engine.store import comparisons as cstore
+
+    for comp in cstore.list_all(store):
+        if comp["status"] == "running":
+            comparison.settle_if_idle(store, comp)

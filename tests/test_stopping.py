@@ -1,0 +1,132 @@
+"""One rule for every stop signal (issue 56, item 4): SIGINT, SIGTERM and SIGHUP to any
+SpeedLab process, or to every process group of a store, end the same way. A run that was
+training ends `cancelled` naming the signal, never "cancelled by the user"; a comparison under
+way ends `stopped` with its complete pairs kept and its queued runs withdrawn; the next launch
+goes through at once (engine.base.process.on_stop_signals, engine.jobs.stopping)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from engine.base import process
+from engine.config import RunConfig
+from engine.jobs import background, comparison, runner, stopping
+from engine.store import Store
+from engine.store import comparisons as cstore
+from tests.helpers.pages import two_pair_comparison
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = ["--dataset", "synthetic", "--synthetic-shape", "8,8,1", "--synthetic-samples", "80", "--model", "mlp",
+        "--batch-size", "16", "--epochs", "400", "--validation-fraction", "0.2"]
+
+
+def test_the_lines_name_the_signal_and_who_got_it(monkeypatch):
+    monkeypatch.setitem(process.RECEIVED, "signal", None)
+    assert process.stop_reason("worker") == "cancelled by the user"  # no signal: the user's own cancel
+    monkeypatch.setitem(process.RECEIVED, "signal", "SIGHUP")
+    assert process.stop_reason("worker") == "stopped: the worker got SIGHUP"
+    assert process.stop_line("queue", "SIGTERM") == "stopped: the queue got SIGTERM"
+
+
+def test_a_stopped_comparison_keeps_its_complete_pairs_and_withdraws_the_queued(store):
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-sig1", "completed")
+    store.finish_run(r0, "completed")
+    lines = stopping.stop_all("stopped: the queue got SIGTERM", store.path)
+    comp = cstore.get(store, cid)
+    assert (comp["status"], comp["ended_by"]) == ("stopped", "stopped: the queue got SIGTERM; 1 complete pair kept")
+    assert store.get_run(b1) is None and store.get_run(r1) is None  # withdrawn: they never ran
+    assert [store.get_run(i)["status"] for i in (b0, r0)] == ["completed", "completed"]
+    assert lines == [] and runner.active_run(store) is None
+
+
+def test_a_running_run_stopped_by_a_signal_is_not_cancelled_by_the_user(store):
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-sig2", "running")
+    store.update_run(r0, pid=None, pid_started=None)  # claimed, its worker not started (no queue left)
+    stopping.stop_all("stopped: the CLI got SIGTERM", store.path)
+    run = store.get_run(r0)
+    assert (run["status"], run["error"]) == ("cancelled", "cancelled before its worker started")
+    comp = cstore.get(store, cid)
+    assert comp["status"] == "stopped" and comp["ended_by"].startswith("stopped: the CLI got SIGTERM; ")
+
+
+def test_a_worker_stopped_by_a_signal_of_its_own_stops_its_comparison_naming_it(store):
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-sig3", "running")
+    store.finish_run(r0, "cancelled", "stopped: the worker got SIGTERM")  # `kill <worker pid>`: it alone
+    comp = comparison.on_run_end(store, r0)  # the queue's hook after the run
+    assert (comp["status"], comp["ended_by"]) == ("stopped", "stopped: the worker got SIGTERM; 0 complete pairs kept")
+    assert store.get_run(b1) is None and store.get_run(r1) is None
+
+
+def _store_groups(home: Path, cli: subprocess.Popen) -> set[int]:
+    """The process groups of every process of this store: the CLI's, the queue's (with its workers)."""
+    groups = {os.getpgid(cli.pid)}
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(home) in a for a in p.info["cmdline"] or ()):
+                groups.add(os.getpgid(p.pid))
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return groups
+
+
+def _store_processes(home: Path) -> list[int]:
+    out = []
+    for p in psutil.process_iter(["cmdline", "environ"]):
+        try:
+            if any(str(home) in a for a in p.info["cmdline"] or ()) or \
+                    (p.info["environ"] or {}).get("SPEEDLAB_HOME") == str(home):
+                out.append(p.pid)
+        except psutil.Error:
+            pass
+    return [pid for pid in out if pid != os.getpid()]
+
+
+@pytest.mark.worker
+def test_sigterm_to_every_process_group_of_a_store_during_a_comparison(store_home):
+    env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
+                            "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:  # the first run trains
+            assert cli.poll() is None and time.monotonic() < deadline, cli.stderr.read() if cli.poll() else "slow"
+            try:
+                with Store(store_home / "runs.sqlite") as s:
+                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
+                        break
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
+            time.sleep(0.2)
+        for group in _store_groups(store_home, cli):
+            os.killpg(group, signal.SIGTERM)
+        out, err = cli.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while _store_processes(store_home) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _store_processes(store_home) == [], "a process of the store is still there 10 s after"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err, err
+    with Store(store_home / "runs.sqlite") as s:
+        runs = s.list_runs()
+        (comp,) = cstore.list_all(s)
+        assert comp["status"] == "stopped", comp
+        assert comp["ended_by"].startswith("stopped: the ") and "got SIGTERM; 0 complete pairs kept" in \
+            comp["ended_by"], (comp, [(r["id"], r["status"], r["error"]) for r in runs], err)
+        assert [r["status"] for r in runs] == ["cancelled"]  # the one that trained; the 3 queued were withdrawn
+        assert runs[0]["error"].startswith("stopped: the ") and runs[0]["error"].endswith(" got SIGTERM")
+        assert not [r for r in runs if "by the user" in (r["error"] or "")]
+        assert comparison.running(s) is None and runner.active_run(s) is None
+    assert background.busy() is None  # the next launch goes through at once
+    rid, = runner.submit([RunConfig(epochs=1)], store_path=store_home / "runs.sqlite", start=False)  # at once
+    runner.cancel(rid, store_home / "runs.sqlite")
