@@ -1,0 +1,82 @@
+"""SpeedLabCallback measured right (issue 55): accuracy under every name Keras logs, several
+fit() calls as one run, samples from the batches really run.
+
+Digits (1,797 samples) with validation_split=0.2: Keras trains on floor(1797 * 0.8) = 1437
+samples and validates on the last 360.
+"""
+from __future__ import annotations
+
+import pytest
+
+
+def _digits():
+    import keras
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.images.astype(np.float32) / 16.0)[..., None], keras.utils.to_categorical(d.target, 10)
+
+
+def _model(metrics, lr: float = 1e-2):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    m = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(32, activation="relu"),
+                          keras.layers.Dense(10, activation="softmax")])
+    m.compile(optimizer=keras.optimizers.Adam(lr), loss="categorical_crossentropy", metrics=metrics)
+    return m
+
+
+def _stored(run_id):
+    from engine.store import Store
+
+    with Store() as store:
+        return store.get_run(run_id), store.metrics("epochs", run_id), store.metrics("executions", run_id)
+
+
+@pytest.mark.tf
+def test_accuracy_key_finds_every_name_keras_logs():
+    from engine.training.outside import accuracy_key, target_key
+
+    for name in ("accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy"):
+        logs = {"loss": 1.0, name: 0.5, f"val_{name}": 0.75}
+        assert (accuracy_key(logs, False), accuracy_key(logs, True)) == (name, f"val_{name}")
+        assert target_key(logs, None) == f"val_{name}"
+    assert accuracy_key({"loss": 1.0, "val_loss": 1.0}, True) is None
+    assert target_key({"top1": 0.5, "val_top1": 0.6}, "top1") == "val_top1"
+    assert target_key({"top1": 0.5}, "top1") == "top1"
+    assert target_key({"val_accuracy": 0.5}, "val_top1") is None
+
+
+@pytest.mark.tf
+def test_acc_metric_reaches_its_target(store_home):
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    cb = SpeedLabCallback(name="acc", target_accuracy=0.8)
+    hist = _model(["acc"]).fit(x, y, batch_size=64, epochs=3, validation_split=0.2, verbose=0, callbacks=[cb])
+    run, epochs, _ = _stored(cb.run_id)
+    assert "val_acc" in hist.history and "val_accuracy" not in hist.history  # what Keras logs
+    assert [e["val_accuracy"] for e in epochs] == pytest.approx(hist.history["val_acc"])
+    assert [e["accuracy"] for e in epochs] == pytest.approx(hist.history["acc"])
+    first = next(i for i, a in enumerate(hist.history["val_acc"]) if a >= 0.8)
+    s = run["summary"]
+    assert s["time_to_target_sec"] == pytest.approx(epochs[first]["t"]) and s["time_to_target_note"] is None
+    assert s["final_val_accuracy"] == pytest.approx(hist.history["val_acc"][-1]) and s["warnings"] == []
+
+
+@pytest.mark.tf
+def test_a_missing_target_metric_is_said_once_at_the_first_epoch_end(store_home, capfd):
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    cb = SpeedLabCallback(name="noval", target_accuracy=0.8)
+    _model(["acc"]).fit(x[:256], y[:256], batch_size=64, epochs=2, verbose=0, callbacks=[cb])  # no validation
+    run, epochs, _ = _stored(cb.run_id)
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("SpeedLab:")]
+    assert len(lines) == 1 and "validation accuracy" in lines[0] and "acc, loss" in lines[0]
+    assert run["summary"]["warnings"] == lines and run["plan"]["warnings"] == lines
+    assert run["summary"]["time_to_target_sec"] is None
+    assert run["summary"]["time_to_target_note"].startswith("not measured: validation accuracy")
+    assert [e["accuracy"] is not None for e in epochs] == [True, True]  # train 'acc' is stored
