@@ -80,3 +80,31 @@ def test_a_missing_target_metric_is_said_once_at_the_first_epoch_end(store_home,
     assert run["summary"]["time_to_target_sec"] is None
     assert run["summary"]["time_to_target_note"].startswith("not measured: validation accuracy")
     assert [e["accuracy"] is not None for e in epochs] == [True, True]  # train 'acc' is stored
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("initial_epoch", [0, 2])
+def test_two_fits_under_one_callback_are_one_run(store_home, initial_epoch):
+    """Phase 1: 2 epochs at lr 1e-5 (validation accuracy stays far below 0.8); phase 2: 3 more
+    at lr 1e-2 (its own epochs 0-2, or 2-4 with initial_epoch=2). 1437 / 64 -> 23 steps an epoch."""
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    cb = SpeedLabCallback(name="two-phase", target_accuracy=0.8)
+    m = _model(["accuracy"], lr=1e-5)
+    h1 = m.fit(x, y, batch_size=64, epochs=2, validation_split=0.2, verbose=0, callbacks=[cb])
+    m.optimizer.learning_rate.assign(1e-2)
+    h2 = m.fit(x, y, batch_size=64, epochs=3 + initial_epoch, initial_epoch=initial_epoch, validation_split=0.2,
+               verbose=0, callbacks=[cb])
+    run, epochs, execs = _stored(cb.run_id)
+    val = h1.history["val_accuracy"] + h2.history["val_accuracy"]
+    assert [e["epoch"] for e in epochs] == [0, 1, 2, 3, 4]
+    assert [e["step"] for e in epochs] == [23, 46, 69, 92, 115]
+    assert [e["val_accuracy"] for e in epochs] == pytest.approx(val)
+    assert all(a < b for a, b in zip([e["t"] for e in epochs], [e["t"] for e in epochs][1:]))
+    s = run["summary"]
+    assert run["status"] == "completed" and s["epochs_run"] == 5 and s["steps"] == 115 and len(execs) == 115
+    assert max(h1.history["val_accuracy"]) < 0.8 <= max(val)  # reached in the second fit only
+    first = next(i for i, a in enumerate(val) if a >= 0.8)
+    assert s["time_to_target_sec"] == pytest.approx(epochs[first]["t"]) and s["time_to_target_note"] is None
+    assert [sum(e["epoch"] == k for e in execs) for k in range(5)] == [23] * 5

@@ -400,7 +400,10 @@ class SpeedLabCallback(keras.callbacks.Callback):
             writer.set_t0(t0)
             store.update_run(run_id, plan={**self._plan, "train_started_at": time.time()})
 
-        rec = _recorder_class(Recorder)(gb, steps or 1, writer.push, target_accuracy=self.target_accuracy,
+        def sink(table: str, row: tuple) -> None:  # the current writer: a later fit starts a new one
+            self._writer.push(table, row)
+
+        rec = _recorder_class(Recorder)(gb, steps or 1, sink, target_accuracy=self.target_accuracy,
                                         on_start=on_start, timeline=tl, plain_val_loss=True)
         rec._setup_script()
         rec.target_metric, rec.on_missing_target = self.target_metric, self._missing_target
