@@ -108,3 +108,92 @@ def test_two_fits_under_one_callback_are_one_run(store_home, initial_epoch):
     first = next(i for i, a in enumerate(val) if a >= 0.8)
     assert s["time_to_target_sec"] == pytest.approx(epochs[first]["t"]) and s["time_to_target_note"] is None
     assert [sum(e["epoch"] == k for e in execs) for k in range(5)] == [23] * 5
+
+
+@pytest.mark.tf
+def test_short_last_batches_are_counted_as_run(store_home):
+    """1437 training samples in batches of 64: 22 full batches and one of 1437 - 22 * 64 = 29."""
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    cb = SpeedLabCallback(name="short")
+    _model(["accuracy"]).fit(x, y, batch_size=64, epochs=2, validation_split=0.2, verbose=0, callbacks=[cb])
+    assert cb._rec.samples == ([64] * 22 + [29]) * 2
+    run, _, execs = _stored(cb.run_id)
+    last = execs[22]  # epoch 0's short batch: its rate is 29 samples over its own duration
+    assert last["samples_per_sec"] == pytest.approx(29 / last["duration"])
+    s = run["summary"]
+    assert s["end_to_end_samples_per_sec"] == pytest.approx(2 * 1437 / s["fit_sec"])
+
+
+@pytest.mark.tf
+def test_a_generator_without_length_gives_the_scripts_own_throughput(store_home):
+    """A generator of 50 batches of 32 and one of 10 (1,610 samples), 20 ms of data work a
+    batch: Keras knows neither its length nor its batch size."""
+    import time
+
+    import keras
+
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    yielded = []
+
+    def batches():
+        for i in range(51):
+            n = 32 if i < 50 else 10
+            time.sleep(0.02)
+            yielded.append(n)
+            yield x[i * 32:i * 32 + n], y[i * 32:i * 32 + n]
+
+    clock = {}
+
+    class Clock(keras.callbacks.Callback):  # the script's own clock: training's start to its (one) epoch's end
+        def on_train_begin(self, logs=None):
+            clock["t0"] = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            clock["t1"] = time.perf_counter()
+
+    cb = SpeedLabCallback(name="gen")
+    _model(["accuracy"]).fit(batches(), epochs=1, verbose=0, callbacks=[cb, Clock()])
+    assert sum(yielded) == 1610 and sum(cb._rec.samples) == 1610
+    run, _, execs = _stored(cb.run_id)
+    s = run["summary"]
+    assert run["status"] == "completed" and len(execs) == 51
+    own = 1610 / (clock["t1"] - clock["t0"])
+    assert s["end_to_end_samples_per_sec"] > 0 and s["end_to_end_samples_per_sec"] == pytest.approx(own, rel=0.05)
+    assert s["samples_per_sec"] > 0 and s["global_batch_size"] == 32 and "throughput_note" not in s
+    assert all(e["samples_per_sec"] > 0 for e in execs)
+
+
+@pytest.mark.tf
+def test_samples_it_cannot_count_give_no_throughput_with_a_reason(store_home):
+    """A custom train_step that never updates Keras's loss tracker, fed by a generator: no
+    batch size is known anywhere, so no throughput is stored (not a guessed one)."""
+    import keras
+    import tensorflow as tf
+
+    from engine.training.outside import SpeedLabCallback
+
+    class Plain(keras.Sequential):
+        def train_step(self, data):
+            xb, yb = data
+            with tf.GradientTape() as tape:
+                loss = keras.losses.categorical_crossentropy(yb, self(xb, training=True))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            return {"loss": tf.reduce_mean(loss)}
+
+    x, y = _digits()
+    m = Plain([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")])
+    m.compile(optimizer="adam", loss="categorical_crossentropy")
+    cb = SpeedLabCallback(name="plain")
+    m.fit(((x[i:i + 32], y[i:i + 32]) for i in range(0, 320, 32)), epochs=1, verbose=0, callbacks=[cb])
+    run, _, execs = _stored(cb.run_id)
+    s = run["summary"]
+    assert run["status"] == "completed" and execs == [] and s["steps"] == 10 and s["executions"] == 10
+    assert s["samples_per_sec"] is None and s["end_to_end_samples_per_sec"] is None and s.get("mfu") is None
+    assert s["throughput_note"] == ("not measured: the samples of 10 of 10 executions are unknown "
+                                    "(Keras did not report their batch size); those executions are not "
+                                    "stored as throughput points")

@@ -401,6 +401,10 @@ class SpeedLabCallback(keras.callbacks.Callback):
             store.update_run(run_id, plan={**self._plan, "train_started_at": time.time()})
 
         def sink(table: str, row: tuple) -> None:  # the current writer: a later fit starts a new one
+            if table == "executions" and row[6] is None:
+                # Samples unknown: the store's samples_per_sec cannot say 'unknown', and any
+                # number there would be wrong; the summary says why there is no throughput.
+                return
             self._writer.push(table, row)
 
         rec = _recorder_class(Recorder)(gb, steps or 1, sink, target_accuracy=self.target_accuracy,
@@ -523,7 +527,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
         out["instrumentation"]["writer_cpu_sec"] = self._writer.cpu_sec
         if unknown:
             out["throughput_note"] = (f"not measured: the samples of {unknown} of {len(rec.samples)} executions "
-                                      "are unknown (Keras did not report their batch size)")
+                                      "are unknown (Keras did not report their batch size); those executions "
+                                      "are not stored as throughput points")
         if rec.target_missing:
             out["time_to_target_note"] = "not measured: " + rec.target_missing.removeprefix("SpeedLab: ")
         if out.get("samples_per_sec"):
