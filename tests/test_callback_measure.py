@@ -197,3 +197,91 @@ def test_samples_it_cannot_count_give_no_throughput_with_a_reason(store_home):
     assert s["throughput_note"] == ("not measured: the samples of 10 of 10 executions are unknown "
                                     "(Keras did not report their batch size); those executions are not "
                                     "stored as throughput points")
+
+
+def _wait_final(run_id, timeout_s: float = 10.0) -> dict:
+    import time
+
+    t0 = time.monotonic()
+    while True:
+        run, _, _ = _stored(run_id)
+        if run["status"] not in ("queued", "running") or time.monotonic() - t0 > timeout_s:
+            return run
+        time.sleep(0.1)
+
+
+@pytest.mark.tf
+def test_a_fit_that_raises_in_a_living_process_ends_its_run_failed_at_once(store_home):
+    """A generator whose fourth batch raises: the notebook (here: pytest) lives on."""
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+
+    def batches():
+        for i in range(10):
+            if i == 3:
+                raise ValueError("batch 3 is damaged\nsecond line")
+            yield x[i * 32:(i + 1) * 32], y[i * 32:(i + 1) * 32]
+
+    cb = SpeedLabCallback(name="raises")
+    with pytest.raises(Exception, match="batch 3 is damaged"):
+        _model(["accuracy"]).fit(batches(), epochs=1, verbose=0, callbacks=[cb])
+    run = _wait_final(cb.run_id, timeout_s=5.0)
+    assert run["status"] == "failed", run
+    # TensorFlow wraps the generator's ValueError; its own line is the one that says what failed.
+    assert run["error"] == "fit() raised: InvalidArgumentError: ValueError: batch 3 is damaged"
+    assert run["summary"]["steps"] == 3  # what it measured is kept
+
+
+@pytest.mark.tf
+def test_a_callback_that_raises_in_a_living_process_ends_its_run_failed(store_home):
+    import keras
+
+    from engine.training.outside import SpeedLabCallback
+
+    class Boom(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 2:
+                raise RuntimeError("boom")
+
+    x, y = _digits()
+    cb = SpeedLabCallback(name="boom")
+    with pytest.raises(RuntimeError, match="boom"):
+        _model(["accuracy"]).fit(x[:320], y[:320], batch_size=32, epochs=1, verbose=0, callbacks=[cb, Boom()])
+    run = _wait_final(cb.run_id, timeout_s=5.0)
+    assert (run["status"], run["error"]) == ("failed", "fit() ended without finishing (it raised or was interrupted)")
+
+
+@pytest.mark.tf
+def test_stop_on_a_script_run_stops_training_and_never_signals_its_process(store_home):
+    """runner.cancel (the page's Stop, `engine cancel`) from another thread at batch 2 of 400
+    (20 ms each): training stops at a batch's end within about a second; this process (the
+    script's, here pytest's) is not signalled, so the test goes on."""
+    import threading
+    import time
+
+    import keras
+
+    from engine.jobs import runner
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    lines, seen = [], []
+
+    def batches():
+        for i in range(400):
+            time.sleep(0.02)
+            yield x[:32], y[:32]
+
+    class Ask(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(batch)
+            if batch == 2:
+                threading.Thread(target=lambda: lines.append(runner.cancel(cb.run_id))).start()
+
+    cb = SpeedLabCallback(name="stop")
+    _model(["accuracy"]).fit(batches(), epochs=1, verbose=0, callbacks=[cb, Ask()])
+    run = _wait_final(cb.run_id)
+    assert lines and "stop requested" in lines[0] and "not signalled" in lines[0]
+    assert run["status"] == "cancelled" and "not signalled" in run["error"]
+    assert 3 <= len(seen) < 400 and run["summary"]["steps"] == len(seen)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -281,6 +282,12 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._tl = None
         self._off = False
         self._finished = False
+        self._lock = threading.Lock()  # _finish: the training thread or the watch thread, once
+        self._in_fit = False
+        self._fit = None  # (thread id, frame) of the running fit
+        self._raised: Optional[str] = None  # the train step's exception, one line
+        self._stop_asked = False
+        self._watch: Optional[threading.Thread] = None
 
     # --- failure handling -------------------------------------------------
     def _disable(self, what: str, exc: BaseException) -> None:
@@ -309,11 +316,89 @@ class SpeedLabCallback(keras.callbacks.Callback):
                 return
             self._call("read_fit", self.params or {})
             self._call("on_train_begin", logs)
+            self._watch_fit()
             return
         try:
             self._begin()
         except Exception as e:  # noqa: BLE001 - never fail the user's training
             self._disable("start", e)
+            return
+        self._watch_fit()
+
+    # --- a fit that raises, a stop request ------------------------------------
+    def _watch_fit(self) -> None:
+        """Note the running fit (its frame, its thread) and wrap its train function, so that
+        the watch thread can end the run failed at once when fit raises in a process that lives
+        on (a notebook cell, a try around fit), with the train step's exception as its reason."""
+        if self._off or self.run_id is None:
+            return
+        try:
+            frame = _fit_frame()
+            self._fit = (threading.get_ident(), frame) if frame is not None else None
+            self._raised = None
+            fn = getattr(self.model, "train_function", None)
+            if fn is not None and not getattr(fn, "_speedlab", False):
+                self.model.train_function = _catching(fn, self)
+            self._in_fit = True
+            if self._watch is None or not self._watch.is_alive():
+                self._watch = threading.Thread(target=self._watching, daemon=True, name="speedlab-watch")
+                self._watch.start()
+        except Exception as e:  # noqa: BLE001 - never fail the user's training
+            self._disable("watch", e)
+
+    def _fit_running(self) -> bool:
+        """Whether the noted fit's frame is still on its thread's stack."""
+        if self._fit is None:
+            return True  # no frame found: only on_train_end or the exit end it
+        tid, target = self._fit
+        frame = sys._current_frames().get(tid)
+        try:
+            while frame is not None:
+                if frame is target:
+                    return True
+                frame = frame.f_back
+            return False
+        finally:
+            del frame
+
+    def _watching(self) -> None:
+        """The watch thread: every WATCH_S, a fit that left without on_train_end ends the run
+        failed; every STOP_POLL_S, a stop request in the store (Stop, `engine cancel`) asks
+        training to stop at its next batch (Recorder.stop_event: model.stop_training)."""
+        from engine.store import Store
+
+        store, next_poll = None, 0.0
+        try:
+            while not self._off:
+                time.sleep(WATCH_S)
+                if not self._in_fit or self._finished:
+                    continue
+                if not self._fit_running():
+                    if self._in_fit and not self._finished:
+                        self._in_fit = False
+                        reason = (f"fit() raised: {self._raised}" if self._raised else
+                                  "fit() ended without finishing (it raised or was interrupted)")
+                        s = Store(self._home)
+                        try:
+                            self._finish("failed", one_line(reason), store=s)
+                        finally:
+                            s.close()
+                    continue
+                if time.monotonic() >= next_poll and not self._stop_asked:
+                    next_poll = time.monotonic() + STOP_POLL_S
+                    store = store or Store(self._home, patience_s=0, busy_timeout_s=0.5)
+                    run = store.get_run(self.run_id)
+                    if run and run.get("cancel_requested"):
+                        self._stop_asked = True
+                        self._rec.stop_event.set()
+        except Exception:  # noqa: BLE001 - the watch is best effort; training goes on
+            pass
+        finally:
+            if store is not None:
+                try:
+                    store.close()
+                except Exception:  # noqa: BLE001
+                    pass
 
     def _reopen(self) -> None:
         """A later fit of the same run: the run is running again, with a new writer."""
@@ -324,7 +409,9 @@ class SpeedLabCallback(keras.callbacks.Callback):
             return
         home = self._home
         self._store = Store(home)
-        self._store.update_run(self.run_id, status="running", ended=None)
+        self._store.update_run(self.run_id, status="running", ended=None, error=None, cancel_requested=None)
+        self._stop_asked = False
+        self._rec.stop_event.clear()
         self._writer = Writer(lambda: Store(home, patience_s=0, busy_timeout_s=0.5), self.run_id)
         self._writer.set_t0(self._rec.t0)
         self._writer.start()
@@ -451,9 +538,14 @@ class SpeedLabCallback(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self._off or self._rec is None:
             return
+        self._in_fit = False
         self._call("on_train_end", logs)
         try:
-            self._finish("completed", None)
+            if self._stop_asked:
+                self._finish("cancelled", "stopped on request (Stop or engine cancel): training stopped at a "
+                             "batch's end; its process was not signalled; what it measured is kept")
+            else:
+                self._finish("completed", None)
         except Exception as e:  # noqa: BLE001 - never fail the user's training
             traceback.print_exc()
             self._disable("finish", e)
@@ -472,18 +564,25 @@ class SpeedLabCallback(keras.callbacks.Callback):
             except Exception:  # noqa: BLE001
                 pass
 
-    def _finish(self, status: str, error: Optional[str]) -> None:
-        if self._finished:
-            return
+    def _finish(self, status: str, error: Optional[str], store=None) -> None:
+        """End the run: stop the writer, store the summary. `store`: the watch thread's own
+        (sqlite connections stay in their thread); default the training thread's."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finish_locked(status, error, store)
+
+    def _finish_locked(self, status: str, error: Optional[str], store) -> None:
         self._writer.stop(patience_s=30.0)
         summary = self.summary()
         if self._writer.lost_total:  # as engine.jobs.worker.incomplete_summary
             summary.update(metrics_incomplete=self._writer.lost_total, metrics_lost=dict(self._writer.lost))
         summary.update(run_id=self.run_id, status=status, error=error, warnings=list(self.warnings), warm_worker=False,
                        source=OUTSIDE_SCRIPT_SOURCE)
-        self._store.finish_run(self.run_id, status, error, summary=summary)
+        (store or self._store).finish_run(self.run_id, status, error, summary=summary, only_if_active=True)
         self._finished = True
-        self._store.close()
+        if store is None:
+            self._store.close()
 
     def summary(self) -> dict:
         """The run's summary: engine.training.summary.RunSummary's keys, plus MFU (engine.report.mfu)."""
@@ -539,6 +638,41 @@ class SpeedLabCallback(keras.callbacks.Callback):
             except Exception as e:  # noqa: BLE001 - a missing MFU must not fail the run
                 out["peak_source"] = f"MFU not computed: {type(e).__name__}: {str(e)[:200]}"
         return out
+
+
+WATCH_S = 0.25  # how often the watch thread looks for a fit that left without on_train_end (s)
+STOP_POLL_S = 1.0  # how often it reads the store for a stop request (s)
+MAX_LINE = 300  # a reason is one line of at most this many characters
+
+
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    """`text`'s first non-empty line, at most `limit` characters (with '...' when cut)."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+_PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)(: .*)?$")
+
+
+def exception_line(e: BaseException) -> str:
+    """One line for an exception: its type and first line, or, for a TensorFlow error that
+    wraps a Python one (a generator's), the wrapped exception's line, which says what failed."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    inner = [ln for ln in lines[1:] if _PY_ERROR.match(ln)]
+    return one_line(f"{type(e).__name__}: {inner[-1] if inner else (lines[0] if lines else '')}")
+
+
+def _catching(fn, cb):
+    """`fn` (Keras's train function), noting the exception it raises on `cb` (one line)."""
+    def train_function(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as e:
+            cb._raised = exception_line(e)
+            raise
+
+    train_function._speedlab = True
+    return train_function
 
 
 def _recorder_class(Recorder):
