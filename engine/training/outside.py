@@ -10,7 +10,7 @@ to gives one warning, after which it does nothing.
 
 Environment (the contract with ``python -m engine pairs``; all optional): SPEEDLAB_HOME (the store
 folder), SPEEDLAB_GROUP (the run's group_id), SPEEDLAB_ROLE ('baseline' or 'run'), SPEEDLAB_RUN_FILE
-(``{"run_id": N}`` written there, atomically, once the run row exists), SPEEDLAB_SEED (the seed the
+(``{"run_id": N, "store": PATH}`` written there, atomically, once the run row exists), SPEEDLAB_SEED (the seed the
 script used; kept in the config).
 
 The run's config is a RunConfig dict filled with what the callback can read (backend, precision,
@@ -32,16 +32,19 @@ from typing import Optional
 
 import keras
 
+from engine.base.lines import one_line
 from engine.store.rows import OUTSIDE_SCRIPT_SOURCE  # stdlib only: nothing heavy in the user's script
 
 LABEL = "from an outside script"
 
 
-def write_run_file(path: str, run_id: int) -> None:
-    """Write ``{"run_id": N}`` to `path` atomically (a temp file, then os.replace)."""
+def write_run_file(path: str, run_id: int, store: Optional[str] = None) -> None:
+    """Write ``{"run_id": N, "store": PATH}`` to `path` atomically (a temp file, then
+    os.replace): the run and the store it is in (`python -m engine pairs` takes a side's run
+    only from its own store)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as fh:
-        json.dump({"run_id": run_id}, fh)
+        json.dump({"run_id": run_id, **({"store": store} if store else {})}, fh)
     os.replace(tmp, path)
 
 
@@ -478,7 +481,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         atexit.register(self._at_exit)  # a fit that raised never calls on_train_end
         path = os.environ.get("SPEEDLAB_RUN_FILE")
         if path:
-            write_run_file(path, run_id)
+            write_run_file(path, run_id, os.path.realpath(store.path))
         writer = Writer(lambda: Store(home, patience_s=0, busy_timeout_s=0.5), run_id)
         writer.start()
         self._writer = writer
@@ -642,15 +645,6 @@ class SpeedLabCallback(keras.callbacks.Callback):
 
 WATCH_S = 0.25  # how often the watch thread looks for a fit that left without on_train_end (s)
 STOP_POLL_S = 1.0  # how often it reads the store for a stop request (s)
-MAX_LINE = 300  # a reason is one line of at most this many characters
-
-
-def one_line(text: str, limit: int = MAX_LINE) -> str:
-    """`text`'s first non-empty line, at most `limit` characters (with '...' when cut)."""
-    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
-    return line if len(line) <= limit else line[:limit - 3] + "..."
-
-
 _PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)(: .*)?$")
 
 
