@@ -127,6 +127,24 @@ def test_short_last_batches_are_counted_as_run(store_home):
 
 
 @pytest.mark.tf
+@pytest.mark.parametrize("drop", [False, True])
+def test_a_tf_data_set_counts_its_batches_as_run(store_home, drop):
+    """The first 1437 digits as tf.data batches of 64: 22 full and one of 29 (Keras knows the
+    number of batches, not their size: the loss tracker counts them), or, with
+    drop_remainder, 22 of a static 64."""
+    import tensorflow as tf
+
+    from engine.training.outside import SpeedLabCallback
+
+    x, y = _digits()
+    ds = tf.data.Dataset.from_tensor_slices((x[:1437], y[:1437])).batch(64, drop_remainder=drop)
+    cb = SpeedLabCallback(name="tfdata")
+    _model(["accuracy"]).fit(ds, epochs=1, verbose=0, callbacks=[cb])
+    assert cb._rec.samples == [64] * 22 + ([] if drop else [29])
+    assert cb._rec.unknown_samples == 0
+
+
+@pytest.mark.tf
 def test_a_generator_without_length_gives_the_scripts_own_throughput(store_home):
     """A generator of 50 batches of 32 and one of 10 (1,610 samples), 20 ms of data work a
     batch: Keras knows neither its length nor its batch size."""

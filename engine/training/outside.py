@@ -172,9 +172,12 @@ class _ScriptRecorder:
         try:
             adapter = getattr(frame.f_locals.get("epoch_iterator"), "data_adapter", None) if frame else None
             if adapter is not None and steps:
-                nb, bs = adapter.num_batches, adapter.batch_size
-                if nb and bs and int(nb) == int(steps):
-                    self._known = (int(bs), int(nb), int(adapter.partial_batch_size or bs))
+                nb, bs, partial = adapter.num_batches, adapter.batch_size, adapter.has_partial_batch
+                if partial is None and type(adapter).__name__ == "TFDatasetAdapter":
+                    partial = False  # a static batch dimension: every element has it
+                last = adapter.partial_batch_size if partial else bs
+                if nb and bs and last and partial is not None and int(nb) == int(steps):
+                    self._known = (int(bs), int(nb), int(last))
         except Exception:  # noqa: BLE001 - an adapter without these: counted from the tracker
             self._known = None
         finally:
