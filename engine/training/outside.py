@@ -381,12 +381,15 @@ class SpeedLabCallback(keras.callbacks.Callback):
                     continue
                 if not self._fit_running():
                     if self._in_fit and not self._finished:
-                        self._in_fit = False
-                        reason = (f"fit() raised: {self._raised}" if self._raised else
-                                  "fit() ended without finishing (it raised or was interrupted)")
+                        self._in_fit, self._fit = False, None  # the frame holds fit's data: let it go
+                        reason = one_line(f"fit() raised: {self._raised}" if self._raised else
+                                          "fit() ended without finishing (it raised or was interrupted)")
                         s = Store(self._home)
                         try:
-                            self._finish("failed", one_line(reason), store=s)
+                            self._finish("failed", reason, store=s)
+                        except Exception:  # noqa: BLE001 - no summary: the run still ends, with its reason
+                            s.finish_run(self.run_id, "failed", reason, only_if_active=True)
+                            self._finished = True
                         finally:
                             s.close()
                     continue
@@ -544,7 +547,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self._off or self._rec is None:
             return
-        self._in_fit = False
+        self._in_fit, self._fit = False, None  # the frame holds fit's data: let it go
         self._call("on_train_end", logs)
         try:
             if self._stop_asked:
