@@ -88,6 +88,47 @@ def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path)
 
 
 @pytest.mark.worker
+def test_a_candidate_that_writes_to_another_store_is_refused_and_no_other_run_changes(tmp_path):
+    """The pairs' store already holds an unrelated run #1; the candidate sets its own
+    SPEEDLAB_HOME, so its run is #1 of another store. Nothing of the pairs' store's #1 may change."""
+    from engine.config import RunConfig
+
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        other_id = store.create_run(RunConfig().to_json(), role="run", group_id=None, status="completed")
+        before = store.get_run(other_id)
+    finally:
+        store.close()
+    elsewhere = tmp_path / "elsewhere"
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1 --home {elsewhere}",
+                "--pairs", "1")
+    assert proc.returncode == 1 and proc.stdout == ""
+    line = f"error: the candidate wrote to another store: {os.path.realpath(elsewhere / 'runs.sqlite')}"
+    assert proc.stderr.strip().splitlines()[-1] == line
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        assert other_id == 1 and store.get_run(other_id) == before
+        from engine.store import comparisons as cstore
+
+        (comp,) = cstore.list_all(store)
+        assert comp["ended_by"].startswith(line[len("error: "):]) and comp["plan"] == []
+    finally:
+        store.close()
+
+
+@pytest.mark.worker
+def test_a_megabyte_stderr_line_gives_a_reason_of_one_short_line(tmp_path):
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --fail-chars 200000", "--cmd", f"{SIDE} --sec 1",
+                "--pairs", "1", "--json")
+    assert proc.returncode == 1
+    c = _last_json(proc)["comparison"]
+    for reason in (c["pair_rows"][0]["error"], c["ended_by"]):
+        assert "\n" not in reason and len(reason) <= 300 and "all of it: " in reason
+    log = c["pair_rows"][0]["error"].rsplit("all of it: ", 1)[1].rstrip(")")
+    assert Path(log).read_text().count("x" * 200_000) == 1  # the whole line is in the log file
+
+
+@pytest.mark.worker
 def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
     proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --no-run", "--cmd", f"{SIDE} --sec 1", "--pairs", "1")
     assert proc.returncode == 1

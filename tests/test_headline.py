@@ -47,3 +47,14 @@ def test_own_baseline_shows_its_own_time_to_target():
 
 def test_ratio_text():
     assert (headline.ratio_text(2.966), headline.ratio_text(None)) == ("2.97×", "—")
+
+
+def test_a_script_run_without_baseline_is_told_to_compare_scripts_with_engine_pairs():
+    from views.components.headline import PAIRS_ADVICE, no_baseline_caption
+
+    script = {"id": 3, "role": "run", "group_id": None, "plan": {"source": "callback", "script": "train.py"}}
+    assert no_baseline_caption(script) == PAIRS_ADVICE and "python -m engine pairs" in PAIRS_ADVICE
+    assert "Compare with baseline" not in PAIRS_ADVICE
+    plain = {"id": 4, "role": "run", "group_id": None, "plan": {}}
+    assert no_baseline_caption(plain).startswith("No baseline for this run: turn on **Compare with baseline**")
+    assert no_baseline_caption({**plain, "group_id": "tune-0a1b2c3d"}).startswith("A run of the tune-baseline sweep")

@@ -100,7 +100,8 @@ def test_env_contract_group_role_and_run_file(store_home, monkeypatch):
     x, y = _digits()
     cb = SpeedLabCallback()
     _model().fit(x[:256], y[:256], batch_size=64, epochs=1, verbose=0, callbacks=[cb])
-    assert json.loads(run_file.read_text()) == {"run_id": cb.run_id}
+    assert json.loads(run_file.read_text()) == {"run_id": cb.run_id,
+                                                "store": os.path.realpath(store_home / "runs.sqlite")}
     with Store() as store:
         run = store.get_run(cb.run_id)
     assert (run["group_id"], run["role"], run["config"]["seed"]) == ("pairs-7", "baseline", 3)

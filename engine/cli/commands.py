@@ -50,13 +50,16 @@ def cmd_pairs(args) -> int:
                   f"pair i on seed {args.seed}+i, order AB BA ...)", file=sys.stderr)
 
     def on_side(s):
-        if not args.quiet:
+        if not args.quiet and not s.get("refused"):  # a refusal is said once, at the end
             what = f"run #{s['run_id']}" if s["run_id"] is not None else "no run"
             print(f"pair {s['pair'] + 1} ({s['order']}) {s['role']}: {what}" +
                   (f"; failed: {s['error']}" if s["error"] else ""), file=sys.stderr)
 
     comp = command_pairs.run(args.baseline_cmd, args.cmd, args.pairs, seed=args.seed, timeout_s=args.timeout_s,
                              on_side=on_side, comparison_id=started)
+    if comp.get("refused"):  # the comparison ended there: one line, nothing else to show
+        print(f"error: {comp['refused']}", file=sys.stderr)
+        return 1
     out = {"commands": (comp.get("settings") or {}).get("commands"), "comparison": comparison_json(comp)}
     if args.json:
         print_json(out)

@@ -8,9 +8,16 @@ is run only from the CLI or a local server, as the server's own user.
 Each side gets the environment contract of issue 44 (read by the SpeedLab callback):
 SPEEDLAB_HOME (the store folder), SPEEDLAB_SEED (pair i: seed + i, the same on both
 sides), SPEEDLAB_GROUP (the comparison's 'cmp-<hex>'), SPEEDLAB_ROLE ('baseline' |
-'run') and SPEEDLAB_RUN_FILE (the callback writes {"run_id": N} there). The side's run
+'run') and SPEEDLAB_RUN_FILE (the callback writes {"run_id": N, "store": PATH} there). The side's run
 is read from that file, else the newest run row of that group and role created after
-the side started.
+the side started. The comparison owns its runs: a run is taken only from this store and
+only when its group and role are this side's. A side that wrote to another store (it
+set its own SPEEDLAB_HOME) ends the comparison at once, in one line ("the candidate
+wrote to another store: PATH"); no run outside the comparison is ever modified.
+
+Every reason (a pair's error, the comparison's ended_by) is one line of at most 300
+characters (engine.base.lines); each side's whole stderr is kept in
+<store folder>/pairs/<group>/.
 
 The comparison is stored like `run --baseline`'s (engine.store.comparisons, kind
 'ab', settings baseline_kind 'command' and the two commands as plain text); its
@@ -40,6 +47,7 @@ from engine.report.comparison import evaluate
 from engine.base import process
 from engine.base.process import process_alive, start_time
 from engine.store import Store
+from engine.base.lines import one_line
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 MAX_PAIRS = 50
@@ -97,18 +105,33 @@ def _tail(path: str) -> str:
         return ""
 
 
-def _run_id(store: Store, run_file: str, group: str, role: str, since: float) -> Optional[int]:
-    """The side's run: from its run file, else the newest row of group+role created since `since`."""
+SIDE_NAMES = {"baseline": "the baseline", "run": "the candidate"}
+
+
+def _run_id(store: Store, run_file: str, group: str, role: str, since: float) -> tuple[Optional[int], Optional[str]]:
+    """(the side's run, None), or (None, why it is refused: one line). The run is the one its
+    run file names, when it is in this store and of this group and role; else the newest row
+    of group+role created since `since`. A run file naming another store is refused."""
     try:
         with open(run_file, encoding="utf-8") as f:
-            rid = int(json.load(f)["run_id"])
-        if store.get_run(rid) is not None:
-            return rid
+            data = json.load(f)
+        rid = int(data["run_id"])
     except (OSError, ValueError, KeyError, TypeError):
-        pass
+        data, rid = None, None
+    if rid is not None:
+        where = data.get("store") if isinstance(data, dict) else None
+        if where and os.path.realpath(str(where)) != os.path.realpath(str(store.path)):
+            return None, one_line(f"{SIDE_NAMES[role]} wrote to another store: {where}")
+        run = store.get_run(rid)
+        if run is not None and run.get("group_id") == group and run.get("role") == role:
+            return rid, None
     row = store.conn.execute("SELECT id FROM runs WHERE group_id=? AND role=? AND created>=? ORDER BY id DESC LIMIT 1",
                              (group, role, since - 1.0)).fetchone()
-    return int(row[0]) if row else None
+    if row:
+        return int(row[0]), None
+    if rid is not None:  # the file names a run that is not this side's: never touch it
+        return None, f"{SIDE_NAMES[role]}'s run file names run #{rid}, which is not this comparison's {role}"
+    return None, None
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -127,8 +150,10 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, timeout_s: float,
              workdir: str, stdout=None) -> dict:
-    """Run one side to its end. Returns {'run_id' (or None), 'exit_code', 'error' (one line or
-    None: why the side does not count)}. Raises: KeyboardInterrupt after stopping the side."""
+    """Run one side to its end. Returns {'run_id' (or None), 'exit_code', 'error' (one line of
+    at most 300 characters, or None: why the side does not count), 'refused' (True when the
+    side's run is not this comparison's to take: the comparison ends)}. Its stderr is kept in
+    `workdir`. Raises: KeyboardInterrupt after stopping the side."""
     from engine.jobs.queue_runner import last_error_line
 
     err_path = os.path.join(workdir, f"{role}-{uuid.uuid4().hex[:6]}.stderr")
@@ -138,7 +163,8 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
             proc = subprocess.Popen(argv, env=env, stdout=stdout if stdout is not None else sys.stderr,
                                     stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
-            return {"run_id": None, "exit_code": None, "error": f"cannot start {argv[0]}: {e.strerror or e}"}
+            return {"run_id": None, "exit_code": None, "refused": False,
+                    "error": one_line(f"cannot start {argv[0]}: {e.strerror or e}")}
         error = None
         try:
             code = proc.wait(timeout_s)
@@ -147,11 +173,13 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
             code, error = proc.returncode, f"timed out after {timeout_s:g} s"
         except KeyboardInterrupt:
             _stop(proc)
-            rid = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
+            rid, _ = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
             if rid is not None:
                 store.finish_run(rid, "cancelled", process.stop_reason("pairs process"), only_if_active=True)
             raise
-    rid = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
+    rid, refused = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
+    if refused:
+        return {"run_id": None, "exit_code": code, "error": refused, "refused": True}
     last = last_error_line(_tail(err_path))
     if error is None and code != 0:
         error = f"exited with code {code}" + (f": {last}" if last else "")
@@ -161,9 +189,11 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
         run = store.get_run(rid) or {}
         if error is None and run.get("status") != "completed":
             error = f"its run #{rid} ended {run.get('status')}" + (f": {run.get('error')}" if run.get("error") else "")
-        if error is not None:  # a run the side left open must not read as running
+    if error is not None:
+        error = one_line(error, log=err_path)
+        if rid is not None:  # a run the side left open must not read as running
             store.finish_run(rid, "failed", error, only_if_active=True)
-    return {"run_id": rid, "exit_code": code, "error": error}
+    return {"run_id": rid, "exit_code": code, "error": error, "refused": False}
 
 
 def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -180,16 +210,19 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
         stdout: where the sides' stdout goes (default: this process's stderr, so that
             --json's last stdout line stays the JSON).
     Returns: the final comparison row (engine.store.comparisons; 'result' is
-    engine.report.comparison.evaluate). Raises: ConfigError before anything runs.
+    engine.report.comparison.evaluate), with 'refused' (one line) when a side's run was not
+    the comparison's to take (it wrote to another store): the comparison ended there. Raises: ConfigError before anything runs.
     A Ctrl-C stops the running side and ends the comparison with its complete pairs.
     """
     check(baseline_cmd, cmd, pairs, timeout_s)
     argvs = {"baseline": split_command("baseline_cmd", baseline_cmd), "run": split_command("cmd", cmd)}
     group = comparison.GROUP_PREFIX + uuid.uuid4().hex[:8]
     store = Store(store_path)
-    workdir = tempfile.mkdtemp(prefix="speedlab-pairs-")
+    workdir = tempfile.mkdtemp(prefix="speedlab-pairs-")  # the run files
     try:
         home = str(store.path.parent)
+        logdir = os.path.join(home, "pairs", group)  # each side's stderr, kept
+        os.makedirs(logdir, exist_ok=True)
         settings = {"pairs": pairs, "max_pairs": pairs, "min_pairs": min(2, pairs), "baseline_kind": "command",
                     "commands": {"baseline": baseline_cmd.strip(), "run": cmd.strip()}, "seed": seed,
                     "timeout_s": timeout_s, "target_half_width": None, "budget_s": None, "margin": None,
@@ -199,7 +232,7 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
         if comparison_id:
             comparison_id(cid)
         plan: list[dict] = []
-        ended_by = None
+        ended_by = refused = None
         try:
             for i, order in enumerate(comparison.orders(pairs)):
                 entry = {"pair": i, "seed": seed + i, "order": order, "baseline_id": None, "run_id": None}
@@ -208,7 +241,7 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
                     run_file = os.path.join(workdir, f"pair{i}-{role}.json")
                     env = side_env(home, seed + i, group, role, run_file)
                     try:
-                        res = run_side(store, argvs[role], env, group, role, timeout_s, workdir, stdout)
+                        res = run_side(store, argvs[role], env, group, role, timeout_s, logdir, stdout)
                     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (engine.cli.main): named
                         ended_by = (process.stop_line("pairs process", process.RECEIVED["signal"])
                                     if process.RECEIVED["signal"] else "stopped by the user")
@@ -216,15 +249,21 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
                     entry[f"{role}_id"] = res["run_id"]
                     if on_side:
                         on_side({"pair": i, "role": role, "order": order, **res})
-                    if res["error"]:
-                        entry["error"] = f"{role} command: {res['error']}"
+                    if res.get("refused"):
+                        ended_by = refused = res["error"]
                         break
+                    if res["error"]:
+                        entry["error"] = one_line(f"{role} command: {res['error']}")
+                        break
+                if ended_by:  # a refused side: nothing of this pair is the comparison's
+                    break
                 _link(store, entry)
                 plan.append(entry)
                 _store(store, cid, plan)
         except KeyboardInterrupt:
             pass
-        return _finish(store, cid, plan, pairs, ended_by)
+        comp = _finish(store, cid, plan, pairs, ended_by)
+        return {**comp, "refused": refused} if refused else comp
     finally:
         store.close()
         for name in os.listdir(workdir):
@@ -265,5 +304,5 @@ def _finish(store: Store, cid: int, plan: list[dict], pairs: int, ended_by: Opti
         status, ended_by = "completed", f"the {pairs} pair{'s' if pairs != 1 else ''} asked for"
     else:
         status, ended_by = ("stopped" if k else "failed"), f"a pair did not complete; {kept}"
-    cstore.update(store, cid, status=status, ended=time.time(), ended_by=ended_by)
+    cstore.update(store, cid, status=status, ended=time.time(), ended_by=one_line(ended_by))
     return cstore.get(store, cid)

@@ -360,7 +360,9 @@ NOT_STARTED = "cancelled before it started"  # a queued run's cancel: its error 
 
 def cancel(run_id: int, store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL) -> str:
     """Cancel a queued run at once, or ask a running worker to stop (SIGTERM;
-    the queue process kills it after CANCEL_GRACE_S). Metrics are kept.
+    the queue process kills it after CANCEL_GRACE_S). A user script's run (SpeedLabCallback)
+    is only asked, in the store: its callback stops training at the next batch and ends the
+    run cancelled; its process is never signalled. Metrics are kept.
 
     `reason`: why, as the run's error ends up ("cancelled by the user": Stop, `engine
     cancel`; "stopped: the queue got SIGTERM": engine.jobs.stopping). A running run keeps it
@@ -380,6 +382,11 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None, reason: str = 
         if run["status"] != "running":
             return f"run {run_id} is already {run['status']}"
         store.update_run(run_id, cancel_requested=time.time(), error=reason)
+        if from_outside_script(run.get("plan")) and run["pid"] and process_alive(run["pid"], run["pid_started"]):
+            # A user's script (a notebook kernel, perhaps) is never signalled: its SpeedLabCallback
+            # reads the request and stops training at its next batch (engine.training.outside).
+            return (f"run {run_id}: stop requested (its script stops training at its next batch; "
+                    f"its process, pid {run['pid']}, is not signalled)")
         if process_alive(run["pid"], run["pid_started"]):
             try:
                 os.kill(run["pid"], signal.SIGTERM)

@@ -192,11 +192,7 @@ class Recorder(keras.callbacks.Callback):
         # Within an epoch, end-to-end spacing includes Keras's loop and callbacks.
         start = self._prev_end if self._prev_end is not None else self._t_begin
         self._prev_end = t_end
-        end = min(batch + 1, self.steps_per_epoch)
-        n = end - self._begin_step
-        # A single-replica epoch may end in a short batch: count the samples really run.
-        short = self.steps_per_epoch * self.global_batch - self.epoch_samples if end == self.steps_per_epoch else 0
-        samples = n * self.global_batch - short
+        n, samples = self._count(batch, logs)
         dur = t_end - start
         self.step += n
         idx = len(self.durations)
@@ -220,7 +216,7 @@ class Recorder(keras.callbacks.Callback):
         applied, skipped, scale = self.updates.after(n)
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
-                                 execution_rate(samples, 1, dur), _finite(loss), lr,
+                                 None if samples is None else execution_rate(samples, 1, dur), _finite(loss), lr,
                                  int(warm), wait, applied, skipped, scale))
         if not math.isfinite(loss):
             self.nan_at = (self.epoch + 1, self.step)
@@ -229,6 +225,14 @@ class Recorder(keras.callbacks.Callback):
             self.model.stop_training = True
         if self.stop_event.is_set():
             self.model.stop_training = True
+
+    def _count(self, batch: int, logs) -> tuple[int, Optional[int]]:
+        """Batches and samples of the execution that ended at `batch` (samples None: unknown)."""
+        end = min(batch + 1, self.steps_per_epoch)
+        n = end - self._begin_step
+        # A single-replica epoch may end in a short batch: count the samples really run.
+        short = self.steps_per_epoch * self.global_batch - self.epoch_samples if end == self.steps_per_epoch else 0
+        return n, n * self.global_batch - short
 
     def on_epoch_end(self, epoch, logs=None):
         logs = dict(logs or {})

@@ -2,7 +2,9 @@
 (SPEEDLAB_HOME, SPEEDLAB_SEED, SPEEDLAB_GROUP, SPEEDLAB_ROLE, SPEEDLAB_RUN_FILE) and
 stores a finished run through the store API, as SpeedLabCallback would, without TF.
 
-    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG] [--no-run] [--sleep S]
+    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG] [--no-run] [--sleep S] [--home DIR]
+
+--home DIR: the side sets its own SPEEDLAB_HOME (another store) and records its run there.
 
 T = the list's item SPEEDLAB_SEED (modulo its length). The run reaches its target (0.8) at exactly T s (epoch 2 of 2, t = T; epoch 1 at
 T/2 with 0.5) and trains 10 executions of 32 samples, each T/10 s long, so its
@@ -27,8 +29,12 @@ def main() -> int:
     p.add_argument("--fail", help="print this to stderr and exit 3 after storing the run")
     p.add_argument("--no-run", action="store_true", help="exit 0 without recording a run")
     p.add_argument("--sleep", type=float, default=0.0, help="wait this many s first (a side still running)")
+    p.add_argument("--fail-chars", type=int, help="--fail with a message of this many 'x' on one line")
+    p.add_argument("--home", help="record the run in this store folder instead of $SPEEDLAB_HOME")
     a = p.parse_args()
     time.sleep(a.sleep)
+    if a.fail_chars:
+        a.fail = "x" * a.fail_chars
     if a.no_run:
         print("trained without the callback", file=sys.stderr)
         return 0
@@ -36,13 +42,13 @@ def main() -> int:
     secs = [float(x) for x in a.sec.split(",")]
     sec = secs[seed % len(secs)]
     cfg = RunConfig(epochs=2, batch_size=32, target_accuracy=0.8, seed=seed)
-    store = Store(os.path.join(os.environ["SPEEDLAB_HOME"], "runs.sqlite"))
+    store = Store(os.path.join(a.home or os.environ["SPEEDLAB_HOME"], "runs.sqlite"))
     rid = store.create_run(cfg.to_json(), role=os.environ.get("SPEEDLAB_ROLE", "run"),
                            group_id=os.environ.get("SPEEDLAB_GROUP"), status="running")
     path = os.environ.get("SPEEDLAB_RUN_FILE")
     if path:
         with open(path + ".tmp", "w") as f:
-            json.dump({"run_id": rid}, f)
+            json.dump({"run_id": rid, "store": os.path.realpath(store.path)}, f)
         os.replace(path + ".tmp", path)
     n, bs, d = 10, 32, sec / 10
     store.update_run(rid, started=store.get_run(rid)["created"],

@@ -10,7 +10,7 @@ from engine.autopilot import search as autopilot
 from engine.charts import train as train_charts
 from engine.report import headline, stats
 from engine.report.pair import backend_speedup
-from engine.store import ACTIVE_STATUSES, Store
+from engine.store import ACTIVE_STATUSES, Store, from_outside_script
 from views.components.common import PLOTLY_CONFIG
 
 
@@ -30,6 +30,25 @@ def own_time(base: dict | None, run: dict | None, src) -> dict | None:
     return headline.own_time(run, src.epochs(run))
 
 
+PAIRS_ADVICE = ("A run of your own script (SpeedLabCallback): it has no baseline. To measure a speedup, "
+                "run your two commands as interleaved pairs: `python -m engine pairs --baseline-cmd "
+                "\"python train.py\" --cmd \"python train.py --bf16\"` (docs/your-own-model.md).")
+
+
+def no_baseline_caption(run: dict | None) -> str:
+    """What the panel says under a run with no baseline: where its speedups are, or how to get one."""
+    run = run or {}
+    if run.get("role") in autopilot.ROLES:
+        return ("An autopilot run with no stored baseline of its settings here: the autopilot's "
+                "speedups (against the user's batch) are on the **Autopilot** page.")
+    if (run.get("group_id") or "").startswith("tune-"):  # engine.autopilot.tune's GROUP_PREFIX
+        return ("A run of the tune-baseline sweep: it is a candidate baseline, not measured against one. "
+                "The sweep stores its winner; `run --baseline tuned` compares against it.")
+    if from_outside_script(run.get("plan")):  # Compare with baseline cannot launch a user's script
+        return PAIRS_ADVICE
+    return "No baseline for this run: turn on **Compare with baseline** and launch again to measure the speedup."
+
+
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None,
                   pair_of: dict | None = None, replay: bool = False) -> None:
     """The headline: time-to-accuracy speedup (what the clock says), then the
@@ -41,15 +60,7 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
     replay: drawn by Replay, which has no Reuse switch to name."""
     if base is None:
         st.metric("Time-to-accuracy speedup", "—", border=True)
-        if run is not None and run.get("role") in autopilot.ROLES:
-            st.caption("An autopilot run with no stored baseline of its settings here: the autopilot's "
-                       "speedups (against the user's batch) are on the **Autopilot** page.")
-        elif (run or {}).get("group_id", "").startswith("tune-"):  # engine.autopilot.tune's GROUP_PREFIX
-            st.caption("A run of the tune-baseline sweep: it is a candidate baseline, not measured against one. "
-                       "The sweep stores its winner; `run --baseline tuned` compares against it.")
-        else:
-            st.caption("No baseline for this run: turn on **Compare with baseline** and launch again "
-                       "to measure the speedup.")
+        st.caption(no_baseline_caption(run))
         return
     if cmp is None:  # the run is its own baseline
         # Not "1.00×": that read as a measured result, also for a run that never reached the target.
