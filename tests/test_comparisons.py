@@ -396,3 +396,27 @@ def test_the_autopilot_confirmation_obeys_test_accuracy(no_queue, store):
     sp = autopilot.paired_from_store(store, [p["baseline_id"] for p in plan], [p["run_id"] for p in plan], 0.95)
     assert sp["ci95"][0] > 1 and sp["test_accuracy_delta"]["ci95"][1] < -0.005
     assert sp["verdict"] == stats.FASTER_NOT_HELD and ", accuracy not held" in sp["headline"]
+
+def test_pairs_run_on_two_machines_are_not_comparable_and_said_first(no_queue, store):
+    # Issue 54: a comparison (a bundle's, say) whose pair ran its two sides on two machines is no speedup.
+    from engine.hardware import fingerprint as fpm
+    from engine.report import stats
+    from engine.report.comparison import evaluate
+
+    cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=3)
+    _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else (8.0, 125.0))
+    comp = cstore.get(store, cid)
+    assert comp["result"]["verdict"] == "faster" and comp["result"]["machines"] is None
+    zen3 = fpm.compute(cpuinfo="vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nstepping\t: 1\n"
+                               "model name\t: AMD EPYC 7B13\nflags\t\t: fpu avx2 fma\n", usable_cpus=2)
+    here = {**fpm.fingerprint(), "id": "0123456789ab"} if fpm.fingerprint()["id"] == zen3["id"] else fpm.fingerprint()
+    for p in comp["plan"]:
+        store.update_run(p["baseline_id"], environment={"fingerprint": here})
+        store.update_run(p["run_id"], environment={"fingerprint": zen3 if p["pair"] == 1 else here})
+    r = evaluate(store, comp)
+    assert r["machines"] == f"measured on two machines: {here['name']} vs {zen3['name']}"
+    assert r["time_to_accuracy"]["verdict"] == "faster" and r["verdict"] == stats.NOT_COMPARABLE
+    h = stats.comparison_headline(r)
+    assert h["text"].startswith("measured on two machines: ") and h["tone"] == "neutral"
+    assert h["verdict"] == "not comparable" and h["main"] == "measured on two machines: 1.25x, not comparable"
+    assert h["detail"].startswith(f"{here['name']} vs {zen3['name']} · 3 pairs")

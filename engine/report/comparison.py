@@ -99,6 +99,7 @@ def pair_rows(store: Store, plan: list, target: Optional[float]) -> list[dict]:
                                                    row[f"{pre}time_to_accuracy"], target)
                                for side, _, pre in SIDES}
             row["caveats"] = c.get("caveats") or []
+            row["machines"] = c.get("machines")  # 'measured on two machines: A vs B', or None
         elif set(sts.values()) & set(ACTIVE_STATUSES):
             row["status"] = "pending"
         elif not any((run or {}).get("started") for run in runs.values()):
@@ -258,8 +259,9 @@ def judge_rows(rows: list[dict], target: Optional[float], margin: float = stats.
         'baseline', 'run' (seeds that side reached), 'baseline_failed', 'run_failed', 'baseline_of',
         'run_of' (seeds that side ran: a side dropped after its partner failed did not)}, or None
         without a target),
-        'test_accuracy_delta', 'noise_floor' (`floor`), 'history' (per counted pair k: the
-        headline measure over the first k pairs)}."""
+        'test_accuracy_delta', 'noise_floor' (`floor`), 'machines' ('measured on two machines:
+        A vs B' when a pair's runs came from two machines: the verdict is then NOT_COMPARABLE), 'history'
+        (per counted pair k: the headline measure over the first k pairs)}."""
     done = [r for r in rows if r["status"] == "complete"]
     outcomes = [r.get("outcomes") for r in done]
     out = {"pairs": len(done), "margin": margin, "noise_floor": floor}
@@ -280,6 +282,11 @@ def judge_rows(rows: list[dict], target: Optional[float], margin: float = stats.
     summary = out[measure]
     out["verdict"] = stats.overall_verdict(summary["verdict"], summary["speedup"], delta, hw) \
         if summary["pairs"] >= stats.MIN_PAIRS else None
+    # A pair whose two runs came from two machines (engine.hardware.fingerprint) is no speedup of a
+    # configuration: the comparison says so first and gives no verdict to colour (issue 54).
+    out["machines"] = next((r["machines"] for r in done if r.get("machines")), None)
+    if out["machines"] and out["verdict"] is not None:
+        out["verdict"] = stats.NOT_COMPARABLE
     out["factors"] = factors_of_rows(done, out["pair_ratios"]) if target is not None else None
     setups = [(r.get("baseline_setup_sec"), r.get("run_setup_sec")) for r in done]
     if target is not None and any(b is not None and r is not None for b, r in setups):

@@ -65,7 +65,9 @@ MAX_PAIRS = 5
 
 # 'faster' on speed whose held-out test accuracy did not hold (see `accuracy_held`).
 FASTER_NOT_HELD = "faster, accuracy not held"
-VERDICTS = ("faster", "slower", "equivalent", "inconclusive", FASTER_NOT_HELD)
+# A comparison whose pairs ran on two machines (engine.hardware.fingerprint): no speedup of a configuration.
+NOT_COMPARABLE = "not comparable"
+VERDICTS = ("faster", "slower", "equivalent", "inconclusive", FASTER_NOT_HELD, NOT_COMPARABLE)
 # The equivalence margin unless the user sets one: 'equivalent' needs the whole interval
 # inside ±5% (Criterion.rs's noise threshold is a fixed, user-settable number too). A
 # measured noise floor never widens it (tests/test_comparison_stats.py simulates why).
@@ -678,4 +680,15 @@ def comparison_headline(result: Optional[dict], in_progress: bool = False) -> di
     h["setup"] = with_setup_text(result.get("with_setup"), result.get("setup")) if tta_head else None
     h["reached"] = reached_text(result.get("reached"))
     h["test"] = test_accuracy_text(delta)
+    if result.get("machines") and h["verdict"] is not None:  # two machines: said first, never green
+        names = result["machines"].split(": ", 1)[-1]
+        h.update(verdict=NOT_COMPARABLE, tone="neutral",
+                 main=f"measured on two machines: {fmt_ratio(_headline_speedup(result))}, {NOT_COMPARABLE}",
+                 detail=f"{names} · {h['detail']}" if h.get("detail") else names,
+                 text=f"{result['machines']}: {h['text']} ({NOT_COMPARABLE})")
     return h
+
+
+def _headline_speedup(result: dict) -> Optional[float]:
+    """The headline measure's central ratio of a comparison result."""
+    return (result.get(result.get("measure") or "time_to_accuracy") or {}).get("speedup")
