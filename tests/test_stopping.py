@@ -89,7 +89,10 @@ def _store_processes(home: Path) -> list[int]:
 
 
 @pytest.mark.worker
-def test_sigterm_to_every_process_group_of_a_store_during_a_comparison(store_home):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_to_every_process_group_of_a_store_during_a_comparison(store_home, sig):
+    """systemctl stop, docker stop (SIGTERM), Ctrl-C in a terminal (SIGINT to the foreground group),
+    closing the terminal (SIGHUP): every process of the store gets it at once; all end one way."""
     env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
     cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
                             "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -106,7 +109,7 @@ def test_sigterm_to_every_process_group_of_a_store_during_a_comparison(store_hom
                 pass
             time.sleep(0.2)
         for group in _store_groups(store_home, cli):
-            os.killpg(group, signal.SIGTERM)
+            os.killpg(group, sig)
         out, err = cli.communicate(timeout=60)
         deadline = time.monotonic() + 10
         while _store_processes(store_home) and time.monotonic() < deadline:
@@ -115,18 +118,69 @@ def test_sigterm_to_every_process_group_of_a_store_during_a_comparison(store_hom
     finally:
         if cli.poll() is None:
             cli.kill()
-    assert cli.returncode == 128 + signal.SIGTERM, err
+    assert cli.returncode == 128 + sig, err
     assert "Traceback" not in err, err
     with Store(store_home / "runs.sqlite") as s:
         runs = s.list_runs()
         (comp,) = cstore.list_all(s)
         assert comp["status"] == "stopped", comp
-        assert comp["ended_by"].startswith("stopped: the ") and "got SIGTERM; 0 complete pairs kept" in \
+        assert comp["ended_by"].startswith("stopped: the ") and f"got {sig.name}; 0 complete pairs kept" in \
             comp["ended_by"], (comp, [(r["id"], r["status"], r["error"]) for r in runs], err)
         assert [r["status"] for r in runs] == ["cancelled"]  # the one that trained; the 3 queued were withdrawn
-        assert runs[0]["error"].startswith("stopped: the ") and runs[0]["error"].endswith(" got SIGTERM")
+        assert runs[0]["error"].startswith("stopped: the ") and runs[0]["error"].endswith(f" got {sig.name}")
         assert not [r for r in runs if "by the user" in (r["error"] or "")]
         assert comparison.running(s) is None and runner.active_run(s) is None
     assert background.busy() is None  # the next launch goes through at once
     rid, = runner.submit([RunConfig(epochs=1)], store_path=store_home / "runs.sqlite", start=False)  # at once
     runner.cancel(rid, store_home / "runs.sqlite")
+
+
+def _one_process(home: Path, kind: str, cli: subprocess.Popen) -> int:
+    """The pid of one SpeedLab process of this store: the CLI, the queue (its pid file) or the worker
+    training the comparison's first run (its run row)."""
+    if kind == "CLI":
+        return cli.pid
+    if kind == "queue":
+        return int((home / "queue.pid").read_text().split()[0])
+    with Store(home / "runs.sqlite") as s:
+        return int(s.conn.execute("SELECT pid FROM runs WHERE status='running'").fetchone()[0])
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("kind", ["CLI", "queue", "worker"])
+def test_sigterm_to_one_process_of_each_kind_ends_the_comparison_the_same_way(store_home, kind):
+    """`kill <pid>` of the CLI, the queue or the worker alone during a 2-pair comparison: the
+    comparison ends stopped with the signal named, nothing keeps training, the next launch goes."""
+    env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
+                            "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:  # the first run trains
+            assert cli.poll() is None and time.monotonic() < deadline, cli.stderr.read() if cli.poll() else "slow"
+            try:
+                with Store(store_home / "runs.sqlite") as s:
+                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
+                        break
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
+            time.sleep(0.2)
+        os.kill(_one_process(store_home, kind, cli), signal.SIGTERM)
+        out, err = cli.communicate(timeout=90)
+        deadline = time.monotonic() + 10
+        while [p for p in _store_processes(store_home) if p != cli.pid] and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert "Traceback" not in err, err
+    with Store(store_home / "runs.sqlite") as s:
+        runs = s.list_runs()
+        (comp,) = cstore.list_all(s)
+        why = (comp, [(r["id"], r["status"], r["error"]) for r in runs], err)
+        assert comp["status"] == "stopped" and "got SIGTERM" in comp["ended_by"], why
+        assert not [r for r in runs if "by the user" in (r["error"] or "")], why
+        assert not [r for r in runs if r["status"] in ("queued", "running")], why  # nothing keeps training
+        assert comparison.running(s) is None and runner.active_run(s) is None
+    assert background.busy() is None  # the next launch goes through at once
