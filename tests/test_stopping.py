@@ -88,26 +88,36 @@ def _store_processes(home: Path) -> list[int]:
     return [pid for pid in out if pid != os.getpid()]
 
 
+def _comparison_training(home: Path) -> subprocess.Popen:
+    """`engine run --baseline --pairs 2` of a long synthetic config in its own session, returned once
+    its first run has stored 3 executions (it trains: a signal now lands mid-comparison)."""
+    env = {**os.environ, "SPEEDLAB_HOME": str(home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
+                            "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    try:
+        while True:
+            assert cli.poll() is None and time.monotonic() < deadline, cli.stderr.read() if cli.poll() else "slow"
+            try:
+                with Store(home / "runs.sqlite") as s:
+                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
+                        return cli
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
+            time.sleep(0.2)
+    except BaseException:
+        cli.kill()
+        raise
+
+
 @pytest.mark.worker
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_signal_to_every_process_group_of_a_store_during_a_comparison(store_home, sig):
     """systemctl stop, docker stop (SIGTERM), Ctrl-C in a terminal (SIGINT to the foreground group),
     closing the terminal (SIGHUP): every process of the store gets it at once; all end one way."""
-    env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
-    cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
-                            "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    cli = _comparison_training(store_home)
     try:
-        deadline = time.monotonic() + 240
-        while True:  # the first run trains
-            assert cli.poll() is None and time.monotonic() < deadline, cli.stderr.read() if cli.poll() else "slow"
-            try:
-                with Store(store_home / "runs.sqlite") as s:
-                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
-                        break
-            except Exception:  # noqa: BLE001 - not created yet
-                pass
-            time.sleep(0.2)
         for group in _store_groups(store_home, cli):
             os.killpg(group, sig)
         out, err = cli.communicate(timeout=60)
@@ -151,21 +161,8 @@ def _one_process(home: Path, kind: str, cli: subprocess.Popen) -> int:
 def test_sigterm_to_one_process_of_each_kind_ends_the_comparison_the_same_way(store_home, kind):
     """`kill <pid>` of the CLI, the queue or the worker alone during a 2-pair comparison: the
     comparison ends stopped with the signal named, nothing keeps training, the next launch goes."""
-    env = {**os.environ, "SPEEDLAB_HOME": str(store_home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
-    cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
-                            "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    cli = _comparison_training(store_home)
     try:
-        deadline = time.monotonic() + 240
-        while True:  # the first run trains
-            assert cli.poll() is None and time.monotonic() < deadline, cli.stderr.read() if cli.poll() else "slow"
-            try:
-                with Store(store_home / "runs.sqlite") as s:
-                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
-                        break
-            except Exception:  # noqa: BLE001 - not created yet
-                pass
-            time.sleep(0.2)
         os.kill(_one_process(store_home, kind, cli), signal.SIGTERM)
         out, err = cli.communicate(timeout=90)
         deadline = time.monotonic() + 10
