@@ -169,6 +169,22 @@ def pytest_configure(config):
     import engine.training.train as train_module
 
     train_module.FREEZE_HEAP = False
+    if not hasattr(config, "workerinput"):  # the controller: xdist's workers inherit its mark
+        from tests.helpers import session_guard
+
+        session_guard.start()
+
+
+def pytest_unconfigure(config):
+    """The controller kills what the session left: a worker that died mid-test never ran the
+    teardown that would have stopped its servers, queues and browsers."""
+    if hasattr(config, "workerinput"):
+        return
+    from tests.helpers import session_guard
+
+    left = session_guard.reap()
+    if left:
+        sys.stderr.write(f"killed {len(left)} process(es) the tests left behind: {left}\n")
 
 
 class _LaneGuard(importlib.abc.MetaPathFinder):

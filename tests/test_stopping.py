@@ -118,7 +118,9 @@ def test_a_signal_to_every_process_group_of_a_store_during_a_comparison(store_ho
     closing the terminal (SIGHUP): every process of the store gets it at once; all end one way."""
     cli = _comparison_training(store_home)
     try:
-        for group in _store_groups(store_home, cli):
+        groups = _store_groups(store_home, cli)
+        assert os.getpgid(0) not in groups, "this test process is in a group of the store's processes"
+        for group in groups:
             os.killpg(group, sig)
         out, err = cli.communicate(timeout=60)
         deadline = time.monotonic() + 10
@@ -163,7 +165,9 @@ def test_sigterm_to_one_process_of_each_kind_ends_the_comparison_the_same_way(st
     comparison ends stopped with the signal named, nothing keeps training, the next launch goes."""
     cli = _comparison_training(store_home)
     try:
-        os.kill(_one_process(store_home, kind, cli), signal.SIGTERM)
+        pid = _one_process(store_home, kind, cli)
+        assert pid != os.getpid(), f"the {kind}'s stored pid is this test process's"
+        os.kill(pid, signal.SIGTERM)
         out, err = cli.communicate(timeout=90)
         deadline = time.monotonic() + 10
         while [p for p in _store_processes(store_home) if p != cli.pid] and time.monotonic() < deadline:
