@@ -76,15 +76,15 @@ def test_the_best_median_among_those_that_reached_on_3_of_4_seeds_wins_and_a_fai
     assert tune.choose([r for r in runs if r["learning_rate"] == 0.008]) is None
 
 
-def test_successive_halving_keeps_the_fastest_fifth_that_reached():
-    assert (tune.keep_count(40), tune.keep_count(2), tune.keep_count(7)) == (8, 1, 2)
-    assert tune.plan_runs(40, 4) == 40 + 8 * 3 == 64
-    assert tune.plan_runs(40, 4, n_reached=5) == 40 + 5 * 3  # only 5 reached in round 1
+def test_successive_halving_keeps_the_fastest_tenth_that_reached():
+    assert (tune.keep_count(40), tune.keep_count(2), tune.keep_count(11)) == (4, 1, 2)
+    assert tune.plan_runs(40, 4) == 40 + 4 * 3 == 52
+    assert tune.plan_runs(40, 4, n_reached=3) == 40 + 3 * 3  # only 3 reached in round 1
     assert tune.min_reached(4) == 3 and tune.min_reached(2) == 2 and tune.min_reached(1) == 1
     keys = [("constant", lr, 0.0) for lr in (0.001, 0.002, 0.004, 0.008, 0.016, 0.032)]
     times = (5.0, 3.0, None, 2.0, 3.0, None)  # 0.004 and 0.032 missed
-    kept = tune.survivors([_r(k, S0, t) for k, t in zip(keys, times)], 6)
-    # The fastest 2 of 6 that reached; a tie (3.0) keeps the grid's order.
+    kept = tune.survivors([_r(k, S0, t) for k, t in zip(keys, times)], 11)
+    # The fastest 2 (a tenth of 11, rounded up) of those that reached; a tie (3.0) keeps the grid's order.
     assert [k["learning_rate"] for k in kept] == [0.008, 0.002]
 
 
@@ -132,10 +132,10 @@ def test_tune_halves_the_grid_and_stores_the_winner_with_its_schedule(store_home
     out = tune.tune(cfg, on_plan=plans.append, on_run=progress.append)
     assert out["center"] == 0.002 and out["center_from"] == "lr range test"
     assert out["learning_rates"] == [0.001, 0.002, 0.004, 0.008]
-    # The estimate before the first run: 64 runs at the rough default (the store knew no run).
-    assert plans == [{"runs": 64, "configs": 40, "run_sec": 20.0, "run_sec_from": "a rough default of 20 s a run",
-                      "estimate_sec": 1280.0}]
-    assert [(p["index"], p["of"]) for p in progress] == [(i, 64) for i in range(1, 65)] and progress[-1]["left_sec"] == 0
+    # The estimate before the first run: 52 runs at the rough default (the store knew no run).
+    assert plans == [{"runs": 52, "configs": 40, "run_sec": 20.0, "run_sec_from": "a rough default of 20 s a run",
+                      "estimate_sec": 1040.0}]
+    assert [(p["index"], p["of"]) for p in progress] == [(i, 52) for i in range(1, 53)] and progress[-1]["left_sec"] == 0
     # Round 1: the 40 configurations on the first tuning seed, shuffled; float32, one device, stopped at 0.95.
     r1 = [(c.schedule, c.learning_rate, c.label_smoothing, c.epochs) for c in submitted[:40]]
     assert sorted(r1) == sorted((g["schedule"], g["learning_rate"], g["label_smoothing"], g["epochs"])
@@ -143,10 +143,10 @@ def test_tune_halves_the_grid_and_stores_the_winner_with_its_schedule(store_home
     assert {c.seed for c in submitted[:40]} == {S0}
     assert {(c.precision, c.devices, c.stop_at_target, c.target_accuracy) for c in submitted} == {
         ("float32", 1, True, 0.95)}
-    # Round 2: the best 8 on the 3 other seeds, their order reversed every seed.
+    # Round 2: the best 4 on the 3 other seeds, their order reversed every seed.
     kept = [(k["schedule"], k["learning_rate"], k["label_smoothing"], k["epochs"]) for k in out["survivors"]]
     assert kept[:3] == [("warmup_cosine", 0.004, 0.1, 5), ("warmup_cosine", 0.004, 0.1, 2),
-                        ("warmup_cosine", 0.004, 0.0, 5)] and len(kept) == 8
+                        ("warmup_cosine", 0.004, 0.0, 5)] and len(kept) == 4
     r2 = [((c.schedule, c.learning_rate, c.label_smoothing, c.epochs), c.seed) for c in submitted[40:]]
     assert r2 == [(k, S1) for k in kept] + [(k, S2) for k in kept[::-1]] + [(k, S3) for k in kept]
     assert (out["schedule"], out["learning_rate"], out["label_smoothing"], out["warmup_epochs"]) == (
@@ -281,12 +281,12 @@ def test_the_cli_prints_an_estimate_progress_and_the_json_fields(store_home, sto
         "schedule": "warmup_cosine", "learning_rate": 0.004, "label_smoothing": 0.0, "warmup_epochs": 0.5,
         "tuning_seeds": list(TUNING_SEEDS), "reached": {"seeds": 3, "of": 4}, "target_accuracy": 0.95,
         "center_from": "given"}
-    assert len(out["runs"]) == 64 and out["tuned_id"] == 1 and set(out["spread"]) == {"min_sec", "max_sec", "sd_log"}
+    assert len(out["runs"]) == 52 and out["tuned_id"] == 1 and set(out["spread"]) == {"min_sec", "max_sec", "sd_log"}
     assert not set(out["tuning_seeds"]) & set(range(0, 1000))  # no comparison's or autopilot's default seeds
     err = cap.err.splitlines()
-    assert err[0] == ("tune-baseline: about 64 runs (40 configurations on 1 seed, the best fifth on 3 more), "
-                      "about 21 min (at 20 s a run, a rough default of 20 s a run)")
-    assert err[1].startswith("run 1 of 64, about ") and len(err) == 65
+    assert err[0] == ("tune-baseline: about 52 runs (40 configurations on 1 seed, the best tenth on 3 more), "
+                      "about 17 min (at 20 s a run, a rough default of 20 s a run)")
+    assert err[1].startswith("run 1 of 52, about ") and len(err) == 53
     # --quiet: nothing on stderr but the result line on stdout.
     assert main(["tune-baseline", "--dataset", "digits", "--model", "cnn", "--epochs", "5", "--center-lr",
                  "0.002", "--quiet"]) == 0

@@ -24,11 +24,12 @@ reserved, so no comparison or autopilot measures on the seeds the baseline was c
 
 Successive halving (Jamieson & Talwalkar 2016): round 1 runs every configuration on the first
 tuning seed, in a fixed shuffled order (drift in the machine's load hits no schedule, rate or
-smoothing more than another); the best fifth of those that reached the target (at least one)
+smoothing more than another); the best tenth of those that reached the target (at least one)
 go on to round 2, the other seeds, seed by seed, their order reversed every seed. With two
-lengths: (1 + 2 x 2) schedule settings x 4 rates x 2 smoothings = 40 runs, then the best fifth,
-8 x 3 = 24: 64 runs (mnist5k cnn: about 12-15 min on an idle 2-core machine; the short
-schedules end sooner).
+lengths: (1 + 2 x 2) schedule settings x 4 rates x 2 smoothings = 40 runs, then the best tenth,
+4 x 3 = 12: 52 runs (mnist5k cnn on an idle 2-core Xeon: 13 min 21 s, replayed from the
+recorded runs of a 64-run tune, which took 15 min 38 s with the best fifth and chose the same
+configuration: docs/comparisons.md).
 
 The choice (`choose`): among configurations run on every tuning seed that reached the target on
 at least 3 of 4 (MIN_REACHED_SHARE; a failed or cancelled run is a miss), the one with the best
@@ -54,7 +55,7 @@ SCHEDULES = ("constant", "warmup_cosine", "one_cycle")
 LR_FACTORS = (0.5, 1.0, 2.0, 4.0)  # x the range test's suggestion; schedules with a warmup take higher peaks
 LABEL_SMOOTHINGS = (0.0, 0.1)
 WARMUP_FRACTION = 0.1  # warmup_cosine's warmup, a share of cfg.epochs
-KEEP_DIVISOR = 5  # round 2 takes the best 1/KEEP_DIVISOR of round 1's configurations
+KEEP_DIVISOR = 10  # round 2 takes the best 1/KEEP_DIVISOR of round 1's configurations (15-min budget)
 MIN_REACHED_SHARE = 0.75  # reached on at least 3 of 4 tuning seeds
 DEFAULT_RUN_S = 20.0  # a rough run time (queue, worker start, training to the target) when the store knows none
 GROUP_PREFIX = "tune-"

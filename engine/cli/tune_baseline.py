@@ -18,9 +18,9 @@ def add_parser(sub) -> None:
                                    "each at 4 peak learning rates (x1/2 ... x4 the LR range test's suggestion) "
                                    "and label smoothing 0 and 0.1, trained to the target accuracy (stopping "
                                    "there) on reserved tuning seeds 900000-900003 by successive halving: every "
-                                   "configuration on one seed, the best fifth on the other three. Keeps the best "
+                                   "configuration on one seed, the best tenth on the other three. Keeps the best "
                                    "median time to accuracy among those that reached it on at least 3 of 4 "
-                                   "seeds, and stores it for run --baseline tuned. About 64 runs: an estimate is "
+                                   "seeds, and stores it for run --baseline tuned. About 52 runs: an estimate is "
                                    "printed first, progress after each run.")
     add_config_args(s)
     s.add_argument("--center-lr", type=float, metavar="LR",
@@ -57,7 +57,7 @@ def cmd_tune(args) -> int:
 
     def plan(p):
         if not args.quiet:
-            print(f"tune-baseline: about {p['runs']} runs ({p['configs']} configurations on 1 seed, the best fifth "
+            print(f"tune-baseline: about {p['runs']} runs ({p['configs']} configurations on 1 seed, the best tenth "
                   f"on 3 more), {_minutes(p['estimate_sec'])} (at {p['run_sec']:.0f} s a run, "
                   f"{p['run_sec_from']})", file=sys.stderr)
 
