@@ -192,6 +192,38 @@ def test_use_this_configuration_fills_the_train_page(store_home):
     assert at.query_params["batch_size"] == "256"
 
 
+# A winner in every field the search changes that the old hand-kept list lacked (issue 58).
+JAX_WINNER = BASE.replace(model="resnet", backend="jax", jit_compile=True, ema_momentum=0.9, tta="translate", cutmix_factor=0.5,
+                          gradient_accumulation_steps=2, progressive_epochs=0,
+                          optimizer="muon", muon_conv="reshape", precision="mixed_bfloat16", epochs=12)
+
+
+@pytest.mark.page
+def test_a_jax_ema_tta_winner_reaches_the_train_page_whole_and_resets_the_rest(store_home):
+    state = done_state()
+    state["winner"] = {**state["winner"], "config": JAX_WINNER.to_dict()}
+    background.write_json(autopilot.progress_path(), state)
+    at = app("views/train/train.py")  # a session that set other things by hand first
+    at.number_input(key="mixup_alpha").set_value(0.4)
+    at.number_input(key="batch_size").set_value(64).run()
+    at.switch_page(PAGE)
+    at.run()
+    at.button(key="ap_use_btn").click().run()
+    no_errors(at)
+    assert "SpeedLab · Train" in at.markdown[0].value
+    got = {w.key: w.value for w in [*at.selectbox, *at.number_input, *at.toggle] if w.key}
+    for field in ("backend", "jit_compile", "ema_momentum", "tta", "cutmix_factor", "gradient_accumulation_steps",
+                  "progressive_epochs", "optimizer", "muon_conv", "precision", "epochs",
+                  "target_accuracy", "stop_at_target"):
+        if field in got:
+            assert got[field] == getattr(JAX_WINNER, field), field
+    assert {k: got.get(k) for k in ("backend", "ema_momentum", "tta", "optimizer")} == {
+        "backend": "jax", "ema_momentum": 0.9, "tta": "translate", "optimizer": "muon"}
+    # What the winner did not change goes back to the default, not to the session's hand-set values.
+    assert got["mixup_alpha"] == 0.0 and got["batch_size"] == 128
+    assert at.query_params["backend"] == "jax" and at.query_params["tta"] == "translate"
+
+
 @pytest.mark.page
 def test_running_search_shows_progress_and_blocks_other_measurements(store_home):
     me = psutil.Process()  # a live process stands in for the autopilot's

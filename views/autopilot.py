@@ -21,16 +21,12 @@ from engine.jobs.background import ACTIVE_STATES
 from engine.charts import style as chart_style, train as train_charts
 from engine.autopilot import charts as autopilot_charts
 from engine.store import Store
+from views.components import handoff
 from views.components.common import one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the autopilot runs
 WATCH_REFRESH_S = 3.0  # idle: notice an autopilot started elsewhere
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-TRAIN_PAGE = "views/train/train.py"
-# Winner fields handed to the Train page (its widgets are keyed by these RunConfig fields).
-TRAIN_FIELDS = ("dataset", "model", "precision", "devices", "batch_size", "steps_per_execution", "jit_compile",
-                "fused_optimizer", "epochs", "optimizer", "learning_rate", "schedule", "warmup_epochs", "max_lr",
-                "scale_lr", "reference_batch_size", "label_smoothing", "target_accuracy", "seed")
 PHASES = {"starting": "starting", "search": "searching", "runoff": "re-running the fastest trials on new seeds",
           "confirm": "re-running the winner and the baseline",
           "ablation": "explaining the winner (ablation)", "done": "done", "stopped": "stopped"}
@@ -271,21 +267,6 @@ def live(was_running: bool) -> None:
 
 # --- the result --------------------------------------------------------------------------
 
-def use_winner(cfg: dict) -> None:
-    """Button callback: hand the winner to the Train page. Its controls are bound
-    to the URL, which seeds a control without a value of its own yet, so values
-    kept from an earlier visit are dropped first."""
-    changes = {k: cfg[k] for k in TRAIN_FIELDS if cfg.get(k) is not None}
-    for k in changes:
-        st.session_state.pop(k, None)
-    st.session_state["ap_use"] = changes
-
-
-def train_query_params(changes: dict) -> dict:
-    """The Train page's URL parameters (widget values as the URL spells them)."""
-    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in changes.items()}
-
-
 def median_line(sp: dict) -> str:
     """The medians, beside the one central value (the geometric mean of the per-round ratios)."""
     return (f"Medians: winner {sp['median_time']:.2f} s, baseline {sp['baseline_median']:.2f} s "
@@ -348,11 +329,10 @@ def result(p: dict) -> None:
         # Not while the autopilot still runs: the Train page could not launch it before the end anyway.
         if st.button("Use this configuration", type="secondary" if slower else "primary",
                      icon=":material/arrow_forward:", key="ap_use_btn", disabled=not finished,
-                     on_click=use_winner, args=(w["config"],), width="stretch",
+                     on_click=handoff.hand_over, args=(handoff.differing(w["config"]), True), width="stretch",
                      help="Fill the Train page with the winner's settings" if finished
                      else "Available when the autopilot has finished"):
-            changes = st.session_state.pop("ap_use", None) or {}
-            st.switch_page(TRAIN_PAGE, query_params=train_query_params(changes))
+            handoff.go_to_train()
     with b:
         if p.get("ablation"):
             st.plotly_chart(autopilot_charts.ablation_figure(p["ablation"], spread=p.get("ablation_spread")),

@@ -21,6 +21,7 @@ from engine.hardware.peaks import summary_rows as peaks_summary_rows
 from engine.hardware.machine import quick_facts
 from engine.jobs.background import ACTIVE_STATES
 from engine.config import DEVICE_TYPES
+from views.components import handoff
 from views.components.common import one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the benchmark runs
@@ -41,8 +42,6 @@ FLAG_MEANING = {"avx512_bf16": "bfloat16 dot products (AVX-512)",
                 "amx_bf16": "bfloat16 matrix tiles (AMX)",
                 "avx512_fp16": "float16 arithmetic (AVX-512)", "amx_fp16": "float16 matrix tiles (AMX)",
                 "avx512f": "AVX-512 foundation (wide float32 vectors)"}
-# The Train page's controls that a benchmark cell sets (widget key = RunConfig field).
-TRAIN_FIELDS = ("backend", "precision", "steps_per_execution", "jit_compile", "devices", "workers")
 BENCH_COLUMNS = {
     "best": st.column_config.TextColumn("", width="small"),
     "backend": st.column_config.TextColumn("backend"),
@@ -268,21 +267,6 @@ def bench_progress(was_running: bool) -> None:
                        "(if any) is from an earlier one.")
 
 
-def use_cell(cell: dict) -> None:
-    """Button callback: hand the cell's options to the Train page. Its controls
-    are bound to the URL, which seeds a control that has no value of its own
-    yet, so the values kept from an earlier visit are dropped first."""
-    changes = {**bench.to_config_changes(cell), "workers": 1}
-    for k in changes:
-        st.session_state.pop(k, None)
-    st.session_state["hw_use"] = changes
-
-
-def train_query_params(changes: dict) -> dict:
-    """The Train page's URL parameters for `changes` (widget values as the URL spells them)."""
-    return {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in changes.items()}
-
-
 def bench_table(cells: pd.DataFrame, best_i: int) -> pd.DataFrame:
     df = cells.copy()
     df["best"] = ["★ best" if i == best_i else "" for i in df.index]
@@ -325,11 +309,11 @@ def bench_results(res: dict) -> None:
                                                    if res["cells"][i]["speedup"] is not None
                                                    else bench.cell_name(res["cells"][i])))
         if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:",
-                     key="bench_use", on_click=use_cell, args=(res["cells"][pick],), width="stretch",
+                     key="bench_use", on_click=handoff.hand_over, width="stretch",
+                     args=({**bench.to_config_changes(res["cells"][pick]), "workers": 1}, False),
                      help="Set precision, steps per execution, XLA and devices on the Train page "
                           "(your data, model and batch stay)"):
-            changes = st.session_state.pop("hw_use", None) or {}
-            st.switch_page("views/train/train.py", query_params=train_query_params(changes))
+            handoff.go_to_train()
         st.caption("Measured on a small CNN: a larger model usually gains more from mixed precision "
                    "and XLA, a tiny one more from steps per execution. Launch on the Train page to "
                    "measure it on your own model.")

@@ -7,9 +7,9 @@ import streamlit as st
 
 from engine.hardware import fingerprint
 from engine.config import presets
-from engine.config import FIELD_HELP, RunConfig
+from engine.config import RunConfig
+from views.components import handoff
 from views.components.common import one_line_errors
-from views.train.checks import DEFAULTS
 
 
 def _tuned(dataset: str) -> dict | None:
@@ -24,10 +24,7 @@ def _tuned(dataset: str) -> dict | None:
 def apply(settings: dict) -> None:
     """Button callback: set every control to the preset (the others back to their defaults),
     before the controls are drawn again; the URL follows the controls."""
-    for name in FIELD_HELP:
-        value = settings.get(name, getattr(DEFAULTS, name, None))
-        if name in settings or (name in st.session_state and isinstance(value, (bool, int, float, str))):
-            st.session_state[name] = value
+    handoff.fill(settings, reset_others=True)
     st.session_state["preset_applied"] = settings.get("dataset")
 
 
