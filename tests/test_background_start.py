@@ -162,3 +162,21 @@ def test_start_the_pairs_clicked_twice_runs_one_comparison(store, monkeypatch):
 
     assert [(c["id"], c["status"]) for c in cstore.list_all(store)] == [(1, "completed")]
     assert len(store.list_runs()) == 2  # one pair: its baseline and its run
+
+
+def test_busy_loops_over_the_declared_jobs(store_home, monkeypatch):
+    """One job class (background.Job): busy() knows a kind by its declaration alone, and names
+    a job that owns the machine between its runs (before_runs) ahead of a run."""
+    me = {"pid": os.getpid(), "pid_started": start_time(os.getpid()), "started": time.time() - 7}
+    new = background.Job("sweep.json", "sweep", "sweep.log", lambda job: f"a sweep runs ({job['elapsed']:.0f} s)")
+    monkeypatch.setattr(background, "JOBS", (*background.JOBS, new))
+    assert background.busy() is None
+    background.write_json(store_home / "sweep.json", {**me, "state": "running"})
+    assert background.busy() == "a sweep runs (7 s)"
+    assert background.busy(skip=("sweep.json",)) is None
+    background.write_json(store_home / "sweep.json", {**me, "state": "done"})
+    assert background.busy() is None
+    # The autopilot is named before anything else that runs.
+    background.write_json(background.AUTOPILOT.path(), {**me, "state": "running", "phase": "search"})
+    background.write_json(store_home / "sweep.json", {**me, "state": "running"})
+    assert background.busy().startswith("the autopilot is searching (7 s so far, phase search)")

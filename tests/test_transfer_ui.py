@@ -17,7 +17,7 @@ def finished_job(store_home, lines: list[str]) -> None:
     """A job file whose process has ended, with `lines` as its log."""
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
-    log = store_home / transfer.DEMO_LOG_FILE
+    log = background.DEMO.log_path()
     log.write_text("\n".join(lines) + "\n")
     background.write_json(transfer.demo_job_path(), {"state": "running", "pid": proc.pid, "pid_started": None,
                                                      "started": time.time() - 5, "log": str(log)})

@@ -1084,15 +1084,9 @@ class Autopilot:
 
 
 # --- in the background, for the dashboard ----------------------------------------------
-PROGRESS_FILE = background.AUTOPILOT_FILE
-LOG_FILE = "autopilot.log"
-
-
 def progress_path() -> Path:
-    """$SPEEDLAB_HOME/autopilot.json: the background autopilot's state and result."""
-    from engine.store import home
-
-    return home() / PROGRESS_FILE
+    """$SPEEDLAB_HOME/autopilot.json: the background autopilot's state and result (background.AUTOPILOT)."""
+    return background.AUTOPILOT.path()
 
 
 def start_background(args: list[str]) -> int:
@@ -1103,11 +1097,10 @@ def start_background(args: list[str]) -> int:
     Raises: AutopilotError (one line) while the machine is busy (a run, a
     benchmark, an LR range test, the transfer demo or another autopilot).
     """
-    path = progress_path()
-    return background.start_job(path.name, ["autopilot", "--json", "--quiet", "--progress-file", str(path),
-                                             *map(str, args)], path.parent / LOG_FILE,
-                                 {"error": None, "phase": "starting", "trials": [], "args": list(args)},
-                                 error=AutopilotError)
+    return background.AUTOPILOT.start(["autopilot", "--json", "--quiet", "--progress-file", str(progress_path()),
+                                       *map(str, args)],
+                                      {"error": None, "phase": "starting", "trials": [], "args": list(args)},
+                                      error=AutopilotError)
 
 
 def read_progress() -> Optional[dict]:
@@ -1115,16 +1108,12 @@ def read_progress() -> Optional[dict]:
     ('starting' | 'running' | 'done' | 'failed' | 'cancelled'), 'elapsed' (s),
     'error' (one line); None if none was started here. A job whose process died
     unseen reads as 'failed' with its log's last error line."""
-    return background.check(background.read_json(progress_path()), "autopilot")
-
-
-# Stop waits this long for the autopilot's process to end (it stops its run: ~1-3 s).
-STOP_WAIT_S = 15.0
+    return background.AUTOPILOT.read()
 
 
 def cancel_background() -> bool:
     """Stop the background autopilot (SIGTERM: it stops its current run and
     writes what it has), cancel any run it left queued or running, and wait up to
-    STOP_WAIT_S for its process to end, so that a Start right after finds the
-    machine free. Returns whether one was running."""
-    return background.cancel_job(progress_path(), and_runs=True, wait_s=STOP_WAIT_S)
+    background.AUTOPILOT.stop_wait_s for its process to end, so that a Start right after
+    finds the machine free. Returns whether one was running."""
+    return background.AUTOPILOT.cancel()

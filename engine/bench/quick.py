@@ -318,8 +318,6 @@ def to_config_changes(cell: dict) -> dict:
 
 
 # --- in the background, for the dashboard ---------------------------------------
-PROGRESS_FILE = background.BENCH_FILE
-LOG_FILE = "bench.log"
 
 
 # A 2-core CPU with JAX installed too, nothing else running: 112 s measured before repeats refitted
@@ -490,10 +488,8 @@ def measure_order(cells: list[dict], repeats: int) -> list[tuple[int, int]]:
 
 
 def progress_path():
-    """$SPEEDLAB_HOME/bench-progress.json: the background benchmark's state."""
-    from engine.store import home
-
-    return home() / PROGRESS_FILE
+    """$SPEEDLAB_HOME/bench-progress.json: the background benchmark's state (background.BENCH)."""
+    return background.BENCH.path()
 
 
 def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict] = None,
@@ -517,9 +513,9 @@ def start_background(full: bool = False, repeats: int = 2, matrix: Optional[dict
     if matrix:
         inputs = {path.parent / "bench-matrix.json": matrix}
         extra = ["--matrix", str(path.parent / "bench-matrix.json")]
-    return background.start_job(
-        path.name, ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
-                    "--dataset", dataset, "--progress-file", str(path), *extra], path.parent / LOG_FILE,
+    return background.BENCH.start(
+        ["bench", "--json", "--full" if full else "--quick", "--repeats", str(repeats),
+         "--dataset", dataset, "--progress-file", str(path), *extra],
         {"done": 0, "total": len(cells) * repeats, "current": None, "error": None, "full": full,
          "repeats": repeats}, error=BenchError, inputs=inputs)
 
@@ -534,17 +530,10 @@ def read_progress() -> Optional[dict]:
     process died unseen reads as 'failed' with its log's last error line.
     """
 
-    return background.check(background.read_json(progress_path()), "benchmark")
+    return background.BENCH.read()
 
 
 def cancel_background() -> bool:
     """Stop the running background benchmark (its CLI and worker processes).
     Returns whether one was running."""
-
-    path = progress_path()
-    job = background.read_json(path)
-    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
-        return False
-    background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
-                                 "finished": time.time()})
-    return True
+    return background.BENCH.cancel()

@@ -1,7 +1,8 @@
-"""Detached background jobs for the dashboard: the quick benchmark and the LR
-range test run as ``python -m engine ...`` in their own session (they outlive
-the Streamlit script run that started them, and a page reload re-attaches),
-and report through small JSON files in $SPEEDLAB_HOME.  No TensorFlow here.
+"""Detached background jobs for the dashboard: the autopilot, the quick benchmark, the LR
+range test, two commands' pairs and the transfer demo run as ``python -m engine ...`` in their
+own session (they outlive the Streamlit script run that started them, and a page reload
+re-attaches), and report through small JSON files in $SPEEDLAB_HOME. Each kind is one `Job`
+declared here (JOBS): start once, read, cancel, and `busy()` loops over them. No TensorFlow here.
 
 A job file holds at least {'state': 'starting' | 'running' | 'done' |
 'failed' | 'cancelled', 'pid', 'pid_started' (engine.base.process.start_time: s since
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -135,16 +137,6 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     return signalled
 
 
-# Each background job's state file in $SPEEDLAB_HOME (owned by engine.bench.quick,
-# engine.lr_find.range_test, engine.jobs.demo, engine.autopilot.search and
-# engine.jobs.command_pairs; named here so busy() needs none of them).
-BENCH_FILE = "bench-progress.json"
-LR_FIND_FILE = "lr-find-progress.json"
-DEMO_FILE = "demo-transfer.json"
-AUTOPILOT_FILE = "autopilot.json"
-PAIRS_FILE = "pairs_job.json"
-
-
 def start_job(name: str, argv: list[str], log: Path, fields: dict, error: type = RuntimeError,
               also_busy: Optional[Callable[[], Optional[str]]] = None, inputs: Optional[dict] = None) -> int:
     """Start ``python -m engine <argv>`` detached as the dashboard's job `name` (its state
@@ -193,42 +185,107 @@ def own_job_file(progress_file, name: str) -> bool:
     return bool(progress_file) and Path(progress_file).resolve() == (home() / name).resolve()
 
 
-def busy(skip: tuple = ()) -> Optional[str]:
-    """One line when the machine is busy with a measurement (an autopilot
-    search, a training run queued or running, a benchmark, an LR range test,
-    two commands' pairs or the transfer demo running), else None:
-    starting another now would share the CPU/GPU and spoil both.
-    `skip`: job file names (e.g. AUTOPILOT_FILE) not to count: the caller's own."""
-    from engine.jobs.runner import current_run
-    from engine.store import home
+def _autopilot_line(job: dict) -> str:
+    return (f"the autopilot is searching ({job.get('elapsed', 0):.0f} s so far, phase "
+            f"{job.get('phase') or 'starting'}): wait for it to end or stop it on the Autopilot page")
 
-    # Between its trials the autopilot holds no run, but still owns the machine.
-    ap = None if AUTOPILOT_FILE in skip else check(read_json(home() / AUTOPILOT_FILE), "autopilot")
-    if ap and ap["state"] in ACTIVE_STATES:
-        return (f"the autopilot is searching ({ap.get('elapsed', 0):.0f} s so far, phase "
-                f"{ap.get('phase') or 'starting'}): wait for it to end or stop it on the Autopilot page")
+
+def _bench_line(job: dict) -> str:
+    return (f"the quick benchmark is running ({job.get('done', 0)}/{job.get('total') or '?'} cells): "
+            "wait for it to end or cancel it on the Hardware page")
+
+
+def _pairs_line(job: dict) -> str:
+    return (f"the two commands' pairs are running (process {job.get('pid')}, {job.get('elapsed', 0):.0f} s "
+            "so far): wait for them to end")
+
+
+def _demo_line(job: dict) -> str:
+    return (f"the transfer demo is running ({job.get('elapsed', 0):.0f} s so far, about a minute in all): "
+            "wait for it to end or stop it on the Runs page")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One kind of the dashboard's background jobs: ``python -m engine <command>`` started
+    detached by a Start button, its state in the JSON file `file` of $SPEEDLAB_HOME, its
+    stdout and stderr in `log` there. Every kind is declared below (JOBS), so that `busy()`
+    knows them all without importing the features that own them.
+
+    what: its name in lines ("benchmark"); busy_line: the one line `busy()` gives while it
+    runs (from its state as `check` returns it); owns_runs: stopping it cancels the runs it
+    queued (the autopilot, the transfer demo); before_runs: `busy()` names it rather than the
+    run it is training (the autopilot holds no run between trials but owns the machine);
+    stop_wait_s: how long `cancel` waits for its process to end (a Start right after then
+    finds the machine free)."""
+
+    file: str
+    what: str
+    log: str
+    busy_line: Callable[[dict], str]
+    owns_runs: bool = False
+    before_runs: bool = False
+    stop_wait_s: float = 0.0
+
+    def path(self) -> Path:
+        from engine.store import home
+
+        return home() / self.file
+
+    def log_path(self) -> Path:
+        return self.path().parent / self.log
+
+    def read(self) -> Optional[dict]:
+        """Its state made honest (`check`), or None if none was started in this store."""
+        return check(read_json(self.path()), self.what)
+
+    def active(self) -> Optional[dict]:
+        """Its state while it is starting or running, else None."""
+        job = self.read()
+        return job if job and job["state"] in ACTIVE_STATES else None
+
+    def start(self, argv: list[str], fields: dict, error: type = RuntimeError,
+              also_busy: Optional[Callable[[], Optional[str]]] = None, inputs: Optional[dict] = None) -> int:
+        """`start_job` for this kind: once, under the store's submit lock. Returns the pid."""
+        return start_job(self.file, argv, self.log_path(), fields, error=error, also_busy=also_busy, inputs=inputs)
+
+    def cancel(self) -> bool:
+        """`cancel_job` for this kind. Returns whether a stop signal reached its process."""
+        return cancel_job(self.path(), and_runs=self.owns_runs, wait_s=self.stop_wait_s)
+
+
+AUTOPILOT = Job("autopilot.json", "autopilot", "autopilot.log", _autopilot_line, owns_runs=True, before_runs=True,
+                stop_wait_s=15.0)  # it stops its run: about 1-3 s
+BENCH = Job("bench-progress.json", "benchmark", "bench.log", _bench_line)
+LR_FIND = Job("lr-find-progress.json", "LR range test", "lr-find.log",
+              lambda job: "an LR range test is running: wait for it to end (usually under a minute)")
+PAIRS = Job("pairs_job.json", "command pairs", "pairs.log", _pairs_line)
+DEMO = Job("demo-transfer.json", "transfer demo", "demo-transfer.log", _demo_line, owns_runs=True)
+JOBS = (AUTOPILOT, BENCH, LR_FIND, PAIRS, DEMO)
+# The state file names, as CLI commands pass them to busy(skip=...).
+AUTOPILOT_FILE, BENCH_FILE, LR_FIND_FILE, PAIRS_FILE, DEMO_FILE = (j.file for j in JOBS)
+
+
+def busy(skip: tuple = ()) -> Optional[str]:
+    """One line when the machine is busy with a measurement (a training run queued or
+    running, or any declared job running: JOBS), else None: starting another now would
+    share the CPU/GPU and spoil both. `skip`: job file names (e.g. AUTOPILOT_FILE) not to
+    count: the caller's own."""
+    from engine.jobs.runner import current_run
+
+    def job_line(before_runs: bool) -> Optional[str]:
+        for job in JOBS:
+            if job.before_runs == before_runs and job.file not in skip:
+                state = job.active()
+                if state:
+                    return job.busy_line(state)
+        return None
+
+    line = job_line(before_runs=True)
+    if line:
+        return line
     run = current_run()
     if run:
         return (f"run #{run['id']} is {run['status']}: wait for it to end or stop it (one measurement "
                 "at a time keeps the numbers clean)")
-    b = None if BENCH_FILE in skip else check(read_json(home() / BENCH_FILE), "benchmark")
-    if b and b["state"] in ACTIVE_STATES:
-        return (f"the quick benchmark is running ({b.get('done', 0)}/{b.get('total') or '?'} cells): "
-                "wait for it to end or cancel it on the Hardware page")
-    lf = None if LR_FIND_FILE in skip else check(read_json(home() / LR_FIND_FILE), "LR range test")
-    if lf and lf["state"] in ACTIVE_STATES:
-        return "an LR range test is running: wait for it to end (usually under a minute)"
-    pairs = None if PAIRS_FILE in skip else check(read_json(home() / PAIRS_FILE), "command pairs")
-    if pairs and pairs["state"] in ACTIVE_STATES:
-        return (f"the two commands' pairs are running (process {pairs.get('pid')}, {pairs.get('elapsed', 0):.0f} s "
-                "so far): wait for them to end")
-    # Between its runs the demo holds no run, but still owns the machine.
-    return None if DEMO_FILE in skip else demo_line(check(read_json(home() / DEMO_FILE), "transfer demo"))
-
-
-def demo_line(job: Optional[dict]) -> Optional[str]:
-    """The busy line for the transfer demo's job (as `check` returns it), or None when it is not running."""
-    if job and job.get("state") in ACTIVE_STATES:
-        return (f"the transfer demo is running ({job.get('elapsed', 0):.0f} s so far, about a minute in all): "
-                "wait for it to end or stop it on the Runs page")
-    return None
+    return job_line(before_runs=False)

@@ -84,15 +84,9 @@ def demo_pairs(store: Store) -> list[tuple[int, int]]:
 
 
 # --- the demonstration as a background job (for the dashboard; no TF) ---------------
-DEMO_JOB_FILE = background.DEMO_FILE
-DEMO_LOG_FILE = "demo-transfer.log"
-
-
 def demo_job_path() -> Path:
-    """$SPEEDLAB_HOME/demo-transfer.json: the background demo's state (engine.jobs.background)."""
-    from engine.store import home
-
-    return home() / DEMO_JOB_FILE
+    """$SPEEDLAB_HOME/demo-transfer.json: the background demo's state (background.DEMO)."""
+    return background.DEMO.path()
 
 
 def _demo_result(log_path) -> Optional[dict]:
@@ -149,7 +143,8 @@ def read_demo_progress() -> Optional[dict]:
 def demo_busy() -> Optional[str]:
     """One line while the background transfer demo runs (it queues three runs
     one after another, with a short gap after pretraining), else None."""
-    return background.demo_line(read_demo_progress())
+    job = read_demo_progress()
+    return background.DEMO.busy_line(job) if job and job["state"] in background.ACTIVE_STATES else None
 
 
 def start_demo_background(args: tuple = ()) -> int:
@@ -160,13 +155,11 @@ def start_demo_background(args: tuple = ()) -> int:
     Raises: TransferError (one line) while the demo already runs, a training
     run is queued or running, or a benchmark or LR range test is running.
     """
-    path = demo_job_path()
-    return background.start_job(path.name, ["demo-transfer", "--json", "--quiet", *map(str, args)],
-                                path.parent / DEMO_LOG_FILE, {"args": list(args), "error": None},
-                                error=TransferError, also_busy=demo_busy)
+    return background.DEMO.start(["demo-transfer", "--json", "--quiet", *map(str, args)],
+                                 {"args": list(args), "error": None}, error=TransferError, also_busy=demo_busy)
 
 
 def cancel_demo_background() -> bool:
     """Stop the background transfer demo and cancel its queued or running runs.
     Returns whether it was running."""
-    return background.cancel_job(demo_job_path(), and_runs=True)
+    return background.DEMO.cancel()

@@ -284,8 +284,6 @@ def load_latest() -> Optional[dict]:
 
 
 # --- in the background, for the dashboard ------------------------------------------
-PROGRESS_FILE = background.LR_FIND_FILE
-LOG_FILE = "lr-find.log"
 CONFIG_FILE = "lr-find-config.json"
 
 
@@ -307,10 +305,10 @@ def start_background(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0,
     h = home()
     h.mkdir(parents=True, exist_ok=True)
     cfg_path = h / CONFIG_FILE
-    return background.start_job(
-        PROGRESS_FILE, ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
-                        "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)],
-        h / LOG_FILE, {"steps": int(steps), "min_lr": float(min_lr), "max_lr": float(max_lr),
+    return background.LR_FIND.start(
+        ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
+         "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)],
+        {"steps": int(steps), "min_lr": float(min_lr), "max_lr": float(max_lr),
                        "config": cfg.to_dict(), "error": None}, error=LRFindError,
         inputs={cfg_path: cfg.to_dict()})
 
@@ -323,9 +321,7 @@ def read_progress() -> Optional[dict]:
     ...}. 'done' once its process ended and a result newer than its start is
     saved (`load_latest`).
     """
-    from engine.store import home
-
-    path = home() / PROGRESS_FILE
+    path = background.LR_FIND.path()
     job = background.read_json(path)
     if not job:
         return None
@@ -341,12 +337,4 @@ def read_progress() -> Optional[dict]:
 
 def cancel_background() -> bool:
     """Stop the running background LR range test. Returns whether one was running."""
-    from engine.store import home
-
-    path = home() / PROGRESS_FILE
-    job = background.read_json(path)
-    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
-        return False
-    background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
-                                 "finished": time.time()})
-    return True
+    return background.LR_FIND.cancel()
