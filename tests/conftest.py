@@ -9,6 +9,7 @@ import faulthandler
 import gc
 import importlib.abc
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -226,6 +227,26 @@ def lane_guard(request, monkeypatch):
         yield
     finally:
         _GUARD.test = None
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def signal_state_restored():
+    """A command run in-process (engine.cli.main.main) installs its SIGINT, SIGTERM and SIGHUP
+    handlers, or ignores the three after a first Ctrl-C, and records the signal it got: none of
+    it may outlive the test in this test process (a worker that ignores SIGTERM, or raises
+    KeyboardInterrupt on it, is not one xdist can stop)."""
+    saved = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
+    yield
+    for s, handler in saved.items():
+        if signal.getsignal(s) is not handler:
+            signal.signal(s, handler)
+    if "engine.base.process" in sys.modules:
+        sys.modules["engine.base.process"].RECEIVED["signal"] = None
+    if "engine.cli.common" in sys.modules:
+        sys.modules["engine.cli.common"].INTERRUPTED["by_user"] = False
 
 
 @pytest.fixture(autouse=True)

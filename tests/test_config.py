@@ -1,12 +1,11 @@
 """RunConfig validation: every bad value gets one line naming field, value and fix."""
 import json
-import subprocess
-import sys
 
 import pytest
 
 from engine.config import ConfigError, RunConfig, baseline_config, nearest_divisible
 from engine.config.preflight import check_runnable
+from tests.helpers import cli
 
 
 def err(**kw) -> ConfigError:
@@ -116,7 +115,6 @@ def test_machine_checks():
     assert check_runnable(RunConfig(precision="mixed_float16", devices=2, batch_size=128), two_gpus) == []
 
 
-@pytest.mark.worker
 @pytest.mark.parametrize("argv, field", [
     (["--devices", "0"], "devices"),
     (["--precision", "fp8"], "precision"),
@@ -124,7 +122,7 @@ def test_machine_checks():
     (["--device-type", "tpu"], "device_type"),
 ])
 def test_cli_rejects_bad_input_with_exit_2_and_one_line(argv, field, store_home):
-    out = subprocess.run([sys.executable, "-m", "engine", "run", *argv], capture_output=True, text=True)
+    out = cli.engine("run", *argv)  # in the unit lane: refused before TensorFlow is imported
     assert out.returncode == 2
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), out.stderr
