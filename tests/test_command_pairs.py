@@ -353,3 +353,77 @@ def test_the_panel_has_a_timeout_per_side_and_stop_ends_the_running_pairs(store_
         in texts(at.text)
     with Store() as s:  # the reason the pairs process keeps when it ends the comparison
         assert cstore.get(s, cid)["ended_by"] == "stopped by the user"
+
+
+@pytest.mark.worker
+def test_a_two_command_comparison_survives_export_and_import_with_its_failed_pair(tmp_path):
+    """Export of a comparison of two commands whose pair 2 failed (its command exited 3, its
+    baseline never ran), then import into another store: a comparison again, of the imported
+    runs, with the failed pair and the same ratio; each run names the host it ran on."""
+    import io
+    import socket
+
+    from engine import bundle
+    from engine.bundle.format import provenance
+    from engine.report import replay
+    from engine.store import comparisons as cstore
+
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1 --fail boom --fail-seed 1",
+                "--pairs", "2", "--json")
+    assert proc.returncode == 1, proc.stderr
+    with Store(tmp_path / "runs.sqlite") as s:
+        (comp,) = cstore.list_all(s)
+        ids = [r["id"] for r in s.list_runs()]
+        buf = io.BytesIO()
+        bundle.export_runs(s, ids, buf)
+    assert [p.get("baseline_id") is None for p in comp["plan"]] == [False, True]  # pair 2: BA, its command failed
+    other = tmp_path / "other"
+    other.mkdir()
+    with Store(other / "runs.sqlite") as s:
+        mapping = dict(bundle.import_bundle(s, io.BytesIO(buf.getvalue()), "pairs.zip"))
+        (got,) = cstore.list_all(s)
+        assert got["settings"]["baseline_kind"] == "command" and got["settings"]["commands"] == comp["settings"]["commands"]
+        assert (got["status"], got["ended_by"]) == (comp["status"], comp["ended_by"]) == (
+            "stopped", "pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept")
+        assert [(p.get("baseline_id"), p["run_id"], p.get("error")) for p in got["plan"]] == [
+            (mapping[q["baseline_id"]] if q.get("baseline_id") else None, mapping[q["run_id"]], q.get("error"))
+            for q in comp["plan"]]
+        assert got["result"]["pair_ratios"][0] == pytest.approx(2.0)
+        assert got["result"]["pair_ratios"] == comp["result"]["pair_ratios"]
+        runs = s.list_runs()
+        assert sorted(r["id"] for r in runs) == sorted(mapping.values())
+        for r in runs:
+            assert provenance(r) == f"imported from {socket.gethostname()} (run #{r['origin']['run_id']} there)"
+        # Replay opens on its complete pair
+        assert replay.comparison_pair(cstore.list_all(s), runs) == (mapping[comp["plan"][0]["baseline_id"]],
+                                                                    mapping[comp["plan"][0]["run_id"]])
+
+
+@pytest.mark.page
+def test_runs_page_lists_a_two_command_comparison_with_its_failed_pair(store):
+    """As `engine pairs` stores it: pair 1 complete (10,000 against 20,000 samples/s), pair 2's
+    command failed and its baseline never ran (no id): a comparison on the Runs page too."""
+    from engine.config import RunConfig
+    from engine.report.comparison import evaluate
+    from engine.store import comparisons as cstore
+    from tests.helpers.pages import app, fake_run, no_errors
+
+    cfg = RunConfig(epochs=3, target_accuracy=0.7)
+    b0 = fake_run(store, cfg, "baseline", group="cmp-two")
+    r0 = fake_run(store, cfg, "run", group="cmp-two", rate=20_000.0)
+    r1 = fake_run(store, cfg, "run", group="cmp-two", status="failed")
+    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
+            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": None, "run_id": r1,
+             "error": "run command: exited with code 3: boom"}]
+    cid = cstore.create(store, "ab", "cmp-two", {"pairs": 2, "max_pairs": 2, "min_pairs": 2,
+                                                 "baseline_kind": "command",
+                                                 "commands": {"baseline": "python a.py", "run": "python b.py"}},
+                        plan, "here")
+    cstore.update(store, cid, result=evaluate(store, cstore.get(store, cid)), status="stopped",
+                  ended_by="pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept")
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    (table,) = [d.value for d in at.dataframe if "headline" in d.value.columns]
+    assert list(table["kind"]) == ["two commands"] and list(table["pairs"]) == [2]
+    assert list(table["ended by"]) == ["pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept"]
+    assert list(table["runs"]) == [f"#{b0}, #{r0}, #{r1}"]

@@ -31,6 +31,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--sec", default="1.0", help="seconds per seed, comma-separated")
     p.add_argument("--fail", help="print this to stderr and exit 3 after storing the run")
+    p.add_argument("--fail-seed", type=int, help="--fail on this seed only")
     p.add_argument("--no-run", action="store_true", help="exit 0 without recording a run")
     p.add_argument("--sleep", type=float, default=0.0, help="wait this many s first (a side still running)")
     p.add_argument("--fail-chars", type=int, help="--fail with a message of this many 'x' on one line")
@@ -75,7 +76,7 @@ def main() -> int:
     store.add_metrics(rid, rows, ep)
     summary = {**steady_state([d] * n, [1] * n, bs, warmup_executions=0), "wall_sec": sec, "replicas": 1,
                "final_val_accuracy": 0.9, "time_to_target_sec": sec, "warnings": []}
-    if a.fail:
+    if a.fail and a.fail_seed in (None, seed):
         store.finish_run(rid, "failed", a.fail, summary=summary)
         print("Traceback (most recent call last):\n  ...", file=sys.stderr)
         print(a.fail, file=sys.stderr)
