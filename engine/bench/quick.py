@@ -543,7 +543,7 @@ def cancel_background() -> bool:
 
     path = progress_path()
     job = background.read_json(path)
-    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
+    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop_by_user(path, job):
         return False
     background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
                                  "finished": time.time()})

@@ -308,7 +308,8 @@ def start_background(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0,
     h.mkdir(parents=True, exist_ok=True)
     cfg_path = h / CONFIG_FILE
     return background.start_job(
-        PROGRESS_FILE, ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
+        PROGRESS_FILE, ["lr-find", "--json", "--progress-file", str(h / PROGRESS_FILE),
+                        "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
                         "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)],
         h / LOG_FILE, {"steps": int(steps), "min_lr": float(min_lr), "max_lr": float(max_lr),
                        "config": cfg.to_dict(), "error": None}, error=LRFindError,
@@ -345,7 +346,7 @@ def cancel_background() -> bool:
 
     path = home() / PROGRESS_FILE
     job = background.read_json(path)
-    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop(job):
+    if not job or job.get("state") not in background.ACTIVE_STATES or not background.stop_by_user(path, job):
         return False
     background.write_json(path, {**job, "state": "cancelled", "error": "cancelled by the user",
                                  "finished": time.time()})
