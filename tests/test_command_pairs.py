@@ -8,8 +8,10 @@ import json
 import math
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -194,10 +196,14 @@ def test_train_panel_is_local_only_and_refuses_bad_commands_before_starting(stor
         commands.launch("python train.py", "python train.py --bf16", 51)
     assert e.value.field == "pairs"
     assert spawned == [] and not (store_home / commands.JOB_FILE).exists()
-    assert commands.launch("python train.py", "python train.py --bf16", 3) == "started: 3 pairs, process 1"
+    with pytest.raises(ConfigError) as e:
+        commands.launch("python train.py", "python train.py --bf16", 3, 0.0)
+    assert e.value.field == "timeout_s"
+    assert commands.launch("python train.py", "python train.py --bf16", 3) == \
+        "started: 3 pairs, at most 60 min a side, process 1"
     (argv, _log), = spawned
     assert argv == ["pairs", "--baseline-cmd", "python train.py", "--cmd", "python train.py --bf16", "--pairs", "3",
-                    "--quiet", "--progress-file", str(store_home / commands.JOB_FILE)]
+                    "--timeout-s", "3600", "--quiet", "--progress-file", str(store_home / commands.JOB_FILE)]
 
 
 @pytest.mark.worker
@@ -217,3 +223,207 @@ def test_the_bf16_example_compares_two_real_scripts(tmp_path):
     finally:
         store.close()
     assert c["steady_speedup"] > 0 and len(c["pair_ratios"]) == 1
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stop_signal_to_pairs_mid_side_stops_its_process_group_and_ends_stopped(tmp_path, sig):
+    """`kill <pairs pid>` (SIGTERM) or Ctrl-C (SIGINT) while pair 2's first side trains on: that
+    side and the child it started are stopped, its run ends naming the signal, and the comparison
+    ends `stopped` with pair 1 kept; the exit status is 128 + the signal, as a shell reports it."""
+    pids = tmp_path / "pids"
+    env = {**os.environ, "SPEEDLAB_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen([sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SIDE} --sec 2",
+                            "--cmd", f"{SIDE} --sec 1 --hang-seed 1 --pids {pids}", "--pairs", "2"],
+                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not pids.exists():  # pair 2 is BA: its command (seed 1) hangs first
+            assert cli.poll() is None and time.monotonic() < deadline, cli.communicate()
+            time.sleep(0.1)
+        side, child = (int(x) for x in pids.read_text().split())
+        os.kill(cli.pid, sig)
+        out, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 128 + sig, err
+    assert "Traceback" not in err, err
+    assert _gone(side) and _gone(child)  # the side's whole process group, not only the side
+    with Store(tmp_path / "runs.sqlite") as s:
+        from engine.store import comparisons as cstore
+
+        (comp,) = cstore.list_all(s)
+        assert (comp["status"], comp["ended_by"]) == (
+            "stopped", f"stopped: the pairs process got {sig.name}; 1 complete pair kept")
+        assert len(comp["plan"]) == 1 and comp["result"]["pair_ratios"] == pytest.approx([2.0])
+        hung = [(r["status"], r["error"]) for r in s.list_runs() if r["config"]["seed"] == 1]
+        assert hung == [("cancelled", f"stopped: the pairs process got {sig.name}")]
+        assert not [r for r in s.list_runs() if r["status"] in ("queued", "running")]
+
+
+@pytest.mark.worker
+def test_stop_on_the_page_stops_a_hanging_side_as_the_users(tmp_path):
+    """The dashboard's Stop (engine.jobs.command_pairs.stop) on a side that records a run and
+    trains on: "stopped by the user", the run "cancelled by the user", never a signal's name."""
+    from engine.jobs import command_pairs as cp
+    from engine.store import comparisons as cstore
+
+    pids = tmp_path / "pids"
+    env = {**os.environ, "SPEEDLAB_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen([sys.executable, "-m", "engine", "pairs", "--baseline-cmd",
+                            f"{SIDE} --hang-seed 0 --pids {pids}", "--cmd", f"{SIDE} --sec 1", "--pairs", "2"],
+                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not pids.exists():
+            assert cli.poll() is None and time.monotonic() < deadline, cli.communicate()
+            time.sleep(0.1)
+        with Store(tmp_path / "runs.sqlite") as s:
+            (comp,) = cstore.list_all(s)
+        line = cp.stop(comp["id"], tmp_path / "runs.sqlite")
+        assert line == f"comparison {comp['id']}: stop requested (its pairs process, pid {cli.pid}, stops the running side)"
+        out, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert "Traceback" not in err, err
+    side, child = (int(x) for x in pids.read_text().split())
+    assert _gone(side) and _gone(child)
+    with Store(tmp_path / "runs.sqlite") as s:
+        comp = cstore.get(s, comp["id"])
+        assert (comp["status"], comp["ended_by"]) == ("stopped", "stopped by the user; 0 complete pairs kept")
+        assert [(r["status"], r["error"]) for r in s.list_runs()] == [("cancelled", "cancelled by the user")]
+    assert cp.stop(comp["id"], tmp_path / "runs.sqlite") == f"comparison {comp['id']} is not running"
+
+
+@pytest.mark.page
+def test_the_panel_has_a_timeout_per_side_and_stop_ends_the_running_pairs(store_home, monkeypatch):
+    """The Train page's "Compare two commands": the timeout typed there reaches `engine pairs`
+    (--timeout-s in s), and while its process runs the panel's Stop marks the comparison "stopped
+    by the user" and sends SIGTERM to that process (engine.jobs.command_pairs.stop)."""
+    import streamlit as st
+
+    from engine.base.process import start_time
+    from engine.jobs import background
+    from engine.store import comparisons as cstore
+    from tests.helpers.pages import app, no_errors, texts
+    from views.train import commands
+
+    get_option = st.get_option
+    monkeypatch.setattr(st, "get_option", lambda name: "localhost" if name == "server.address" else get_option(name))
+    spawned, killed = [], []
+    gone = 4_194_303  # above any pid Linux hands out (pid_max is at most 2**22): no process
+    monkeypatch.setattr(commands.background, "spawn", lambda *a: spawned.append(a) or (gone, 0.0))
+    monkeypatch.setattr(command_pairs.os, "kill", lambda pid, sig: killed.append((pid, sig)))
+    at = app()
+    assert at.number_input(key="pairs_timeout_min").value == 60.0
+    at.text_input(key="pairs_baseline_cmd").input("python a.py")
+    at.text_input(key="pairs_cmd").input("python b.py")
+    at.number_input(key="pairs_n").set_value(2)
+    at.number_input(key="pairs_timeout_min").set_value(1.5)
+    at.button[[b.label for b in at.button].index("Start the pairs")].click().run()
+    no_errors(at)
+    (argv, _log), = spawned
+    assert argv[argv.index("--timeout-s") + 1] == "90" and argv[argv.index("--pairs") + 1] == "2"
+    assert f"started: 2 pairs, at most 1.5 min a side, process {gone}" in texts(at.text)
+    assert not [b for b in at.button if b.key == "pairs_stop"]  # no process runs the pairs: no Stop
+
+    me = {"pid": os.getpid(), "pid_started": start_time()}  # a live process stands in for `engine pairs`
+    background.write_json(store_home / commands.JOB_FILE, {**background.read_json(store_home / commands.JOB_FILE),
+                                                            "state": "running", **me})
+    with Store() as s:
+        cid = cstore.create(s, "ab", "cmp-page1", {"pairs": 2, "baseline_kind": "command", **me}, [], "here")
+    at = app()
+    at.button(key="pairs_stop").click().run()
+    no_errors(at)
+    assert killed == [(os.getpid(), signal.SIGTERM)]
+    assert f"comparison {cid}: stop requested (its pairs process, pid {os.getpid()}, stops the running side)" \
+        in texts(at.text)
+    with Store() as s:  # the reason the pairs process keeps when it ends the comparison
+        assert cstore.get(s, cid)["ended_by"] == "stopped by the user"
+
+
+@pytest.mark.worker
+def test_a_two_command_comparison_survives_export_and_import_with_its_failed_pair(tmp_path):
+    """Export of a comparison of two commands whose pair 2 failed (its command exited 3, its
+    baseline never ran), then import into another store: a comparison again, of the imported
+    runs, with the failed pair and the same ratio; each run names the host it ran on."""
+    import io
+    import socket
+
+    from engine import bundle
+    from engine.bundle.format import provenance
+    from engine.report import replay
+    from engine.store import comparisons as cstore
+
+    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1 --fail boom --fail-seed 1",
+                "--pairs", "2", "--json")
+    assert proc.returncode == 1, proc.stderr
+    with Store(tmp_path / "runs.sqlite") as s:
+        (comp,) = cstore.list_all(s)
+        ids = [r["id"] for r in s.list_runs()]
+        buf = io.BytesIO()
+        bundle.export_runs(s, ids, buf)
+    assert [p.get("baseline_id") is None for p in comp["plan"]] == [False, True]  # pair 2: BA, its command failed
+    other = tmp_path / "other"
+    other.mkdir()
+    with Store(other / "runs.sqlite") as s:
+        mapping = dict(bundle.import_bundle(s, io.BytesIO(buf.getvalue()), "pairs.zip"))
+        (got,) = cstore.list_all(s)
+        assert got["settings"]["baseline_kind"] == "command" and got["settings"]["commands"] == comp["settings"]["commands"]
+        assert (got["status"], got["ended_by"]) == (comp["status"], comp["ended_by"]) == (
+            "stopped", "pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept")
+        assert [(p.get("baseline_id"), p["run_id"], p.get("error")) for p in got["plan"]] == [
+            (mapping[q["baseline_id"]] if q.get("baseline_id") else None, mapping[q["run_id"]], q.get("error"))
+            for q in comp["plan"]]
+        assert got["result"]["pair_ratios"][0] == pytest.approx(2.0)
+        assert got["result"]["pair_ratios"] == comp["result"]["pair_ratios"]
+        runs = s.list_runs()
+        assert sorted(r["id"] for r in runs) == sorted(mapping.values())
+        for r in runs:
+            assert provenance(r) == f"imported from {socket.gethostname()} (run #{r['origin']['run_id']} there)"
+        # Replay opens on its complete pair
+        assert replay.comparison_pair(cstore.list_all(s), runs) == (mapping[comp["plan"][0]["baseline_id"]],
+                                                                    mapping[comp["plan"][0]["run_id"]])
+
+
+@pytest.mark.page
+def test_runs_page_lists_a_two_command_comparison_with_its_failed_pair(store):
+    """As `engine pairs` stores it: pair 1 complete (10,000 against 20,000 samples/s), pair 2's
+    command failed and its baseline never ran (no id): a comparison on the Runs page too."""
+    from engine.config import RunConfig
+    from engine.report.comparison import evaluate
+    from engine.store import comparisons as cstore
+    from tests.helpers.pages import app, fake_run, no_errors
+
+    cfg = RunConfig(epochs=3, target_accuracy=0.7)
+    b0 = fake_run(store, cfg, "baseline", group="cmp-two")
+    r0 = fake_run(store, cfg, "run", group="cmp-two", rate=20_000.0)
+    r1 = fake_run(store, cfg, "run", group="cmp-two", status="failed")
+    plan = [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": b0, "run_id": r0},
+            {"pair": 1, "seed": 1, "order": "BA", "baseline_id": None, "run_id": r1,
+             "error": "run command: exited with code 3: boom"}]
+    cid = cstore.create(store, "ab", "cmp-two", {"pairs": 2, "max_pairs": 2, "min_pairs": 2,
+                                                 "baseline_kind": "command",
+                                                 "commands": {"baseline": "python a.py", "run": "python b.py"}},
+                        plan, "here")
+    cstore.update(store, cid, result=evaluate(store, cstore.get(store, cid)), status="stopped",
+                  ended_by="pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept")
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    (table,) = [d.value for d in at.dataframe if "headline" in d.value.columns]
+    assert list(table["kind"]) == ["two commands"] and list(table["pairs"]) == [2]
+    assert list(table["ended by"]) == ["pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept"]
+    assert list(table["runs"]) == [f"#{b0}, #{r0}, #{r1}"]

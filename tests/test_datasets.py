@@ -1,5 +1,6 @@
 """Data sets: Keras-cache loaders, user .npz files and image folders, the registry,
 label subsets, input pipelines. Every file is made here; no network."""
+import hashlib
 import gzip
 import io
 import json
@@ -308,14 +309,16 @@ def test_register_checks_first_and_leaves_nothing_behind(store_home, tmp_path):
     good = tmp_path / "good.npz"
     np.savez(good, **good_arrays())
     info = userdata.register_upload("mine", "good.npz", good.read_bytes())
-    assert info.samples == 20 and userdata.registered() == ["mine"]
-    assert sorted(p.name for p in reg.iterdir()) == ["mine"]  # no temporary folders left
-    cfg = RunConfig(dataset="user:mine", batch_size=5)
+    mine = info.name  # named by the file's content: mine-<sha256[:12]>
+    assert mine == "mine-" + hashlib.sha256(good.read_bytes()).hexdigest()[:12]
+    assert info.samples == 20 and userdata.registered() == [mine]
+    assert sorted(p.name for p in reg.iterdir()) == [mine]  # no temporary folders left
+    cfg = RunConfig(dataset=f"user:{mine}", batch_size=5)
     assert cfg.data_sizes() == (16, 4)  # ceil(0.2 x 20) = 4 validation off x_train; x_test (6) tests
     s = datasets.load(cfg)
     assert s.x_val.shape == (4, 6, 5, 1) and s.x_test.shape == (6, 6, 5, 1)
     with pytest.raises(userdata.DataError, match="already registered"):
-        userdata.register("mine", good)
+        userdata.register(mine, good)
     with pytest.raises(userdata.DataError, match="not a usable data set name"):
         userdata.register("../evil", good)
 

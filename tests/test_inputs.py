@@ -92,6 +92,39 @@ def test_a_registered_data_set_is_known_by_its_arrays(store_home, tmp_path):
     assert inputs.of(RunConfig(dataset="user:mine", model="mlp", batch_size=8))["data_sha256"] != first
 
 
+def test_two_data_uploads_of_one_name_are_both_kept_and_a_run_names_its_file(store, tmp_path):
+    """The Train page's data upload (engine.data.userdata.register_upload): two different
+    stripes.npz under one typed name stay two data sets, each named by its file's sha256; a
+    run's config names the one it trained on, whose meta.json keeps that file's hash; a stored
+    baseline of one is never the other's."""
+    import io
+
+    from engine.data import userdata
+
+    def npz(x) -> bytes:
+        buf = io.BytesIO()
+        np.savez(buf, x_train=x, y_train=np.arange(40) % 2)
+        return buf.getvalue()
+
+    a, b = npz(np.zeros((40, 8, 8), np.uint8)), npz(np.full((40, 8, 8), 7, np.uint8))
+    info_a = userdata.register_upload("stripes", "stripes.npz", a)
+    info_b = userdata.register_upload("stripes", "stripes.npz", b)
+    sha_a, sha_b = hashlib.sha256(a).hexdigest(), hashlib.sha256(b).hexdigest()
+    assert (info_a.name, info_b.name) == (f"stripes-{sha_a[:12]}", f"stripes-{sha_b[:12]}")
+    assert userdata.registered() == sorted([info_a.name, info_b.name])  # the first is still there
+    assert userdata.register_upload("stripes", "copy.npz", a).name == info_a.name  # the same file: one
+    assert userdata.registered() == sorted([info_a.name, info_b.name])
+    assert userdata.registered_meta(info_a.name)["file_sha256"] == sha_a
+    assert userdata.load_registered(info_b.name)["x_train"].max() == 7  # b's arrays, not a's
+    assert userdata.upload_name("x" * 64, a) == "x" * 51 + "-" + sha_a[:12]  # 64 characters at most
+    cfg_a = RunConfig(dataset=f"user:{info_a.name}", model="mlp", batch_size=8)
+    cfg_b = cfg_a.replace(dataset=f"user:{info_b.name}")
+    assert inputs.of(cfg_a) != inputs.of(cfg_b)
+    mine = _stored_baseline(store, cfg_a)
+    assert runner.find_baseline(store, cfg_a)["id"] == mine
+    assert runner.find_baseline(store, cfg_b) is None
+
+
 @pytest.mark.worker
 def test_a_run_records_the_data_it_trained_on_and_a_replaced_data_set_is_not_its_baseline(store, tmp_path):
     from engine.data import userdata

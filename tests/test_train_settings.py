@@ -2,6 +2,7 @@
 schedules, the LR finder, uploads, data set choices and starting from a saved run."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -220,19 +221,28 @@ def test_upload_registers_a_good_npz_and_selects_it(store_home):
     at.text_input(key="upload_name").input("stripes").run()  # the browser reruns after an upload
     at.button(key="upload_register").click().run()
     no_errors(at)
-    assert registry(store_home) == ["stripes"]
+    name = "stripes-" + hashlib.sha256(good).hexdigest()[:12]  # named by its content, as model uploads
+    assert registry(store_home) == [name]
     sel = at.selectbox(key="dataset")
-    assert "user:stripes" in sel.options and sel.value == "user:stripes"
-    assert "Registered **user:stripes**: 200 images of 6x5x1, 4 classes" in texts(at.success)
+    assert f"user:{name}" in sel.options and sel.value == f"user:{name}"
+    assert f"Registered **user:{name}**: 200 images of 6x5x1, 4 classes" in texts(at.success)
     assert "200 images of 6x5x1, 4 classes" in texts(at.caption)  # the selected data set described
     assert not at.button(key="launch").disabled  # a valid config on the new data
     assert not at.file_uploader[0].value  # emptied for the next upload
-    # The same name again: refused with the engine's line, nothing replaced.
+    # The same file again: the data set kept before, nothing new.
     at.file_uploader[0].upload("stripes.npz", good, "application/octet-stream")
     at.text_input(key="upload_name").input("stripes").run()  # the browser reruns after an upload
     at.button(key="upload_register").click().run()
-    assert "a data set named 'stripes' is already registered; pick another name or replace it" in texts(at.error)
-    assert registry(store_home) == ["stripes"]
+    no_errors(at)
+    assert registry(store_home) == [name]
+    # Another file of the same name: kept beside it, never in its place.
+    other = npz_bytes(x_train=rng.integers(0, 256, (200, 6, 5), dtype=np.uint8), y_train=np.repeat(np.arange(4), 50))
+    at.file_uploader[0].upload("stripes.npz", other, "application/octet-stream")
+    at.text_input(key="upload_name").input("stripes").run()
+    at.button(key="upload_register").click().run()
+    no_errors(at)
+    second = "stripes-" + hashlib.sha256(other).hexdigest()[:12]
+    assert registry(store_home) == sorted([name, second]) and at.selectbox(key="dataset").value == f"user:{second}"
 
 
 @pytest.mark.page

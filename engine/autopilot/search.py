@@ -137,19 +137,26 @@ def trial_limit(budget_s: float, share: float = TRIAL_SHARE) -> float:
     return max(budget_s * share, MIN_TRIAL_LIMIT_S)
 
 
+def stop_why(stop: Optional[threading.Event]) -> str:
+    """Why the search's stop event was set: its `why` (the CLI sets "stopped: the autopilot got
+    SIGTERM" for a stop signal; engine.jobs.background.stopped_line), else the user's Stop."""
+    return getattr(stop, "why", None) or "stopped by the user"
+
+
 def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[float] = None,
                 now: Optional[float] = None, deadline: Optional[float] = None,
-                stop_requested: bool = False) -> Optional[tuple[str, str]]:
+                stop_requested: bool | str = False) -> Optional[tuple[str, str]]:
     """Why a live trial must stop now, or None.
 
     Args: `elapsed` training seconds so far (0: not started); `best` the best time to target so
     far (s); `limit` the trial's share of the budget (training s); `now` and
     `deadline` on one clock (s).
-    Returns: (kind, one line); kind 'stopped' (by the user), 'budget', 'pruned'
+    `stop_requested`: True (the user's Stop) or the line saying why (`stop_why`).
+    Returns: (kind, one line); kind 'stopped' (by the user or a signal), 'budget', 'pruned'
     (passed the best time: it cannot win) or 'share', checked in that order.
     """
     if stop_requested:
-        return "stopped", "stopped by the user"
+        return "stopped", stop_requested if isinstance(stop_requested, str) else "stopped by the user"
     # 2 decimals in every line: "pruned at 2.3 s ... than the best (2.33 s)" read as the reverse.
     if deadline is not None and now is not None and now >= deadline:
         if elapsed <= 0:  # nothing stored yet: "after 0.00 s of its training" read as a fault
@@ -602,9 +609,10 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
         elapsed = now - start if start is not None else 0.0
         if stopping is None:
             why = stop_reason(elapsed, best if start is not None else None, limit if start is not None else None,
-                              now, deadline, bool(stop and stop.is_set()))
-            if why:
-                runner.cancel(run_id, store.path)
+                              now, deadline, stop_why(stop) if stop is not None and stop.is_set() else False)
+            if why:  # a stop signal's line reaches the run too: never "cancelled by the user" for it
+                signalled = why[0] == "stopped" and why[1].startswith("stopped: ")
+                runner.cancel(run_id, store.path, *((why[1],) if signalled else ()))
                 stopping = (*why, now, elapsed)
         elif not killed and now - stopping[2] > KILL_AFTER_S:
             _kill(run)
@@ -628,7 +636,7 @@ def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = 
     elif run["status"] == "failed":
         kind, reason = "failed", f"failed: {run.get('error') or 'no message'}"
     else:  # cancelled by someone else: the autopilot's own Stop (the page cancels the run too), or not
-        kind, reason = "stopped", ("stopped by the user" if stop is not None and stop.is_set()
+        kind, reason = "stopped", (stop_why(stop) if stop is not None and stop.is_set()
                                    else "cancelled outside the autopilot")
     return {"run_id": run_id, "status": run["status"], "kind": kind, "reason": reason,
             "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
@@ -833,7 +841,7 @@ class Autopilot:
         rid = _submit_when_free(cfg, "trial", f"{self.id}-t{n}", self.store_path, self.stop, deadline)
         if rid is None:
             self._note("search ended: another run held the machine until the budget ran out"
-                       if not self.stop.is_set() else "search stopped by the user")
+                       if not self.stop.is_set() else f"search {stop_why(self.stop)}")
             return None
         label = self._trial_label(cfg)
         self._update(current={"phase": "search", "trial": n, "run_id": rid, "label": label,
@@ -1050,7 +1058,7 @@ class Autopilot:
         t0 = time.monotonic()
         best = self.search()
         if best is None and self.stop.is_set():
-            self._note("stopped by the user before any trial reached the target: nothing to confirm or explain")
+            self._note(f"{stop_why(self.stop)} before any trial reached the target: nothing to confirm or explain")
         elif best is None:
             self._note("no trial reached the target: nothing to confirm or explain (raise the epoch cap "
                        "or the budget, or lower the target)")

@@ -18,9 +18,12 @@ from engine.store import Store
 
 
 def _run_ids(comp: dict) -> list[int]:
+    """The ids of the runs a comparison's pairs hold. A failed pair of two commands may lack one
+    (its side recorded no run, or never ran: engine.jobs.command_pairs): None is left out."""
     from engine.report.comparison import dropped_keys
 
-    return [p[k] for p in comp.get("plan") or [] for k in ("baseline_id", "run_id") if k not in dropped_keys(p)]
+    return [p[k] for p in comp.get("plan") or [] for k in ("baseline_id", "run_id")
+            if k not in dropped_keys(p) and p.get(k) is not None]
 
 
 def export_files(store: Store, run_ids: list[int]) -> dict[str, bytes]:
@@ -55,8 +58,10 @@ def read(src, manifest: dict, name: str) -> list[dict]:
             if not isinstance(comp, dict) or not isinstance(comp.get("plan"), list) \
                     or not all(isinstance(p, dict) for p in comp["plan"]):
                 raise ValueError(f"{member} is not a comparison (no list of pairs under 'plan')")
+            # A pair's ids are integers; only a failed pair (its 'error' said) may lack one.
             bad = [p for p in comp["plan"] if not p.get("dropped") and not all(
-                isinstance(p.get(k), int) and not isinstance(p.get(k), bool) for k in ("baseline_id", "run_id"))]
+                (isinstance(p.get(k), int) and not isinstance(p.get(k), bool)) or (p.get(k) is None and p.get("error"))
+                for k in ("baseline_id", "run_id"))]
             if bad:
                 raise ValueError(f"{member}: a pair without integer baseline_id and run_id ({str(bad[0])[:80]})")
             out.append(comp)
@@ -105,7 +110,7 @@ def import_rows(store: Store, comps: list[dict], mapping: dict[int, int]) -> lis
     for comp in comps:
         if not set(_run_ids(comp)) <= set(mapping):
             continue  # a comparison of runs not in this bundle: nothing to show it with
-        plan = [{**p, **{k: mapping.get(p[k], p[k]) for k in ("baseline_id", "run_id")}} for p in comp["plan"]]
+        plan = [{**p, **{k: mapping.get(p.get(k), p.get(k)) for k in ("baseline_id", "run_id")}} for p in comp["plan"]]
         row = {**comp, "plan": plan, "result": None}
         conn.execute("DELETE FROM comparisons WHERE group_id=?", (comp.get("group_id"),))  # stale (check_groups)
         vals = [json.dumps(row.get(c)) if c in ("settings", "plan", "result") and row.get(c) is not None

@@ -162,7 +162,8 @@ def summary_lines(state: dict) -> list[str]:
     for note in state.get("notes") or []:
         out.append(f"note: {note}")
     if state.get("phase") == "stopped":
-        out.append("stopped by the user: what is above is what had been measured by then")
+        out.append(f"{state.get('stopped_by') or 'stopped by the user'}: what is above is what had been "
+                   "measured by then")
     return out
 
 
@@ -207,7 +208,12 @@ def main(args) -> int:
         return fail(f"not started: {why}")
     if not own:  # the page and busy() follow a search started here through the page's file too
         writers.append(progress_writer(autopilot.progress_path()))
-    process.on_stop_signals(lambda _name: stop.set())  # SIGINT, SIGTERM, SIGHUP: the search stops alike
+    def on_signal(_name):  # SIGINT, SIGTERM, SIGHUP: the search stops alike, saying why
+        if not stop.is_set():
+            stop.why = background.stopped_line(args.progress_file, "autopilot")  # engine.autopilot.search.stop_why
+        stop.set()
+
+    process.on_stop_signals(on_signal)
     printed = set()
 
     def on_update(state):
@@ -230,8 +236,10 @@ def main(args) -> int:
     except Exception as e:  # noqa: BLE001 - the progress file must not stay 'running'
         return fail(f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}", 1)
     stopped = state["phase"] == "stopped"
+    if stopped:
+        state = {**state, "stopped_by": autopilot.stop_why(stop)}
     write(state="cancelled" if stopped else "done", **{k: v for k, v in state.items() if k != "state"},
-          error="stopped by the user" if stopped else None)
+          error=state["stopped_by"] if stopped else None)
     if args.json:
         print_json(state)
     else:

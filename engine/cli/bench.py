@@ -193,6 +193,11 @@ def main(args) -> int:
         write(state="failed", error=str(e))
         print(f"\nerror: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # SIGINT, SIGTERM or SIGHUP (engine.cli.main): the job says which
+        from engine.jobs import background
+
+        write(state="cancelled", error=background.stopped_line(args.progress_file, "quick benchmark"))
+        raise
     except Exception as e:  # noqa: BLE001 - the progress file must not stay 'running'
         write(state="failed", error=f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}")
         raise

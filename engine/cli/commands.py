@@ -32,7 +32,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_pairs(args) -> int:
-    """Exit code 0: every pair complete; 1: a pair failed or Ctrl-C; 2: invalid input."""
+    """Exit code 0: every pair complete; 1: a pair failed; 2: invalid input; 128 + the signal
+    (130 for Ctrl-C, 143 for SIGTERM): stopped by a stop signal, its complete pairs kept."""
     from engine.jobs import command_pairs
 
     from engine.jobs import background
@@ -71,4 +72,10 @@ def cmd_pairs(args) -> int:
         for p in comp.get("plan") or []:
             if p.get("error"):
                 print(f"{'pair ' + str(p['pair'] + 1):>20}  failed: {p['error']}")
+    from engine.base.process import RECEIVED
+
+    if comp["status"] == "stopped" and RECEIVED["signal"]:  # 128 + the signal, as a shell reports it
+        import signal
+
+        return 128 + int(getattr(signal, RECEIVED["signal"]))
     return 0 if comp["status"] == "completed" else 1

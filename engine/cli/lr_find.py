@@ -7,6 +7,7 @@ a training run is active (one line on stderr).
 """
 from __future__ import annotations
 
+import argparse
 import sys
 
 from engine.cli.common import print_json
@@ -40,6 +41,7 @@ def add_parser(subparsers) -> None:
     g.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="give up after this many seconds [300]")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
+    p.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)  # the dashboard's job file
     p.set_defaults(func=main)
 
 
@@ -105,6 +107,9 @@ def main(args) -> int:
                   file=sys.stderr)
         result = lr_find.run(cfg, min_lr=args.start_lr, max_lr=args.end_lr, steps=args.steps,
                              timeout_s=args.timeout)
+    except KeyboardInterrupt:  # SIGINT, SIGTERM or SIGHUP (engine.cli.main): the job says which
+        background.end_by_signal(args.progress_file, "LR range test")
+        raise
     except (ConfigError, ActiveRunError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -698,12 +698,14 @@ def check_name(name: str) -> None:
                          "or '.', starting with a letter or digit"])
 
 
-def register(name: str, source: os.PathLike, overwrite: bool = False, source_label: Optional[str] = None):
+def register(name: str, source: os.PathLike, overwrite: bool = False, source_label: Optional[str] = None,
+             file_sha256: Optional[str] = None):
     """Check `source` (.npz, folder or .zip) and store it as data set "user:NAME".
 
     Everything is checked before anything is written; the data set is written
     to a temporary folder and renamed into place, so it appears whole or not at all.
-    `source_label` is recorded as where the data came from (default: the path).
+    `source_label` is recorded as where the data came from (default: the path);
+    `file_sha256`, an uploaded file's hash (`register_upload`), in meta.json.
     Returns: its DatasetInfo. Raises: DataError.
     """
     check_name(name)
@@ -716,6 +718,8 @@ def register(name: str, source: os.PathLike, overwrite: bool = False, source_lab
     meta = _meta(name, data)
     if source_label:
         meta["source"] = source_label
+    if file_sha256:
+        meta["file_sha256"] = file_sha256
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
     old = None
@@ -738,14 +742,38 @@ def register(name: str, source: os.PathLike, overwrite: bool = False, source_lab
     return info_from_meta(meta)
 
 
-def register_upload(name: str, filename: str, content: bytes, overwrite: bool = False):
-    """Register an uploaded file (the bytes of a .npz, or of a .zip of class
-    folders, e.g. from st.file_uploader) as "user:NAME". Nothing is left behind
-    when it is rejected. Returns its DatasetInfo. Raises DataError."""
+UPLOAD_HASH_CHARS = 12  # the sha256 prefix in an upload's data set name (48 bits: two files never meet)
+
+
+def upload_name(name: str, content: bytes) -> str:
+    """The data set name an upload is kept under: `name` (cut to fit 64 characters) plus '-' and
+    the first UPLOAD_HASH_CHARS hex digits of the file's sha256 ('stripes-1a2b3c4d5e6f'), so
+    that two different files uploaded under one name stay two, and the same file is one.
+    Raises: DataError for an unusable `name`."""
+    import hashlib
+
     check_name(name)
+    return f"{name[:63 - UPLOAD_HASH_CHARS]}-{hashlib.sha256(content).hexdigest()[:UPLOAD_HASH_CHARS]}"
+
+
+def register_upload(name: str, filename: str, content: bytes):
+    """Register an uploaded file (the bytes of a .npz, or of a .zip of class folders, e.g. from
+    st.file_uploader) as "user:<upload_name(name, content)>": named by its content, as model
+    uploads are (engine.config.inputs.keep_upload), so an upload never replaces another and a
+    run's data set names the very file it trained on (the file's sha256 is kept in its
+    meta.json as 'file_sha256'). The same file again is the data set registered before.
+    Nothing is left behind when it is rejected. Returns its DatasetInfo (`.name` is the
+    registered name). Raises DataError."""
+    import hashlib
+
+    final = upload_name(name, content)
     suffix = Path(filename).suffix.lower()
     if suffix not in (".npz", ".zip"):
         raise DataError([f"{filename!r} is neither a .npz file nor a .zip; upload one of those"])
+    sha = hashlib.sha256(content).hexdigest()
+    meta = registered_meta(final)
+    if meta and meta.get("file_sha256") == sha:  # this very file, uploaded before
+        return info_from_meta(meta)
     root = registry_dir()
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".upload-{uuid.uuid4().hex[:8]}"
@@ -755,7 +783,8 @@ def register_upload(name: str, filename: str, content: bytes, overwrite: bool = 
         base = Path(filename).name
         f = tmp / (base if base and not base.startswith(".") else f"upload{suffix}")
         f.write_bytes(content)
-        return register(name, f, overwrite=overwrite, source_label=f"upload {filename}")
+        # overwrite: a folder of this name without the file's hash is a half-kept earlier try
+        return register(final, f, overwrite=True, source_label=f"upload {filename}", file_sha256=sha)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

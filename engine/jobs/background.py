@@ -111,6 +111,42 @@ def stop(job: Optional[dict]) -> bool:
     return True
 
 
+def _stop_mark(path: Path) -> Path:
+    """The file beside job file `path` that says the user's Stop asked the job to end."""
+    path = Path(path)
+    return path.with_name(path.name + ".stop")
+
+
+def stop_by_user(path: Path, job: Optional[dict]) -> bool:
+    """The page's Stop for the job of job file `path`: mark the stop as the user's (`stopped_line`
+    then says so), then SIGTERM its process group (`stop`). Returns whether it was signalled."""
+    if not alive(job):
+        return False
+    write_json(_stop_mark(path), {"pid": job.get("pid"), "at": time.time()})
+    return stop(job)
+
+
+def stopped_line(path, who: str) -> str:
+    """The one line a background job (the quick benchmark, the LR range test, the autopilot)
+    ends with when a stop signal ended it (docs/reliability.md, "signals"): "cancelled by the
+    user" when the page's Stop marked job file `path` for this process (`stop_by_user`), else
+    the signal named ("stopped: the autopilot got SIGTERM"; engine.base.process.stop_reason)."""
+    from engine.base.process import USER_CANCEL, stop_reason
+
+    mark = read_json(_stop_mark(path)) if path else None
+    return USER_CANCEL if mark and mark.get("pid") == os.getpid() else stop_reason(who)
+
+
+def end_by_signal(path, who: str) -> None:
+    """A background job's process got a stop signal: write its job file `path` 'cancelled' with
+    `stopped_line` (only while it is this process's job and active). For jobs whose process
+    keeps no progress writer of its own (the LR range test)."""
+    job = read_json(Path(path)) if path else None
+    if job and job.get("pid") == os.getpid() and job.get("state") in ACTIVE_STATES:
+        write_json(Path(path), {**job, "state": "cancelled", "error": stopped_line(path, who),
+                                "finished": time.time()})
+
+
 def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     """Stop the job whose state file is `path` (SIGTERM to its process group) and mark
     it cancelled; with `and_runs`, also cancel every queued or running run it left
@@ -123,7 +159,7 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
     job = read_json(path)
     if not job or job.get("state") not in ACTIVE_STATES:
         return False
-    signalled = stop(job)
+    signalled = stop_by_user(path, job)
     if and_runs:
         from engine.jobs.runner import cancel_active
 
@@ -165,6 +201,7 @@ def start_job(name: str, argv: list[str], log: Path, fields: dict, error: type =
         log = Path(log)
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_bytes(b"")
+        _stop_mark(path).unlink(missing_ok=True)  # the last job's Stop is not this one's
         for file, data in (inputs or {}).items():
             write_json(file, data)
         write_json(path, {**fields, "state": "starting", "pid": None, "pid_started": None,

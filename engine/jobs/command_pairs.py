@@ -23,8 +23,14 @@ The comparison is stored like `run --baseline`'s (engine.store.comparisons, kind
 'ab', settings baseline_kind 'command' and the two commands as plain text); its
 result is engine.report.comparison.evaluate, so the figures are the same. A side that
 exits non-zero, times out or records no run ends its pair 'failed' with its last
-stderr line (plan entry 'error'). Ctrl-C stops the running side's process group and
-keeps the complete pairs. No TF in this process.
+stderr line (plan entry 'error').
+
+Stopping (docs/reliability.md, "signals"): SIGINT, SIGTERM or SIGHUP to this process
+(engine.cli.main raises KeyboardInterrupt) stops the running side's whole process group
+(SIGTERM, SIGKILL after 10 s) and ends the comparison `stopped` with its complete pairs
+kept: "stopped: the pairs process got SIGTERM". The dashboard's Stop (`stop`) records
+"stopped by the user" as the comparison's reason first, then sends SIGTERM: that reason
+stays. No TF in this process.
 """
 from __future__ import annotations
 
@@ -96,6 +102,31 @@ def alive(comp: dict) -> bool:
     return process_alive(s.get("pid"), s.get("pid_started"))
 
 
+def stop(comparison_id: int, store_path: Optional[os.PathLike] = None) -> str:
+    """The dashboard's Stop for a running two-command comparison: record "stopped by the user"
+    as its reason, then SIGTERM its `engine pairs` process, which stops the running side's
+    process group and ends the comparison `stopped` with its complete pairs kept. Returns one
+    line saying what was done."""
+    store = Store(store_path)
+    try:
+        comp = cstore.get(store, comparison_id)
+        if comp is None or comp["status"] != "running":
+            return f"comparison {comparison_id} is not running"
+        s = comp.get("settings") or {}
+        if not alive(comp):  # its process is gone: end it here, keeping what it stored
+            _finish(store, comparison_id, comp.get("plan") or [], int(s.get("pairs") or 0),
+                    "its pairs process had ended", True)
+            return f"comparison {comparison_id}: its pairs process had ended; marked stopped"
+        cstore.mark_stopping(store, comparison_id, USER_STOP)
+    finally:
+        store.close()
+    try:
+        os.kill(int(s["pid"]), signal.SIGTERM)
+    except (ProcessLookupError, PermissionError) as e:
+        return f"comparison {comparison_id}: its pairs process (pid {s['pid']}) could not be signalled ({e})"
+    return f"comparison {comparison_id}: stop requested (its pairs process, pid {s['pid']}, stops the running side)"
+
+
 def _tail(path: str) -> str:
     try:
         with open(path, "rb") as f:
@@ -106,6 +137,8 @@ def _tail(path: str) -> str:
 
 
 SIDE_NAMES = {"baseline": "the baseline", "run": "the candidate"}
+WHO = "pairs process"  # in the stop lines: "stopped: the pairs process got SIGTERM"
+USER_STOP = "stopped by the user"  # the dashboard's Stop (`stop`), as a queued comparison's
 
 
 def _run_id(store: Store, run_file: str, group: str, role: str, since: float) -> tuple[Optional[int], Optional[str]]:
@@ -134,6 +167,15 @@ def _run_id(store: Store, run_file: str, group: str, role: str, since: float) ->
     return None, None
 
 
+def _hold_signals() -> None:
+    """After the first stop signal, more only get recorded: the side's group is stopped and the
+    comparison ended once, whatever else arrives (a second Ctrl-C, a SIGTERM to the group)."""
+    try:
+        process.on_stop_signals()
+    except ValueError:  # not the main thread: nothing was installed there to raise again
+        pass
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """SIGTERM the side's process group, SIGKILL after 10 s."""
     for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
@@ -149,11 +191,12 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, timeout_s: float,
-             workdir: str, stdout=None) -> dict:
+             workdir: str, stdout=None, why: Optional[Callable[[], str]] = None) -> dict:
     """Run one side to its end. Returns {'run_id' (or None), 'exit_code', 'error' (one line of
     at most 300 characters, or None: why the side does not count), 'refused' (True when the
     side's run is not this comparison's to take: the comparison ends)}. Its stderr is kept in
-    `workdir`. Raises: KeyboardInterrupt after stopping the side."""
+    `workdir`. Raises: KeyboardInterrupt after stopping the side's process group; its run, if
+    it recorded one, then ends `cancelled` with `why()` (default: the signal this process got)."""
     from engine.jobs.queue_runner import last_error_line
 
     err_path = os.path.join(workdir, f"{role}-{uuid.uuid4().hex[:6]}.stderr")
@@ -172,10 +215,12 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
             _stop(proc)
             code, error = proc.returncode, f"timed out after {timeout_s:g} s"
         except KeyboardInterrupt:
+            _hold_signals()
             _stop(proc)
             rid, _ = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
             if rid is not None:
-                store.finish_run(rid, "cancelled", process.stop_reason("pairs process"), only_if_active=True)
+                store.finish_run(rid, "cancelled", (why or (lambda: process.stop_reason(WHO)))(),
+                                 only_if_active=True)
             raise
     rid, refused = _run_id(store, env["SPEEDLAB_RUN_FILE"], group, role, since)
     if refused:
@@ -233,6 +278,17 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
             comparison_id(cid)
         plan: list[dict] = []
         ended_by = refused = None
+
+        def why() -> str:  # the dashboard's Stop marked the comparison first; else the signal's name
+            marked = (cstore.get(store, cid) or {}).get("ended_by")
+            if marked:
+                return marked
+            return process.stop_line(WHO, process.RECEIVED["signal"]) if process.RECEIVED["signal"] else USER_STOP
+
+        def run_why() -> str:  # the side's run: "cancelled by the user" for Stop, as a queued run's
+            reason = why()
+            return process.USER_CANCEL if reason == USER_STOP else reason
+
         try:
             for i, order in enumerate(comparison.orders(pairs)):
                 entry = {"pair": i, "seed": seed + i, "order": order, "baseline_id": None, "run_id": None}
@@ -240,12 +296,7 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
                     role = "baseline" if side == "A" else "run"
                     run_file = os.path.join(workdir, f"pair{i}-{role}.json")
                     env = side_env(home, seed + i, group, role, run_file)
-                    try:
-                        res = run_side(store, argvs[role], env, group, role, timeout_s, logdir, stdout)
-                    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (engine.cli.main): named
-                        ended_by = (process.stop_line("pairs process", process.RECEIVED["signal"])
-                                    if process.RECEIVED["signal"] else "stopped by the user")
-                        raise
+                    res = run_side(store, argvs[role], env, group, role, timeout_s, logdir, stdout, run_why)
                     entry[f"{role}_id"] = res["run_id"]
                     if on_side:
                         on_side({"pair": i, "role": role, "order": order, **res})
@@ -260,9 +311,13 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
                 _link(store, entry)
                 plan.append(entry)
                 _store(store, cid, plan)
-        except KeyboardInterrupt:
-            pass
-        comp = _finish(store, cid, plan, pairs, ended_by)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (engine.cli.main), in a side or between two
+            _hold_signals()
+            ended_by = why()
+            stopped = True
+        else:
+            stopped = False
+        comp = _finish(store, cid, plan, pairs, ended_by, stopped)
         return {**comp, "refused": refused} if refused else comp
     finally:
         store.close()
@@ -287,7 +342,10 @@ def _store(store: Store, cid: int, plan: list[dict]) -> dict:
     return cstore.get(store, cid)
 
 
-def _finish(store: Store, cid: int, plan: list[dict], pairs: int, ended_by: Optional[str]) -> dict:
+def _finish(store: Store, cid: int, plan: list[dict], pairs: int, ended_by: Optional[str],
+            stopped: bool = False) -> dict:
+    """Store the comparison's end: `stopped` (a stop signal or Stop) ends it 'stopped' whatever
+    it kept, as a queued comparison (engine.jobs.comparison.finish_if_done)."""
     comp = _store(store, cid, plan)
     result = comp.get("result") or {}
     rows = result.get("pair_rows") or []
@@ -296,7 +354,7 @@ def _finish(store: Store, cid: int, plan: list[dict], pairs: int, ended_by: Opti
     kept = f"{k} complete pair{'s' if k != 1 else ''} kept"
     failed = [p for p in plan if p.get("error")]
     if ended_by:
-        status, ended_by = ("stopped" if k else "failed"), f"{ended_by}; {kept}"
+        status, ended_by = ("stopped" if k or stopped else "failed"), f"{ended_by}; {kept}"
     elif failed:
         status = "stopped" if k else "failed"
         ended_by = f"pair {failed[0]['pair'] + 1} failed ({failed[0]['error']}); {kept}"

@@ -306,10 +306,11 @@ def start_background(cfg: RunConfig, min_lr: float = 1e-6, max_lr: float = 1.0,
     h.mkdir(parents=True, exist_ok=True)
     cfg_path = h / CONFIG_FILE
     return background.LR_FIND.start(
-        ["lr-find", "--json", "--config", str(cfg_path), "--start-lr", repr(float(min_lr)),
-         "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)), "--timeout", str(timeout_s)],
+        ["lr-find", "--json", "--progress-file", str(background.LR_FIND.path()), "--config", str(cfg_path),
+         "--start-lr", repr(float(min_lr)), "--end-lr", repr(float(max_lr)), "--steps", str(int(steps)),
+         "--timeout", str(timeout_s)],
         {"steps": int(steps), "min_lr": float(min_lr), "max_lr": float(max_lr),
-                       "config": cfg.to_dict(), "error": None}, error=LRFindError,
+         "config": cfg.to_dict(), "error": None}, error=LRFindError,
         inputs={cfg_path: cfg.to_dict()})
 
 

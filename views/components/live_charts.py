@@ -43,10 +43,18 @@ def own_active(store: Store) -> list[dict]:
 
 
 def cancel_own() -> list[str]:
-    """Cancel the active runs this page shows (never the autopilot's): one line each."""
+    """Cancel the active runs this page shows (never the autopilot's) and stop a running
+    two-command comparison (engine.jobs.command_pairs.stop: its side's process group, which
+    may have recorded no run yet): one line each."""
+    from engine.jobs import command_pairs
+    from engine.store import comparisons as cstore
+
     with Store() as store:
         runs = own_active(store)
-    return [runner.cancel(r["id"]) for r in sorted(runs, key=lambda r: r["status"] != "queued")]
+        pairs = [c["id"] for c in cstore.list_all(store)
+                 if c["status"] == "running" and (c.get("settings") or {}).get("baseline_kind") == "command"]
+    return [command_pairs.stop(cid) for cid in pairs] + \
+        [runner.cancel(r["id"]) for r in sorted(runs, key=lambda r: r["status"] != "queued")]
 
 
 def stop_clicked() -> None:

@@ -73,14 +73,18 @@ def comparisons_section(store: Store) -> None:
     for c in comps:
         r = c["result"]
         h = stats.comparison_headline(r, in_progress=c["status"] == "running")
-        rows.append({"comparison": c["id"], "kind": "A/A (noise floor)" if c["kind"] == "aa" else "baseline vs run",
+        kind = ("A/A (noise floor)" if c["kind"] == "aa" else "two commands"
+                if (c.get("settings") or {}).get("baseline_kind") == "command" else "baseline vs run")
+        rows.append({"comparison": c["id"], "kind": kind,
                      "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
                      "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
                      "split": h.get("factors") or "–", "with setup": h.get("setup") or "–",
                      "seeds reached": h.get("reached") or "–",
                      "test accuracy": h.get("test") or "–",
                      "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
-                     "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", []))})
+                     # a failed pair of two commands may lack a run (engine.jobs.command_pairs): None
+                     "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", [])
+                                       if i is not None)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="comparisons_table")
     st.caption("Geometric mean of the pair ratios, 95% interval as its two ends, verdict: 'faster' or 'slower' "
                "only when the interval excludes 1, 'equivalent' only inside the stated margin, else "

@@ -43,18 +43,39 @@ class Busy(ConfigError):
         super().__init__("machine", "busy", line.removeprefix("not started: "), "launch when it is idle")
 
 
-def launch(baseline_cmd: str, cmd: str, pairs: int) -> str:
+DEFAULT_TIMEOUT_MIN = 60.0  # a side's limit on the page, in minutes (the CLI's default is 6 h)
+
+
+def launch(baseline_cmd: str, cmd: str, pairs: int, timeout_min: float = DEFAULT_TIMEOUT_MIN) -> str:
     """Check, then start the detached comparison once (engine.jobs.background.start_job: a
     second click while the first one's pairs start or run is refused); returns a one-line
-    status. Raises: ConfigError for bad input or a busy machine (nothing started)."""
-    command_pairs.check(baseline_cmd, cmd, pairs, command_pairs.DEFAULT_TIMEOUT_S)
+    status. `timeout_min`: each side's limit in minutes (a side past it is stopped, its whole
+    process group, and its pair fails). Raises: ConfigError for bad input or a busy machine
+    (nothing started)."""
+    timeout_s = float(timeout_min) * 60.0
+    command_pairs.check(baseline_cmd, cmd, pairs, timeout_s)
     log = home() / "logs" / f"pairs-{int(time.time())}.log"
     pid = background.start_job(JOB_FILE, ["pairs", "--baseline-cmd", baseline_cmd, "--cmd", cmd,
-                                          "--pairs", str(pairs), "--quiet", "--progress-file",
-                                          str(home() / JOB_FILE)], log,
-                               {"baseline_cmd": baseline_cmd, "cmd": cmd, "pairs": pairs, "created": time.time()},
+                                          "--pairs", str(pairs), "--timeout-s", f"{timeout_s:g}", "--quiet",
+                                          "--progress-file", str(home() / JOB_FILE)], log,
+                               {"baseline_cmd": baseline_cmd, "cmd": cmd, "pairs": pairs, "timeout_s": timeout_s,
+                                "created": time.time()},
                                error=Busy, also_busy=_running_comparison)
-    return f"started: {pairs} pairs, process {pid}"
+    return f"started: {pairs} pairs, at most {timeout_min:g} min a side, process {pid}"
+
+
+def stop_running(job: dict) -> str:
+    """Stop the running two-command comparison (engine.jobs.command_pairs.stop), or the pairs
+    process `job` (its job file) before it stored one: one line."""
+    from engine.store import comparisons as cstore
+
+    with Store() as store:
+        ids = [c["id"] for c in cstore.list_all(store)
+               if c["status"] == "running" and (c.get("settings") or {}).get("baseline_kind") == "command"]
+    if ids:
+        return "; ".join(command_pairs.stop(cid) for cid in ids)
+    return ("stop requested (SIGTERM to the pairs process, before its first side)" if background.stop(job)
+            else "nothing to stop: the pairs process has ended")
 
 
 def commands_panel() -> None:
@@ -70,18 +91,29 @@ def commands_panel() -> None:
                                  max_chars=command_pairs.MAX_COMMAND_CHARS, key="pairs_baseline_cmd")
             cmd = st.text_input("Command", placeholder="python examples/train_with_callback.py --bf16",
                                 max_chars=command_pairs.MAX_COMMAND_CHARS, key="pairs_cmd")
-            pairs = st.number_input("Pairs", min_value=1, max_value=command_pairs.MAX_PAIRS, value=3, step=1,
-                                    key="pairs_n")
+            n_col, t_col = st.columns(2)
+            pairs = n_col.number_input("Pairs", min_value=1, max_value=command_pairs.MAX_PAIRS, value=3, step=1,
+                                       key="pairs_n")
+            timeout = t_col.number_input("Timeout per side (min)", min_value=0.1, max_value=1440.0,
+                                         value=DEFAULT_TIMEOUT_MIN, step=5.0, key="pairs_timeout_min",
+                                         help="A side still running after this is stopped (its whole process "
+                                              "group) and its pair fails. Stop, above the progress, stops the "
+                                              "comparison at any time.")
             go = st.form_submit_button("Start the pairs", icon=":material/play_arrow:")  # not "Launch": one on the page
         if go:
             try:
-                st.text(launch(base, cmd, int(pairs)))
+                st.text(launch(base, cmd, int(pairs), float(timeout)))
             except ConfigError as e:
                 st.error(plain.md(str(e)), icon=":material/error:")
         job = background.read_json(home() / JOB_FILE)
         if job:
             state = "running" if background.alive(job) else "ended"
-            st.text(f"last: {state}; baseline: {job.get('baseline_cmd')}; command: {job.get('cmd')}")
+            line, stop_col = st.columns([4, 1], vertical_alignment="center")
+            line.text(f"last: {state}; baseline: {job.get('baseline_cmd')}; command: {job.get('cmd')}")
+            if state == "running" and stop_col.button("Stop", icon=":material/stop:", key="pairs_stop",
+                                                      help="Stop the running side (its whole process group) "
+                                                           "and end the comparison; complete pairs are kept"):
+                st.text(stop_running(job))
             if state == "ended":
                 line = background.last_error(job.get("log"))
                 if line:

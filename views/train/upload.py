@@ -127,8 +127,8 @@ def upload_controls(sb) -> None:
                 "equally sized images.")
     exp.caption(":material/info: " + userdata.limits_line(st.get_option("server.maxUploadSize")))
     name = exp.text_input("Name", key="upload_name", placeholder=suggested_name(file.name) if file else "my_data",
-                          help="Letters, digits, '_', '-', '.'; it is offered as user:NAME")
-    overwrite = exp.checkbox("Replace a data set of this name", key="upload_replace")
+                          help="Letters, digits, '_', '-', '.'; it is kept as user:NAME-<the file's hash>, so "
+                               "another file of the same name never replaces it")
     have = userdata.registered()
     if have:
         exp.caption("Registered: " + ", ".join(f"`user:{h}`" for h in have))
@@ -138,7 +138,7 @@ def upload_controls(sb) -> None:
     name = (name or "").strip() or suggested_name(file.name)
     try:
         with exp, st.spinner(f"Checking {plain.md(file.name)} ..."):
-            info = userdata.register_upload(name, file.name, file.getvalue(), overwrite=overwrite)
+            info = userdata.register_upload(name, file.name, file.getvalue())
     except userdata.DataError as e:
         exp.caption(f":material/block: **{plain.md(file.name)} was not registered** ({len(e.problems)} problem"
                     f"{'s' if len(e.problems) > 1 else ''}); nothing was kept:")
@@ -151,6 +151,7 @@ def upload_controls(sb) -> None:
                   f"{plain.md((str(e).splitlines() or [''])[0][:300])}")
         return
     shape = "x".join(str(v) for v in info.shape)
+    name = info.name  # named by its content (engine.data.userdata.upload_name)
     st.session_state["upload_flash"] = (f"Registered **user:{name}**: {info.samples:,} images of {shape}, "
                                         f"{info.classes} classes" + (f", {info.test_samples:,} test images"
                                                                      if info.test_samples else "")

@@ -1,0 +1,103 @@
+"""One rule for every stop signal, the background jobs alone (issue 56, item 2): a SIGTERM to
+the process of the autopilot, the quick benchmark or the LR range test ends its job `cancelled`
+naming the signal ("stopped: the autopilot got SIGTERM"), never "cancelled by the user", and
+nothing of it keeps training; the page's Stop still reads as the user's
+(engine.jobs.background.stopped_line, stop_by_user, end_by_signal)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from engine.config import RunConfig
+from engine.jobs import background, runner
+from engine.store import Store
+from tests.conftest import LONG_RUN
+
+pytestmark = pytest.mark.worker
+
+def _until(what, timeout_s: float = 240.0, why=lambda: "", pid: int | None = None) -> None:
+    """Wait for `what()`; fail with `why()` after `timeout_s` or once process `pid` has ended."""
+    deadline = time.monotonic() + timeout_s
+    while not what():
+        assert time.monotonic() < deadline and (pid is None or not _ended(pid)), why()
+        time.sleep(0.2)
+
+
+def _has_child(pid: int) -> bool:
+    """Whether the job's process has started its worker (it is inside the job's own work)."""
+    try:
+        return bool(psutil.Process(pid).children())
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_sigterm_to_the_autopilot_alone_stops_its_trial_naming_the_signal(store_home):
+    from engine.autopilot import search
+
+    cfg = store_home / "tiny.json"  # the synthetic shape and size come from --config (the flags name the rest)
+    cfg.write_text(json.dumps({"synthetic_shape": [8, 8, 1], "synthetic_samples": 80, "validation_fraction": 0.2}))
+    pid = search.start_background(["--config", str(cfg), "--dataset", "synthetic", "--model", "mlp", "--batch-size", "16",
+                                   "--epochs", "400", "--target", "0.999", "--budget", "120", "--repeats", "0",
+                                   "--no-explain"])
+    job = lambda: background.read_json(search.progress_path()) or {}  # noqa: E731
+    with Store() as s:
+        _until(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, pid=pid,
+               why=lambda: (job(), background.last_error(job().get("log"))))
+    os.kill(pid, signal.SIGTERM)
+    _until(lambda: _ended(pid), 60)
+    line = "stopped: the autopilot got SIGTERM"
+    end = job()
+    assert (end["state"], end["error"]) == ("cancelled", line), end
+    assert end["phase"] == "stopped" and end["stopped_by"] == line
+    assert not [n for n in end.get("notes") or [] if "by the user" in n], end["notes"]
+    with Store() as s:
+        _until(lambda: runner.active_run(s) is None, 60)  # its trial, asked to stop, ends
+        runs = s.list_runs()
+    assert [(r["status"], r["error"]) for r in runs] == [("cancelled", f"autopilot: {line}")]  # a trial's error
+    assert background.busy() is None  # the next launch goes through at once
+
+
+def test_sigterm_to_the_quick_benchmark_alone_ends_it_naming_the_signal(store_home):
+    from engine.bench import quick
+
+    tiny = {"workload": {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 2000, "epochs": 2},
+            "cells": [{"precision": "float32", "steps_per_execution": s, "jit_compile": False, "devices": 1}
+                      for s in (1, 4)]}
+    pid = quick.start_background(repeats=10, matrix=tiny)
+    _until(lambda: _has_child(pid) and (quick.read_progress() or {}).get("state") == "running", pid=pid,
+           why=lambda: quick.read_progress())
+    os.kill(pid, signal.SIGTERM)
+    _until(lambda: _ended(pid), 60)
+    end = quick.read_progress()
+    assert (end["state"], end["error"]) == ("cancelled", "stopped: the quick benchmark got SIGTERM"), end
+    assert background.busy() is None
+
+
+def test_sigterm_to_the_lr_range_test_alone_ends_it_naming_the_signal_and_stop_is_the_users(store_home):
+    from engine.lr_find import range_test
+
+    cfg = RunConfig(**{**LONG_RUN, "epochs": 2})
+    for by_user in (False, True):
+        pid = range_test.start_background(cfg, steps=500)
+        _until(lambda: _has_child(pid), pid=pid, why=lambda: range_test.read_progress())
+        if by_user:
+            assert range_test.cancel_background()  # the page's Stop: a SIGTERM too, marked as the user's
+        else:
+            os.kill(pid, signal.SIGTERM)
+        _until(lambda: _ended(pid), 60)
+        end = range_test.read_progress()
+        want = "cancelled by the user" if by_user else "stopped: the LR range test got SIGTERM"
+        assert (end["state"], end["error"]) == ("cancelled", want), end
+        assert background.busy() is None
