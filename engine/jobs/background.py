@@ -169,7 +169,9 @@ def cancel_job(path: Path, and_runs: bool = False, wait_s: float = 0.0) -> bool:
         time.sleep(0.1)
     latest = read_json(path) or job
     if latest.get("state") in ACTIVE_STATES:  # not ended (yet) by the job's own last write
-        write_json(path, {**latest, "state": "cancelled", "error": "stopped by the user", "finished": time.time()})
+        from engine.base.process import USER_CANCEL  # the words a job's own end uses (stopped_line)
+
+        write_json(path, {**latest, "state": "cancelled", "error": USER_CANCEL, "finished": time.time()})
     return signalled
 
 
