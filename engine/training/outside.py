@@ -249,6 +249,15 @@ class _ScriptRecorder:
             self.time_to_target = t
 
 
+def start_line(run_id: int, path) -> str:
+    """The one line the callback prints (stderr) when it starts recording: the run, its store
+    file and where to watch it (the dashboard's Runs and Train pages read the same default store,
+    engine.store.db.home; SPEEDLAB_DASHBOARD_URL names a dashboard served elsewhere)."""
+    url = os.environ.get("SPEEDLAB_DASHBOARD_URL") or "http://localhost:8501"
+    return (f"SpeedLab: recording run #{run_id} in {path}; watch it at {url} (the dashboard) "
+            f"or with `speedlab show {run_id}`")
+
+
 class SpeedLabCallback(keras.callbacks.Callback):
     """Records this `fit` as a SpeedLab run in the store under $SPEEDLAB_HOME.
 
@@ -433,7 +442,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
 
     def _begin(self) -> None:
         from engine.config import RunConfig
-        from engine.store import Store, default_path
+        from engine.store import Store, default_path, old_store_line
         from engine.training.recorder import Recorder
         from engine.training.writer import Writer
         from engine.training.timeline import Timeline
@@ -482,6 +491,10 @@ class SpeedLabCallback(keras.callbacks.Callback):
                                   started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
                                   environment=_environment())
         self._store, self.run_id, self._tl, self._home = store, run_id, tl, home
+        print(start_line(run_id, store.path), file=sys.stderr, flush=True)
+        moved = old_store_line()
+        if moved:  # runs of this folder's older store are not in this one: say where they are
+            print(f"SpeedLab: {moved}", file=sys.stderr, flush=True)
         import atexit
 
         atexit.register(self._at_exit)  # a fit that raised never calls on_train_end
