@@ -103,3 +103,20 @@ def test_a_script_in_its_own_folder_and_the_speedlab_command_share_the_users_sto
     assert '"id": 1' in shown.stdout and "anywhere" in shown.stdout
     with Store(store) as s:
         assert s.get_run(1)["status"] == "completed" and s.get_run(1)["plan"]["name"] == "anywhere"
+
+
+@pytest.mark.page
+def test_the_runs_page_names_a_store_left_at_the_old_default(tmp_path, monkeypatch):
+    from tests.helpers.pages import app, no_errors, texts
+
+    monkeypatch.delenv("SPEEDLAB_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "clone" / ".speedlab").mkdir(parents=True)
+    Store(tmp_path / "clone" / ".speedlab" / "runs.sqlite").close()
+    monkeypatch.chdir(tmp_path / "clone")
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    assert f"runs stored before the per-user default are in {tmp_path / 'clone' / '.speedlab' / 'runs.sqlite'}" \
+        in texts(at.info).replace("\\", "")
+    monkeypatch.chdir(tmp_path)  # a folder without one: nothing said
+    assert "per-user default" not in texts(app("views/runs/runs.py").info)
