@@ -23,6 +23,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # own store; tests of the warm spare worker switch it on themselves.
 os.environ.setdefault("SPEEDLAB_WARM_WORKER", "0")
 os.environ.setdefault("SPEEDLAB_QUEUE_IDLE_S", "1")
+# The default store is per user ($XDG_DATA_HOME/speedlab, engine.store.db.home): no test, and no
+# process a test starts, may write to the real one. A test without `store_home` (and a child
+# that drops SPEEDLAB_HOME) lands in this session's own folder instead; the shell's
+# SPEEDLAB_HOME is dropped for the same reason.
+os.environ.pop("SPEEDLAB_HOME", None)
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="speedlab-tests-data-")
 
 # Test lanes (docs/testing.md): the most expensive thing a test needs. A test has at most one
 # lane marker, on itself or in its module's `pytestmark` (never both: `-m LANE` would select

@@ -427,3 +427,46 @@ def test_runs_page_lists_a_two_command_comparison_with_its_failed_pair(store):
     assert list(table["kind"]) == ["two commands"] and list(table["pairs"]) == [2]
     assert list(table["ended by"]) == ["pair 2 failed (run command: exited with code 3: boom); 1 complete pair kept"]
     assert list(table["runs"]) == [f"#{b0}, #{r0}, #{r1}"]
+
+
+def test_shell_syntax_is_refused_in_one_line_naming_it():
+    for text, found in (("python train.py > log.txt", ">"), ("python a.py | tee x", "|"), ("python a.py; echo", ";"),
+                        ("python a.py && b", "&"), ('python "$HOME/a.py"', "$"), ("python ~/a.py", "~"),
+                        ("python *.py", "*"), ("VAR=1 python a.py", "VAR=...")):
+        assert command_pairs.shell_syntax(text) == found, text
+        with pytest.raises(ConfigError) as e:
+            command_pairs.check("python a.py", text, 2, 10.0)
+        assert e.value.field == "cmd" and str(e.value).startswith(f"cmd: {text!r} uses shell syntax ({found}); ")
+    assert "env VAR=1 python train.py" in str(e.value)  # the assignment's fix
+    # quoted or escaped, the same characters are arguments: not shell syntax
+    for text in ("python a.py --glob '*.png' --sep 'a|b'", 'python a.py --x "it\'s;"', "python a\\>b",
+                 "env VAR=1 python a.py", "python a~b --lr=1e-3"):
+        assert command_pairs.shell_syntax(text) is None, text
+
+
+@pytest.mark.worker
+def test_a_command_that_cannot_start_is_one_line_before_any_pair_trains(tmp_path):
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")  # not executable
+    for baseline, cmd, line in (
+            ("pyhton-nope train.py", SIDE,
+             "error: baseline_cmd: 'pyhton-nope' cannot start: no such program on PATH; check its spelling, "
+             "or give its full path"),
+            (SIDE, str(script),
+             f"error: cmd: {str(script)!r} cannot start: the file is not executable; run chmod +x {script}, or "
+             "give its interpreter (python FILE, bash FILE)"),
+            (SIDE, f"{shlex.quote(sys.executable)} no-such-train.py",
+             f"error: cmd: 'no-such-train.py' cannot start: {os.path.basename(sys.executable)} has no such script "
+             f"file; give its path from {ROOT}"),
+            (SIDE, f"{SIDE} --sec 1 > {tmp_path / 'out.txt'}", None)):
+        proc = _cli(tmp_path, "--baseline-cmd", baseline, "--cmd", cmd, "--pairs", "2")
+        assert proc.returncode == 2, proc.stderr
+        err = proc.stderr.strip().splitlines()
+        assert len(err) == 1 and (line is None or err[0] == line), proc.stderr
+        if line is None:
+            assert err[0].startswith(f"error: cmd: {cmd!r} uses shell syntax (>); ")
+    assert not (tmp_path / "out.txt").exists()
+    if (tmp_path / "runs.sqlite").exists():  # nothing trained, no comparison stored
+        with Store(tmp_path / "runs.sqlite") as store:
+            assert store.count_runs() == 0
+            assert store.conn.execute("SELECT COUNT(*) FROM comparisons").fetchone()[0] == 0

@@ -17,17 +17,18 @@ import sys
 
 from engine.cli.common import Parser, UsageError
 from engine.base.errors import ActiveRunError, ConfigError
-from engine.store import StoreError, default_path, fault_line
+from engine.store import StoreError, default_path, fault_line, old_store_line
 
 # In --help order.
 SUBCOMMANDS = ("run", "noise", "commands", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
                "hardware", "bench", "lr_find", "tune_baseline", "autopilot", "worker", "demo", "data")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m engine",
+def build_parser(prog: str = "python -m engine") -> argparse.ArgumentParser:
+    p = Parser(prog=prog,
                                 description="SpeedLab engine: measured training runs stored in SQLite "
-                                            "($SPEEDLAB_HOME/runs.sqlite, default ./.speedlab).")
+                                            "($SPEEDLAB_HOME/runs.sqlite, default "
+                                            "$XDG_DATA_HOME/speedlab or ~/.local/share/speedlab).")
     sub = p.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"engine.cli.{name}").add_parser(sub)
@@ -52,10 +53,11 @@ class _Tap:
         return getattr(self.stream, name)
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "python -m engine") -> int:
+    """The command line; `prog` is the name --help shows ('speedlab' for the installed command)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(prog).parse_args(argv)
     except UsageError as e:  # a flag argparse rejects: --json still gets its error object
         if "--json" in argv:
             print(json.dumps({"error": e.line, "exit_code": 2}))
@@ -97,6 +99,9 @@ def _run(args) -> int:
     from engine.cli.common import INTERRUPTED
 
     on_stop_signals(_interrupt)
+    moved = old_store_line()
+    if moved:  # the default moved to the per-user folder: an older store in this folder is said, not lost
+        print(moved, file=sys.stderr)
     try:
         code = args.func(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit

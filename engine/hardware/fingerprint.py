@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 from typing import Optional
 
 # ISA features that change training speed (x86 and ARM), in the order they are listed.
@@ -234,6 +235,33 @@ def two_machines(env_a: Optional[dict], env_b: Optional[dict]) -> Optional[str]:
     if (a is None or b is None) and use_unknown():
         return None
     return f"measured on two machines: {name_of(env_a)} vs {name_of(env_b)}"
+
+
+OVERLAP_MIN_S = 0.5  # shorter overlaps are clock granularity between two processes' stamps
+
+
+def overlap(a: dict, b: dict, now: Optional[float] = None) -> Optional[str]:
+    """'these runs overlapped for N s on this machine: their times are not independent' when
+    two stored runs (rows with 'started' and 'ended', Unix s, and 'environment') trained at the
+    same time on one machine, else None. One machine: the same fingerprint id (a run stored
+    before fingerprints cannot be placed, so None; never the hostname: ours all say `vm`). A run
+    still running (no 'ended') counts to `now` (Unix s, default the clock). N is whole seconds;
+    an overlap under OVERLAP_MIN_S is none. Every comparison of two runs asks this
+    (engine.report.pair.compare)."""
+    fa, fb = of(a.get("environment")), of(b.get("environment"))
+    if not (fa and fb and fa["id"] == fb["id"]) or (a.get("id") is not None and a.get("id") == b.get("id")):
+        return None
+    spans = []
+    for run in (a, b):
+        start, end = run.get("started"), run.get("ended")
+        if not isinstance(start, (int, float)):
+            return None  # never started (queued, or cancelled before it ran)
+        spans.append((float(start), float(end) if isinstance(end, (int, float)) else
+                      (time.time() if now is None else float(now))))
+    sec = min(spans[0][1], spans[1][1]) - max(spans[0][0], spans[1][0])
+    if sec < OVERLAP_MIN_S:
+        return None
+    return f"these runs overlapped for {max(1, round(sec)):,} s on this machine: their times are not independent"
 
 
 def row_here(row: dict) -> bool:

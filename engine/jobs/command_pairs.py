@@ -2,7 +2,9 @@
 
 `python -m engine pairs --baseline-cmd A --cmd B --pairs N` runs A and B as N
 interleaved pairs (AB, BA, AB, ... as engine.jobs.comparison.orders), one process
-at a time, each in its own process group (shlex.split, no shell). A user's command
+at a time, each in its own process group (shlex.split, no shell: shell syntax such as
+`>`, `|` or `VAR=1 cmd` is refused in one line, and both programs are checked before
+the first pair trains). A user's command
 is run only from the CLI or a local server, as the server's own user.
 
 Each side gets the environment contract of issue 44 (read by the SpeedLab callback):
@@ -36,7 +38,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,14 +82,81 @@ def split_command(field: str, text: Optional[str]) -> list[str]:
     return argv
 
 
+# What a shell would read as syntax when unquoted: pipes, lists, redirections, subshells,
+# expansions and globs. Without a shell they would be passed to the program as arguments.
+SHELL_CHARS = "|&;<>()$`*?"
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def shell_syntax(text: str) -> Optional[str]:
+    """The first piece of shell syntax in a command line, as typed (an unquoted character of
+    SHELL_CHARS, a `~` that starts a word, or a leading `VAR=value`), else None. Quotes and
+    backslashes are read as POSIX sh reads them; inside double quotes only `$` and a backquote
+    expand."""
+    quote, escaped, word_start = None, False, True
+    for ch in text:
+        if escaped:
+            escaped, word_start = False, False
+            continue
+        if quote == "'":
+            quote = None if ch == "'" else quote
+        elif ch == "\\":
+            escaped = True
+        elif quote == '"':
+            if ch in "$`":
+                return ch
+            quote = None if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in SHELL_CHARS or (ch == "~" and word_start):
+            return ch
+        word_start = ch.isspace()
+    argv = shlex.split(text)
+    if argv and _ASSIGNMENT.match(argv[0]):
+        return argv[0].split("=", 1)[0] + "=..."
+    return None
+
+
 def check(baseline_cmd: str, cmd: str, pairs: int, timeout_s: float) -> None:
-    """Validate everything before any process starts. Raises: ConfigError (one line)."""
-    split_command("baseline_cmd", baseline_cmd)
-    split_command("cmd", cmd)
+    """Validate everything before any process starts. Commands run without a shell, so shell
+    syntax (`shell_syntax`) is refused rather than passed on as arguments. Raises: ConfigError
+    (one line)."""
+    for field, text in (("baseline_cmd", baseline_cmd), ("cmd", cmd)):
+        split_command(field, text)
+        found = shell_syntax(text)
+        if found:
+            fix = ('set variables with env, e.g. "env VAR=1 python train.py"' if found.endswith("=...") else
+                   "commands run without a shell: put the shell part in a script (e.g. bash run.sh) "
+                   "or drop it; SpeedLab keeps each side's output itself")
+            raise ConfigError(field, text.strip(), f"uses shell syntax ({found})", fix)
     if not 1 <= pairs <= MAX_PAIRS:
         raise ConfigError("pairs", pairs, "is out of range", f"give 1 to {MAX_PAIRS} pairs (2 or more for an interval)")
     if not timeout_s > 0:
         raise ConfigError("timeout_s", timeout_s, "is not positive", "give seconds per side, e.g. 3600")
+
+
+def can_start(field: str, argv: list[str], path: Optional[str] = None) -> None:
+    """Raises ConfigError (one line naming the program) unless `argv`'s program can start: an
+    executable file at the path given (relative to the working folder), else a program on
+    PATH (`path`, default $PATH); for an interpreter (python, bash, sh) given a script file
+    (`*.py`, `*.sh`), that file must exist too."""
+    prog = argv[0]
+    if os.sep in prog:
+        if not os.path.isfile(prog):
+            raise ConfigError(field, prog, "cannot start: there is no such file",
+                              f"give the program's path from {os.getcwd()} or its name on PATH")
+        if not os.access(prog, os.X_OK):
+            raise ConfigError(field, prog, "cannot start: the file is not executable",
+                              f"run chmod +x {shlex.quote(prog)}, or give its interpreter (python FILE, bash FILE)")
+    elif shutil.which(prog, path=path) is None:
+        raise ConfigError(field, prog, "cannot start: no such program on PATH",
+                          "check its spelling, or give its full path")
+    name = os.path.basename(prog)
+    script = argv[1] if len(argv) > 1 else ""
+    if (name.startswith("python") or name in ("bash", "sh")) and script.endswith((".py", ".sh")) \
+            and not os.path.isfile(script):
+        raise ConfigError(field, script, f"cannot start: {name} has no such script file",
+                          f"give its path from {os.getcwd()}")
 
 
 def side_env(home: str, seed: int, group: str, role: str, run_file: str, base: Optional[dict] = None) -> dict:
@@ -261,6 +332,8 @@ def run(baseline_cmd: str, cmd: str, pairs: int, seed: int = 0, timeout_s: float
     """
     check(baseline_cmd, cmd, pairs, timeout_s)
     argvs = {"baseline": split_command("baseline_cmd", baseline_cmd), "run": split_command("cmd", cmd)}
+    for role, field in (("baseline", "baseline_cmd"), ("run", "cmd")):
+        can_start(field, argvs[role])  # both, before the first pair trains
     group = comparison.GROUP_PREFIX + uuid.uuid4().hex[:8]
     store = Store(store_path)
     workdir = tempfile.mkdtemp(prefix="speedlab-pairs-")  # the run files

@@ -100,6 +100,7 @@ def pair_rows(store: Store, plan: list, target: Optional[float]) -> list[dict]:
                                for side, _, pre in SIDES}
             row["caveats"] = c.get("caveats") or []
             row["machines"] = c.get("machines")  # 'measured on two machines: A vs B', or None
+            row["overlap"] = c.get("overlap")  # the two runs trained at once on this machine, or None
         elif set(sts.values()) & set(ACTIVE_STATUSES):
             row["status"] = "pending"
         elif not any((run or {}).get("started") for run in runs.values()):
@@ -260,7 +261,9 @@ def judge_rows(rows: list[dict], target: Optional[float], margin: float = stats.
         'run_of' (seeds that side ran: a side dropped after its partner failed did not)}, or None
         without a target),
         'test_accuracy_delta', 'noise_floor' (`floor`), 'machines' ('measured on two machines:
-        A vs B' when a pair's runs came from two machines: the verdict is then NOT_COMPARABLE), 'history'
+        A vs B' when a pair's runs came from two machines: the verdict is then NOT_COMPARABLE), 'overlap'
+        ('pair K: these runs overlapped for N s on this machine: ...', engine.hardware.fingerprint.overlap,
+        or None), 'history'
         (per counted pair k: the headline measure over the first k pairs)}."""
     done = [r for r in rows if r["status"] == "complete"]
     outcomes = [r.get("outcomes") for r in done]
@@ -287,6 +290,11 @@ def judge_rows(rows: list[dict], target: Optional[float], margin: float = stats.
     out["machines"] = next((r["machines"] for r in done if r.get("machines")), None)
     if out["machines"] and out["verdict"] is not None:
         out["verdict"] = stats.NOT_COMPARABLE
+    # Pairs whose two runs trained at the same time (another process ran one of them): said first.
+    overlaps = [(r.get("pair"), r["overlap"]) for r in done if r.get("overlap")]
+    out["overlap"] = (f"pair {overlaps[0][0]}: {overlaps[0][1]}" + (
+        f" (and {len(overlaps) - 1} more pair{'s' if len(overlaps) > 2 else ''})" if len(overlaps) > 1 else "")
+        if overlaps else None)
     out["factors"] = factors_of_rows(done, out["pair_ratios"]) if target is not None else None
     setups = [(r.get("baseline_setup_sec"), r.get("run_setup_sec")) for r in done]
     if target is not None and any(b is not None and r is not None for b, r in setups):

@@ -126,7 +126,9 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     'baseline_breakdown' (see `breakdown`), 'notice' (see `divergence_notice`),
     'setup_notice' (see `setup_notice`), 'caveats' (one line each, e.g. a different model or machine)
     and 'machines' ('measured on two machines: A vs B' when the runs' fingerprints differ, else
-    None: engine.hardware.fingerprint.two_machines; no verdict reads "faster" then).
+    None: engine.hardware.fingerprint.two_machines; no verdict reads "faster" then) and 'overlap'
+    ('these runs overlapped for N s on this machine: ...' when they trained at the same time on one
+    machine, else None: engine.hardware.fingerprint.overlap; also the first caveat).
     Raises: KeyError if a run does not exist.
     """
     base, run = store.get_run(baseline_id), store.get_run(run_id)
@@ -141,15 +143,18 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
         if base["config"].get(key) != run["config"].get(key):
             caveats.append(f"{key} differs ({base['config'].get(key)} vs {run['config'].get(key)}): "
                            "not like with like")
-    from engine.hardware.fingerprint import two_machines
+    from engine.hardware.fingerprint import overlap, two_machines
 
     machines = two_machines(base.get("environment"), run.get("environment"))
+    overlapped = overlap(base, run)
     hb = (base.get("environment") or {}).get("hostname")
     hr = (run.get("environment") or {}).get("hostname")
     if machines:  # the first caveat: no speedup across two machines reads as a result
         caveats.insert(0, machines)
     elif hb and hr and hb != hr:
         caveats.append(f"measured on different machines ({hb} vs {hr})")
+    if overlapped:  # they shared the machine: neither time is the configuration's alone
+        caveats.insert(0, overlapped)
     goal = effective_target(run, target)
     tb, tr = time_to_accuracy(ep_b, goal), time_to_accuracy(ep_r, goal)
     eb, er = end_to_end_rate(b, rows_b), end_to_end_rate(r, rows_r)
@@ -179,6 +184,7 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
         "setup_notice": setup_notice(b, r, e2e),
         "caveats": caveats,
         "machines": machines,
+        "overlap": overlapped,
     }
 
 

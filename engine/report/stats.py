@@ -673,6 +673,8 @@ def comparison_headline(result: Optional[dict], in_progress: bool = False) -> di
         why = (f"time to {result['target_accuracy']:g} accuracy: {k} pair{'s' if k != 1 else ''} without a ratio "
                "(target not reached on both sides); the headline is end-to-end samples/s")
         h["note"] = why if not h["note"] else f"{why}; {h['note']}"
+    if result.get("overlap"):  # runs that shared the machine: said before any other note
+        h["note"] = result["overlap"] if not h["note"] else f"{result['overlap']}; {h['note']}"
     h["measure"] = MEASURE_NAMES.get(measure, measure)
     enough = (result.get(measure) or {}).get("pairs", 0) >= MIN_PAIRS
     tta_head = measure == "time_to_accuracy" and enough

@@ -9,11 +9,12 @@ imports: `from engine.store import Store`.
 from engine.store.db import (ACTIVE_STATUSES, DOCTOR, EPOCH_COLS, EXEC_COLS, FINAL_STATUSES, LONG_PATIENCE_S,
                              SCHEMA_VERSION, SYSTEM_COLS, DamagedRunError, Store, StoreBusyError,
                              StoreCorruptError, StoreError, StoreFullError, StoreReadOnlyError, config_field,
-                             default_path, fault_line, filter_sql, home, is_busy, trash_retention_s)
+                             default_path, fault_line, filter_sql, home, is_busy, old_store_line,
+                             trash_retention_s)
 from engine.store.rows import OUTSIDE_SCRIPT_SOURCE, from_outside_script
 
 __all__ = ["ACTIVE_STATUSES", "DOCTOR", "EPOCH_COLS", "EXEC_COLS", "FINAL_STATUSES", "LONG_PATIENCE_S",
            "OUTSIDE_SCRIPT_SOURCE", "SCHEMA_VERSION", "SYSTEM_COLS", "DamagedRunError", "Store", "StoreBusyError",
            "StoreCorruptError",
            "StoreError", "StoreFullError", "StoreReadOnlyError", "config_field", "default_path", "fault_line",
-           "filter_sql", "from_outside_script", "home", "is_busy", "trash_retention_s"]
+           "filter_sql", "from_outside_script", "home", "is_busy", "old_store_line", "trash_retention_s"]

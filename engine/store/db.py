@@ -2,7 +2,8 @@
 
 The worker writes as it trains; the dashboard and the CLI only read.  WAL lets
 readers in other processes see each committed batch of rows while the worker
-keeps writing.  Location: ``$SPEEDLAB_HOME/runs.sqlite`` (default ./.speedlab).
+keeps writing.  Location: ``$SPEEDLAB_HOME/runs.sqlite``, default the per-user folder
+(`user_home`: $XDG_DATA_HOME/speedlab or ~/.local/share/speedlab), whatever the working folder.
 
 Contention: another process (a database browser with unsaved edits, a second
 worker) may hold the write lock for a long time. Every write transaction waits
@@ -231,9 +232,38 @@ def trash_retention_s() -> float:
         return 30 * 86400.0
 
 
+def user_home() -> Path:
+    """The per-user SpeedLab folder: $XDG_DATA_HOME/speedlab, else ~/.local/share/speedlab (the
+    XDG base-directory default; a relative XDG_DATA_HOME is ignored, as the spec says)."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return (base / "speedlab").resolve()
+
+
 def home() -> Path:
-    """The SpeedLab folder: $SPEEDLAB_HOME, default ./.speedlab."""
-    return Path(os.environ.get("SPEEDLAB_HOME", ".speedlab")).resolve()
+    """The SpeedLab folder: $SPEEDLAB_HOME, default `user_home()`: one store for the CLI, the
+    dashboard and the callback, from any working folder."""
+    env = os.environ.get("SPEEDLAB_HOME", "")
+    return Path(env).expanduser().resolve() if env else user_home()
+
+
+OLD_DEFAULT = ".speedlab"  # the default store folder before 2026-12-06: in the working folder
+
+
+def old_store_line(cwd: Optional[os.PathLike] = None) -> Optional[str]:
+    """One line when SPEEDLAB_HOME is unset and the working folder (`cwd`, default the current
+    one) holds a store at the old default (./.speedlab/runs.sqlite), else None: its runs
+    stay there, and the line says where and how to use them."""
+    if os.environ.get("SPEEDLAB_HOME"):
+        return None  # a store the user chose: nothing moved under them
+    old = (Path(cwd) if cwd else Path.cwd()) / OLD_DEFAULT / "runs.sqlite"
+    try:
+        if not old.is_file() or old.resolve() == default_path():
+            return None
+    except OSError:
+        return None
+    return (f"note: runs stored before the per-user default are in {old} (this uses {default_path()}); "
+            f"to use them, set SPEEDLAB_HOME={old.parent}")
 
 
 def default_path() -> Path:

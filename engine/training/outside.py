@@ -160,6 +160,9 @@ class _ScriptRecorder:
         self._count_seen = 0.0
         self.unknown_samples = 0  # executions whose samples could not be counted
         self.target_missing: Optional[str] = None
+        self.fit_sizes: list[Optional[int]] = []  # samples in each fit's epoch (its training-set size)
+        self._size_pending = False
+        self._epoch_seen: Optional[int] = 0
 
     def read_fit(self, params: dict) -> None:
         """At each fit's start: its steps per epoch (None: Keras does not know them) and the
@@ -168,6 +171,7 @@ class _ScriptRecorder:
         self.steps_per_epoch = int(steps) if steps else None
         self._first_epoch_of_fit = True
         self._known = None
+        self._size_pending = True
         frame = _fit_frame()
         try:
             adapter = getattr(frame.f_locals.get("epoch_iterator"), "data_adapter", None) if frame else None
@@ -188,6 +192,7 @@ class _ScriptRecorder:
             self._shift = self._last_epoch + 1 - epoch if epoch <= self._last_epoch else 0
             self._first_epoch_of_fit = False
         self._count_seen = 0.0  # Keras resets its metrics before each epoch
+        self._epoch_seen = 0
         super().on_epoch_begin(epoch + self._shift, logs)
 
     def _tracked(self) -> Optional[float]:
@@ -202,6 +207,12 @@ class _ScriptRecorder:
         if self._known is not None:
             bs, nb, last = self._known
             return n, n * bs - (bs - last if end == nb else 0)
+        samples = self._tracked_samples(n)
+        self._epoch_seen = None if samples is None or self._epoch_seen is None else self._epoch_seen + samples
+        return n, samples
+
+    def _tracked_samples(self, n: int) -> Optional[int]:
+        """The samples of the last `n` steps from Keras's loss tracker, or None (unknown)."""
         samples = None
         try:
             seen = self._tracked()
@@ -216,7 +227,15 @@ class _ScriptRecorder:
                 samples = int(round(delta))
         if samples is None:
             self.unknown_samples += 1
-        return n, samples
+        return samples
+
+    def _epoch_size(self) -> Optional[int]:
+        """Samples in one epoch of the running fit: the data adapter's count (the last batch
+        short), else the samples counted in its first epoch, else None (some were unknown)."""
+        if self._known is not None:
+            bs, nb, last = self._known
+            return (nb - 1) * bs + last
+        return self._epoch_seen or None
 
     def on_epoch_end(self, epoch, logs=None):
         from engine.training.recorder import _f, reached
@@ -224,6 +243,9 @@ class _ScriptRecorder:
         logs = dict(logs or {})
         epoch += self._shift
         self._last_epoch = epoch
+        if self._size_pending:  # each fit's first epoch: the size of the data it trains on
+            self.fit_sizes.append(self._epoch_size())
+            self._size_pending = False
         key = target_key(logs, self.target_metric)
         if self.target is not None and key is None and self.target_missing is None:
             wanted = repr(self.target_metric) if self.target_metric else "validation accuracy (val_accuracy, val_acc, ...)"
@@ -249,6 +271,15 @@ class _ScriptRecorder:
             self.time_to_target = t
 
 
+def start_line(run_id: int, path) -> str:
+    """The one line the callback prints (stderr) when it starts recording: the run, its store
+    file and where to watch it (the dashboard's Runs and Train pages read the same default store,
+    engine.store.db.home; SPEEDLAB_DASHBOARD_URL names a dashboard served elsewhere)."""
+    url = os.environ.get("SPEEDLAB_DASHBOARD_URL") or "http://localhost:8501"
+    return (f"SpeedLab: recording run #{run_id} in {path}; watch it at {url} (the dashboard) "
+            f"or with `speedlab show {run_id}`")
+
+
 class SpeedLabCallback(keras.callbacks.Callback):
     """Records this `fit` as a SpeedLab run in the store under $SPEEDLAB_HOME.
 
@@ -263,6 +294,13 @@ class SpeedLabCallback(keras.callbacks.Callback):
             A target metric that is not logged is said once, at the first epoch's end: one line
             on stderr and a warning kept with the run.
         batch_size: the global batch size (samples/step); default read from `fit`'s arguments.
+        num_samples: the training-set size (samples per epoch, after validation_split); default
+            read from the data fit sees (arrays: Keras's data adapter; a generator: the samples
+            counted in its first epoch). Stored as the plan's `n_train`, from which a comparison
+            counts samples to the target (its sample-efficiency factor).
+        test_data: held-out data, `(x, y)` or a dataset of (x, y) batches, that every fit's end
+            evaluates (`model.evaluate`, after the run's time is taken: outside every figure) for
+            the summary's `test_accuracy`; without it `test_accuracy` is None with a `test_note`.
 
     Several fit() calls with the same callback (a two-phase fine-tune) are one run: epochs
     continue (the second fit's epoch 0 is stored after the first fit's last epoch), the target
@@ -274,8 +312,15 @@ class SpeedLabCallback(keras.callbacks.Callback):
     """
 
     def __init__(self, name: Optional[str] = None, target_accuracy: Optional[float] = None,
-                 batch_size: Optional[int] = None, target_metric: Optional[str] = None):
+                 batch_size: Optional[int] = None, target_metric: Optional[str] = None,
+                 num_samples: Optional[int] = None, test_data=None):
         super().__init__()
+        if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
+                                        or num_samples < 1):
+            raise ValueError(f"num_samples: {num_samples!r} is not a sample count; give the training set's "
+                             "size, e.g. num_samples=len(x_train), or leave it out to read it from the data")
+        self.num_samples = num_samples
+        self.test_data = test_data
         self.name = name
         self.target_accuracy = target_accuracy
         self.target_metric = target_metric
@@ -433,7 +478,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
 
     def _begin(self) -> None:
         from engine.config import RunConfig
-        from engine.store import Store, default_path
+        from engine.store import Store, default_path, old_store_line
         from engine.training.recorder import Recorder
         from engine.training.writer import Writer
         from engine.training.timeline import Timeline
@@ -482,6 +527,10 @@ class SpeedLabCallback(keras.callbacks.Callback):
                                   started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
                                   environment=_environment())
         self._store, self.run_id, self._tl, self._home = store, run_id, tl, home
+        print(start_line(run_id, store.path), file=sys.stderr, flush=True)
+        moved = old_store_line()
+        if moved:  # runs of this folder's older store are not in this one: say where they are
+            print(f"SpeedLab: {moved}", file=sys.stderr, flush=True)
         import atexit
 
         atexit.register(self._at_exit)  # a fit that raised never calls on_train_end
@@ -584,6 +633,12 @@ class SpeedLabCallback(keras.callbacks.Callback):
     def _finish_locked(self, status: str, error: Optional[str], store) -> None:
         self._writer.stop(patience_s=30.0)
         summary = self.summary()
+        n_train, note = self._n_train()
+        (store or self._store).update_run(self.run_id, plan={**self._plan, "n_train": n_train, "n_train_note": note})
+        # Held-out accuracy, after every time above was taken; only where training ended well,
+        # on the training thread (the watch thread ends runs whose fit raised).
+        summary.update(self._test_accuracy() if status == "completed" and store is None else
+                       {"test_accuracy": None, "test_note": f"not measured: the run ended {status}"})
         if self._writer.lost_total:  # as engine.jobs.worker.incomplete_summary
             summary.update(metrics_incomplete=self._writer.lost_total, metrics_lost=dict(self._writer.lost))
         summary.update(run_id=self.run_id, status=status, error=error, warnings=list(self.warnings), warm_worker=False,
@@ -592,6 +647,38 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._finished = True
         if store is None:
             self._store.close()
+
+    def _n_train(self) -> tuple[Optional[int], Optional[str]]:
+        """(training-set size in samples, None), or (None, why it is not known)."""
+        if self.num_samples is not None:
+            return self.num_samples, None
+        sizes = list(self._rec.fit_sizes)
+        if not sizes or None in sizes:
+            return None, ("not known: some batches' sizes were not reported; give "
+                          "SpeedLabCallback(num_samples=...)")
+        if len(set(sizes)) > 1:
+            return None, (f"not known: the fits trained on {', '.join(map(str, sizes))} samples an epoch; "
+                          "give SpeedLabCallback(num_samples=...)")
+        return sizes[0], None
+
+    def _test_accuracy(self) -> dict:
+        """{'test_accuracy' (fraction, or None), 'test_note' (why None)} from evaluating
+        `test_data` with the model as fit left it."""
+        if self.test_data is None:
+            return {"test_accuracy": None,
+                    "test_note": "not measured: give SpeedLabCallback(test_data=(x_test, y_test)) held-out data"}
+        try:
+            data = self.test_data
+            args = list(data) if isinstance(data, (tuple, list)) else [data]
+            logs = self.model.evaluate(*args, verbose=0, return_dict=True)
+            key = accuracy_key(logs, False)
+            if key is None:
+                return {"test_accuracy": None, "test_note": f"not measured: evaluate() logs no accuracy (it logs: "
+                                                            f"{', '.join(sorted(logs))[:150]})"}
+            return {"test_accuracy": float(logs[key]), "test_note": None}
+        except Exception as e:  # noqa: BLE001 - never fail the user's script
+            return {"test_accuracy": None, "test_note": one_line(f"not measured: evaluate() raised "
+                                                                 f"{type(e).__name__}: {e}")}
 
     def summary(self) -> dict:
         """The run's summary: engine.training.summary.RunSummary's keys, plus MFU (engine.report.mfu)."""

@@ -80,7 +80,7 @@ def comparisons_section(store: Store) -> None:
                      "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
                      "split": h.get("factors") or "–", "with setup": h.get("setup") or "–",
                      "seeds reached": h.get("reached") or "–",
-                     "test accuracy": h.get("test") or "–",
+                     "test accuracy": h.get("test") or "–", "note": h.get("note") or "–",
                      "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
                      # a failed pair of two commands may lack a run (engine.jobs.command_pairs): None
                      "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", [])
@@ -135,11 +135,14 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
              "speedup": None if base_missing else 1.0, "steady": 1.0,
              **_scaling_point(store, base), "note": "baseline", "missing": base_missing}]
     machines = []  # 'measured on two machines: A vs B', each once: said before any bar
+    overlaps = []  # runs that trained at the same time as the baseline on this machine
     for rid in sorted(i for i in ids if i != base_id):
         r = by_id[rid]
         c = compare(store, base_id, rid)
         if c["machines"] and c["machines"] not in machines:
             machines.append(c["machines"])
+        if c["overlap"]:
+            overlaps.append(f"run #{rid} and baseline #{base_id}: {c['overlap']}")
         rows.append({"label": chart_style.run_label(r), "color": chart_style.run_color(rid, r["role"], r.get("config")),
                      "speedup": c[SPEEDUP_KINDS[kind]], "steady": c["steady_speedup"], **_scaling_point(store, r),
                      "note": "; ".join(c["caveats"]) or "like for like",
@@ -149,6 +152,8 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     for line in machines:
         st.warning(f"{line}: those bars are not speedups of a configuration (hover a bar for its machine)",
                    icon=":material/compare_arrows:")
+    for line in overlaps:
+        st.warning(line, icon=":material/schedule:")
     c1, c2 = st.columns([1.2, 1], gap="medium")
     c1.plotly_chart(runs_charts.speedup_figure(bars, title=f"{kind.capitalize()} speedup vs {chart_style.run_label(base)}",
                                           x_title=f"speedup (×, {kind})"),

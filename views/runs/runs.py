@@ -16,7 +16,8 @@ import streamlit as st
 from engine.jobs import runner
 from engine.charts import style as chart_style
 from engine.report.table import FIGURES, mfu_caption, number, runs_frame
-from engine.store import Store, filter_sql
+from engine.base.plain import md
+from engine.store import Store, filter_sql, old_store_line
 from views.components.common import one_line_errors
 from views.runs.compare import comparisons_section, overlay_section, speedup_section
 from views.runs.files import bundle_section, delete_section, export_section, forget_deleted, trash_section
@@ -112,6 +113,9 @@ def main() -> None:
     flash = st.session_state.pop("runs_flash", None)
     if flash:
         st.success(flash, icon=":material/delete:")
+    moved = old_store_line()  # the dashboard's working folder holds a store at the old default
+    if moved:
+        st.info(md(moved), icon=":material/folder_open:")
     with Store() as store:
         runner.reconcile(store)
         damaged = store.damaged_runs()
