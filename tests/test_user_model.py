@@ -44,6 +44,18 @@ BAD = {
             raise ValueError("my layer sizes are wrong")
     """), "build", "raises in build(): ValueError: my layer sizes are wrong (raises.py, line 10); fix the model "
                    "file"),
+    # An error inside a layer's call(): Keras wraps it in a header and the call's arguments,
+    # whose last line ("• kwargs=<class 'inspect._empty'>") was all that was shown.
+    "keras_error": (GOOD_HEAD + textwrap.dedent("""
+        class Gray(layers.Layer):
+            def call(self, x):
+                raise ValueError(f"needs 3 channels, got {x.shape[-1]}")
+
+        def build(input_shape, num_classes):
+            inp, x = _body(input_shape)
+            return keras.Model(inp, layers.Dense(num_classes, activation="softmax")(Gray()(inp)))
+    """), "build", "raises in build(): ValueError: needs 3 channels, got 1 (keras_error.py, line 11); fix the "
+                   "model file"),
     "no_function": (GOOD_HEAD, "make", "has no function 'make'; define build(input_shape, num_classes) returning "
                                        "a keras.Model, and name it after ':'"),
     "not_a_model": (GOOD_HEAD + "\ndef build(input_shape, num_classes):\n    return 42\n", "build",

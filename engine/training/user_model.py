@@ -8,8 +8,9 @@ output layer computes in float32, as the TF mixed-precision guide advises for th
 (https://www.tensorflow.org/guide/mixed_precision), and as engine.training.models does.
 
 Faults are one line each (engine.base.errors.ConfigError: field `model`, the value, a fix); an
-error raised inside the user's code is its last line plus the file and line of the user's
-frame, never a traceback. `python -m engine.training.user_model check SPEC H,W,C CLASSES`
+error raised inside the user's code is its message on one line (for an error Keras wraps
+inside a layer's call, the user's error, not Keras's list of arguments) plus the file and line
+of the user's deepest frame, never a traceback. `python -m engine.training.user_model check SPEC H,W,C CLASSES`
 runs the same checks in a fresh process (engine.config.preflight calls it before anything is
 queued, so neither the CLI nor the dashboard imports Keras for it) and prints one JSON line.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -30,15 +32,37 @@ from engine.base.errors import ConfigError
 FIX = "fix the model file"
 
 
+# Keras wraps an error raised inside a layer's call(): a header, the error, then the call's
+# arguments (keras/src/utils/traceback_utils.py); the error is what the user needs.
+_KERAS_HEADER = ("Exception encountered when calling",)
+_KERAS_ARGS = "Arguments received by"
+_KERAS_INNER = "Error encountered:"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _message(e: BaseException) -> str:
+    """'ValueError: text': the exception's type and its message on one line (at most 300
+    characters); for Keras's wrapped layer errors the user's error, without Keras's header
+    and the list of the call's arguments."""
+    lines = [ln.strip() for ln in _ANSI.sub("", str(e)).splitlines()]
+    if any(ln.startswith(_KERAS_ARGS) for ln in lines):
+        lines = lines[:next(i for i, ln in enumerate(lines) if ln.startswith(_KERAS_ARGS))]
+    lines = [ln for ln in lines if ln and not ln.startswith(_KERAS_HEADER)]
+    inner = [i for i, ln in enumerate(lines) if ln.endswith(_KERAS_INNER)]
+    if inner and inner[-1] + 1 < len(lines):  # "Could not infer the output shape ... Error encountered:"
+        lines = lines[inner[-1] + 1:]
+    text = " ".join(lines)
+    return (f"{type(e).__name__}: {text}" if text else type(e).__name__)[:300]
+
+
 def _where(e: BaseException, path: str) -> str:
-    """'ValueError: text (file.py, line 12)': the exception's last line and the deepest frame
-    in the user's file (else the deepest frame at all)."""
+    """'ValueError: text (file.py, line 12)': the exception's message (`_message`) and the
+    deepest frame in the user's file (else the deepest frame at all)."""
     if isinstance(e, SyntaxError):  # raised while compiling: its place is on the error, not a frame
         return f"{type(e).__name__}: {e.msg} ({os.path.basename(e.filename or path)}, line {e.lineno})"
     frames = traceback.extract_tb(e.__traceback__)
     mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)] or frames
-    last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines() or [type(e).__name__]
-    text = last[-1][:300]
+    text = _message(e)
     if not mine:
         return text
     f = mine[-1]
