@@ -275,7 +275,7 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
         optimizer at lr_factor x the learning rate (schedules scaled alike) whose
         schedules continue from the phase's first step. A later phase of progressive
         resizing keeps the model compiled and its optimizer; only the image size changes."""
-        from engine.training import transfer
+        from engine.training import techniques, transfer
         from engine.training.keras_patches import eager_metrics_readout, symbolic_build
 
         if cfg.progressive_epochs and phase.first_epoch > 0:
@@ -288,6 +288,7 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
             max_lr=None if cfg.max_lr is None else cfg.max_lr * phase.lr_factor)
         with setup.strategy.scope():  # an optimizer keeps the strategy it was made under
             optimizer = _optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch)
+            techniques.exclude_from_muon(optimizer, model)  # Muon: the head and embeddings keep AdamW
             if cfg.fused_optimizer:
                 from engine.training import fused_optimizer
 
