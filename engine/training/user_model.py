@@ -3,7 +3,8 @@
 `build(input_shape, num_classes) -> keras.Model` is called under the run's dtype policy and
 distribution strategy, so every technique applies to it as to the built-in models. A
 `.keras` file is loaded with ``safe_mode=True`` (no Python lambdas deserialized) and rebuilt
-from its config under the run's dtype policy, keeping its weights or not. Either way the
+from its config under the run's dtype policy, keeping its weights or not. A model rebuilt for
+its float32 head keeps the weights `build()` gave it (pretrained ones included). Either way the
 output layer computes in float32, as the TF mixed-precision guide advises for the softmax
 (https://www.tensorflow.org/guide/mixed_precision), and as engine.training.models does.
 
@@ -25,6 +26,7 @@ import os
 import re
 import sys
 import traceback
+import zipfile
 
 from engine.config import user_model
 from engine.base.errors import ConfigError
@@ -166,6 +168,46 @@ def _rebuild(model, keep_weights: bool):
     return new
 
 
+def _classes_in(path: str) -> list[tuple]:
+    """(module, class name) of every Keras object in a .keras file's config.json (read as
+    JSON, nothing deserialized); [] when the file is no such archive."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if "class_name" in o and "registered_name" in o:
+                out.append((o.get("module") or "", str(o["class_name"])))
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            walk(json.loads(z.read("config.json")))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return []
+    return out
+
+
+def _unloadable(spec: str, path: str, e: BaseException) -> ConfigError:
+    """The one line for a .keras file Keras cannot load in safe mode: a layer class of the
+    user's own (a .keras file holds its name, not its code) and a Lambda layer (Python code,
+    not loaded in safe mode) name `file.py:build` as the fix; else Keras's message."""
+    classes = _classes_in(path)
+    own = sorted({name for module, name in classes if not module.startswith("keras")})
+    fix = "give the Python file that builds it instead: path/to/file.py:build"
+    if own:
+        return ConfigError("model", spec, f"cannot be loaded: it uses layer classes of your own ({', '.join(own[:5])}), "
+                                          "whose code a .keras file does not hold", fix)
+    if any(name == "Lambda" for _, name in classes):
+        return ConfigError("model", spec, "cannot be loaded: its Lambda layer's Python code is not loaded from a "
+                                          "file (safe mode)", fix)
+    return ConfigError("model", spec, f"cannot be loaded: {_where(e, path)}",
+                       "save it with model.save('model.keras'), or give path/to/file.py:build")
+
+
 def build(spec: str, shape: tuple, classes: int, weights: str = "keep"):
     """The user's model `spec` for images of `shape` (H, W, C) and `classes` classes, under
     the current dtype policy (call inside the strategy's scope). weights: for a .keras file,
@@ -187,12 +229,12 @@ def build(spec: str, shape: tuple, classes: int, weights: str = "keep"):
         out = _output_layer(model)
         if getattr(getattr(out, "dtype_policy", None), "compute_dtype", "float32") == "float32":
             return model
-        return _rebuild(model, keep_weights=False)
+        # Its weights go with it: a build() that loads pretrained weights trains those.
+        return _rebuild(model, keep_weights=True)
     try:
         model = keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as e:  # a damaged or unsafe file: one line
-        raise ConfigError("model", spec, f"cannot be loaded: {_where(e, path)}",
-                          "save it with model.save('model.keras') (no Lambda layers: safe mode)") from None
+        raise _unloadable(spec, path, e) from None
     check(model, spec, shape, classes)
     return _rebuild(model, keep_weights=weights == "keep")
 
