@@ -2,6 +2,8 @@
 settings' checks and wiring (config, CLI, baseline, autopilot space), a hand-computed
 EMA update, the accumulation's update count, TTA averages, CutMix, Muon on conv filters
 and progressive resizing."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -239,6 +241,16 @@ def test_muon_orthogonalises_conv_filters_only_when_reshaping():
     split = techniques.muon_split(opt)
     assert split["muon"] == ["hidden/kernel"]
     assert sorted(split["adamw"]) == ["dense_1/bias", "dense_1/kernel", "hidden/bias", "words/embeddings"]
+    # examples/my_model.py itself: its output layer's kernel keeps AdamW, its hidden Dense gets Muon.
+    from engine.training import user_model
+
+    mine = user_model.build(str(Path(__file__).resolve().parents[1] / "examples" / "my_model.py") + ":build",
+                            (8, 8, 1), 10)
+    opt = schedules.build_optimizer(RunConfig(**MNIST, optimizer="muon"), 32)
+    techniques.exclude_from_muon(opt, mine)
+    opt.build(mine.trainable_variables)
+    split = techniques.muon_split(opt)
+    assert mine.layers[-1].kernel.path in split["adamw"] and mine.layers[-2].kernel.path in split["muon"]
     # One step on a conv kernel: the update is the orthogonalised (flattened) momentum, not AdamW's.
     opt = techniques.ConvMuon(learning_rate=0.1, weight_decay=None, rms_rate=None, exclude_layers=["head"])
     k = keras.Variable(np.zeros((3, 3, 2, 4), np.float32), name="kernel")
