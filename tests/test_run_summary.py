@@ -28,7 +28,7 @@ STORED_KEYS = [
 # Fields added since, with defaults (a summary stored before them has none of them): the held-out
 # test set's, measured after the clocks stop (issue 40), and the FLOPs count's.
 ADDED_KEYS = ["test_accuracy", "test_samples", "test_sec", "test_split", "test_note",
-              "flops_all_taps_per_sample", "flops_phases", "flops_source"]
+              "flops_all_taps_per_sample", "flops_phases", "flops_source", "flops_xla_per_sample", "flops_note"]
 
 
 def _stored() -> dict:

@@ -2,6 +2,8 @@
 settings' checks and wiring (config, CLI, baseline, autopilot space), a hand-computed
 EMA update, the accumulation's update count, TTA averages, CutMix, Muon on conv filters
 and progressive resizing."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -218,10 +220,37 @@ def test_muon_orthogonalises_conv_filters_only_when_reshaping():
     for conv, muon_ranks in (("reshape", [2, 4, 4]), ("adamw", [2])):  # two conv kernels, one hidden dense
         cfg = RunConfig(**MNIST, optimizer="muon", muon_conv=conv)
         opt = schedules.build_optimizer(cfg, 32)
+        assert techniques.exclude_from_muon(opt, model) == ["^head/bias$", "^head/kernel$"]
         opt.build(model.trainable_variables)
         split = techniques.muon_split(opt)
         assert sorted(ranks[p] for p in split["muon"]) == muon_ranks
-        assert any(p.startswith("head/") for p in split["adamw"])  # the head keeps AdamW
+        assert "head/kernel" in split["adamw"]  # the head keeps AdamW
+    # A user's model whose head has no telling name (examples/my_model.py: dense_1 before the
+    # softmax, itself found by structure), behind a Dropout and a float32 Activation, with an
+    # embedding: the head's kernel and the table keep AdamW, the hidden Dense gets Muon.
+    from keras import layers
+
+    inp = keras.Input((6,), dtype="int32")
+    x = layers.Flatten()(layers.Embedding(20, 4, name="words")(inp))
+    x = layers.Dense(8, activation="relu", name="hidden")(x)
+    out = layers.Activation("softmax", dtype="float32")(layers.Dense(10, name="dense_1")(layers.Dropout(0.1)(x)))
+    own = keras.Model(inp, out)
+    opt = schedules.build_optimizer(RunConfig(**MNIST, optimizer="muon"), 32)
+    techniques.exclude_from_muon(opt, own)
+    opt.build(own.trainable_variables)
+    split = techniques.muon_split(opt)
+    assert split["muon"] == ["hidden/kernel"]
+    assert sorted(split["adamw"]) == ["dense_1/bias", "dense_1/kernel", "hidden/bias", "words/embeddings"]
+    # examples/my_model.py itself: its output layer's kernel keeps AdamW, its hidden Dense gets Muon.
+    from engine.training import user_model
+
+    mine = user_model.build(str(Path(__file__).resolve().parents[1] / "examples" / "my_model.py") + ":build",
+                            (8, 8, 1), 10)
+    opt = schedules.build_optimizer(RunConfig(**MNIST, optimizer="muon"), 32)
+    techniques.exclude_from_muon(opt, mine)
+    opt.build(mine.trainable_variables)
+    split = techniques.muon_split(opt)
+    assert mine.layers[-1].kernel.path in split["adamw"] and mine.layers[-2].kernel.path in split["muon"]
     # One step on a conv kernel: the update is the orthogonalised (flattened) momentum, not AdamW's.
     opt = techniques.ConvMuon(learning_rate=0.1, weight_decay=None, rms_rate=None, exclude_layers=["head"])
     k = keras.Variable(np.zeros((3, 3, 2, 4), np.float32), name="kernel")

@@ -82,3 +82,16 @@ def test_a_tune_baseline_sweep_shows_as_the_sweeps_current_run_not_as_launched_h
     # Not the plain-run advice to launch with a baseline: a sweep's run is a candidate baseline.
     assert not any(c.startswith("No baseline for this run") for c in captions)
     assert any(c.startswith("A run of the tune-baseline sweep: it is a candidate baseline") for c in captions)
+
+
+def test_a_flops_count_xla_contradicts_shows_mfu_missing_with_the_reason(store):
+    # A user's model's run whose layer count was more than 10% from XLA's (engine.training.build
+    # .flops_plan): no FLOPs were kept, so no MFU, and the page says why.
+    rid = fake_run(store, RunConfig(dataset="digits", epochs=3), rate=12_000.0)
+    note = ("MFU not shown: the layer count (72,455,424 FLOPs/sample) and XLA's count of the step (14,794,527) "
+            "differ by 390%, over 10%")
+    run = store.get_run(rid)
+    store.update_run(rid, plan={**run["plan"], "flops_per_sample": None, "flops_note": note})
+    at = app()
+    assert not at.exception
+    assert f":material/speed: MFU -: {note}" in [c.value for c in at.caption]

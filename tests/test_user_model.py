@@ -44,6 +44,18 @@ BAD = {
             raise ValueError("my layer sizes are wrong")
     """), "build", "raises in build(): ValueError: my layer sizes are wrong (raises.py, line 10); fix the model "
                    "file"),
+    # An error inside a layer's call(): Keras wraps it in a header and the call's arguments,
+    # whose last line ("• kwargs=<class 'inspect._empty'>") was all that was shown.
+    "keras_error": (GOOD_HEAD + textwrap.dedent("""
+        class Gray(layers.Layer):
+            def call(self, x):
+                raise ValueError(f"needs 3 channels, got {x.shape[-1]}")
+
+        def build(input_shape, num_classes):
+            inp, x = _body(input_shape)
+            return keras.Model(inp, layers.Dense(num_classes, activation="softmax")(Gray()(inp)))
+    """), "build", "raises in build(): ValueError: needs 3 channels, got 1 (keras_error.py, line 11); fix the "
+                   "model file"),
     "no_function": (GOOD_HEAD, "make", "has no function 'make'; define build(input_shape, num_classes) returning "
                                        "a keras.Model, and name it after ':'"),
     "not_a_model": (GOOD_HEAD + "\ndef build(input_shape, num_classes):\n    return 42\n", "build",
@@ -206,6 +218,42 @@ def test_cli_refuses_bad_model_files_before_queueing(store_home, tmp_path):
         assert store.list_runs() == []
     finally:
         store.close()
+
+
+@pytest.mark.worker
+def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_path):
+    # The model file waits at import for a file the test writes only once it has read the CLI's
+    # first line: a CLI silent until the check ends would show the file's refusal first.
+    go = tmp_path / "go"
+    (tmp_path / "waits.py").write_text(textwrap.dedent(f"""
+        import os, time
+        for _ in range(600):
+            if os.path.exists({str(go)!r}):
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("the test never said go")
+
+        def build(input_shape, num_classes):
+            raise ValueError("checked after the first line")
+    """))
+    from engine.base.process import worker_env
+
+    spec = f"{tmp_path / 'waits.py'}:build"
+    p = subprocess.Popen([sys.executable, "-m", "engine", "run", "--dataset", "digits", "--model", spec,
+                          "--epochs", "1"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                         env={**worker_env(), "SPEEDLAB_HOME": str(store_home)})
+    try:
+        first = p.stderr.readline().strip()
+        go.touch()
+        _, rest = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    assert first == (f"checking your model {spec}: building it for digits in a fresh process (starting Keras "
+                     "takes 5-30 s) ...")
+    assert p.returncode == 2
+    assert rest.strip().splitlines()[-1] == (f"error: model: {spec!r} raises in build(): ValueError: checked after "
+                                              "the first line (waits.py, line 11); fix the model file")
 
 
 @pytest.mark.worker

@@ -335,7 +335,9 @@ def mfu_rows(s: dict) -> list[tuple[str, str]]:
         rows.append(("not counted", f"layers with weights the FLOP counter does not know: {names}"
                                     + ("" if s.get("flops_source") == "xla" else " (MFU is a lower bound)")))
     line = headline(s)
-    if line:
+    if s.get("flops_note") and not s.get("flops_per_sample"):
+        rows.append(("MFU", f"- ({s['flops_note']})"))
+    elif line:
         rows += [("MFU", line), ("peak", s.get("peak_source"))]
     elif s.get("peak_source") and s.get("flops_per_sample"):
         rows.append(("MFU", f"- ({s['peak_source']})"))

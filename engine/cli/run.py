@@ -43,7 +43,8 @@ def cmd_run(args) -> int:
     from engine.store import Store
 
     cfg = config_from_args(args)
-    from engine.config.preflight import check_runnable
+    from engine.config import user_model
+    from engine.config.preflight import check_runnable, check_user_model
 
     if args.use_unknown_machine:  # read by every "this machine" lookup (engine.hardware.fingerprint)
         import os
@@ -56,8 +57,16 @@ def cmd_run(args) -> int:
                                           ("synthetic_shape", "synthetic_classes", "synthetic_samples")):
         print(f"warning: --synthetic-* settings only apply to --dataset synthetic (not {cfg.dataset})",
               file=sys.stderr)
+    own = user_model(cfg.model) is not None and not args.quiet
+    if own:  # the check below starts Keras in a process of its own: say so before the wait
+        print(f"checking your model {cfg.model}: building it for {cfg.dataset} in a fresh process "
+              "(starting Keras takes 5-30 s) ...", file=sys.stderr, flush=True)
     for w in check_runnable(cfg):
         print(f"warning: {w}", file=sys.stderr)
+    if own:
+        params = (check_user_model(cfg) or {}).get("params")  # remembered: not built again
+        print(f"your model builds and fits {cfg.dataset}" + (f" ({params:,} parameters)" if params else "")
+              + "; queueing the run (its worker starts TensorFlow or JAX again)", file=sys.stderr, flush=True)
     check_pair_args(args)
     if args.baseline == "tuned" and not args.reuse_baseline:
         _say_tuned(cfg, args)

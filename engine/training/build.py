@@ -275,7 +275,7 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
         optimizer at lr_factor x the learning rate (schedules scaled alike) whose
         schedules continue from the phase's first step. A later phase of progressive
         resizing keeps the model compiled and its optimizer; only the image size changes."""
-        from engine.training import transfer
+        from engine.training import techniques, transfer
         from engine.training.keras_patches import eager_metrics_readout, symbolic_build
 
         if cfg.progressive_epochs and phase.first_epoch > 0:
@@ -288,6 +288,7 @@ def phase_compiler(cfg: RunConfig, setup, model, taken: list, inputs: Inputs, au
             max_lr=None if cfg.max_lr is None else cfg.max_lr * phase.lr_factor)
         with setup.strategy.scope():  # an optimizer keeps the strategy it was made under
             optimizer = _optimizer(pcfg, steps_per_epoch, phase.first_epoch * steps_per_epoch)
+            techniques.exclude_from_muon(optimizer, model)  # Muon: the head and embeddings keep AdamW
             if cfg.fused_optimizer:
                 from engine.training import fused_optimizer
 
@@ -438,8 +439,12 @@ def usable_cpus_env(setup) -> dict:
             "tf_threads": getattr(setup, "threads", None)}
 
 
+# A layer count further than this from XLA's count of the same step is not trusted for MFU.
+XLA_TOLERANCE = 0.10
+
+
 def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = None,
-               input_shape: Optional[list] = None) -> dict:
+               input_shape: Optional[list] = None, cross_check: bool = False) -> dict:
     """{'flops_per_sample': training FLOPs per sample (engine.training.flops), 'forward_flops_per_sample',
     'flops_all_taps_per_sample' (every convolution tap counted), 'flops_uncounted': layers with weights
     left out, 'flops_phases': [{'first_epoch', 'end_epoch', 'frozen', 'image_side', 'flops_per_sample'}]
@@ -447,7 +452,11 @@ def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = Non
     no weight gradient) or the image size changes between phases (progressive resizing, counted at
     each phase's side from `input_shape`, one sample's (H, W, C)); 'flops_per_sample' is then the
     phases' mean weighted by epochs}; None figures (and the reason on stderr) for a model that
-    cannot be counted: MFU is then missing, the run goes on."""
+    cannot be counted: MFU is then missing, the run goes on.
+    cross_check (a user's model): the count is held against XLA's count of the step where that is
+    cheap (the JAX backend: one compile at batch 8, engine.training.flops.xla_count), kept as
+    'flops_xla_per_sample'; more than XLA_TOLERANCE apart, 'flops_per_sample' is None (so MFU is
+    missing) and 'flops_note' says why; off JAX 'flops_note' says the count is unchecked."""
     import sys
 
     from engine.training import flops
@@ -479,11 +488,29 @@ def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = Non
         if xla:
             out.update(flops_per_sample=round(xla), flops_source="xla",
                        flops_layers_per_sample=c["flops_per_sample"] or None)
+    elif cross_check and not per_phase:
+        out.update(_held_against_xla(c["flops_per_sample"], _xla_fallback(model, shape)))
     epochs = sum(p["end_epoch"] - p["first_epoch"] for p in per_phase)
     if per_phase and epochs > 0:
         out["flops_phases"] = per_phase
         out["flops_per_sample"] = round(sum(p["flops_per_sample"] * (p["end_epoch"] - p["first_epoch"])
                                             for p in per_phase) / epochs) or None
+    return out
+
+
+def _held_against_xla(counted: int, xla: Optional[float]) -> dict:
+    """The flops_plan fields of the layer count `counted` (FLOPs/sample) held against XLA's
+    count `xla` (None: not available here): {'flops_xla_per_sample', 'flops_note'} and, more
+    than XLA_TOLERANCE apart, 'flops_per_sample': None with the count kept as
+    'flops_layers_per_sample'."""
+    if not xla:
+        return {"flops_note": "layer count not cross-checked: XLA's cost analysis needs the JAX backend"}
+    out = {"flops_xla_per_sample": round(xla)}
+    if counted and abs(counted / xla - 1) > XLA_TOLERANCE:
+        out.update(flops_per_sample=None, flops_layers_per_sample=counted,
+                   flops_note=f"MFU not shown: the layer count ({counted:,} FLOPs/sample) and XLA's count of the "
+                              f"step ({round(xla):,}) differ by {abs(counted / xla - 1):.0%}, over "
+                              f"{XLA_TOLERANCE:.0%}")
     return out
 
 

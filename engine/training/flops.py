@@ -189,10 +189,15 @@ def count(model, trainable: Optional[Callable] = None, input_shape: Optional[tup
         grad, pad = {}, {}
         for t, need, p in zip(_flat(g.inputs), in_grad, in_pad):
             grad[id(t)], pad[id(t)] = need, p
+        # Only the nodes of this graph: a layer keeps a node for every call, and a Sequential
+        # rebuilt layer by layer (from a config, a .keras file) leaves stale ones on the same input.
+        mine = {id(n) for nodes in g._nodes_by_depth.values() for n in nodes}
         for op in g._operations:
             if isinstance(op, L.InputLayer):
                 continue
             for node in getattr(op, "_inbound_nodes", []) or []:
+                if id(node) not in mine:
+                    continue
                 ins, outs = _flat(node.input_tensors), _flat(node.output_tensors)
                 if not ins or not all(id(t) in grad for t in ins):
                     continue  # a node of another graph this layer is part of

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 FLOPS_KEYS = ("flops_per_sample", "forward_flops_per_sample", "flops_all_taps_per_sample", "flops_uncounted",
-              "flops_phases", "flops_source")
+              "flops_phases", "flops_source", "flops_xla_per_sample", "flops_note")
 
 
 @dataclass
@@ -95,6 +95,10 @@ class RunSummary:
             run with taken-over layers (each phase counted apart); None otherwise.
         flops_source (name): 'layers' (engine.training.flops.count) or 'xla' (XLA's cost analysis of the
             step, the fallback on JAX for a model with layers the counter does not know).
+        flops_xla_per_sample (FLOP/sample): XLA's count of the step a user's model was held against
+            (the JAX backend; None elsewhere).
+        flops_note (text): why a user's model's count is unchecked, or why flops_per_sample (and so
+            MFU) is missing: the layer count and XLA's differ by more than 10%.
     """
 
     warmup_sec: float
@@ -166,6 +170,8 @@ class RunSummary:
     flops_all_taps_per_sample: Optional[float] = None
     flops_phases: Optional[list] = None
     flops_source: Optional[str] = None
+    flops_xla_per_sample: Optional[float] = None
+    flops_note: Optional[str] = None
 
     def to_dict(self) -> dict:
         """The stored summary: every field in declaration order, values as they are (not copied)."""

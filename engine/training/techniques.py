@@ -28,8 +28,6 @@ from keras import ops
 from engine.config import RunConfig, progressive_side
 
 NEW_OPTIMIZERS = ("muon", "schedule_free_adamw", "lamb")
-# Muon leaves the classifier head to AdamW (Keras's docs and Jordan 2024 advise it).
-MUON_EXCLUDE = ("head",)
 
 
 @keras.saving.register_keras_serializable(package="speedlab")
@@ -75,12 +73,51 @@ def new_optimizer(cfg: RunConfig, learning_rate, **kwargs) -> keras.optimizers.O
     which are cfg.momentum (as Adam's). Raises ValueError for another optimizer."""
     if cfg.optimizer == "muon":
         cls = ConvMuon if cfg.muon_conv == "reshape" else keras.optimizers.Muon
-        return cls(learning_rate=learning_rate, exclude_layers=list(MUON_EXCLUDE), **kwargs)
+        # Which variables keep AdamW depends on the model: exclude_from_muon sets them.
+        return cls(learning_rate=learning_rate, exclude_layers=[], **kwargs)
     if cfg.optimizer == "schedule_free_adamw":
         return keras.optimizers.ScheduleFreeAdamW(learning_rate=learning_rate, beta_1=float(cfg.momentum), **kwargs)
     if cfg.optimizer == "lamb":
         return keras.optimizers.Lamb(learning_rate=learning_rate, beta_1=float(cfg.momentum), **kwargs)
     raise ValueError(f"unknown optimizer {cfg.optimizer!r}")
+
+
+def _head_denses(model) -> list:
+    """The Dense layers nearest the model's outputs, found by walking back from each output
+    through layers without a 2-D weight (Softmax, Activation, Dropout, a float32 cast): the
+    classifier head that feeds the loss, whatever it is named."""
+    found, seen = [], set()
+    todo = list(getattr(model, "outputs", None) or [])
+    while todo:
+        hist = getattr(todo.pop(), "_keras_history", None)
+        if hist is None or (id(hist[0]), hist[1]) in seen:
+            continue
+        op, node_index = hist[0], hist[1]
+        seen.add((id(op), node_index))
+        if isinstance(op, (keras.layers.Dense, keras.layers.EinsumDense)):
+            found.append(op)
+        elif isinstance(op, keras.Model) and getattr(op, "outputs", None):
+            found += _head_denses(op)  # a nested model: its own head
+        else:
+            todo += list(keras.tree.flatten(op._inbound_nodes[node_index].input_tensors))
+    return found
+
+
+def exclude_from_muon(optimizer, model) -> list[str]:
+    """Give a Muon `optimizer` (before it is built) the AdamW step for what Muon should not
+    orthogonalise, found from `model`'s structure, not from names (Jordan 2024; Keras's
+    Muon docs): the kernel of the last Dense layer feeding the loss (`_head_denses`) and
+    every Embedding table; 0-/1-D weights (biases, normalisation) Keras's Muon gives
+    AdamW itself. Returns the anchored variable paths set as its `exclude_layers`
+    (nothing for another optimizer)."""
+    opt = getattr(optimizer, "inner_optimizer", optimizer)
+    if not isinstance(opt, keras.optimizers.Muon):
+        return []
+    layers = _head_denses(model) + [layer for layer in model._flatten_layers(include_self=False)
+                                    if isinstance(layer, keras.layers.Embedding)]
+    paths = sorted({v.path for layer in layers for v in layer.trainable_variables})
+    opt.exclude_layers = [f"^{re.escape(p)}$" for p in paths]
+    return opt.exclude_layers
 
 
 def muon_split(optimizer) -> Optional[dict]:

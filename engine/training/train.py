@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from engine.config import RunConfig
+from engine.config import RunConfig, user_model
 from engine.training.build import Prepared, environment, flops_plan, prepare
 from engine.training.summary import RunSummary, build_summary
 
@@ -142,7 +142,8 @@ def announce(prep: Prepared, setup, tl, on_setup: Callable[[dict, dict], None]) 
     # The worker's clock in wall-clock terms, for latency measurements (benchmarks/latency.py).
     plan["clock_origin"] = time.time() - tl.now()
     plan["setup_marks"] = dict(tl.marks)
-    plan.update(flops_plan(prep.model, prep.taken, prep.phases, plan.get("input_shape")))
+    plan.update(flops_plan(prep.model, prep.taken, prep.phases, plan.get("input_shape"),
+                           cross_check=user_model(plan.get("model")) is not None))
     on_setup(environment(setup), plan)
 
 

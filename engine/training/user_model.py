@@ -3,13 +3,15 @@
 `build(input_shape, num_classes) -> keras.Model` is called under the run's dtype policy and
 distribution strategy, so every technique applies to it as to the built-in models. A
 `.keras` file is loaded with ``safe_mode=True`` (no Python lambdas deserialized) and rebuilt
-from its config under the run's dtype policy, keeping its weights or not. Either way the
+from its config under the run's dtype policy, keeping its weights or not. A model rebuilt for
+its float32 head keeps the weights `build()` gave it (pretrained ones included). Either way the
 output layer computes in float32, as the TF mixed-precision guide advises for the softmax
 (https://www.tensorflow.org/guide/mixed_precision), and as engine.training.models does.
 
 Faults are one line each (engine.base.errors.ConfigError: field `model`, the value, a fix); an
-error raised inside the user's code is its last line plus the file and line of the user's
-frame, never a traceback. `python -m engine.training.user_model check SPEC H,W,C CLASSES`
+error raised inside the user's code is its message on one line (for an error Keras wraps
+inside a layer's call, the user's error, not Keras's list of arguments) plus the file and line
+of the user's deepest frame, never a traceback. `python -m engine.training.user_model check SPEC H,W,C CLASSES`
 runs the same checks in a fresh process (engine.config.preflight calls it before anything is
 queued, so neither the CLI nor the dashboard imports Keras for it) and prints one JSON line.
 
@@ -21,8 +23,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import traceback
+import zipfile
 
 from engine.config import user_model
 from engine.base.errors import ConfigError
@@ -30,15 +34,37 @@ from engine.base.errors import ConfigError
 FIX = "fix the model file"
 
 
+# Keras wraps an error raised inside a layer's call(): a header, the error, then the call's
+# arguments (keras/src/utils/traceback_utils.py); the error is what the user needs.
+_KERAS_HEADER = ("Exception encountered when calling",)
+_KERAS_ARGS = "Arguments received by"
+_KERAS_INNER = "Error encountered:"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _message(e: BaseException) -> str:
+    """'ValueError: text': the exception's type and its message on one line (at most 300
+    characters); for Keras's wrapped layer errors the user's error, without Keras's header
+    and the list of the call's arguments."""
+    lines = [ln.strip() for ln in _ANSI.sub("", str(e)).splitlines()]
+    if any(ln.startswith(_KERAS_ARGS) for ln in lines):
+        lines = lines[:next(i for i, ln in enumerate(lines) if ln.startswith(_KERAS_ARGS))]
+    lines = [ln for ln in lines if ln and not ln.startswith(_KERAS_HEADER)]
+    inner = [i for i, ln in enumerate(lines) if ln.endswith(_KERAS_INNER)]
+    if inner and inner[-1] + 1 < len(lines):  # "Could not infer the output shape ... Error encountered:"
+        lines = lines[inner[-1] + 1:]
+    text = " ".join(lines)
+    return (f"{type(e).__name__}: {text}" if text else type(e).__name__)[:300]
+
+
 def _where(e: BaseException, path: str) -> str:
-    """'ValueError: text (file.py, line 12)': the exception's last line and the deepest frame
-    in the user's file (else the deepest frame at all)."""
+    """'ValueError: text (file.py, line 12)': the exception's message (`_message`) and the
+    deepest frame in the user's file (else the deepest frame at all)."""
     if isinstance(e, SyntaxError):  # raised while compiling: its place is on the error, not a frame
         return f"{type(e).__name__}: {e.msg} ({os.path.basename(e.filename or path)}, line {e.lineno})"
     frames = traceback.extract_tb(e.__traceback__)
     mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)] or frames
-    last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines() or [type(e).__name__]
-    text = last[-1][:300]
+    text = _message(e)
     if not mine:
         return text
     f = mine[-1]
@@ -142,6 +168,46 @@ def _rebuild(model, keep_weights: bool):
     return new
 
 
+def _classes_in(path: str) -> list[tuple]:
+    """(module, class name) of every Keras object in a .keras file's config.json (read as
+    JSON, nothing deserialized); [] when the file is no such archive."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if "class_name" in o and "registered_name" in o:
+                out.append((o.get("module") or "", str(o["class_name"])))
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            walk(json.loads(z.read("config.json")))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return []
+    return out
+
+
+def _unloadable(spec: str, path: str, e: BaseException) -> ConfigError:
+    """The one line for a .keras file Keras cannot load in safe mode: a layer class of the
+    user's own (a .keras file holds its name, not its code) and a Lambda layer (Python code,
+    not loaded in safe mode) name `file.py:build` as the fix; else Keras's message."""
+    classes = _classes_in(path)
+    own = sorted({name for module, name in classes if not module.startswith("keras")})
+    fix = "give the Python file that builds it instead: path/to/file.py:build"
+    if own:
+        return ConfigError("model", spec, f"cannot be loaded: it uses layer classes of your own ({', '.join(own[:5])}), "
+                                          "whose code a .keras file does not hold", fix)
+    if any(name == "Lambda" for _, name in classes):
+        return ConfigError("model", spec, "cannot be loaded: its Lambda layer's Python code is not loaded from a "
+                                          "file (safe mode)", fix)
+    return ConfigError("model", spec, f"cannot be loaded: {_where(e, path)}",
+                       "save it with model.save('model.keras'), or give path/to/file.py:build")
+
+
 def build(spec: str, shape: tuple, classes: int, weights: str = "keep"):
     """The user's model `spec` for images of `shape` (H, W, C) and `classes` classes, under
     the current dtype policy (call inside the strategy's scope). weights: for a .keras file,
@@ -163,12 +229,12 @@ def build(spec: str, shape: tuple, classes: int, weights: str = "keep"):
         out = _output_layer(model)
         if getattr(getattr(out, "dtype_policy", None), "compute_dtype", "float32") == "float32":
             return model
-        return _rebuild(model, keep_weights=False)
+        # Its weights go with it: a build() that loads pretrained weights trains those.
+        return _rebuild(model, keep_weights=True)
     try:
         model = keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as e:  # a damaged or unsafe file: one line
-        raise ConfigError("model", spec, f"cannot be loaded: {_where(e, path)}",
-                          "save it with model.save('model.keras') (no Lambda layers: safe mode)") from None
+        raise _unloadable(spec, path, e) from None
     check(model, spec, shape, classes)
     return _rebuild(model, keep_weights=weights == "keep")
 

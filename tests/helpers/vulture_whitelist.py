@@ -31,7 +31,7 @@ skipped_updates, final_loss, final_accuracy, final_val_loss, final_val_accuracy,
 epochs_run, stopped_at_target, time_to_target_note, effective_learning_rate, train_accuracy_on_mixed_targets
 data_wait_sec, input_batches_per_sec, instrumentation, validation_traced_ahead, forward_flops_per_sample
 flops_uncounted, finetune_learning_rate, test_sec, test_split, test_note, flops_all_taps_per_sample
-flops_phases, flops_source
+flops_phases, flops_source, flops_xla_per_sample, flops_note
 fixes, keras_versions, upstream, internals, used_by
 
 # Vocabularies: the values a verdict may take, named in the docstrings that return one.

@@ -30,7 +30,10 @@ def headline(store, run: dict | None, src) -> None:
         return
     m = figures(store, run, src)
     line = mfu.headline(m)
-    if line:
+    note = (run.get("summary") or {}).get("flops_note") or (run.get("plan") or {}).get("flops_note")
+    if note and not m.get("flops_per_sample"):  # a user's model whose count XLA contradicts
+        st.caption(f":material/speed: MFU -: {note}")
+    elif line:
         st.caption(f":material/speed: **MFU {line.split('%', 1)[0]}%**{line.split('%', 1)[1]}",
                    help=f"model FLOPs utilization of run #{run['id']}: steady samples/s × "
                         f"{m['flops_per_sample']:,} training FLOPs per sample ÷ peak. Peak: {m.get('peak_source')}")
