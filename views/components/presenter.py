@@ -209,7 +209,7 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
         since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
         head = (f'<div style="margin-bottom:6px"><b>Comparison #{int(comp["id"])}</b> · '
                 f'{html.escape(_pair_position(comp, base, run))} · measuring for '
-                f'{quiet_progress.clock(since, int(2 * every))} s</div>')
+                f'{quiet_progress.clock(since, int(2 * every), key="m%d" % int(comp["id"]))} s</div>')
         bar = {r["id"]: chart_style.run_color(r["id"], r["role"], r.get("config")) for r in runs}
         lines = [f'<div style="border-left:7px solid {bar[r["id"]]};padding-left:9px">'
                  f'{quiet_line(store, r, src, every)}</div>' for r in runs]
