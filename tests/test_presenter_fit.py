@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -89,3 +90,74 @@ def test_every_presenter_page_fits_1280x720(stage):
         assert {k: h for k, h in heights.items() if h > HEIGHT} == {}
     finally:
         page.close()
+
+
+# A model whose training step takes WARM_S s to trace: a long first compile (as a GPU's XLA
+# compile), so that the run warms up for over 10 s on any CPU. Only the training trace sleeps
+# (training=True): the model check and validation build it without.
+SLOW_MODEL = """
+import time
+import keras
+from keras import layers
+
+
+class SlowTrace(layers.Layer):
+    def call(self, x, training=None):
+        if training:
+            time.sleep(%d)
+        return x
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(input_shape)
+    x = SlowTrace()(layers.Flatten()(inputs))
+    return keras.Model(inputs, layers.Dense(num_classes, activation="softmax")(x))
+"""
+WARM_S = 30
+# JS: the progress block's clocks as shown: [the block's id (new at every store read), comparison's 'measuring for', [elapsed, time left] per run].
+CLOCKS = """() => [document.querySelector('[id^="slq"]').id, [...document.querySelectorAll('[data-clock]')].map(e => Number(e.textContent)),
+  [...document.querySelectorAll('[data-frames]')].map(e => [Number(e.querySelector('.slq-e').textContent),
+                                                         e.querySelector('.slq-l').textContent])]"""
+
+
+def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage, tmp_path):
+    """Issue 57 item 1: read once a second through a warm-up of over 10 s, the elapsed clock
+    and the comparison's 'measuring for' clock never decrease (they stepped back 5 s at every
+    read), and the running page fits 1280x720."""
+    from engine.config import RunConfig
+    from engine.jobs import comparison, runner
+
+    url, browser, home = stage
+    model = tmp_path / "slow_trace.py"
+    model.write_text(SLOW_MODEL % WARM_S)
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        page.goto(url + "/?mode=talk")
+        page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
+        cid = comparison.start(RunConfig(dataset="digits", model=f"{model}:build", epochs=2), pairs=3)
+        page.get_by_text(f"Comparison #{cid}").wait_for(timeout=120_000)
+        page.locator(".slq-e").first.wait_for(timeout=180_000)  # the first run's training has started
+        reads = []
+        while len(reads) < 40:
+            block, clocks, lines = page.evaluate(CLOCKS)
+            if not lines or lines[0][1] != "warming up":
+                break
+            reads.append((clocks[0], lines[0][0], block))
+            time.sleep(1.0)
+        page.screenshot(path=str(OUT / "fit_train_running.png"))
+        height = page.evaluate(MAIN_HEIGHT)
+        assert len(reads) >= 10, f"the warm-up was read {len(reads)} times: {reads}"
+        assert len({r[2] for r in reads}) >= 2, f"no store read during the warm-up: {reads}"
+        for k, name in enumerate(("measuring for", "elapsed")):
+            seen = [r[k] for r in reads]
+            back = [(a, b) for a, b in zip(seen, seen[1:]) if b < a]
+            assert not back, f"the {name} clock ran backwards: {seen}"
+            assert seen[-1] - seen[0] >= len(seen) - 4  # it moved on with the wall clock (a loaded machine: 3 s slack)
+        assert height <= HEIGHT
+    finally:
+        from engine.store import Store
+
+        runner.cancel_active()
+        page.close()
+        with Store() as store:  # the worker and the queue end before the next test
+            wait_for(lambda: not store.active_runs(), 60, "the cancelled comparison's runs to end")
