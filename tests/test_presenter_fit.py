@@ -24,6 +24,10 @@ WIDTH, HEIGHT = 1280, 720
 # JS: how tall the main area's content is (px; Streamlit scrolls inside stMain).
 MAIN_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
 
+# JS: the text colour of Launch and Stop.
+BUTTON_COLORS = """() => Object.fromEntries(['launch', 'stop'].map(k => [k,
+  getComputedStyle(document.querySelector(`.st-key-${k} button p`)).color]))"""
+
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory):
@@ -75,6 +79,9 @@ def test_every_presenter_page_fits_1280x720(stage):
             b, r = seed_pair(store)
         replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0, paused=True))
         heights["train_idle"] = fits(page, url + "/?mode=talk", "train_idle", "× faster", charts=2)
+        # Nothing runs: Stop is disabled and looks it (the presenter CSS forced black text on it).
+        colors = page.evaluate(BUTTON_COLORS)
+        assert colors["stop"] == "rgb(156, 163, 175)" and colors["launch"] != colors["stop"]
         heights["replay"] = fits(page, url + "/replay?mode=talk", "replay", "25.0 s of", charts=2)
         replay.save_state(replay.ReplayState(b, r, offset=1e6, paused=True))
         heights["replay_end"] = fits(page, url + "/replay?mode=talk", "replay_end", "recorded", charts=2)

@@ -29,7 +29,7 @@ PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
 CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 1280x720
 # A comparison's headline (verdict, interval, split, notes) is taller than one pair's metrics:
 # it gets a box of this height (a longer note scrolls inside it) and the charts COMP_CHART_CUT px less.
-COMP_HEAD_HEIGHT, COMP_CHART_CUT = 150, 30
+COMP_HEAD_HEIGHT, COMP_CHART_CUT = 126, 10
 # While a comparison measures, presenter mode reads the store this often and redraws the run's
 # throughput and loss and the pair chart; in between its progress lines move on in the browser
 # once a second (views/components/quiet_progress.py), so nothing on the projector stands still
@@ -46,6 +46,9 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] { padding-top: 3.4rem; padding-bottom: 1rem; max-width: 100%; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
 [data-testid="stMain"] p, [data-testid="stMain"] label, [data-testid="stMain"] span { color: #000000; }
+[data-testid="stMain"] button:disabled, [data-testid="stMain"] button:disabled p,
+[data-testid="stMain"] button:disabled span, [data-testid="stMain"] label:has(input:disabled) p {
+  color: #9CA3AF; }
 [data-testid="stCaptionContainer"] p { color: #111111; font-size: 1rem; }
 [data-testid="stMetric"] { padding: 0.15rem 0.9rem 0.3rem; border: 2px solid #000000 !important; }
 [data-testid="stMetricLabel"] p { font-size: 1.05rem; font-weight: 600; color: #000000; }
