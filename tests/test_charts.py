@@ -442,3 +442,45 @@ def test_presenter_gives_each_run_one_legend_entry():
     assert [t.name for t in fig.data] == ["#2 mixed bf16 train", "#2 mixed bf16 val"]
     talk = presenter_charts.presenter(fig)
     assert [(t.name, t.showlegend) for t in talk.data] == [("#2 mixed bf16 train", False), ("#2 mixed bf16", None)]
+
+
+def test_a_clipped_pair_is_drawn_at_the_edge_with_its_value_as_text():
+    """Issue 57 item 3: five bf16 pairs at ~0.08x sat on the 0.125x gridline without a mark; a
+    9x pair was half a dot on the top edge."""
+    from engine.charts.comparison import pairs_figure
+
+    rows = [{"status": "complete", "pair": i, "order": "AB", "seed": i, "baseline_time_to_accuracy": b,
+             "time_to_accuracy": r} for i, (b, r) in enumerate([(8.0, 100.0), (90.0, 10.0), (30.0, 20.0)])]
+    result = {"measure": "time_to_accuracy", "pair_rows": rows, "planned": 3,
+              "history": [{"pairs": 1, "speedup": 0.08, "ci95": None}, {"pairs": 2, "speedup": 0.85, "ci95": None},
+                          {"pairs": 3, "speedup": 0.99, "ci95": [0.05, 20.0]}]}
+    fig = pairs_figure(result)
+    assert fig.layout.yaxis.range == (np.log10(0.125), np.log10(8.0))
+    marks = [t for t in fig.data if t.name == chart_style.CLIPPED_NAME]
+    # The first mean (0.08x, after pair 1) and the two pairs out of range: 8/100 = 0.08x, 90/10 = 9x.
+    assert [(list(t.x), list(t.y), list(t.text)) for t in marks] == [
+        ([1], [0.125], ["0.08×"]), ([1, 2], [0.125, 8.0], ["0.08×", "9×"])]
+    assert list(marks[1].marker.symbol) == ["triangle-down", "triangle-up"]
+    assert list(marks[1].textposition) == ["top center", "bottom center"]    # inside the plot
+    assert marks[1].cliponaxis is False                                       # the whole marker shows
+    points = next(t for t in fig.data if t.name == "one pair")
+    assert list(points.y) == [0.125, 8.0, 1.5]                                # the dots at the edges
+    # In range: no mark.
+    rows[0]["time_to_accuracy"], rows[1]["time_to_accuracy"] = 10.0, 30.0
+    result["history"][0]["speedup"] = 0.8
+    assert not [t for t in pairs_figure(result).data if t.name == chart_style.CLIPPED_NAME]
+
+
+def test_off_scale_data_waits_and_a_diverging_lr_test_are_marked_at_the_top():
+    df = execs(40)
+    df["data_wait"] = df["duration"] * 0.1
+    df.loc[[5, 9], "duration"] = [0.5, 2.0]                  # two executions far over the scale
+    fig = train_charts.data_wait_figure(df)
+    top = fig.layout.yaxis.range[1]
+    mark = next(t for t in fig.data if t.name == chart_style.CLIPPED_NAME)
+    assert list(mark.x) == [10, 6] and list(mark.y) == [top, top] and list(mark.text) == ["2 s", "0.5 s"]  # farthest first
+    lr = pd.DataFrame({"lr": [1e-5, 1e-4, 1e-3, 1e-2], "loss": [2.3, 2.0, 1.0, 40.0],
+                       "smoothed": [2.3, 2.1, 1.5, 2.0]})
+    fig = train_charts.lr_find_figure(lr)
+    mark = next(t for t in fig.data if t.name == chart_style.CLIPPED_NAME)
+    assert list(mark.x) == [1e-2] and list(mark.y) == [2.3 * 1.15] and list(mark.text) == ["40"]

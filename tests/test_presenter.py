@@ -114,3 +114,29 @@ def test_replay_in_presenter_mode(store):
     # Mid-way: the baseline has not reached 0.95 yet; the steady speedup is known.
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Time to 0.95 val accuracy"] == "—" and metrics["Steady"] == "3.20×"
+
+
+def test_a_new_tab_during_a_comparison_starts_from_its_settings(store):
+    """Issue 57 item 7: a second tab headed presenter mode "Next: digits · cnn · fp32 ..." (the
+    page's defaults) above a running comparison of another configuration."""
+    from engine.charts import style as chart_style
+    from engine.store import comparisons as cstore
+    from tests.helpers.pages import two_pair_comparison
+
+    cid, ids = two_pair_comparison(store, "cmp-second-tab", "running")
+    running = store.get_run(ids[1])["config"]
+    at = app()
+    assert not at.exception
+    line = chart_style.config_summary(running)
+    assert "mixed bf16" in line and "3 epochs" in line
+    assert line in [m.value for m in at.markdown]                       # no "Next:": it is what runs
+    assert not [m for m in at.markdown if "Next:" in m.value]
+    assert at.button(key="launch").disabled and not at.button(key="stop").disabled
+    # The normal page of a new tab: its sidebar holds the running configuration too.
+    normal = app(presenter=False)
+    assert normal.session_state["precision"] == "mixed_bfloat16" and normal.session_state["epochs"] == 3
+    assert normal.toggle(key="tuned_baseline").value is False            # a default-baseline comparison
+    cstore.update(store, cid, status="cancelled")
+    for rid in ids:
+        store.finish_run(rid, "cancelled", "cancelled by the user")
+    assert app(presenter=False).session_state["precision"] == "float32"  # nothing runs: the defaults

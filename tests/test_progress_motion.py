@@ -87,3 +87,28 @@ def test_the_block_script_survives_dompurify():
     assert not re.search(r"<[/\w!]", script)
     key = re.search(r'<div id="(slq\d+)"', block).group(1)
     assert f'getElementById("{key}")' in script
+
+
+def test_the_elapsed_clock_counts_from_the_training_start_through_warm_up(store_home):
+    """Issue 57 item 1: during warm-up the clock was read from the last stored execution, so each
+    read snapped the browser's count back ("6 s elapsed", five seconds later "1 s")."""
+    from engine.config import RunConfig
+    from engine.report.progress import progress
+    from engine.store import Store
+
+    cfg = RunConfig(dataset="digits", epochs=2)
+    with Store() as store:
+        rid = store.create_run(cfg.to_json(), status="running")
+        store.update_run(rid, plan={"total_steps": 40, "steps_per_epoch": 20, "train_started_at": 1000.0})
+        # Compiling the first execution: nothing stored yet, 3 s after the training start.
+        assert progress(store, rid, now=1003.0)["elapsed_sec"] == 3.0
+        # The first execution (warm-up) ended at t = 1.0 s; no steady rate yet, so no time left.
+        store.add_metrics(rid, [(0, 0, 1, 1, 1.0, 1.0, 64.0, 2.3, 0.001, 1, None)], [], [])
+        reads = [progress(store, rid, now=1000.0 + s) for s in (6.0, 11.0, 16.0)]
+        assert [r["elapsed_sec"] for r in reads] == [6.0, 11.0, 16.0]
+        assert [r["time_left_sec"] for r in reads] == [None, None, None]
+        # The browser counts on from each read for 10 s: each next read starts where it got to.
+        ends = [frames(r, 5)[-1][1] for r in reads[:-1]]
+        assert ends == [11, 16]
+        store.finish_run(rid, "cancelled", "cancelled by the user")
+        assert progress(store, rid, now=2000.0)["elapsed_sec"] == 1.0  # ended: the last execution's time

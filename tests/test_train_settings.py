@@ -346,3 +346,28 @@ def test_start_from_a_saved_run(store):
     at.number_input(key="epochs").set_value(2)
     at.number_input(key="freeze_epochs").set_value(3).run()
     assert "freeze_epochs: 3 is out of range; use 0 (never frozen) up to epochs (2)" in texts(at.error)
+
+
+def test_a_number_input_shows_every_digit_of_its_value():
+    """Issue 57 item 9: a fixed "%.2f" showed a target of 0.965 as "0.96", "%.5f" a learning
+    rate of 1e-7 as "0.00000"."""
+    from views.components.common import number_format
+
+    assert number_format(0.965, 0.01) % 0.965 == "0.965"
+    assert number_format(1e-7, 1e-4) % 1e-7 == "0.0000001"
+    assert number_format(None, 0.01) == "%.2f"                             # empty: the step's decimals
+    assert number_format(0.15000000000000002, 0.05) % 0.15000000000000002 == "0.15"  # float noise is no digit
+    assert number_format(12345.678, 0.5) % 12345.678 == "12345.7"          # 6 significant digits
+    assert number_format(25.0, 5.0) % 25.0 == "25"
+
+
+@pytest.mark.page
+def test_the_sidebar_shows_a_target_and_a_learning_rate_in_full(store_home):
+    at = app()
+    assert at.number_input(key="learning_rate").proto.format == "%.4f"    # the default 1e-3 at step 1e-4
+    at.number_input(key="target_accuracy").set_value(0.965)
+    at.number_input(key="learning_rate").set_value(1e-7).run()
+    no_errors(at)
+    assert at.number_input(key="target_accuracy").proto.format == "%.3f"
+    assert at.number_input(key="learning_rate").proto.format == "%.7f"
+    assert at.number_input(key="learning_rate").value == 1e-7              # the value kept, not reset

@@ -22,7 +22,7 @@ from engine.charts import style as chart_style, train as train_charts
 from engine.autopilot import charts as autopilot_charts
 from engine.store import Store
 from views.components import handoff
-from views.components.common import one_line_errors
+from views.components.common import number_format, one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the autopilot runs
 WATCH_REFRESH_S = 3.0  # idle: notice an autopilot started elsewhere
@@ -62,8 +62,10 @@ def settings_form(p: dict | None = None) -> tuple[list[str] | None, str | None]:
                else datasets_meta.default_target(dataset) or 0.9)
     # No min/max on these inputs: Streamlit would silently keep the previous value of an
     # out-of-range entry (and Start would use it); the engine's checks name the field instead.
-    # %g: every digit typed is shown (0.9995 is not rounded to "1.000" on screen).
-    target = c[2].number_input("Target val accuracy", value=float(default), step=0.01, format="%g",
+    # Every digit typed is shown (0.9995 is not rounded to "1.00" on screen).
+    shown = st.session_state.get(f"ap_target_{dataset}", float(default))
+    target = c[2].number_input("Target val accuracy", value=float(default), step=0.01,
+                               format=number_format(shown if isinstance(shown, (int, float)) else None, 0.01),
                                key=f"ap_target_{dataset}",
                                help="the search minimises the seconds from the start of training to the "
                                     "first validation at or above this")

@@ -56,6 +56,9 @@ def replayable(store: Store) -> list[dict]:
                             limit=PICKER_RUNS)
 
 
+REPLAY_LINE_PX = 40  # px: the replay's one line above the presenter headline (where, speed, state)
+
+
 def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, presenter_on: bool = False) -> None:
     """Pickers, speed, Play/Pause and Restart (and the presenter-mode toggle);
     every change goes to replay.json. `duration`: recorded seconds of the pair
@@ -118,7 +121,7 @@ def body(was_playing: bool, presenter_on: bool = False) -> None:
                 f"{state.speed}× · {where}")
         if presenter_on:  # one line, the label first: the charts keep their room
             st.markdown(line)
-            presenter.comparison(view, base, run, source=view.source(), comp=comp)
+            presenter.comparison(view, base, run, source=view.source(), comp=comp, above_px=REPLAY_LINE_PX)
             return
         st.progress(min(t / end, 1.0) if end else 1.0, text=line)
         render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False,

@@ -8,7 +8,7 @@ from typing import Optional
 
 import plotly.graph_objects as go
 
-from engine.charts.style import BASELINE_COLOR, PALETTE, empty_figure, style
+from engine.charts.style import BASELINE_COLOR, PALETTE, clip_marks, empty_figure, style
 from engine.report.stats import MEASURE_NAMES, pair_ratio
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
@@ -28,6 +28,11 @@ def log_range(values: list) -> tuple[float, float]:
     lo = max(LIMITS[0], 2.0 ** math.floor(math.log2(lo)))
     hi = min(LIMITS[1], 2.0 ** math.ceil(math.log2(hi)))
     return lo, hi
+
+
+def _times(v: float) -> str:
+    """A ratio as the chart's text: '0.08×', '9.3×', '12×'."""
+    return f"{v:.2g}×" if v < 10 else f"{v:.0f}×"
 
 
 def pairs_title(result: Optional[dict]) -> str:
@@ -80,6 +85,11 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     for t in fig.data:  # the band and the points stay inside the axis (an open interval is clipped)
         if t.y is not None:
             t.y = [None if v is None else min(max(v, lo), hi) for v in t.y]
+    # ... and a clipped pair or mean is marked at the edge with its value: the headline beside the
+    # chart says 0.08x, so the chart must not show 0.125x without a word.
+    means = [(k, h["speedup"]) for k, h in enumerate(hist, 1) if h.get("speedup")]
+    clip_marks(fig, [k for k, _ in means], [v for _, v in means], lo, hi, _times, color=NEUTRAL)
+    clip_marks(fig, [x for x, _, _ in shown], [y for _, y, _ in shown], lo, hi, _times, color=PAIR_COLOR)
     ticks = [v for v in TICKS if lo <= v <= hi]
     fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], tickvals=ticks,
                      ticktext=[f"{v:g}×" for v in ticks], minor=dict(showgrid=False))

@@ -347,6 +347,37 @@ def median_labels(fig: go.Figure, labels: list, top: float, gap_px: float = 17, 
     fig.update_layout(margin=dict(r=max(m.r, int(text_px(max(texts, key=len), size)) + 12)))
 
 
+CLIPPED_NAME = "beyond the axis"  # the trace of clip_marks: a point drawn at the edge, its value as text
+
+
+def clip_marks(fig: go.Figure, xs, values, lo: Optional[float], hi: Optional[float], fmt,
+               color: str = REFERENCE_COLOR, most: Optional[int] = None) -> int:
+    """Mark every value outside the y axis range [`lo`, `hi`] (None: open) at the edge it
+    is beyond: a triangle pointing out of the plot (up at the top, down at the bottom) with
+    the true value as text (`fmt(value)`, e.g. "0.08×") inside the plot beside it, so that a
+    reader who never hovers sees it. `most`: mark only that many, the farthest out (a chart
+    whose count is said elsewhere). Adds nothing when no value is out; returns how many it
+    marked. The caller still draws (or clips) the data itself."""
+    out = [(x, float(v)) for x, v in zip(xs, values)
+           if v is not None and np.isfinite(v) and ((hi is not None and v > hi) or (lo is not None and v < lo))]
+    if most is not None:
+        # How far out, on the scale of the edge it passed (a ratio: 9x over 8x is 1.125).
+        out = sorted(out, key=lambda p: -(p[1] / hi if hi is not None and p[1] > hi else
+                                          (lo / p[1] if p[1] > 0 else np.inf)))[:most]
+    if not out:
+        return 0
+    top = [hi is not None and v > hi for _, v in out]
+    fig.add_trace(go.Scatter(
+        x=[x for x, _ in out], y=[hi if t else lo for (_, _), t in zip(out, top)], name=CLIPPED_NAME,
+        mode="markers+text", cliponaxis=False, showlegend=False,
+        marker=dict(symbol=["triangle-up" if t else "triangle-down" for t in top], size=13, color=color,
+                    line=dict(width=1, color="white")),
+        text=[fmt(v) for _, v in out], textposition=["bottom center" if t else "top center" for t in top],
+        textfont=dict(size=13, color=color),
+        hovertemplate="%{text}: beyond the axis, drawn at its edge<extra></extra>"))
+    return len(out)
+
+
 def tint(color: str, alpha: float) -> str:
     """'#RRGGBB' as 'rgba(r, g, b, alpha)' (a light version of a run's colour
     that legends show too, unlike marker opacity)."""

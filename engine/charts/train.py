@@ -11,9 +11,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.charts.style import (
-    PALETTE, STEP_TITLE, T_SHORT, T_TITLE, break_at_epochs, downsample, empty_figure,
+    PALETTE, STEP_TITLE, T_SHORT, T_TITLE, break_at_epochs, clip_marks, downsample, empty_figure,
     median_labels, run_groups, style, tint,
 )
+
+CLIP_MARKS_MOST = 5  # off-scale executions marked with their time in the data wait chart (all are counted)
 
 
 # --- live / overlay charts ---------------------------------------------------
@@ -289,6 +291,8 @@ def lr_find_figure(sweep: pd.DataFrame, suggestion: Optional[float] = None,
     top = float(finite["smoothed"].max()) * 1.15 if len(finite) else None
     fig.update_yaxes(tickfont=small, tickformat=".2g", title_font=dict(size=12),
                      range=[0, top] if top else None)
+    if top:  # the raw loss of the last, diverging batches runs off the top: the highest is marked
+        clip_marks(fig, df["lr"], df["loss"], None, top, lambda v: f"{v:.3g}", color="#93C5E8", most=1)
     return fig
 
 
@@ -381,6 +385,7 @@ def data_wait_figure(execs: Optional[pd.DataFrame], title: Optional[str] = "Data
     over = df[df["duration"] > top]
     if len(df) >= 20 and len(over) and top > 0:
         fig.update_yaxes(range=[0, top])
+        clip_marks(fig, over["step"], over["duration"], None, top, lambda v: f"{v:.3g} s", most=CLIP_MARKS_MOST)
         n = len(over)
         fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
                            showarrow=False, font=dict(size=12, color="#374151"),

@@ -37,7 +37,9 @@ def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = N
 def progress(store: Store, run_id: int, source=None, now: Optional[float] = None) -> Optional[dict]:
     """Live progress of a run: {'status', 'epoch' (1-based), 'epochs', 'step',
     'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec', 'samples_per_sec',
-    'loss'}; None if no such run.
+    'loss'}; None if no such run. 'elapsed_sec' (s) of a running run counts from its
+    training start (plan 'train_started_at'), warm-up included, so it never decreases
+    between reads; before that start and after the end it is the last execution's time.
 
     time_left_sec: steps left at the steady step rate plus, per epoch left, the
     median time seen between an epoch's last execution and its end (validation);
@@ -60,14 +62,16 @@ def progress(store: Store, run_id: int, source=None, now: Optional[float] = None
     steps_per_s = float(steady["batches"].sum() / steady["duration"].sum()) if len(steady) else None
     left = time_left(step, total, steps_per_s)
     elapsed = float(last["t"]) if last is not None else 0.0
+    started = plan.get("train_started_at") if run["status"] == "running" else None
+    clock = (now if now is not None else time.time()) - started if started else None
     if left is not None and run["status"] == "running":
         left += (run["config"]["epochs"] - len(epochs)) * _epoch_overhead(execs, epochs)
-        started = plan.get("train_started_at")
-        if started:
-            # Time since the last stored execution (validation, epoch ends) counts down too.
-            clock = (now if now is not None else time.time()) - started
+        if clock is not None:  # time since the last stored execution (validation, epoch ends) counts down too
             left = max(left - max(clock - elapsed, 0.0), 0.0)
-            elapsed = max(elapsed, clock)
+    if clock is not None:
+        # Anchored to the training start, never to the last execution: during warm-up (a long
+        # first compile) the last execution is seconds old, and a clock read from it ran backwards.
+        elapsed = max(elapsed, clock)
     summ = live_summary(store, run, execs, epochs, src)
     return {
         "status": run["status"], "epoch": int(last["epoch"]) + 1 if last is not None else 0,

@@ -107,3 +107,30 @@ def seed_many(store: Store, n: int = 18) -> list[int]:
                                           "imported": time.time(), "bundle": "talk.zip"})
         ids.append(rid)
     return ids
+
+
+def seed_comparison(store: Store, pairs: int = 3, group: str = "cmp-talk") -> int:
+    """A finished comparison of `pairs` interleaved pairs (seed_pair's configurations,
+    mixed bfloat16 on 2 GPUs against fp32 on 1, the run's step time 0.05-0.06 s against
+    0.16 s), its result as the queue stores it (engine.report.comparison.evaluate); returns
+    its id."""
+    import os
+
+    from engine.report.comparison import evaluate
+    from engine.store import comparisons as cstore
+
+    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=8, target_accuracy=0.95,
+                  device_type="gpu")
+    plan = []
+    for i in range(pairs):
+        b = recorded(store, RunConfig(**common, seed=i), "baseline", group, step_sec=0.16, target_epoch=5)
+        r = recorded(store, RunConfig(**common, seed=i, precision="mixed_bfloat16", devices=2), "run", group,
+                     step_sec=0.05 + 0.005 * i, target_epoch=4)
+        store.update_run(r, baseline_id=b)
+        plan.append({"pair": i, "seed": i, "order": "AB" if i % 2 == 0 else "BA", "baseline_id": b, "run_id": r})
+    cid = cstore.create(store, "ab", group, {"pairs": pairs, "max_pairs": pairs, "target_half_width": 0.1,
+                                             "budget_s": None, "min_pairs": 3}, plan, os.uname().nodename)
+    comp = cstore.get(store, cid)
+    cstore.update(store, cid, status="completed", ended=time.time(), result=evaluate(store, comp),
+                  ended_by="all planned pairs measured")
+    return cid

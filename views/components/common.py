@@ -37,3 +37,19 @@ def one_line_errors(what: str):
             return
         first = (str(e).splitlines() or [""])[0][:300]
         st.error(f"{what} failed: {type(e).__name__}: {plain.md(first)}", icon=":material/error:")
+
+
+def number_format(value: float | None, step: float) -> str:
+    """The printf format of a float number input that hides no digit of `value` (to 6
+    significant digits) nor of `step`: "%.3f" for 0.965 (step 0.01), "%.7f" for 1e-7 (a fixed
+    "%.2f" showed 0.965 as "0.96"; "%.5f" showed 1e-7 as "0.00000"). `value` None: the step's."""
+    def decimals(x: float | None) -> int:
+        if x is None or x != x or x in (float("inf"), float("-inf")):
+            return 0
+        import numpy as np
+
+        # 6 significant digits first: float noise (0.15000000000000002) is no digit of the value.
+        text = np.format_float_positional(float(f"{abs(x):.6g}"), trim="-")
+        return len(text.split(".")[1]) if "." in text else 0
+
+    return f"%.{max(decimals(value), decimals(step))}f"

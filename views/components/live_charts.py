@@ -167,11 +167,11 @@ def quiet_line(store: Store, run: dict, src: LiveMetrics, read_every_s: float = 
     if run["status"] == "running":
         p = progress(store, run["id"], source=src)
         if p and p.get("total_steps"):
-            return quiet_progress.running_line(chart_style.run_label(run), p, horizon)
+            return quiet_progress.running_line(chart_style.run_label(run), p, horizon, key=f"r{run['id']}")
         if run.get("started"):  # the worker is up: devices, data, model, tracing
             line, frac = status_line(store, run, src)
             return quiet_progress.static_line(line, frac, since_s=max(time.time() - run["started"], 0.0),
-                                              horizon_s=horizon)
+                                              horizon_s=horizon, key=f"s{run['id']}")
     return quiet_progress.static_line(*status_line(store, run, src))
 
 

@@ -27,6 +27,9 @@ from views.components.live_charts import STOPPING_REFRESH_S, STOPPING_S, quiet_l
 PARAM, VALUE = "mode", "talk"
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
 CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 1280x720
+# A comparison's headline (verdict, interval, split, notes) is taller than one pair's metrics:
+# it gets a box of this height (a longer note scrolls inside it) and the charts COMP_CHART_CUT px less.
+COMP_HEAD_HEIGHT, COMP_CHART_CUT = 126, 10
 # While a comparison measures, presenter mode reads the store this often and redraws the run's
 # throughput and loss and the pair chart; in between its progress lines move on in the browser
 # once a second (views/components/quiet_progress.py), so nothing on the projector stands still
@@ -43,6 +46,9 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] { padding-top: 3.4rem; padding-bottom: 1rem; max-width: 100%; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
 [data-testid="stMain"] p, [data-testid="stMain"] label, [data-testid="stMain"] span { color: #000000; }
+[data-testid="stMain"] button:disabled, [data-testid="stMain"] button:disabled p,
+[data-testid="stMain"] button:disabled span, [data-testid="stMain"] label:has(input:disabled) p {
+  color: #9CA3AF; }
 [data-testid="stCaptionContainer"] p { color: #111111; font-size: 1rem; }
 [data-testid="stMetric"] { padding: 0.15rem 0.9rem 0.3rem; border: 2px solid #000000 !important; }
 [data-testid="stMetricLabel"] p { font-size: 1.05rem; font-weight: 600; color: #000000; }
@@ -138,19 +144,24 @@ ONE_PAIR_CSS = """<style>
 </style>"""
 
 
-def comparison(store, base: dict | None, run: dict | None, source=None, comp: dict | None = None) -> None:
+def comparison(store, base: dict | None, run: dict | None, source=None, comp: dict | None = None,
+               above_px: int = 0) -> None:
     """Headline, then throughput and loss against wall time side by side, for the
     baseline and the run. `store` may be an engine.report.replay.ReplayStore with
     `source` its metrics (default: the Train page's LiveMetrics of this session).
     `comp`: the comparison of interleaved pairs the runs belong to (default: looked
     up): its headline (as on the Train page) and pair chart lead; while it measures
-    only they are drawn (the page must not slow the run it measures)."""
+    only they are drawn (the page must not slow the run it measures). `above_px`: px the
+    caller draws between its control row and the headline (Replay's line): the charts are
+    that much shorter, so that the page stays within 720 px."""
 
     comp = comp or cmp_view.lookup(store, run)
     if comp is not None and source is None and comp["status"] == "running":
         return measuring(store, comp, base, run)
+    chart_h = CHART_HEIGHT - above_px - (COMP_CHART_CUT if comp is not None else 0)
     if comp is not None:
-        cmp_view.headline(comp, size_rem=1.9, key="presenter_cmp_headline", compact=True)
+        with st.container(height=COMP_HEAD_HEIGHT, border=False):
+            cmp_view.headline(comp, size_rem=1.9, key="presenter_cmp_headline", compact=True)
     src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
@@ -165,11 +176,11 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     left, right = st.columns(2, gap="medium")
     # Short axis titles: the chart titles say what is drawn, and short titles stay large.
     left.plotly_chart(presenter_charts.presenter(train_charts.throughput_figure(frames["executions"], medians, title="Throughput"),
-                                       CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="samples/s"),
+                                       chart_h, x_title=chart_style.T_SHORT, y_title="samples/s"),
                       key="presenter_throughput", config=PLOTLY_CONFIG)
     loss = train_charts.loss_figure(frames["executions"], frames["epochs"], x="t", loss_kinds=kinds,
                               title="Loss: validation ◆, training thin")
-    right.plotly_chart(presenter_charts.presenter(loss, CHART_HEIGHT, x_title=chart_style.T_SHORT, y_title="cross-entropy"),
+    right.plotly_chart(presenter_charts.presenter(loss, chart_h, x_title=chart_style.T_SHORT, y_title="cross-entropy"),
                        key="presenter_loss", config=PLOTLY_CONFIG)
 
 
@@ -209,7 +220,7 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
         since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
         head = (f'<div style="margin-bottom:6px"><b>Comparison #{int(comp["id"])}</b> · '
                 f'{html.escape(_pair_position(comp, base, run))} · measuring for '
-                f'{quiet_progress.clock(since, int(2 * every))} s</div>')
+                f'{quiet_progress.clock(since, int(2 * every), key="m%d" % int(comp["id"]))} s</div>')
         bar = {r["id"]: chart_style.run_color(r["id"], r["role"], r.get("config")) for r in runs}
         lines = [f'<div style="border-left:7px solid {bar[r["id"]]};padding-left:9px">'
                  f'{quiet_line(store, r, src, every)}</div>' for r in runs]

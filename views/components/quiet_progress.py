@@ -17,15 +17,22 @@ _serial = itertools.count()  # element ids: a block's script finds its own lines
 # Plays each line's frames (data-frames: [[fraction, elapsed s, left s or null, epoch, step], ...]) one a
 # second, and stops when a rerun has replaced the block. Numbers only come in, as JSON. No "<"
 # before a letter or digit: DOMPurify drops a script whose text looks like it holds a tag.
+# A clock with a data-key never steps back by up to 2 s across reruns (window.slqSeen keeps what
+# it showed): each read anchors it to the run's start again, and the browser's count of the
+# block before may have run a second ahead (rounding, a slow rerun). A larger step is a reset.
 _PLAYER = """<script>(function(){const root=document.getElementById("%s");if(!root)return;
 const left=l=>l===null?"warming up":(1>l?"< 1 s left":l+" s left");let t=0;
-const id=setInterval(function(){if(!root.isConnected){clearInterval(id);return;}t+=1;
+const seen=window.slqSeen||(window.slqSeen={});
+const show=(el,k,v)=>{if(k&&seen[k]>v&&seen[k]-v<=2)v=seen[k];if(k)seen[k]=v;el.textContent=v;};
+const tick=function(){
 root.querySelectorAll("[data-frames]").forEach(function(el){const fs=JSON.parse(el.dataset.frames);
 const f=fs[Math.min(t,fs.length-1)];el.querySelector(".slq-bar").style.width=(100*f[0]).toFixed(1)+"%%";
-el.querySelector(".slq-e").textContent=f[1];el.querySelector(".slq-l").textContent=left(f[2]);
+show(el.querySelector(".slq-e"),el.dataset.key&&"e"+el.dataset.key,f[1]);
+el.querySelector(".slq-l").textContent=left(f[2]);
 el.querySelector(".slq-ep").textContent=f[3];el.querySelector(".slq-s").textContent=f[4];});
 root.querySelectorAll("[data-clock]").forEach(function(el){
-el.textContent=Number(el.dataset.clock)+Math.min(t,Number(el.dataset.h));});},1000);})();
+show(el,el.dataset.key&&"c"+el.dataset.key,Number(el.dataset.clock)+Math.min(t,Number(el.dataset.h)));});};
+tick();const id=setInterval(function(){if(!root.isConnected){clearInterval(id);return;}t+=1;tick();},1000);})();
 </script>"""
 
 
@@ -49,30 +56,34 @@ def _bar(fraction: float, cls: str = "") -> str:
             f'</div></div>')
 
 
-def running_line(label: str, p: dict, horizon_s: int) -> str:
+def running_line(label: str, p: dict, horizon_s: int, key: str = "") -> str:
     """HTML of a running run: '<b>label</b>: epoch e/E · step s/S · n s elapsed · m s left'
     and its bar, whose bar, counts and clocks the block's script moves on for `horizon_s` s
-    (`p`: engine.report.progress.progress of the run)."""
+    (`p`: engine.report.progress.progress of the run); `key` (e.g. the run's id) names its
+    elapsed clock across rereads, so that it never steps back."""
     fs = frames(p, horizon_s)
     f0, e0, l0, ep0, s0 = fs[0]
-    return (f'<div data-frames="{html.escape(json.dumps(fs))}"><div><b>{html.escape(label)}</b>: '
+    return (f'<div data-frames="{html.escape(json.dumps(fs))}" data-key="{html.escape(key)}"><div><b>{html.escape(label)}</b>: '
             f'epoch <span class="slq-ep">{ep0}</span>/{int(p["epochs"])} · '
             f'step <span class="slq-s">{s0}</span>/{int(p["total_steps"])} · '
             f'<span class="slq-e">{e0}</span> s elapsed · <span class="slq-l">{left_text(l0)}</span></div>'
             f'{_bar(f0, "slq-bar")}</div>')
 
 
-def clock(since_s: float, horizon_s: int) -> str:
+def clock(since_s: float, horizon_s: int, key: str = "") -> str:
     """A seconds count that the block's script moves on once a second, for at most
-    `horizon_s` s (until the next read redraws it), from `since_s` s."""
-    return f'<span data-clock="{int(since_s)}" data-h="{int(horizon_s)}">{int(since_s)}</span>'
+    `horizon_s` s (until the next read redraws it), from `since_s` s (counted from what it
+    times: a run's or a comparison's start); `key` names it across rereads (never steps back)."""
+    return (f'<span data-clock="{int(since_s)}" data-h="{int(horizon_s)}" data-key="{html.escape(key)}">'
+            f'{int(since_s)}</span>')
 
 
-def static_line(line: str, fraction: float | None, since_s: float | None = None, horizon_s: int = 30) -> str:
+def static_line(line: str, fraction: float | None, since_s: float | None = None, horizon_s: int = 30,
+                key: str = "") -> str:
     """HTML of a line whose bar does not move on (queued, setting up, ended), with its bar if
     any; with `since_s`, a '· n s' count that moves on (a worker setting up: the screen must
-    not stand still while it loads TensorFlow and builds the model)."""
-    tail = f" · {clock(since_s, horizon_s)} s" if since_s is not None else ""
+    not stand still while it loads TensorFlow and builds the model), named `key` as `clock`'s."""
+    tail = f" · {clock(since_s, horizon_s, key)} s" if since_s is not None else ""
     return (f'<div style="margin-bottom:6px">{md_line(line)}{tail}</div>'
             + (_bar(fraction) if fraction is not None else ""))
 

@@ -21,6 +21,7 @@ from engine.config import (
 )
 from engine.data import meta as datasets_meta
 from engine.hardware.machine import cpu_line, quick_facts
+from views.components.common import number_format
 from views.train.checks import DEFAULTS, cached_facts
 from views.train.upload import (
     OWN_MODEL,
@@ -61,7 +62,12 @@ class Form:
                           index=list(options).index(getattr(DEFAULTS, name)), **kw)
 
     def number(self, name, label, **kw):
+        """A number input; a float one (a float `step`) shows every digit of its value
+        (common.number_format: 0.965 is never "0.96", 1e-7 never "0.00000")."""
         kw.setdefault("value", getattr(DEFAULTS, name))
+        if isinstance(kw.get("step"), float):
+            shown = st.session_state.get(kw.get("key", name), kw["value"])
+            kw["format"] = number_format(shown if isinstance(shown, (int, float)) else None, kw["step"])
         return self.field(name, "number_input", label, **kw)
 
 
@@ -147,7 +153,7 @@ def model_controls(f: Form, sb) -> None:
                                      "(or run the transfer demo on the Runs page) to start later runs from it.")
     if f.values.get("init_from") is not None or f.values.get("pretrained"):
         f.number("freeze_epochs", "Frozen epochs (only the new head learns)", step=1)
-        f.number("finetune_lr_factor", "Fine-tune LR factor (after unfreezing)", step=0.05, format="%.3f")
+        f.number("finetune_lr_factor", "Fine-tune LR factor (after unfreezing)", step=0.05)
 
 
 def own_model_controls(f: Form, sb) -> None:
@@ -208,13 +214,12 @@ def training_controls(f: Form, sb) -> None:
     sb.markdown("#### Training")
     f.number("epochs", "Epochs", step=1)
     f.select("optimizer", "Optimizer", OPTIMIZERS)
-    f.number("learning_rate", "Learning rate", step=1e-4, format="%.5f")
+    f.number("learning_rate", "Learning rate", step=1e-4)
     if f.values["optimizer"] == "sgd":
-        f.number("momentum", "Momentum", step=0.05, format="%.2f")
+        f.number("momentum", "Momentum", step=0.05)
     if f.values["optimizer"] == "muon":
         f.select("muon_conv", "Muon on conv filters", MUON_CONV)
-    f.number("target_accuracy", "Target validation accuracy (0-1, optional)", value=None, step=0.01,
-             format="%.2f", placeholder="none")
+    f.number("target_accuracy", "Target validation accuracy (0-1, optional)", value=None, step=0.01, placeholder="none")
     technique_controls(f, sb)
 
 
@@ -224,8 +229,8 @@ def technique_controls(f: Form, sb) -> None:
     progressive resizing; each caption says what it does and where it comes from."""
     exp = sb.expander("Record-setting techniques", icon=":material/trophy:")
     f.c = exp
-    f.number("ema_momentum", "Weight EMA momentum (0 = off)", step=0.01, format="%.3f")
-    f.number("cutmix_factor", "CutMix factor (0 = off)", step=0.1, format="%.2f")
+    f.number("ema_momentum", "Weight EMA momentum (0 = off)", step=0.01)
+    f.number("cutmix_factor", "CutMix factor (0 = off)", step=0.1)
     f.number("gradient_accumulation_steps", "Gradient accumulation (batches per update)", step=1)
     k, bs = f.values["gradient_accumulation_steps"], f.values.get("batch_size")
     if isinstance(k, int) and k > 1 and bs:
@@ -237,7 +242,7 @@ def technique_controls(f: Form, sb) -> None:
     f.select("tta", "Test-time augmentation", modes)
     f.number("progressive_epochs", "Progressive resizing: epochs at a smaller size (0 = off)", step=1)
     if f.values["progressive_epochs"]:
-        f.number("progressive_scale", "Progressive resizing: image side (share of full)", step=0.05, format="%.2f")
+        f.number("progressive_scale", "Progressive resizing: image side (share of full)", step=0.05)
     f.c = sb
 
 
@@ -248,30 +253,28 @@ def schedule_controls(f: Form, sb) -> None:
     exp = sb.expander("Schedule and regularisation")
     f.c = exp
     schedule = f.select("schedule", "Learning-rate schedule", SCHEDULES)
-    f.number("warmup_epochs", "Warmup epochs", step=0.5, format="%.1f")
-    f.number("max_lr", "Max learning rate (cyclic / one_cycle)", value=None, step=1e-3,
-             format="%.3g", placeholder="10x the base")
+    f.number("warmup_epochs", "Warmup epochs", step=0.5)
+    f.number("max_lr", "Max learning rate (cyclic / one_cycle)", value=None, step=1e-3, placeholder="10x the base")
     if schedule == "cyclic":
         mode = f.select("cyclic_mode", "Cyclic mode", CYCLIC_MODES)
-        f.number("half_cycle_epochs", "Half cycle (epochs)", step=0.5, format="%.1f")
+        f.number("half_cycle_epochs", "Half cycle (epochs)", step=0.5)
         if mode == "exp_range":
-            f.number("cyclic_gamma", "Cyclic gamma (per step)", step=0.001, format="%.4f")
+            f.number("cyclic_gamma", "Cyclic gamma (per step)", step=0.001)
     elif schedule == "one_cycle":
-        f.number("one_cycle_pct_start", "Ramp-up share of training", step=0.05, format="%.2f")
-        f.number("one_cycle_div_factor", "Start divisor (start LR = max LR / this)", step=5.0,
-                 format="%g")
+        f.number("one_cycle_pct_start", "Ramp-up share of training", step=0.05)
+        f.number("one_cycle_div_factor", "Start divisor (start LR = max LR / this)", step=5.0)
         f.number("one_cycle_final_div_factor", "Final divisor (final LR = start LR / this)",
-                 step=1000.0, format="%g")
+                 step=1000.0)
     elif schedule == "warmup_step":
-        f.number("step_decay_epochs", "Epochs between decays", step=0.5, format="%.1f")
-        f.number("step_decay_rate", "Decay factor", step=0.05, format="%.2f")
+        f.number("step_decay_epochs", "Epochs between decays", step=0.5)
+        f.number("step_decay_rate", "Decay factor", step=0.05)
     elif schedule == "constant":
         f.field("reduce_on_plateau", "toggle", "Reduce LR on plateau", value=DEFAULTS.reduce_on_plateau)
     f.field("scale_lr", "toggle", "Scale LR with batch size", value=DEFAULTS.scale_lr)
     if f.values["scale_lr"]:
         f.number("reference_batch_size", "Reference batch size", step=32)
-    f.number("label_smoothing", "Label smoothing", step=0.05, format="%.2f")
-    f.number("mixup_alpha", "Mixup alpha", step=0.1, format="%.2f")
+    f.number("label_smoothing", "Label smoothing", step=0.05)
+    f.number("mixup_alpha", "Mixup alpha", step=0.1)
     f.preview_slot = exp.container()
     f.lr_find_slot = exp.container()
     f.c = sb
@@ -281,7 +284,7 @@ def advanced_controls(f: Form, sb) -> None:
     """Seed and validation split, tucked away in a small 'Advanced' expander."""
     f.c = sb.expander("Advanced")
     f.number("seed", "Random seed", step=1)
-    f.number("validation_fraction", "Validation fraction (0-0.5)", step=0.05, format="%.2f")
+    f.number("validation_fraction", "Validation fraction (0-0.5)", step=0.05)
     f.number("validation_seed", "Validation split seed", step=1)
     f.c = sb
 

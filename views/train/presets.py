@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine.hardware import fingerprint
 from engine.config import presets
-from engine.config import RunConfig
+from engine.config import FIELD_HELP, MODELS, RunConfig
 from views.components import handoff
 from views.components.common import one_line_errors
 
@@ -26,6 +26,37 @@ def apply(settings: dict) -> None:
     before the controls are drawn again; the URL follows the controls."""
     handoff.fill(settings, reset_others=True)
     st.session_state["preset_applied"] = settings.get("dataset")
+
+
+_NOT_FOLLOWED = ("seed", "validation_seed")  # a pair's own seeds: a new run keeps the page's
+
+
+def follow_running(link: dict | None) -> None:
+    """A new tab (`link`: url_params.snapshot, not None on a session's first run) opened while
+    a comparison runs starts its settings from that comparison's run and baseline kind, unless
+    its link carries run settings: its top line and toggles then describe what is on screen
+    (a second tab read "Next: digits · cnn" above a running mnist5k comparison, with the tuned
+    baseline toggle greyed out under a "vs tuned" headline)."""
+    if link is None or set(link) & set(FIELD_HELP):
+        return
+    from engine.store import ACTIVE_STATUSES, Store, comparisons as cstore
+    from views.train.live import current_comparison
+
+    with one_line_errors("Following the running comparison"):
+        with Store() as store:
+            group, _, run = current_comparison(store)
+            gid = run.get("group_id") if run else None
+            if not (gid or "").startswith("cmp-") or not any(r["status"] in ACTIVE_STATUSES for r in group):
+                return
+            comp = cstore.by_group(store, gid)
+        cfg = run.get("config") or {}
+        if cfg.get("model") not in MODELS:  # an own model's file is chosen in its own control
+            return
+        # The settings a control holds (numbers, words, switches); a field left unset keeps its default.
+        apply({k: v for k, v in cfg.items() if k in FIELD_HELP and k not in _NOT_FOLLOWED
+               and isinstance(v, (bool, int, float, str))})
+        st.session_state["with_baseline"] = True
+        st.session_state["tuned_baseline"] = ((comp or {}).get("settings") or {}).get("baseline_kind") == "tuned"
 
 
 def presets_popover(container, dataset: str | None) -> None:

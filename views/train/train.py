@@ -32,7 +32,7 @@ from views.train.live import (LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, live_
                               signature, watch)
 from views.train.lr_finder import lr_finder, lr_preview
 from views.train.presenter import presenter_main
-from views.train.presets import presets_popover
+from views.train.presets import follow_running, presets_popover
 
 LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
 
@@ -48,6 +48,7 @@ def prewarm() -> None:
 
 def main() -> None:
     link = url_params.snapshot()  # before any control rewrites the URL
+    follow_running(link)  # a new tab during a comparison: its settings, before the controls draw
     prewarm()
     sb = st.sidebar
     f = controls(sb)

@@ -1,0 +1,170 @@
+"""Presenter mode on a projector at 1280x720, in a real browser (Chromium via playwright,
+skipped without it), issue 57: every page presenter mode offers fits 720 px, and the elapsed
+clocks never run backwards while a run warms up. One Streamlit server and one Chromium serve
+the whole module (a new browser page per test); the tests share one store, in order.
+
+Screenshots go to test-output/ (gitignored): fit_<page>.png.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.helpers.browser import (CHROMIUM, CHROMIUM_ARGS, OUT, playwright_api, settle,  # noqa: F401
+                                   start_streamlit, wait_for)
+from tests.helpers.recorded_runs import seed_comparison, seed_pair
+
+pytestmark = pytest.mark.browser  # lane: docs/testing.md
+
+WIDTH, HEIGHT = 1280, 720
+# JS: how tall the main area's content is (px; Streamlit scrolls inside stMain).
+MAIN_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+
+# JS: the text colour of Launch and Stop.
+BUTTON_COLORS = """() => Object.fromEntries(['launch', 'stop'].map(k => [k,
+  getComputedStyle(document.querySelector(`.st-key-${k} button p`)).color]))"""
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    """(url, browser, home): one server on a store of its own and one Chromium for the module."""
+    home = tmp_path_factory.mktemp("stage")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(home))
+        proc, url = start_streamlit(home)
+        try:
+            with playwright_api.sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    yield url, browser, home
+                finally:
+                    browser.close()
+        finally:
+            from engine.jobs import runner
+
+            runner.cancel_active()
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def fits(page, url: str, name: str, ready: str, charts: int = 0) -> int:
+    """Open `url` at 1280x720, wait for `ready` and `charts` charts, save fit_<name>.png and
+    return the main area's content height (px)."""
+    page.goto(url)
+    page.get_by_text(ready).first.wait_for(timeout=120_000)
+    page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {charts}", timeout=60_000)
+    settle(page)
+    page.screenshot(path=str(OUT / f"fit_{name}.png"))
+    return page.evaluate(MAIN_HEIGHT)
+
+
+def test_every_presenter_page_fits_1280x720(stage):
+    from engine.report import replay
+    from engine.store import Store, comparisons as cstore
+
+    url, browser, home = stage
+    OUT.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        heights = {"train_empty": fits(page, url + "/?mode=talk", "train_empty", "No runs yet")}
+        with Store() as store:
+            b, r = seed_pair(store)
+        replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0, paused=True))
+        heights["train_idle"] = fits(page, url + "/?mode=talk", "train_idle", "× faster", charts=2)
+        # Nothing runs: Stop is disabled and looks it (the presenter CSS forced black text on it).
+        colors = page.evaluate(BUTTON_COLORS)
+        assert colors["stop"] == "rgb(156, 163, 175)" and colors["launch"] != colors["stop"]
+        heights["replay"] = fits(page, url + "/replay?mode=talk", "replay", "25.0 s of", charts=2)
+        replay.save_state(replay.ReplayState(b, r, offset=1e6, paused=True))
+        heights["replay_end"] = fits(page, url + "/replay?mode=talk", "replay_end", "recorded", charts=2)
+        with Store() as store:
+            cid = seed_comparison(store)
+            comp = cstore.get(store, cid)
+        b, r = comp["plan"][-1]["baseline_id"], comp["plan"][-1]["run_id"]
+        heights["train_comparison"] = fits(page, url + "/?mode=talk", "train_comparison", "faster", charts=2)
+        replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0, paused=True))
+        heights["replay_comparison"] = fits(page, url + "/replay?mode=talk", "replay_comparison", "25.0 s of",
+                                            charts=2)
+        print(heights)
+        assert {k: h for k, h in heights.items() if h > HEIGHT} == {}
+    finally:
+        page.close()
+
+
+# A model whose training step takes WARM_S s to trace: a long first compile (as a GPU's XLA
+# compile), so that the run warms up for over 10 s on any CPU. Only the training trace sleeps
+# (training=True): the model check and validation build it without.
+SLOW_MODEL = """
+import time
+import keras
+from keras import layers
+
+
+class SlowTrace(layers.Layer):
+    def call(self, x, training=None):
+        if training:
+            time.sleep(%d)
+        return x
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(input_shape)
+    x = SlowTrace()(layers.Flatten()(inputs))
+    return keras.Model(inputs, layers.Dense(num_classes, activation="softmax")(x))
+"""
+WARM_S = 30
+# JS: the progress block's clocks as shown: [the block's id (new at every store read), comparison's 'measuring for', [elapsed, time left] per run].
+CLOCKS = """() => [document.querySelector('[id^="slq"]').id, [...document.querySelectorAll('[data-clock]')].map(e => Number(e.textContent)),
+  [...document.querySelectorAll('[data-frames]')].map(e => [Number(e.querySelector('.slq-e').textContent),
+                                                         e.querySelector('.slq-l').textContent])]"""
+
+
+def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage, tmp_path):
+    """Issue 57 item 1: read once a second through a warm-up of over 10 s, the elapsed clock
+    and the comparison's 'measuring for' clock never decrease (they stepped back 5 s at every
+    read), and the running page fits 1280x720."""
+    from engine.config import RunConfig
+    from engine.jobs import comparison, runner
+
+    url, browser, home = stage
+    model = tmp_path / "slow_trace.py"
+    model.write_text(SLOW_MODEL % WARM_S)
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        page.goto(url + "/?mode=talk")
+        page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
+        cid = comparison.start(RunConfig(dataset="digits", model=f"{model}:build", epochs=2), pairs=3)
+        page.get_by_text(f"Comparison #{cid}").wait_for(timeout=120_000)
+        page.locator(".slq-e").first.wait_for(timeout=180_000)  # the first run's training has started
+        reads = []
+        while len(reads) < 40:
+            block, clocks, lines = page.evaluate(CLOCKS)
+            if not lines or lines[0][1] != "warming up":
+                break
+            reads.append((clocks[0], lines[0][0], block))
+            time.sleep(1.0)
+        page.screenshot(path=str(OUT / "fit_train_running.png"))
+        height = page.evaluate(MAIN_HEIGHT)
+        assert len(reads) >= 10, f"the warm-up was read {len(reads)} times: {reads}"
+        assert len({r[2] for r in reads}) >= 2, f"no store read during the warm-up: {reads}"
+        for k, name in enumerate(("measuring for", "elapsed")):
+            seen = [r[k] for r in reads]
+            back = [(a, b) for a, b in zip(seen, seen[1:]) if b < a]
+            assert not back, f"the {name} clock ran backwards: {seen}"
+            assert seen[-1] - seen[0] >= len(seen) - 4  # it moved on with the wall clock (a loaded machine: 3 s slack)
+        assert height <= HEIGHT
+    finally:
+        from engine.store import Store
+
+        runner.cancel_active()
+        page.close()
+        with Store() as store:  # the worker and the queue end before the next test
+            wait_for(lambda: not store.active_runs(), 60, "the cancelled comparison's runs to end")
