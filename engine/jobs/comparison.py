@@ -14,6 +14,7 @@ same two configurations, so a speedup is measured as a set of pairs:
   to `max_pairs` and, after each complete pair, the queue process (`on_run_end`)
   stops the comparison once the 95% interval of the headline ratio is within
   ±`target_half_width` (after at least engine.report.stats.MIN_PAIRS pairs), the
+  verdict cannot change within the pairs left (engine.report.stats.verdict_settled), the
   pair limit is reached, or the next pair would overrun `budget_s`; 'ended_by'
   says which;
 - Stop (cancelling the runs) keeps the complete pairs.
@@ -182,6 +183,10 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     why = stats.adaptive_stop(summary, k, s["max_pairs"], s["target_half_width"], s.get("min_pairs", stats.MIN_PAIRS))
     if why == "precise":
         return f"interval within ±{s['target_half_width'] * 100:.0f}% after {k} pairs"
+    floor = ((result.get("noise_floor") or {}).get("half_width") or {}).get(result["measure"])
+    if not result.get("machines") and stats.verdict_settled(summary, k, s["max_pairs"],
+                                                             s.get("min_pairs", stats.MIN_PAIRS), floor):
+        return f"stopped after {k} of {s['max_pairs']} pairs: the verdict cannot change"
     if why == "pair limit":
         hw = summary.get("half_width")
         return f"pair limit ({s['max_pairs']}) reached" + (f"; interval ±{hw * 100:.0f}%" if hw is not None else "")
