@@ -32,7 +32,7 @@ from typing import Callable, Optional
 from engine.store import comparisons as cstore
 from engine.config import RunConfig, baseline_config
 from engine.report import stats
-from engine.report.comparison import evaluate, failures
+from engine.report.comparison import evaluate, failures, time_split
 from engine.store import ACTIVE_STATUSES, Store
 
 GROUP_PREFIX = "cmp-"
@@ -245,8 +245,10 @@ def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
         signalled = reason.startswith("stopped: ")  # a stop signal's (engine.jobs.stopping): pairs withdrawn
         if signalled and " kept" not in reason:
             reason += f"; {usable} complete pair{'s' if usable != 1 else ''} kept"
+        ended = time.time()
+        result["time"] = time_split(store, comp, ended)  # the comparison's wall time: runs, waiting, rest
         cols.update(status="failed" if failed and not usable else "stopped" if stopped or failed or signalled
-                    else "completed", ended=time.time(), ended_by=reason)
+                    else "completed", ended=ended, ended_by=reason)
         cstore.update(store, comp["id"], only_if_running=True, **cols)  # another process's end stays
         return cstore.get(store, comp["id"])
     if reason:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from engine.charts import style as chart_style, mfu as mfu_charts, runs as runs_charts, train as train_charts
 from engine.report import forecast, stats
+from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
 from engine.store import Store
@@ -112,6 +113,7 @@ def comparisons_section(store: Store) -> None:
                      "seeds reached": h.get("reached") or "–",
                      "test accuracy": h.get("test") or "–",
                      "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
+                     "took": time_text(r.get("time")) or "–",
                      "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", []))})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="comparisons_table")
     st.caption("Geometric mean of the pair ratios, 95% interval as its two ends, verdict: 'faster' or 'slower' "
