@@ -76,7 +76,8 @@ def test_launch_watch_and_review_in_chromium(server, store_home):
             parts = lambda: (lambda got: got if got and got[1] >= 2 * 4 else None)(page.evaluate(TIME_PARTS))
             wait_for(parts, 30, "the where-the-time-went chart with both runs' bars")
             names, bars = page.evaluate(TIME_PARTS)
-            assert names == ["setup", "warm-up", "training", "data wait", "validation", "other"]
+            assert names == ["waiting for a worker", "setup", "warm-up", "training", "data wait", "validation",
+                             "other"]
             assert bars >= 2 * 4  # two runs; parts of 0 s draw no bar
             settle(page)
             full_screenshot(page, OUT / "train.png")

@@ -377,3 +377,32 @@ def test_summary_lines_by_hand():
     result["noise_floor"] = {"comparison_id": 4, "pairs": 5, "half_width": {"time_to_accuracy": 1.5}}
     h = stats.comparison_headline(result)
     assert h["verdict"] == "inconclusive" and "within a measured noise floor (±150%)" in h["note"]
+
+def _ttas(ratios):
+    """summarize of pairs whose time-to-accuracy ratios are `ratios` (baseline 1 s each), adaptive."""
+    return stats.summarize([1.0] * len(ratios), [1 / r for r in ratios], higher_is_better=False,
+                           first_stage=stats.MIN_PAIRS, margin=stats.DEFAULT_MARGIN)
+
+
+def test_a_verdict_is_settled_when_no_remaining_pairs_in_the_seen_range_could_move_it():
+    # 12x slower after 3 of 5 pairs. Worst corner for 'slower': two more at the highest, 0.09.
+    # Logs -2.525729, -2.465104, -2.407946, -2.407946, -2.407946: mean -2.442934; Stein's s0 of
+    # the first 3 is 0.058900, half 4.302653 * 0.058900 / sqrt(5) = 0.113336; the plain t half
+    # 2.776445 * 0.052486 / sqrt(5) = 0.065170 is narrower: high end exp(-2.329598) = 0.09733 < 1.
+    slow = _ttas([0.08, 0.085, 0.09])
+    assert slow["verdict"] == "slower" and stats.verdict_settled(slow, 3, 5)
+    assert stats.pairs_interval([0.08, 0.085, 0.09, 0.09, 0.09], 3)[1] == pytest.approx(0.09733, abs=1e-5)
+    # 'faster' after 4 of 5 pairs, but a 5th at the lowest seen, 1.015, would end it: logs 0.182322,
+    # 0.198851, 0.215111, 0.014889, 0.014889: mean 0.125212, sd 0.101377; the plain t half 2.776445 *
+    # 0.101377 / sqrt(5) = 0.125873 is wider than Stein's: low end exp(-0.000661) = 0.99934, inconclusive.
+    close = _ttas([1.2, 1.22, 1.24, 1.015])
+    assert close["verdict"] == "faster" and not stats.verdict_settled(close, 4, 5)
+    assert stats.pairs_interval([1.2, 1.22, 1.24, 1.015, 1.015], 3)[0] == pytest.approx(0.99934, abs=1e-5)
+    # Nothing left, no verdict yet, or inconclusive: never settled.
+    assert not stats.verdict_settled(slow, 5, 5)
+    assert not stats.verdict_settled(_ttas([0.08, 0.085]), 2, 5)
+    assert not stats.verdict_settled(_ttas([0.9, 1.1, 1.3]), 3, 5)
+    # A noise floor wider than the effect turns a 'faster' 1.2x into 'inconclusive': nothing to settle.
+    assert _ttas([1.18, 1.2, 1.22])["verdict"] == "faster"
+    assert stats.verdict_settled(_ttas([1.18, 1.2, 1.22]), 3, 5)
+    assert not stats.verdict_settled(_ttas([1.18, 1.2, 1.22]), 3, 5, floor=0.25)

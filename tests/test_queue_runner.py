@@ -38,10 +38,18 @@ def warm_queue(store_home, monkeypatch):
     assert runner.prewarm() is True
     assert runner.prewarm() is False  # one queue per store
     yield store_home
+    _end_queue(store_home)
+
+
+def _end_queue(store_home) -> None:
+    """End this store's queue process; its spare sees EOF on stdin and exits (waited for, 15 s)."""
+    queues = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
         if any("queue_runner" in c for c in cmd) and any(str(store_home) in c for c in cmd):
-            p.terminate()  # its spare sees EOF on stdin and exits
+            p.terminate()
+            queues.append(p)
+    psutil.wait_procs(queues, timeout=15)
     t0 = time.monotonic()
     while _warm_pids(store_home) and time.monotonic() - t0 < 15:
         time.sleep(0.2)
@@ -86,3 +94,32 @@ def test_stop_during_an_epoch_ends_cancelled_with_the_executions_before_it(start
     assert len(execs) >= before and [e["idx"] for e in execs] == list(range(len(execs)))
     assert execs[-1]["epoch"] < 399 and run["summary"]["steps"] == execs[-1]["step"]
     st.close()
+
+
+def test_a_comparison_records_each_runs_waiting_and_its_wall_time_adds_up(store_home, monkeypatch):
+    # Issue 57: a comparison took 560 s for 355 s of run wall time and nothing said where the rest
+    # went. Each run now stores the seconds it waited for a worker (a spare's imports, the queue),
+    # and the comparison's wall time splits into its runs' own wall time, that waiting and a rest.
+    from engine.jobs import comparison
+    from engine.store import comparisons as cstore
+
+    monkeypatch.setenv("SPEEDLAB_WARM_WORKER", "1")  # every run of a comparison waits for a spare
+    cid = comparison.start(RunConfig(model="mlp", epochs=1, steps_per_execution=4), pairs=2)
+    st = Store()
+    try:
+        comp = comparison.wait(cid, timeout_s=400)
+        assert comp["status"] == "completed", comp.get("ended_by")
+        runs = [st.get_run(i) for i in comp["result"]["baseline_ids"] + comp["result"]["run_ids"]]
+        split = cstore.get(st, cid)["result"]["time"]
+    finally:
+        st.close()
+        _end_queue(store_home)
+    waits = [r["summary"]["waiting_sec"] for r in runs]
+    assert len(waits) == 4 and all(w >= 0 for w in waits), waits
+    assert split["runs"] == 4
+    assert split["waiting_sec"] == pytest.approx(sum(waits))
+    assert split["runs_sec"] == pytest.approx(sum(r["summary"]["wall_sec"] for r in runs))
+    # Submission to end = the runs' own time + their waiting, within 5%.
+    assert split["runs_sec"] + split["waiting_sec"] == pytest.approx(split["wall_sec"], rel=0.05), split
+    # A warm run's clock starts at its claim by the spare: what it waited before is waiting, not setup.
+    assert all(r["summary"]["warm_worker"] for r in runs)

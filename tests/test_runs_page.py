@@ -172,3 +172,37 @@ def test_the_runs_table_and_its_csv_have_the_schedule_peak_lr_and_label_smoothin
     assert list(df.loc[plain, ["schedule", "learning_rate", "label_smoothing"]]) == ["constant", 0.001, 0.0]
     at.get("button_group")[0].set_value(["schedule", "learning_rate", "label_smoothing"]).run()
     assert at.dataframe[0].proto.column_order[-3:] == ["schedule", "learning_rate", "label_smoothing"]
+
+
+@pytest.mark.page
+def test_runs_page_defaults_pick_runs_of_one_data_set_and_model_never_a_queued_one(store):
+    digits = RunConfig(epochs=3, target_accuracy=0.7)
+    b = fake_run(store, digits, "baseline", group="g1", rate=8000.0, ttt=2.0)
+    r = fake_run(store, digits.replace(precision="mixed_bfloat16"), "run", group="g1", rate=12_000.0, ttt=1.0)
+    sweep = fake_run(store, RunConfig(dataset="mnist5k", epochs=2), "baseline", group="sweep-1", rate=900.0)
+    q = fake_run(store, digits, "run", group="g3", status="queued")
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    # The newest baseline is the mnist5k sweep run; the digits runs are read against the digits baseline.
+    assert at.selectbox(key="speedup_baseline").value == b
+    bars = plotly_specs(at)["speedup_bars"]["data"][0]
+    tta = store.metrics("epochs", b)[1]["t"] / store.metrics("epochs", r)[1]["t"]  # to 0.7, the 2nd epoch
+    assert [round(x, 3) for x in values(bars["x"])] == [1.0, round(tta, 3)]
+    assert "Left out: 1 finished run(s) of another data set or model than the baseline" in texts(at.caption)
+    # Overlay and Run metrics start from the newest started run (the sweep's), never the queued group.
+    assert at.multiselect(key="overlay").value == [sweep]
+    assert at.selectbox(key="export_run").value == sweep
+    store.finish_run(q, "cancelled")
+    assert r
+
+
+@pytest.mark.page
+def test_runs_page_speedup_says_there_is_no_baseline_of_the_same_data_set(store):
+    fake_run(store, RunConfig(epochs=3), "run", group="g1")
+    fake_run(store, RunConfig(dataset="mnist5k", epochs=2), "baseline", group="sweep-1", rate=900.0)
+    at = app("views/runs/runs.py")
+    no_errors(at)
+    assert at.selectbox(key="speedup_baseline").value is None
+    assert "speedup_bars" not in plotly_specs(at)
+    assert ("No finished baseline with another finished run of its data set and model in the table: pick one "
+            "above, or launch a comparison on the Train page.") in texts(at.caption)

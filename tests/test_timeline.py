@@ -52,8 +52,11 @@ def test_time_to_accuracy_and_not_reached_by_hand():
 def test_breakdown_and_divergence_notice_by_hand():
     s = {"setup_sec": 5.0, "warmup_sec": 2.0, "train_sec": 10.0, "validation_sec": 41.0, "other_sec": 8.0,
          "wall_sec": 66.0, "data_wait_sec": 1.5}
-    assert pair.breakdown(s) == {"setup": 5.0, "warmup": 2.0, "train": 8.5, "data_wait": 1.5,
+    assert pair.breakdown(s) == {"waiting": 0.0, "setup": 5.0, "warmup": 2.0, "train": 8.5, "data_wait": 1.5,
                                 "validation": 41.0, "other": 8.0, "wall": 66.0}
+    # 13.3 s waiting for a spare's imports before the run's clock started: its own part, in the total.
+    waited = pair.breakdown({**s, "waiting_sec": 13.3})
+    assert waited["waiting"] == 13.3 and waited["setup"] == 5.0 and waited["wall"] == pytest.approx(79.3)
     assert pair.divergence_notice(s, 0.3, 1.22) == ("validation took 41.0 s of this run's 66.0 s: "
                                                    "end-to-end 0.30x vs steady 1.22x")
     assert pair.divergence_notice(s, 1.10, 1.22) is None  # 9.8% apart: within 15%

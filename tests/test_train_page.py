@@ -311,7 +311,8 @@ def test_real_run_launched_from_the_train_page(store_home):
     assert "stopped by the user; 1 complete pair kept" in texts(at.caption)
     assert cstore.get(Store(), 1)["result"]["end_to_end"]["pairs"] == 1
     parts = plotly_specs(at)["time_parts"]["data"]
-    assert [t["name"] for t in parts] == ["setup", "warm-up", "training", "data wait", "validation", "other"]
+    assert [t["name"] for t in parts] == ["waiting for a worker", "setup", "warm-up", "training", "data wait", "validation",
+                                            "other"]
     specs = plotly_specs(at)
     steady = [t for t in specs["throughput"]["data"] if t.get("mode") == "lines+markers"]
     assert len(steady) == 2 and all(len(values(t["x"])) > 1 for t in steady)
@@ -414,3 +415,17 @@ def test_after_launch_the_previous_speedup_is_gone(store, fake_cpu):
         runner.cancel_active()
         for rid in (r + 1, r + 2):
             runner.wait(rid, timeout_s=120)
+
+
+@pytest.mark.page
+def test_a_plain_run_setting_up_counts_its_seconds(store):
+    # Issue 57: "setting up (devices, data, model)" stood still for 25 s and the page looked frozen.
+    rid = store.create_run(RunConfig(epochs=2).to_json(), role="run", group_id="g1", status="running")
+    store.update_run(rid, started=time.time() - 14.2, pid=os.getpid(), pid_started=own_start_time())
+    at = app()
+    no_errors(at)
+    blocks = [e.proto.body for e in at.get("html") if "setting up" in e.proto.body]
+    assert len(blocks) == 1, [e.proto.body for e in at.get("html")]
+    clock = re.search(r'data-clock="(\d+)"', blocks[0])
+    assert clock and int(clock.group(1)) >= 14  # counted from the claim, 14 s ago
+    store.finish_run(rid, "cancelled")

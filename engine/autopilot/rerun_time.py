@@ -42,7 +42,9 @@ RECENT_BASELINES = 5
 
 def recent_baseline_runs(store: Store, dataset: str, model: str, n: int = RECENT_BASELINES) -> Optional[dict]:
     """The newest `n` completed runs of this data set and model that ran as a baseline (role
-    'baseline'): {'id' (the newest), 'ids', 'wall_s' (median of started to finished, s),
+    'baseline'): {'id' (the newest), 'ids', 'elapsed_s' (median of started to finished: with the
+    wait for a worker after the claim, what a re-run costs, s), 'wall_s' (median of the runs' own
+    wall time, summary 'wall_sec', as the Runs table's wall column; elapsed where not stored, s),
     'train_s' (median of the time to the target, else the training time, s)}; None when
     there is none."""
     where = ("role='baseline' AND status='completed' AND json_valid(config) "
@@ -53,11 +55,11 @@ def recent_baseline_runs(store: Store, dataset: str, model: str, n: int = RECENT
         wall = (r.get("ended") or 0) - (r.get("started") or 0)
         train = s.get("time_to_target_sec") or s.get("train_sec")
         if wall > 0 and train and 0 < train <= wall:
-            rows.append((r["id"], float(wall), float(train)))
+            rows.append((r["id"], float(wall), float(train), float(s.get("wall_sec") or wall)))
     if not rows:
         return None
-    return {"id": rows[0][0], "ids": [r[0] for r in rows], "wall_s": statistics.median(r[1] for r in rows),
-            "train_s": statistics.median(r[2] for r in rows)}
+    return {"id": rows[0][0], "ids": [r[0] for r in rows], "elapsed_s": statistics.median(r[1] for r in rows),
+            "train_s": statistics.median(r[2] for r in rows), "wall_s": statistics.median(r[3] for r in rows)}
 
 
 def before_start(store: Store, dataset: str, model: str, repeats: int, explain: bool, tuned: bool,
@@ -65,7 +67,8 @@ def before_start(store: Store, dataset: str, model: str, repeats: int, explain: 
     """The time the re-runs add after the search, as a range, before it starts.
 
     Returns: {'low_s', 'high_s' (s), 'runs_low', 'runs_high', 'baseline_run' (the newest's id),
-    'baseline_runs' (how many the medians are of), 'baseline_wall_s' (their median)}, or None
+    'baseline_runs' (how many the medians are of), 'baseline_wall_s' (their median wall time, as
+    the Runs table shows it), 'baseline_elapsed_s' (their median claim to end: with waiting)}, or None
     when this machine has no baseline run of `dataset` and `model` yet (the page then says
     so) or there is nothing after the search."""
     base = recent_baseline_runs(store, dataset, model)
@@ -73,16 +76,17 @@ def before_start(store: Store, dataset: str, model: str, repeats: int, explain: 
     hi_n = planned_runs(repeats, finalists, TECHNIQUES[1], tuned, explain, seeds)
     if base is None or not (hi_n["runoff"] + hi_n["confirm"]):
         return None
-    overhead = max(base["wall_s"] - base["train_s"], 0.0)
+    overhead = max(base["elapsed_s"] - base["train_s"], 0.0)
     baselines = (1 + int(bool(tuned))) * repeats  # the tuned baseline: as long as the default one, at most
 
     def total(n: dict, share: float) -> float:
         winner_like = n["runoff"] + n["confirm"] - baselines
-        return baselines * base["wall_s"] + winner_like * (overhead + share * base["train_s"])
+        return baselines * base["elapsed_s"] + winner_like * (overhead + share * base["train_s"])
 
     return {"low_s": total(lo_n, WINNER_SHARE[0]), "high_s": total(hi_n, WINNER_SHARE[1]),
             "runs_low": lo_n["runoff"] + lo_n["confirm"], "runs_high": hi_n["runoff"] + hi_n["confirm"],
-            "baseline_run": base["id"], "baseline_runs": len(base["ids"]), "baseline_wall_s": base["wall_s"]}
+            "baseline_run": base["id"], "baseline_runs": len(base["ids"]), "baseline_wall_s": base["wall_s"],
+            "baseline_elapsed_s": base["elapsed_s"]}
 
 
 def left_in_confirm(confirm: Optional[dict], now: Optional[float] = None) -> Optional[float]:

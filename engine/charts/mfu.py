@@ -77,6 +77,6 @@ def add_forecast(fig: go.Figure, fc: Optional[dict]) -> go.Figure:
             x=[n for n, _ in pts], y=[s for _, s in pts], name=name, mode="lines+markers",
             line=dict(color=FORECAST_COLOR, width=2, dash=dash), marker=dict(color=FORECAST_COLOR, size=8,
                                                                               symbol="circle-open"),
-            hovertemplate="forecast %{y:.2f}× on %{x} replicas<extra>" + f"Amdahl + all-reduce; c2 "
+            hovertemplate="forecast %{y:.2f}× on %{x} replicas<extra>" + f"Amdahl + all-reduce: "
                           f"{fc['c2_source']}" + "</extra>"))
     return fig

@@ -132,15 +132,15 @@ def loss_figure(execs: pd.DataFrame, epochs: Optional[pd.DataFrame] = None, x: s
 
 
 # Where the time went: one colour per part, the same on every page.
-TIME_PARTS = (("setup", "setup", "#9CA3AF"), ("warmup", "warm-up", "#E69F00"),
+TIME_PARTS = (("waiting", "waiting for a worker", "#E5E7EB"), ("setup", "setup", "#9CA3AF"), ("warmup", "warm-up", "#E69F00"),
               ("train", "training", "#0072B2"), ("data_wait", "data wait", "#56B4E9"),
               ("validation", "validation", "#009E73"), ("other", "other", "#D55E00"))
 
 
 def time_figure(rows: list[tuple[str, Optional[Mapping]]], title: Optional[str] = "Where the time went",
                 height: Optional[int] = None) -> go.Figure:
-    """Horizontal stacked bars, one per run, of its wall time (s) split into setup,
-    warm-up, training (compute), data wait, validation and other.
+    """Horizontal stacked bars, one per run, of its time (s) split into waiting for a
+    worker, setup, warm-up, training (compute), data wait, validation and other.
 
     Args: rows: [(run label, engine.report.pair.breakdown() or None)].
     """

@@ -394,8 +394,8 @@ def time_table(columns: list[tuple[str, Optional[dict]]]) -> str:
     with engine.report.pair.breakdown() dicts (None: no timeline). Seconds."""
     from engine.report.pair import PART_NAMES
 
-    keys = ("setup", "warmup", "train", "data_wait", "validation", "other", "wall")
-    names = {**PART_NAMES, "train": "training (compute)", "wall": "wall time"}
+    keys = ("waiting", "setup", "warmup", "train", "data_wait", "validation", "other", "wall")
+    names = {**PART_NAMES, "train": "training (compute)", "wall": "wall time with waiting"}
     lines = [f"{'where the time went (s)':>24}" + "".join(f"{n:>14}" for n, _ in columns)]
     for k in keys:
         cells = ["-" if b is None or b.get(k) is None else f"{b[k]:.2f}" for _, b in columns]

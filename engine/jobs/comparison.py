@@ -14,6 +14,7 @@ same two configurations, so a speedup is measured as a set of pairs:
   to `max_pairs` and, after each complete pair, the queue process (`on_run_end`)
   stops the comparison once the 95% interval of the headline ratio is within
   ±`target_half_width` (after at least engine.report.stats.MIN_PAIRS pairs), the
+  verdict cannot change within the pairs left (engine.report.stats.verdict_settled), the
   pair limit is reached, or the next pair would overrun `budget_s`; 'ended_by'
   says which;
 - Stop (cancelling the runs) keeps the complete pairs.
@@ -31,7 +32,7 @@ from typing import Callable, Optional
 from engine.store import comparisons as cstore
 from engine.config import RunConfig, baseline_config
 from engine.report import stats
-from engine.report.comparison import evaluate, failures
+from engine.report.comparison import evaluate, failures, time_split
 from engine.store import ACTIVE_STATUSES, Store
 
 GROUP_PREFIX = "cmp-"
@@ -182,6 +183,10 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     why = stats.adaptive_stop(summary, k, s["max_pairs"], s["target_half_width"], s.get("min_pairs", stats.MIN_PAIRS))
     if why == "precise":
         return f"interval within ±{s['target_half_width'] * 100:.0f}% after {k} pairs"
+    floor = ((result.get("noise_floor") or {}).get("half_width") or {}).get(result["measure"])
+    if not result.get("machines") and stats.verdict_settled(summary, k, s["max_pairs"],
+                                                             s.get("min_pairs", stats.MIN_PAIRS), floor):
+        return f"stopped after {k} of {s['max_pairs']} pairs: the verdict cannot change"
     if why == "pair limit":
         hw = summary.get("half_width")
         return f"pair limit ({s['max_pairs']}) reached" + (f"; interval ±{hw * 100:.0f}%" if hw is not None else "")
@@ -240,8 +245,10 @@ def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
         signalled = reason.startswith("stopped: ")  # a stop signal's (engine.jobs.stopping): pairs withdrawn
         if signalled and " kept" not in reason:
             reason += f"; {usable} complete pair{'s' if usable != 1 else ''} kept"
+        ended = time.time()
+        result["time"] = time_split(store, comp, ended)  # the comparison's wall time: runs, waiting, rest
         cols.update(status="failed" if failed and not usable else "stopped" if stopped or failed or signalled
-                    else "completed", ended=time.time(), ended_by=reason)
+                    else "completed", ended=ended, ended_by=reason)
         cstore.update(store, comp["id"], only_if_running=True, **cols)  # another process's end stays
         return cstore.get(store, comp["id"])
     if reason:

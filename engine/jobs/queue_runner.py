@@ -32,13 +32,19 @@ from engine.base.process import start_time
 from engine.store import LONG_PATIENCE_S, DamagedRunError, Store
 
 
-def _claim_next(store: Store):
-    """Atomically move the oldest queued run to 'running'; None if there is none."""
+def _claim_next(store: Store, free_since: float = 0.0):
+    """Atomically move the oldest queued run to 'running'; None if there is none.
+
+    Its summary gets 'waiting_since' (Unix s): when it could first have run, the later of its
+    submission and `free_since` (when this queue's previous run ended); the worker turns it
+    into 'waiting_sec' (engine.jobs.worker.waiting_seconds)."""
     with store.tx() as conn:
         row = conn.execute("SELECT id FROM runs WHERE status='queued' ORDER BY id LIMIT 1").fetchone()
         if row is None:
             return None
-        conn.execute("UPDATE runs SET status='running', started=? WHERE id=?", (time.time(), row[0]))
+        conn.execute("UPDATE runs SET status='running', started=?, summary=json_set(CASE WHEN "
+                     "json_valid(summary) AND json_type(summary)='object' THEN summary ELSE '{}' END, "
+                     "'$.waiting_since', MAX(created, ?)) WHERE id=?", (time.time(), free_since, row[0]))
         return int(row[0])
 
 
@@ -259,6 +265,7 @@ def serve(store: Store) -> None:
     started the queue has exited (`Owner`); keep a spare worker while idle (warm_enabled())."""
     spare: Spare | None = None
     idle_since = time.monotonic()
+    free_since = 0.0  # when the previous run ended (Unix s): a run waits from then or its submission
     owner = Owner.from_env()
     try:
         while True:
@@ -272,7 +279,7 @@ def serve(store: Store) -> None:
                 # Every run of a comparison starts from a warm spare (both sides start the same
                 # way): started here, between runs, never beside a measurement; claimed once ready.
                 spare = Spare(store)
-            run_id = _claim_next(store)
+            run_id = _claim_next(store, free_since)
             if run_id is not None:
                 use = spare if spare is not None and spare.alive() else None
                 spare = None  # spent on this run either way (a multi-worker run closes it)
@@ -282,6 +289,9 @@ def serve(store: Store) -> None:
                     store.conn.execute("UPDATE runs SET status='failed', error=?, ended=? WHERE id=?",
                                        (str(e), time.time(), run_id))
                 _after_run(store, run_id)
+                # The next run waits from here at the latest: the worker's exit, the queue's own
+                # bookkeeping and a spare's imports are all waiting, none of it a run's.
+                free_since = (store.get_run(run_id) or {}).get("ended") or time.time()
                 idle_since = time.monotonic()
                 continue
             if time.monotonic() - idle_since > idle_exit_s() or owner.gone():

@@ -48,6 +48,16 @@ def incomplete_summary(writer) -> dict:
     return {"metrics_incomplete": writer.lost_total, "metrics_lost": dict(writer.lost)}
 
 
+def waiting_seconds(run: dict, clock_start: float) -> float | None:
+    """Seconds run `run` waited before its worker's clock started (`clock_start`, Unix s: the
+    process start, or a spare's claim): from its summary's 'waiting_since' (the queue's
+    engine.jobs.queue_runner._claim_next: its submission or the previous run's end, whichever
+    is later), else from its claim ('started'). Covers the queue's wait for the machine and for
+    a spare's imports; the worker's own setup is 'setup_sec'. None without either time."""
+    since = (run.get("summary") or {}).get("waiting_since") or run.get("started")
+    return None if since is None else round(max(clock_start - since, 0.0), 3)
+
+
 def mfu_summary(cfg: RunConfig, summary: dict, run_id: int) -> dict:
     """The MFU fields (engine.report.mfu.fields) against this machine's theoretical peak for
     the run's compute dtype (a CPU's clock is measured now, 0.2 s, when none is stored:
@@ -97,6 +107,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     # multi-worker run is cancelled by ending every process (default SIGTERM).
     cfg = RunConfig.from_dict(run["config"])
     warnings = (run.get("summary") or {}).get("warnings", [])
+    waiting = waiting_seconds(run, time.time() - timeline.now())
     if cluster is not None:
         store.set_worker(run_id, cluster.task_index, "running", pid=os.getpid(),
                          address=cluster.workers[cluster.task_index], host=socket.gethostname())
@@ -177,7 +188,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         summary.update(mfu_summary(cfg, summary, run_id))
     if chief:
         summary.update(warnings=warnings, run_id=run_id, status=status, error=error,
-                       warm_worker=warm)
+                       warm_worker=warm, waiting_sec=waiting)
         try:
             store.finish_run(run_id, status, error, summary=summary)
         except StoreFullError:  # not even the reserve was enough: the outcome alone, no summary

@@ -325,6 +325,31 @@ def judge_rows(rows: list[dict], target: Optional[float], margin: float = stats.
     return out
 
 
+def time_split(store: Store, comparison: dict, ended: float) -> dict:
+    """Where a comparison's time went, from its submission (`created`) to `ended` (Unix s):
+    {'wall_sec', 'runs_sec' (its runs' own wall time: worker clock start to end of training),
+    'waiting_sec' (its runs' summary 'waiting_sec': queued behind another run, a spare's
+    imports, the queue between runs), 'other_sec' (the rest: each run's close after training,
+    the queue's bookkeeping), 'runs' (runs that started)}, in s."""
+    runs = [store.get_run(p[k]) for p in comparison.get("plan") or [] for k in ("baseline_id", "run_id")
+            if k not in dropped_keys(p)]
+    summaries = [r.get("summary") or {} for r in runs if r and r.get("started")]
+    wall = max(ended - comparison["created"], 0.0)
+    own = sum(s.get("wall_sec") or 0.0 for s in summaries)
+    waiting = sum(s.get("waiting_sec") or 0.0 for s in summaries)
+    return {"wall_sec": wall, "runs_sec": own, "waiting_sec": waiting, "other_sec": wall - own - waiting,
+            "runs": len(summaries)}
+
+
+def time_text(split: Optional[dict]) -> Optional[str]:
+    """'took 560 s: its 10 runs 355 s, waiting for a worker 198 s, the rest 7 s', or None."""
+    if not split:
+        return None
+    n = split["runs"]
+    return (f"took {split['wall_sec']:.0f} s: its {n} run{'s' if n != 1 else ''} {split['runs_sec']:.0f} s, "
+            f"waiting for a worker {split['waiting_sec']:.0f} s, the rest {max(split['other_sec'], 0.0):.0f} s")
+
+
 def evaluate(store: Store, comparison: dict) -> dict:
     """The statistics of a comparison's counted pairs so far (`judge_rows` of `pair_rows`).
 

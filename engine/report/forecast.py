@@ -64,7 +64,7 @@ def forecast(one: dict, runs: Iterable[dict], ns: Iterable[int] = (1, 2, 4, 8)) 
     summary) and the first finished 2-replica run among `runs` with the same config
     otherwise (for c2; without one c2 = 0 and the forecast says so).
 
-    Returns: {'t1' (s), 'serial_share', 'c2' (s), 'c2_source' (words), 'shared' (the
+    Returns: {'t1' (s), 'serial_share', 'c2' (s), 'c2_source' (words a reader reads: no symbol), 'shared' (the
     2-replica run's devices were simulated), 'physical': [(n, speedup)] for n physical
     devices like this one, 'simulated': [(n, speedup)] for n simulated on this one};
     None when `one` has no steady state or more than one replica.
@@ -80,10 +80,11 @@ def forecast(one: dict, runs: Iterable[dict], ns: Iterable[int] = (1, 2, 4, 8)) 
     if two is not None:
         shared = bool(two["summary"].get("replicas_simulated"))
         c2 = derive_c2(t1, share, _step(two["summary"]), shared)
-        source = f"derived from run #{two['id']} (2 {'simulated ' if shared else ''}replicas): {c2 * 1e3:.3g} ms per step"
+        source = (f"the all-reduce cost measured by run #{two['id']} (2 {'simulated ' if shared else ''}replicas): "
+                  f"{c2 * 1e3:.3g} ms per step")
     else:
         shared, c2 = True, 0.0
-        source = "no 2-replica run of this configuration: communication left out"
+        source = "no 2-replica run of this configuration, so communication left out"
     ns = list(ns)
     return {"t1": t1, "serial_share": share, "c2": c2, "c2_source": source, "shared": shared,
             "one_id": one.get("id"), "two_id": two["id"] if two is not None else None,
@@ -97,5 +98,5 @@ def caption(fc: dict) -> str:
     best = max(at)
     return (f"Purple: a **forecast**, not a measurement. Amdahl's law on run #{fc['one_id']}'s steady step "
             f"({fc['t1'] * 1e3:.3g} ms, {100 * fc['serial_share']:.2g}% data wait kept serial) plus a ring "
-            f"all-reduce; c2 {fc['c2_source']}. Dashed: N devices like this one ({at[best]:.2f}× on {best}); "
+            f"all-reduce: {fc['c2_source']}. Dashed: N devices like this one ({at[best]:.2f}× on {best}); "
             "dotted: N simulated on this one (they share its cores).")

@@ -20,7 +20,7 @@ _LIKE_FIELDS = ("dataset", "model", "batch_size", "synthetic_shape", "synthetic_
 # naming where the rest of the time went.
 DIVERGENCE = 0.15
 PARTS = ("setup", "warmup", "train", "validation", "other")
-PART_NAMES = {"setup": "setup", "warmup": "warm-up", "train": "training", "validation": "validation",
+PART_NAMES = {"waiting": "waiting for a worker", "setup": "setup", "warmup": "warm-up", "train": "training", "validation": "validation",
               "other": "other (inside fit)", "data_wait": "data wait"}
 
 def end_to_end_rate(summary: dict, execs) -> Optional[float]:
@@ -36,17 +36,19 @@ def end_to_end_rate(summary: dict, execs) -> Optional[float]:
 
 
 def breakdown(summary: dict) -> Optional[dict]:
-    """Where a finished run's wall time went: {'setup', 'warmup', 'train',
+    """Where a finished run's time went: {'waiting', 'setup', 'warmup', 'train',
     'data_wait', 'validation', 'other', 'wall'} in s, 'train' without the steady
-    data wait (shown apart); None for a run without a timeline (older runs, or
-    still running)."""
+    data wait (shown apart), 'waiting' the time before its worker's clock started
+    (summary 'waiting_sec': a free machine, a spare's imports; 0 when not recorded) and
+    'wall' waiting plus the run's own wall time; None for a run without a timeline (older
+    runs, or still running)."""
     if summary.get("setup_sec") is None:
         return None
     wait = summary.get("data_wait_sec") or 0.0
-    out = {k: summary.get(f"{k}_sec") or 0.0 for k in PARTS}
+    out = {"waiting": summary.get("waiting_sec") or 0.0, **{k: summary.get(f"{k}_sec") or 0.0 for k in PARTS}}
     out["data_wait"] = min(wait, out["train"])
     out["train"] -= out["data_wait"]
-    out["wall"] = summary.get("wall_sec")
+    out["wall"] = None if summary.get("wall_sec") is None else summary["wall_sec"] + out["waiting"]
     return out
 
 

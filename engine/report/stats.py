@@ -27,6 +27,9 @@ machine is multiplicative, so the statistics work on the log ratios:
   same simulation, tests/test_comparison_stats.py), and a pair whose log ratio has a
   modified z-score above 3.5 (Iglewicz & Hoaglin 1993, as hyperfine flags outliers) is
   named as an outlier;
+- curtailment: an adaptive comparison also stops once no split of the pairs left between
+  the lowest and highest ratio seen could change a 'faster', 'slower' or 'equivalent'
+  verdict (`verdict_settled`, checked at those corners);
 - verdict (the wording of Criterion.rs and asv, not "no difference"): 'faster' when
   the interval lies above 1, 'slower' when below, 'equivalent' when it lies inside
   ±margin (symmetric in log space: [1/(1+m), 1+m]; m a fixed DEFAULT_MARGIN = 5% unless
@@ -332,6 +335,51 @@ def _outcomes(baseline, run, outcomes) -> list[dict]:
     return out
 
 
+def pairs_interval(usable: Sequence[float], first_stage: Optional[int] = None, confidence: float = CONFIDENCE
+                   ) -> Optional[tuple[float, float]]:
+    """The interval `summarize` gives the usable ratios (all > 0, in pair order): None under
+    MIN_PAIRS; Stein's (`stein_interval`) from `first_stage` on, widened to the plain t
+    interval over all of them when that is wider (a stall after the first stage); the plain
+    t interval (`log_ratio_interval`) when `first_stage` is None or not reached yet."""
+    if len(usable) < MIN_PAIRS:
+        # Two pairs give a t interval on 1 degree of freedom (t = 12.7): no interval, no verdict.
+        return None
+    if first_stage is None or len(usable) < first_stage:
+        return log_ratio_interval(usable, confidence)
+    ci = stein_interval(usable, first_stage, confidence)
+    plain = log_ratio_interval(usable, confidence) if len(usable) > first_stage else None
+    return plain if plain and (ci is None or plain[1] / plain[0] > ci[1] / ci[0]) else ci
+
+
+def verdict_settled(summary: dict, pairs_done: int, max_pairs: int = MAX_PAIRS, first_stage: int = MIN_PAIRS,
+                    floor: Optional[float] = None, confidence: float = CONFIDENCE) -> bool:
+    """Whether the remaining `max_pairs - pairs_done` pairs cannot change a 'faster', 'slower'
+    or 'equivalent' speed verdict (`summarize`'s, with the noise floor `floor` applied as
+    `overall_verdict` does), provided each lands within the range of the log ratios seen so
+    far (a conservative curtailment, not a new test: a later pair outside that range, a
+    missed target or a test accuracy that stops holding could still change it).
+
+    Proof by the ends: the interval's low end (mean - t s/sqrt(n), either method) is concave
+    and its high end convex in each added log ratio, so over the box [lowest, highest]^m
+    both reach their worst at a corner, and by symmetry the corners are j pairs at the lowest
+    and m - j at the highest seen ratio; the verdict holds for every j = 0..m or this is
+    False. False too with no pair left, under `first_stage` usable pairs, or no such verdict."""
+    usable = [r for r in summary.get("pair_ratios") or [] if r is not None]
+    left = max_pairs - pairs_done
+    now = overall_verdict(summary.get("verdict"), summary.get("speedup"), None, floor)
+    if now not in ("faster", "slower", "equivalent") or left <= 0 or len(usable) < max(first_stage, MIN_PAIRS):
+        return False
+    missed = [side for side in ("run", "baseline") if sum(((summary.get("misses") or {}).get(side) or {}).values())]
+    lo, hi = min(usable), max(usable)
+    for j in range(left + 1):
+        ratios = [*usable, *[lo] * j, *[hi] * (left - j)]
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        ci = pairs_interval(ratios, first_stage, confidence)
+        if overall_verdict(verdict(ci, summary.get("margin"), missed), geo, None, floor) != now:
+            return False
+    return True
+
+
 def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]], higher_is_better: bool,
               confidence: float = CONFIDENCE, first_stage: Optional[int] = None,
               outcomes: Optional[Sequence[Optional[dict]]] = None, margin: Optional[float] = None) -> dict:
@@ -379,14 +427,7 @@ def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]
     missed_sides = [side for side in ("run", "baseline") if sum(misses[side].values())]
     usable = [x for x in ratios if x is not None]
     stein = first_stage is not None and len(usable) >= first_stage
-    ci = stein_interval(usable, first_stage, confidence) if stein else log_ratio_interval(usable, confidence)
-    if len(usable) < MIN_PAIRS:
-        # Two pairs give a t interval on 1 degree of freedom (t = 12.7): no interval, no verdict.
-        ci = None
-    elif stein and len(usable) > first_stage:
-        plain = log_ratio_interval(usable, confidence)
-        if plain and plain[1] / plain[0] > ci[1] / ci[0]:  # a stall after the first stage widens it
-            ci = plain
+    ci = pairs_interval(usable, first_stage, confidence)
     v = verdict(ci, margin, missed_sides)
     return {
         "speedup": math.exp(sum(math.log(x) for x in usable) / len(usable)) if usable else None,

@@ -24,6 +24,7 @@ def incomplete_note(summary: Optional[dict]) -> Optional[str]:
 FIGURES = {
     "samples_per_sec": ("steady samples/s", 0),
     "end_to_end_samples_per_sec": ("end-to-end samples/s", 0),
+    "waiting_sec": ("waiting (s)", 1),
     "setup_sec": ("setup (s)", 1),
     "warmup_sec": ("warm-up (s)", 2),
     "validation_sec": ("validation (s)", 2),
@@ -98,7 +99,7 @@ def runs_frame(store, runs: Optional[list] = None):
             "label_smoothing": c.get("label_smoothing"), "epochs": c["epochs"],
             "samples_per_sec": s.get("samples_per_sec"),
             "end_to_end_samples_per_sec": s.get("end_to_end_samples_per_sec"),
-            "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
+            "waiting_sec": s.get("waiting_sec"), "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
             "validation_sec": s.get("validation_sec"), "other_sec": s.get("other_sec"),
             "wall_sec": s.get("wall_sec"), "val_accuracy": s.get("final_val_accuracy"),
             "time_to_target_sec": s.get("time_to_target_sec"),
@@ -110,7 +111,7 @@ def runs_frame(store, runs: Optional[list] = None):
     df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
         "batch", "spe", "xla", "schedule", "learning_rate", "label_smoothing", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
-        "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
+        "waiting_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
         "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin"])
     df["mfu"] = pd.to_numeric(df["mfu"], errors="coerce")  # a number column also when no run has one
     return one_denominator(df)

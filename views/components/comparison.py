@@ -10,6 +10,7 @@ import streamlit as st
 
 from engine.store import comparisons as cstore
 from engine.report import stats
+from engine.report.comparison import time_text
 from engine.charts.comparison import pairs_figure, pairs_title
 
 # Green only for "faster" (the interval above 1, every seed reached, test accuracy held);
@@ -89,7 +90,8 @@ def details(comp: dict) -> None:
            f"adaptive: until ±{s.get('target_half_width', 0.1) * 100:.0f}%, at most {s.get('max_pairs')} pairs")
     st.caption(f"Comparison #{comp['id']}: {n} complete pair{'s' if n != 1 else ''} of {planned} planned "
                f"({how}); interleaved AB BA …, seed i for pair i"
-               + (f" · **ended by:** {comp['ended_by']}" if comp.get("ended_by") and comp["status"] != "running" else ""))
+               + (f" · **ended by:** {comp['ended_by']}" if comp.get("ended_by") and comp["status"] != "running" else "")
+               + (f" · {time_text(r.get('time'))}" if r.get("time") else ""))
     bids = r.get("baselines_measured", r.get("baseline_ids")) or []  # results stored before 2026-12-04
     if bids:
         st.caption(f"Baselines measured fresh in this comparison ({', '.join(f'#{i}' for i in bids)}), "

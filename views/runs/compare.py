@@ -8,6 +8,7 @@ import streamlit as st
 
 from engine.charts import style as chart_style, mfu as mfu_charts, runs as runs_charts, train as train_charts
 from engine.report import forecast, stats
+from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
 from engine.store import Store
@@ -21,6 +22,38 @@ SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "
 def pick_label(by_id: dict, rid: int) -> str:
     r = by_id[rid]
     return f"{chart_style.run_label(r)} · {r['status']}"
+
+
+def subject(run: dict) -> tuple:
+    """What a speedup must hold equal to mean anything: the run's data set and model."""
+    return run["config"].get("dataset"), run["config"].get("model")
+
+
+def started(run: dict) -> bool:
+    """A run with something to draw: not queued and not cancelled before it started."""
+    return run["status"] != "queued" and bool(run.get("started") or run.get("summary"))
+
+
+def overlay_default(ids: list[int], by_id: dict) -> list[int]:
+    """The newest group with a started run, up to 6 of its started runs of one data set and
+    model; [] when no run in `ids` (newest first) has started."""
+    first = next((i for i in ids if started(by_id[i])), None)
+    if first is None:
+        return []
+    head = by_id[first]
+    return [i for i in ids if by_id[i]["group_id"] == head["group_id"] and started(by_id[i])
+            and subject(by_id[i]) == subject(head)][:6]
+
+
+def default_baseline(ids: list[int], by_id: dict) -> int | None:
+    """The newest finished baseline in `ids` (newest first, all finished) with another finished
+    run of its data set and model, one the user launched before an autopilot re-run's; None
+    when there is none (a speedup against another data set or model means nothing)."""
+    def partnered(i: int) -> bool:
+        return any(j != i and subject(by_id[j]) == subject(by_id[i]) for j in ids)
+
+    baselines = [i for i in ids if by_id[i]["role"] == "baseline" and partnered(i)]
+    return next((i for i in baselines if not autopilot_run(by_id[i])), baselines[0] if baselines else None)
 
 
 def _chief(df: pd.DataFrame) -> pd.DataFrame:
@@ -40,12 +73,12 @@ def overlay_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     """Loss and throughput curves of any picked runs, overlaid."""
     st.markdown("### Overlay runs")
     ids = view["id"].tolist()
-    newest_group = by_id[ids[0]]["group_id"] if ids else None
-    default = [i for i in ids if by_id[i]["group_id"] == newest_group][:6] or ids[:2]
+    default = overlay_default(ids, by_id)
     picked = st.multiselect("Runs to overlay", ids, default=default, key="overlay",
                             format_func=lambda i: pick_label(by_id, i))
     if not picked:
-        st.caption("Pick runs above to overlay their loss and throughput curves.")
+        st.caption("No started run in the table to overlay: pick runs above once one has started."
+                   if not default else "Pick runs above to overlay their loss and throughput curves.")
         return
     runs = [by_id[i] for i in sorted(picked)]
     x = st.segmented_control("Loss against", ["wall time (s)", "step"], default="wall time (s)",
@@ -82,6 +115,7 @@ def comparisons_section(store: Store) -> None:
                      "seeds reached": h.get("reached") or "–",
                      "test accuracy": h.get("test") or "–", "note": h.get("note") or "–",
                      "pairs": r.get("pairs"), "ended by": c.get("ended_by") or c["status"],
+                     "took": time_text(r.get("time")) or "–",
                      # a failed pair of two commands may lack a run (engine.jobs.command_pairs): None
                      "runs": ", ".join(f"#{i}" for i in r.get("baseline_ids", []) + r.get("run_ids", [])
                                        if i is not None)})
@@ -119,12 +153,17 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
         st.caption("Speedups need at least two completed runs in the table (a baseline and a run).")
         return
     ids = done["id"].tolist()
-    # The newest baseline the user launched (an autopilot re-run's baseline read as the default).
-    baselines = ([i for i in ids if by_id[i]["role"] == "baseline" and not autopilot_run(by_id[i])]
-                 or [i for i in ids if by_id[i]["role"] == "baseline"])
-    base_id = st.selectbox("Baseline", ids, index=ids.index(baselines[0]) if baselines else 0,
-                           key="speedup_baseline", format_func=lambda i: pick_label(by_id, i))
+    default = default_baseline(ids, by_id)
+    base_id = st.selectbox("Baseline", ids, index=None if default is None else ids.index(default),
+                           key="speedup_baseline", format_func=lambda i: pick_label(by_id, i),
+                           placeholder="pick a baseline")
+    if base_id is None:
+        st.caption("No finished baseline with another finished run of its data set and model in the table: "
+                   "pick one above, or launch a comparison on the Train page.")
+        return
     base = by_id[base_id]
+    others = [i for i in ids if i != base_id and subject(by_id[i]) != subject(base)]
+    ids = [i for i in ids if i not in others]  # another data set or model: no speedup to read
     kind = st.segmented_control("Speedup", list(SPEEDUP_KINDS), default="time to accuracy", key="speedup_kind",
                                 help="time to accuracy: seconds to the target validation accuracy; end-to-end: "
                                      "samples per second of wall time while training; steady: median "
@@ -175,6 +214,9 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                "7.3x). Circles: devices in one process; squares: several worker processes. Open "
                "markers share hardware: simulated logical devices carved out of one physical device, "
                "or workers on one host sharing its cores, so expect no speedup from them.")
+    if others:
+        c1.caption(f"Left out: {len(others)} finished run(s) of another data set or model than the baseline "
+                   "(pick one of theirs as the baseline to see them).")
     unlike = bars[~bars["note"].isin(["baseline", "like for like"])]
     if len(unlike):
         c1.caption(f":material/warning: {len(unlike)} run(s) are not like with like "

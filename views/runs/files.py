@@ -11,7 +11,7 @@ import streamlit as st
 from engine import bundle
 from engine.base import csv_safe, plain
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
-from views.runs.compare import pick_label
+from views.runs.compare import pick_label, started
 
 MULTI_PICKERS = ("delete_ids", "overlay", "bundle_ids")
 SINGLE_PICKERS = ("speedup_baseline", "export_run")
@@ -36,7 +36,9 @@ def export_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     st.markdown("### Download")
     c1, c2, c3, c4, c5 = st.columns([1.3, 2, 1, 1, 1], vertical_alignment="bottom")
     ids = view["id"].tolist()
-    rid = c2.selectbox("Run metrics", ids, key="export_run", format_func=lambda i: pick_label(by_id, i))
+    first = next((ids.index(i) for i in ids if started(by_id[i])), None)  # a queued run has no metrics
+    rid = c2.selectbox("Run metrics", ids, index=first, key="export_run", placeholder="no run has started",
+                       format_func=lambda i: pick_label(by_id, i))
     files = csv_downloads(store, view, rid)
     c1.download_button("Table (CSV)", files["speedlab_runs.csv"], "speedlab_runs.csv", "text/csv",
                        icon=":material/download:", key="dl_table")

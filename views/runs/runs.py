@@ -29,6 +29,8 @@ DEMO_REFRESH_S = 2.0  # the transfer section re-reads the store this often while
 FILTERS = (("status", "Status"), ("dataset", "Data set"), ("model", "Model"),
            ("precision", "Precision"), ("devices", "Devices"), ("role", "Role"))
 FIGURE_HELP = {"samples_per_sec": "median samples/s after the warm-up",
+               "waiting_sec": "waiting for a worker before the run's clock started (a free machine, a spare's "
+                              "imports); not in wall",
                "end_to_end_samples_per_sec": "training samples / wall time of training"}
 TABLE_COLUMNS = {
     "id": st.column_config.NumberColumn("run", format="#%d", width=56),
@@ -61,7 +63,7 @@ TABLE_COLUMNS = {
 # Time to target right after the configuration (the headline's figure); "bound by", the widest, last.
 KEY_COLUMNS = ("id", "status", "role", "config", "time_to_target_sec", "samples_per_sec", "val_accuracy", "wall_sec",
                "mfu", "bound_by")
-MORE_COLUMNS = ("mfu_denominator", "end_to_end_samples_per_sec", "setup_sec", "warmup_sec", "validation_sec",
+MORE_COLUMNS = ("mfu_denominator", "end_to_end_samples_per_sec", "waiting_sec", "setup_sec", "warmup_sec", "validation_sec",
                 "other_sec", "schedule", "learning_rate", "label_smoothing", "created", "origin", "error")
 
 
