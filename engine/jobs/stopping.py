@@ -50,3 +50,26 @@ def settle_all(store: Store) -> None:
     for comp in cstore.list_all(store):
         if comp["status"] == "running":
             comparison.settle_if_idle(store, comp)
+
+
+def stop_on_server_signals(who: str = "dashboard", store_path: Optional[os.PathLike] = None) -> None:
+    """For a server that starts work and has its own shutdown (the dashboard): on SIGINT,
+    SIGTERM or SIGHUP, first `stop_all` naming the signal ("stopped: the dashboard got
+    SIGTERM"), then the server's own handler (engine.base.process.on_stop_signals, chained).
+    Main thread only. Once per process: a second call changes nothing."""
+    from engine.base import process
+
+    if _INSTALLED.get(who):
+        return
+    _INSTALLED[who] = True
+    done = []
+
+    def stop(name: str) -> None:
+        if not done:  # a second signal goes straight to the server's own shutdown
+            done.append(name)
+            stop_all(process.stop_line(who, name), store_path)
+
+    process.on_stop_signals(stop, chain=True)
+
+
+_INSTALLED: dict = {}
