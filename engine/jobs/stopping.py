@@ -24,16 +24,24 @@ def stop_all(reason: str, store_path: Optional[os.PathLike] = None) -> list[str]
     from engine.jobs import comparison, runner
     from engine.store import comparisons as cstore
 
+    from engine.jobs import command_pairs
+
     store = Store(store_path)
+    pairs = []
     try:
         for comp in cstore.list_all(store):
-            if comp["status"] != "running" or (comp.get("settings") or {}).get("baseline_kind") == "command":
-                continue  # two commands' pairs: their own process ends them (engine.jobs.command_pairs)
+            if comp["status"] != "running":
+                continue
+            if (comp.get("settings") or {}).get("baseline_kind") == "command":
+                pairs.append((comp["id"], comp["group_id"]))  # their own process stops its side, ends them
+                continue
             cstore.mark_stopping(store, comp["id"], reason)  # the first stop's reason stays
             comparison.withdraw_queued(store, cstore.get(store, comp["id"]))
     finally:
         store.close()
-    lines = runner.cancel_active(store_path, reason=reason)
+    for cid, _group in pairs:
+        command_pairs.stop(cid, store_path, reason)
+    lines = runner.cancel_active(store_path, reason=reason, skip_groups=tuple(g for _cid, g in pairs))
     store = Store(store_path)
     try:
         settle_all(store)
