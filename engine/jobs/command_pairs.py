@@ -53,7 +53,7 @@ from engine.report.comparison import evaluate
 from engine.base import process
 from engine.base.process import process_alive, start_time
 from engine.store import Store
-from engine.base.lines import one_line
+from engine.base.lines import last_error_line, one_line
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 MAX_PAIRS = 50
@@ -197,8 +197,6 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
     side's run is not this comparison's to take: the comparison ends)}. Its stderr is kept in
     `workdir`. Raises: KeyboardInterrupt after stopping the side's process group; its run, if
     it recorded one, then ends `cancelled` with `why()` (default: the signal this process got)."""
-    from engine.jobs.queue_runner import last_error_line
-
     err_path = os.path.join(workdir, f"{role}-{uuid.uuid4().hex[:6]}.stderr")
     since = time.time()
     with open(err_path, "wb") as err:
