@@ -235,11 +235,12 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.worker
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_stop_signal_to_pairs_mid_side_stops_its_process_group_and_ends_stopped(tmp_path, sig):
-    """`kill <pairs pid>` (SIGTERM) or Ctrl-C (SIGINT) while pair 2's first side trains on: that
-    side and the child it started are stopped, its run ends naming the signal, and the comparison
-    ends `stopped` with pair 1 kept; the exit status is 128 + the signal, as a shell reports it."""
+    """`kill <pairs pid>` (SIGTERM), Ctrl-C (SIGINT) or a closed terminal (SIGHUP) while pair 2's
+    first side trains on: that side and the child it started are stopped, its run ends naming the
+    signal, and the comparison ends `stopped` with pair 1 kept; the exit status is 128 + the
+    signal, as a shell reports it."""
     pids = tmp_path / "pids"
     env = {**os.environ, "SPEEDLAB_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     cli = subprocess.Popen([sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SIDE} --sec 2",
