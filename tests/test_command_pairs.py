@@ -235,11 +235,12 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.worker
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_stop_signal_to_pairs_mid_side_stops_its_process_group_and_ends_stopped(tmp_path, sig):
-    """`kill <pairs pid>` (SIGTERM) or Ctrl-C (SIGINT) while pair 2's first side trains on: that
-    side and the child it started are stopped, its run ends naming the signal, and the comparison
-    ends `stopped` with pair 1 kept; the exit status is 128 + the signal, as a shell reports it."""
+    """`kill <pairs pid>` (SIGTERM), Ctrl-C (SIGINT) or a closed terminal (SIGHUP) while pair 2's
+    first side trains on: that side and the child it started are stopped, its run ends naming the
+    signal, and the comparison ends `stopped` with pair 1 kept; the exit status is 128 + the
+    signal, as a shell reports it."""
     pids = tmp_path / "pids"
     env = {**os.environ, "SPEEDLAB_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     cli = subprocess.Popen([sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SIDE} --sec 2",
@@ -273,10 +274,14 @@ def test_a_stop_signal_to_pairs_mid_side_stops_its_process_group_and_ends_stoppe
 
 
 @pytest.mark.worker
-def test_stop_on_the_page_stops_a_hanging_side_as_the_users(tmp_path):
+@pytest.mark.parametrize("who", ["Stop", "dashboard signal"])
+def test_stop_on_the_page_or_a_signal_elsewhere_stops_a_hanging_side(tmp_path, who):
     """The dashboard's Stop (engine.jobs.command_pairs.stop) on a side that records a run and
-    trains on: "stopped by the user", the run "cancelled by the user", never a signal's name."""
+    trains on: "stopped by the user", the run "cancelled by the user". A stop signal to another
+    process of the store (engine.jobs.stopping.stop_all: the dashboard, the queue, a CLI) stops
+    the pairs too, naming that signal."""
     from engine.jobs import command_pairs as cp
+    from engine.jobs import stopping
     from engine.store import comparisons as cstore
 
     pids = tmp_path / "pids"
@@ -292,8 +297,14 @@ def test_stop_on_the_page_stops_a_hanging_side_as_the_users(tmp_path):
             time.sleep(0.1)
         with Store(tmp_path / "runs.sqlite") as s:
             (comp,) = cstore.list_all(s)
-        line = cp.stop(comp["id"], tmp_path / "runs.sqlite")
-        assert line == f"comparison {comp['id']}: stop requested (its pairs process, pid {cli.pid}, stops the running side)"
+        if who == "Stop":
+            line = cp.stop(comp["id"], tmp_path / "runs.sqlite")
+            assert line == (f"comparison {comp['id']}: stop requested (its pairs process, pid {cli.pid}, "
+                            "stops the running side)")
+            reason, run_error = "stopped by the user", "cancelled by the user"
+        else:
+            reason = run_error = "stopped: the dashboard got SIGTERM"
+            stopping.stop_all(reason, tmp_path / "runs.sqlite")
         out, err = cli.communicate(timeout=60)
     finally:
         if cli.poll() is None:
@@ -303,56 +314,9 @@ def test_stop_on_the_page_stops_a_hanging_side_as_the_users(tmp_path):
     assert _gone(side) and _gone(child)
     with Store(tmp_path / "runs.sqlite") as s:
         comp = cstore.get(s, comp["id"])
-        assert (comp["status"], comp["ended_by"]) == ("stopped", "stopped by the user; 0 complete pairs kept")
-        assert [(r["status"], r["error"]) for r in s.list_runs()] == [("cancelled", "cancelled by the user")]
+        assert (comp["status"], comp["ended_by"]) == ("stopped", f"{reason}; 0 complete pairs kept")
+        assert [(r["status"], r["error"]) for r in s.list_runs()] == [("cancelled", run_error)]
     assert cp.stop(comp["id"], tmp_path / "runs.sqlite") == f"comparison {comp['id']} is not running"
-
-
-@pytest.mark.page
-def test_the_panel_has_a_timeout_per_side_and_stop_ends_the_running_pairs(store_home, monkeypatch):
-    """The Train page's "Compare two commands": the timeout typed there reaches `engine pairs`
-    (--timeout-s in s), and while its process runs the panel's Stop marks the comparison "stopped
-    by the user" and sends SIGTERM to that process (engine.jobs.command_pairs.stop)."""
-    import streamlit as st
-
-    from engine.base.process import start_time
-    from engine.jobs import background
-    from engine.store import comparisons as cstore
-    from tests.helpers.pages import app, no_errors, texts
-    from views.train import commands
-
-    get_option = st.get_option
-    monkeypatch.setattr(st, "get_option", lambda name: "localhost" if name == "server.address" else get_option(name))
-    spawned, killed = [], []
-    gone = 4_194_303  # above any pid Linux hands out (pid_max is at most 2**22): no process
-    monkeypatch.setattr(commands.background, "spawn", lambda *a: spawned.append(a) or (gone, 0.0))
-    monkeypatch.setattr(command_pairs.os, "kill", lambda pid, sig: killed.append((pid, sig)))
-    at = app()
-    assert at.number_input(key="pairs_timeout_min").value == 60.0
-    at.text_input(key="pairs_baseline_cmd").input("python a.py")
-    at.text_input(key="pairs_cmd").input("python b.py")
-    at.number_input(key="pairs_n").set_value(2)
-    at.number_input(key="pairs_timeout_min").set_value(1.5)
-    at.button[[b.label for b in at.button].index("Start the pairs")].click().run()
-    no_errors(at)
-    (argv, _log), = spawned
-    assert argv[argv.index("--timeout-s") + 1] == "90" and argv[argv.index("--pairs") + 1] == "2"
-    assert f"started: 2 pairs, at most 1.5 min a side, process {gone}" in texts(at.text)
-    assert not [b for b in at.button if b.key == "pairs_stop"]  # no process runs the pairs: no Stop
-
-    me = {"pid": os.getpid(), "pid_started": start_time()}  # a live process stands in for `engine pairs`
-    background.write_json(store_home / commands.JOB_FILE, {**background.read_json(store_home / commands.JOB_FILE),
-                                                            "state": "running", **me})
-    with Store() as s:
-        cid = cstore.create(s, "ab", "cmp-page1", {"pairs": 2, "baseline_kind": "command", **me}, [], "here")
-    at = app()
-    at.button(key="pairs_stop").click().run()
-    no_errors(at)
-    assert killed == [(os.getpid(), signal.SIGTERM)]
-    assert f"comparison {cid}: stop requested (its pairs process, pid {os.getpid()}, stops the running side)" \
-        in texts(at.text)
-    with Store() as s:  # the reason the pairs process keeps when it ends the comparison
-        assert cstore.get(s, cid)["ended_by"] == "stopped by the user"
 
 
 @pytest.mark.worker

@@ -159,7 +159,7 @@ def test_recorded_learning_rate_follows_the_schedule(store_home):
 
 @pytest.mark.unit
 def test_the_reason_a_worker_ended_skips_tensorflow_log_lines():
-    from engine.jobs.queue_runner import last_error_line
+    from engine.base.lines import last_error_line
 
     tail = ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
             "ValueError: shapes (3,) and (4,) do not match\n"

@@ -24,3 +24,18 @@ def one_line(text, limit: int = MAX_LINE, log: Optional[str] = None) -> str:
     if len(tail) >= limit:
         tail = "..."
     return line[:limit - len(tail)] + tail
+
+
+# TensorFlow's C++ (absl) log lines, e.g. "E0000 00:00:1796203617.918733 25959 util.cc:131] oneDNN ...":
+# never the reason a worker ended, though often its last line.
+_ABSL_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d")
+
+
+def last_error_line(tail: str | None) -> str | None:
+    """The last line of a worker's stderr that can say why it ended (not a TensorFlow
+    C++ log line, not absl's 'WARNING: All log messages before ...'), or None."""
+    for line in reversed((tail or "").splitlines()):
+        line = line.strip()
+        if line and not _ABSL_LINE.match(line) and not line.startswith("WARNING: All log messages before absl"):
+            return line
+    return None

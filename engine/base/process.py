@@ -106,16 +106,26 @@ USER_CANCEL = "cancelled by the user"
 RECEIVED: dict = {"signal": None}
 
 
-def on_stop_signals(handler=None) -> None:
+def on_stop_signals(handler=None, chain: bool = False) -> None:
     """Install one handler for SIGINT, SIGTERM and SIGHUP (main thread only): it records the
-    signal's name in RECEIVED and then calls `handler(name)`, if any."""
+    signal's name in RECEIVED and then calls `handler(name)`, if any. With `chain`, the handler
+    each signal had before is called after it (a server's own shutdown, e.g. Streamlit's); a
+    signal that had none of its own (SIGHUP) then ends the process as SIGTERM's would."""
     import signal
 
-    def caught(signum, _frame):
+    before = {name: signal.getsignal(getattr(signal, name)) for name in STOP_SIGNALS}
+
+    def caught(signum, frame):
         name = signal.Signals(signum).name
         RECEIVED["signal"] = name
         if handler is not None:
             handler(name)
+        if chain:
+            then = before[name] if callable(before[name]) else before["SIGTERM"]
+            if callable(then):
+                then(signum, frame)
+            else:
+                raise SystemExit(128 + signum)
 
     for name in STOP_SIGNALS:
         signal.signal(getattr(signal, name), caught)

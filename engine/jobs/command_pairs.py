@@ -57,12 +57,15 @@ from engine.report.comparison import evaluate
 from engine.base import process
 from engine.base.process import process_alive, start_time
 from engine.store import Store
-from engine.base.lines import one_line
+from engine.base.lines import last_error_line, one_line
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 MAX_PAIRS = 50
 MAX_COMMAND_CHARS = 2000
 STDERR_TAIL_BYTES = 64 * 1024
+SIDE_NAMES = {"baseline": "the baseline", "run": "the candidate"}
+WHO = "pairs process"  # in the stop lines: "stopped: the pairs process got SIGTERM"
+USER_STOP = "stopped by the user"  # the dashboard's Stop (`stop`), as a queued comparison's
 
 
 def split_command(field: str, text: Optional[str]) -> list[str]:
@@ -173,11 +176,11 @@ def alive(comp: dict) -> bool:
     return process_alive(s.get("pid"), s.get("pid_started"))
 
 
-def stop(comparison_id: int, store_path: Optional[os.PathLike] = None) -> str:
-    """The dashboard's Stop for a running two-command comparison: record "stopped by the user"
-    as its reason, then SIGTERM its `engine pairs` process, which stops the running side's
-    process group and ends the comparison `stopped` with its complete pairs kept. Returns one
-    line saying what was done."""
+def stop(comparison_id: int, store_path: Optional[os.PathLike] = None, reason: str = USER_STOP) -> str:
+    """The dashboard's Stop for a running two-command comparison: record `reason` ("stopped by
+    the user"; engine.jobs.stopping.stop_all gives a signal's line) as its reason, then SIGTERM
+    its `engine pairs` process, which stops the running side's process group and ends the
+    comparison `stopped` with its complete pairs kept. Returns one line saying what was done."""
     store = Store(store_path)
     try:
         comp = cstore.get(store, comparison_id)
@@ -188,7 +191,7 @@ def stop(comparison_id: int, store_path: Optional[os.PathLike] = None) -> str:
             _finish(store, comparison_id, comp.get("plan") or [], int(s.get("pairs") or 0),
                     "its pairs process had ended", True)
             return f"comparison {comparison_id}: its pairs process had ended; marked stopped"
-        cstore.mark_stopping(store, comparison_id, USER_STOP)
+        cstore.mark_stopping(store, comparison_id, reason)
     finally:
         store.close()
     try:
@@ -207,9 +210,6 @@ def _tail(path: str) -> str:
         return ""
 
 
-SIDE_NAMES = {"baseline": "the baseline", "run": "the candidate"}
-WHO = "pairs process"  # in the stop lines: "stopped: the pairs process got SIGTERM"
-USER_STOP = "stopped by the user"  # the dashboard's Stop (`stop`), as a queued comparison's
 
 
 def _run_id(store: Store, run_file: str, group: str, role: str, since: float) -> tuple[Optional[int], Optional[str]]:
@@ -268,8 +268,6 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
     side's run is not this comparison's to take: the comparison ends)}. Its stderr is kept in
     `workdir`. Raises: KeyboardInterrupt after stopping the side's process group; its run, if
     it recorded one, then ends `cancelled` with `why()` (default: the signal this process got)."""
-    from engine.jobs.queue_runner import last_error_line
-
     err_path = os.path.join(workdir, f"{role}-{uuid.uuid4().hex[:6]}.stderr")
     since = time.time()
     with open(err_path, "wb") as err:

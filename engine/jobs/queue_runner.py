@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from engine.jobs.runner import CANCEL_GRACE_S, idle_exit_s, read_tail, warm_enabled, worker_env
 from engine.base import process
+from engine.base.lines import last_error_line
 from engine.base.process import start_time
 from engine.store import LONG_PATIENCE_S, DamagedRunError, Store
 
@@ -215,20 +215,6 @@ def _settle(store: Store, run_id: int, code: int, failure) -> None:
     reason = _describe_exit(code) + (f": {last[:300]}" if last else "")
     store.finish_run(run_id, "failed", reason, only_if_active=True, stderr_tail=tail)
 
-
-# TensorFlow's C++ (absl) log lines, e.g. "E0000 00:00:1796203617.918733 25959 util.cc:131] oneDNN ...":
-# never the reason a worker ended, though often its last line.
-_ABSL_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d")
-
-
-def last_error_line(tail: str | None) -> str | None:
-    """The last line of a worker's stderr that can say why it ended (not a TensorFlow
-    C++ log line, not absl's 'WARNING: All log messages before ...'), or None."""
-    for line in reversed((tail or "").splitlines()):
-        line = line.strip()
-        if line and not _ABSL_LINE.match(line) and not line.startswith("WARNING: All log messages before absl"):
-            return line
-    return None
 
 
 class Owner:

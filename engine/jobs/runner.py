@@ -409,11 +409,13 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None, reason: str = 
         store.close()
 
 
-def cancel_active(store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL) -> list[str]:
-    """Cancel every queued and running run (queued ones first, so none starts), as `cancel`."""
+def cancel_active(store_path: Optional[os.PathLike] = None, reason: str = USER_CANCEL,
+                  skip_groups: tuple = ()) -> list[str]:
+    """Cancel every queued and running run (queued ones first, so none starts), as `cancel`,
+    but those of `skip_groups` (whose own process ends them: two commands' pairs)."""
     store = Store(store_path)
     try:
-        runs = store.active_runs()
+        runs = [r for r in store.active_runs() if r.get("group_id") not in skip_groups or r.get("group_id") is None]
     finally:
         store.close()
     queued = [r for r in runs if r["status"] == "queued"]

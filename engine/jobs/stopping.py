@@ -24,16 +24,24 @@ def stop_all(reason: str, store_path: Optional[os.PathLike] = None) -> list[str]
     from engine.jobs import comparison, runner
     from engine.store import comparisons as cstore
 
+    from engine.jobs import command_pairs
+
     store = Store(store_path)
+    pairs = []
     try:
         for comp in cstore.list_all(store):
-            if comp["status"] != "running" or (comp.get("settings") or {}).get("baseline_kind") == "command":
-                continue  # two commands' pairs: their own process ends them (engine.jobs.command_pairs)
+            if comp["status"] != "running":
+                continue
+            if (comp.get("settings") or {}).get("baseline_kind") == "command":
+                pairs.append((comp["id"], comp["group_id"]))  # their own process stops its side, ends them
+                continue
             cstore.mark_stopping(store, comp["id"], reason)  # the first stop's reason stays
             comparison.withdraw_queued(store, cstore.get(store, comp["id"]))
     finally:
         store.close()
-    lines = runner.cancel_active(store_path, reason=reason)
+    for cid, _group in pairs:
+        command_pairs.stop(cid, store_path, reason)
+    lines = runner.cancel_active(store_path, reason=reason, skip_groups=tuple(g for _cid, g in pairs))
     store = Store(store_path)
     try:
         settle_all(store)
@@ -50,3 +58,26 @@ def settle_all(store: Store) -> None:
     for comp in cstore.list_all(store):
         if comp["status"] == "running":
             comparison.settle_if_idle(store, comp)
+
+
+def stop_on_server_signals(who: str = "dashboard", store_path: Optional[os.PathLike] = None) -> None:
+    """For a server that starts work and has its own shutdown (the dashboard): on SIGINT,
+    SIGTERM or SIGHUP, first `stop_all` naming the signal ("stopped: the dashboard got
+    SIGTERM"), then the server's own handler (engine.base.process.on_stop_signals, chained).
+    Main thread only. Once per process: a second call changes nothing."""
+    from engine.base import process
+
+    if _INSTALLED.get(who):
+        return
+    _INSTALLED[who] = True
+    done = []
+
+    def stop(name: str) -> None:
+        if not done:  # a second signal goes straight to the server's own shutdown
+            done.append(name)
+            stop_all(process.stop_line(who, name), store_path)
+
+    process.on_stop_signals(stop, chain=True)
+
+
+_INSTALLED: dict = {}

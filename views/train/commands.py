@@ -95,7 +95,7 @@ def commands_panel() -> None:
             pairs = n_col.number_input("Pairs", min_value=1, max_value=command_pairs.MAX_PAIRS, value=3, step=1,
                                        key="pairs_n")
             timeout = t_col.number_input("Timeout per side (min)", min_value=0.1, max_value=1440.0,
-                                         value=DEFAULT_TIMEOUT_MIN, step=5.0, key="pairs_timeout_min",
+                                         value=DEFAULT_TIMEOUT_MIN, step=5.0, format="%g", key="pairs_timeout_min",
                                          help="A side still running after this is stopped (its whole process "
                                               "group) and its pair fails. Stop, above the progress, stops the "
                                               "comparison at any time.")
