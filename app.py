@@ -22,7 +22,6 @@ if not os.environ.get("SPEEDLAB_OWNER_PID"):
     os.environ["SPEEDLAB_OWNER_PID"], os.environ["SPEEDLAB_OWNER_START"] = str(os.getpid()), str(start_time())
 
 
-
 @st.cache_resource(show_spinner=False)
 def _stop_on_signals() -> bool:
     """Once per server: SIGTERM, SIGINT or SIGHUP to this server stops what the store runs,
