@@ -396,7 +396,7 @@ def test_runs_page_lists_a_two_command_comparison_with_its_failed_pair(store):
 def test_shell_syntax_is_refused_in_one_line_naming_it():
     for text, found in (("python train.py > log.txt", ">"), ("python a.py | tee x", "|"), ("python a.py; echo", ";"),
                         ("python a.py && b", "&"), ('python "$HOME/a.py"', "$"), ("python ~/a.py", "~"),
-                        ("python *.py", "*"), ("VAR=1 python a.py", "VAR=...")):
+                        ("python *.py", "*"), ("python a.py # fast", "#"), ("VAR=1 python a.py", "VAR=...")):
         assert command_pairs.shell_syntax(text) == found, text
         with pytest.raises(ConfigError) as e:
             command_pairs.check("python a.py", text, 2, 10.0)
@@ -404,7 +404,7 @@ def test_shell_syntax_is_refused_in_one_line_naming_it():
     assert "env VAR=1 python train.py" in str(e.value)  # the assignment's fix
     # quoted or escaped, the same characters are arguments: not shell syntax
     for text in ("python a.py --glob '*.png' --sep 'a|b'", 'python a.py --x "it\'s;"', "python a\\>b",
-                 "env VAR=1 python a.py", "python a~b --lr=1e-3"):
+                 "env VAR=1 python a.py", "python a~b --lr=1e-3 --tag=x#1"):
         assert command_pairs.shell_syntax(text) is None, text
 
 

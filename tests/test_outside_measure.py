@@ -74,7 +74,9 @@ def test_a_missing_target_metric_is_said_once_at_the_first_epoch_end(store_home,
     cb = SpeedLabCallback(name="noval", target_accuracy=0.8)
     _model(["acc"]).fit(x[:256], y[:256], batch_size=64, epochs=2, verbose=0, callbacks=[cb])  # no validation
     run, epochs, _ = _stored(cb.run_id)
-    lines = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("SpeedLab:")]
+    said = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("SpeedLab:")]
+    assert said[0].startswith(f"SpeedLab: recording run #{cb.run_id} in ")  # the start line, then the warning
+    lines = said[1:]
     assert len(lines) == 1 and "validation accuracy" in lines[0] and "acc, loss" in lines[0]
     assert run["summary"]["warnings"] == lines and run["plan"]["warnings"] == lines
     assert run["summary"]["time_to_target_sec"] is None

@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
     s = sub.add_parser("pairs", help="compare two training commands in interleaved pairs (AB BA ...)",
                        description="Run --baseline-cmd and --cmd as interleaved pairs (AB, BA, ...), one process "
                                    "at a time, pair i with SPEEDLAB_SEED=seed+i on both sides. Commands run "
-                                   "WITHOUT a shell: shell syntax (> | ; & $ ` * ? ~ ( ), VAR=1 cmd) is refused "
+                                   "WITHOUT a shell: shell syntax (> | ; & $ ` * ? ~ # ( ), VAR=1 cmd) is refused "
                                    "before anything trains (use env VAR=1 cmd, or a script: bash run.sh), and "
                                    "both programs must exist before the first pair. Each "
                                    "side's run is recorded by SpeedLabCallback (SPEEDLAB_GROUP, SPEEDLAB_ROLE, "

@@ -93,7 +93,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 def shell_syntax(text: str) -> Optional[str]:
     """The first piece of shell syntax in a command line, as typed (an unquoted character of
-    SHELL_CHARS, a `~` that starts a word, or a leading `VAR=value`), else None. Quotes and
+    SHELL_CHARS, a `~` or `#` that starts a word, or a leading `VAR=value`), else None. Quotes and
     backslashes are read as POSIX sh reads them; inside double quotes only `$` and a backquote
     expand."""
     quote, escaped, word_start = None, False, True
@@ -111,7 +111,7 @@ def shell_syntax(text: str) -> Optional[str]:
             quote = None if ch == '"' else quote
         elif ch in "'\"":
             quote = ch
-        elif ch in SHELL_CHARS or (ch == "~" and word_start):
+        elif ch in SHELL_CHARS or (ch in "~#" and word_start):
             return ch
         word_start = ch.isspace()
     argv = shlex.split(text)

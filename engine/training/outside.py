@@ -634,7 +634,9 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._writer.stop(patience_s=30.0)
         summary = self.summary()
         n_train, note = self._n_train()
-        (store or self._store).update_run(self.run_id, plan={**self._plan, "n_train": n_train, "n_train_note": note})
+        db = store or self._store
+        stored = (db.get_run(self.run_id) or {}).get("plan") or self._plan  # keeps what was added since
+        db.update_run(self.run_id, plan={**stored, "n_train": n_train, "n_train_note": note})
         # Held-out accuracy, after every time above was taken; only where training ended well,
         # on the training thread (the watch thread ends runs whose fit raised).
         summary.update(self._test_accuracy() if status == "completed" and store is None else
