@@ -109,3 +109,8 @@ def test_the_cli_shows_mfu_missing_with_the_reason():
 
     note = "MFU not shown: the layer count (1 FLOPs/sample) and XLA's count of the step (2) differ by 50%, over 10%"
     assert ("MFU", f"- ({note})") in mfu_rows({"flops_per_sample": None, "flops_note": note, "mfu": None})
+    # Within 10%: the count stands, with how far it is from XLA's (the convnet's bf16 build()).
+    rows = dict(mfu_rows({"flops_per_sample": TRAINING, "flops_xla_per_sample": 15_242_743}))
+    assert rows["FLOPs check"] == "-6.5% from XLA's count of the step (15,242,743)"  # 14,256,384 / 15,242,743
+    rows = dict(mfu_rows({"flops_per_sample": TRAINING, "flops_note": "layer count not cross-checked: x"}))
+    assert rows["FLOPs check"] == "layer count not cross-checked: x"

@@ -334,6 +334,11 @@ def mfu_rows(s: dict) -> list[tuple[str, str]]:
         names = ", ".join(map(str, s["flops_uncounted"][:12])) + (" ..." if len(s["flops_uncounted"]) > 12 else "")
         rows.append(("not counted", f"layers with weights the FLOP counter does not know: {names}"
                                     + ("" if s.get("flops_source") == "xla" else " (MFU is a lower bound)")))
+    if s.get("flops_per_sample") and s.get("flops_xla_per_sample"):  # a user's model, held against XLA
+        rows.append(("FLOPs check", f"{s['flops_per_sample'] / s['flops_xla_per_sample'] - 1:+.1%} from XLA's count "
+                                    f"of the step ({s['flops_xla_per_sample']:,})"))
+    elif s.get("flops_per_sample") and s.get("flops_note"):
+        rows.append(("FLOPs check", s["flops_note"]))
     line = headline(s)
     if s.get("flops_note") and not s.get("flops_per_sample"):
         rows.append(("MFU", f"- ({s['flops_note']})"))
