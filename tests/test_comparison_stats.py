@@ -36,7 +36,7 @@ def test_faster_and_slower_verdicts_by_hand():
     assert slow["ci95"] == pytest.approx([1 / 1.38076, 1 / 1.17507], abs=1e-5)
     assert slow["verdict"] == "slower"
     h = stats.headline(slow)
-    assert h == {"text": "0.79x slower (−28% to −15%), 4 pairs", "main": "0.79x slower (−28% to −15%)",
+    assert h == {"text": "1.27x slower (−28% to −15%), 4 pairs", "main": "1.27x slower (−28% to −15%)",
                  "detail": "4 pairs", "verdict": "slower", "tone": "bad", "note": None}
     assert stats.headline(s)["text"] == "1.27x faster (+18% to +38%), 4 pairs"
     assert stats.headline(s, baseline_label="tuned Adam 0.003")["text"] == \

@@ -18,7 +18,7 @@ def test_a_faster_pair_reads_its_ratio_and_both_times():
 def test_a_slower_pair_says_slower():
     h = headline.pair_headline({**PAIR, "time_to_accuracy_speedup": 10.0 / 12.5,
                                 "baseline_time_to_accuracy_sec": 10.0, "time_to_accuracy_sec": 12.5})
-    assert (h["value"], h["seconds"]) == ("0.80× slower", "10.0 s → 12.5 s")
+    assert (h["value"], h["seconds"]) == ("1.25× slower", "10.0 s → 12.5 s")  # 12.5 s / 10.0 s: never "0.80× slower"
 
 
 def test_no_ratio_names_the_side_that_missed_and_ignores_a_live_miss():

@@ -439,6 +439,15 @@ def fmt_ratio(x: Optional[float]) -> str:
     return "–" if x is None else f"{x:.2f}x"
 
 
+def fmt_speed(x: Optional[float], times: str = "x") -> str:
+    """A speedup in words: '1.31x faster', or a slower one by how many times as long it
+    takes: '12.50x slower' for 0.08 ('0.08x slower' read as 8% slower); '–' for none.
+    `times`: the sign after the number ('x', or '×' on the pages)."""
+    if x is None:
+        return "–"
+    return f"{x:.2f}{times} faster" if x >= 1 or x <= 0 else f"{1 / x:.2f}{times} slower"
+
+
 def decide_text(summary: dict, v: Optional[str] = None) -> str:
     """'; 80% power at this effect needs about 9-31 pairs in all (a second look)' for an
     inconclusive verdict (`v`, default the summary's) with `pairs_for_power`'s range, else ''."""
@@ -456,7 +465,8 @@ def decide_text(summary: dict, v: Optional[str] = None) -> str:
 def verdict_text(summary: dict, v: Optional[str] = None) -> str:
     """The words of a summary with an interval, e.g. '1.31x faster (+18% to +45%)',
     'equivalent within ±5%: 1.01x (−2% to +4%)', 'inconclusive: 0.80x (−79% to +209%)',
-    '1.31x faster, accuracy not held (+18% to +45%)'. `v`: the verdict to word (default
+    '1.31x faster, accuracy not held (+18% to +45%)', '1.27x slower (−21% to −15%)' for 0.79x
+    (fmt_speed). `v`: the verdict to word (default
     the summary's own)."""
     x, ci = summary.get("speedup"), summary.get("ci95")
     v = v if v is not None else summary.get("verdict")
@@ -465,6 +475,8 @@ def verdict_text(summary: dict, v: Optional[str] = None) -> str:
         return f"equivalent within ±{(summary.get('margin') or DEFAULT_MARGIN) * 100:.0f}%: {span}"
     if v == "inconclusive":
         return f"inconclusive: {span}"
+    if v == "slower":
+        return f"{fmt_speed(x)} ({fmt_interval(ci)})"
     return f"{fmt_ratio(x)} {v} ({fmt_interval(ci)})"
 
 
