@@ -242,7 +242,7 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
     lines = summary_lines(stopped)
     # 1.14 / 0.81 = 1.41, the one complete pair: a sample, labelled as such, not a result.
     assert lines[2] == ("confirmed vs baseline (1 of 3 alternating re-run pairs complete, seeds [1, 2, 3]): 1.41x "
-                        "from 1 pair: one pair: not a result (an interval needs 3); winner 0.81 s vs baseline "
+                        "from one pair: not a result (an interval needs 3 pairs); winner 0.81 s vs baseline "
                         "1.25 s (medians)")
     assert lines[-1] == "stopped by the user: what is above is what had been measured by then"
 

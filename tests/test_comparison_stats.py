@@ -64,7 +64,7 @@ def test_a_pair_that_does_not_reach_the_target_is_counted_not_dropped():
 def test_too_few_pairs_give_no_interval_and_no_verdict():
     s = stats.summarize([2.0], [1.0], higher_is_better=False)
     assert s["speedup"] == 2.0 and s["ci95"] is None and s["verdict"] is None
-    assert stats.headline(s)["text"] == "2.00x from 1 pair: one pair: not a result (an interval needs 3)"
+    assert stats.headline(s)["text"] == "2.00x from one pair: not a result (an interval needs 3 pairs)"
     assert stats.headline(stats.summarize([None], [1.0], False))["text"] == \
         "no speedup: no pair where both sides reached the target"
     with pytest.raises(ValueError):

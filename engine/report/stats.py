@@ -535,8 +535,8 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
         # was read mid-comparison. No interval or verdict before MIN_PAIRS, on any line.
         v = None
         main = (f"{fmt_ratio(x)} from {pairs} so far: interval from {MIN_PAIRS} pairs" if in_progress else
-                f"{fmt_ratio(x)} from {pairs}: {ONE_PAIR_LABEL if n == 1 else 'too few pairs for a result'} "
-                f"(an interval needs {MIN_PAIRS})")
+                f"{fmt_ratio(x)} from one pair: not a result (an interval needs {MIN_PAIRS} pairs)" if n == 1 else
+                f"{fmt_ratio(x)} from {pairs}: too few for a result (an interval needs {MIN_PAIRS})")
         detail = vs.strip()
         text = main + vs
     elif ci is None:
@@ -663,6 +663,13 @@ def result_floor(result: Optional[dict], measure: Optional[str] = None) -> Optio
     'noise_floor' (engine.report.comparison.evaluate), or None."""
     nf = (result or {}).get("noise_floor") or {}
     return (nf.get("half_width") or {}).get(measure or (result or {}).get("measure") or "time_to_accuracy")
+
+
+def comparison_interval(result: Optional[dict]) -> Optional[list]:
+    """The 95% interval [low, high] of a stored comparison result's headline measure, once
+    MIN_PAIRS pairs are in (what its headline shows), else None."""
+    summary = (result or {}).get((result or {}).get("measure") or "time_to_accuracy") or {}
+    return summary.get("ci95") if summary.get("pairs", 0) >= MIN_PAIRS else None
 
 
 def comparison_headline(result: Optional[dict], in_progress: bool = False) -> dict:
