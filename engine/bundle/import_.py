@@ -91,7 +91,7 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
         way = ("empty the trash (python -m engine trash --empty) to import them again, or restore them "
                "(python -m engine trash --restore)" if trashed and len(trashed) == len(dupes) else
                "delete them first to import again")
-        if len(here) == len(dupes):  # this store's own export: its runs were never imported
+        if len(here) == len(dupes) and not trashed:  # this store's own export: its runs were never imported
             raise BundleError(f"{name} holds runs recorded in this store: run(s) {pairs} are here already; "
                               "nothing was added (import it into another store)")
         raise BundleError(f"{name} is already imported: run(s) {pairs} are in this store; nothing was added ({way})")

@@ -536,7 +536,7 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
         v = None
         main = (f"{fmt_ratio(x)} from {pairs} so far: interval from {MIN_PAIRS} pairs" if in_progress else
                 f"{fmt_ratio(x)} from one pair: not a result (an interval needs {MIN_PAIRS} pairs)" if n == 1 else
-                f"{fmt_ratio(x)} from {pairs}: too few for a result (an interval needs {MIN_PAIRS})")
+                f"{fmt_ratio(x)} from {pairs}: too few pairs for a result (an interval needs {MIN_PAIRS})")
         detail = vs.strip()
         text = main + vs
     elif ci is None:
