@@ -225,7 +225,7 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
     # Logs of 0.7333, 0.7391, 0.7200: mean -0.31155 (0.7323x), sd 0.013449, half 4.302653 x 0.013449 /
     # sqrt(3) = 0.033409: [0.7082, 0.7572], i.e. -29% to -24%.
     lines = summary_lines(state([1.76, 1.70, 1.80], [2.40, 2.30, 2.50]))
-    assert lines[2] == ("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): 0.73x slower "
+    assert lines[2] == ("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): 1.37x slower "
                         "(−29% to −24%), 3 pairs; winner 2.40 s vs baseline 1.76 s (medians)")
     assert lines[3] == "  reached the target on 3 of 3 seeds (baseline 3 of 3)"
     # Ratios 2.0, 2.5, 1.5: geometric mean 1.96x [1.04, 3.70].
@@ -242,7 +242,7 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run():
     lines = summary_lines(stopped)
     # 1.14 / 0.81 = 1.41, the one complete pair: a sample, labelled as such, not a result.
     assert lines[2] == ("confirmed vs baseline (1 of 3 alternating re-run pairs complete, seeds [1, 2, 3]): 1.41x "
-                        "from 1 pair: one pair: not a result (an interval needs 3); winner 0.81 s vs baseline "
+                        "from one pair: not a result (an interval needs 3 pairs); winner 0.81 s vs baseline "
                         "1.25 s (medians)")
     assert lines[-1] == "stopped by the user: what is above is what had been measured by then"
 

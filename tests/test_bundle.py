@@ -204,9 +204,9 @@ def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_ho
                                        "run #2: imported from gpu-box-7 (run #2 there), run, completed"]
     assert_refused(b, path, "pair.zip is already imported: run(s) #1 (here #1), #2 (here #2) are in this "
                             "store; nothing was added (delete them first to import again)")
-    # Back into the store it came from: the same runs are there already.
-    assert_refused(a, path, "pair.zip is already imported: run(s) #1 (here #1), #2 (here #2) are in this "
-                            "store; nothing was added (delete them first to import again)")
+    # Back into the store it came from: the same runs are there already, recorded there, never imported.
+    assert_refused(a, path, "pair.zip holds runs recorded in this store: run(s) #1 (here #1), #2 (here #2) are "
+                            "here already; nothing was added (import it into another store)")
 
 
 @pytest.mark.worker

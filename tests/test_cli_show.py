@@ -27,7 +27,7 @@ def test_show_a_trial_stopped_before_its_first_validation(store, capsys):
     rows = {line[:20].strip(): line[22:] for line in lines if line[20:22] == "  "}
     assert rows["replicas"] == "-"
     assert rows["precision"] == "mixed_bfloat16"
-    assert rows["time to 0.95 val acc"] == "not reached: cancelled before its first validation"
+    assert rows["time to 0.95 val acc"] == "not reached: stopped before its first validation"
 
 
 def test_compare_with_a_trial_stopped_before_its_first_validation(store, capsys):
@@ -39,7 +39,7 @@ def test_compare_with_a_trial_stopped_before_its_first_validation(store, capsys)
     main(["compare", str(base), str(rid)])
     out = capsys.readouterr().out
     assert "-x" not in out
-    assert "run not reached: cancelled before its first validation" in out
+    assert "run not reached: stopped before its first validation" in out
 
 
 def test_no_end_to_end_ratio_with_a_run_that_ended_in_its_warm_up(store, capsys):

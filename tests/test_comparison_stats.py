@@ -36,7 +36,7 @@ def test_faster_and_slower_verdicts_by_hand():
     assert slow["ci95"] == pytest.approx([1 / 1.38076, 1 / 1.17507], abs=1e-5)
     assert slow["verdict"] == "slower"
     h = stats.headline(slow)
-    assert h == {"text": "0.79x slower (−28% to −15%), 4 pairs", "main": "0.79x slower (−28% to −15%)",
+    assert h == {"text": "1.27x slower (−28% to −15%), 4 pairs", "main": "1.27x slower (−28% to −15%)",
                  "detail": "4 pairs", "verdict": "slower", "tone": "bad", "note": None}
     assert stats.headline(s)["text"] == "1.27x faster (+18% to +38%), 4 pairs"
     assert stats.headline(s, baseline_label="tuned Adam 0.003")["text"] == \
@@ -64,7 +64,7 @@ def test_a_pair_that_does_not_reach_the_target_is_counted_not_dropped():
 def test_too_few_pairs_give_no_interval_and_no_verdict():
     s = stats.summarize([2.0], [1.0], higher_is_better=False)
     assert s["speedup"] == 2.0 and s["ci95"] is None and s["verdict"] is None
-    assert stats.headline(s)["text"] == "2.00x from 1 pair: one pair: not a result (an interval needs 3)"
+    assert stats.headline(s)["text"] == "2.00x from one pair: not a result (an interval needs 3 pairs)"
     assert stats.headline(stats.summarize([None], [1.0], False))["text"] == \
         "no speedup: no pair where both sides reached the target"
     with pytest.raises(ValueError):

@@ -18,7 +18,7 @@ def test_a_faster_pair_reads_its_ratio_and_both_times():
 def test_a_slower_pair_says_slower():
     h = headline.pair_headline({**PAIR, "time_to_accuracy_speedup": 10.0 / 12.5,
                                 "baseline_time_to_accuracy_sec": 10.0, "time_to_accuracy_sec": 12.5})
-    assert (h["value"], h["seconds"]) == ("0.80× slower", "10.0 s → 12.5 s")
+    assert (h["value"], h["seconds"]) == ("1.25× slower", "10.0 s → 12.5 s")  # 12.5 s / 10.0 s: never "0.80× slower"
 
 
 def test_no_ratio_names_the_side_that_missed_and_ignores_a_live_miss():
@@ -58,3 +58,16 @@ def test_a_script_run_without_baseline_is_told_to_compare_scripts_with_engine_pa
     plain = {"id": 4, "role": "run", "group_id": None, "plan": {}}
     assert no_baseline_caption(plain).startswith("No baseline for this run: turn on **Compare with baseline**")
     assert no_baseline_caption({**plain, "group_id": "tune-0a1b2c3d"}).startswith("A run of the tune-baseline sweep")
+
+
+def test_a_stopped_run_that_missed_the_target_says_stopped():
+    """Issue 57 item 8: after Stop, 'baseline: not reached in 25 epochs' read as if it had
+    trained all its epochs and missed."""
+    from engine.report.target import not_reached
+
+    epochs = [{"epoch": e, "t": 2.0 * (e + 1), "val_accuracy": 0.5 + 0.01 * e} for e in range(25)]
+    assert not_reached({"status": "cancelled"}, epochs, 0.95) == "not reached: stopped after 25 epochs"
+    assert not_reached({"status": "completed"}, epochs, 0.95) == "not reached in 25 epochs"
+    assert not_reached({"status": "cancelled"}, [], 0.95) == "not reached: stopped before its first validation"
+    assert not_reached({"status": "failed"}, [], 0.95) == "not reached: failed before its first validation"
+    assert not_reached({"status": "cancelled"}, epochs, 0.5) is None           # reached at epoch 1

@@ -112,3 +112,24 @@ def test_the_elapsed_clock_counts_from_the_training_start_through_warm_up(store_
         assert ends == [11, 16]
         store.finish_run(rid, "cancelled", "cancelled by the user")
         assert progress(store, rid, now=2000.0)["elapsed_sec"] == 1.0  # ended: the last execution's time
+
+
+def test_a_run_asked_to_stop_stands_still_where_the_store_has_it(store):
+    """Issue 57 item 8: after Stop the animated line counted on ("step 306/360") below a toast
+    that said "cancelled at step 292/360"."""
+    import time
+
+    from engine.config import RunConfig
+    from engine.report.live import LiveMetrics
+    from tests.helpers.pages import fake_run
+    from views.components.live_charts import quiet_line
+
+    rid = fake_run(store, RunConfig(epochs=2), n_exec=10, status="running")
+    store.update_run(rid, plan={**store.get_run(rid)["plan"], "total_steps": 40, "train_started_at": time.time() - 5})
+    src = LiveMetrics().use(store)
+    moving = quiet_line(store, store.get_run(rid), src)
+    assert "data-frames" in moving and "s elapsed" in moving                # the bar and clocks move on
+    store.update_run(rid, cancel_requested=time.time())
+    still = quiet_line(store, store.get_run(rid), src)
+    assert "data-frames" not in still and "data-clock" not in still        # nothing moves
+    assert "stopping at step 10/40" in still and "width:25.0%" in still

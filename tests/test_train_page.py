@@ -429,3 +429,25 @@ def test_a_plain_run_setting_up_counts_its_seconds(store):
     clock = re.search(r'data-clock="(\d+)"', blocks[0])
     assert clock and int(clock.group(1)) >= 14  # counted from the claim, 14 s ago
     store.finish_run(rid, "cancelled")
+
+
+@pytest.mark.page
+def test_one_pair_of_a_comparison_without_an_interval_says_so_and_no_verdict(store):
+    """Issue 57 item 8: "the comparison's interval above is what to read" stood under a
+    comparison with no interval, and the "this pair" card put a verdict word on one pair."""
+    from engine.report.pair import compare
+    from tests.helpers.recorded_runs import seed_comparison
+
+    cid = seed_comparison(store, pairs=1)
+    from engine.store import comparisons as cstore
+
+    pair = cstore.get(store, cid)["plan"][0]
+    ratio = compare(store, pair["baseline_id"], pair["run_id"])["time_to_accuracy_speedup"]
+    at = app()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["this pair: time to 0.95 val accuracy"] == f"{ratio:.2f}×"     # no "faster"
+    captions = texts(at.caption)
+    assert "the comparison above has no interval yet (it needs 3 pairs)" in captions
+    assert "what to read" not in captions
+    assert "from one pair: not a result (an interval needs 3 pairs)" in texts(at.markdown) + captions

@@ -82,13 +82,18 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
     present = _present_keys(store)
     dupes = [(p["run"]["id"], present[p["run"]["key"]]) for p in payloads if p["run"]["key"] in present]
     if dupes:
-        trashed = {r[0] for r in store.conn.execute(
-            f"SELECT id FROM runs WHERE trashed IS NOT NULL AND id IN ({','.join('?' * len(dupes))})",
+        rows = {r[0]: (r[1] is not None, r[2] is None) for r in store.conn.execute(
+            f"SELECT id, trashed, origin FROM runs WHERE id IN ({','.join('?' * len(dupes))})",
             [n for _, n in dupes])}
+        trashed = {n for n, (t, _) in rows.items() if t}
+        here = {n for n, (_, h) in rows.items() if h}  # recorded in this store, never imported
         pairs = ", ".join(f"#{o} (here #{n}{', in the trash' if n in trashed else ''})" for o, n in dupes)
         way = ("empty the trash (python -m engine trash --empty) to import them again, or restore them "
                "(python -m engine trash --restore)" if trashed and len(trashed) == len(dupes) else
                "delete them first to import again")
+        if len(here) == len(dupes) and not trashed:  # this store's own export: its runs were never imported
+            raise BundleError(f"{name} holds runs recorded in this store: run(s) {pairs} are here already; "
+                              "nothing was added (import it into another store)")
         raise BundleError(f"{name} is already imported: run(s) {pairs} are in this store; nothing was added ({way})")
     if comps:
         cstore.ensure_table(store)  # before the transaction (a write of its own)

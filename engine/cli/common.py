@@ -262,6 +262,8 @@ def techniques_line(cfg: dict) -> Optional[str]:
 
 def print_summary(s: dict) -> None:
     """Print a run's summary (result_json plus optional 'comparison') as aligned rows."""
+    from engine.report.target import missed_text
+
     rows = [
         ("run", s["run_id"]),
         ("status", s["status"] + (f" ({s['metrics_incomplete']:,} metric rows lost: metrics incomplete)"
@@ -293,9 +295,7 @@ def print_summary(s: dict) -> None:
         tta = s.get("time_to_target_sec")
         rows.append((f"time to {target:g} val acc",
                      f"{tta:.2f} s from the start of training" if tta is not None
-                     else f"not reached in {s['epochs_run']} epoch{'s' if s['epochs_run'] != 1 else ''}"
-                     if s.get("epochs_run")
-                     else f"not reached: {s.get('status') or 'ended'} before its first validation"))
+                     else missed_text(s.get("status"), s.get("epochs_run") or 0)))
     if s.get("end_to_end_samples_per_sec") is not None:
         rows.insert(3, ("end-to-end samples/s", f"{fmt(s['end_to_end_samples_per_sec'])} "
                                                 "(training samples / wall time of training)"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from engine.report import stats
 from engine.report.target import effective_target, not_reached, time_to_accuracy
 
 OWN_BASELINE = "This run is its own baseline: nothing to compare."
@@ -61,7 +62,7 @@ def pair_headline(cmp: dict) -> dict:
     machines = cmp.get("machines")  # two machines: a ratio, never "faster" (engine.report.pair.compare)
     return {"label": target_label(cmp.get("target_accuracy")), "ratio": tt, "machines": machines,
             "value": "—" if tt is None else f"{tt:.2f}× (not comparable)" if machines else
-            f"{tt:.2f}× faster" if tt >= 1 else f"{tt:.2f}× slower",
+            stats.fmt_speed(tt, "×"),
             "seconds": (None if tt is None else
                         f"{cmp['baseline_time_to_accuracy_sec']:.1f} s → {cmp['time_to_accuracy_sec']:.1f} s"),
             "notes": notes, "missed": missed}

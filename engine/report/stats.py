@@ -480,6 +480,15 @@ def fmt_ratio(x: Optional[float]) -> str:
     return "–" if x is None else f"{x:.2f}x"
 
 
+def fmt_speed(x: Optional[float], times: str = "x") -> str:
+    """A speedup in words: '1.31x faster', or a slower one by how many times as long it
+    takes: '12.50x slower' for 0.08 ('0.08x slower' read as 8% slower); '–' for none.
+    `times`: the sign after the number ('x', or '×' on the pages)."""
+    if x is None:
+        return "–"
+    return f"{x:.2f}{times} faster" if x >= 1 or x <= 0 else f"{1 / x:.2f}{times} slower"
+
+
 def decide_text(summary: dict, v: Optional[str] = None) -> str:
     """'; 80% power at this effect needs about 9-31 pairs in all (a second look)' for an
     inconclusive verdict (`v`, default the summary's) with `pairs_for_power`'s range, else ''."""
@@ -497,7 +506,8 @@ def decide_text(summary: dict, v: Optional[str] = None) -> str:
 def verdict_text(summary: dict, v: Optional[str] = None) -> str:
     """The words of a summary with an interval, e.g. '1.31x faster (+18% to +45%)',
     'equivalent within ±5%: 1.01x (−2% to +4%)', 'inconclusive: 0.80x (−79% to +209%)',
-    '1.31x faster, accuracy not held (+18% to +45%)'. `v`: the verdict to word (default
+    '1.31x faster, accuracy not held (+18% to +45%)', '1.27x slower (−21% to −15%)' for 0.79x
+    (fmt_speed). `v`: the verdict to word (default
     the summary's own)."""
     x, ci = summary.get("speedup"), summary.get("ci95")
     v = v if v is not None else summary.get("verdict")
@@ -506,6 +516,8 @@ def verdict_text(summary: dict, v: Optional[str] = None) -> str:
         return f"equivalent within ±{(summary.get('margin') or DEFAULT_MARGIN) * 100:.0f}%: {span}"
     if v == "inconclusive":
         return f"inconclusive: {span}"
+    if v == "slower":
+        return f"{fmt_speed(x)} ({fmt_interval(ci)})"
     return f"{fmt_ratio(x)} {v} ({fmt_interval(ci)})"
 
 
@@ -564,8 +576,8 @@ def headline(summary: Optional[dict], floor: Optional[float] = None, in_progress
         # was read mid-comparison. No interval or verdict before MIN_PAIRS, on any line.
         v = None
         main = (f"{fmt_ratio(x)} from {pairs} so far: interval from {MIN_PAIRS} pairs" if in_progress else
-                f"{fmt_ratio(x)} from {pairs}: {ONE_PAIR_LABEL if n == 1 else 'too few pairs for a result'} "
-                f"(an interval needs {MIN_PAIRS})")
+                f"{fmt_ratio(x)} from one pair: not a result (an interval needs {MIN_PAIRS} pairs)" if n == 1 else
+                f"{fmt_ratio(x)} from {pairs}: too few pairs for a result (an interval needs {MIN_PAIRS})")
         detail = vs.strip()
         text = main + vs
     elif ci is None:
@@ -692,6 +704,13 @@ def result_floor(result: Optional[dict], measure: Optional[str] = None) -> Optio
     'noise_floor' (engine.report.comparison.evaluate), or None."""
     nf = (result or {}).get("noise_floor") or {}
     return (nf.get("half_width") or {}).get(measure or (result or {}).get("measure") or "time_to_accuracy")
+
+
+def comparison_interval(result: Optional[dict]) -> Optional[list]:
+    """The 95% interval [low, high] of a stored comparison result's headline measure, once
+    MIN_PAIRS pairs are in (what its headline shows), else None."""
+    summary = (result or {}).get((result or {}).get("measure") or "time_to_accuracy") or {}
+    return summary.get("ci95") if summary.get("pairs", 0) >= MIN_PAIRS else None
 
 
 def comparison_headline(result: Optional[dict], in_progress: bool = False) -> dict:

@@ -63,13 +63,25 @@ def censored_time(run: dict, epochs: list[dict], target: Optional[float]) -> tup
 
 
 def not_reached(run: dict, epochs: list[dict], target: Optional[float]) -> Optional[str]:
-    """'not reached in N epochs' (or '... yet' while the run is active) when a target
-    is set and no validation reached it; None otherwise."""
+    """'not reached in N epochs' (or '... yet' while the run is active, 'not reached: stopped
+    after N epochs' for a run the user or a signal stopped) when a target is set and no
+    validation reached it; None otherwise."""
     if target is None or time_to_accuracy(epochs, target) is not None:
         return None
     n = len(epochs)
     if run.get("status") in ("queued", "running"):
         return f"not reached yet ({n} epoch{'s' if n != 1 else ''} so far)"
-    if n == 0:  # stopped or failed before its first validation: "in 0 epochs" would read as no training
-        return f"not reached: {run.get('status') or 'ended'} before its first validation"
+    return missed_text(run.get("status"), n)
+
+
+def missed_text(status: Optional[str], n: int) -> str:
+    """Why an ended run (`status`) has no time to its target after `n` validations (epochs):
+    'not reached in N epochs', 'not reached: stopped after N epochs' (cancelled: "in 25 epochs"
+    read as if it had trained them all and missed), or 'not reached: stopped (failed) before its
+    first validation' ("in 0 epochs" read as no training)."""
+    how = "stopped" if status == "cancelled" else status or "ended"
+    if n == 0:
+        return f"not reached: {how} before its first validation"
+    if status == "cancelled":
+        return f"not reached: stopped after {n} epoch{'s' if n != 1 else ''}"
     return f"not reached in {n} epoch{'s' if n != 1 else ''}"

@@ -49,6 +49,13 @@ def no_baseline_caption(run: dict | None) -> str:
     return "No baseline for this run: turn on **Compare with baseline** and launch again to measure the speedup."
 
 
+def _above(comp: dict) -> str:
+    """What to read instead of one pair of comparison `comp`: its interval once it has one."""
+    if stats.comparison_interval(comp.get("result")):
+        return "the comparison's interval above is what to read."
+    return f"the comparison above has no interval yet (it needs {stats.MIN_PAIRS} pairs)."
+
+
 def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tuple | None = None,
                   pair_of: dict | None = None, replay: bool = False) -> None:
     """The headline: time-to-accuracy speedup (what the clock says), then the
@@ -79,7 +86,7 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
     if base["status"] in ACTIVE_STATUSES or run["status"] in ACTIVE_STATUSES:
         st.metric("Speedup of this pair · in progress", "—", border=True,
                   help="held back until both sides have ended: a ratio of a run still warming up means nothing")
-        st.caption("One pair is one sample: " + ("the comparison's interval above is what to read." if pair_of else
+        st.caption("One pair is one sample: " + (_above(pair_of) if pair_of else
                    "a comparison of interleaved pairs has an interval." if replay else
                    "turn off **Reuse stored baseline** for interleaved pairs with an interval."))
         return
@@ -92,12 +99,13 @@ def speedup_panel(base: dict | None, run: dict | None, cmp: dict | None, own: tu
     st.markdown(ONE_PAIR_CSS, unsafe_allow_html=True)
     box = st.container(key="one_pair")
     box.caption(f":material/info: **{stats.ONE_PAIR_LABEL}**: " + (
-        "the comparison's interval above is what to read." if pair_of is not None else
+        _above(pair_of) if pair_of is not None else
         f"baseline #{base['id']} vs run #{run['id']}, no interval" + (
             "; a comparison of interleaved pairs has one." if replay else
             "; turn off **Reuse stored baseline** for interleaved pairs with one.")))
-    if h["ratio"] is not None:
-        box.metric(label, h["value"], delta=h["seconds"], delta_color="off",
+    if h["ratio"] is not None:  # a pair of a comparison: its ratio, no verdict word ("faster") on one pair
+        box.metric(label, ratio_text(h["ratio"]) if pair_of is not None and not h["machines"] else h["value"],
+                   delta=h["seconds"], delta_color="off",
                    border=True, help="seconds from the start of training to the first validation at or above the "
                                      f"target: baseline #{base['id']} vs run #{run['id']}")
     else:

@@ -166,6 +166,12 @@ def quiet_line(store: Store, run: dict, src: LiveMetrics, read_every_s: float = 
     horizon = int(2 * read_every_s)
     if run["status"] == "running":
         p = progress(store, run["id"], source=src)
+        if p and p.get("total_steps") and run.get("cancel_requested"):
+            # Stop was asked for: the line stands where the store has it (it counted on to
+            # "step 306/360" after Stop's toast said "cancelled at step 292/360").
+            return quiet_progress.static_line(
+                f":material/stop_circle: **{chart_style.run_label(run)}**: stopping at step "
+                f"{p['step']}/{p['total_steps']}", p["fraction"])
         if p and p.get("total_steps"):
             return quiet_progress.running_line(chart_style.run_label(run), p, horizon, key=f"r{run['id']}")
         if run.get("started"):  # the worker is up: devices, data, model, tracing
