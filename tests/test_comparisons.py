@@ -119,7 +119,8 @@ def test_adaptive_noisy_pairs_end_at_the_pair_limit(no_queue, store):
     _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else
           (10.0 / speed[run["config"]["seed"]], 100.0))
     comp = cstore.get(store, cid)
-    assert comp["ended_by"].startswith("pair limit (5) reached; interval ±")
+    lo, hi = comp["result"][comp["result"]["measure"]]["ci95"]
+    assert comp["ended_by"] == f"pair limit (5) reached; interval {lo:.2f}x to {hi:.2f}x"
     assert comp["result"]["pairs"] == 5 and comp["result"]["verdict"] == "inconclusive"
 
 

@@ -188,8 +188,9 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
                                                              s.get("min_pairs", stats.MIN_PAIRS), floor):
         return f"stopped after {k} of {s['max_pairs']} pairs: the verdict cannot change"
     if why == "pair limit":
-        hw = summary.get("half_width")
-        return f"pair limit ({s['max_pairs']}) reached" + (f"; interval ±{hw * 100:.0f}%" if hw is not None else "")
+        ci = summary.get("ci95")  # two ends, as every interval is written
+        return f"pair limit ({s['max_pairs']}) reached" + (
+            f"; interval {stats.fmt_ratio(ci[0])} to {stats.fmt_ratio(ci[1])}" if ci else "")
     budget = s.get("budget_s")
     if budget and k:
         elapsed = now - comparison["created"]
