@@ -168,13 +168,15 @@ def quiet_line(store: Store, run: dict, src: LiveMetrics, read_every_s: float = 
 
 
 def launched_banner(runs: list[dict]) -> None:
-    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued."""
+    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued: one
+    small line under the progress lines and Stop (a comparison's first pair can wait minutes for
+    the machine; a full-width banner above pushed both below the fold at 1280x720)."""
     launched = st.session_state.get("launched")
     if not launched:
         return
     status = {r["id"]: r["status"] for r in runs}
     if any(status.get(i) == "queued" for i in launched["ids"]):
-        st.success(launched["msg"], icon=":material/rocket_launch:")
+        st.caption(f":material/rocket_launch: {launched['msg']}")
     else:
         del st.session_state["launched"]
 
@@ -189,7 +191,6 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     its headline, interval, verdict and pair chart lead; while it measures, the page
     stays quiet (progress only: the live charts would slow the run they measure)."""
     comp = comp or cmp_view.lookup(store, run)
-    launched_banner(group)
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     src = source or live_metrics(store)
@@ -212,6 +213,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
         if stop and (active or quiet):
             st.button("Stop", icon=":material/stop:", key="stop", type="primary", on_click=stop_clicked,
                       help="Cancel the active run(s); their metrics stay in the store")
+    launched_banner(group)
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {plain.md(w)}")  # a warning may carry outside text (a bundle)
     if comp is not None and not quiet:
