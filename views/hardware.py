@@ -312,8 +312,11 @@ def bench_results(res: dict) -> None:
     chart, side = st.columns([2.4, 1], gap="medium")
     chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
     with side:
+        # An arrow and a colour only for a verdict: 1.00x "+0%" with a green up-arrow read as a gain.
+        moved = best.get("verdict") not in ("inconclusive", "equivalent") and round((best["speedup"] - 1) * 100) != 0
         st.metric("Best configuration", f"{best['speedup']:.2f}×", border=True,
-                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline",
+                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline" + ("" if moved else " · within noise"),
+                  delta_color="normal" if moved else "off", delta_arrow="auto" if moved else "off",
                   help="median over repeats of its samples/s / the baseline's")
         st.markdown(f"**{bench.cell_name(best)}**")
         if best["speedup"] <= 1.0:
