@@ -15,7 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.base import plain
-from engine.config import FIELD_HELP
+from engine.config import FIELD_HELP, user_model
 from engine.jobs import background, runner
 from engine.lr_find import range_test as lr_find
 from engine.charts import style as chart_style
@@ -53,7 +53,14 @@ def main() -> None:
     f = controls(sb)
     schedule_controls(f, sb)
     advanced_controls(f, sb)
+    # A user's model file is built in a process of its own (about 5 s): the line under Model
+    # says so meanwhile, in the place of the previous run's error, which would stand there stale.
+    checking = f.slots["model"].empty() if user_model(f.values.get("model")) and "model" in f.slots else None
+    if checking is not None:
+        checking.caption(":material/hourglass_top: Checking the model file (it is built once, a few seconds)…")
     cfg, error, err_field, warnings = validate(f.values)
+    if checking is not None:
+        checking.empty()
     hints = hardware_hints(cfg) if cfg else {}
     for name, hint in hints.items():
         f.slots[name].caption(hint)
