@@ -53,9 +53,18 @@ def stop_clicked() -> None:
     """Stop's callback. It runs before the live fragment's body, which may redraw the whole page
     first (a pair has ended): a click read from the button's return value was lost to that.
     The body then redraws the page (`stop_redraw`), so that `quiet_refresh_s` applies."""
-    st.toast(stop_toast(cancel_own()))
+    # Said by the page run that follows (`said_stopped`): an element drawn in a fragment's callback
+    # is not supported, and Streamlit warns of it in the server log.
+    st.session_state["stop_said"] = stop_toast(cancel_own())
     st.session_state["stop_clicked_at"] = time.time()
     st.session_state["stop_redraw"] = True
+
+
+def said_stopped() -> None:
+    """The toast of what Stop cancelled (`stop_clicked`), once, on the page run after the click."""
+    line = st.session_state.pop("stop_said", None)
+    if line:
+        st.toast(line)
 
 
 def stop_toast(lines: list[str]) -> str:

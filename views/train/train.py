@@ -23,7 +23,7 @@ from engine.report import live_refresh
 from engine.store import Store
 from views.components import presenter, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import comparison_block, quiet_refresh_s
+from views.components.live_charts import comparison_block, quiet_refresh_s, said_stopped
 from views.train.checks import hardware_hints, validate, warning_field
 from views.train.commands import commands_panel
 from views.train.controls import advanced_controls, controls, schedule_controls
@@ -80,6 +80,7 @@ def main() -> None:
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
     presenter.toasts_below()  # Stop's toast must not cover Stop
+    said_stopped()
     presenter.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
