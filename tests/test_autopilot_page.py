@@ -145,7 +145,7 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     bars = specs["ap_ablation"]["data"][0]
     assert list(bars["y"]) == ["one_cycle (max LR 0.005, 10 epochs)", "bfloat16"]
     assert list(specs["ap_ablation"]["layout"]["yaxis"]["ticktext"]) == [
-        "one_cycle (max LR 0.005, 10 epochs) · not reached in 20 epochs", "bfloat16 · 1.40x"]
+        "one_cycle (max LR 0.005, 10 epochs)<br>not reached in 20 epochs", "bfloat16 · 1.40x"]
     # The winner's re-runs (2, 2, 4 s) span 1.0-2.0x of their median: shaded, and 1.40x said to be inside it.
     [band] = [s for s in specs["ap_ablation"]["layout"]["shapes"] if s["type"] == "rect"]
     assert (band["x0"], band["x1"]) == (1.0, 2.0)
@@ -375,7 +375,7 @@ def test_the_ablation_chart_draws_each_factors_interval():
     # 1x line ran through it.
     fig = ablation_figure(ab)
     assert bar.textposition == "none"
-    assert list(fig.layout.yaxis.ticktext) == ["label smoothing 0.1 · not reached in 20 epochs",
+    assert list(fig.layout.yaxis.ticktext) == ["label smoothing 0.1<br>not reached in 20 epochs",
                                                "one_cycle · 0.80x", "bfloat16 · 1.40x"]
     assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None
     # Coloured by direction only where the interval excludes 1: 1.05x [0.9408, 1.1719] is grey.

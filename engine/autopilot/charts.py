@@ -29,6 +29,7 @@ KINDS = {
 }
 BEST_COLOR = PALETTE[2]
 NEUTRAL_COLOR = "#9CA3AF"  # a factor whose interval holds 1: no direction to colour
+TICK_CHARS = 36  # an ablation name and its value longer than this take two lines
 # The re-runs' chart: its plot keeps this height (px) whatever its legend takes above it.
 CONFIRM_PLOT_PX = 200
 LEGEND_ROW_PX = 24  # one row of a horizontal legend
@@ -152,7 +153,9 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
     style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
     fig.update_xaxes(rangemode="tozero")
-    fig.update_yaxes(tickvals=names, ticktext=[f"{n} · {t}" for n, t in zip(names, text)])
+    # A long name and its value on two lines: on one, they squeezed the plot to a third of the chart.
+    fig.update_yaxes(tickvals=names, ticktext=[f"{n}{'<br>' if len(n) + len(t) > TICK_CHARS else ' · '}{t}"
+                                               for n, t in zip(names, text)])
     return fig
 
 
