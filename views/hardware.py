@@ -322,11 +322,8 @@ def bench_results(res: dict) -> None:
         if best["speedup"] <= 1.0:
             st.caption("Nothing beat the float32 baseline here: keep the defaults.")
         order = list(range(len(res["cells"])))
-        pick = st.selectbox("Configuration to use", order, index=best_i, key="bench_pick",
-                            format_func=lambda i: (f"{bench.cell_name(res['cells'][i])}: "
-                                                   f"{res['cells'][i]['speedup']:.2f}×"
-                                                   if res["cells"][i]["speedup"] is not None
-                                                   else bench.cell_name(res["cells"][i])))
+        pick = st.selectbox("Configuration to use", order, index=best_i, key="bench_pick", format_func=lambda i: bench.cell_name(
+            res["cells"][i]) + (f": {res['cells'][i]['speedup']:.2f}×" if res["cells"][i]["speedup"] is not None else ""))
         if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:",
                      key="bench_use", on_click=use_cell, args=(res["cells"][pick],), width="stretch",
                      help="Set precision, steps per execution, XLA and devices on the Train page "
