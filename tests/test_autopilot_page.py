@@ -145,7 +145,8 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     bars = specs["ap_ablation"]["data"][0]
     assert list(bars["y"]) == ["one_cycle (max LR 0.005, 10 epochs)", "bfloat16"]
     assert list(specs["ap_ablation"]["layout"]["yaxis"]["ticktext"]) == [
-        "one_cycle (max LR 0.005, 10 epochs)<br>not reached in 20 epochs", "bfloat16 · 1.40x"]
+        "one_cycle (max LR 0.005, 10 epochs)<br>not reached in 20 epochs", "bfloat16 · 1.40x (within noise)"]
+    assert bars["marker"]["color"][1] == "#9CA3AF"  # inside the winner's own spread: grey, no direction
     # The winner's re-runs (2, 2, 4 s) span 1.0-2.0x of their median: shaded, and 1.40x said to be inside it.
     [band] = [s for s in specs["ap_ablation"]["layout"]["shapes"] if s["type"] == "rect"]
     assert (band["x0"], band["x1"]) == (1.0, 2.0)

@@ -133,8 +133,11 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     names = [a["label"] for a in rows]
     factors = [a.get("factor") or 0.0 for a in rows]
     cis = [a.get("ci95") if a.get("factor") else None for a in rows]
-    text = [(f"{a['factor']:.2f}x" + (" (within noise)" if ci and ci[0] <= 1 <= ci[1] else ""))
-            if a.get("factor") else (a.get("note") or "not run") for a, ci in zip(rows, cis)]
+    # Within noise: an interval that holds 1, or (the older rule) a factor inside the winner's re-run spread.
+    noise = [bool(ci and ci[0] <= 1 <= ci[1]) or bool(not ci and spread and f and spread[0] <= f <= spread[1])
+             for ci, f in zip(cis, factors)]
+    text = [(f"{a['factor']:.2f}x" + (" (within noise)" if quiet else "")) if a.get("factor")
+            else (a.get("note") or "not run") for a, quiet in zip(rows, noise)]
     error = (dict(type="data", symmetric=False, color="#374151", thickness=1.5,
                   array=[ci[1] - f if ci else 0.0 for ci, f in zip(cis, factors)],
                   arrayminus=[f - ci[0] if ci else 0.0 for ci, f in zip(cis, factors)])
@@ -144,8 +147,8 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     fig = go.Figure(go.Bar(
         x=factors, y=names, orientation="h", customdata=text, textposition="none",
         cliponaxis=False, error_x=error,
-        marker=dict(color=[NEUTRAL_COLOR if ci and ci[0] <= 1 <= ci[1] else PALETTE[0] if f >= 1 else PALETTE[1]
-                           for f, ci in zip(factors, cis)]),
+        marker=dict(color=[NEUTRAL_COLOR if quiet else PALETTE[0] if f >= 1 else PALETTE[1]
+                           for f, quiet in zip(factors, noise)]),
         hovertemplate="%{y}: %{customdata}<extra>without it / winner</extra>", showlegend=False))
     if spread:
         # No label inside: on a two-bar chart it had no room (the page's caption names the band).
