@@ -144,7 +144,9 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert values(by["best so far"]["y"]) == [3.0, 3.0, 2.5, 2.5] and by["best so far"]["line"]["shape"] == "hv"
     bars = specs["ap_ablation"]["data"][0]
     assert list(bars["y"]) == ["one_cycle (max LR 0.005, 10 epochs)", "bfloat16"]
-    assert list(bars["text"]) == ["not reached in 20 epochs", "1.40x"]
+    assert list(specs["ap_ablation"]["layout"]["yaxis"]["ticktext"]) == [
+        "one_cycle (max LR 0.005, 10 epochs)<br>not reached in 20 epochs", "bfloat16 · 1.40x (within noise)"]
+    assert bars["marker"]["color"][1] == "#9CA3AF"  # inside the winner's own spread: grey, no direction
     # The winner's re-runs (2, 2, 4 s) span 1.0-2.0x of their median: shaded, and 1.40x said to be inside it.
     [band] = [s for s in specs["ap_ablation"]["layout"]["shapes"] if s["type"] == "rect"]
     assert (band["x0"], band["x1"]) == (1.0, 2.0)
@@ -159,6 +161,7 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert "Medians: winner 2.00 s, baseline 5.00 s (3 re-run pairs, each round on its own seed)." in texts(at.caption)
     assert "4 trials in the 300 s search, then the runoff, the re-runs and the ablation." in texts(at.markdown)
     assert not at.button(key="ap_use_btn").disabled and not at.warning
+    assert at.button(key="ap_use_btn").proto.type == "primary"  # a confirmed 'faster'
     assert ("Trial 3 (run #3): 2.50 s to 0.95 in the search; re-run on 2 other seeds: 2.70 s, 2.60 s (of the 2 "
             "fastest trials, it reached the target on the most seeds, then had the lowest mean time).") in texts(at.caption)
     table = at.dataframe[0]
@@ -388,7 +391,9 @@ def test_the_form_shows_the_last_searchs_settings(store_home):
 
 @pytest.mark.unit
 def test_the_ablation_chart_draws_each_factors_interval():
+    from engine.autopilot import charts as charts_mod
     from engine.autopilot.charts import ablation_figure
+    from engine.charts import style as chart_style
 
     ab = autopilot.ablation_intervals(
         [{"label": "bfloat16", "run_id": 20, "factor": 1.4}, {"label": "one_cycle", "run_id": 21, "factor": 0.8},
@@ -399,9 +404,19 @@ def test_the_ablation_chart_draws_each_factors_interval():
     assert list(bar.y) == ["label smoothing 0.1", "one_cycle", "bfloat16"]
     assert list(bar.error_x.arrayminus) == pytest.approx([0.0, 0.8 - 0.71678, 1.4 - 1.25437], abs=1e-4)
     assert list(bar.error_x.array) == pytest.approx([0.0, 0.89288 - 0.8, 1.56254 - 1.4], abs=1e-4)
-    # Labels with an interval sit inside the bar at its start, clear of the error bar; a note stays outside.
-    assert list(bar.textposition) == ["outside", "inside", "inside"]
+    # Issue 57: each value beside its name on the axis, none on the bar where the error bar and the
+    # 1x line ran through it.
+    fig = ablation_figure(ab)
+    assert bar.textposition == "none"
+    assert list(fig.layout.yaxis.ticktext) == ["label smoothing 0.1<br>not reached in 20 epochs",
+                                               "one_cycle · 0.80x", "bfloat16 · 1.40x"]
     assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None
+    # Coloured by direction only where the interval excludes 1: 1.05x [0.9408, 1.1719] is grey.
+    ab = autopilot.ablation_intervals([{"label": "ema", "run_id": 22, "factor": 1.05},
+                                       {"label": "bfloat16", "run_id": 20, "factor": 1.4}], [2.0, 2.1, 1.9, 2.05, 1.95])
+    fig = ablation_figure(ab)
+    assert list(fig.data[0].marker.color) == [charts_mod.NEUTRAL_COLOR, chart_style.PALETTE[0]]
+    assert list(fig.layout.yaxis.ticktext) == ["ema · 1.05x (within noise)", "bfloat16 · 1.40x"]
 
 
 @pytest.mark.page
@@ -431,3 +446,29 @@ def test_the_form_says_what_the_re_runs_add_and_the_rounds_count_down(store_home
     no_errors(at)
     # 4 runs in 100 s: 8 left x 25 s = 200 s
     assert "round 2: winner · run 5 of 12, about 3 min left · run #9" in texts(at.markdown)
+
+
+@pytest.mark.unit
+def test_a_trial_that_did_not_reach_is_never_below_the_best_and_a_long_legend_keeps_the_plot():
+    from engine.autopilot import charts as charts_mod
+
+    trials = [{"trial": 1, "kind": "reached", "time_to_target_sec": 4.0, "best_so_far_sec": 4.0},
+              {"trial": 2, "kind": "share", "time_to_target_sec": None, "elapsed_sec": 1.5, "best_so_far_sec": 4.0},
+              {"trial": 3, "kind": "budget", "time_to_target_sec": None, "elapsed_sec": 6.0, "best_so_far_sec": 4.0},
+              {"trial": 4, "kind": "reached", "time_to_target_sec": 3.0, "best_so_far_sec": 3.0}]
+    # Trial 2 stopped at 1.5 s without reaching: drawn at the best so far (4 s), not below it.
+    assert charts_mod.trials_frame(trials)["y"].tolist() == [4.0, 4.0, 6.0, 3.0]
+    # Seven configurations in the re-runs' legend: 3 rows of 24 px above a 200 px plot.
+    runs = [{"name": f"config {i}", "round": r, "time_to_target_sec": 2.0 + i} for i in range(7) for r in (1, 2)]
+    assert charts_mod.confirm_figure(runs, 0.95).layout.height == 76 + 200 + 3 * 24
+    assert charts_mod.confirm_figure(runs[:4], 0.95).layout.height == 300  # two names: as before
+
+
+@pytest.mark.page
+def test_an_inconclusive_winner_is_no_primary_recommendation(store_home):
+    state = done_state()
+    state["confirm"]["speedup"].update(verdict="inconclusive", ci95=[0.49, 3.56])  # issue 57: 1.32x (-51% to +256%)
+    background.write_json(autopilot.progress_path(), state)
+    at = app(PAGE)
+    no_errors(at)
+    assert at.button(key="ap_use_btn").proto.type == "secondary"

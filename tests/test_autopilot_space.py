@@ -413,3 +413,13 @@ def test_same_seed_gives_the_same_proposals():
     got = [prop.ask()[1] for _ in range(2)]
     assert got == [hint, second]
     assert sequence(8)[1:] != a[1:]  # another seed proposes otherwise
+
+
+def test_a_runoff_with_one_finalist_is_skipped_with_a_word(store_home):
+    # Issue 57: the form promises a runoff; with one trial at the target it was skipped without a word.
+    ap = autopilot.Autopilot(DIGITS, 0.95, 120, seed=3, repeats=0, explain=False, lr_find="no", facts=JAX_FACTS)
+    ap.state["trials"] = [{"trial": 1, "kind": "reached", "time_to_target_sec": 2.0},
+                          {"trial": 2, "kind": "pruned", "time_to_target_sec": None}]
+    assert ap.runoff() is None
+    assert ap.state["notes"] == ["no runoff: 1 trial reached the target, so there was nothing to choose between "
+                                 "on new seeds"]

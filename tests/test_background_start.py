@@ -107,6 +107,14 @@ def test_a_start_after_the_first_ended_goes_through(fake_spawn, store_home):
     assert len(fake_spawn) == 2
 
 
+def _in_order(node) -> list:
+    """Every element under an AppTest block, in the order the page draws them."""
+    kids = getattr(node, "children", None)
+    if not isinstance(kids, dict):
+        return [node]
+    return [e for k in sorted(kids) for e in _in_order(kids[k])]
+
+
 @pytest.mark.page
 def test_launch_clicked_twice_queues_one_comparison_and_shows_it(store, monkeypatch, fake_cpu):
     from engine.jobs import runner
@@ -119,7 +127,11 @@ def test_launch_clicked_twice_queues_one_comparison_and_shows_it(store, monkeypa
     at.selectbox(key="model").set_value("mlp")
     at.selectbox(key="precision").set_value("mixed_bfloat16").run()
     at.button(key="launch").click().run()
-    assert "Queued comparison #1: up to 5 interleaved pairs" in texts(at.success)
+    assert "Queued comparison #1: up to 5 interleaved pairs" in texts(at.caption)
+    # Issue 57: a small line under the progress lines and Stop, never a banner above them.
+    order = _in_order(at.main)
+    banner = next(i for i, e in enumerate(order) if "Queued comparison #1" in str(getattr(e, "value", "")))
+    assert order.index(at.button(key="stop")) < banner and not at.success
     at.button(key="launch").click().run()  # the second click of a double click
     no_errors(at)
     assert len(cstore.list_all(store)) == 1

@@ -115,11 +115,13 @@ def test_loss_figure_compares_plain_validation_ce_and_labels_smoothed_training_l
 
 
 def test_time_figure_stacks_the_parts_of_each_run():
-    b = {"setup": 4.0, "warmup": 1.0, "train": 2.5, "data_wait": 0.5, "validation": 1.0, "other": 1.0, "wall": 10.0}
+    b = {"waiting": 2.0, "setup": 4.0, "warmup": 1.0, "train": 2.5, "data_wait": 0.5, "validation": 1.0,
+         "other": 1.0, "wall": 12.0}
     fig = train_charts.time_figure([("baseline #1", b), ("run #2", None)])
-    assert [t.name for t in fig.data] == ["setup", "warm-up", "training", "data wait", "validation", "other"]
-    assert [list(t.x) for t in fig.data] == [[4.0], [1.0], [2.5], [0.5], [1.0], [1.0]]
-    assert fig.layout.barmode == "stack" and fig.data[0].customdata[0][1] == 40.0  # % of the 10 s wall
+    assert [t.name for t in fig.data] == ["waiting for a worker", "setup", "warm-up", "training", "data wait",
+                                          "validation", "other"]
+    assert [list(t.x) for t in fig.data] == [[2.0], [4.0], [1.0], [2.5], [0.5], [1.0], [1.0]]
+    assert fig.layout.barmode == "stack" and fig.data[1].customdata[0][1] == 100 * 4.0 / 12.0  # % of 12 s
 
 
 def test_speedup_figure_puts_baseline_at_one():

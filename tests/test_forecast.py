@@ -56,6 +56,9 @@ def test_forecast_needs_a_one_replica_run_and_says_when_c2_is_missing():
     other["config"]["batch_size"] = 64                # not the same configuration
     f = fc.forecast(one, [other])
     assert f["c2"] == 0 and f["two_id"] is None and "communication left out" in f["c2_source"]
+    # The caption is words, no variable name (issue 57: "c2 no 2-replica run").
+    assert ("ring all-reduce: no 2-replica run of this configuration, so communication left out."
+            in fc.caption(f)) and "c2" not in fc.caption(f)
 
 
 def test_auto_and_cpu_device_types_match_on_the_same_device_kind():

@@ -225,3 +225,23 @@ def test_benchmark_refused_while_a_run_is_active_and_failures_shown(store):
     at = app(PAGE)
     assert ("The last benchmark failed: benchmark worker exited with code 1: ResourceExhaustedError: OOM"
             in texts(at.error))
+
+
+def test_a_best_configuration_within_noise_has_no_arrow(store_home):
+    # Issue 57: "1.00x ↑ +0%" with a green up-arrow read as a gain.
+    cache(store_home, facts())
+    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
+    # Cell 6 against the baseline per repeat: 0.98, 1.002, 1.03 (median 1.002, interval holds 1); the rest 0.9.
+    ratio = {6: (0.98, 1.002, 1.03)}
+    samples = [{"cell": i, "repeat": r, "warmup_sec": 1.0,
+                "samples_per_sec": 1000.0 * (1.0 if i == 0 else ratio.get(i, (0.9,) * 3)[r])}
+               for r in range(3) for i in range(len(cells))]
+    result = bench.summarize(cells, samples)
+    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=70.0, repeats=3)
+    bench.save(result)
+    at = app(PAGE)
+    no_errors(at)
+    m = {m.label: m for m in at.metric}["Best configuration"]
+    assert m.value == "1.00×" and m.proto.delta == "+0% vs baseline · within noise"
+    assert m.proto.color == 2 and m.proto.direction == 2  # MetricProto: delta colour GRAY, direction NONE
+    assert result["best"]["speedup"] == pytest.approx(1.002) and result["best"]["verdict"] == "inconclusive"

@@ -64,7 +64,10 @@ def test_the_baseline_figure_is_the_runs_tables_wall_and_the_wait_is_said_apart(
             rid = s.create_run(RunConfig().to_json(), role="baseline", status="completed")
             s.update_run(rid, started=100.0, ended=100.0 + elapsed,
                          summary={"time_to_target_sec": 3.0, "train_sec": 3.0, "wall_sec": wall})
+        # A row with no start time (an imported one): no clock to read, not "1,796,561,185 s waiting".
+        rid = s.create_run(RunConfig().to_json(), role="baseline", status="completed")
+        s.update_run(rid, ended=1_796_561_187.0, summary={"time_to_target_sec": 3.0, "wall_sec": 2.0})
         est = rerun_time.before_start(s, "digits", "cnn", 5, False, False, 3)
-    assert (est["baseline_wall_s"], est["baseline_elapsed_s"]) == (6.0, 24.0)  # medians
+    assert (est["baseline_wall_s"], est["baseline_elapsed_s"]) == (6.0, 24.0)  # medians of the three
     # 3 runoff + 5 x 2 confirming: 5 baselines x 24 s + 8 winner-like x (21 + 0.2 x 3) s = 292.8 s
     assert est["low_s"] == pytest.approx(292.8)

@@ -288,8 +288,8 @@ def test_real_run_launched_from_the_train_page(store_home):
     at.number_input(key="steps_per_execution").set_value(4).run()
     at.button(key="launch").click().run()
     no_errors(at)
-    assert "Queued comparison #1: up to 5 interleaved pairs" in texts(at.success)
-    assert "(first: baseline #1, run #2)" in texts(at.success)
+    assert "Queued comparison #1: up to 5 interleaved pairs" in texts(at.caption)
+    assert "(first: baseline #1, run #2)" in texts(at.caption)
     try:
         for rid in (1, 2):
             assert runner.wait(rid, poll_s=0.25, timeout_s=180)["status"] == "completed"
@@ -405,7 +405,7 @@ def test_after_launch_the_previous_speedup_is_gone(store, fake_cpu):
     at.button(key="launch").click().run()
     try:
         no_errors(at)
-        assert f"(first: baseline #{r + 1}, run #{r + 2})" in texts(at.success)
+        assert f"(first: baseline #{r + 1}, run #{r + 2})" in texts(at.caption)
         metrics = {m.label: m.value for m in at.metric}
         # The new comparison measures: the page is quiet (no run metrics), never the old 1.50×.
         assert "Steady" not in metrics and "1.50×" not in metrics.values()

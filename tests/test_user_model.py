@@ -294,6 +294,7 @@ def test_train_page_takes_a_model_path_from_the_link_and_shows_the_engines_line(
     assert at.text_input(key="model_file").value == spec
     line = f"model: {spec!r} names a file that does not exist; give the path of a .py or .keras file on this machine"
     assert plain.md(line) in [e.value for e in at.error]  # outside text (a typed path) as plain text
+    assert not any("Checking the model file" in c.value for c in at.caption)  # said while checking only
     assert at.button(key="launch").disabled
     uploaders = lambda: [u for u in at.get("file_uploader") if "model_upload" in str(getattr(u, "key", ""))]  # noqa: E731
     assert len(uploaders()) == 1  # .streamlit/config.toml: localhost only, so a .keras upload is offered
@@ -305,3 +306,15 @@ def test_train_page_takes_a_model_path_from_the_link_and_shows_the_engines_line(
     at.run()
     assert any("Uploading a .keras model is offered when" in c.value for c in at.caption)
     assert not uploaders()
+
+
+def test_an_own_model_is_named_by_its_file_never_its_server_path():
+    # Issue 57: an own-model run read "baseline fp32" and its caption showed the absolute path.
+    from engine.charts import style as chart_style
+
+    run = {"id": 7, "role": "baseline", "config": {"model": "/srv/speedlab/users/ann/my_net.py:build",
+                                                   "precision": "float32", "dataset": "digits", "batch_size": 64}}
+    assert chart_style.run_label(run) == "#7 baseline fp32 · my_net.py:build"
+    assert chart_style.config_summary(run["config"]).startswith("digits · my_net.py:build · fp32")
+    assert chart_style.model_name("/tmp/a b/*x*<i>.keras") == "-x--i-.keras"  # inert in markdown and HTML
+    assert chart_style.model_name("cnn") == "cnn"

@@ -164,7 +164,7 @@ def status(p: dict) -> None:
                 else cur.get("label", "") if cur else "")
         conf = p.get("confirm") if phase == "confirm" else None
         left = rerun_time.left_in_confirm(conf)
-        rounds = (f"run {len(conf.get('runs') or []) + 1} of {conf['planned']}"
+        rounds = (f"run {min(len(conf.get('runs') or []) + 1, conf['planned'])} of {conf['planned']}"
                   + (f", about {rerun_time.minutes(left)} left" if left is not None else "") + " · "
                   if conf and conf.get("planned") else "")
         st.markdown(f":material/autorenew: **{PHASES.get(phase, phase).capitalize()}** · {what} · {rounds}run "
@@ -336,7 +336,8 @@ def result(p: dict) -> None:
         st.caption(f"Trial {w['trial']} (run #{w['run_id']}): {w['search_time_to_target_sec']:.2f} s to "
                    f"{target:g} in the search{runoff}. " + chart_style.config_summary(w["config"]))
         # Not while the autopilot still runs: the Train page could not launch it before the end anyway.
-        if st.button("Use this configuration", type="secondary" if slower else "primary",
+        # Primary only for a confirmed 'faster': an inconclusive 1.32x (-51% to +256%) is no recommendation.
+        if st.button("Use this configuration", type="primary" if sp.get("verdict") == "faster" else "secondary",
                      icon=":material/arrow_forward:", key="ap_use_btn", disabled=not finished,
                      on_click=handoff.hand_over, args=(handoff.differing(w["config"]), True), width="stretch",
                      help="Fill the Train page with the winner's settings" if finished

@@ -296,18 +296,18 @@ def bench_results(res: dict) -> None:
     chart, side = st.columns([2.4, 1], gap="medium")
     chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
     with side:
+        # An arrow and a colour only for a verdict: 1.00x "+0%" with a green up-arrow read as a gain.
+        moved = best.get("verdict") not in ("inconclusive", "equivalent") and round((best["speedup"] - 1) * 100) != 0
         st.metric("Best configuration", f"{best['speedup']:.2f}×", border=True,
-                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline",
+                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline" + ("" if moved else " · within noise"),
+                  delta_color="normal" if moved else "off", delta_arrow="auto" if moved else "off",
                   help="median over repeats of its samples/s / the baseline's")
         st.markdown(f"**{bench.cell_name(best)}**")
         if best["speedup"] <= 1.0:
             st.caption("Nothing beat the float32 baseline here: keep the defaults.")
         order = list(range(len(res["cells"])))
-        pick = st.selectbox("Configuration to use", order, index=best_i, key="bench_pick",
-                            format_func=lambda i: (f"{bench.cell_name(res['cells'][i])}: "
-                                                   f"{res['cells'][i]['speedup']:.2f}×"
-                                                   if res["cells"][i]["speedup"] is not None
-                                                   else bench.cell_name(res["cells"][i])))
+        pick = st.selectbox("Configuration to use", order, index=best_i, key="bench_pick", format_func=lambda i: bench.cell_name(
+            res["cells"][i]) + (f": {res['cells'][i]['speedup']:.2f}×" if res["cells"][i]["speedup"] is not None else ""))
         if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:",
                      key="bench_use", on_click=handoff.hand_over, width="stretch",
                      args=({**bench.to_config_changes(res["cells"][pick]), "workers": 1}, False),

@@ -28,16 +28,27 @@ KINDS = {
     "stopped": ("stopped", "square-open", BASELINE_COLOR),
 }
 BEST_COLOR = PALETTE[2]
+NEUTRAL_COLOR = "#9CA3AF"  # a factor whose interval holds 1: no direction to colour
+TICK_CHARS = 36  # an ablation name and its value longer than this take two lines
+# The re-runs' chart: its plot keeps this height (px) whatever its legend takes above it.
+CONFIRM_PLOT_PX = 200
+LEGEND_ROW_PX = 24  # one row of a horizontal legend
+LEGEND_PER_ROW = 3  # names of a configuration per legend row at the page's half width
 
 
 def trials_frame(trials: list[dict]) -> pd.DataFrame:
-    """One row per trial: 'trial', 'y' (time to target, else training s used;
-    None for a trial stopped before it trained, which would read as the fastest at 0 s),
+    """One row per trial: 'trial', 'y' (time to target, else training s used, at least the best
+    time so far before it: a trial stopped early is no faster than the best; None for a trial
+    stopped before it trained, which would read as the fastest at 0 s),
     'kind', 'label', 'reason', 'run_id', 'best' (best time so far after it, s)."""
-    rows = [{"trial": t["trial"], "y": t["time_to_target_sec"] if t.get("time_to_target_sec") is not None
-             else t.get("elapsed_sec") or None, "kind": t["kind"], "label": t.get("label", ""),
-             "reason": t.get("reason", ""), "run_id": t.get("run_id"), "best": t.get("best_so_far_sec")}
-            for t in trials]
+    rows, best = [], None
+    for t in trials:
+        y = t["time_to_target_sec"] if t.get("time_to_target_sec") is not None else t.get("elapsed_sec") or None
+        if t.get("time_to_target_sec") is None and y is not None and best is not None:
+            y = max(y, best)  # it never got there: never drawn below the best line, as if faster
+        rows.append({"trial": t["trial"], "y": y, "kind": t["kind"], "label": t.get("label", ""),
+                     "reason": t.get("reason", ""), "run_id": t.get("run_id"), "best": t.get("best_so_far_sec")})
+        best = t.get("best_so_far_sec") if t.get("best_so_far_sec") is not None else best
     return pd.DataFrame(rows, columns=["trial", "y", "kind", "label", "reason", "run_id", "best"])
 
 
@@ -121,26 +132,33 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     rows = sorted(rows, key=lambda a: a.get("factor") or 0.0)
     names = [a["label"] for a in rows]
     factors = [a.get("factor") or 0.0 for a in rows]
-    text = [f"{a['factor']:.2f}x" if a.get("factor") else (a.get("note") or "not run") for a in rows]
     cis = [a.get("ci95") if a.get("factor") else None for a in rows]
+    # Within noise: an interval that holds 1, or (the older rule) a factor inside the winner's re-run spread.
+    noise = [bool(ci and ci[0] <= 1 <= ci[1]) or bool(not ci and spread and f and spread[0] <= f <= spread[1])
+             for ci, f in zip(cis, factors)]
+    text = [(f"{a['factor']:.2f}x" + (" (within noise)" if quiet else "")) if a.get("factor")
+            else (a.get("note") or "not run") for a, quiet in zip(rows, noise)]
     error = (dict(type="data", symmetric=False, color="#374151", thickness=1.5,
                   array=[ci[1] - f if ci else 0.0 for ci, f in zip(cis, factors)],
                   arrayminus=[f - ci[0] if ci else 0.0 for ci, f in zip(cis, factors)])
              if any(cis) else None)
-    # A factor with an interval is labelled inside its bar, at its start: at the end, the label sat on the
-    # error bar (whose lower whisker runs back into the bar).
-    where = ["inside" if ci else "outside" for ci in cis]
+    # Each factor is written beside its name on the axis, not on the bar: on the bar, the error
+    # bar and the 1x line ran through it. An interval holding 1 says no direction: neutral grey.
     fig = go.Figure(go.Bar(
-        x=factors, y=names, orientation="h", text=text, textposition=where, insidetextanchor="start",
+        x=factors, y=names, orientation="h", customdata=text, textposition="none",
         cliponaxis=False, error_x=error,
-        marker=dict(color=[PALETTE[0] if (f or 0) >= 1 else PALETTE[1] for f in factors]),
-        hovertemplate="%{y}: %{text}<extra>without it / winner</extra>", showlegend=False))
+        marker=dict(color=[NEUTRAL_COLOR if quiet else PALETTE[0] if f >= 1 else PALETTE[1]
+                           for f, quiet in zip(factors, noise)]),
+        hovertemplate="%{y}: %{customdata}<extra>without it / winner</extra>", showlegend=False))
     if spread:
         # No label inside: on a two-bar chart it had no room (the page's caption names the band).
         fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="#9ca3af", opacity=0.18, line_width=0, layer="below")
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
     style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
     fig.update_xaxes(rangemode="tozero")
+    # A long name and its value on two lines: on one, they squeezed the plot to a third of the chart.
+    fig.update_yaxes(tickvals=names, ticktext=[f"{n}{'<br>' if len(n) + len(t) > TICK_CHARS else ' · '}{t}"
+                                               for n, t in zip(names, text)])
     return fig
 
 
@@ -154,7 +172,10 @@ def confirm_figure(runs: list[dict], target: float, title: Optional[str] = None,
         return empty_figure("waiting for the re-runs ...", height, "round", "time to target (s)", title)
     fig = go.Figure()
     colors = {"baseline": BASELINE_COLOR, "winner": PALETTE[0]}
-    for i, name in enumerate(dict.fromkeys(r["name"] for r in done)):
+    names = list(dict.fromkeys(r["name"] for r in done))
+    # A 7-name legend squeezed the plot to ~70 px: the figure grows with the legend's rows instead.
+    height = max(height, 76 + CONFIRM_PLOT_PX + LEGEND_ROW_PX * -(-len(names) // LEGEND_PER_ROW))  # 76: margins
+    for i, name in enumerate(names):
         g = [r for r in done if r["name"] == name]
         fig.add_trace(go.Scatter(x=[r["round"] for r in g], y=[r["time_to_target_sec"] for r in g],
                                  mode="lines+markers", name=name,

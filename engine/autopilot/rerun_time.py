@@ -52,7 +52,9 @@ def recent_baseline_runs(store: Store, dataset: str, model: str, n: int = RECENT
     rows = []
     for r in store.query_runs(where, (dataset, model), limit=n):
         s = r.get("summary") or {}
-        wall = (r.get("ended") or 0) - (r.get("started") or 0)
+        if not r.get("started") or not r.get("ended"):  # no clock to read (an imported or damaged row)
+            continue
+        wall = r["ended"] - r["started"]
         train = s.get("time_to_target_sec") or s.get("train_sec")
         if wall > 0 and train and 0 < train <= wall:
             rows.append((r["id"], float(wall), float(train), float(s.get("wall_sec") or wall)))

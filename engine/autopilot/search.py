@@ -879,7 +879,11 @@ class Autopilot:
         """
         reached = sorted((t for t in self.state["trials"] if t["kind"] == "reached"),
                          key=lambda t: (t["time_to_target_sec"], t["trial"]))[:k]
-        if len(reached) < 2 or self.stop.is_set():
+        if self.stop.is_set():
+            return None
+        if len(reached) < 2:  # promised before Start: say why it did not run
+            self._note(f"no runoff: {len(reached)} trial{'' if len(reached) == 1 else 's'} reached the target, "
+                       "so there was nothing to choose between on new seeds")
             return None
         seeds = runoff_seeds(self.base.seed, self.repeats, n_seeds)
         runs = [{"trial": t["trial"], "label": t["label"], "time_to_target_sec": t["time_to_target_sec"],

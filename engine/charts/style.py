@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.config import MODELS, user_model
 from engine.store import from_outside_script
 
 
@@ -76,13 +77,30 @@ def run_color(run_id: int, role: str = "run", config: Optional[Mapping] = None) 
     return PALETTE[(int(run_id) - 1) % len(PALETTE)]
 
 
+def model_name(model) -> str:
+    """A model as a page shows it: a built-in's name, or a user's model file by its file name
+    only ('net.py:build', 'model.keras'), never the server's absolute path, with anything but
+    letters, digits, '.', '_' and '-' as '-' (outside text: inert in markdown, HTML and CSV)."""
+    import os
+
+    spec = user_model(model)
+    if spec is None:
+        return str(model)
+    path, fn = spec
+    name = re.sub(r"[^\w.-]", "-", os.path.basename(path), flags=re.ASCII)
+    return name + (f":{re.sub(r'[^A-Za-z0-9_]', '-', fn)}" if fn else "")
+
+
 def run_label(run: Mapping) -> str:
-    """Short legend name, e.g. '#6 mixed bf16 · 2 dev (sim)' or '#5 baseline fp32'."""
+    """Short legend name, e.g. '#6 mixed bf16 · 2 dev (sim)', '#5 baseline fp32' or, for a user's
+    model, '#7 baseline fp32 · net.py:build'."""
     cfg = run.get("config") or {}
     summ = run.get("summary") or {}
     plan = run.get("plan") or {}
     parts = [f"#{run['id']}" + (" baseline" if run.get("role") == "baseline" else "")]
     parts[0] += " " + PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision")))
+    if cfg.get("model") not in (None, *MODELS):  # a user's model: which one, by its file name
+        parts.append(model_name(cfg["model"]))
     devices = cfg.get("devices", 1)
     if devices > 1:
         simulated = summ.get("replicas_simulated", plan.get("replicas_simulated"))
@@ -141,7 +159,7 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
     data = str(cfg.get("dataset", "?"))
     if cfg.get("label_subset"):
         data += " labels " + ",".join(str(v) for v in cfg["label_subset"])
-    model = str(cfg.get("model", "?"))
+    model = model_name(cfg.get("model", "?"))
     if cfg.get("image_size"):
         model += f" {cfg['image_size']}px"
     if cfg.get("pretrained"):

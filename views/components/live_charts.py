@@ -61,9 +61,18 @@ def stop_clicked() -> None:
     """Stop's callback. It runs before the live fragment's body, which may redraw the whole page
     first (a pair has ended): a click read from the button's return value was lost to that.
     The body then redraws the page (`stop_redraw`), so that `quiet_refresh_s` applies."""
-    st.toast(stop_toast(cancel_own()))
+    # Said by the page run that follows (`said_stopped`): an element drawn in a fragment's callback
+    # is not supported, and Streamlit warns of it in the server log.
+    st.session_state["stop_said"] = stop_toast(cancel_own())
     st.session_state["stop_clicked_at"] = time.time()
     st.session_state["stop_redraw"] = True
+
+
+def said_stopped() -> None:
+    """The toast of what Stop cancelled (`stop_clicked`), once, on the page run after the click."""
+    line = st.session_state.pop("stop_said", None)
+    if line:
+        st.toast(line)
 
 
 def stop_toast(lines: list[str]) -> str:
@@ -182,13 +191,15 @@ def quiet_line(store: Store, run: dict, src: LiveMetrics, read_every_s: float = 
 
 
 def launched_banner(runs: list[dict]) -> None:
-    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued."""
+    """'Queued baseline #n, then run #m' while a run launched from this tab is still queued: one
+    small line under the progress lines and Stop (a comparison's first pair can wait minutes for
+    the machine; a full-width banner above pushed both below the fold at 1280x720)."""
     launched = st.session_state.get("launched")
     if not launched:
         return
     status = {r["id"]: r["status"] for r in runs}
     if any(status.get(i) == "queued" for i in launched["ids"]):
-        st.success(launched["msg"], icon=":material/rocket_launch:")
+        st.caption(f":material/rocket_launch: {launched['msg']}")
     else:
         del st.session_state["launched"]
 
@@ -203,7 +214,6 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     its headline, interval, verdict and pair chart lead; while it measures, the page
     stays quiet (progress only: the live charts would slow the run they measure)."""
     comp = comp or cmp_view.lookup(store, run)
-    launched_banner(group)
     shown = [r for r in ([base] if base and base not in group else []) + group]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     src = source or live_metrics(store)
@@ -226,6 +236,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
         if stop and (active or quiet):
             st.button("Stop", icon=":material/stop:", key="stop", type="primary", on_click=stop_clicked,
                       help="Cancel the active run(s); their metrics stay in the store")
+    launched_banner(group)
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
         st.caption(f":material/info: {plain.md(w)}")  # a warning may carry outside text (a bundle)
     if comp is not None and not quiet:

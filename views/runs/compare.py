@@ -220,4 +220,4 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
     unlike = bars[~bars["note"].isin(["baseline", "like for like"])]
     if len(unlike):
         c1.caption(f":material/warning: {len(unlike)} run(s) are not like with like "
-                   "(different data, model or batch): hover a bar for why.")
+                   "(another batch size, synthetic data shape or machine): hover a bar for why.")

@@ -10,6 +10,7 @@ import streamlit as st
 
 from engine import bundle
 from engine.base import csv_safe, plain
+from engine.charts import style as chart_style
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
 from views.runs.compare import pick_label, started
 
@@ -147,7 +148,8 @@ def trash_section(store: Store) -> None:
         labels = {}
         for r in runs:
             cfg = r["config"] or {}
-            what = (f"{cfg.get('dataset')} · {cfg.get('model')} · {cfg.get('precision')}" if r["config"]
+            what = (f"{cfg.get('dataset')} · {chart_style.model_name(cfg.get('model'))} · {cfg.get('precision')}"
+                    if r["config"]
                     else f"damaged: {r['reason']}")
             left = max(0.0, (r["trashed"] + trash_retention_s() - time.time()) / 86400)
             labels[r["id"]] = f"#{r['id']} · {what} · {r['status']} · removed for good in {left:.1f} days"

@@ -49,6 +49,10 @@ class Form:
         # Bound to the URL: a configuration is shareable and survives page switches.
         kw.setdefault("key", name)
         kw.setdefault("bind", "query-params")
+        if kw["key"] in st.session_state:  # its value is there (a preset, the LR finder, a saved run set it):
+            if kw.get("value") is not None:  # a default beside it makes Streamlit warn in the server log
+                del kw["value"]  # (a None default stays: no warning, and the box may be empty)
+            kw.pop("index", None)
         value = getattr(self.c, widget)(label, persist_state="session", **kw)
         self.values[name] = value
         self.c.caption(FIELD_HELP[name])

@@ -11,7 +11,7 @@ from engine.charts import style as chart_style
 from engine.store import Store
 from views.components import presenter, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import own_active, stop_clicked
+from views.components.live_charts import own_active, said_stopped, stop_clicked
 from views.train.launch import launch, machine_busy, stored_tuned
 from views.train.live import LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, current_comparison, measuring
 
@@ -32,6 +32,7 @@ def presenter_main(cfg: RunConfig | None, error: str | None, pending: list[str])
     stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch",
                     on_click=stop_clicked)
     st.session_state.pop("stop_redraw", None)  # this run is the whole page already
+    said_stopped()
     presenter.toggle(mode)
     if ap_busy:
         st.info(ap_busy, icon=":material/travel_explore:")

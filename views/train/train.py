@@ -15,7 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.base import plain
-from engine.config import FIELD_HELP
+from engine.config import FIELD_HELP, user_model
 from engine.jobs import background, runner
 from engine.lr_find import range_test as lr_find
 from engine.charts import style as chart_style
@@ -23,7 +23,7 @@ from engine.report import live_refresh
 from engine.store import Store
 from views.components import presenter, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import comparison_block, quiet_refresh_s
+from views.components.live_charts import comparison_block, quiet_refresh_s, said_stopped
 from views.train.checks import hardware_hints, validate, warning_field
 from views.train.commands import commands_panel
 from views.train.controls import advanced_controls, controls, schedule_controls
@@ -54,7 +54,14 @@ def main() -> None:
     f = controls(sb)
     schedule_controls(f, sb)
     advanced_controls(f, sb)
+    # A user's model file is built in a process of its own (about 5 s): the line under Model
+    # says so meanwhile, in the place of the previous run's error, which would stand there stale.
+    checking = f.slots["model"].empty() if user_model(f.values.get("model")) and "model" in f.slots else None
+    if checking is not None:
+        checking.caption(":material/hourglass_top: Checking the model file (it is built once, a few seconds)…")
     cfg, error, err_field, warnings = validate(f.values)
+    if checking is not None:
+        checking.empty()
     hints = hardware_hints(cfg) if cfg else {}
     for name, hint in hints.items():
         f.slots[name].caption(hint)
@@ -74,6 +81,7 @@ def main() -> None:
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
     presenter.toasts_below()  # Stop's toast must not cover Stop
+    said_stopped()
     presenter.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",

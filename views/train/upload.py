@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from engine.base import plain
+from engine.charts import style as chart_style
 from engine.config import BACKBONES, MAX_MODEL_KERAS_BYTES, MODELS, ConfigError, inputs
 from engine.data import meta as datasets_meta
 from engine.data import userdata
@@ -82,7 +83,7 @@ def saved_runs() -> dict[int, str]:
             data = c.get("dataset", "?") + (" labels " + ",".join(map(str, c["label_subset"]))
                                             if c.get("label_subset") else "")
             acc = (r.get("summary") or {}).get("final_val_accuracy")
-            out[r["id"]] = (f"#{r['id']} · {data} · {c.get('model')}"
+            out[r["id"]] = (f"#{r['id']} · {data} · {chart_style.model_name(c.get('model'))}"
                             + (f" · val acc {acc:.3f}" if acc is not None else ""))
         return out
 
