@@ -80,6 +80,26 @@ def test_static_lines_render_the_status_markdown_as_html():
     assert [quiet_progress.left_text(x) for x in (None, 0, 7)] == ["warming up", "< 1 s left", "7 s left"]
 
 
+def test_a_run_that_stops_at_its_target_has_at_most_its_time_left(store_home):
+    """Issue 57 item 11: "702 s left" just before a run ended at its target: the estimate is
+    for every epoch, so a run that stops at its target says "at most"."""
+    from engine.config import RunConfig
+    from engine.report.progress import progress
+    from engine.store import Store
+
+    p = {"fraction": 0.25, "elapsed_sec": 12.2, "time_left_sec": 3.0, "epoch": 3, "epochs": 12, "step": 30,
+         "total_steps": 120, "time_left_is_most": True}
+    html = quiet_progress.running_line("#2", p, 4)
+    assert '<span class="slq-l">at most 3 s left</span>' in html and 'data-most="1"' in html
+    assert quiet_progress.left_text(None, True) == "warming up" and quiet_progress.left_text(0, True) == "< 1 s left"
+    with Store() as store:
+        for stops, expected in ((True, True), (False, False)):
+            cfg = RunConfig(dataset="digits", epochs=2, target_accuracy=0.95, stop_at_target=stops)
+            rid = store.create_run(cfg.to_json(), status="running")
+            assert progress(store, rid)["time_left_is_most"] is expected
+            store.finish_run(rid, "cancelled", "cancelled by the user")
+
+
 def test_the_block_script_survives_dompurify():
     # DOMPurify (st.html) drops a script whose text has "<" before a letter, digit, "/" or "!".
     block = quiet_progress.block([quiet_progress.static_line("**#1**: queued", None)])

@@ -36,7 +36,8 @@ def live_summary(store: Store, run: dict, execs=None, epochs: Optional[list] = N
 
 def progress(store: Store, run_id: int, source=None, now: Optional[float] = None) -> Optional[dict]:
     """Live progress of a run: {'status', 'epoch' (1-based), 'epochs', 'step',
-    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec', 'samples_per_sec',
+    'total_steps', 'fraction' (0..1), 'elapsed_sec', 'time_left_sec', 'time_left_is_most' (the
+    run stops at its target: time left is at most that), 'samples_per_sec',
     'loss'}; None if no such run. 'elapsed_sec' (s) of a running run counts from its
     training start (plan 'train_started_at'), warm-up included, so it never decreases
     between reads; before that start and after the end it is the last execution's time.
@@ -79,6 +80,8 @@ def progress(store: Store, run_id: int, source=None, now: Optional[float] = None
         "fraction": min(step / total, 1.0) if total else 0.0,
         "elapsed_sec": elapsed,
         "time_left_sec": left,
+        # A run that stops at its target may end sooner: its estimate is for every epoch.
+        "time_left_is_most": bool(run["config"].get("stop_at_target") and effective_target(run)),
         "samples_per_sec": summ.get("samples_per_sec"),
         "loss": float(last["loss"]) if last is not None and last["loss"] == last["loss"] else None,
     }

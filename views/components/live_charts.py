@@ -147,7 +147,7 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
         if not p.get("total_steps"):
             return f":material/settings: {name}: setting up (devices, data, model)", 0.0
         left = p.get("time_left_sec")
-        left = ("warming up" if left is None else "< 1 s left" if left < 1 else f"{left:.0f} s left")
+        left = quiet_progress.left_text(None if left is None else round(left), p.get("time_left_is_most", False))
         line = (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step "
                 f"{p['step']}/{p['total_steps']} · {p['elapsed_sec']:.1f} s elapsed · {left}")
         return line, p["fraction"]

@@ -21,14 +21,14 @@ _serial = itertools.count()  # element ids: a block's script finds its own lines
 # it showed): each read anchors it to the run's start again, and the browser's count of the
 # block before may have run a second ahead (rounding, a slow rerun). A larger step is a reset.
 _PLAYER = """<script>(function(){const root=document.getElementById("%s");if(!root)return;
-const left=l=>l===null?"warming up":(1>l?"< 1 s left":l+" s left");let t=0;
+const left=(l,m)=>l===null?"warming up":(1>l?"< 1 s left":(m?"at most ":"")+l+" s left");let t=0;
 const seen=window.slqSeen||(window.slqSeen={});
 const show=(el,k,v)=>{if(k&&seen[k]>v&&seen[k]-v<=2)v=seen[k];if(k)seen[k]=v;el.textContent=v;};
 const tick=function(){
 root.querySelectorAll("[data-frames]").forEach(function(el){const fs=JSON.parse(el.dataset.frames);
 const f=fs[Math.min(t,fs.length-1)];el.querySelector(".slq-bar").style.width=(100*f[0]).toFixed(1)+"%%";
 show(el.querySelector(".slq-e"),el.dataset.key&&"e"+el.dataset.key,f[1]);
-el.querySelector(".slq-l").textContent=left(f[2]);
+el.querySelector(".slq-l").textContent=left(f[2],el.dataset.most);
 el.querySelector(".slq-ep").textContent=f[3];el.querySelector(".slq-s").textContent=f[4];});
 root.querySelectorAll("[data-clock]").forEach(function(el){
 show(el,el.dataset.key&&"c"+el.dataset.key,Number(el.dataset.clock)+Math.min(t,Number(el.dataset.h)));});};
@@ -44,9 +44,13 @@ def md_line(line: str) -> str:
     return re.sub(r":orange\[(.+?)\]", rf'<span style="color:{ORANGE}">\1</span>', s)
 
 
-def left_text(left: int | None) -> str:
-    """'n s left', '< 1 s left' or 'warming up' (no steady rate yet), as status_line prints it."""
-    return "warming up" if left is None else "< 1 s left" if left < 1 else f"{left} s left"
+def left_text(left: int | None, at_most: bool = False) -> str:
+    """'n s left', '< 1 s left' or 'warming up' (no steady rate yet), as status_line prints it;
+    `at_most`: 'at most n s left', for a run that stops at its target (its estimate is for every
+    epoch: "702 s left" read just before one ended)."""
+    if left is None:
+        return "warming up"
+    return "< 1 s left" if left < 1 else f"{'at most ' if at_most else ''}{left} s left"
 
 
 def _bar(fraction: float, cls: str = "") -> str:
@@ -63,10 +67,13 @@ def running_line(label: str, p: dict, horizon_s: int, key: str = "") -> str:
     elapsed clock across rereads, so that it never steps back."""
     fs = frames(p, horizon_s)
     f0, e0, l0, ep0, s0 = fs[0]
-    return (f'<div data-frames="{html.escape(json.dumps(fs))}" data-key="{html.escape(key)}"><div><b>{html.escape(label)}</b>: '
+    most = bool(p.get("time_left_is_most"))
+    most_attr = ' data-most="1"' if most else ""
+    return (f'<div data-frames="{html.escape(json.dumps(fs))}" data-key="{html.escape(key)}"'
+            f'{most_attr}><div><b>{html.escape(label)}</b>: '
             f'epoch <span class="slq-ep">{ep0}</span>/{int(p["epochs"])} · '
             f'step <span class="slq-s">{s0}</span>/{int(p["total_steps"])} · '
-            f'<span class="slq-e">{e0}</span> s elapsed · <span class="slq-l">{left_text(l0)}</span></div>'
+            f'<span class="slq-e">{e0}</span> s elapsed · <span class="slq-l">{left_text(l0, most)}</span></div>'
             f'{_bar(f0, "slq-bar")}</div>')
 
 
