@@ -157,6 +157,10 @@ def test_scaling_figure_has_ideal_reference_and_simulated_points():
     assert (base.marker.size, sim.marker.size) == (9, 15)
     assert fig.layout.xaxis.title.text == "replicas (devices × workers)"
     assert "×" in fig.layout.yaxis.title.text
+    # Headroom for the reference's top label (7.3× at 8 replicas was cut at the top edge).
+    assert tuple(fig.layout.yaxis.range) == (0, pytest.approx(1.15 * 8))
+    fast = runs_charts.scaling_figure(pts.assign(speedup=[1.0, 10.0]))
+    assert tuple(fast.layout.yaxis.range) == (0, pytest.approx(11.5))
 
 
 def test_small_charts_and_empty_states():

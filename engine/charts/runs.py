@@ -126,7 +126,11 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
     style(fig, "replicas (devices × workers)", y_title, title, height)
     ticks = [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= max_dev]
     fig.update_xaxes(tickvals=ticks, range=[0.5, max_dev + 0.5])
-    fig.update_yaxes(rangemode="tozero")
+    # Headroom above the highest point: the reference's top label ("7.3×") sits above its marker
+    # and was cut at the plot's top edge.
+    top = max([float(max_dev), *(float(v) for v in (points["speedup"].dropna() if points is not None
+                                                       and len(points) else []))])
+    fig.update_yaxes(range=[0, 1.15 * top])
     return fig
 
 
