@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import sys
 import threading
 import uuid
@@ -25,11 +26,21 @@ GRACE_S = 60.0
 
 
 def start(limit_s: float | None = None) -> str:
-    """Mark this session (once) and start its watchdog; returns the mark."""
+    """Mark this session (once), start its watchdog, and reap on SIGTERM or SIGHUP to this
+    process (`pkill -f pytest`, a closed terminal); returns the mark."""
     mark = os.environ.setdefault(MARK, uuid.uuid4().hex)
     limit = float(os.environ.get("SPEEDLAB_TEST_LIMIT_S") or limit_s or LIMIT_S)
     threading.Thread(target=_watch, args=(limit,), name="session-watchdog", daemon=True).start()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _reap_then_die)
     return mark
+
+
+def _reap_then_die(signum, _frame) -> None:
+    """The session was told to end: kill what it started, then end as the signal would have."""
+    reap()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def marked_processes(mark: str | None = None) -> list[psutil.Process]:
