@@ -103,8 +103,9 @@ def test_the_autopilot_may_pick_them_and_the_ablation_names_them():
     trial = sp.trial_config(base, params)
     assert (trial.optimizer, trial.schedule, trial.gradient_accumulation_steps) == ("schedule_free_adamw", "constant", 2)
     b = baseline_config(base)
-    assert sp.describe(trial, b) == ("schedule_free_adamw · weight EMA 0.9 · CutMix 1 · 2 accumulated batches "
-                                     "(effective batch 256) · TTA translate")
+    assert sp.describe(trial, b) == ("schedule-free AdamW · weight EMA 0.9 (validated on the averaged weights) · CutMix 1 · "
+                                     "gradient accumulation 2 (effective batch 256) · test-time augmentation: "
+                                     "translate")
     ablation = sp.ablation_configs(trial, b)
     assert [a["technique"] for a in ablation] == ["optimizer", "ema", "cutmix", "gradient_accumulation", "tta"]
     assert ablation[0]["config"].optimizer == "adam" and ablation[4]["config"].tta == "off"

@@ -19,6 +19,7 @@ import tempfile
 import time
 from typing import Callable, Optional
 
+from engine.config.words import bench_cell as cell_name  # a cell in words: the one vocabulary
 from engine.jobs import background
 from engine.hardware.machine import quick_facts
 
@@ -462,19 +463,6 @@ def estimate_left(cells: list[dict], order: list[tuple[int, int]], seen: list[di
     if not costs:
         return 0.0
     return max(costs[0] - max(now - seen[-1]["at"], 0.0), 0.0) + sum(costs[1:])
-
-
-def cell_name(cell: dict) -> str:
-    """'mixed bf16 · spe 8 · XLA on · 1 device' (tables, progress lines); JAX cells start
-    with 'JAX · ' and leave out XLA (always on)."""
-    short = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
-    dev = f"{cell['devices']} device" + ("s" if cell["devices"] != 1 else "")
-    if cell.get("simulated"):
-        dev += " (simulated)"
-    if cell.get("backend", "tensorflow") == "jax":
-        return f"JAX · {short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · {dev}"
-    return (f"{short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · "
-            f"XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
 
 
 def measure_order(cells: list[dict], repeats: int) -> list[tuple[int, int]]:

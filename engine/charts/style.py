@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.config import MODELS, user_model
+from engine.config import MODELS, user_model, words
 from engine.store import from_outside_script
 
 
@@ -39,7 +39,7 @@ REFERENCE_COLOR = "#111827"
 MAX_POINTS = 2000
 
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
-PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
+PRECISION_SHORT = words.PRECISION_SHORT  # charts name precisions in the short words
 T_TITLE = "wall time since training start (s)"
 T_SHORT = "wall time (s)"  # the same axis on charts a third of a 1280 px page wide
 STEP_TITLE = "batches run (steps)"
@@ -98,7 +98,7 @@ def run_label(run: Mapping) -> str:
     summ = run.get("summary") or {}
     plan = run.get("plan") or {}
     parts = [f"#{run['id']}" + (" baseline" if run.get("role") == "baseline" else "")]
-    parts[0] += " " + PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision")))
+    parts[0] += " " + words.precision(cfg.get("precision"))
     if cfg.get("model") not in (None, *MODELS):  # a user's model: which one, by its file name
         parts.append(model_name(cfg["model"]))
     devices = cfg.get("devices", 1)
@@ -119,7 +119,7 @@ def _speed_parts(cfg: Mapping) -> list:
     """Backend, steps per execution, XLA, the fused update and schedule, each only when it is not the default."""
     parts = ["JAX"] if cfg.get("backend") == "jax" else []
     if cfg.get("steps_per_execution", 1) > 1:
-        parts.append(f"spe {cfg['steps_per_execution']}")
+        parts.append(words.steps_per_execution(cfg["steps_per_execution"]))
     if cfg.get("jit_compile") and cfg.get("backend") != "jax":  # JAX: always XLA
         parts.append("XLA")
     if cfg.get("fused_optimizer"):
@@ -127,19 +127,7 @@ def _speed_parts(cfg: Mapping) -> list:
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
     # The record-setting techniques (engine.training.techniques), each only when on.
-    if cfg.get("optimizer") in ("muon", "schedule_free_adamw", "lamb"):
-        parts.append({"muon": "Muon", "schedule_free_adamw": "schedule-free AdamW", "lamb": "LAMB"}[cfg["optimizer"]])
-    if cfg.get("ema_momentum"):
-        parts.append(f"EMA {cfg['ema_momentum']:g}")
-    if cfg.get("cutmix_factor"):
-        parts.append(f"CutMix {cfg['cutmix_factor']:g}")
-    if (cfg.get("gradient_accumulation_steps") or 1) > 1:
-        k = cfg["gradient_accumulation_steps"]
-        parts.append(f"accumulate {k} (effective batch {cfg.get('batch_size', 0) * k})")
-    if cfg.get("tta", "off") != "off":
-        parts.append(f"TTA {cfg['tta'].replace('_', '+')}")
-    if cfg.get("progressive_epochs"):
-        parts.append(f"progressive {cfg['progressive_epochs']} ep at {cfg.get('progressive_scale', 0.75):g}x")
+    parts += words.techniques(cfg)
     return parts
 
 
@@ -153,9 +141,7 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
         cfg = {**cfg, "dataset": f"outside script {plan.get('script') or 'python'}",
                "model": str(plan.get("name") or "its own model"), "image_size": None}
     devices = cfg.get("devices", 1)
-    dev = f"{devices} device" + ("s" if devices != 1 else "")
-    if devices > 1 and summary.get("replicas_simulated"):
-        dev += " (simulated)"
+    dev = words.devices(devices, devices > 1 and bool(summary.get("replicas_simulated")))
     data = str(cfg.get("dataset", "?"))
     if cfg.get("label_subset"):
         data += " labels " + ",".join(str(v) for v in cfg["label_subset"])
@@ -166,7 +152,7 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
         model += " (ImageNet)"
     if cfg.get("init_from") is not None:
         model += f" from run #{cfg['init_from']}"
-    parts = [data, model, PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision"))), dev]
+    parts = [data, model, words.precision(cfg.get("precision")), dev]
     if cfg.get("workers", 1) > 1:
         parts.append(f"{cfg['workers']} workers")
     parts.append(f"batch {cfg.get('batch_size')}")

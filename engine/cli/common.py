@@ -238,26 +238,9 @@ def result_json(run: dict) -> dict:
 def techniques_line(cfg: dict) -> Optional[str]:
     """The record-setting techniques a stored config uses (engine.training.techniques), one
     line, e.g. 'Muon (conv filters reshaped to 2-D) · weight EMA 0.99'; None when none."""
-    parts = []
-    opt = cfg.get("optimizer")
-    if opt == "muon":
-        parts.append("Muon (conv filters reshaped to 2-D)" if cfg.get("muon_conv", "reshape") == "reshape"
-                     else "Muon (conv kernels get AdamW, as Keras ships it)")
-    elif opt in ("schedule_free_adamw", "lamb"):
-        parts.append({"schedule_free_adamw": "schedule-free AdamW", "lamb": "LAMB"}[opt])
-    if cfg.get("ema_momentum"):
-        parts.append(f"weight EMA {cfg['ema_momentum']:g} (validated on the averaged weights)")
-    if cfg.get("cutmix_factor"):
-        parts.append(f"CutMix {cfg['cutmix_factor']:g}")
-    k = cfg.get("gradient_accumulation_steps") or 1
-    if k > 1:
-        parts.append(f"gradient accumulation {k} (effective batch {cfg.get('batch_size', 0) * k})")
-    if cfg.get("tta", "off") != "off":
-        parts.append(f"test-time augmentation: {cfg['tta'].replace('_', ' + ')}")
-    if cfg.get("progressive_epochs"):
-        parts.append(f"progressive resizing: {cfg['progressive_epochs']} epoch(s) at {cfg.get('progressive_scale'):g}x "
-                     "the side")
-    return " · ".join(parts) or None
+    from engine.config import words
+
+    return " · ".join(words.techniques(cfg, long=True)) or None
 
 
 def print_summary(s: dict) -> None:
