@@ -21,10 +21,10 @@ def test_throughput_only_and_all_epochs_keep_every_epoch():
 def test_the_cli_passes_all_epochs_through(monkeypatch):
     import argparse
 
-    from engine.cli import pairs
+    from engine.cli import comparison as cli_comparison
 
     p = argparse.ArgumentParser()
-    pairs.add_pair_args(p)
+    cli_comparison.add_pair_args(p)
     assert p.parse_args(["--all-epochs"]).all_epochs is True
     assert p.parse_args([]).all_epochs is False
 

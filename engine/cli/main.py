@@ -20,7 +20,7 @@ from engine.base.errors import ActiveRunError, ConfigError
 from engine.store import StoreError, default_path, fault_line, old_store_line
 
 # In --help order.
-SUBCOMMANDS = ("run", "noise", "commands", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
+SUBCOMMANDS = ("run", "noise", "pairs", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
                "hardware", "bench", "lr_find", "tune_baseline", "autopilot", "worker", "demo", "data")
 
 
