@@ -65,7 +65,7 @@ def test_flips_are_allowed_where_images_may_be_mirrored_and_effective_batch():
 
 def test_cli_flags_and_their_short_spellings_reach_the_config():
     from engine.cli.main import build_parser
-    from engine.cli.common import config_from_args
+    from engine.cli.flags import config_from_args
 
     args = build_parser().parse_args(["run", "--dataset", "mnist5k", "--optimizer", "muon", "--ema", "0.99",
                                       "--cutmix", "0.5", "--gradient-accumulation", "2", "--tta", "translate"])
@@ -301,7 +301,7 @@ def test_hardware_verdicts_weigh_accumulation_against_a_larger_batch_by_gpu_memo
 
 
 def test_tables_and_show_name_the_techniques_a_run_uses():
-    from engine.cli.common import techniques_line
+    from engine.cli.printing import techniques_line
     from engine.charts.style import config_summary
 
     cfg = RunConfig(**MNIST, optimizer="muon", ema_momentum=0.99, gradient_accumulation_steps=2,

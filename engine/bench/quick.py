@@ -19,7 +19,6 @@ import tempfile
 import time
 from typing import Callable, Optional
 
-from engine.config.words import bench_cell as cell_name  # a cell in words: the one vocabulary
 from engine.jobs import background
 from engine.hardware.machine import quick_facts
 
@@ -513,7 +512,7 @@ def read_progress() -> Optional[dict]:
 
     Returns: {'state': 'starting' | 'running' | 'done' | 'failed' | 'cancelled',
     'done', 'total' (cells x repeats), 'current' (the cell being measured, a
-    `cell_name`), 'last' ({'cell', 'samples_per_sec'} of the last measured),
+    `engine.config.words.bench_cell`), 'last' ({'cell', 'samples_per_sec'} of the last measured),
     'error' (one line), 'started', 'elapsed' (s), 'pid', ...}. A job whose
     process died unseen reads as 'failed' with its log's last error line.
     """

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from engine.cli.common import get_run, print_json, speedup_rows, time_table
+from engine.cli.printing import get_run, print_json, speedup_rows, time_table
 from engine.base.errors import ConfigError
 
 

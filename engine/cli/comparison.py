@@ -59,7 +59,7 @@ def run_comparison(cfg, kind: str, args) -> dict:
 def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
     """Follow comparison `cid` of `cfg` with progress lines (unless --quiet); Ctrl-C stops it
     (complete pairs are kept). Returns the final comparison row."""
-    from engine.cli.common import progress_line
+    from engine.cli.follow import progress_line
     from engine.jobs import comparison, runner
     from engine.store import Store
     from engine.store import comparisons as cstore
@@ -113,7 +113,7 @@ def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
     try:
         comp = follow()
     except KeyboardInterrupt:
-        from engine.cli.common import ignore_more_interrupts, stop_all_for_signal
+        from engine.cli.follow import ignore_more_interrupts, stop_all_for_signal
 
         ignore_more_interrupts(f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...")
         stop_all_for_signal()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import get_run, print_json, print_summary, result_json, time_table
+from engine.cli.printing import get_run, print_json, print_summary, result_json, time_table
 from engine.report.pair import breakdown
 from engine.store import from_outside_script
 

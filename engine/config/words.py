@@ -82,8 +82,9 @@ def techniques(cfg: Mapping, long: bool = False) -> list[str]:
 def bench_cell(cell: Mapping) -> str:
     """A benchmark cell, short: 'mixed bf16 · spe 8 · XLA on · 1 device'; JAX cells start
     with 'JAX · ' and leave out XLA (JAX always compiles with it)."""
-    head = f"{precision(cell['precision'])} · {steps_per_execution(cell['steps_per_execution'])}"
-    dev = devices(cell["devices"], bool(cell.get("simulated")))
+    # int(): a cell read back from a DataFrame row holds NumPy numbers
+    head = f"{precision(cell['precision'])} · {steps_per_execution(int(cell['steps_per_execution']))}"
+    dev = devices(int(cell["devices"]), bool(cell.get("simulated")))
     if cell.get("backend", "tensorflow") == "jax":
         return f"JAX · {head} · {dev}"
     return f"{head} · XLA {'on' if cell['jit_compile'] else 'off'} · {dev}"
