@@ -115,7 +115,7 @@ def test_the_hardware_page_and_command_name_the_machine(store_home, fake_cpu, mo
         "hostname": "vm", "probed_at": 1_700_000_000.0, "host": {"cpu_flags": []}, "gpus": [],
         "driver": {"gpus": [], "version": None}, "tpu": {}, "software": {}, "errors": []}}))
     monkeypatch.setattr(verdicts, "_stale", lambda facts: False)
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert f":material/fingerprint: Machine **{fp['name']}** · fingerprint `{fp['id']}`" in texts(at.markdown)
     monkeypatch.setattr(cli_hardware, "probe", lambda **kw: {"facts": {"hostname": "vm"}, "verdicts": []})
@@ -184,7 +184,7 @@ def test_a_quick_benchmark_of_another_machine_reads_measured_elsewhere(store_hom
 
     cache(store_home, facts())
     saved_result()
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert "Measured elsewhere" not in texts(at.warning)  # saved on this machine
     path = store_home / "bench-latest.json"
@@ -193,6 +193,6 @@ def test_a_quick_benchmark_of_another_machine_reads_measured_elsewhere(store_hom
     assert bench.machine_caution(json.loads(path.read_text())) == (
         "Measured elsewhere (AMD EPYC Zen 3): check it here. This machine's CPU or devices differ, so these "
         "speedups are not this machine's until you run it again.")
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert texts(at.warning).startswith("Measured elsewhere (AMD EPYC Zen 3): check it here.")
