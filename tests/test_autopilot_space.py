@@ -84,7 +84,7 @@ def test_the_backend_is_searched_only_where_several_are_usable():
     assert sp.techniques_used(back["config"], jx) == ["backend"]
 
 
-def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
+def test_hint_is_the_hand_made_preset_on_this_kind_of_machine():
     s = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007))
     h = sp.hint_params(s, verdicts(cpu_facts(), "auto"))
     assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 2, "batch_size": 256,

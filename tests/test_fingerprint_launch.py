@@ -137,7 +137,7 @@ def test_presets_name_their_machine_and_flag_bf16_here():
     assert win["line"] == ("recorded 2026-12-03: bf16 · 8 steps/execution · one-cycle to 0.013 over 3 epochs · "
                            "smoothing 0.1 · fused Adam; measured elsewhere (machine not recorded): check it here")
     assert "4.51x" not in win["line"] and win["elsewhere"] and win["machine"] == "machine not recorded"
-    assert win["slow"] == SLOW and menu["Hand-tuned preset"]["slow"] == SLOW and menu["Baseline"]["slow"] is None
+    assert win["slow"] == SLOW and menu["Hand-made preset"]["slow"] == SLOW and menu["Baseline"]["slow"] is None
     mine = {"id": "aaaaaaaaaaaa", "name": "AMD EPYC Zen 4 (family 25 model 17), AVX-512, bf16, 2 cores"}
     row = {"learning_rate": 0.004, "result": {"fingerprint": mine}}
     tuned = presets.menu("mnist5k", row, here="aaaaaaaaaaaa", machine={**zen3, "cpu_bf16": True})[1]

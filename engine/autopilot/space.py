@@ -237,7 +237,7 @@ def suggest(trial, space: SearchSpace) -> dict:
 
 
 def hint_params(space: SearchSpace, verdict_list: list[dict], max_lr: Optional[float] = None) -> dict:
-    """The first trial: what the hardware verdicts and the hand-tuned preset
+    """The first trial: what the hardware verdicts and the hand-made preset
     (benchmarks/time_to_accuracy.py) suggest, so that the pruning has a good
     time to beat early: the fastest low precision with a 'faster' verdict, 2
     steps per execution, twice the base batch with scaled LR, one-cycle over
