@@ -80,7 +80,7 @@ def run_color(run_id: int, role: str = "run", config: Optional[Mapping] = None) 
 def model_name(model) -> str:
     """A model as a page shows it: a built-in's name, or a user's model file by its file name
     only ('net.py:build', 'model.keras'), never the server's absolute path, with anything but
-    letters, digits, '.', '_' and '-' as '-' (outside text: inert in markdown, HTML and CSV)."""
+    letters, digits, '.', '_' and '-' as '-' (untrusted text: inert in markdown, HTML and CSV)."""
     import os
 
     spec = user_model(model)
@@ -111,7 +111,7 @@ def run_label(run: Mapping) -> str:
     if cfg.get("init_from") is not None:
         parts.append(f"from #{cfg['init_from']}")
     if from_outside_script(plan):  # SpeedLabCallback (engine.training.outside)
-        parts.append("outside script")
+        parts.append("script run")
     return " · ".join(parts)
 
 
@@ -134,11 +134,11 @@ def _speed_parts(cfg: Mapping) -> list:
 def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Optional[Mapping] = None) -> str:
     """One line describing a config for tables; speed options appear only when
     they are on, e.g. 'digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · 3 epochs'.
-    A run from an outside script (`plan` source 'callback') names its script and its name, not
+    A script run (SpeedLabCallback in a user's script: `plan` source 'callback') names its script and its name, not
     the placeholder data set and model its stored config holds (engine.training.outside)."""
     summary = summary or {}
     if from_outside_script(plan):
-        cfg = {**cfg, "dataset": f"outside script {plan.get('script') or 'python'}",
+        cfg = {**cfg, "dataset": f"script run {plan.get('script') or 'python'}",
                "model": str(plan.get("name") or "its own model"), "image_size": None}
     devices = cfg.get("devices", 1)
     dev = words.devices(devices, devices > 1 and bool(summary.get("replicas_simulated")))

@@ -93,7 +93,7 @@ def bench_results(res: dict) -> None:
                f"{res.get('repeats')} interleaved repeats, {res.get('wall_sec', 0):.0f} s in all. Each cell "
                "is compared with the float32 baseline of the same repeat; error bars show the spread.")
     for caution in [plain.md(c) for c in [bench.machine_caution(res)] if c] + [bench.baseline_caution(res)]:
-        if caution:  # another machine's result (its CPU's name is outside text), or a busy machine's
+        if caution:  # another machine's result (its CPU's name is untrusted text), or a busy machine's
             st.warning(caution, icon=":material/warning:")
     chart, side = st.columns([2.4, 1], gap="medium")
     chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
