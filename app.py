@@ -50,7 +50,7 @@ PAGES = [
     st.Page("views/train/train.py", title="Train", icon=":material/rocket_launch:", default=True),
     st.Page("views/runs/runs.py", title="Runs", icon=":material/table_chart:"),
     st.Page("views/replay.py", title="Replay", icon=":material/replay:"),
-    st.Page("views/hardware.py", title="Hardware", icon=":material/memory:"),
+    st.Page("views/hardware/hardware.py", title="Hardware", icon=":material/memory:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/travel_explore:"),
 ]
 

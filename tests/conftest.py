@@ -251,8 +251,8 @@ def signal_state_restored():
             signal.signal(s, handler)
     if "engine.base.process" in sys.modules:
         sys.modules["engine.base.process"].RECEIVED["signal"] = None
-    if "engine.cli.common" in sys.modules:
-        sys.modules["engine.cli.common"].INTERRUPTED["by_user"] = False
+    if "engine.cli.follow" in sys.modules:
+        sys.modules["engine.cli.follow"].INTERRUPTED["by_user"] = False
 
 
 @pytest.fixture(autouse=True)

@@ -172,7 +172,7 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert list(tried["technique"][:6]) == ["precision", "steps per execution", "batch", "schedule",
                                             "label smoothing", "optimizer"]
     row = tried[tried["technique"] == "optimizer"].iloc[0]
-    assert (row["trials"], row["reached"], row["settings (trials)"]) == (1, 0, "muon (conv filters reshaped) (1)")
+    assert (row["trials"], row["reached"], row["settings (trials)"]) == (1, 0, "Muon (conv filters reshaped to 2-D) (1)")
     assert tried[tried["technique"] == "precision"].iloc[0]["best time to target (s)"] == 2.5
     assert tried[tried["technique"] == "cutmix"].iloc[0]["trials"] == 0     # untried: listed, last
 
@@ -327,7 +327,7 @@ def test_cli_summary_names_the_runoff_and_the_winner():
     assert lines[0] == "search: 4 trials"
     assert lines[1].startswith("tried (trials using each technique over the baseline): precision in 1 (bfloat16 1), "
                                "1 reached, best 2.5 s; ")
-    assert "; optimizer in 1 (muon (conv filters reshaped) 1), 0 reached; in no trial: backend, " in lines[1]
+    assert "; optimizer in 1 (Muon (conv filters reshaped to 2-D) 1), 0 reached; in no trial: backend, " in lines[1]
     lines = [lines[0], *lines[2:]]
     assert lines[1] == ("runoff (the fastest trials re-run on seeds 4, 5; the one that reached the target on the "
                         "most seeds, then with the lowest mean time, wins): "

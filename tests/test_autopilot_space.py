@@ -84,7 +84,7 @@ def test_the_backend_is_searched_only_where_several_are_usable():
     assert sp.techniques_used(back["config"], jx) == ["backend"]
 
 
-def test_hint_is_the_hand_tuned_preset_on_this_kind_of_machine():
+def test_hint_is_the_hand_made_preset_on_this_kind_of_machine():
     s = sp.search_space(verdicts(cpu_facts(), "auto"), DIGITS, cpu_facts(), max_lrs=(0.0033, 0.007))
     h = sp.hint_params(s, verdicts(cpu_facts(), "auto"))
     assert h == {"precision": "mixed_bfloat16", "steps_per_execution": 2, "batch_size": 256,
@@ -168,13 +168,13 @@ def test_what_the_search_tried_is_counted_per_technique_with_its_best_time():
     assert list(tried) == list(sp.TECHNIQUES)
     opt = tried["optimizer"]
     assert (opt["trials"], opt["reached"], opt["best_sec"]) == (3, 2, 4.0)
-    assert opt["settings"] == {"muon (conv filters reshaped)": 2, "lamb": 1}  # most used first
+    assert opt["settings"] == {"Muon (conv filters reshaped to 2-D)": 2, "LAMB": 1}  # most used first
     ema = tried["ema"]
     assert (ema["trials"], ema["reached"], ema["best_sec"]) == (1, 0, None)
     assert tried["cutmix"]["trials"] == 0
     line = sp.tried_text(sp.techniques_tried(trials, base))
-    assert line.startswith("optimizer in 3 (muon (conv filters reshaped) 2, lamb 1), 2 reached, best 4.0 s; ema in 1 (weight EMA 0.9 1), "
-                           "0 reached; in no trial: backend, precision, ")
+    assert line.startswith("optimizer in 3 (Muon (conv filters reshaped to 2-D) 2, LAMB 1), 2 reached, best 4.0 s; "
+                           "ema in 1 (weight EMA 0.9 (validated on the averaged weights) 1), 0 reached; in no trial: backend, precision, ")
     assert line.endswith("tta, progressive resizing")
 
 

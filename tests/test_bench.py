@@ -4,6 +4,7 @@ import sys
 
 import pytest
 
+from engine.config import words
 from engine.bench import quick as bench
 
 
@@ -35,7 +36,7 @@ def test_backend_axis_where_jax_is_installed_too():
     # Repeats interleave within each worker process: all TF cells, then all JAX cells.
     order = bench.measure_order(cells, 2)
     assert [cells[i]["backend"] for i, _ in order] == ["tensorflow"] * 16 + ["jax"] * 4
-    assert bench.cell_name(jx[0]) == "JAX · fp32 · spe 1 · 1 device"
+    assert words.bench_cell(jx[0]) == "JAX · fp32 · spe 1 · 1 device"
     assert bench.to_config_changes(jx[0])["backend"] == "jax"
     # JAX alone (a GPU image without TensorFlow): its own float32 cell is the baseline.
     only = bench.plan_matrix({"gpus": 1, "tpu": False, "backends": {"jax": "0.10.2"}})

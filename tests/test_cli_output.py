@@ -11,7 +11,7 @@ from engine.config import RunConfig
 
 
 def test_every_speedup_ratio_has_two_decimals(capsys):
-    from engine.cli.common import print_summary, speedup_rows
+    from engine.cli.printing import print_summary, speedup_rows
 
     c = {"end_to_end_speedup": 0.698, "steady_speedup": 0.8333, "baseline_end_to_end_samples_per_sec": 5000.0,
          "end_to_end_samples_per_sec": 3490.0, "baseline_samples_per_sec": 6000.0, "samples_per_sec": 5000.0,
@@ -55,7 +55,7 @@ POLLS = [("queued", _state()), ("queued", _state()),
 
 
 def _poll(monkeypatch, stderr=None) -> None:
-    from engine.cli.common import progress_line
+    from engine.cli.follow import progress_line
 
     monkeypatch.setattr("engine.report.progress.progress", _Progress(s for _, s in POLLS))
     if stderr is not None:

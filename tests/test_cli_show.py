@@ -66,7 +66,7 @@ def test_no_end_to_end_ratio_with_a_run_that_ended_in_its_warm_up(store, capsys)
 
 
 def test_summary_labels_stay_in_one_column(capsys):
-    from engine.cli.common import print_summary
+    from engine.cli.printing import print_summary
 
     print_summary({"run_id": 7, "status": "completed", "end_to_end_samples_per_sec": 1234.5, "target_accuracy": 0.995,
                    "time_to_target_sec": 1.5, "epochs_run": 3})

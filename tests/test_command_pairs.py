@@ -146,7 +146,7 @@ def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
 @pytest.mark.worker
 def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
     from engine.store import comparisons as cstore
-    from engine.cli.pairs import comparison_json
+    from engine.cli.comparison import comparison_json
     from engine.report import comparison
 
     proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1", "--pairs", "2", "--json")

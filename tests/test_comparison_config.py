@@ -21,10 +21,10 @@ def test_throughput_only_and_all_epochs_keep_every_epoch():
 def test_the_cli_passes_all_epochs_through(monkeypatch):
     import argparse
 
-    from engine.cli import pairs
+    from engine.cli import comparison as cli_comparison
 
     p = argparse.ArgumentParser()
-    pairs.add_pair_args(p)
+    cli_comparison.add_pair_args(p)
     assert p.parse_args(["--all-epochs"]).all_epochs is True
     assert p.parse_args([]).all_epochs is False
 
@@ -77,7 +77,7 @@ def test_each_bundled_data_set_has_its_presets_and_the_tuned_baseline_hook():
     from engine.config import presets
 
     names = [p["name"] for p in presets.menu("digits")]
-    assert names == ["Baseline", "Tuned baseline", "Hand-tuned preset", "Autopilot winner"]
+    assert names == ["Baseline", "Tuned baseline", "Hand-made preset", "Autopilot winner"]
     old_row = {"learning_rate": 0.003, "result": {"seeds": [0, 1]}}  # stored before schedules were tuned
     tuned = presets.menu("digits", old_row)[1]
     assert tuned["settings"] == {"dataset": "digits", "learning_rate": 0.003} and tuned["missing"] is None

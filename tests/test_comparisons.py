@@ -300,7 +300,7 @@ def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no
     assert d["mean"] == pytest.approx(-0.01) and d["ci95"] == pytest.approx([-0.01, -0.01]) and d["pairs"] == 3
     assert r["baseline_kind"] == "default" and r["baseline_label"] == "Keras-default Adam 1e-3"
     from engine.report import stats
-    from engine.cli.pairs import comparison_json
+    from engine.cli.comparison import comparison_json
 
     # 1.0 point lower on the test set, interval below −0.5: never plain 'faster', in --json too.
     assert r["verdict"] == stats.FASTER_NOT_HELD
@@ -356,7 +356,7 @@ def _play_outcomes(st: Store, outcome) -> None:
 
 def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_queue, store):
     # Issue 53: it used to stop, keep 3 pairs and read green "faster ... 3 of 3 seeds".
-    from engine.cli.pairs import comparison_json
+    from engine.cli.comparison import comparison_json
     from engine.report import stats
 
     cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=5)
@@ -388,7 +388,7 @@ def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_
 
 
 def test_a_seed_both_sides_miss_stays_in_the_count_and_is_not_green(no_queue, store):
-    from engine.cli.pairs import comparison_json
+    from engine.cli.comparison import comparison_json
 
     cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=5)
     _play_outcomes(store, lambda run: "missed" if run["config"]["seed"] == 2 else "reached")

@@ -115,7 +115,7 @@ def test_the_hardware_page_and_command_name_the_machine(store_home, fake_cpu, mo
         "hostname": "vm", "probed_at": 1_700_000_000.0, "host": {"cpu_flags": []}, "gpus": [],
         "driver": {"gpus": [], "version": None}, "tpu": {}, "software": {}, "errors": []}}))
     monkeypatch.setattr(verdicts, "_stale", lambda facts: False)
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert f":material/fingerprint: Machine **{fp['name']}** · fingerprint `{fp['id']}`" in texts(at.markdown)
     monkeypatch.setattr(cli_hardware, "probe", lambda **kw: {"facts": {"hostname": "vm"}, "verdicts": []})
@@ -137,7 +137,7 @@ def test_presets_name_their_machine_and_flag_bf16_here():
     assert win["line"] == ("recorded 2026-12-03: bf16 · 8 steps/execution · one-cycle to 0.013 over 3 epochs · "
                            "smoothing 0.1 · fused Adam; measured elsewhere (machine not recorded): check it here")
     assert "4.51x" not in win["line"] and win["elsewhere"] and win["machine"] == "machine not recorded"
-    assert win["slow"] == SLOW and menu["Hand-tuned preset"]["slow"] == SLOW and menu["Baseline"]["slow"] is None
+    assert win["slow"] == SLOW and menu["Hand-made preset"]["slow"] == SLOW and menu["Baseline"]["slow"] is None
     mine = {"id": "aaaaaaaaaaaa", "name": "AMD EPYC Zen 4 (family 25 model 17), AVX-512, bf16, 2 cores"}
     row = {"learning_rate": 0.004, "result": {"fingerprint": mine}}
     tuned = presets.menu("mnist5k", row, here="aaaaaaaaaaaa", machine={**zen3, "cpu_bf16": True})[1]
@@ -184,7 +184,7 @@ def test_a_quick_benchmark_of_another_machine_reads_measured_elsewhere(store_hom
 
     cache(store_home, facts())
     saved_result()
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert "Measured elsewhere" not in texts(at.warning)  # saved on this machine
     path = store_home / "bench-latest.json"
@@ -193,6 +193,6 @@ def test_a_quick_benchmark_of_another_machine_reads_measured_elsewhere(store_hom
     assert bench.machine_caution(json.loads(path.read_text())) == (
         "Measured elsewhere (AMD EPYC Zen 3): check it here. This machine's CPU or devices differ, so these "
         "speedups are not this machine's until you run it again.")
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert texts(at.warning).startswith("Measured elsewhere (AMD EPYC Zen 3): check it here.")

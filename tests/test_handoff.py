@@ -28,4 +28,4 @@ def test_no_page_opens_the_train_page_but_through_the_handoff():
                      if "switch_page(" in p.read_text() and p.name != "handoff.py")
     assert callers == []
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "views").rglob("*.py") if "handoff." in p.read_text())
-    assert users == ["views/autopilot.py", "views/hardware.py", "views/train/presets.py"]
+    assert users == ["views/autopilot.py", "views/hardware/benchmark.py", "views/train/presets.py"]

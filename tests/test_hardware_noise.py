@@ -124,7 +124,7 @@ def test_the_hardware_page_shows_the_floor_and_starts_a_measurement(no_queue, st
     from tests.helpers.pages import app, no_errors, texts
 
     cache(no_queue, facts())  # no probe
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert "Noise floor: not measured on this machine yet" in texts(at.caption)
     at.button(key="noise_start").click().run()
@@ -136,7 +136,7 @@ def test_the_hardware_page_shows_the_floor_and_starts_a_measurement(no_queue, st
         "\n".join(p.proto.text for p in at.get("progress"))
     _play(store, lambda run: (10.0, 100.0) if run["role"] == "baseline" else
           (10.0 / AA[run["config"]["seed"]], 100.0))
-    at = app("views/hardware.py")
+    at = app("views/hardware/hardware.py")
     no_errors(at)
     assert "**Noise floor ±5.3%**" in texts(at.markdown)
 

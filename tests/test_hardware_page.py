@@ -18,7 +18,7 @@ from tests.helpers.pages import app, no_errors, plotly_specs, texts, values
 
 pytestmark = pytest.mark.page  # lane: docs/testing.md
 
-PAGE = "views/hardware.py"
+PAGE = "views/hardware/hardware.py"
 
 
 def facts(gpus=(), flags=("avx512_bf16", "avx512f"), driver=None, cuda_build=True):

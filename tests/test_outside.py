@@ -119,7 +119,7 @@ def test_example_script_leaves_a_run_that_show_reports(store_home):
                    check=True, timeout=300)
     runs = subprocess.run([sys.executable, "-m", "engine", "runs"], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True, timeout=120).stdout
-    assert "from an outside script" in runs or "digits-example" in runs, runs
+    assert "a script run" in runs or "digits-example" in runs, runs
     from engine.store import Store
 
     with Store() as store:
@@ -169,12 +169,12 @@ def test_runs_table_and_legend_label_a_callback_run():
     from engine.report.table import runs_frame
 
     row = runs_frame(None, runs=[_callback_row()]).iloc[0]
-    assert (row["dataset"], row["model"]) == ("(outside script)", "my-exp")
-    assert row["origin"] == "from an outside script (train.py)"
-    assert run_label(_callback_row()).endswith("outside script")
+    assert (row["dataset"], row["model"]) == ("(script run)", "my-exp")
+    assert row["origin"] == "a script run (train.py)"
+    assert run_label(_callback_row()).endswith("script run")
     # The Runs table's configuration names the script, not the placeholder data set and model.
     from engine.charts.style import config_summary
 
     r = _callback_row()
     assert config_summary(r["config"], r["summary"], r["plan"]) == (
-        "outside script train.py · my-exp · mixed bf16 · 1 device · batch 128 · 10 epochs")
+        "script run train.py · my-exp · mixed bf16 · 1 device · batch 128 · 10 epochs")

@@ -14,7 +14,7 @@ from engine.base import plain
 from tests.helpers.hostile import HOSTILE, hostile_store
 from tests.helpers.pages import app, no_errors
 
-PAGES = ("views/train/train.py", "views/runs/runs.py", "views/replay.py", "views/hardware.py",
+PAGES = ("views/train/train.py", "views/runs/runs.py", "views/replay.py", "views/hardware/hardware.py",
          "views/autopilot.py")
 # Proto fields that Streamlit renders as Markdown (bodies of markdown/caption/alerts/toasts,
 # labels of expanders, metrics, tabs and widgets, help tooltips).
@@ -94,7 +94,7 @@ def test_html_escapes_plotly_markup():
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_shows_a_hostile_bundle_as_plain_text(store, tmp_path, page):
     ids = hostile_store(store, tmp_path)
-    if page == "views/hardware.py":  # this machine's probe, as if its host name were hostile too
+    if page == "views/hardware/hardware.py":  # this machine's probe, as if its host name were hostile too
         from tests.test_hardware_page import cache, facts
 
         cache(tmp_path, {**facts(), "hostname": HOSTILE, "errors": [HOSTILE]})

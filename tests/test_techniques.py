@@ -65,7 +65,7 @@ def test_flips_are_allowed_where_images_may_be_mirrored_and_effective_batch():
 
 def test_cli_flags_and_their_short_spellings_reach_the_config():
     from engine.cli.main import build_parser
-    from engine.cli.common import config_from_args
+    from engine.cli.flags import config_from_args
 
     args = build_parser().parse_args(["run", "--dataset", "mnist5k", "--optimizer", "muon", "--ema", "0.99",
                                       "--cutmix", "0.5", "--gradient-accumulation", "2", "--tta", "translate"])
@@ -103,8 +103,9 @@ def test_the_autopilot_may_pick_them_and_the_ablation_names_them():
     trial = sp.trial_config(base, params)
     assert (trial.optimizer, trial.schedule, trial.gradient_accumulation_steps) == ("schedule_free_adamw", "constant", 2)
     b = baseline_config(base)
-    assert sp.describe(trial, b) == ("schedule_free_adamw · weight EMA 0.9 · CutMix 1 · 2 accumulated batches "
-                                     "(effective batch 256) · TTA translate")
+    assert sp.describe(trial, b) == ("schedule-free AdamW · weight EMA 0.9 (validated on the averaged weights) · CutMix 1 · "
+                                     "gradient accumulation 2 (effective batch 256) · test-time augmentation: "
+                                     "translate")
     ablation = sp.ablation_configs(trial, b)
     assert [a["technique"] for a in ablation] == ["optimizer", "ema", "cutmix", "gradient_accumulation", "tta"]
     assert ablation[0]["config"].optimizer == "adam" and ablation[4]["config"].tta == "off"
@@ -300,7 +301,7 @@ def test_hardware_verdicts_weigh_accumulation_against_a_larger_batch_by_gpu_memo
 
 
 def test_tables_and_show_name_the_techniques_a_run_uses():
-    from engine.cli.common import techniques_line
+    from engine.cli.printing import techniques_line
     from engine.charts.style import config_summary
 
     cfg = RunConfig(**MNIST, optimizer="muon", ema_momentum=0.99, gradient_accumulation_steps=2,

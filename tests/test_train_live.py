@@ -45,7 +45,7 @@ def test_the_train_page_offers_the_data_sets_presets_and_a_click_fills_the_setti
     at = app()
     at.selectbox(key="dataset").set_value("mnist5k").run()
     names = [b.label for b in at.button if b.key and b.key.startswith("preset_mnist5k_")]
-    assert names == ["Baseline", "Tuned baseline", "Hand-tuned preset", "Autopilot winner"]
+    assert names == ["Baseline", "Tuned baseline", "Hand-made preset", "Autopilot winner"]
     assert at.button(key="preset_mnist5k_1").disabled                    # no tuned baseline stored yet
     at.button(key="preset_mnist5k_3").click().run()                      # the autopilot's recorded winner
     want = presets.AUTOPILOT_WINNERS["mnist5k"][0]

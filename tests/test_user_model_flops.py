@@ -105,7 +105,7 @@ def test_a_count_more_than_10_percent_from_xla_leaves_mfu_missing_with_the_reaso
 
 
 def test_the_cli_shows_mfu_missing_with_the_reason():
-    from engine.cli.common import mfu_rows
+    from engine.cli.printing import mfu_rows
 
     note = "MFU not shown: the layer count (1 FLOPs/sample) and XLA's count of the step (2) differ by 50%, over 10%"
     assert ("MFU", f"- ({note})") in mfu_rows({"flops_per_sample": None, "flops_note": note, "mfu": None})

@@ -135,7 +135,7 @@ def recorded_offer(container=None) -> None:
 
     if (container or st).button("Show the recorded mnist5k comparison", icon=":material/smart_display:",
                                 key="replay_recorded",
-                                help="The bundled MNIST 28x28: its baseline and the tuned preset in interleaved "
+                                help="The bundled MNIST 28x28: its baseline and the hand-made preset in interleaved "
                                      "pairs, recorded to 0.965 on a 2-core CPU (docs/datasets.md)"):
         with one_line_errors("Recording"):
             with Store() as store:

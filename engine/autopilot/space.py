@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.config import FUSED_OPTIMIZERS, NO_FLIP_DATASETS, PROGRESSIVE_MODELS, RunConfig, nearest_divisible
+from engine.config import FUSED_OPTIMIZERS, NO_FLIP_DATASETS, PROGRESSIVE_MODELS, RunConfig, nearest_divisible, words
 from engine.base.errors import ConfigError
 from engine.hardware.verdicts import backend_verdicts
 
@@ -237,7 +237,7 @@ def suggest(trial, space: SearchSpace) -> dict:
 
 
 def hint_params(space: SearchSpace, verdict_list: list[dict], max_lr: Optional[float] = None) -> dict:
-    """The first trial: what the hardware verdicts and the hand-tuned preset
+    """The first trial: what the hardware verdicts and the hand-made preset
     (benchmarks/time_to_accuracy.py) suggest, so that the pruning has a good
     time to beat early: the fastest low precision with a 'faster' verdict, 2
     steps per execution, twice the base batch with scaled LR, one-cycle over
@@ -367,7 +367,9 @@ def techniques_used(cfg: RunConfig, baseline: RunConfig) -> list[str]:
     return [t for t in TECHNIQUES if differs(t)]
 
 
-_PRECISION_NAMES = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16", "float32": "float32"}
+# What technique_label says for a technique that is off.
+_OFF_WORDS = {"ema": "no weight EMA", "cutmix": "no CutMix", "gradient_accumulation": "no gradient accumulation",
+              "tta": "no TTA", "progressive_resizing": "full size throughout"}
 
 
 def technique_label(technique: str, cfg: RunConfig) -> str:
@@ -376,9 +378,9 @@ def technique_label(technique: str, cfg: RunConfig) -> str:
     if technique == "backend":
         return {"jax": "JAX backend", "tensorflow": "TensorFlow backend"}.get(cfg.backend, cfg.backend)
     if technique == "precision":
-        return _PRECISION_NAMES.get(cfg.precision, cfg.precision)
+        return words.precision(cfg.precision, long=True)
     if technique == "steps_per_execution":
-        return f"{cfg.steps_per_execution} steps per execution"
+        return words.steps_per_execution(cfg.steps_per_execution, long=True)
     if technique == "batch":
         s = f"batch {cfg.batch_size}" + (" + scaled LR" if cfg.scale_lr else "")
         if cfg.warmup_epochs:
@@ -396,22 +398,13 @@ def technique_label(technique: str, cfg: RunConfig) -> str:
     if technique == "fused_optimizer":
         return f"fused {cfg.optimizer} update" if cfg.fused_optimizer else f"{cfg.optimizer} update"
     if technique == "devices":
-        return f"{cfg.devices} devices"
+        return words.devices(cfg.devices)
+    # The record-setting techniques in their long words (engine.config.words); 'no ...' when off.
+    d = cfg.to_dict()
     if technique == "optimizer":
-        return cfg.optimizer + (" (conv filters reshaped)" if cfg.optimizer == "muon" and cfg.muon_conv == "reshape"
-                                else "")
-    if technique == "ema":
-        return f"weight EMA {cfg.ema_momentum:g}" if cfg.ema_momentum else "no weight EMA"
-    if technique == "cutmix":
-        return f"CutMix {cfg.cutmix_factor:g}" if cfg.cutmix_factor else "no CutMix"
-    if technique == "gradient_accumulation":
-        return (f"{cfg.gradient_accumulation_steps} accumulated batches (effective batch "
-                f"{cfg.batch_size * cfg.gradient_accumulation_steps})")
-    if technique == "tta":
-        return f"TTA {cfg.tta.replace('_', ' + ')}" if cfg.tta != "off" else "no TTA"
-    if technique == "progressive_resizing":
-        return (f"progressive resizing ({cfg.progressive_epochs} epoch{'s' if cfg.progressive_epochs != 1 else ''} "
-                f"at {cfg.progressive_scale:g}x)") if cfg.progressive_epochs else "full size throughout"
+        return words.technique("optimizer", d, long=True) or cfg.optimizer
+    if technique in _OFF_WORDS:
+        return words.technique(technique, d, long=True) or _OFF_WORDS[technique]
     raise ValueError(f"technique {technique!r}: use one of {', '.join(TECHNIQUES)}")
 
 

@@ -464,19 +464,6 @@ def estimate_left(cells: list[dict], order: list[tuple[int, int]], seen: list[di
     return max(costs[0] - max(now - seen[-1]["at"], 0.0), 0.0) + sum(costs[1:])
 
 
-def cell_name(cell: dict) -> str:
-    """'mixed bf16 · spe 8 · XLA on · 1 device' (tables, progress lines); JAX cells start
-    with 'JAX · ' and leave out XLA (always on)."""
-    short = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
-    dev = f"{cell['devices']} device" + ("s" if cell["devices"] != 1 else "")
-    if cell.get("simulated"):
-        dev += " (simulated)"
-    if cell.get("backend", "tensorflow") == "jax":
-        return f"JAX · {short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · {dev}"
-    return (f"{short.get(cell['precision'], cell['precision'])} · spe {cell['steps_per_execution']} · "
-            f"XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
-
-
 def measure_order(cells: list[dict], repeats: int) -> list[tuple[int, int]]:
     """(cell index, repeat) in the order `run` measures them: one worker per
     backend and device layout (`layouts`), repeats interleaved within it."""
@@ -525,7 +512,7 @@ def read_progress() -> Optional[dict]:
 
     Returns: {'state': 'starting' | 'running' | 'done' | 'failed' | 'cancelled',
     'done', 'total' (cells x repeats), 'current' (the cell being measured, a
-    `cell_name`), 'last' ({'cell', 'samples_per_sec'} of the last measured),
+    `engine.config.words.bench_cell`), 'last' ({'cell', 'samples_per_sec'} of the last measured),
     'error' (one line), 'started', 'elapsed' (s), 'pid', ...}. A job whose
     process died unseen reads as 'failed' with its log's last error line.
     """

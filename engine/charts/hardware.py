@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.config import words
 from engine.charts.style import (
     BASELINE_COLOR, PALETTE, PRECISION_SHORT, REFERENCE_COLOR, empty_figure, style,
 )
@@ -17,18 +18,6 @@ from engine.charts.style import (
 BENCH_PRECISION_COLORS = {"float32": PALETTE[0], "mixed_bfloat16": PALETTE[1],
                           "mixed_float16": PALETTE[2]}
 BEST_COLOR = REFERENCE_COLOR
-
-
-def bench_cell_name(cell: Mapping) -> str:
-    """'mixed bf16 · spe 8 · XLA on · 1 device' for tables and pickers."""
-    dev = f"{int(cell['devices'])} device" + ("s" if int(cell["devices"]) != 1 else "")
-    if cell.get("simulated"):
-        dev += " (simulated)"
-    if _is_jax(cell):
-        return (f"JAX · {PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
-                f"{int(cell['steps_per_execution'])} · {dev}")
-    return (f"{PRECISION_SHORT.get(cell['precision'], cell['precision'])} · spe "
-            f"{int(cell['steps_per_execution'])} · XLA {'on' if cell['jit_compile'] else 'off'} · {dev}")
 
 
 def _is_jax(cell: Mapping) -> bool:
@@ -113,7 +102,7 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
             bars(rest, name, slot, BENCH_PRECISION_COLORS.get(prec, PALETTE[3]), int(dev) > 1)
     b = df.loc[best_i]
     # Legend-only entry that names the outlined bar.
-    fig.add_trace(go.Bar(x=[None], y=[None], name=f"best: {bench_cell_name(b)} ({b['speedup']:.2f}×)",
+    fig.add_trace(go.Bar(x=[None], y=[None], name=f"best: {words.bench_cell(b)} ({b['speedup']:.2f}×)",
                          marker=dict(color="white", line=dict(color=BEST_COLOR, width=3)),
                          offsetgroup=f"{b['precision']}|{b['devices']}", hoverinfo="skip"))
     fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, width=1.5, dash="dash"))

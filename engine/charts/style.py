@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.config import MODELS, user_model
+from engine.config import MODELS, user_model, words
 from engine.store import from_outside_script
 
 
@@ -39,7 +39,7 @@ REFERENCE_COLOR = "#111827"
 MAX_POINTS = 2000
 
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=15, color="#111827")
-PRECISION_SHORT = {"float32": "fp32", "mixed_float16": "mixed fp16", "mixed_bfloat16": "mixed bf16"}
+PRECISION_SHORT = words.PRECISION_SHORT  # charts name precisions in the short words
 T_TITLE = "wall time since training start (s)"
 T_SHORT = "wall time (s)"  # the same axis on charts a third of a 1280 px page wide
 STEP_TITLE = "batches run (steps)"
@@ -80,7 +80,7 @@ def run_color(run_id: int, role: str = "run", config: Optional[Mapping] = None) 
 def model_name(model) -> str:
     """A model as a page shows it: a built-in's name, or a user's model file by its file name
     only ('net.py:build', 'model.keras'), never the server's absolute path, with anything but
-    letters, digits, '.', '_' and '-' as '-' (outside text: inert in markdown, HTML and CSV)."""
+    letters, digits, '.', '_' and '-' as '-' (untrusted text: inert in markdown, HTML and CSV)."""
     import os
 
     spec = user_model(model)
@@ -98,7 +98,7 @@ def run_label(run: Mapping) -> str:
     summ = run.get("summary") or {}
     plan = run.get("plan") or {}
     parts = [f"#{run['id']}" + (" baseline" if run.get("role") == "baseline" else "")]
-    parts[0] += " " + PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision")))
+    parts[0] += " " + words.precision(cfg.get("precision"))
     if cfg.get("model") not in (None, *MODELS):  # a user's model: which one, by its file name
         parts.append(model_name(cfg["model"]))
     devices = cfg.get("devices", 1)
@@ -111,7 +111,7 @@ def run_label(run: Mapping) -> str:
     if cfg.get("init_from") is not None:
         parts.append(f"from #{cfg['init_from']}")
     if from_outside_script(plan):  # SpeedLabCallback (engine.training.outside)
-        parts.append("outside script")
+        parts.append("script run")
     return " · ".join(parts)
 
 
@@ -119,7 +119,7 @@ def _speed_parts(cfg: Mapping) -> list:
     """Backend, steps per execution, XLA, the fused update and schedule, each only when it is not the default."""
     parts = ["JAX"] if cfg.get("backend") == "jax" else []
     if cfg.get("steps_per_execution", 1) > 1:
-        parts.append(f"spe {cfg['steps_per_execution']}")
+        parts.append(words.steps_per_execution(cfg["steps_per_execution"]))
     if cfg.get("jit_compile") and cfg.get("backend") != "jax":  # JAX: always XLA
         parts.append("XLA")
     if cfg.get("fused_optimizer"):
@@ -127,35 +127,21 @@ def _speed_parts(cfg: Mapping) -> list:
     if cfg.get("schedule", "constant") != "constant":
         parts.append(cfg["schedule"])
     # The record-setting techniques (engine.training.techniques), each only when on.
-    if cfg.get("optimizer") in ("muon", "schedule_free_adamw", "lamb"):
-        parts.append({"muon": "Muon", "schedule_free_adamw": "schedule-free AdamW", "lamb": "LAMB"}[cfg["optimizer"]])
-    if cfg.get("ema_momentum"):
-        parts.append(f"EMA {cfg['ema_momentum']:g}")
-    if cfg.get("cutmix_factor"):
-        parts.append(f"CutMix {cfg['cutmix_factor']:g}")
-    if (cfg.get("gradient_accumulation_steps") or 1) > 1:
-        k = cfg["gradient_accumulation_steps"]
-        parts.append(f"accumulate {k} (effective batch {cfg.get('batch_size', 0) * k})")
-    if cfg.get("tta", "off") != "off":
-        parts.append(f"TTA {cfg['tta'].replace('_', '+')}")
-    if cfg.get("progressive_epochs"):
-        parts.append(f"progressive {cfg['progressive_epochs']} ep at {cfg.get('progressive_scale', 0.75):g}x")
+    parts += words.techniques(cfg)
     return parts
 
 
 def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Optional[Mapping] = None) -> str:
     """One line describing a config for tables; speed options appear only when
     they are on, e.g. 'digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · 3 epochs'.
-    A run from an outside script (`plan` source 'callback') names its script and its name, not
+    A script run (SpeedLabCallback in a user's script: `plan` source 'callback') names its script and its name, not
     the placeholder data set and model its stored config holds (engine.training.outside)."""
     summary = summary or {}
     if from_outside_script(plan):
-        cfg = {**cfg, "dataset": f"outside script {plan.get('script') or 'python'}",
+        cfg = {**cfg, "dataset": f"script run {plan.get('script') or 'python'}",
                "model": str(plan.get("name") or "its own model"), "image_size": None}
     devices = cfg.get("devices", 1)
-    dev = f"{devices} device" + ("s" if devices != 1 else "")
-    if devices > 1 and summary.get("replicas_simulated"):
-        dev += " (simulated)"
+    dev = words.devices(devices, devices > 1 and bool(summary.get("replicas_simulated")))
     data = str(cfg.get("dataset", "?"))
     if cfg.get("label_subset"):
         data += " labels " + ",".join(str(v) for v in cfg["label_subset"])
@@ -166,7 +152,7 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
         model += " (ImageNet)"
     if cfg.get("init_from") is not None:
         model += f" from run #{cfg['init_from']}"
-    parts = [data, model, PRECISION_SHORT.get(cfg.get("precision"), str(cfg.get("precision"))), dev]
+    parts = [data, model, words.precision(cfg.get("precision")), dev]
     if cfg.get("workers", 1) > 1:
         parts.append(f"{cfg['workers']} workers")
     parts.append(f"batch {cfg.get('batch_size')}")

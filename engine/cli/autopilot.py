@@ -12,7 +12,7 @@ import sys
 import threading
 
 from engine.base import process
-from engine.cli.common import print_json
+from engine.cli.printing import print_json
 
 HELP = "search for the fastest route to a target validation accuracy on this machine, and explain it"
 

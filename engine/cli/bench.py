@@ -5,7 +5,8 @@ import json
 import sys
 import time
 
-from engine.cli.common import print_json
+from engine.config import words
+from engine.cli.printing import print_json
 
 
 def add_parser(sub) -> None:
@@ -166,7 +167,7 @@ def main(args) -> int:
         if done >= total:
             return None
         i, r = order[done]
-        return bench.cell_name(cells[i]) + (f", repeat {r + 1}/{args.repeats}" if args.repeats > 1 else "")
+        return words.bench_cell(cells[i]) + (f", repeat {r + 1}/{args.repeats}" if args.repeats > 1 else "")
 
     write(state="running", done=0, total=total, current=current(0), full=args.full, repeats=args.repeats)
     if workload is None and getattr(args, "dataset", "synthetic") != "synthetic":
@@ -179,7 +180,7 @@ def main(args) -> int:
         seen.append({**sample, "at": time.monotonic() - t_run})
         left = bench.estimate_left(cells, order, seen, seen[-1]["at"], work_samples)
         write(done=done, current=current(done), left_sec=left, left_written=time.time(),
-              last={"cell": bench.cell_name(cells[sample["cell"]]),
+              last={"cell": words.bench_cell(cells[sample["cell"]]),
                     "samples_per_sec": sample.get("samples_per_sec")})
         if not args.json or sys.stderr.isatty():
             print(f"\r  measured {done}/{total_} cells" + (f", about {left:.0f} s left   " if done < total_ else ""),

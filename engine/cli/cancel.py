@@ -1,7 +1,7 @@
 """``python -m engine cancel RUN_ID``: cancel a queued or running run (its metrics are kept)."""
 from __future__ import annotations
 
-from engine.cli.common import get_run
+from engine.cli.printing import get_run
 
 
 def add_parser(sub) -> None:

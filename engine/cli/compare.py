@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from engine.cli.common import get_run, print_json, speedup_rows, time_table
+from engine.cli.printing import get_run, print_json, speedup_rows, time_table
 from engine.base.errors import ConfigError
 
 
@@ -30,7 +30,7 @@ def cmd_compare(args) -> int:
                 return 2
         c = compare(store, args.baseline_id, args.run_id, target=args.target_accuracy)
         from engine.store import comparisons as cstore
-        from engine.cli.pairs import comparison_json
+        from engine.cli.comparison import comparison_json
 
         comp = cstore.for_run(store, args.run_id)
         if comp and comp.get("result") and args.baseline_id in comp["result"].get("baseline_ids", []):
@@ -55,7 +55,7 @@ def cmd_compare(args) -> int:
         if line != c["machines"]:
             print(f"caveat: {line}")
     if c.get("comparison"):
-        from engine.cli.pairs import comparison_rows
+        from engine.cli.comparison import comparison_rows
 
         print("this pair belongs to a stored comparison of interleaved pairs:")
         for k, v in comparison_rows(c["comparison"]):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import print_json
+from engine.cli.printing import print_json
 
 
 def add_parser(subparsers) -> None:
@@ -45,7 +45,7 @@ def _fmt_t(v) -> str:
 def main(args) -> int:
     from engine.jobs import runner
     from engine.jobs import demo
-    from engine.cli.common import follow
+    from engine.cli.follow import follow
     from engine.config.preflight import check_runnable
     from engine.store import Store
 

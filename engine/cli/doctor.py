@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import print_json
+from engine.cli.printing import print_json
 
 
 def add_parser(sub) -> None:

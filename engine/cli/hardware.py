@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from engine.cli.common import print_json
+from engine.cli.printing import print_json
 from engine.hardware.peaks import flops_text
 from engine.hardware.verdicts import ProbeError, probe
 
@@ -189,7 +189,7 @@ def measure_noise(quiet: bool = False) -> int:
     try:
         comp = comparison.wait(cid, poll_s=1.0, on_poll=on_poll)
     except KeyboardInterrupt:
-        from engine.cli.common import stop_all_for_signal
+        from engine.cli.follow import stop_all_for_signal
 
         print("stopping the noise measurement (complete pairs are kept) ...", file=sys.stderr)
         stop_all_for_signal()

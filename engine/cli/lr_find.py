@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli.common import print_json
+from engine.cli.printing import print_json
 from engine.config import ConfigError
 
 HELP = "LR range test: short sweep with exponentially increasing learning rate; suggests a max LR"
@@ -18,7 +18,7 @@ HELP = "LR range test: short sweep with exponentially increasing learning rate; 
 
 def add_parser(subparsers) -> None:
     """Register the `lr-find` subcommand: RunConfig flags plus the sweep's own."""
-    from engine.cli.common import add_config_args
+    from engine.cli.flags import add_config_args
 
     p = subparsers.add_parser(
         "lr-find", help=HELP,
@@ -87,7 +87,7 @@ def format_table(result: dict) -> str:
 def main(args) -> int:
     """Run the sweep, then print the table (or one JSON object with --json)."""
     from engine.lr_find import range_test as lr_find
-    from engine.cli.common import config_from_args
+    from engine.cli.flags import config_from_args
     from engine.jobs.runner import ActiveRunError
 
     from engine.jobs import background

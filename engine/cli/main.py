@@ -15,12 +15,12 @@ import os
 import sqlite3
 import sys
 
-from engine.cli.common import Parser, UsageError
+from engine.cli.flags import Parser, UsageError
 from engine.base.errors import ActiveRunError, ConfigError
 from engine.store import StoreError, default_path, fault_line, old_store_line
 
 # In --help order.
-SUBCOMMANDS = ("run", "noise", "commands", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
+SUBCOMMANDS = ("run", "noise", "pairs", "runs", "show", "cancel", "compare", "export", "import_", "trash", "doctor",
                "hardware", "bench", "lr_find", "tune_baseline", "autopilot", "worker", "demo", "data")
 
 
@@ -96,7 +96,7 @@ def _signal_code() -> int:
 
 def _run(args) -> int:
     from engine.base.process import on_stop_signals
-    from engine.cli.common import INTERRUPTED
+    from engine.cli.follow import INTERRUPTED
 
     on_stop_signals(_interrupt)
     moved = old_store_line()

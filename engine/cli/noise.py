@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import add_config_args, config_from_args, print_json
-from engine.cli.pairs import add_pair_args, check_pair_args, comparison_json, comparison_rows, run_comparison
+from engine.cli.flags import add_config_args, config_from_args
+from engine.cli.printing import print_json
+from engine.cli.comparison import add_pair_args, check_pair_args, comparison_json, comparison_rows, run_comparison
 
 
 def add_parser(sub) -> None:

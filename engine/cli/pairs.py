@@ -1,165 +1,83 @@
-"""CLI side of comparisons (engine.jobs.comparison): flags, following, printing.
+"""``python -m engine pairs``: two commands as interleaved pairs (engine.jobs.command_pairs).
 
-Shared by ``run --baseline`` (a configuration against its baseline) and
-``noise`` (the baseline against itself)."""
+It prints the comparison as `run --baseline` and `noise` do (engine.cli.comparison)."""
 from __future__ import annotations
 
+import argparse
 import sys
-import time
 
-from engine.report import stats
-
-
-def add_pair_args(p) -> None:
-    """--pairs, --max-pairs, --precision, --budget-s."""
-    g = p.add_argument_group("comparison (interleaved pairs, seed i for pair i)")
-    g.add_argument("--pairs", type=int, metavar="N",
-                   help="run exactly N pairs [adaptive: until the 95%% interval is within ±--within, "
-                        "--max-pairs or --budget-s]")
-    g.add_argument("--max-pairs", type=int, default=stats.MAX_PAIRS, metavar="N",
-                   help=f"adaptive: pair limit [{stats.MAX_PAIRS}]")
-    g.add_argument("--within", type=float, default=stats.TARGET_HALF_WIDTH, metavar="FRAC",
-                   help=f"adaptive: stop once the interval is within ± this fraction [{stats.TARGET_HALF_WIDTH}]")
-    g.add_argument("--budget-s", type=float, metavar="S", help="adaptive: time budget in s [none]")
-    g.add_argument("--margin", type=float, metavar="FRAC",
-                   help="'equivalent' only when the interval lies within ± this fraction "
-                        "[this machine's noise floor, at least 0.02]")
-    g.add_argument("--all-epochs", action="store_true",
-                   help="train every epoch [a time-to-accuracy comparison ends each run at the target]")
+from engine.cli.printing import print_json
+from engine.cli.comparison import comparison_json, comparison_rows
 
 
-def check_pair_args(args) -> None:
-    """Raises ConfigError for a pair count or precision out of range."""
-    from engine.base.errors import ConfigError
+def add_parser(sub) -> None:
+    from engine.jobs.command_pairs import DEFAULT_TIMEOUT_S
 
-    if args.pairs is not None and not 1 <= args.pairs <= 50:
-        raise ConfigError("pairs", args.pairs, "is out of range", "give 1 to 50 pairs (2 or more for an interval)")
-    if not 1 <= args.max_pairs <= 50:
-        raise ConfigError("max_pairs", args.max_pairs, "is out of range", "give 1 to 50")
-    if not 0 < args.within < 1:
-        raise ConfigError("within", args.within, "is not a fraction", "give e.g. 0.10 for ±10%")
-    if getattr(args, "margin", None) is not None and not 0 < args.margin < 1:
-        raise ConfigError("margin", args.margin, "is not a fraction", "give e.g. 0.05 for ±5%")
-    if args.budget_s is not None and args.budget_s <= 0:
-        raise ConfigError("budget_s", args.budget_s, "is not positive", "give seconds, e.g. 600")
-
-
-def run_comparison(cfg, kind: str, args) -> dict:
-    """Start an A/A comparison of `cfg` (`engine noise`) and follow it (`follow_comparison`)."""
-    from engine.config import comparison_config
-    from engine.jobs import comparison
-
-    cfg = comparison_config(cfg, all_epochs=getattr(args, "all_epochs", False))
-    cid = comparison.start(cfg, kind=kind, pairs=args.pairs, max_pairs=args.max_pairs,
-                           target_half_width=args.within, budget_s=args.budget_s,
-                           margin=getattr(args, "margin", None))
-    return follow_comparison(cid, cfg, kind, args)
+    s = sub.add_parser("pairs", help="compare two training commands in interleaved pairs (AB BA ...)",
+                       description="Run --baseline-cmd and --cmd as interleaved pairs (AB, BA, ...), one process "
+                                   "at a time, pair i with SPEEDLAB_SEED=seed+i on both sides. Commands run "
+                                   "WITHOUT a shell: shell syntax (> | ; & $ ` * ? ~ # ( ), VAR=1 cmd) is refused "
+                                   "before anything trains (use env VAR=1 cmd, or a script: bash run.sh), and "
+                                   "both programs must exist before the first pair. Each "
+                                   "side's run is recorded by SpeedLabCallback (SPEEDLAB_GROUP, SPEEDLAB_ROLE, "
+                                   "SPEEDLAB_RUN_FILE). Prints the same comparison as run --baseline.")
+    s.add_argument("--baseline-cmd", required=True, metavar="CMD", help='the baseline, e.g. "python train.py"')
+    s.add_argument("--cmd", required=True, metavar="CMD", help='the candidate, e.g. "python train.py --bf16"')
+    s.add_argument("--pairs", type=int, default=3, metavar="N", help="number of pairs (2 or more for an interval) [3]")
+    s.add_argument("--seed", type=int, default=0, help="pair i gets SPEEDLAB_SEED = seed + i [0]")
+    s.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"stop a side after S s; its pair fails [{DEFAULT_TIMEOUT_S:.0f}]")
+    s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.add_argument("--progress-file", default=None, help=argparse.SUPPRESS)  # the dashboard's job file
+    s.set_defaults(func=cmd_pairs)
 
 
-def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
-    """Follow comparison `cid` of `cfg` with progress lines (unless --quiet); Ctrl-C stops it
-    (complete pairs are kept). Returns the final comparison row."""
-    from engine.cli.common import progress_line
-    from engine.jobs import comparison, runner
-    from engine.store import Store
-    from engine.store import comparisons as cstore
+def cmd_pairs(args) -> int:
+    """Exit code 0: every pair complete; 1: a pair failed; 2: invalid input; 128 + the signal
+    (130 for Ctrl-C, 143 for SIGTERM): stopped by a stop signal, its complete pairs kept."""
+    from engine.jobs import command_pairs
 
-    quiet = args.quiet
-    if not quiet:
-        how = f"{args.pairs} pairs" if args.pairs else (f"adaptive: until ±{args.within * 100:.0f}%, "
-                                                        f"at most {args.max_pairs} pairs")
-        print(f"comparison {cid} ({'A/A: the baseline against itself' if kind == 'aa' else 'baseline vs run'}; "
-              f"{how}; pair i on seed {cfg.seed}+i, order AB BA ...)", file=sys.stderr)
-    state = {"run": None, "cb": None, "shown": 0}
+    from engine.jobs import background
 
-    def poll(store):
-        comp = cstore.get(store, cid)
-        if quiet:
-            return comp
-        result = comp.get("result") or {}
-        hist = result.get("history") or []
-        done = [r for r in result.get("pair_rows") or [] if r["status"] == "complete"]
-        measure = result.get("measure")
-        for h, row in list(zip(hist, done))[state["shown"]:]:
-            so_far = {"half_width": stats.half_width(h["ci95"]), **h}
-            ratio = stats.pair_ratio(row[f"baseline_{measure}"], row[measure], measure != "time_to_accuracy")
-            sys.stderr.write(("\n" if sys.stderr.isatty() else "") +
-                             f"pair {row['pair'] + 1} ({row['order']}, seed {row['seed']}): "
-                             f"{stats.fmt_ratio(ratio)} {measure.replace('_', ' ')}; so far: "
-                             f"{stats.headline(so_far)['text']}\n")
-            state["shown"] += 1
-        active = next((store.get_run(p[k]) for p in comp["plan"] if not p.get("dropped")
-                       for k in (("baseline_id", "run_id") if p["order"] == "AB" else ("run_id", "baseline_id"))
-                       if (store.get_run(p[k]) or {}).get("status") in ("queued", "running")), None)
-        if active:
-            if state["run"] != active["id"]:
-                state["run"], state["cb"] = active["id"], progress_line(active["id"])
-            state["cb"](active)
-        return comp
+    command_pairs.check(args.baseline_cmd, args.cmd, args.pairs, args.timeout_s)
+    own = background.own_job_file(args.progress_file, background.PAIRS_FILE)  # the page wrote it: ours
+    why = background.busy(skip=(background.PAIRS_FILE,) if own else ())
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
 
-    def follow():
-        while True:
-            store = Store()
-            try:
-                runner.reconcile(store)
-                comp = poll(store)
-                comp = comparison.settle_if_idle(store, comp)
-            finally:
-                store.close()
-            if comp["status"] != "running":
-                return comp
-            time.sleep(0.5)
+    def started(cid):
+        if not args.quiet:
+            print(f"comparison {cid} (your baseline command vs your command; {args.pairs} pairs; "
+                  f"pair i on seed {args.seed}+i, order AB BA ...)", file=sys.stderr)
 
-    try:
-        comp = follow()
-    except KeyboardInterrupt:
-        from engine.cli.common import ignore_more_interrupts, stop_all_for_signal
+    def on_side(s):
+        if not args.quiet and not s.get("refused"):  # a refusal is said once, at the end
+            what = f"run #{s['run_id']}" if s["run_id"] is not None else "no run"
+            print(f"pair {s['pair'] + 1} ({s['order']}) {s['role']}: {what}" +
+                  (f"; failed: {s['error']}" if s["error"] else ""), file=sys.stderr)
 
-        ignore_more_interrupts(f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...")
-        stop_all_for_signal()
-        comp = comparison.wait(cid)
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
-    return comp
+    comp = command_pairs.run(args.baseline_cmd, args.cmd, args.pairs, seed=args.seed, timeout_s=args.timeout_s,
+                             on_side=on_side, comparison_id=started)
+    if comp.get("refused"):  # the comparison ended there: one line, nothing else to show
+        print(f"error: {comp['refused']}", file=sys.stderr)
+        return 1
+    out = {"commands": (comp.get("settings") or {}).get("commands"), "comparison": comparison_json(comp)}
+    if args.json:
+        print_json(out)
+    else:
+        print(f"{'baseline command':>20}  {out['commands']['baseline']}")
+        print(f"{'command':>20}  {out['commands']['run']}")
+        for k, v in comparison_rows(out["comparison"]):
+            print(f"{k:>20}  {v}")
+        for p in comp.get("plan") or []:
+            if p.get("error"):
+                print(f"{'pair ' + str(p['pair'] + 1):>20}  failed: {p['error']}")
+    from engine.base.process import RECEIVED
 
+    if comp["status"] == "stopped" and RECEIVED["signal"]:  # 128 + the signal, as a shell reports it
+        import signal
 
-def comparison_json(comp: dict) -> dict:
-    """The 'comparison' object of --json: the stored result's flat fields (see
-    engine.report.comparison.evaluate: 'verdict' is the one every page shows, noise floor and
-    test accuracy applied) plus 'comparison_id', 'status', 'ended_by', 'headline',
-    'headline_note', 'headline_factors', 'headline_setup', 'headline_reached' and
-    'headline_test' (engine.report.stats.comparison_headline)."""
-    result = dict(comp.get("result") or {})
-    h = stats.comparison_headline(result)
-    result.update(comparison_id=comp["id"], status=comp["status"], ended_by=comp.get("ended_by"),
-                  headline=h["text"], headline_note=h["note"], headline_factors=h.get("factors"),
-                  headline_setup=h.get("setup"), headline_reached=h.get("reached"), headline_test=h.get("test"))
-    return result
-
-
-def comparison_rows(c: dict) -> list[tuple[str, str]]:
-    """(name, text) rows of a comparison_json() result for the terminal."""
-    rows = [("comparison", f"#{c['comparison_id']}: {c['headline']}" +
-             (f" ({stats.MEASURE_NAMES.get(c['measure'], c['measure'])})" if c.get("measure") else ""))]
-    if c.get("headline_note"):
-        rows.append(("note", c["headline_note"]))
-    for key in ("factors", "setup", "reached", "test"):
-        if c.get(f"headline_{key}"):
-            rows.append(({"factors": "split", "setup": "with setup", "reached": "seeds",
-                          "test": "test accuracy"}[key], c[f"headline_{key}"]))
-    for name, label in (("time_to_accuracy", "time to accuracy"), ("end_to_end", "end-to-end"),
-                        ("steady", "steady")):
-        s = c.get(name) or {}
-        if s.get("speedup") is None:
-            rows.append((label, "-" + (f"  ({s['not_reached']} pairs without a ratio)" if s.get("not_reached") else "")))
-            continue
-        ci = s.get("ci95")
-        ratios = ", ".join("-" if x is None else f"{x:.2f}" for x in s["pair_ratios"])
-        rows.append((label, f"{s['speedup']:.2f}x" + (f" ({stats.fmt_interval(ci)})" if ci else "")
-                     + f", {s['verdict'] or 'no interval'}; pairs: {ratios}"
-                     + (f"; {s['not_reached']} without a ratio" if s.get("not_reached") else "")))
-    rows.append(("pairs", f"{c.get('pairs')} complete of {c.get('planned')} planned; ended by: {c.get('ended_by')}"))
-    # a pair of two commands whose side recorded no run has None there (engine.jobs.command_pairs)
-    rows.append(("runs", "baseline " + ", ".join(f"#{i}" for i in c.get("baseline_ids") or [] if i is not None) +
-                 "; run " + ", ".join(f"#{i}" for i in c.get("run_ids") or [] if i is not None)))
-    return rows
+        return 128 + int(getattr(signal, RECEIVED["signal"]))
+    return 0 if comp["status"] == "completed" else 1

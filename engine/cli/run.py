@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import add_config_args, config_from_args, follow, print_json, print_summary, result_json
-from engine.cli.pairs import add_pair_args, check_pair_args, comparison_json, comparison_rows, follow_comparison
+from engine.cli.flags import add_config_args, config_from_args
+from engine.cli.follow import follow
+from engine.cli.printing import print_json, print_summary, result_json
+from engine.cli.comparison import add_pair_args, check_pair_args, comparison_json, comparison_rows, follow_comparison
 
 
 def add_parser(sub) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import get_run, print_json, print_summary, result_json, time_table
+from engine.cli.printing import get_run, print_json, print_summary, result_json, time_table
 from engine.report.pair import breakdown
 from engine.store import from_outside_script
 
@@ -34,7 +34,7 @@ def cmd_show(args) -> int:
     print(f"run {run['id']}  {run['status']}  ({run['role']})")
     plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
     if from_outside_script(plan):  # SpeedLabCallback (engine.training.outside): config is what it read
-        print(f"from an outside script: {plan.get('script')} (name {plan.get('name')!r}); "
+        print(f"a script run: {plan.get('script')} (name {plan.get('name')!r}); "
               "dataset and model in the config are placeholders")
     if run.get("error"):  # a cancelled run's line says why it was stopped: not an error
         print(f"{'why it ended' if run['status'] == 'cancelled' else 'error'}: {run['error']}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import add_config_args, config_from_args, print_json
+from engine.cli.flags import add_config_args, config_from_args
+from engine.cli.printing import print_json
 
 
 def add_parser(sub) -> None:

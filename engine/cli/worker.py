@@ -10,11 +10,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from engine.cli.common import print_json
+from engine.cli.printing import print_json
 
 
 def add_parser(sub) -> None:
-    from engine.cli.common import add_config_args
+    from engine.cli.flags import add_config_args
 
     p = sub.add_parser("worker", help="join a multi-worker run (MultiWorkerMirroredStrategy, TF_CONFIG)",
                        description=__doc__)
@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     from engine.base import cluster as cl
-    from engine.cli.common import config_from_args, result_json
+    from engine.cli.flags import config_from_args
+    from engine.cli.printing import result_json
     from engine.config import ConfigError
     from engine.config.preflight import check_runnable
     from engine.jobs.runner import worker_env

@@ -1,4 +1,4 @@
-"""Hand-tuned presets: per bundled data set, a configuration that reaches the data
+"""Hand-made presets: per bundled data set, a configuration that reaches the data
 set's default target sooner than the baseline (RunConfig's defaults), for demos and
 benchmarks. No TF here.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from engine.config import RunConfig
 from engine.store import tuned_baselines
 
-# digits: benchmarks/time_to_accuracy.py's hand-tuned configuration (kept there as TUNED).
+# digits: benchmarks/time_to_accuracy.py's hand-made configuration (kept there as TUNED).
 PRESETS = {
     "digits": dict(model="cnn", batch_size=256, epochs=10, learning_rate=1e-3, scale_lr=True,
                    reference_batch_size=128, schedule="one_cycle", max_lr=0.005, label_smoothing=0.1,
@@ -27,7 +27,7 @@ PRESETS = {
 
 
 def preset(dataset: str, **overrides) -> RunConfig:
-    """The tuned RunConfig for bundled data set `dataset` ('digits' or 'mnist5k'),
+    """The hand-made preset RunConfig for bundled data set `dataset` ('digits' or 'mnist5k'),
     with `overrides` (e.g. seed=1). Raises KeyError for another data set;
     ConfigError as RunConfig."""
     return RunConfig(**{**PRESETS[dataset], "dataset": dataset, **overrides})
@@ -49,7 +49,7 @@ AUTOPILOT_WINNERS = {
                 "recorded 2026-12-03: bf16 · 8 steps/execution · one-cycle to 0.013 over 3 epochs · smoothing 0.1 · "
                 "fused Adam", "4.51x [3.67-5.54] to 0.965 (missed it on 1 seed of 5)", None),
 }
-HAND_TUNED_MACHINE = None  # the hand-tuned presets' figures (docs/datasets.md) predate fingerprints
+HAND_MADE_MACHINE = None  # the hand-made presets' figures (docs/datasets.md) predate fingerprints
 
 
 def _where(fp: dict | None, here: str) -> tuple[str, bool]:
@@ -72,7 +72,7 @@ def menu(dataset: str, tuned: dict | None = None, here: str | None = None, machi
     the baseline (RunConfig's defaults), the tuned baseline (its schedule, peak learning rate and
     label smoothing from `python -m engine tune-baseline`: `tuned`, the engine.store.tuned_baselines
     row, None when not stored),
-    the hand-tuned preset (PRESETS) and the autopilot's recorded winner (AUTOPILOT_WINNERS).
+    the hand-made preset (PRESETS) and the autopilot's recorded winner (AUTOPILOT_WINNERS).
     [] for a data set with no presets."""
     if dataset not in PRESETS:
         return []
@@ -101,10 +101,10 @@ def menu(dataset: str, tuned: dict | None = None, here: str | None = None, machi
             "settings": diff(RunConfig(dataset=dataset, **tuned_baselines.config_fields(tuned))) if tuned else None,
             "missing": None if tuned else "no tuned baseline stored on this machine yet",
             "machine": _where(tuned_fp, here)[0] if tuned else None, "elsewhere": bool(tuned) and _where(tuned_fp, here)[1]},
-           {"name": "Hand-tuned preset", "line": "bf16 · one-cycle · label smoothing · steps per execution "
-                                                 "(docs/datasets.md)" + elsewhere(HAND_TUNED_MACHINE),
+           {"name": "Hand-made preset", "line": "bf16 · one-cycle · label smoothing · steps per execution "
+                                                 "(docs/datasets.md)" + elsewhere(HAND_MADE_MACHINE),
             "settings": diff(preset(dataset)), "missing": None,
-            "machine": _where(HAND_TUNED_MACHINE, here)[0], "elsewhere": _where(HAND_TUNED_MACHINE, here)[1]}]
+            "machine": _where(HAND_MADE_MACHINE, here)[0], "elsewhere": _where(HAND_MADE_MACHINE, here)[1]}]
     if winner:
         name, other = _where(winner_fp, here)
         out.append({"name": "Autopilot winner",

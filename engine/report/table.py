@@ -91,8 +91,8 @@ def runs_frame(store, runs: Optional[list] = None):
         recs.append({
             "id": r["id"], "status": r["status"], "role": r["role"],
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])),
-            "dataset": "(outside script)" if outside else c["dataset"],
-            "model": (plan.get("name") or "outside script") if outside else c["model"], "precision": c["precision"],
+            "dataset": "(script run)" if outside else c["dataset"],
+            "model": (plan.get("name") or "script run") if outside else c["model"], "precision": c["precision"],
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
             "schedule": c.get("schedule"), "learning_rate": peak_lr(c),
@@ -106,7 +106,7 @@ def runs_frame(store, runs: Optional[list] = None):
             **{k: s.get(k) for k in MFU_KEYS}, "bound_by": bound_by_cell(r),
             "error": r.get("error") or incomplete_note(s),
             "origin": (f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin")
-                       else f"from an outside script ({plan.get('script') or 'python'})" if outside else None),
+                       else f"a script run ({plan.get('script') or 'python'})" if outside else None),
         })
     df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",

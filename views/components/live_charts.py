@@ -238,7 +238,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
                       help="Cancel the active run(s); their metrics stay in the store")
     launched_banner(group)
     for w in dict.fromkeys(w for r in shown for w in (r.get("summary") or {}).get("warnings") or []):
-        st.caption(f":material/info: {plain.md(w)}")  # a warning may carry outside text (a bundle)
+        st.caption(f":material/info: {plain.md(w)}")  # a warning may carry untrusted text (a bundle)
     if comp is not None and not quiet:
         comparison_block(store, comp)
     if quiet:  # the headline and pair chart are drawn outside the live fragment (main)

@@ -81,7 +81,7 @@ def bundle_section(store: Store, by_id: dict) -> None:
             try:
                 pairs = bundle.import_bundle(store, io.BytesIO(file.getvalue()), file.name)
             except bundle.BundleError as e:
-                st.error(plain.md(e), icon=":material/block:")  # names the file: outside text
+                st.error(plain.md(e), icon=":material/block:")  # names the file: untrusted text
                 return
             hosts = {bundle.provenance(store.get_run(new)) for _, new in pairs}
             st.session_state["bundle_flash"] = (

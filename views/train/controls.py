@@ -33,7 +33,7 @@ from views.train.upload import (
     upload_controls,
 )
 
-HARDWARE_PAGE = "views/hardware.py"
+HARDWARE_PAGE = "views/hardware/hardware.py"
 
 
 class Form:

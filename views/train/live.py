@@ -146,7 +146,7 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
                 st.caption(md(sweep))
             if run is not None and from_outside_script(run.get("plan")):
                 plan = run["plan"]  # engine.training.outside: SpeedLabCallback in a user's script
-                st.caption(md(f"Run {run['id']} from an outside script: {plan.get('name') or ''} "
+                st.caption(md(f"Run {run['id']} is a script run: {plan.get('name') or ''} "
                                       f"({plan.get('script') or 'python'})"))
             render_comparison(store, group, base, run)
 

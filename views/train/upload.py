@@ -143,7 +143,7 @@ def upload_controls(sb) -> None:
     except userdata.DataError as e:
         exp.caption(f":material/block: **{plain.md(file.name)} was not registered** ({len(e.problems)} problem"
                     f"{'s' if len(e.problems) > 1 else ''}); nothing was kept:")
-        for line in e.problems:  # they name the file's members (class folders): outside text
+        for line in e.problems:  # they name the file's members (class folders): untrusted text
             exp.error(plain.md(line))
         return
     except Exception as e:  # noqa: BLE001 - e.g. a full disk: one line, not a traceback

@@ -1,110 +1,10 @@
-"""Helpers every CLI subcommand shares: config flags, progress line, result JSON, formatting."""
+"""What the commands print: strict JSON (`print_json`), numbers (`fmt`), a run's summary
+rows (`result_json`, `print_summary`, `mfu_rows`), speedups and where the time went
+(`speedup_rows`, `time_table`), and the one line for an unknown run (`get_run`)."""
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import typing
-from dataclasses import fields
 from typing import Optional
-
-from engine.config import FIELD_HELP, ConfigError, RunConfig
-
-DEFAULTS = RunConfig()
-
-
-def _field_type(f):
-    hint = typing.get_type_hints(RunConfig)[f.name]
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if args else hint
-
-
-def _shape(text: str) -> tuple:
-    try:
-        return tuple(int(p) for p in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not H,W,C (e.g. 32,32,3)") from None
-
-
-def _int_list(text: str) -> tuple:
-    try:
-        return tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of class labels (e.g. 5,6,7,8,9)") from None
-
-
-class UsageError(SystemExit):
-    """What `Parser.error` raises (exit code 2): `line` is its one line, without 'error: '."""
-
-    def __init__(self, line: str):
-        super().__init__(2)
-        self.line = line
-
-
-# argparse's type errors, and the fix each gets in the one line.
-TYPE_FIXES = {"invalid int value": "use a whole number", "invalid float value": "use a number, e.g. 0.001"}
-
-
-class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage dump), exit code 2."""
-
-    def error(self, message):
-        # argparse names the flag and the value; the fix is what to type instead.
-        fix = next((f for k, f in TYPE_FIXES.items() if k in message), None)
-        line = f"{message}; {fix} (see {self.prog} --help)" if fix else f"{message}; see {self.prog} --help"
-        sys.stderr.write(f"error: {line}\n")
-        raise UsageError(line)
-
-
-# Short spellings of some flags (the field's own flag works too): --ema 0.99, --cutmix 1.0, ...
-FLAG_ALIASES = {"ema_momentum": "--ema", "cutmix_factor": "--cutmix",
-                "gradient_accumulation_steps": "--gradient-accumulation"}
-
-
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    """One flag per RunConfig field (--batch-size for batch_size, ...), help from FIELD_HELP;
-    FLAG_ALIASES adds a short spelling for some."""
-    g = p.add_argument_group("run settings (defaults in brackets)")
-    for f in fields(RunConfig):
-        flags = ["--" + f.name.replace("_", "-")] + ([FLAG_ALIASES[f.name]] if f.name in FLAG_ALIASES else [])
-        default = getattr(DEFAULTS, f.name)
-        helptext = f"{FIELD_HELP[f.name]} [{default}]"
-        t = _field_type(f)
-        kw = dict(default=None, help=helptext, dest=f.name)
-        if t is bool:
-            g.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
-        elif t is tuple and f.name == "synthetic_shape":
-            g.add_argument(*flags, type=_shape, metavar="H,W,C", **kw)
-        elif t is tuple:
-            g.add_argument(*flags, type=_int_list, metavar="L,L,...", **kw)
-        else:
-            g.add_argument(*flags, type=t, metavar=f.name.upper(), **kw)
-
-
-def config_from_args(args) -> RunConfig:
-    """RunConfig from --config FILE (if given) overridden by explicit flags.
-    Raises ConfigError."""
-    base = {}
-    if getattr(args, "config", None):
-        try:
-            with open(args.config, encoding="utf-8") as fh:
-                base = json.load(fh)
-        except UnicodeDecodeError as e:
-            raise ConfigError("config", args.config, f"is not UTF-8 text (byte {e.start})",
-                              "give a JSON file of settings, saved as UTF-8") from None
-        except OSError as e:
-            raise ConfigError("config", args.config, f"cannot be read ({e.strerror})",
-                              "give the path of a JSON file of settings") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError("config", args.config, f"is not valid JSON (line {e.lineno}, column {e.colno}: "
-                              f"{e.msg})", "fix the file: one JSON object of settings") from None
-        if not isinstance(base, dict):
-            raise ConfigError("config", args.config, "is not a JSON object", 'write {"batch_size": 256, ...}')
-    for f in fields(RunConfig):
-        v = getattr(args, f.name, None)
-        if v is not None:
-            base[f.name] = v
-    return RunConfig.from_dict(base)
 
 
 def print_json(obj, **kw) -> None:
@@ -122,91 +22,6 @@ def fmt(v, digits=4):
     if isinstance(v, float):
         return f"{v:,.{digits}g}" if abs(v) < 1e4 else f"{v:,.0f}"
     return str(v)
-
-
-def progress_line(run_id: int):
-    """A `runner.wait` poll callback that prints the run's progress: on a terminal one
-    line rewritten in place at every poll; elsewhere (a pipe, a file) a new line only when
-    the phase seen at this poll differs from the last one printed (queued, setting up,
-    warm-up, the epoch reached: short epochs between two polls share a line), so a log
-    holds no repeats."""
-    from engine.report.progress import progress
-    from engine.store import Store
-
-    last = {"phase": None}
-    tty = sys.stderr.isatty()
-
-    def on_poll(run):
-        store = Store()
-        try:
-            p = progress(store, run_id)
-        finally:
-            store.close()
-        if run["status"] == "queued":
-            phase, line = "queued", f"[run {run_id}] queued"
-        elif not p["total_steps"]:
-            phase, line = "setting up", f"[run {run_id}] setting up (devices, data, model)"
-        else:
-            left = f"{p['time_left_sec']:.0f} s left" if p["time_left_sec"] is not None else "warm-up"
-            sps = f"{p['samples_per_sec']:,.0f} samples/s" if p["samples_per_sec"] else "- samples/s"
-            line = (f"[run {run_id}] epoch {p['epoch']}/{p['epochs']} step {p['step']}/{p['total_steps']}"
-                    f" | {sps} | loss {fmt(p['loss'])} | {left}")
-            # No steady rate yet is the warm-up (tracing, compiling), whichever epoch it spans.
-            phase = "warm-up" if p["time_left_sec"] is None else f"epoch {p['epoch']}"
-        if tty:
-            sys.stderr.write("\r" + line.ljust(100))
-        elif phase != last["phase"]:
-            sys.stderr.write(line + "\n")
-        else:
-            return
-        last["phase"] = phase
-        sys.stderr.flush()
-
-    return on_poll
-
-
-# Set when Ctrl-C cancelled what the command waited for: the command then exits 130.
-INTERRUPTED = {"by_user": False}
-
-
-def ignore_more_interrupts(line: str) -> None:
-    """After a first Ctrl-C: say `line` once, and let further presses change nothing, so
-    that the cancel under way finishes (a second press 0.3 s later printed a 29-line
-    chained traceback); the command exits 130 (engine.cli.main)."""
-    import signal
-
-    from engine.base.process import STOP_SIGNALS
-
-    for name in STOP_SIGNALS:  # SIGTERM and SIGHUP stop the same way as Ctrl-C, once
-        signal.signal(getattr(signal, name), signal.SIG_IGN)
-    INTERRUPTED["by_user"] = True
-    sys.stderr.write(f"\n{line}\n")
-    sys.stderr.flush()
-
-
-def stop_all_for_signal() -> None:
-    """After Ctrl-C, SIGTERM or SIGHUP: stop what the store runs, naming the signal the CLI got
-    ("stopped: the CLI got SIGTERM"; engine.jobs.stopping); comparisons keep complete pairs."""
-    from engine.base.process import stop_reason
-    from engine.jobs import stopping
-
-    stopping.stop_all(stop_reason("CLI"))
-
-
-def follow(run_id: int, quiet: bool) -> dict:
-    """Wait for a run with a progress line; Ctrl-C (any number of presses) cancels it."""
-    from engine.jobs import runner
-
-    on_poll = None if quiet else progress_line(run_id)
-    try:
-        run = runner.wait(run_id, on_poll=on_poll)
-    except KeyboardInterrupt:
-        ignore_more_interrupts(f"cancelling run {run_id} (interrupted; more presses change nothing) ...")
-        stop_all_for_signal()
-        run = runner.wait(run_id)
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
-    return run
 
 
 def result_json(run: dict) -> dict:
@@ -238,26 +53,9 @@ def result_json(run: dict) -> dict:
 def techniques_line(cfg: dict) -> Optional[str]:
     """The record-setting techniques a stored config uses (engine.training.techniques), one
     line, e.g. 'Muon (conv filters reshaped to 2-D) · weight EMA 0.99'; None when none."""
-    parts = []
-    opt = cfg.get("optimizer")
-    if opt == "muon":
-        parts.append("Muon (conv filters reshaped to 2-D)" if cfg.get("muon_conv", "reshape") == "reshape"
-                     else "Muon (conv kernels get AdamW, as Keras ships it)")
-    elif opt in ("schedule_free_adamw", "lamb"):
-        parts.append({"schedule_free_adamw": "schedule-free AdamW", "lamb": "LAMB"}[opt])
-    if cfg.get("ema_momentum"):
-        parts.append(f"weight EMA {cfg['ema_momentum']:g} (validated on the averaged weights)")
-    if cfg.get("cutmix_factor"):
-        parts.append(f"CutMix {cfg['cutmix_factor']:g}")
-    k = cfg.get("gradient_accumulation_steps") or 1
-    if k > 1:
-        parts.append(f"gradient accumulation {k} (effective batch {cfg.get('batch_size', 0) * k})")
-    if cfg.get("tta", "off") != "off":
-        parts.append(f"test-time augmentation: {cfg['tta'].replace('_', ' + ')}")
-    if cfg.get("progressive_epochs"):
-        parts.append(f"progressive resizing: {cfg['progressive_epochs']} epoch(s) at {cfg.get('progressive_scale'):g}x "
-                     "the side")
-    return " · ".join(parts) or None
+    from engine.config import words
+
+    return " · ".join(words.techniques(cfg, long=True)) or None
 
 
 def print_summary(s: dict) -> None:
