@@ -121,10 +121,10 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     """Horizontal bars, one per technique of the winner: its time to target
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
     without it). A switched-back run that never reached the target is labelled so.
-    An entry's 'ci95' (engine.autopilot.search.ablation_intervals) is drawn as an
+    An entry's 'ci95' (engine.autopilot.explain.ablation_intervals) is drawn as an
     error bar: a bar whose interval holds 1 is within noise.
     spread: the winner's own re-runs' (lowest, highest) / median (x), shaded (the
-    older rule, without intervals: engine.autopilot.search.rerun_spread)."""
+    older rule, without intervals: engine.autopilot.explain.rerun_spread)."""
     rows = [a for a in ablation if a.get("run_id") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:

@@ -210,7 +210,7 @@ def main(args) -> int:
         writers.append(progress_writer(autopilot.progress_path()))
     def on_signal(_name):  # SIGINT, SIGTERM, SIGHUP: the search stops alike, saying why
         if not stop.is_set():
-            stop.why = background.stopped_line(args.progress_file, "autopilot")  # engine.autopilot.search.stop_why
+            stop.why = background.stopped_line(args.progress_file, "autopilot")  # engine.autopilot.watch.stop_why
         stop.set()
 
     process.on_stop_signals(on_signal)
