@@ -7,6 +7,8 @@ from __future__ import annotations
 import statistics
 from typing import Optional
 
+from engine.report.headline import ratio_text
+
 def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
     """'bfloat16 1.40x, 8 steps per execution 1.30x, ...' from ablation entries
     ({'label', 'factor' (ablated time / winner's), 'note', 'kind'}), largest factor
@@ -24,8 +26,8 @@ def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
         if ci:  # judged by its interval (ablation_intervals), as a comparison's verdict
             word = {"inconclusive": " (inconclusive)", "equivalent": " (equivalent)",
                     "slower": " (faster without it)"}.get(a.get("verdict"), "")
-            return f"{a['label']} {a['factor']:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
-        return f"{a['label']} {a['factor']:.2f}x" + (" (within noise)" if inside(a["factor"]) else
+            return f"{a['label']} {ratio_text(a['factor'])} [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
+        return f"{a['label']} {ratio_text(a['factor'])}" + (" (within noise)" if inside(a["factor"]) else
                                                       " (faster without it)" if a["factor"] < 1 else "")
 
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]

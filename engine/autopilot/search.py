@@ -129,11 +129,12 @@ def paired_speedup(baseline_times: list, times: list, outcomes: Optional[list] =
     'run_failed'}), 'misses', 'pair_ratios', 'test_accuracy_delta' (`delta`)}.
     """
     from engine.report import stats
+    from engine.report import headline as report_headline
 
     n = min(len(baseline_times), len(times))
     s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False,
                         outcomes=list(outcomes or [])[:n] or None, margin=stats.DEFAULT_MARGIN)
-    h = stats.headline(s, delta=delta)
+    h = report_headline.summary_headline(s, delta=delta)
     ratios = [r for r in s["pair_ratios"] if r is not None]
     reached_b = [b for b in baseline_times[:n] if b]
     reached_t = [t for t in times[:n] if t]
