@@ -128,8 +128,7 @@ def paired_speedup(baseline_times: list, times: list, outcomes: Optional[list] =
     None), 'headline' (its words), 'reached' ({'pairs', 'baseline', 'run', 'baseline_failed',
     'run_failed'}), 'misses', 'pair_ratios', 'test_accuracy_delta' (`delta`)}.
     """
-    from engine.report import stats
-    from engine.report import headline as report_headline
+    from engine.report import headline as report_headline, stats
 
     n = min(len(baseline_times), len(times))
     s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False,
