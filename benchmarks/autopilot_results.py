@@ -171,13 +171,13 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
                 f"interval {_ci(sp.get('ci95'))}, verdict {sp.get('verdict')}); median of the pair ratios "
                 f"{_x(sp.get('median'))}, min {_x(sp.get('min'))}, max {_x(sp.get('max'))}",
                 f"- {goal_line(sp)}"]
-        from engine.report import stats
+        from engine.report import headline as report_headline
 
-        out += [f"- {line}" for line in stats.made_of_lines(sp)]
+        out += [f"- {line}" for line in report_headline.made_of_lines(sp)]
         tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
         if tuned and tuned.get("headline"):
             out += ["", f"- **vs {state.get('tuned_label') or 'the tuned baseline'}: {tuned['headline']}**"]
-            out += [f"- {line}" for line in stats.made_of_lines(tuned, state.get("tuned_label") or "the tuned baseline")]
+            out += [f"- {line}" for line in report_headline.made_of_lines(tuned, state.get("tuned_label") or "the tuned baseline")]
             out.append(f"- {tuned_goal_line(tuned)}")
     ab = state.get("ablation") or []
     if ab:

@@ -44,21 +44,21 @@ def run_comparison(cfg, kind: str, pairs: int, home: Path) -> dict:
 
 
 def describe(name: str, comp: dict) -> tuple[list, str]:
-    from engine.report import stats
+    from engine.report import headline as report_headline
 
     r = comp["result"]
     m = r["measure"]
     s = r[m]
     ratios = [x for x in s["pair_ratios"] if x is not None]
-    print(f"{name}: comparison #{comp['id']} ({comp['status']}, {comp['ended_by']}), {stats.MEASURE_NAMES[m]}")
+    print(f"{name}: comparison #{comp['id']} ({comp['status']}, {comp['ended_by']}), {report_headline.MEASURE_NAMES[m]}")
     print(f"  pair ratios: {', '.join(f'{x:.3f}' for x in ratios)}"
           + (f"  ({s['not_reached']} pairs without a ratio)" if s["not_reached"] else ""))
-    print(f"  {stats.comparison_headline(r)['text']}"
+    print(f"  {report_headline.comparison_headline(r)['text']}"
           + (f"; half width ±{s['half_width'] * 100:.1f}%" if s["half_width"] is not None else ""))
     for other in ("end_to_end", "steady"):
         o = r[other]
         if o["ci95"]:
-            print(f"  {stats.MEASURE_NAMES[other]}: {o['speedup']:.3f}x [{o['ci95'][0]:.3f}–{o['ci95'][1]:.3f}] "
+            print(f"  {report_headline.MEASURE_NAMES[other]}: {o['speedup']:.3f}x [{o['ci95'][0]:.3f}–{o['ci95'][1]:.3f}] "
                   f"{o['verdict']}")
     return ratios, m
 

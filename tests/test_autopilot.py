@@ -502,7 +502,7 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
         return {"run_id": rid, "status": "completed", "kind": "reached", "reason": "reached", "time_to_target_sec": t,
                 "elapsed_sec": t}
 
-    monkeypatch.setattr(autopilot, "_submit_when_free", submit)
+    monkeypatch.setattr(autopilot, "submit_when_free", submit)
     monkeypatch.setattr(autopilot, "watch_run", watch)
     conf = ap.confirm(winner, plan)
     names = ["baseline", "winner", "without bfloat16", "without 4 steps per execution"]

@@ -34,12 +34,12 @@ def test_mfu_is_steady_flops_per_second_over_the_theoretical_peak_with_the_best_
     assert m["peak_kind"] == "theoretical" and m["peak_text"] == "2 cores x 3.60 GHz x 64 FLOPs/cycle"
     assert m["mfu"] == pytest.approx(10_000 * 302_592 / 460.8e9)             # 0.66%
     assert m["mfu_of_best_matmul"] == pytest.approx(10_000 * 302_592 / 200e9) and m["best_matmul_n"] == 2048
-    assert mfu.headline(m) == ("0.66% of 461 GFLOP/s theoretical float32 (2 cores x 3.60 GHz x 64 FLOPs/cycle); "
+    assert mfu.mfu_line(m) == ("0.66% of 461 GFLOP/s theoretical float32 (2 cores x 3.60 GHz x 64 FLOPs/cycle); "
                                "1.5% of the best float32 matmul measured here (200 GFLOP/s, n = 2048)")
     bf16 = mfu.fields({"samples_per_sec": 10_000.0, "device_kind": "CPU", "compute_dtype": "bfloat16"}, 302_592,
                       cpu=CPU_PEAKS)
     assert bf16["peak_flops_per_sec"] == pytest.approx(2 * 3.6e9 * 128)      # avx512_bf16, no AMX
-    assert bf16["mfu_of_best_matmul"] is None and "best" not in mfu.headline(bf16)
+    assert bf16["mfu_of_best_matmul"] is None and "best" not in mfu.mfu_line(bf16)
 
 
 def test_physical_gpus_add_their_datasheet_peaks():

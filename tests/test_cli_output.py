@@ -160,9 +160,9 @@ def test_run_baseline_prints_the_last_run_then_the_comparison_without_a_tracebac
     assert code == 0 and r["time_to_accuracy_speedup"] is not None
     # The last run of the configuration first (run #6 of pair 3, order AB), then the comparison.
     assert re.search(rf"^\s+run  {r['run_ids'][-1]}$", out, re.M) and r["run_ids"][-1] == 6, out
-    from engine.report.stats import fmt_interval
+    from engine.report.headline import interval_text
 
     # Slower: named by how many times as long it takes (0.77x is "1.30x slower").
-    assert (f"comparison  #{cid}: {1 / r['time_to_accuracy_speedup']:.2f}x slower ({fmt_interval([lo, hi])}), 3 pairs "
+    assert (f"comparison  #{cid}: {1 / r['time_to_accuracy_speedup']:.2f}x slower ({interval_text([lo, hi])}), 3 pairs "
             "vs Keras-default Adam 1e-3 (time to accuracy)") in out, out
     assert out.index("final val accuracy") < out.index("comparison  #")

@@ -62,9 +62,9 @@ def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
             page.screenshot(path=str(OUT / "comparison_slower_1280x720.png"))
             (h,) = page.evaluate(HEADLINE)
             ci = r["time_to_accuracy_ci95"]
-            from engine.report.stats import fmt_interval
+            from engine.report.headline import interval_text
 
-            assert h["text"] == f"{r['time_to_accuracy_speedup']:.2f}x slower ({fmt_interval(ci)})"
+            assert h["text"] == f"{r['time_to_accuracy_speedup']:.2f}x slower ({interval_text(ci)})"
             page.get_by_text("3 pairs vs Keras-default Adam 1e-3").wait_for(timeout=10_000)
             # Under it: what the speedup is made of, every seed, the held-out test set.
             page.get_by_text("throughput × 1.00x fewer samples ×").wait_for(timeout=10_000)

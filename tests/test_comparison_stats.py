@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from engine.report import stats
+from engine.report import headline as report_headline
 
 # Student's t quantiles t(0.975, df), from a printed table.
 T975 = {1: 12.7062, 2: 4.302653, 3: 3.182446}
@@ -35,13 +36,13 @@ def test_faster_and_slower_verdicts_by_hand():
     slow = stats.summarize([1.2, 1.25, 1.3, 1.35], [1.0] * 4, higher_is_better=True)
     assert slow["ci95"] == pytest.approx([1 / 1.38076, 1 / 1.17507], abs=1e-5)
     assert slow["verdict"] == "slower"
-    h = stats.headline(slow)
+    h = report_headline.summary_headline(slow)
     assert h == {"text": "1.27x slower (−28% to −15%), 4 pairs", "main": "1.27x slower (−28% to −15%)",
                  "detail": "4 pairs", "verdict": "slower", "tone": "bad", "note": None}
-    assert stats.headline(s)["text"] == "1.27x faster (+18% to +38%), 4 pairs"
-    assert stats.headline(s, baseline_label="tuned Adam 0.003")["text"] == \
+    assert report_headline.summary_headline(s)["text"] == "1.27x faster (+18% to +38%), 4 pairs"
+    assert report_headline.summary_headline(s, baseline_label="tuned Adam 0.003")["text"] == \
         "1.27x faster (+18% to +38%), 4 pairs vs tuned Adam 0.003"
-    assert stats.headline(s)["tone"] == "good"
+    assert report_headline.summary_headline(s)["tone"] == "good"
 
 
 def test_a_pair_that_does_not_reach_the_target_is_counted_not_dropped():
@@ -54,7 +55,7 @@ def test_a_pair_that_does_not_reach_the_target_is_counted_not_dropped():
     assert s["misses"] == {"run": {"missed": 1, "failed": 0}, "baseline": {"missed": 1, "failed": 0}}
     # Two ratios: no interval and no verdict (MIN_PAIRS is 3), on any line.
     assert s["ci95"] is None and s["verdict"] is None
-    h = stats.headline(s)
+    h = report_headline.summary_headline(s)
     assert h["text"] == "1.22x from 2 pairs: too few pairs for a result (an interval needs 3)"
     assert h["tone"] == "neutral" and h["verdict"] is None
     assert h["note"] == ("the candidate missed the target on 1 seed: no 'faster'; "
@@ -64,8 +65,8 @@ def test_a_pair_that_does_not_reach_the_target_is_counted_not_dropped():
 def test_too_few_pairs_give_no_interval_and_no_verdict():
     s = stats.summarize([2.0], [1.0], higher_is_better=False)
     assert s["speedup"] == 2.0 and s["ci95"] is None and s["verdict"] is None
-    assert stats.headline(s)["text"] == "2.00x from one pair: not a result (an interval needs 3 pairs)"
-    assert stats.headline(stats.summarize([None], [1.0], False))["text"] == \
+    assert report_headline.summary_headline(s)["text"] == "2.00x from one pair: not a result (an interval needs 3 pairs)"
+    assert report_headline.summary_headline(stats.summarize([None], [1.0], False))["text"] == \
         "no speedup: no pair where both sides reached the target"
     with pytest.raises(ValueError):
         stats.summarize([1.0], [1.0, 2.0], False)
@@ -75,19 +76,19 @@ def test_in_progress_the_interval_and_verdict_wait_for_min_pairs():
     # Two pairs, 0.5x and 1.6x: a t interval on 1 degree of freedom spans 0.00-323 (it was shown).
     two = stats.summarize([1.0, 1.0], [2.0, 0.625], higher_is_better=False)
     assert two["ci95"] is None and two["verdict"] is None
-    h = stats.headline(two, in_progress=True)
+    h = report_headline.summary_headline(two, in_progress=True)
     assert h == {"text": "0.89x from 2 pairs so far: interval from 3 pairs",
                  "main": "0.89x from 2 pairs so far: interval from 3 pairs", "detail": None, "verdict": None,
                  "tone": "neutral", "note": None}
     one = stats.summarize([2.0], [1.0], higher_is_better=False)
-    assert stats.headline(one, in_progress=True)["text"] == "2.00x from 1 pair so far: interval from 3 pairs"
+    assert report_headline.summary_headline(one, in_progress=True)["text"] == "2.00x from 1 pair so far: interval from 3 pairs"
     # Ended with 2 pairs: still no interval nor verdict (one was read from 2 pairs before).
-    assert stats.headline(two)["text"] == "0.89x from 2 pairs: too few pairs for a result (an interval needs 3)"
+    assert report_headline.summary_headline(two)["text"] == "0.89x from 2 pairs: too few pairs for a result (an interval needs 3)"
     # From MIN_PAIRS on, the interval and verdict show while pairs are still coming.
     three = stats.summarize([2.0, 2.0, 2.0], [1.0, 1.05, 0.95], higher_is_better=False)
-    h = stats.headline(three, in_progress=True)
+    h = report_headline.summary_headline(three, in_progress=True)
     lo, hi = three["ci95"]
-    assert h["text"] == f"{three['speedup']:.2f}x faster ({stats.fmt_interval([lo, hi])}), 3 pairs so far"
+    assert h["text"] == f"{three['speedup']:.2f}x faster ({report_headline.interval_text([lo, hi])}), 3 pairs so far"
     assert h["verdict"] == "faster"
 
 
@@ -184,9 +185,9 @@ def test_one_pair_interval_covers_the_true_ratio_95_percent_of_the_time():
 
 
 def test_interval_ends_as_percentages_never_plus_minus():
-    assert stats.fmt_interval([0.26, 3.86]) == "−74% to +286%"
-    assert stats.fmt_interval([1.18, 1.45]) == "+18% to +45%"
-    assert stats.fmt_interval(None) == "–"
+    assert report_headline.interval_text([0.26, 3.86]) == "−74% to +286%"
+    assert report_headline.interval_text([1.18, 1.45]) == "+18% to +45%"
+    assert report_headline.interval_text(None) == "—"  # the one missing mark (engine.report.headline.MISSING)
 
 
 def test_equivalent_only_inside_the_margin_and_inconclusive_says_what_power_needs():
@@ -195,8 +196,8 @@ def test_equivalent_only_inside_the_margin_and_inconclusive_says_what_power_need
     near = stats.summarize([1.0] * 3, [0.99, 1.0, 1.01], higher_is_better=True, margin=0.05)
     assert near["ci95"] == pytest.approx([math.exp(-0.0000333 - 0.024842), math.exp(-0.0000333 + 0.024842)], abs=1e-5)
     assert near["verdict"] == "equivalent"
-    assert stats.headline(near)["text"] == "equivalent within ±5%: 1.00x (−2% to +3%), 3 pairs"
-    assert stats.headline(near)["tone"] == "neutral"
+    assert report_headline.summary_headline(near)["text"] == "equivalent within ±5%: 1.00x (−2% to +3%), 3 pairs"
+    assert report_headline.summary_headline(near)["tone"] == "neutral"
     assert stats.summarize([1.0] * 3, [0.99, 1.0, 1.01], True, margin=0.02)["verdict"] == "inconclusive"
     # 1.1, 1.2, 1.3: [0.97, 1.47]: inconclusive. Effect 0.179999 (mean log), sd 0.0835511; the sd's 80%
     # interval (chi-square, 2 df): 0.0835511 * sqrt(2 / 4.60517) = 0.05506 to * sqrt(2 / 0.210721) = 0.25740.
@@ -205,7 +206,7 @@ def test_equivalent_only_inside_the_margin_and_inconclusive_says_what_power_need
     assert wide["verdict"] == "inconclusive" and wide["pairs_for_power"] == [4, 19]
     assert stats._n_for_power(0.179999, 0.25740, 0.8, 1000, 0.95) == 19
     assert stats._power(0.179999, 0.25740, 19) >= 0.8 > stats._power(0.179999, 0.25740, 18)
-    assert stats.headline(wide)["text"] == \
+    assert report_headline.summary_headline(wide)["text"] == \
         "inconclusive: 1.20x (−3% to +47%), 3 pairs; 80% power at this effect needs about 4-19 pairs in all (a second look)"
 
 
@@ -268,7 +269,7 @@ def test_failures_and_misses_are_counted_and_rule_out_their_claims():
     assert s["misses"] == {"run": {"missed": 1, "failed": 1}, "baseline": {"missed": 1, "failed": 0}}
     assert s["ci95"][0] > 1  # the three reached pairs alone would say faster
     assert s["verdict"] == "inconclusive"
-    h = stats.headline(s)
+    h = report_headline.summary_headline(s)
     assert h["tone"] == "neutral" and h["verdict"] == "inconclusive"
     assert h["note"] == ("the candidate failed on 1 seed (diverged or crashed) and missed the target on 1 seed: "
                          "no 'faster'; the baseline missed the target on 1 seed: no 'slower'")
@@ -292,9 +293,9 @@ def test_faster_needs_test_accuracy_to_hold():
     assert stats.accuracy_held(mean_ok_but_wide) is False and stats.accuracy_held(lower) is False
     assert stats.accuracy_held({"mean": 0.001, "ci95": None, "pairs": 2}) is False
     assert stats.accuracy_held(None) is None
-    assert stats.headline(s, delta=held)["verdict"] == "faster"
+    assert report_headline.summary_headline(s, delta=held)["verdict"] == "faster"
     for d in (mean_ok_but_wide, lower):
-        h = stats.headline(s, delta=d)
+        h = report_headline.summary_headline(s, delta=d)
         assert h["verdict"] == stats.FASTER_NOT_HELD and h["tone"] == "neutral"
         assert h["main"] == "2.00x faster, accuracy not held (+90% to +110%)"
     # A noise floor only widens 'inconclusive': 1.96x within a ±100% floor is not called faster.
@@ -309,7 +310,7 @@ def test_an_outlier_pair_is_flagged_by_its_modified_z_score():
     assert stats.outliers([1.0, 1.01, 0.99, 1.02, 2.5]) == [4]
     assert stats.outliers([1.0, 1.01]) == []
     s = stats.summarize([1.0] * 5, [1.0, 1.01, 0.99, 1.02, 2.5], True)
-    assert "pair 5 flagged as outlier" in stats.headline(s)["note"]
+    assert "pair 5 flagged as outlier" in report_headline.summary_headline(s)["note"]
 
 
 def _simulate_stalls(rng, n: int = 1000, stall_share: float = 0.1) -> list:
@@ -345,37 +346,37 @@ def test_stalls_do_not_break_the_adaptive_rule():
 def test_summary_lines_by_hand():
     f = {"throughput": {"speedup": 1.77}, "sample_efficiency": {"speedup": 3.0},
          "outside_training": {"speedup": 0.85, "baseline_sec": 1.0, "run_sec": 1.04}}
-    assert stats.factors_text(4.51, f) == ("4.51x = 1.77x throughput × 3.00x fewer samples × 0.85x fixed costs "
+    assert report_headline.factors_text(4.51, f) == ("4.51x = 1.77x throughput × 3.00x fewer samples × 0.85x fixed costs "
                                            "(1.0 s → 1.0 s outside steady training)")
     f["sample_efficiency"]["speedup"] = 0.8
-    assert "0.80x sample efficiency (more samples)" in stats.factors_text(1.2, f)
-    assert stats.reached_text({"pairs": 5, "run": 4, "baseline": 5}) == \
+    assert "0.80x sample efficiency (more samples)" in report_headline.factors_text(1.2, f)
+    assert report_headline.reached_text({"pairs": 5, "run": 4, "baseline": 5}) == \
         "reached the target on 4 of 5 seeds (baseline 5 of 5)"
-    assert stats.reached_text({"pairs": 5, "run": 4, "baseline": 5, "run_failed": 1, "baseline_failed": 0}) == \
+    assert report_headline.reached_text({"pairs": 5, "run": 4, "baseline": 5, "run_failed": 1, "baseline_failed": 0}) == \
         "reached the target on 4 of 5 seeds; 1 failed (baseline 5 of 5)"
-    assert stats.test_accuracy_text({"mean": -0.003, "ci95": [-0.004, 0.002], "pairs": 5}) == \
+    assert report_headline.test_accuracy_text({"mean": -0.003, "ci95": [-0.004, 0.002], "pairs": 5}) == \
         "test accuracy −0.3 points (−0.4 to +0.2) vs the baseline, 5 pairs: held"
-    assert stats.test_accuracy_text({"mean": -0.002, "ci95": [-0.004, 0.0], "pairs": 5}, "tuned warmup-cosine Adam") \
+    assert report_headline.test_accuracy_text({"mean": -0.002, "ci95": [-0.004, 0.0], "pairs": 5}, "tuned warmup-cosine Adam") \
         == "test accuracy −0.2 points (−0.4 to +0.0) vs tuned warmup-cosine Adam, 5 pairs: held"  # a hyphen stays
-    assert stats.test_accuracy_text({"mean": -0.003, "ci95": [-0.008, 0.002], "pairs": 5}) == \
+    assert report_headline.test_accuracy_text({"mean": -0.003, "ci95": [-0.008, 0.002], "pairs": 5}) == \
         "test accuracy −0.3 points (−0.8 to +0.2) vs the baseline, 5 pairs: not held (needs the lower end above −0.5)"
     with_setup = stats.summarize([12.0, 11.0, 13.0], [7.0, 6.5, 7.5], False)
     # Ratios 12/7, 11/6.5, 13/7.5: logs 0.538997, 0.526093, 0.550046, geometric mean exp(0.538379) = 1.7132.
-    assert stats.with_setup_text(with_setup, {"baseline_sec": 2.0, "run_sec": 2.5}) == \
+    assert report_headline.with_setup_text(with_setup, {"baseline_sec": 2.0, "run_sec": 2.5}) == \
         "start to target, setup included: 1.71x (+66% to +77%) (setup 2.0 s → 2.5 s)"
-    assert stats.with_setup_text(with_setup, short=True) == "with setup 1.71x"  # presenter mode's one line
+    assert report_headline.with_setup_text(with_setup, short=True) == "with setup 1.71x"  # presenter mode's one line
     # A faster comparison whose test accuracy dropped by 1 point (interval below −0.5) is not 'faster'.
     result = {"measure": "time_to_accuracy", "target_accuracy": 0.95, "baseline_label": "Keras-default Adam 1e-3",
               "time_to_accuracy": stats.summarize([10.0] * 3, [5.0, 5.1, 4.9], False),
               "test_accuracy_delta": {"mean": -0.01, "ci95": [-0.02, -0.001], "pairs": 3}}
-    h = stats.comparison_headline(result)
+    h = report_headline.comparison_headline(result)
     assert h["verdict"] == stats.FASTER_NOT_HELD and h["tone"] == "neutral"
     assert h["test"].endswith("not held (needs the lower end above −0.5)")
     assert h["text"].endswith("3 pairs vs Keras-default Adam 1e-3")
     # The result's own noise floor (a matching A/A comparison) is what it is judged with.
     result["test_accuracy_delta"] = None
     result["noise_floor"] = {"comparison_id": 4, "pairs": 5, "half_width": {"time_to_accuracy": 1.5}}
-    h = stats.comparison_headline(result)
+    h = report_headline.comparison_headline(result)
     assert h["verdict"] == "inconclusive" and "within a measured noise floor (±150%)" in h["note"]
 
 def _ttas(ratios):

@@ -148,7 +148,7 @@ def test_a_pair_whose_run_misses_the_target_is_counted(no_queue, store):
     assert r["time_to_accuracy"]["missing"] == [{"pair": 1, "side": "run", "why": "run missed"}]
     assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 2, "baseline_failed": 0, "run_failed": 0,
                             "baseline_of": 3, "run_of": 3}
-    from engine.report.stats import comparison_headline
+    from engine.report.headline import comparison_headline
 
     h = comparison_headline(r)
     assert h["verdict"] is None and h["tone"] == "neutral"  # 2 ratios: no interval
@@ -300,6 +300,7 @@ def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no
     assert d["mean"] == pytest.approx(-0.01) and d["ci95"] == pytest.approx([-0.01, -0.01]) and d["pairs"] == 3
     assert r["baseline_kind"] == "default" and r["baseline_label"] == "Keras-default Adam 1e-3"
     from engine.report import stats
+    from engine.report import headline as report_headline
     from engine.cli.comparison import comparison_json
 
     # 1.0 point lower on the test set, interval below −0.5: never plain 'faster', in --json too.
@@ -309,7 +310,7 @@ def test_the_speedup_splits_into_throughput_samples_and_time_outside_training(no
     assert j["headline"].startswith("2.59x faster, accuracy not held (")
     # logs 0.44183, 0.55962, 0.44183: mean 0.48109, sd 0.06801, half 4.302653 * 0.06801 / sqrt(3) = 0.16895.
     assert j["headline_setup"] == "start to target, setup included: 1.62x (+37% to +92%) (setup 1.0 s → 2.0 s)"
-    h = stats.comparison_headline(r)
+    h = report_headline.comparison_headline(r)
     assert h["verdict"] == stats.FASTER_NOT_HELD and h["tone"] == "neutral"
     assert h["factors"] == ("2.59x = 2.00x throughput × 1.50x fewer samples × 0.86x fixed costs "
                             "(0.0 s → 0.3 s outside steady training)")
@@ -357,6 +358,7 @@ def _play_outcomes(st: Store, outcome) -> None:
 def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_queue, store):
     # Issue 53: it used to stop, keep 3 pairs and read green "faster ... 3 of 3 seeds".
     from engine.cli.comparison import comparison_json
+    from engine.report import headline as report_headline
     from engine.report import stats
 
     cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=5)
@@ -374,7 +376,7 @@ def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_
     assert j["verdict"] == "inconclusive" and j["headline"].startswith("inconclusive: ")
     assert j["headline_reached"] == "reached the target on 3 of 4 seeds; 1 failed (baseline 3 of 3)"
     assert "the candidate failed on 1 seed (diverged or crashed): no 'faster'" in j["headline_note"]
-    assert stats.comparison_headline(r)["tone"] == "neutral"
+    assert report_headline.comparison_headline(r)["tone"] == "neutral"
     # The autopilot's confirmation (every round runs both sides) reads a winner that diverges the same way.
     from engine.autopilot import search as autopilot
 
@@ -384,7 +386,7 @@ def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_
     sp = autopilot.paired_from_store(store, [p["baseline_id"] for p in plan], [p["run_id"] for p in plan], 0.95)
     assert sp["ci95"][0] > 1 and sp["pairs"] == 4
     assert sp["verdict"] == "inconclusive" and sp["reached"]["run_failed"] == 1
-    assert "reached the target on 4 of 5 seeds; 1 failed (baseline 5 of 5)" in stats.made_of_lines(sp)
+    assert "reached the target on 4 of 5 seeds; 1 failed (baseline 5 of 5)" in report_headline.made_of_lines(sp)
 
 
 def test_a_seed_both_sides_miss_stays_in_the_count_and_is_not_green(no_queue, store):
@@ -427,6 +429,7 @@ def test_pairs_run_on_two_machines_are_not_comparable_and_said_first(no_queue, s
     # Issue 54: a comparison (a bundle's, say) whose pair ran its two sides on two machines is no speedup.
     from engine.hardware import fingerprint as fpm
     from engine.report import stats
+    from engine.report import headline as report_headline
     from engine.report.comparison import evaluate
 
     cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=2), pairs=3)
@@ -442,7 +445,7 @@ def test_pairs_run_on_two_machines_are_not_comparable_and_said_first(no_queue, s
     r = evaluate(store, comp)
     assert r["machines"] == f"measured on two machines: {here['name']} vs {zen3['name']}"
     assert r["time_to_accuracy"]["verdict"] == "faster" and r["verdict"] == stats.NOT_COMPARABLE
-    h = stats.comparison_headline(r)
+    h = report_headline.comparison_headline(r)
     assert h["text"].startswith("measured on two machines: ") and h["tone"] == "neutral"
     assert h["verdict"] == "not comparable" and h["main"] == "measured on two machines: 1.25x, not comparable"
     assert h["detail"].startswith(f"{here['name']} vs {zen3['name']} · 3 pairs")

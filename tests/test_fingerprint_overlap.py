@@ -69,7 +69,8 @@ def test_engine_compare_says_the_runs_overlapped(store, capsys):
 
 
 def test_a_stored_comparison_of_two_commands_notes_its_overlapping_pair(store):
-    from engine.report import comparison, stats
+    from engine.report import comparison
+    from engine.report import headline as report_headline
     from engine.store import comparisons as cstore
 
     b0, r0 = _overlapping(store, 50.0)  # pair 0 shares 10 s
@@ -80,7 +81,7 @@ def test_a_stored_comparison_of_two_commands_notes_its_overlapping_pair(store):
     result = comparison.evaluate(store, cstore.get(store, cid))
     assert result["overlap"] == f"pair 0: {_line(10)}"
     assert [row["overlap"] for row in result["pair_rows"]] == [_line(10), None]
-    note = stats.comparison_headline(result)["note"]
+    note = report_headline.comparison_headline(result)["note"]
     assert note.startswith(f"pair 0: {_line(10)}")
     store.update_run(r1, started=1030.0, ended=1090.0)  # now both pairs shared the machine
     result = comparison.evaluate(store, cstore.get(store, cid))

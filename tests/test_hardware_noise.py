@@ -76,7 +76,7 @@ def _four_percent(store) -> dict:
 
 def test_only_a_matching_five_pair_floor_widens_inconclusive(no_queue, store):  # noqa: F811
     from engine.report import stats
-    from engine.report.stats import comparison_headline
+    from engine.report.headline import comparison_headline
 
     # The hardware check's floor (3 pairs of digits/cnn, 10 epochs) is not this comparison's: unused.
     _measure_floor(store)

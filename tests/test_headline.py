@@ -46,7 +46,7 @@ def test_own_baseline_shows_its_own_time_to_target():
 
 
 def test_ratio_text():
-    assert (headline.ratio_text(2.966), headline.ratio_text(None)) == ("2.97×", "—")
+    assert (headline.ratio_text(2.966, headline.PAGE_SIGN), headline.ratio_text(None)) == ("2.97×", "—")
 
 
 def test_a_script_run_without_baseline_is_told_to_compare_scripts_with_engine_pairs():

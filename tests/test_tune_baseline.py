@@ -262,7 +262,7 @@ def test_a_comparison_against_the_tuned_baseline_uses_its_schedule_and_says_so(n
     assert r["baseline_kind"] == "tuned"
     assert r["baseline_label"] == "tuned warmup-cosine Adam 0.004, label smoothing 0.1, 4 seeds"
     assert r["tuned_baseline"]["schedule"] == "warmup_cosine" and r["tuned_baseline"]["reached"]["seeds"] == 4
-    from engine.report.stats import comparison_headline
+    from engine.report.headline import comparison_headline
 
     assert comparison_headline(r)["text"] == ("1.25x faster (+25% to +25%), 3 pairs vs tuned warmup-cosine Adam "
                                               "0.004, label smoothing 0.1, 4 seeds")

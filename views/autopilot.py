@@ -299,28 +299,29 @@ def result(p: dict) -> None:
                        icon=":material/fingerprint:")
         if sp.get("median"):
             from engine.report import stats
+            from engine.report import headline as report_headline
 
             # One central value: the geometric mean with its interval and verdict, as every comparison.
             st.metric(("Measured elsewhere · " if elsewhere else "") +
                       f"Time to {target:g}: vs {p.get('baseline_label') or 'the baseline'}",
-                      f"{sp['speedup']:.2f}×", border=True,
+                      report_headline.ratio_text(sp['speedup'], report_headline.PAGE_SIGN), border=True,
                       # A range, not a change: no arrow (an up arrow beside a 0.87x loss read as a gain).
-                      delta=(f"{stats.fmt_interval(sp['ci95'])} · {sp['verdict']}" if sp.get("ci95")
+                      delta=(f"{report_headline.interval_text(sp['ci95'])} · {sp['verdict']}" if sp.get("ci95")
                              else stats.ONE_PAIR_LABEL if sp["pairs"] == 1 else "no interval under 3 pairs"),
                       delta_color="off", delta_arrow="off",
                       help=f"geometric mean over {sp['pairs']} interleaved re-run pairs of baseline time / winner "
                            "time, on seeds the search did not use, with its 95% t interval")
-            for line in (sp.get("headline"), *stats.made_of_lines(sp), median_line(sp)):
+            for line in (sp.get("headline"), *report_headline.made_of_lines(sp), median_line(sp)):
                 if line:
                     st.caption(line)
             tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
             if tuned and tuned.get("headline"):
                 tuned_label = p.get("tuned_label") or "tuned baseline"
                 st.caption(f"Against the {tuned_label}: {tuned['headline']}")
-                for line in stats.made_of_lines(tuned, f"the {tuned_label}"):
+                for line in report_headline.made_of_lines(tuned, f"the {tuned_label}"):
                     st.caption(line)
             if slower:
-                st.warning(f"Re-run, the winner was slower than the baseline ({1 / sp['speedup']:.2f}× as long): "
+                st.warning(f"Re-run, the winner was slower than the baseline ({report_headline.ratio_text(1 / sp['speedup'], report_headline.PAGE_SIGN)} as long): "
                            "its time in the search did not hold up. Keep the baseline's settings, or search longer.",
                            icon=":material/trending_down:")
         elif conf:

@@ -1,8 +1,10 @@
 """The autopilot: searches the speed-up options for the shortest wall time to a target
 accuracy, confirms the winner against the baseline and explains it.
 
-- search: the search itself (trials as queued runs, the confirmation, the ablation) and
-  its detached background job;
+- search: the search itself (the Autopilot class: trials as queued runs, the runoff, the
+  confirmation, the ablation); settings: its check and its seeds; watch: one run followed
+  and pruned; peak_lr: one-cycle's peak LR; explain: the ablation in words; job: the
+  detached background job the Autopilot page follows;
 - space: the search space the hardware verdicts allow, and what each trial changes;
 - charts: its Plotly figures (styled by engine.charts.style).
 

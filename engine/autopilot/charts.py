@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.charts.style import BASELINE_COLOR, PALETTE, empty_figure, style
+from engine.report.headline import ratio_text
 
 # One marker per way a trial ended (the state's 'kind').
 # Stopped trials have no time to target: they are drawn at the training time they used.
@@ -121,10 +122,10 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     """Horizontal bars, one per technique of the winner: its time to target
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
     without it). A switched-back run that never reached the target is labelled so.
-    An entry's 'ci95' (engine.autopilot.search.ablation_intervals) is drawn as an
+    An entry's 'ci95' (engine.autopilot.explain.ablation_intervals) is drawn as an
     error bar: a bar whose interval holds 1 is within noise.
     spread: the winner's own re-runs' (lowest, highest) / median (x), shaded (the
-    older rule, without intervals: engine.autopilot.search.rerun_spread)."""
+    older rule, without intervals: engine.autopilot.explain.rerun_spread)."""
     rows = [a for a in ablation if a.get("run_id") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:
@@ -136,7 +137,7 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     # Within noise: an interval that holds 1, or (the older rule) a factor inside the winner's re-run spread.
     noise = [bool(ci and ci[0] <= 1 <= ci[1]) or bool(not ci and spread and f and spread[0] <= f <= spread[1])
              for ci, f in zip(cis, factors)]
-    text = [(f"{a['factor']:.2f}x" + (" (within noise)" if quiet else "")) if a.get("factor")
+    text = [(ratio_text(a['factor']) + (" (within noise)" if quiet else "")) if a.get("factor")
             else (a.get("note") or "not run") for a, quiet in zip(rows, noise)]
     error = (dict(type="data", symmetric=False, color="#374151", thickness=1.5,
                   array=[ci[1] - f if ci else 0.0 for ci, f in zip(cis, factors)],

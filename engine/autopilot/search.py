@@ -8,34 +8,24 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
    sampler proposes configurations from the hardware-aware space
    (engine.autopilot.space); the objective is the time to target: seconds
    from the start of training to the first validation at or above the target
-   (each trial stops there: `stop_at_target`). SpeedLab's own pruning rule, since
-   no library prunes on time: a trial is stopped as soon as its training has run
-   longer than the best time so far (it cannot win), or longer than its share of
-   the budget (TRIAL_SHARE), or when the budget runs out. A trial is labelled
-   role 'trial', group 'autopilot-<id>-t<n>', and its summary gets an 'autopilot'
-   entry with the reason it ended.
-2. **Runoff and confirm** (no winner's curse): the search's FINALISTS fastest
-   trials that reached the target re-run on RUNOFF_SEEDS seeds that neither the search
-   nor the confirming rounds use, and the one that reached the target on the most of
-   them, then with the lowest mean time, is the winner (`choose_finalist`: one lucky
-   search run, or one lucky seed, no longer picks it alone); then the winner and the baseline
-   (engine.config.baseline_config) re-run alternately, `repeats` times each, on
-   seeds the search did not use, in the order AB, BA, AB, ...; the speedup is the
-   comparisons' (`paired_from_store`: geometric mean, 95% t interval, verdict), with
-   the median and min-max of the per-pair ratios beside it.
+   (each trial stops there: `stop_at_target`), and a trial is pruned by time
+   (engine.autopilot.watch.stop_reason: no library prunes on time). A trial is role 'trial',
+   group 'autopilot-<id>-t<n>'; its summary's 'autopilot' entry says why it ended.
+2. **Runoff and confirm** (no winner's curse): the search's FINALISTS fastest trials that
+   reached the target re-run on RUNOFF_SEEDS new seeds; the one that reached it on the most,
+   then with the lowest mean time, wins (`choose_finalist`). Then the winner and the baseline
+   (engine.config.baseline_config) re-run alternately, AB, BA, AB, ..., `repeats` rounds on seeds
+   the search did not use; the speedup is the comparisons' (`paired_from_store`).
 3. **Explain**: a leave-one-out ablation, the winner with one technique at a time
-   switched back to the baseline's setting; each technique's factor is the
-   ablated run's time to target / the winner's on the same seed, with a 95%
-   interval and a verdict from the confirming pairs' spread (`ablation_intervals`).
+   switched back to the baseline's setting, measured inside the confirming rounds: each
+   factor is a comparison of interleaved pairs with the winner (`explain_from_pairs`).
 
-Live state goes to `on_update(state)`; the CLI writes it to a JSON file that the
-Autopilot page follows (`start_background`, `read_progress`, `cancel_background`).
+Live state goes to `on_update(state)` (the Autopilot page follows it: engine.autopilot.job).
+Beside this module: `settings` (the check, the seeds), `watch` (one run followed and pruned),
+`peak_lr` (one-cycle's peak LR), `explain` (the ablation in words).
 """
 from __future__ import annotations
 
-import math
-import os
-import signal
 import statistics
 import threading
 import time
@@ -44,20 +34,24 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from engine.config import RunConfig, baseline_config
-from engine.config.seeds import refuse_tuning_seeds
-from engine.base.errors import ActiveRunError, ConfigError
-from engine.jobs import background
+from engine.base.errors import ConfigError
 from engine.autopilot import space as space_mod
-from engine.store import FINAL_STATUSES, Store, default_path
+from engine.autopilot.explain import ablation_intervals, explanation, rerun_spread, same_seed_time
+from engine.autopilot.peak_lr import choose_max_lr
+from engine.autopilot.settings import FINALISTS, RUNOFF_SEEDS, check_settings, runoff_seeds
+from engine.autopilot.watch import label_run, stop_why, submit_when_free, watch_run
+from engine.store import Store, default_path
+# Re-exported for what reaches the autopilot as `search as autopilot` (pages, CLI, tests):
+from engine.autopilot.job import (AutopilotError, cancel_background, progress_path,  # noqa: F401
+                                  read_progress, start_background)
+from engine.autopilot.peak_lr import lr_choices  # noqa: F401
+from engine.autopilot.settings import MAX_SEED  # noqa: F401
+from engine.autopilot.watch import stop_reason  # noqa: F401
 
 # A trial may use at most this share of the budget as training time (s) ...
 TRIAL_SHARE = 0.25
 # ... but never less than this (s): a small budget must still let one trial reach the target.
 MIN_TRIAL_LIMIT_S = 10.0
-POLL_S = 0.25
-# After asking a worker to stop, kill it if it has not ended within this (s): it may be
-# tracing its first step, which SIGTERM cannot interrupt, and the budget is the user's.
-KILL_AFTER_S = 2.0
 # Random proposals before TPE models the results (trials are expensive: few of them).
 N_STARTUP_TRIALS = 4
 # Proposals that repeat an earlier trial are answered from it; this many in a row end the search.
@@ -65,109 +59,13 @@ MAX_DUPLICATES = 50
 # A backend other than the base's is left out once this many of its trials were all
 # pruned during their warm-up (`backends_left_out`).
 BACKEND_SLOW_WARMUPS = 2
-# The LR range test runs inside the budget only when the budget is at least this (s).
-LR_FIND_MIN_BUDGET_S = 120.0
-
-# Without an LR range test, one-cycle peaks at this x the base learning rate
-# (the hand-tuned preset's 0.005 for Adam at 1e-3).
-FALLBACK_MAX_LR_FACTOR = 5.0
-EDGE_LR_DIVISOR = 3.0  # the highest one-cycle peak offered: the minimum loss's LR / 3 (edge_lr)
-MAX_BUDGET_S = 24 * 3600.0
-# A cold worker start alone takes 5-11 s on the 2-core VM: under 30 s no trial could finish.
-MIN_BUDGET_S = 30.0
-# RunConfig's seed range; the re-runs and the ablation use the seeds after the base seed.
-MAX_SEED = 2**31 - 1
-# The search's fastest trials (distinct configurations) re-run before the winner is chosen ...
-FINALISTS = 3
-# ... each on this many seeds of their own: a route tuned to the search's seed (a 2-epoch
-# one-cycle that reached 0.965 on seed 0 and on none of 5 confirming seeds) must show it
-# reaches the target on other seeds too.
-# 4, not 2: on 2 seeds all 3 mnist5k finalists reached, and the winner then missed 2 of 5
-# confirming seeds (issue 40); a route that reaches on 60% of seeds passes 4 of 4 only 13% of the time.
-RUNOFF_SEEDS = 4
 # Roles of the runs an autopilot submits besides the re-run pairs ('baseline', 'run').
 ROLES = ("trial", "runoff", "ablation")
-
-
-class AutopilotError(RuntimeError):
-    """The autopilot could not start or run (one line)."""
-
-
-# --- pure pieces ------------------------------------------------------------------
-
-def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=None, learning_rate=None) -> None:
-    """Check the autopilot's settings before anything runs: budget (s), target (0-1],
-    repeats; `seed` (the base seed: the re-runs use the `repeats` seeds after it, the
-    ablation the one after it when `explain`, the runoff the RUNOFF_SEEDS after those; none
-    may be a tuning seed, engine.config.seeds); `max_lr` (one-cycle's peak LR, in
-    (0, 10] like RunConfig's, not below `learning_rate`, the base LR).
-
-    Raises: ConfigError (field, value, fix; one line) for the first unusable one.
-    """
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) \
-            or not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
-        shown = int(budget_s) if isinstance(budget_s, float) and budget_s.is_integer() else budget_s  # "10", not "10.0"
-        raise ConfigError("budget", shown, "is out of range",
-                          f"give the search's wall-clock seconds, {MIN_BUDGET_S:.0f} to {MAX_BUDGET_S:.0f}")
-    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
-        raise ConfigError("target", target, "is out of range", "give a validation accuracy in (0, 1], e.g. 0.95")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 0 <= repeats <= 10:
-        raise ConfigError("repeats", repeats, "is out of range",
-                          "use 0 (no re-runs) to 10 re-runs each of the winner and the baseline")
-    after = max(repeats, 1 if explain else 0)
-    if isinstance(seed, int) and after and seed + after > MAX_SEED:
-        raise ConfigError("seed", seed, "is out of range",
-                          f"the re-runs use the {f'{after} seeds' if after > 1 else 'seed'} after it: "
-                          f"use a value between 0 and {MAX_SEED - after}")
-    if isinstance(seed, int):  # the search's, the re-runs' and the runoff's seeds
-        refuse_tuning_seeds(seed, range(max(after, max(repeats, 0) + RUNOFF_SEEDS) + 1), "the autopilot")
-    if max_lr is not None:
-        lr_text = f", at least the base learning rate {learning_rate:g}" if learning_rate else ""
-        if isinstance(max_lr, bool) or not isinstance(max_lr, (int, float)) or not math.isfinite(max_lr) \
-                or not 0 < max_lr <= 10:
-            raise ConfigError("max_lr", max_lr, "is out of range",
-                              f"give one-cycle's peak learning rate in (0, 10]{lr_text}")
-        if learning_rate and max_lr < learning_rate:
-            raise ConfigError("max_lr", max_lr, f"is below the base learning rate {learning_rate:g}",
-                              f"give one-cycle's peak learning rate in (0, 10]{lr_text}")
 
 
 def trial_limit(budget_s: float, share: float = TRIAL_SHARE) -> float:
     """Training seconds one trial may use: `share` of the budget, at least MIN_TRIAL_LIMIT_S."""
     return max(budget_s * share, MIN_TRIAL_LIMIT_S)
-
-
-def stop_why(stop: Optional[threading.Event]) -> str:
-    """Why the search's stop event was set: its `why` (the CLI sets "stopped: the autopilot got
-    SIGTERM" for a stop signal; engine.jobs.background.stopped_line), else the user's Stop."""
-    return getattr(stop, "why", None) or "stopped by the user"
-
-
-def stop_reason(elapsed: float, best: Optional[float] = None, limit: Optional[float] = None,
-                now: Optional[float] = None, deadline: Optional[float] = None,
-                stop_requested: bool | str = False) -> Optional[tuple[str, str]]:
-    """Why a live trial must stop now, or None.
-
-    Args: `elapsed` training seconds so far (0: not started); `best` the best time to target so
-    far (s); `limit` the trial's share of the budget (training s); `now` and
-    `deadline` on one clock (s).
-    `stop_requested`: True (the user's Stop) or the line saying why (`stop_why`).
-    Returns: (kind, one line); kind 'stopped' (by the user or a signal), 'budget', 'pruned'
-    (passed the best time: it cannot win) or 'share', checked in that order.
-    """
-    if stop_requested:
-        return "stopped", stop_requested if isinstance(stop_requested, str) else "stopped by the user"
-    # 2 decimals in every line: "pruned at 2.3 s ... than the best (2.33 s)" read as the reverse.
-    if deadline is not None and now is not None and now >= deadline:
-        if elapsed <= 0:  # nothing stored yet: "after 0.00 s of its training" read as a fault
-            return "budget", "the search budget ran out before its training started"
-        return "budget", f"the search budget ran out after {elapsed:.2f} s of its training"
-    if best is not None and elapsed > best:
-        return "pruned", (f"pruned at {elapsed:.2f} s of training: slower than the best time so far "
-                          f"({best:.2f} s), it cannot win")
-    if limit is not None and elapsed > limit:
-        return "share", f"not at the target within its share of the budget ({limit:.2f} s of training)"
-    return None
 
 
 def backends_left_out(trials: list[dict], base_backend: str, after: int = BACKEND_SLOW_WARMUPS) -> dict:
@@ -230,12 +128,12 @@ def paired_speedup(baseline_times: list, times: list, outcomes: Optional[list] =
     None), 'headline' (its words), 'reached' ({'pairs', 'baseline', 'run', 'baseline_failed',
     'run_failed'}), 'misses', 'pair_ratios', 'test_accuracy_delta' (`delta`)}.
     """
-    from engine.report import stats
+    from engine.report import headline as report_headline, stats
 
     n = min(len(baseline_times), len(times))
     s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False,
                         outcomes=list(outcomes or [])[:n] or None, margin=stats.DEFAULT_MARGIN)
-    h = stats.headline(s, delta=delta)
+    h = report_headline.summary_headline(s, delta=delta)
     ratios = [r for r in s["pair_ratios"] if r is not None]
     reached_b = [b for b in baseline_times[:n] if b]
     reached_t = [t for t in times[:n] if t]
@@ -280,12 +178,6 @@ def _baseline_label(kind: str, cfg: RunConfig, tuned: Optional[dict] = None) -> 
     return baseline_label(kind, cfg.to_dict(), tuned)
 
 
-def runoff_seeds(seed: int, repeats: int, n: int = RUNOFF_SEEDS) -> list[int]:
-    """The runoff's `n` seeds: after the search's `seed` and the confirming rounds' seed + 1
-    ... seed + `repeats`, so the confirmation is measured on seeds nothing was chosen on."""
-    return [(seed + max(repeats, 0) + 1 + i) % (MAX_SEED + 1) for i in range(n)]
-
-
 def choose_finalist(finalists: list[dict]) -> dict:
     """The runoff's winner. Each finalist has its search time ('time_to_target_sec', s, on
     the search's seed) and its re-runs' times on the runoff's seeds ('rerun_secs', s; None
@@ -316,92 +208,6 @@ def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
     engine.jobs.comparison), so that drift on a shared machine, and whatever the
     run before leaves behind, hits all alike."""
     return [(r, n) for r in range(repeats) for n in (names if r % 2 == 0 else names[::-1])]
-
-
-def explanation(ablation: list[dict], spread: Optional[tuple] = None) -> str:
-    """'bfloat16 1.40x, 8 steps per execution 1.30x, ...' from ablation entries
-    ({'label', 'factor' (ablated time / winner's), 'note', 'kind'}), largest factor
-    first; a factor under 1 says the winner ran faster without that technique (one run:
-    within noise when close to 1); an ablation that did not reach the target reads 'needed to reach it';
-    one cut short by Stop ('kind' 'stopped' or 'not_run') is named as not measured.
-    spread: (lowest, highest) of the winner's own confirming re-runs / the factors'
-    denominator (x): a factor inside it (as printed, to 2 decimals) is marked 'within
-    noise' (each ablation is one run), and the line ends with that spread."""
-    def inside(f: float) -> bool:  # as printed: 1.0136 beside a spread ending at 1.0081 reads "1.01 ... 1.01x"
-        return spread is not None and round(spread[0], 2) <= round(f, 2) <= round(spread[1], 2)
-
-    def factor(a: dict) -> str:
-        ci = a.get("ci95")
-        if ci:  # judged by its interval (ablation_intervals), as a comparison's verdict
-            word = {"inconclusive": " (inconclusive)", "equivalent": " (equivalent)",
-                    "slower": " (faster without it)"}.get(a.get("verdict"), "")
-            return f"{a['label']} {a['factor']:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
-        return f"{a['label']} {a['factor']:.2f}x" + (" (within noise)" if inside(a["factor"]) else
-                                                      " (faster without it)" if a["factor"] < 1 else "")
-
-    cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
-    done = [a for a in ablation if a.get("factor")]
-    done.sort(key=lambda a: -a["factor"])
-    parts = [factor(a) for a in done]
-    parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
-              if not a.get("factor") and a.get("note") and a not in cut]
-    if cut:
-        parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
-    line = ", ".join(parts)
-    if len(done) >= 2 and all(a["factor"] < 1 for a in done):
-        # Contradicts the winner: each technique alone makes it slower, yet together they won.
-        line += ("; every factor is below 1: without any one of its techniques the winner was faster, so "
-                 "they help only together, or the winner's edge over the baseline is noise (read its interval)")
-    pairs = next((a["interval_pairs"] for a in done if a.get("ci95")), None)
-    if pairs and any(a.get("run_ids") for a in done):  # measured in the confirming rounds (explain_from_pairs)
-        line += (f"; each factor from {pairs} interleaved pairs with the winner on the confirming seeds, "
-                 "geometric mean and 95% t interval (inconclusive: the interval holds 1x); leave-one-out "
-                 "factors do not multiply to the total")
-    elif pairs:
-        line += (f"; each factor is one run against the winner's on the same seed, its 95% interval from "
-                 f"the spread of the {pairs} confirming pairs (within noise: the interval holds 1x)")
-    elif spread is not None and done:
-        line += (f"; the winner's own re-runs ranged {spread[0]:.2f}-{spread[1]:.2f}x of the time compared "
-                 "with, so a factor inside that range is within noise")
-    return line
-
-
-def ablation_intervals(ablation: list[dict], pair_ratios: Optional[list]) -> list[dict]:
-    """Each ablation entry with a factor gets the comparisons' judgement: 'ci95'
-    ([low, high] of the factor, x) and 'verdict' (engine.report.stats.verdict:
-    'faster' = the winner is faster with the technique, 'slower' = faster without
-    it, 'inconclusive' = the interval holds 1x), and 'interval_pairs'. A factor is one pair
-    (the run without the technique, the winner's on the same seed), so its interval
-    is `stats.one_pair_interval` with the noise of one pair read off the
-    confirming pairs' ratios (`pair_ratios`, baseline / winner; None entries are
-    skipped). Entries are returned unchanged with fewer than 2 such ratios."""
-    from engine.report import stats
-
-    ref = [r for r in pair_ratios or [] if r]
-    out = []
-    for a in ablation:
-        ci = stats.one_pair_interval(a["factor"], ref) if a.get("factor") and len(ref) >= 2 else None
-        out.append({**a, "ci95": list(ci), "verdict": stats.verdict(ci), "interval_pairs": len(ref)} if ci else a)
-    return out
-
-
-def rerun_spread(times: list, ref: Optional[float] = None) -> Optional[tuple]:
-    """(lowest, highest) / `ref` (default: their median) of the winner's re-run times
-    to target (s); None with fewer than 2 that reached it."""
-    done = sorted(t for t in times if t)
-    if len(done) < 2:
-        return None
-    ref = ref or statistics.median(done)
-    return done[0] / ref, done[-1] / ref
-
-
-def same_seed_time(conf: Optional[dict], seed: int) -> Optional[float]:
-    """The winner's confirming re-run time to target (s) on `seed` (the ablation's), or None."""
-    if not conf or seed not in conf.get("seeds", []):
-        return None
-    times = conf["times"]["winner"]
-    i = conf["seeds"].index(seed)
-    return times[i] if i < len(times) else None
 
 
 class Proposer:
@@ -445,8 +251,6 @@ class Proposer:
             self.study.tell(trial, state=self._state.PRUNED)
 
 
-# --- machine facts and the maximum learning rate ----------------------------------
-
 def machine_facts() -> dict:
     """The cached hardware probe's facts when there are any, else the quick
     facts (no TensorFlow, no probe: the autopilot must not spend its budget on it)."""
@@ -454,205 +258,6 @@ def machine_facts() -> dict:
     from engine.hardware.machine import quick_facts
 
     return verdicts.cached_facts() or space_mod.facts_from_quick(quick_facts())
-
-
-def _lr_key(c: dict) -> tuple:
-    return tuple(c.get(k) for k in ("dataset", "model", "batch_size", "optimizer", "learning_rate",
-                                    "label_subset", "seed"))
-
-
-def lr_choices(suggestion: dict) -> list[float]:
-    """One-cycle peak LRs from an LR range test's suggestion (engine.lr_find.range_test.suggest),
-    distinct and ascending: its 'steepest' descent and its 'min_over_10' (the
-    minimum loss's LR / 10), the two rules of the test, and, above them, the
-    minimum loss's LR / EDGE_LR_DIVISOR (`edge_lr`). Empty without a rule's value."""
-    rules = {float(suggestion[k]) for k in ("steepest", "min_over_10", "suggested") if suggestion.get(k)}
-    edge = edge_lr(suggestion)
-    return sorted(rules | ({edge} if rules and edge and edge > max(rules) else set()))
-
-
-def edge_lr(suggestion: dict) -> Optional[float]:
-    """The LR range test's minimum-loss LR / EDGE_LR_DIVISOR, or None.
-
-    One-cycle tolerates peak LRs near the largest at which the loss still falls
-    (Smith & Topin 2017, "Super-Convergence", arXiv:1708.07120; Smith 2018,
-    arXiv:1803.09820, sec. 4.1), well above the cautious min/10 rule, and a short
-    cycle at such a peak can reach a target in fewer epochs. Measured on digits
-    (batch 128, bfloat16, one-cycle over 3 epochs, 4 seeds, in-process runs):
-    0.95 after 2 epochs at min/3 (0.024), 0.62-0.93 s, where min/10 (0.0071)
-    needed 3-4 epochs at batch 256 (0.75-1.11 s). A peak that diverges is pruned
-    like any slow trial."""
-    low = suggestion.get("min_loss_lr")
-    return float(low) / EDGE_LR_DIVISOR if low else None
-
-
-def choose_max_lr(base: RunConfig, budget_s: float, lr_find: str = "auto",
-                  max_lr: Optional[float] = None, stop: Optional[threading.Event] = None) -> dict:
-    """One-cycle's peak LRs at the base batch: {'value' (the highest), 'choices'
-    (ascending), 'source' (one line), 'hint' (the highest but `edge_lr`: the first trial's)}.
-
-    `max_lr` given: that. `lr_find` 'no': FALLBACK_MAX_LR_FACTOR x the base LR (no
-    test, stored or new). Else the stored LR range test (engine.lr_find.range_test) for
-    the same data, model, batch, optimizer, LR and seed. Else, with `lr_find`
-    'yes', or 'auto' and a budget of at least LR_FIND_MIN_BUDGET_S, a new one
-    (its seconds count in the budget). From a test: `lr_choices`. Else
-    FALLBACK_MAX_LR_FACTOR x the base LR.
-    `stop` set during a new test ends it at once (the fallback is used then).
-    Raises: engine.lr_find.range_test.LRFindError when a requested test fails.
-    """
-    from engine.lr_find import range_test as lr_find_mod
-
-    def out(choices, source, suggestion=None):
-        if suggestion is not None:  # a test's peaks under the base LR are not one-cycle peaks: RunConfig refuses them
-            low = [x for x in choices if x <= base.learning_rate]
-            choices = [x for x in choices if x > base.learning_rate]
-            if low:
-                source += (f"; {', '.join(f'{x:.3g}' for x in low)} left out (not above the base learning rate "
-                           f"{base.learning_rate:g})")
-            if not choices:
-                choices = [FALLBACK_MAX_LR_FACTOR * base.learning_rate]
-                source += f": {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate instead"
-        edge = edge_lr(suggestion or {})  # the first trial (the preset's guess) keeps to the test's rules
-        return {"value": choices[-1], "choices": choices, "source": source,
-                "hint": max([x for x in choices if x != edge] or choices)}
-
-    if max_lr is not None:
-        return out([float(max_lr)], "given")
-    if lr_find == "no":  # none at all, stored or new: the same search whatever was run before
-        return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate],
-                   f"no LR range test (--lr-find no): {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate")
-    latest = lr_find_mod.load_latest() or {}
-    choices = lr_choices(latest.get("suggestion") or {})
-    if choices and _lr_key(latest.get("config") or {}) == _lr_key(base.to_dict()):
-        return out(choices, "the stored LR range test", latest.get("suggestion"))
-    if lr_find == "yes" or (lr_find == "auto" and budget_s >= LR_FIND_MIN_BUDGET_S):
-        try:
-            res = lr_find_mod.run(base.replace(schedule="constant", warmup_epochs=0.0, scale_lr=False), stop=stop)
-        except lr_find_mod.LRFindError:
-            if not (stop and stop.is_set()):
-                raise
-            return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate], "none: stopped during the LR range test")
-        choices = lr_choices(res.get("suggestion") or {})
-        if choices:
-            return out(choices, f"an LR range test ({res.get('wall_sec', 0):.0f} s)", res.get("suggestion"))
-    why = ("no LR range test" + (f" (budget under {LR_FIND_MIN_BUDGET_S:.0f} s)" if lr_find == "auto" else ""))
-    return out([FALLBACK_MAX_LR_FACTOR * base.learning_rate],
-               f"{why}: {FALLBACK_MAX_LR_FACTOR:g}x the base learning rate")
-
-
-# --- one run, watched --------------------------------------------------------------
-
-def _submit_when_free(cfg: RunConfig, role: str, group: str, store_path, stop: threading.Event,
-                      deadline: Optional[float], baseline_id: Optional[int] = None) -> Optional[int]:
-    """Queue `cfg`; while another run is active (a user launched one), wait for it.
-    Returns the run id, or None when stopped or past `deadline` while waiting."""
-    from engine.jobs import runner
-
-    while True:
-        try:
-            (rid,) = runner.submit([cfg], [role], store_path, baseline_id=baseline_id, group_id=group)
-            return rid
-        except ActiveRunError:
-            if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
-                return None
-            time.sleep(1.0)
-
-
-def _kill(run: dict) -> None:
-    from engine.base.process import process_alive
-
-    if run.get("pid") and process_alive(run["pid"], run.get("pid_started")):
-        try:
-            os.kill(run["pid"], signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def watch_run(run_id: int, store: Store, target: float, best: Optional[float] = None,
-              limit: Optional[float] = None, deadline: Optional[float] = None,
-              stop: Optional[threading.Event] = None, on_tick: Optional[Callable[[float], None]] = None,
-              poll_s: float = POLL_S) -> dict:
-    """Follow run `run_id` to its end, stopping it by `stop_reason`.
-
-    Training time so far is read off the store: the newest stored time
-    (executions and once-a-second system samples, s since training start) fixes
-    the latest possible start, so the elapsed time is never overstated; rows are
-    committed twice a second, so a trial is stopped within about a second of
-    passing its bound.
-
-    Returns: {'run_id', 'status', 'kind' ('reached' | 'pruned' | 'share' |
-    'budget' | 'stopped' | 'not_reached' | 'failed'), 'reason' (one line),
-    'time_to_target_sec', 'elapsed_sec' (training s stored), 'wall_sec' (s from
-    submission to the end), 'startup_sec' (submission to training start, or None),
-    'first_execution_sec' (when the first execution, the warm-up, ended: s since
-    training start; None if it never did)}.
-    """
-    from engine.jobs import runner
-    from engine.report.target import time_to_accuracy
-
-    t_submit = time.monotonic()
-    start = None          # latest possible training start (monotonic s)
-    stopping = None       # (kind, reason, asked at (monotonic s), training s then)
-    killed = False
-    last_reconcile = 0.0
-    while True:
-        run = store.get_run(run_id)
-        now = time.monotonic()
-        if run["status"] in FINAL_STATUSES:
-            break
-        if now - last_reconcile > 1.0:
-            runner.reconcile(store)
-            last_reconcile = now
-        seen = store.last_t(run_id)
-        if seen is not None:
-            start = now - seen if start is None else min(start, now - seen)
-        elapsed = now - start if start is not None else 0.0
-        if stopping is None:
-            why = stop_reason(elapsed, best if start is not None else None, limit if start is not None else None,
-                              now, deadline, stop_why(stop) if stop is not None and stop.is_set() else False)
-            if why:  # a stop signal's line reaches the run too: never "cancelled by the user" for it
-                signalled = why[0] == "stopped" and why[1].startswith("stopped: ")
-                runner.cancel(run_id, store.path, *((why[1],) if signalled else ()))
-                stopping = (*why, now, elapsed)
-        elif not killed and now - stopping[2] > KILL_AFTER_S:
-            _kill(run)
-            killed = True
-        if on_tick:
-            on_tick(elapsed)
-        time.sleep(poll_s)
-    epochs = store.metrics("epochs", run_id)
-    first = store.metrics("executions", run_id)[:1]
-    ttt = time_to_accuracy(epochs, target)
-    summary = run.get("summary") or {}
-    if ttt is not None:
-        kind, reason = "reached", f"reached {target:g} in {ttt:.2f} s of training"
-    elif stopping is not None:
-        kind, reason = stopping[0], stopping[1]
-        used = store.last_t(run_id) or 0.0
-        if used - stopping[3] >= 0.1:  # the table shows the training it used: say why it is more
-            reason += f"; it stopped at {used:.2f} s, when the execution under way ended"
-    elif run["status"] == "completed":
-        kind, reason = "not_reached", f"not reached in {summary.get('epochs_run', len(epochs))} epochs"
-    elif run["status"] == "failed":
-        kind, reason = "failed", f"failed: {run.get('error') or 'no message'}"
-    else:  # cancelled by someone else: the autopilot's own Stop (the page cancels the run too), or not
-        kind, reason = "stopped", (stop_why(stop) if stop is not None and stop.is_set()
-                                   else "cancelled outside the autopilot")
-    return {"run_id": run_id, "status": run["status"], "kind": kind, "reason": reason,
-            "time_to_target_sec": ttt, "elapsed_sec": store.last_t(run_id) or 0.0,
-            "wall_sec": time.monotonic() - t_submit,
-            "startup_sec": (start - t_submit) if start is not None else None,
-            "first_execution_sec": first[0]["t"] if first else None}
-
-
-def _label_run(store: Store, run_id: int, info: dict) -> None:
-    """Record the autopilot's view of a run in its summary (and, for a run it
-    stopped, as its error line, which the Runs page shows)."""
-    run = store.get_run(run_id) or {}
-    cols = {"summary": {**(run.get("summary") or {}), "autopilot": info}}
-    if run.get("status") == "cancelled" and info.get("reason"):
-        cols["error"] = f"autopilot: {info['reason']}"
-    store.update_run(run_id, **cols)
 
 
 # --- the three phases ----------------------------------------------------------------
@@ -838,7 +443,7 @@ class Autopilot:
                deadline: float) -> Optional[dict]:
         n = len(self.state["trials"]) + 1
         best = self.state["best"]
-        rid = _submit_when_free(cfg, "trial", f"{self.id}-t{n}", self.store_path, self.stop, deadline)
+        rid = submit_when_free(cfg, "trial", f"{self.id}-t{n}", self.store_path, self.stop, deadline)
         if rid is None:
             self._note("search ended: another run held the machine until the budget ran out"
                        if not self.stop.is_set() else f"search {stop_why(self.stop)}")
@@ -862,7 +467,7 @@ class Autopilot:
         if improved:
             best = dict(entry)
         entry["best_so_far_sec"] = best["time_to_target_sec"] if best else None
-        _label_run(store, rid, {"id": self.id, "phase": "search", "trial": n, "kind": out["kind"],
+        label_run(store, rid, {"id": self.id, "phase": "search", "trial": n, "kind": out["kind"],
                                 "reason": out["reason"], "params": params})
         self._update(trials=[*self.state["trials"], entry], best=best, current=None)
         return entry
@@ -895,14 +500,14 @@ class Autopilot:
             for seed in seeds:
                 for t, r in zip(reached, runs):
                     cfg = RunConfig.from_dict(t["config"]).replace(seed=seed)
-                    rid = _submit_when_free(cfg, "runoff", f"{self.id}-r{t['trial']}", self.store_path, self.stop,
+                    rid = submit_when_free(cfg, "runoff", f"{self.id}-r{t['trial']}", self.store_path, self.stop,
                                             None)
                     if rid is None:
                         return None
                     self._update(current={"phase": "runoff", "trial": t["trial"], "run_id": rid,
                                           "label": t["label"], "seed": seed})
                     out = watch_run(rid, store, self.target, stop=self.stop)
-                    _label_run(store, rid, {"id": self.id, "phase": "runoff", "trial": t["trial"], "seed": seed,
+                    label_run(store, rid, {"id": self.id, "phase": "runoff", "trial": t["trial"], "seed": seed,
                                             "kind": out["kind"], "reason": out["reason"]})
                     if out["kind"] == "stopped":
                         return None
@@ -945,7 +550,7 @@ class Autopilot:
                     break
                 cfg = names[name].replace(seed=seeds[r])
                 role = "baseline" if name == "baseline" else "ablation" if name in abl else "run"
-                rid = _submit_when_free(cfg, role, f"{self.id}-c{r + 1}", self.store_path, self.stop, None,
+                rid = submit_when_free(cfg, role, f"{self.id}-c{r + 1}", self.store_path, self.stop, None,
                                         baseline_id=base_ids.get(r))
                 if rid is None:
                     break
@@ -954,7 +559,7 @@ class Autopilot:
                 self._update(current={"phase": "confirm", "round": r + 1, "name": name, "run_id": rid,
                                       "label": self._trial_label(cfg)})
                 out = watch_run(rid, store, self.target, stop=self.stop)
-                _label_run(store, rid, {"id": self.id, "phase": "confirm", "round": r + 1, "name": name,
+                label_run(store, rid, {"id": self.id, "phase": "confirm", "round": r + 1, "name": name,
                                         "kind": out["kind"], "reason": out["reason"]})
                 runs.append({"round": r + 1, "name": name, "seed": seeds[r], **out})
                 self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
@@ -999,13 +604,13 @@ class Autopilot:
                          "changes": space_mod.config_changes(a["config"], winner) if a["config"] else None}
                 if a["config"] is not None and not self.stop.is_set():
                     cfg = a["config"].replace(seed=seed)
-                    rid = _submit_when_free(cfg, "ablation", f"{self.id}-a{i}", self.store_path, self.stop, None)
+                    rid = submit_when_free(cfg, "ablation", f"{self.id}-a{i}", self.store_path, self.stop, None)
                     if rid is None:
                         break
                     self._update(current={"phase": "ablation", "technique": a["technique"], "run_id": rid,
                                           "label": f"without {a['label']}"})
                     res = watch_run(rid, store, self.target, stop=self.stop)
-                    _label_run(store, rid, {"id": self.id, "phase": "ablation", "technique": a["technique"],
+                    label_run(store, rid, {"id": self.id, "phase": "ablation", "technique": a["technique"],
                                             "kind": res["kind"], "reason": res["reason"]})
                     ttt = res["time_to_target_sec"]
                     entry.update(run_id=rid, time_to_target_sec=ttt, kind=res["kind"],
@@ -1093,39 +698,3 @@ class Autopilot:
         self._update(phase="stopped" if self.stop.is_set() else "done", current=None,
                      wall_sec=time.monotonic() - t0)
         return self.state
-
-
-# --- in the background, for the dashboard ----------------------------------------------
-def progress_path() -> Path:
-    """$SPEEDLAB_HOME/autopilot.json: the background autopilot's state and result (background.AUTOPILOT)."""
-    return background.AUTOPILOT.path()
-
-
-def start_background(args: list[str]) -> int:
-    """Start ``python -m engine autopilot --json --quiet --progress-file FILE [args]``
-    detached (its own session: it outlives the dashboard's script run) and return
-    its pid; follow it with `read_progress`.
-
-    Raises: AutopilotError (one line) while the machine is busy (a run, a
-    benchmark, an LR range test, the transfer demo or another autopilot).
-    """
-    return background.AUTOPILOT.start(["autopilot", "--json", "--quiet", "--progress-file", str(progress_path()),
-                                       *map(str, args)],
-                                      {"error": None, "phase": "starting", "trials": [], "args": list(args)},
-                                      error=AutopilotError)
-
-
-def read_progress() -> Optional[dict]:
-    """The background autopilot's state (see `Autopilot.state`) plus 'state'
-    ('starting' | 'running' | 'done' | 'failed' | 'cancelled'), 'elapsed' (s),
-    'error' (one line); None if none was started here. A job whose process died
-    unseen reads as 'failed' with its log's last error line."""
-    return background.AUTOPILOT.read()
-
-
-def cancel_background() -> bool:
-    """Stop the background autopilot (SIGTERM: it stops its current run and
-    writes what it has), cancel any run it left queued or running, and wait up to
-    background.AUTOPILOT.stop_wait_s for its process to end, so that a Start right after
-    finds the machine free. Returns whether one was running."""
-    return background.AUTOPILOT.cancel()

@@ -131,7 +131,7 @@ def search_space(verdict_list: list[dict], base: RunConfig, facts: Optional[dict
     count and at most the training samples. Steps per execution: SPE_CHOICES
     (trial_config caps them at an epoch's steps). One-cycle lengths:
     CYCLE_FRACTIONS of base.epochs (the cap every trial runs at most); its peak
-    LRs at the base batch: `max_lrs` (engine.autopilot.search.lr_choices), default 10x
+    LRs at the base batch: `max_lrs` (engine.autopilot.peak_lr.lr_choices), default 10x
     the base LR (Keras's and SpeedLab's default for one_cycle). other_backends: False
     keeps the search on base.backend (a note says why: a budget under BACKEND_MIN_BUDGET_S).
     """
@@ -280,7 +280,7 @@ def hint_params(space: SearchSpace, verdict_list: list[dict], max_lr: Optional[f
 def short_cycle_hint(space: SearchSpace, hint: dict) -> Optional[dict]:
     """The second trial: `hint` on the super-convergence route (Smith & Topin 2017,
     arXiv:1708.07120): one-cycle over the second-shortest length offered at the highest
-    peak offered (the LR range test's edge, engine.autopilot.search.edge_lr), the base
+    peak offered (the LR range test's edge, engine.autopilot.peak_lr.edge_lr), the base
     batch, 1 step per execution. A target a few epochs away is reached in the fewest
     epochs so (digits, 0.95, 2-core CPU: one-cycle over 3 of 20 epochs at 0.024 reached
     it after 2 epochs on 4 of 4 seeds, 0.62-0.93 s), and the sampler's 4 random proposals

@@ -9,7 +9,8 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from engine.charts.style import BASELINE_COLOR, PALETTE, clip_marks, empty_figure, style
-from engine.report.stats import MEASURE_NAMES, pair_ratio
+from engine.report.stats import pair_ratio
+from engine.report.headline import MEASURE_NAMES
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
 

@@ -138,7 +138,7 @@ def summary_lines(state: dict) -> list[str]:
                    f"{_secs(w['search_time_to_target_sec'])} to {target:g} in the search")
     conf = state.get("confirm")
     if conf and conf.get("speedup"):
-        from engine.report import stats
+        from engine.report import headline as report_headline
 
         sp, times = conf["speedup"], conf["times"]
         if sp["median"]:
@@ -148,7 +148,7 @@ def summary_lines(state: dict) -> list[str]:
             label = state.get("baseline_label") or "baseline"
             out.append(f"confirmed vs {label} ({pairs}, seeds {conf['seeds']}): {sp['headline']}; "
                        f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} (medians)")
-            out += [f"  {line}" for line in stats.made_of_lines(sp)]
+            out += [f"  {line}" for line in report_headline.made_of_lines(sp)]
         else:
             out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
         for name, e in (conf.get("extra") or {}).items():
@@ -156,7 +156,7 @@ def summary_lines(state: dict) -> list[str]:
             if ws["median"]:
                 label = state.get("tuned_label") if name == "tuned baseline" and state.get("tuned_label") else name
                 out.append(f"winner vs {label}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
-                out += [f"  {line}" for line in stats.made_of_lines(ws, label)]
+                out += [f"  {line}" for line in report_headline.made_of_lines(ws, label)]
     if state.get("explanation"):
         out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
     for note in state.get("notes") or []:
@@ -210,7 +210,7 @@ def main(args) -> int:
         writers.append(progress_writer(autopilot.progress_path()))
     def on_signal(_name):  # SIGINT, SIGTERM, SIGHUP: the search stops alike, saying why
         if not stop.is_set():
-            stop.why = background.stopped_line(args.progress_file, "autopilot")  # engine.autopilot.search.stop_why
+            stop.why = background.stopped_line(args.progress_file, "autopilot")  # engine.autopilot.watch.stop_why
         stop.set()
 
     process.on_stop_signals(on_signal)

@@ -8,6 +8,7 @@ import sys
 import time
 
 from engine.report import stats
+from engine.report import headline as report_headline
 
 
 def add_pair_args(p) -> None:
@@ -85,8 +86,8 @@ def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
             ratio = stats.pair_ratio(row[f"baseline_{measure}"], row[measure], measure != "time_to_accuracy")
             sys.stderr.write(("\n" if sys.stderr.isatty() else "") +
                              f"pair {row['pair'] + 1} ({row['order']}, seed {row['seed']}): "
-                             f"{stats.fmt_ratio(ratio)} {measure.replace('_', ' ')}; so far: "
-                             f"{stats.headline(so_far)['text']}\n")
+                             f"{report_headline.ratio_text(ratio)} {measure.replace('_', ' ')}; so far: "
+                             f"{report_headline.summary_headline(so_far)['text']}\n")
             state["shown"] += 1
         active = next((store.get_run(p[k]) for p in comp["plan"] if not p.get("dropped")
                        for k in (("baseline_id", "run_id") if p["order"] == "AB" else ("run_id", "baseline_id"))
@@ -128,9 +129,9 @@ def comparison_json(comp: dict) -> dict:
     engine.report.comparison.evaluate: 'verdict' is the one every page shows, noise floor and
     test accuracy applied) plus 'comparison_id', 'status', 'ended_by', 'headline',
     'headline_note', 'headline_factors', 'headline_setup', 'headline_reached' and
-    'headline_test' (engine.report.stats.comparison_headline)."""
+    'headline_test' (engine.report.headline.comparison_headline)."""
     result = dict(comp.get("result") or {})
-    h = stats.comparison_headline(result)
+    h = report_headline.comparison_headline(result)
     result.update(comparison_id=comp["id"], status=comp["status"], ended_by=comp.get("ended_by"),
                   headline=h["text"], headline_note=h["note"], headline_factors=h.get("factors"),
                   headline_setup=h.get("setup"), headline_reached=h.get("reached"), headline_test=h.get("test"))
@@ -140,7 +141,7 @@ def comparison_json(comp: dict) -> dict:
 def comparison_rows(c: dict) -> list[tuple[str, str]]:
     """(name, text) rows of a comparison_json() result for the terminal."""
     rows = [("comparison", f"#{c['comparison_id']}: {c['headline']}" +
-             (f" ({stats.MEASURE_NAMES.get(c['measure'], c['measure'])})" if c.get("measure") else ""))]
+             (f" ({report_headline.MEASURE_NAMES.get(c['measure'], c['measure'])})" if c.get("measure") else ""))]
     if c.get("headline_note"):
         rows.append(("note", c["headline_note"]))
     for key in ("factors", "setup", "reached", "test"):
@@ -155,7 +156,7 @@ def comparison_rows(c: dict) -> list[tuple[str, str]]:
             continue
         ci = s.get("ci95")
         ratios = ", ".join("-" if x is None else f"{x:.2f}" for x in s["pair_ratios"])
-        rows.append((label, f"{s['speedup']:.2f}x" + (f" ({stats.fmt_interval(ci)})" if ci else "")
+        rows.append((label, report_headline.ratio_text(s['speedup']) + (f" ({report_headline.interval_text(ci)})" if ci else "")
                      + f", {s['verdict'] or 'no interval'}; pairs: {ratios}"
                      + (f"; {s['not_reached']} without a ratio" if s.get("not_reached") else "")))
     rows.append(("pairs", f"{c.get('pairs')} complete of {c.get('planned')} planned; ended by: {c.get('ended_by')}"))

@@ -119,7 +119,7 @@ def print_summary(s: dict) -> None:
 def mfu_rows(s: dict) -> list[tuple[str, str]]:
     """'model FLOPs', 'MFU' and 'bound by' rows of a summary with engine.report.mfu's fields."""
     from engine.hardware.peaks import flops_text
-    from engine.report.mfu import headline
+    from engine.report.mfu import mfu_line
 
     rows = []
     if s.get("flops_per_sample"):
@@ -137,7 +137,7 @@ def mfu_rows(s: dict) -> list[tuple[str, str]]:
                                     f"of the step ({s['flops_xla_per_sample']:,})"))
     elif s.get("flops_per_sample") and s.get("flops_note"):
         rows.append(("FLOPs check", s["flops_note"]))
-    line = headline(s)
+    line = mfu_line(s)
     if s.get("flops_note") and not s.get("flops_per_sample"):
         rows.append(("MFU", f"- ({s['flops_note']})"))
     elif line:

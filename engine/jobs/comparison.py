@@ -32,6 +32,7 @@ from typing import Callable, Optional
 from engine.store import comparisons as cstore
 from engine.config import RunConfig, baseline_config
 from engine.report import stats
+from engine.report import headline as report_headline
 from engine.report.comparison import evaluate, failures, time_split
 from engine.store import ACTIVE_STATUSES, Store
 
@@ -190,7 +191,7 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     if why == "pair limit":
         ci = summary.get("ci95")  # two ends, as every interval is written
         return f"pair limit ({s['max_pairs']}) reached" + (
-            f"; interval {stats.fmt_ratio(ci[0])} to {stats.fmt_ratio(ci[1])}" if ci else "")
+            f"; interval {report_headline.ratio_text(ci[0])} to {report_headline.ratio_text(ci[1])}" if ci else "")
     budget = s.get("budget_s")
     if budget and k:
         elapsed = now - comparison["created"]

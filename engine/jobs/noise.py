@@ -127,7 +127,7 @@ def floor_text(info: Optional[dict], now: Optional[float] = None) -> str:
                 "or Measure noise floor on the Hardware page)")
     c = info.get("config") or {}
     what = f"{c.get('dataset')}/{c.get('model')}, {c.get('epochs')} epochs" if c.get("model") else "the baseline"
-    from engine.report.stats import MEASURE_NAMES
+    from engine.report.headline import MEASURE_NAMES
 
     measure = MEASURE_NAMES.get(info.get("measure") or "", info.get("measure") or "time to accuracy")
     return (f"noise floor ±{info['floor'] * 100:.1f}% (A/A comparison #{info['comparison_id']}: "

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from engine.report.headline import PAGE_SIGN, ratio_text
+
 
 def ring_factor(n: int) -> float:
     """All-reduce traffic per replica relative to 2 replicas: 2(n - 1)/n (1 at n = 2, 0 at n = 1)."""
@@ -98,5 +100,5 @@ def caption(fc: dict) -> str:
     best = max(at)
     return (f"Purple: a **forecast**, not a measurement. Amdahl's law on run #{fc['one_id']}'s steady step "
             f"({fc['t1'] * 1e3:.3g} ms, {100 * fc['serial_share']:.2g}% data wait kept serial) plus a ring "
-            f"all-reduce: {fc['c2_source']}. Dashed: N devices like this one ({at[best]:.2f}× on {best}); "
+            f"all-reduce: {fc['c2_source']}. Dashed: N devices like this one ({ratio_text(at[best], PAGE_SIGN)} on {best}); "
             "dotted: N simulated on this one (they share its cores).")

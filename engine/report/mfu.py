@@ -137,7 +137,7 @@ def denominator(m: dict) -> Optional[str]:
     return f"{flops_text(m['peak_flops_per_sec'])} {kind} {m.get('peak_dtype') or 'float32'}{parts}"
 
 
-def headline(m: dict) -> Optional[str]:
+def mfu_line(m: dict) -> Optional[str]:
     """'53% of 463 GFLOP/s theoretical bfloat16 (2 cores x 3.59 GHz x 64 FLOPs/cycle); 61% of
     the best bfloat16 matmul measured here (402 GFLOP/s, n = 2048)' from `of()`/`fields()`,
     or None without an MFU."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from engine.report.headline import ratio_text
 from engine.report.live import StoreMetrics
 from engine.report.measure import speedup
 from engine.report.progress import live_summary
@@ -63,11 +64,11 @@ def divergence_notice(summary: dict, e2e: Optional[float], steady: Optional[floa
     parts = {k: v for k, v in parts.items() if v is not None}
     wall = summary.get("wall_sec")
     if not parts or not wall:
-        return (f"end-to-end ({e2e:.2f}x) and steady ({steady:.2f}x) speedups differ: the clock "
+        return (f"end-to-end ({ratio_text(e2e)}) and steady ({ratio_text(steady)}) speedups differ: the clock "
                 "includes time outside the steady training steps")
     k, v = max(parts.items(), key=lambda kv: kv[1])
-    return (f"{PART_NAMES[k]} took {v:.1f} s of this run's {wall:.1f} s: end-to-end {e2e:.2f}x vs "
-            f"steady {steady:.2f}x")
+    return (f"{PART_NAMES[k]} took {v:.1f} s of this run's {wall:.1f} s: end-to-end {ratio_text(e2e)} vs "
+            f"steady {ratio_text(steady)}")
 
 
 def setup_notice(base_summary: dict, summary: dict, e2e: Optional[float]) -> Optional[str]:
@@ -84,7 +85,7 @@ def setup_notice(base_summary: dict, summary: dict, e2e: Optional[float]) -> Opt
     whole = wb / wr
     if abs(whole - e2e) / e2e <= DIVERGENCE:
         return None
-    how = f"took {wr / wb:.2f}x as long as" if wr > wb else f"was {whole:.2f}x as fast as"
+    how = f"took {ratio_text(wr / wb)} as long as" if wr > wb else f"was {ratio_text(whole)} as fast as"
     return (f"setup took {sr:.1f} s of this run's {wr:.1f} s (the baseline's {sb:.1f} s of {wb:.1f} s), "
             f"outside the speedups: start to finish the run {how} the baseline")
 

@@ -1,5 +1,5 @@
 """The comparison block shared by the Train page, presenter mode, Replay and the
-Runs page: the headline of interleaved pairs (engine.report.stats.comparison_headline),
+Runs page: the headline of interleaved pairs (engine.report.headline.comparison_headline),
 its interval and verdict, coloured by the verdict, and the pair chart. UI only."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import streamlit as st
 
 from engine.store import comparisons as cstore
 from engine.report import stats
+from engine.report import headline as report_headline
 from engine.report.comparison import time_text
 from engine.charts.comparison import pairs_figure, pairs_title
 
@@ -51,7 +52,7 @@ def headline(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", comp
     one line together, so that presenter mode keeps its charts above the fold at 1280x720). The
     noise floor is the one the result was judged with (a matching A/A comparison), if any."""
     running = comp["status"] == "running"
-    h = stats.comparison_headline(comp.get("result"), in_progress=running)
+    h = report_headline.comparison_headline(comp.get("result"), in_progress=running)
     color = TONE_COLORS[h["tone"]] if not running else TONE_COLORS["neutral"]
     label = f"{h['measure'] or 'speedup'}" + (" · in progress: more pairs to come" if running else "")
     box = st.container(key=key, border=True)
@@ -62,7 +63,7 @@ def headline(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", comp
     if h.get("detail"):
         box.caption(h["detail"])
     if compact and h.get("setup"):  # presenter mode: the ratio only, its interval and seconds are on the page
-        h["setup"] = stats.with_setup_text((comp.get("result") or {}).get("with_setup"), short=True)
+        h["setup"] = report_headline.with_setup_text((comp.get("result") or {}).get("with_setup"), short=True)
     lines = [h[k] for k in ("factors", "setup", "reached", "test") if h.get(k)]  # made of, setup, seeds, test
     for line in (["  ·  ".join(lines)] if compact and lines else lines):
         box.caption(line)
@@ -79,8 +80,8 @@ def details(comp: dict) -> None:
         if s.get("speedup") is None:
             continue
         ci = s.get("ci95")
-        lines.append(f"**{stats.MEASURE_NAMES[name].capitalize()}** "
-                     + (stats.verdict_text(s) if ci else f"{s['speedup']:.2f}× · no interval "
+        lines.append(f"**{report_headline.MEASURE_NAMES[name].capitalize()}** "
+                     + (report_headline.verdict_text(s) if ci else f"{report_headline.ratio_text(s['speedup'], report_headline.PAGE_SIGN)} · no interval "
                         f"(from {stats.MIN_PAIRS} pairs)"))
     if lines:
         st.markdown("  \n".join(lines))

@@ -14,7 +14,11 @@ from engine.store import ACTIVE_STATUSES, Store, from_outside_script
 from views.components.common import PLOTLY_CONFIG
 
 
-ratio_text = headline.ratio_text
+def ratio_text(v: float | None) -> str:
+    """A ratio as the pages write it: '1.23×', or engine.report.headline.MISSING."""
+    return headline.ratio_text(v, headline.PAGE_SIGN)
+
+
 # One pair's figures: body-size numbers in the neutral grey of the comparison headline's "no result".
 ONE_PAIR_CSS = """<style>
 .st-key-one_pair [data-testid="stMetricValue"] { font-size: 1.15rem; font-weight: 500; color: #374151; }
@@ -152,9 +156,9 @@ def backend_line(store: Store, run: dict | None) -> None:
                        "is stored yet; launch it with Keras backend TensorFlow to compare the backends.")
         return
     x = b["steady_speedup"]
-    st.metric(f"Backend speedup ({b['backend']} vs {b['other_backend']})", "—" if x is None else f"{x:.2f}×",
+    st.metric(f"Backend speedup ({b['backend']} vs {b['other_backend']})", ratio_text(x),
               border=True, help=f"steady samples/s of run #{run['id']} on {b['backend']} / run "
                                 f"#{b['baseline_id']}, the same configuration on {b['other_backend']}"
                                 + (" (with XLA)" if b["other_jit_compile"] else ""))
-    st.caption(f"Backend speedup **{'—' if x is None else f'{x:.2f}×'}**: {b['backend']} run #{run['id']} "
+    st.caption(f"Backend speedup **{ratio_text(x)}**: {b['backend']} run #{run['id']} "
                f"vs {b['other_backend']} run #{b['baseline_id']}, same configuration.")

@@ -29,7 +29,7 @@ def headline(store, run: dict | None, src) -> None:
     if run is None:
         return
     m = figures(store, run, src)
-    line = mfu.headline(m)
+    line = mfu.mfu_line(m)
     note = (run.get("summary") or {}).get("flops_note") or (run.get("plan") or {}).get("flops_note")
     if note and not m.get("flops_per_sample"):  # a user's model whose count XLA contradicts
         st.caption(f":material/speed: MFU -: {note}")

@@ -135,7 +135,7 @@ def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | 
         label += f" · {h['missed']}"
     big.metric(label, "not reached" if h["missed"] else h["value"], border=True)
     for col, name, key in ((e2e, "End-to-end", "end_to_end_speedup"), (steady, "Steady", "steady_speedup")):
-        col.metric(name, report_headline.ratio_text(cmp.get(key)), border=True)
+        col.metric(name, report_headline.ratio_text(cmp.get(key), report_headline.PAGE_SIGN), border=True)
 
 
 ONE_PAIR_CSS = """<style>

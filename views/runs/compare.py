@@ -8,6 +8,7 @@ import streamlit as st
 
 from engine.charts import style as chart_style, mfu as mfu_charts, runs as runs_charts, train as train_charts
 from engine.report import forecast, stats
+from engine.report import headline as report_headline
 from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
@@ -96,7 +97,6 @@ def comparisons_section(store: Store) -> None:
     """Stored comparisons of interleaved pairs (engine.jobs.comparison), newest first:
     the same headline, interval and verdict as the Train page and `engine compare`."""
     from engine.store import comparisons as cstore
-    from engine.report import stats
 
     comps = [c for c in cstore.list_all(store) if c.get("result")]
     if not comps:
@@ -105,7 +105,7 @@ def comparisons_section(store: Store) -> None:
     rows = []
     for c in comps:
         r = c["result"]
-        h = stats.comparison_headline(r, in_progress=c["status"] == "running")
+        h = report_headline.comparison_headline(r, in_progress=c["status"] == "running")
         kind = ("A/A (noise floor)" if c["kind"] == "aa" else "two commands"
                 if (c.get("settings") or {}).get("baseline_kind") == "command" else "baseline vs run")
         rows.append({"comparison": c["id"], "kind": kind,
