@@ -1,6 +1,6 @@
 """Comparisons in the run store: one row per set of interleaved pairs (engine.jobs.comparison).
 
-Its table is part of the store's versioned schema (engine.store.db, since schema 8;
+Its table is part of the store's versioned schema (engine.store.schema, since schema 8;
 a store of an older schema gets it when it is migrated), so that the Runs page,
 `engine compare`, `engine noise` and exported bundles read the same stored figures later. The runs of a
 comparison are ordinary runs with group_id = the comparison's `group_id`.
@@ -19,7 +19,7 @@ import time
 from typing import Callable, Optional
 
 from engine.store import Store
-from engine.store.db import COMPARISONS_TABLE
+from engine.store.schema import COMPARISONS_TABLE
 
 _JSON = ("settings", "plan", "result")
 

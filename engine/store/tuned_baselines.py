@@ -7,7 +7,7 @@ optimisation that a tuned baseline would also get (airbench and the NanoGPT spee
 report records against tuned baselines). Comparisons with ``baseline_kind='tuned'``
 (``run --baseline tuned``) take their baseline's settings from here (`config_fields`).
 
-Its table is part of the store's versioned schema (engine.store.db, since schema 8). Row: id, created (Unix s),
+Its table is part of the store's versioned schema (engine.store.schema, since schema 8). Row: id, created (Unix s),
 hostname, dataset, model, batch_size, optimizer, learning_rate (the winner's peak), target_accuracy,
 result (JSON: the winner's 'schedule', 'warmup_epochs', 'max_lr', 'label_smoothing', 'tuning_seeds',
 'reached' {'seeds', 'of'}, 'spread' {'min_sec', 'max_sec', 'sd_log'}, 'fingerprint' (the machine,
@@ -22,7 +22,7 @@ import time
 from typing import Callable, Optional
 
 from engine.store import Store
-from engine.store.db import TUNED_BASELINES_TABLE
+from engine.store.schema import TUNED_BASELINES_TABLE
 
 # The baseline settings a row fixes besides learning_rate (RunConfig fields), as a row stored
 # before the schedule was tuned has them: constant, no warmup, no smoothing.
