@@ -27,8 +27,8 @@ from typing import Iterable, Optional
 from engine.store.errors import (DamagedRunError, StoreBusyError, StoreError, StoreReadOnlyError, is_busy,
                                  raise_fault)
 from engine.store.rows import parse_row
-from engine.store.schema import (ADDED_COLUMNS, CONFIG_FILTERS, EPOCH_COLS, EXEC_COLS, INDEXES, LOOKS_WHOLE, SCHEMA,
-                                 SCHEMA_VERSION, SYSTEM_COLS)
+from engine.store.schema import (ADDED_COLUMNS, COMPARISONS_TABLE, CONFIG_FILTERS, EPOCH_COLS, EXEC_COLS, INDEXES,
+                                 LOOKS_WHOLE, SCHEMA, SCHEMA_VERSION, SYSTEM_COLS, TUNED_BASELINES_TABLE)
 
 # sqlite3's own busy handler: how long one attempt waits for a lock (s).
 BUSY_TIMEOUT_S = 5.0
@@ -114,6 +114,7 @@ class Store:
         self.readonly = _read_only(self.path)
         if self.readonly:
             self.conn = _open_read_only(self.path, busy_timeout_s)
+            self._ensure_tables()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -130,6 +131,7 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
             self._migrate()
+            self._ensure_tables()
             self._ensure_indexes()
         except sqlite3.DatabaseError as e:  # a zeroed header, a truncated file: one line, not a traceback
             self.conn.close()
@@ -155,6 +157,24 @@ class Store:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
+
+    def _ensure_tables(self) -> None:
+        """The comparisons and tuned_baselines tables, made once here so that no read has to:
+        a store of schema 8 has them, so only a damaged one (created) or a read-only store of
+        an older schema (empty TEMP tables, in memory only) lacks them."""
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = [(name, sql) for name, sql in (("comparisons", COMPARISONS_TABLE),
+                                                 ("tuned_baselines", TUNED_BASELINES_TABLE)) if name not in have]
+        if not missing:
+            return
+        if self.readonly:
+            for name, sql in missing:
+                self.conn.execute(sql.replace(f"CREATE TABLE IF NOT EXISTS {name}",
+                                              f"CREATE TEMP TABLE IF NOT EXISTS {name}"))
+            return
+        with self.tx() as conn:
+            for _name, sql in missing:
+                conn.execute(sql)
 
     def _ensure_indexes(self) -> None:
         """The indexes the pages sort and filter by (`INDEXES`), created once on a store
