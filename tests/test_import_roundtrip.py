@@ -73,7 +73,6 @@ def test_a_comparison_that_cannot_be_recomputed_writes_nothing(no_queue, store, 
     bad = tampered(data, f"comparisons/{cid}.json",
                    lambda c: {**c, "settings": {**c["settings"], "margin": "wide"}})
     with Store(tmp_path / "other" / "runs.sqlite") as other:
-        cstore.ensure_table(other)
         with pytest.raises(bundle.BundleError) as e:
             bundle.import_bundle(other, io.BytesIO(bad), "bad.zip")
         assert str(e.value).startswith("bad.zip: comparisons: ") and str(e.value).endswith("; nothing was imported")

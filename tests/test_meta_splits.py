@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.config import ConfigError, RunConfig
-from engine.data import datasets, userdata
+from engine.data import datasets, userdata, userdata_read
 from engine.data.meta import class_warnings, dataset_info
 from engine.config.preflight import check_runnable
 
@@ -283,12 +283,12 @@ def good(n=20):
      "np.savez(path, x_train=arr_0, y_train=arr_1)"),
 ])
 def test_common_layouts_are_named_with_their_fix(arrays, message):
-    assert userdata.check_arrays(arrays) == [message]
+    assert userdata_read.check_arrays(arrays) == [message]
 
 
 def test_an_unclear_npz_names_the_shapes_it_sees():
     a = {"images": np.zeros((20, 6, 5), np.uint8), "more": np.zeros((20, 6, 5), np.uint8),
          "labels": np.arange(20) % 3}
-    assert userdata.check_arrays(a)[0] == (
+    assert userdata_read.check_arrays(a)[0] == (
         "x_train is missing; the .npz needs arrays x_train and y_train (and optionally x_test, y_test); it has: "
         "images (20x6x5 uint8), labels (20 int64), more (20x6x5 uint8)")

@@ -37,7 +37,7 @@ def _stored(run_id):
 
 @pytest.mark.tf
 def test_accuracy_key_finds_every_name_keras_logs():
-    from engine.training.outside import accuracy_key, target_key
+    from engine.training.script_fit import accuracy_key, target_key
 
     for name in ("accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy"):
         logs = {"loss": 1.0, name: 0.5, f"val_{name}": 0.75}

@@ -13,6 +13,34 @@ from engine.config import RunConfig
 from engine.store import SCHEMA_VERSION, Store, StoreError
 
 
+def test_the_tables_are_made_once_at_open_not_per_read(store_home, monkeypatch):
+    """A schema-8 store whose comparisons and tuned_baselines tables another program dropped gets
+    them back when it is opened; a read-only store of schema 7 (no such tables) reads them empty."""
+    from engine.store import comparisons as cstore, tuned_baselines
+    import engine.store.db as db
+
+    path = store_home / "runs.sqlite"
+    Store().close()
+    conn = sqlite3.connect(path)
+    conn.executescript("DROP TABLE comparisons; DROP TABLE tuned_baselines;")
+    conn.close()
+    with Store() as s:
+        tables = {r[0] for r in s.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"comparisons", "tuned_baselines"} <= tables
+        assert cstore.list_all(s) == [] and tuned_baselines.get(s, RunConfig()) is None
+    conn = sqlite3.connect(path)
+    conn.executescript("DROP TABLE comparisons; DROP TABLE tuned_baselines; "
+                       "UPDATE meta SET value='7' WHERE key='schema_version';")
+    conn.close()
+    monkeypatch.setattr(db, "_read_only", lambda p: True)
+    with Store() as s:
+        assert s.readonly
+        assert cstore.list_all(s) == [] and cstore.by_group(s, "g") is None
+        assert tuned_baselines.get(s, RunConfig()) is None
+        assert s.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='comparisons'"
+                              ).fetchone()[0] == 0  # nothing written to the file
+
+
 def test_round_trip(store):
     cfg = RunConfig(precision="mixed_bfloat16")
     rid = store.create_run(cfg.to_json(), role="baseline", group_id="g1")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.data import datasets
-from engine.data import userdata
+from engine.data import userdata, userdata_read
 from engine.config import ConfigError, RunConfig
 from engine.data.meta import dataset_info
 
@@ -88,7 +88,7 @@ def mutate(**changes):
      "or (N, H, W, C) with H x W x C = 30"),
 ])
 def test_each_bad_npz_fault_has_its_own_message(arrays, message):
-    assert userdata.check_arrays(arrays) == [message]
+    assert userdata_read.check_arrays(arrays) == [message]
 
 
 def test_several_faults_are_all_listed_and_the_config_names_the_first(tmp_path):

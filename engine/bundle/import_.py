@@ -15,7 +15,6 @@ from engine.bundle.checks import BundleRejected, check_headers, check_manifest, 
 from engine.bundle.format import (BUNDLE_VERSION, FORMAT, JSON_COLUMNS, LOCAL_COLUMNS, MANIFEST, METRIC_TABLES,
                                   BundleError, Source, first_line, run_key, source_name)
 from engine.store import SCHEMA_VERSION, Store
-from engine.store import comparisons as cstore
 
 
 def read_bundle(src: Source, name: str | None = None) -> tuple[dict, list[dict]]:
@@ -96,7 +95,6 @@ def import_bundle(store: Store, src: Source, name: str | None = None) -> list[tu
                               "nothing was added (import it into another store)")
         raise BundleError(f"{name} is already imported: run(s) {pairs} are in this store; nothing was added ({way})")
     if comps:
-        cstore.ensure_table(store)  # before the transaction (a write of its own)
         try:
             bundle_comparisons.check_groups(store, comps)
         except bundle_comparisons.ComparisonRejected as e:

@@ -9,7 +9,7 @@ import sys
 import typing
 from dataclasses import fields
 
-from engine.config import FIELD_HELP, ConfigError, RunConfig
+from engine.config import ConfigError, RunConfig
 
 DEFAULTS = RunConfig()
 
@@ -63,13 +63,13 @@ FLAG_ALIASES = {"ema_momentum": "--ema", "cutmix_factor": "--cutmix",
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
-    """One flag per RunConfig field (--batch-size for batch_size, ...), help from FIELD_HELP;
-    FLAG_ALIASES adds a short spelling for some."""
+    """One flag per RunConfig field (--batch-size for batch_size, ...), its help from the field
+    (`metadata["help"]`, engine.config.run_config._setting); FLAG_ALIASES adds a short spelling for some."""
     g = p.add_argument_group("run settings (defaults in brackets)")
     for f in fields(RunConfig):
         flags = ["--" + f.name.replace("_", "-")] + ([FLAG_ALIASES[f.name]] if f.name in FLAG_ALIASES else [])
         default = getattr(DEFAULTS, f.name)
-        helptext = f"{FIELD_HELP[f.name]} [{default}]"
+        helptext = f"{f.metadata['help']} [{default}]"
         t = _field_type(f)
         kw = dict(default=None, help=helptext, dest=f.name)
         if t is bool:

@@ -7,14 +7,14 @@ transfer-learning source; `lr_math` scales learning rates with the batch size. T
 is what the rest of the engine imports: `from engine.config import RunConfig`.
 """
 from engine.base.errors import ConfigError
-from engine.config.run_config import (BACKBONES, BACKENDS, CYCLIC_MODES, DEVICE_TYPES, FIELD_HELP, FUSED_OPTIMIZERS,
+from engine.config.run_config import (BACKBONES, BACKENDS, CYCLIC_MODES, DEVICE_TYPES, FUSED_OPTIMIZERS,
                                       MAX_MODEL_KERAS_BYTES, MAX_MODEL_PY_BYTES, MODELS, MUON_CONV,
                                       NO_FLIP_DATASETS, OPTIMIZERS, PRECISIONS, PROGRESSIVE_MODELS, SCHEDULES,
-                                      TTA_MODES, RunConfig, baseline_config, comparison_config,
+                                      SETTING_HELP, TTA_MODES, RunConfig, baseline_config, comparison_config,
                                       effective_batch_size, nearest_divisible, progressive_side, user_model)
 
-__all__ = ["BACKBONES", "BACKENDS", "CYCLIC_MODES", "DEVICE_TYPES", "FIELD_HELP", "FUSED_OPTIMIZERS",
+__all__ = ["BACKBONES", "BACKENDS", "CYCLIC_MODES", "DEVICE_TYPES", "FUSED_OPTIMIZERS",
            "MAX_MODEL_KERAS_BYTES", "MAX_MODEL_PY_BYTES", "MODELS", "MUON_CONV", "NO_FLIP_DATASETS", "OPTIMIZERS",
-           "PRECISIONS", "PROGRESSIVE_MODELS", "SCHEDULES", "TTA_MODES", "ConfigError", "RunConfig",
+           "PRECISIONS", "PROGRESSIVE_MODELS", "SCHEDULES", "SETTING_HELP", "TTA_MODES", "ConfigError", "RunConfig",
            "baseline_config", "comparison_config", "effective_batch_size", "nearest_divisible", "progressive_side",
            "user_model"]

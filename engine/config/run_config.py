@@ -51,6 +51,12 @@ TORCH_REFUSAL = ("from the public registry it brings about 6 GB of CUDA librarie
                  "to test; use tensorflow or jax")
 
 
+def _setting(default, help_text: str):
+    """A RunConfig field with its one-line help (`metadata["help"]`: the CLI's --help, the Train
+    page's captions; `SETTING_HELP` gathers them)."""
+    return dataclasses.field(default=default, metadata={"help": help_text})
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that defines one training run.
@@ -62,74 +68,111 @@ class RunConfig:
         ConfigError: on construction, for the first invalid field.
     """
 
-    dataset: str = "digits"
-    model: str = "cnn"
-    model_weights: str = "keep"
-    backend: str = "tensorflow"
-    precision: str = "float32"
-    device_type: str = "auto"
-    devices: int = 1
-    workers: int = 1
-    batch_size: int = 128
-    epochs: int = 10
-    steps_per_execution: int = 1
-    jit_compile: bool = False
+    dataset: str = _setting("digits", "digits (bundled 8x8 images), mnist5k (bundled 5,000 real MNIST 28x28), "
+                            "synthetic (random, throughput only), mnist, fashion_mnist, cifar10 (Keras cache or "
+                            "download), user:NAME (registered), or a path to a .npz, folder or .zip")
+    model: str = _setting("cnn", "mlp, cnn (small CNN for digits), resnet (ResNet-style), a keras.applications "
+                          "backbone: mobilenetv2, resnet50, efficientnetb0; or your own: path/to/file.py:build (a "
+                          "function build(input_shape, num_classes) -> keras.Model) or path/to/model.keras")
+    model_weights: str = _setting("keep", "with a .keras model: keep (start from its saved weights) or fresh "
+                                  "(architecture only)")
+    backend: str = _setting("tensorflow", "Keras backend: tensorflow (default) or jax (XLA-compiled always, no "
+                            "TensorFlow imported); pytorch is refused for now")
+    precision: str = _setting("float32", "float32, mixed_float16 (loss scaling on) or mixed_bfloat16 (no loss "
+                              "scaling)")
+    device_type: str = _setting("auto", "auto (GPU if present, else CPU), cpu, gpu or tpu")
+    devices: int = _setting(1, "replicas per worker for data parallelism; more than the machine has are simulated "
+                            "logical devices")
+    workers: int = _setting(1, "worker processes joined by MultiWorkerMirroredStrategy (TF_CONFIG); replicas = "
+                            "devices x workers")
+    batch_size: int = _setting(128, "global batch size (all replicas together); per-replica batch = global / devices")
+    epochs: int = _setting(10, "passes over the training set")
+    steps_per_execution: int = _setting(1, "batches fused into one call of the compiled train step")
+    jit_compile: bool = _setting(False, "compile the train step with XLA (always on with backend jax)")
     # One TF training kernel per variable for the optimizer's update (engine.training.fused_optimizer).
-    fused_optimizer: bool = False
-    optimizer: str = "adam"
-    learning_rate: float = 1e-3
-    momentum: float = 0.9
-    seed: int = 0
-    validation_fraction: float = 0.2
+    fused_optimizer: bool = _setting(False, "apply the optimizer's update with one TensorFlow kernel per variable "
+                                     "(ResourceApplyAdam / ResourceApplyKerasMomentum; adam or sgd, TensorFlow only)")
+    optimizer: str = _setting("adam", "adam, sgd (with momentum), rmsprop, muon (Jordan et al. 2024: orthogonalised "
+                              "momentum; the head and 1-D weights get AdamW), schedule_free_adamw (Defazio et al. "
+                              "2024: no schedule needed) or lamb (You et al. 2020: per-layer trust ratio, for large "
+                              "batches)")
+    learning_rate: float = _setting(1e-3, "base learning rate (before linear scaling)")
+    momentum: float = _setting(0.9, "SGD momentum")
+    seed: int = _setting(0, "random seed for the weights, shuffling, augmentation and synthetic data (a "
+                         "comparison's pair i uses seed + i); the validation draw has its own, validation_seed")
+    validation_fraction: float = _setting(0.2, "share of samples held out from training (stratified): half is "
+                                          "validation (targets, stopping), half a fixed test set that nothing "
+                                          "steers by; all of it is validation when the data set has a test split of "
+                                          "its own")
     # The validation draw's own seed: every run seed of a data set is validated on the same
     # samples (as MLPerf's fixed evaluation set), so seeds differ only in training.
-    validation_seed: int = 0
-    target_accuracy: Optional[float] = None
-    stop_at_target: bool = False
+    validation_seed: int = _setting(0, "seed of the validation draw, apart from the run's seed so that every seed "
+                                    "is validated (targets, stopping) on the same samples; change it to vary the "
+                                    "draw")
+    target_accuracy: Optional[float] = _setting(None, "validation accuracy whose first crossing time is reported "
+                                                "(time to accuracy); empty: the data set's default (digits 0.95, "
+                                                "mnist5k 0.965, mnist 0.98, fashion_mnist 0.88, cifar10 0.70)")
+    stop_at_target: bool = _setting(False, "end the run at the first validation at or above the target accuracy "
+                                    "(time to accuracy is all that is measured; the autopilot's trials do this)")
     # Synthetic data (pure-throughput checks, as classic TF benchmark harnesses do).
-    synthetic_shape: tuple = (32, 32, 3)
-    synthetic_classes: int = 10
-    synthetic_samples: int = 2048
+    synthetic_shape: tuple = _setting((32, 32, 3), "synthetic image shape H,W,C")
+    synthetic_classes: int = _setting(10, "synthetic class count")
+    synthetic_samples: int = _setting(2048, "synthetic sample count")
     # Learning-rate schedule (Smith 2017; Smith & Topin 2018; Goyal et al. 2017).
-    schedule: str = "constant"
-    warmup_epochs: float = 0.0
-    max_lr: Optional[float] = None
-    scale_lr: bool = False
-    reference_batch_size: int = 128
-    cyclic_mode: str = "triangular"
-    half_cycle_epochs: float = 2.0
-    cyclic_gamma: float = 0.999
-    step_decay_epochs: float = 3.0
-    step_decay_rate: float = 0.1
-    one_cycle_pct_start: float = 0.3
-    one_cycle_div_factor: float = 25.0
-    one_cycle_final_div_factor: float = 1e4
-    reduce_on_plateau: bool = False
+    schedule: str = _setting("constant", "constant, warmup_cosine, warmup_step, cyclic (Smith 2017) or one_cycle "
+                             "(Smith & Topin 2018)")
+    warmup_epochs: float = _setting(0.0, "linear learning-rate warmup length in epochs (Goyal et al. 2017)")
+    max_lr: Optional[float] = _setting(None, "peak learning rate for cyclic / one_cycle (default 10x the base)")
+    scale_lr: bool = _setting(False, "linear scaling rule: lr x global batch / reference batch (Goyal et al. 2017)")
+    reference_batch_size: int = _setting(128, "batch size the base learning rate was tuned for")
+    cyclic_mode: str = _setting("triangular", "triangular, triangular2 or exp_range")
+    half_cycle_epochs: float = _setting(2.0, "cyclic: epochs from base to max learning rate")
+    cyclic_gamma: float = _setting(0.999, "cyclic exp_range: amplitude decay per step")
+    step_decay_epochs: float = _setting(3.0, "warmup_step: epochs between decays")
+    step_decay_rate: float = _setting(0.1, "warmup_step: factor applied at each decay")
+    one_cycle_pct_start: float = _setting(0.3, "one_cycle: share of training spent ramping up")
+    one_cycle_div_factor: float = _setting(25.0, "one_cycle: start lr = max_lr / div_factor")
+    one_cycle_final_div_factor: float = _setting(1e4, "one_cycle: final lr = start lr / final_div_factor")
+    reduce_on_plateau: bool = _setting(False, "halve the learning rate when validation loss stalls (constant "
+                                       "schedule only)")
     # Regularisers that change the targets.
-    label_smoothing: float = 0.0
-    mixup_alpha: float = 0.0
-    save_model: bool = False
+    label_smoothing: float = _setting(0.0, "label smoothing epsilon (0 = off; Szegedy et al. 2016)")
+    mixup_alpha: float = _setting(0.0, "mixup Beta(alpha, alpha) (0 = off; Zhang et al. 2018)")
+    save_model: bool = _setting(False, "save the trained model (.keras) next to the store")
     # Data: original labels to keep (renumbered 0..k-1 in this order; empty = all),
     # and input-pipeline options (engine.data.pipeline).
-    label_subset: tuple = ()
-    data_cache: bool = False
-    data_parallel_map: bool = True
-    data_prefetch: bool = True
+    label_subset: tuple = _setting((), "original labels to keep, renumbered 0..k-1 in this order, e.g. 5,6,7,8,9 "
+                                   "(empty = all)")
+    data_cache: bool = _setting(False, "cache the preprocessed examples in memory after the first epoch")
+    data_parallel_map: bool = _setting(True, "preprocess uint8 images batch by batch on parallel threads (tf.data "
+                                       "AUTOTUNE); off = one thread")
+    data_prefetch: bool = _setting(True, "prepare the next batches while the current step computes (tf.data "
+                                   "prefetch)")
     # keras.applications backbones: input size (0 = the backbone's native size) and ImageNet weights.
-    image_size: int = 0
-    pretrained: bool = False
+    image_size: int = _setting(0, "backbones only: resize images to this many pixels a side (0 = native 224; min 32)")
+    pretrained: bool = _setting(False, "backbones only: start from ImageNet weights (Keras cache or download)")
     # Transfer learning (engine.training.transfer): start from a saved run's weights.
-    init_from: Optional[int] = None
-    freeze_epochs: int = 1
-    finetune_lr_factor: float = 0.1
+    init_from: Optional[int] = _setting(None, "run id of a completed run that saved its model: start from its "
+                                        "weights (transfer)")
+    freeze_epochs: int = _setting(1, "transfer: epochs with the taken-over layers frozen before they are fine-tuned")
+    finetune_lr_factor: float = _setting(0.1, "transfer: learning rate factor for fine-tuning after unfreezing (0.1 "
+                                         "= 10x lower)")
     # Techniques of today's fast-training records (engine.training.techniques, docs/techniques.md).
-    muon_conv: str = "reshape"
-    ema_momentum: float = 0.0
-    cutmix_factor: float = 0.0
-    gradient_accumulation_steps: int = 1
-    tta: str = "off"
-    progressive_epochs: int = 0
-    progressive_scale: float = 0.75
+    muon_conv: str = _setting("reshape", "muon: reshape (conv filters flattened to 2-D and orthogonalised, as "
+                              "airbench94_muon) or adamw (keras.optimizers.Muon as shipped: conv kernels get AdamW)")
+    ema_momentum: float = _setting(0.0, "weight EMA momentum, e.g. 0.99 (0 = off; Polyak averaging): validation and "
+                                   "the saved model use the averaged weights (keras use_ema + SwapEMAWeights)")
+    cutmix_factor: float = _setting(0.0, "CutMix (Yun et al. 2019; keras.layers.CutMix factor, 0 = off, up to 1): "
+                                    "pastes a box of another image, labels mixed by area; box share ~ Beta(a, a), a "
+                                    "~ U(0, factor); in the train step")
+    gradient_accumulation_steps: int = _setting(1, "batches whose gradients are averaged into one update (1 = off): "
+                                                "effective batch = global batch x this, in the memory of one batch")
+    tta: str = _setting("off", "test-time augmentation at validation: off, flip (horizontal), translate (1 pixel "
+                        "each way) or flip_translate, predictions averaged (airbench94); flips refused on digits")
+    progressive_epochs: int = _setting(0, "progressive resizing: first epochs trained on smaller images (0 = off; "
+                                       "fast.ai DAWNBench); resnet only, validation stays at full size")
+    progressive_scale: float = _setting(0.75, "progressive resizing: side of the smaller images as a share of the "
+                                        "full side")
 
     def __post_init__(self):
         # Normalise before validating: a path must survive the worker's other
@@ -560,85 +603,6 @@ def comparison_config(c: RunConfig, all_epochs: bool = False) -> RunConfig:
         return c
     return c.replace(stop_at_target=True)
 
-# One short help line per setting: used by the CLI's --help and the dashboard.
-FIELD_HELP = {
-    "dataset": "digits (bundled 8x8 images), mnist5k (bundled 5,000 real MNIST 28x28), synthetic (random, "
-               "throughput only), mnist, fashion_mnist, "
-               "cifar10 (Keras cache or download), user:NAME (registered), or a path to a .npz, folder or .zip",
-    "backend": "Keras backend: tensorflow (default) or jax (XLA-compiled always, no TensorFlow imported); "
-               "pytorch is refused for now",
-    "model": "mlp, cnn (small CNN for digits), resnet (ResNet-style), a keras.applications backbone: "
-             "mobilenetv2, resnet50, efficientnetb0; or your own: path/to/file.py:build (a function "
-             "build(input_shape, num_classes) -> keras.Model) or path/to/model.keras",
-    "model_weights": "with a .keras model: keep (start from its saved weights) or fresh (architecture only)",
-    "precision": "float32, mixed_float16 (loss scaling on) or mixed_bfloat16 (no loss scaling)",
-    "device_type": "auto (GPU if present, else CPU), cpu, gpu or tpu",
-    "devices": "replicas per worker for data parallelism; more than the machine has are simulated logical devices",
-    "workers": "worker processes joined by MultiWorkerMirroredStrategy (TF_CONFIG); replicas = devices x workers",
-    "batch_size": "global batch size (all replicas together); per-replica batch = global / devices",
-    "epochs": "passes over the training set",
-    "steps_per_execution": "batches fused into one call of the compiled train step",
-    "jit_compile": "compile the train step with XLA (always on with backend jax)",
-    "fused_optimizer": "apply the optimizer's update with one TensorFlow kernel per variable "
-                       "(ResourceApplyAdam / ResourceApplyKerasMomentum; adam or sgd, TensorFlow only)",
-    "optimizer": "adam, sgd (with momentum), rmsprop, muon (Jordan et al. 2024: orthogonalised momentum; "
-                 "the head and 1-D weights get AdamW), schedule_free_adamw (Defazio et al. 2024: no schedule "
-                 "needed) or lamb (You et al. 2020: per-layer trust ratio, for large batches)",
-    "learning_rate": "base learning rate (before linear scaling)",
-    "momentum": "SGD momentum",
-    "seed": "random seed for the weights, shuffling, augmentation and synthetic data (a comparison's pair i "
-            "uses seed + i); the validation draw has its own, validation_seed",
-    "validation_fraction": "share of samples held out from training (stratified): half is validation "
-                           "(targets, stopping), half a fixed test set that nothing steers by; all of it is "
-                           "validation when the data set has a test split of its own",
-    "validation_seed": "seed of the validation draw, apart from the run's seed so that every seed is "
-                       "validated (targets, stopping) on the same samples; change it to vary the draw",
-    "target_accuracy": "validation accuracy whose first crossing time is reported (time to accuracy); "
-                       "empty: the data set's default (digits 0.95, mnist5k 0.965, mnist 0.98, fashion_mnist 0.88, "
-                       "cifar10 0.70)",
-    "stop_at_target": "end the run at the first validation at or above the target accuracy (time to "
-                      "accuracy is all that is measured; the autopilot's trials do this)",
-    "synthetic_shape": "synthetic image shape H,W,C",
-    "synthetic_classes": "synthetic class count",
-    "synthetic_samples": "synthetic sample count",
-    "schedule": "constant, warmup_cosine, warmup_step, cyclic (Smith 2017) or one_cycle (Smith & Topin 2018)",
-    "warmup_epochs": "linear learning-rate warmup length in epochs (Goyal et al. 2017)",
-    "max_lr": "peak learning rate for cyclic / one_cycle (default 10x the base)",
-    "scale_lr": "linear scaling rule: lr x global batch / reference batch (Goyal et al. 2017)",
-    "reference_batch_size": "batch size the base learning rate was tuned for",
-    "cyclic_mode": "triangular, triangular2 or exp_range",
-    "half_cycle_epochs": "cyclic: epochs from base to max learning rate",
-    "cyclic_gamma": "cyclic exp_range: amplitude decay per step",
-    "step_decay_epochs": "warmup_step: epochs between decays",
-    "step_decay_rate": "warmup_step: factor applied at each decay",
-    "one_cycle_pct_start": "one_cycle: share of training spent ramping up",
-    "one_cycle_div_factor": "one_cycle: start lr = max_lr / div_factor",
-    "one_cycle_final_div_factor": "one_cycle: final lr = start lr / final_div_factor",
-    "reduce_on_plateau": "halve the learning rate when validation loss stalls (constant schedule only)",
-    "label_smoothing": "label smoothing epsilon (0 = off; Szegedy et al. 2016)",
-    "mixup_alpha": "mixup Beta(alpha, alpha) (0 = off; Zhang et al. 2018)",
-    "save_model": "save the trained model (.keras) next to the store",
-    "label_subset": "original labels to keep, renumbered 0..k-1 in this order, e.g. 5,6,7,8,9 (empty = all)",
-    "data_cache": "cache the preprocessed examples in memory after the first epoch",
-    "data_parallel_map": "preprocess uint8 images batch by batch on parallel threads (tf.data AUTOTUNE); "
-                         "off = one thread",
-    "data_prefetch": "prepare the next batches while the current step computes (tf.data prefetch)",
-    "image_size": "backbones only: resize images to this many pixels a side (0 = native 224; min 32)",
-    "pretrained": "backbones only: start from ImageNet weights (Keras cache or download)",
-    "init_from": "run id of a completed run that saved its model: start from its weights (transfer)",
-    "freeze_epochs": "transfer: epochs with the taken-over layers frozen before they are fine-tuned",
-    "finetune_lr_factor": "transfer: learning rate factor for fine-tuning after unfreezing (0.1 = 10x lower)",
-    "muon_conv": "muon: reshape (conv filters flattened to 2-D and orthogonalised, as airbench94_muon) or "
-                 "adamw (keras.optimizers.Muon as shipped: conv kernels get AdamW)",
-    "ema_momentum": "weight EMA momentum, e.g. 0.99 (0 = off; Polyak averaging): validation and the saved "
-                    "model use the averaged weights (keras use_ema + SwapEMAWeights)",
-    "cutmix_factor": "CutMix (Yun et al. 2019; keras.layers.CutMix factor, 0 = off, up to 1): pastes a box of "
-                     "another image, labels mixed by area; box share ~ Beta(a, a), a ~ U(0, factor); in the train step",
-    "gradient_accumulation_steps": "batches whose gradients are averaged into one update (1 = off): "
-                                   "effective batch = global batch x this, in the memory of one batch",
-    "tta": "test-time augmentation at validation: off, flip (horizontal), translate (1 pixel each way) or "
-           "flip_translate, predictions averaged (airbench94); flips refused on digits",
-    "progressive_epochs": "progressive resizing: first epochs trained on smaller images (0 = off; "
-                          "fast.ai DAWNBench); resnet only, validation stays at full size",
-    "progressive_scale": "progressive resizing: side of the smaller images as a share of the full side",
-}
+
+# Each setting's one-line help, in field order (derived from the fields: `_setting`).
+SETTING_HELP = {f.name: f.metadata["help"] for f in fields(RunConfig)}

@@ -1,7 +1,8 @@
 """Comparisons in the run store: one row per set of interleaved pairs (engine.jobs.comparison).
 
-Its table is part of the store's versioned schema (engine.store.db, since schema 8;
-a store of an older schema gets it when it is migrated), so that the Runs page,
+Its table is part of the store's versioned schema (engine.store.schema, since schema 8;
+a store of an older schema gets it when it is migrated or opened read-only,
+engine.store.db.Store._ensure_tables), so that the Runs page,
 `engine compare`, `engine noise` and exported bundles read the same stored figures later. The runs of a
 comparison are ordinary runs with group_id = the comparison's `group_id`.
 
@@ -19,27 +20,12 @@ import time
 from typing import Callable, Optional
 
 from engine.store import Store
-from engine.store.db import COMPARISONS_TABLE
 
 _JSON = ("settings", "plan", "result")
 
 
-def ensure_table(store: Store) -> None:
-    """The comparisons table where a store lacks it: schema 8 has it, so only a read-only
-    store of an older schema (an empty table, in memory only) or a damaged one (created)."""
-    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='comparisons'").fetchone():
-        return
-    if store.readonly:  # a read-only store without the table: an empty one, in memory only
-        store.conn.execute(COMPARISONS_TABLE.replace("CREATE TABLE IF NOT EXISTS comparisons",
-                                                     "CREATE TEMP TABLE IF NOT EXISTS comparisons"))
-        return
-    with store.tx() as conn:
-        conn.execute(COMPARISONS_TABLE)
-
-
 def create(store: Store, kind: str, group_id: str, settings: dict, plan: list, hostname: str) -> int:
     """Insert a running comparison; returns its id."""
-    ensure_table(store)
     with store.tx() as conn:
         cur = conn.execute("INSERT INTO comparisons (created, kind, group_id, status, hostname, settings, plan) "
                            "VALUES (?,?,?,?,?,?,?)", (time.time(), kind, group_id, "running", hostname,
@@ -77,7 +63,6 @@ def _row(row) -> dict:
 
 def get(store: Store, comparison_id: int) -> Optional[dict]:
     """The comparison, or None."""
-    ensure_table(store)
     row = store.conn.execute("SELECT * FROM comparisons WHERE id=?", (comparison_id,)).fetchone()
     return _row(row) if row else None
 
@@ -86,7 +71,6 @@ def by_group(store: Store, group_id: Optional[str]) -> Optional[dict]:
     """The comparison whose runs carry `group_id`, or None."""
     if not group_id:
         return None
-    ensure_table(store)
     row = store.conn.execute("SELECT * FROM comparisons WHERE group_id=?", (group_id,)).fetchone()
     return _row(row) if row else None
 
@@ -99,7 +83,6 @@ def for_run(store: Store, run_id: int) -> Optional[dict]:
 
 def list_all(store: Store, kind: Optional[str] = None) -> list[dict]:
     """All comparisons (optionally of one kind), newest first."""
-    ensure_table(store)
     q = "SELECT * FROM comparisons" + (" WHERE kind=?" if kind else "") + " ORDER BY id DESC"
     return [_row(r) for r in store.conn.execute(q, (kind,) if kind else ()).fetchall()]
 

@@ -24,9 +24,12 @@ import time
 from pathlib import Path
 from typing import Iterable, Optional
 
+from engine.store.errors import (DamagedRunError, StoreBusyError, StoreError, StoreReadOnlyError, is_busy,
+                                 raise_fault)
 from engine.store.rows import parse_row
+from engine.store.schema import (ADDED_COLUMNS, COMPARISONS_TABLE, CONFIG_FILTERS, EPOCH_COLS, EXEC_COLS, INDEXES,
+                                 LOOKS_WHOLE, SCHEMA, SCHEMA_VERSION, SYSTEM_COLS, TUNED_BASELINES_TABLE)
 
-SCHEMA_VERSION = 8  # 8: the comparisons and tuned_baselines tables joined the versioned schema
 # sqlite3's own busy handler: how long one attempt waits for a lock (s).
 BUSY_TIMEOUT_S = 5.0
 # How long a write transaction keeps retrying a locked store (s): interactive
@@ -38,190 +41,10 @@ RETRY_MIN_S, RETRY_MAX_S = 0.05, 2.0
 ACTIVE_STATUSES = ("queued", "running")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
-# Comparisons of interleaved pairs (engine.store.comparisons); their runs carry group_id.
-COMPARISONS_TABLE = """
-CREATE TABLE IF NOT EXISTS comparisons (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL, ended REAL,
-    kind TEXT NOT NULL, group_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
-    hostname TEXT, settings TEXT, plan TEXT, result TEXT, ended_by TEXT
-)"""
-# Tuned baseline learning rates (engine.store.tuned_baselines, `python -m engine tune-baseline`).
-TUNED_BASELINES_TABLE = """
-CREATE TABLE IF NOT EXISTS tuned_baselines (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL, hostname TEXT,
-    dataset TEXT NOT NULL, model TEXT NOT NULL, batch_size INTEGER NOT NULL, optimizer TEXT NOT NULL,
-    learning_rate REAL NOT NULL, target_accuracy REAL, result TEXT
-)"""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL,
-    group_id TEXT,
-    role TEXT NOT NULL DEFAULT 'run',          -- 'run' | 'baseline'
-    config TEXT NOT NULL,                       -- RunConfig JSON
-    environment TEXT,                           -- JSON: versions, devices, CPU model
-    status TEXT NOT NULL,                       -- queued|running|completed|failed|cancelled
-    pid INTEGER, pid_started REAL,
-    started REAL, ended REAL,
-    plan TEXT,                                  -- JSON: steps per epoch, total steps, ...
-    summary TEXT,                               -- JSON: final figures
-    error TEXT, stderr_tail TEXT,
-    cancel_requested REAL,                      -- time a cancel was asked for
-    baseline_id INTEGER,                        -- the baseline this run is compared with
-    origin TEXT                                 -- JSON provenance of an imported run (NULL: run here)
-);
-CREATE TABLE IF NOT EXISTS executions (
-    run_id INTEGER NOT NULL, idx INTEGER NOT NULL,
-    epoch INTEGER NOT NULL, step INTEGER NOT NULL,   -- step = global steps done after it
-    batches INTEGER NOT NULL, t REAL NOT NULL,       -- t = wall s since training start
-    duration REAL NOT NULL, samples_per_sec REAL NOT NULL,
-    loss REAL, lr REAL, warmup INTEGER NOT NULL, data_wait REAL,
-    updates INTEGER, skipped INTEGER, loss_scale REAL,  -- applied / skipped optimizer updates (float16)
-    PRIMARY KEY (run_id, idx)
-);
-CREATE TABLE IF NOT EXISTS epochs (
-    run_id INTEGER NOT NULL, epoch INTEGER NOT NULL, t REAL NOT NULL, step INTEGER,
-    loss REAL, accuracy REAL, val_loss REAL, val_accuracy REAL, lr REAL,
-    val_ce REAL,                                -- plain cross-entropy on validation (no smoothing)
-    PRIMARY KEY (run_id, epoch)
-);
-CREATE TABLE IF NOT EXISTS system (
-    run_id INTEGER NOT NULL, t REAL NOT NULL,
-    cpu_percent REAL, rss_mb REAL, mem_percent REAL, gpu_mem_mb REAL,
-    worker INTEGER NOT NULL DEFAULT 0             -- task index in a multi-worker run
-);
-CREATE INDEX IF NOT EXISTS system_run ON system (run_id, t);
-CREATE TABLE IF NOT EXISTS workers (              -- one row per process of a multi-worker run
-    run_id INTEGER NOT NULL, task_index INTEGER NOT NULL, address TEXT, host TEXT,
-    pid INTEGER, status TEXT NOT NULL, error TEXT, updated REAL,
-    PRIMARY KEY (run_id, task_index)
-);
-""" + COMPARISONS_TABLE + ";" + TUNED_BASELINES_TABLE + ";"
-
-# Columns added since schema 1: (version, table, column, declaration). Tables that
-# are missing altogether are created whole by _SCHEMA.
-_ADDED_COLUMNS = [
-    (2, "system", "worker", "INTEGER NOT NULL DEFAULT 0"),
-    (3, "runs", "baseline_id", "INTEGER"),
-    (4, "epochs", "val_ce", "REAL"),
-    # Per execution: optimizer updates applied so far, updates skipped in it, loss scale (float16).
-    (5, "executions", "updates", "INTEGER"),
-    (5, "executions", "skipped", "INTEGER"),
-    (5, "executions", "loss_scale", "REAL"),
-    (6, "runs", "origin", "TEXT"),               # JSON provenance of an imported run
-    (7, "runs", "trashed", "REAL"),              # time it was moved to the trash (NULL: not in it)
-]
-
-EXEC_COLS = ("idx", "epoch", "step", "batches", "t", "duration", "samples_per_sec",
-             "loss", "lr", "warmup", "data_wait", "updates", "skipped", "loss_scale")
-EPOCH_COLS = ("epoch", "t", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "val_ce")
-SYSTEM_COLS = ("t", "cpu_percent", "rss_mb", "mem_percent", "gpu_mem_mb", "worker")
-
-
-# Indexes for 10,000+ runs: the active runs (status), a launch's group (group_id), the
-# Runs page's listing (trashed, id). Created by Store._ensure_indexes.
-INDEXES = (
-    ("runs_state", "CREATE INDEX IF NOT EXISTS runs_state ON runs (status, trashed, id)"),
-    ("runs_group", "CREATE INDEX IF NOT EXISTS runs_group ON runs (group_id)"),
-    ("runs_listed", "CREATE INDEX IF NOT EXISTS runs_listed ON runs (trashed, id)"),
-    # Fine-tuned runs (the transfer demo's pairs, engine.jobs.demo.demo_pairs): `config_field`'s expression.
-    ("runs_init_from", "CREATE INDEX IF NOT EXISTS runs_init_from ON runs "
-                       "((CASE WHEN json_valid(config) THEN json_extract(config, '$.init_from') END))"),
-)
-# Config fields the Runs page and `runs` filter by, as SQL (json_extract of the config).
-CONFIG_FILTERS = ("dataset", "model", "precision", "devices", "backend")
-# A run row SQLite already sees as whole: valid JSON objects, a known status, a numeric
-# time and the config fields every reader indexes (engine.store.rows.REQUIRED_CONFIG). Only
-# rows failing it are parsed to find the damaged ones (`damaged_runs`).
-_LOOKS_WHOLE = (
-    "status IN ('queued','running','completed','failed','cancelled') AND typeof(created) IN ('integer','real') "
-    + "".join(f"AND CASE WHEN {c} IS NULL OR {c}='' THEN {int(c != 'config')} WHEN json_valid({c}) "
-              f"THEN json_type({c})='object' ELSE 0 END "
-              for c in ("config", "environment", "plan", "summary", "origin"))
-    + "AND CASE WHEN json_valid(config) THEN "
-    "json_type(config,'$.dataset')='text' AND json_type(config,'$.model')='text' "
-    "AND json_type(config,'$.precision')='text' AND json_type(config,'$.devices')='integer' "
-    "AND json_type(config,'$.batch_size')='integer' AND json_type(config,'$.steps_per_execution')='integer' "
-    "AND json_type(config,'$.jit_compile') IN ('true','false') AND json_type(config,'$.epochs')='integer' "
-    "ELSE 0 END")
-
 
 def _column_values(cols: dict) -> list:
     """Run-column values as stored: dicts and lists as JSON text, the rest as they are."""
     return [json.dumps(v) if isinstance(v, (dict, list)) else v for v in cols.values()]
-
-
-class StoreError(RuntimeError):
-    """The store file is unusable (e.g. written by a newer schema)."""
-
-
-class StoreBusyError(StoreError):
-    """Another process held the store's write lock longer than the caller's patience."""
-
-
-class StoreCorruptError(StoreError):
-    """The store file is damaged or not a database; `str(err)` names it and the way out
-    (python -m engine doctor)."""
-
-
-class StoreReadOnlyError(StoreError):
-    """A write to a store opened read-only (a read-only mount or file); `str(err)` names the path."""
-
-
-class StoreFullError(StoreError):
-    """A write failed because the disk (or filesystem) holding the store is full."""
-
-
-class DamagedRunError(StoreError):
-    """A run row that cannot be read whole (engine.store.rows); `run_id`, `reason`."""
-
-    def __init__(self, run_id: int, reason: str):
-        self.run_id, self.reason = run_id, reason
-        super().__init__(f"run #{run_id} is damaged ({reason}); it cannot be shown: delete it with "
-                         f"python -m engine delete {run_id} (or on the Runs page)")
-
-
-DOCTOR = "python -m engine doctor"
-
-
-def fault_line(exc: BaseException, path: os.PathLike) -> Optional[str]:
-    """One line for an SQLite error that means the store file itself is unusable
-    (corrupt, not a database, unreadable, disk full), else None (e.g. a lock)."""
-    if not isinstance(exc, sqlite3.DatabaseError) or is_busy(exc):
-        return None
-    code = getattr(exc, "sqlite_errorname", "") or ""
-    text = str(exc).lower()
-    if code == "SQLITE_FULL" or "disk is full" in text:
-        return (f"the disk holding the store {path} is full ({exc}); free some space (deleting runs "
-                f"for good, `python -m engine trash --empty`, then `{DOCTOR} --compact`, returns theirs "
-                "to the disk): the runs already stored are kept, and SpeedLab works again once there is room")
-    if code in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "malformed" in text or "not a database" in text:
-        return (f"the store {path} is damaged ({exc}); run `{DOCTOR}` to check it and salvage its "
-                "runs into a new store (the damaged file is kept beside it)")
-    if code.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM")):
-        return (f"the store {path} cannot be read or written ({exc}); check the file's permissions "
-                f"and disk, then run `{DOCTOR}`")
-    return None
-
-
-def _raise_fault(exc: BaseException, path: os.PathLike) -> None:
-    """Re-raise `exc` as StoreFullError / StoreCorruptError when it is one (no-op otherwise)."""
-    line = fault_line(exc, path)
-    if line:
-        cls = StoreFullError if "is full" in line else StoreCorruptError
-        raise cls(line) from None
-
-
-def is_busy(exc: BaseException) -> bool:
-    """Whether `exc` is SQLite's "database is locked" / "database is busy" (transient)."""
-    if not isinstance(exc, sqlite3.OperationalError):
-        return False
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 def trash_retention_s() -> float:
@@ -291,12 +114,13 @@ class Store:
         self.readonly = _read_only(self.path)
         if self.readonly:
             self.conn = _open_read_only(self.path, busy_timeout_s)
+            self._ensure_tables()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
         except sqlite3.Error as e:
-            _raise_fault(e, self.path)
+            raise_fault(e, self.path)
             raise
         self.conn.row_factory = sqlite3.Row
         try:
@@ -307,10 +131,11 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, far fewer fsyncs
             self._migrate()
+            self._ensure_tables()
             self._ensure_indexes()
         except sqlite3.DatabaseError as e:  # a zeroed header, a truncated file: one line, not a traceback
             self.conn.close()
-            _raise_fault(e, self.path)
+            raise_fault(e, self.path)
             raise
 
     def _migrate(self):
@@ -323,15 +148,33 @@ class Store:
             raise StoreError(f"{self.path} has schema {found}, newer than this SpeedLab "
                              f"({SCHEMA_VERSION}); upgrade SpeedLab or use another SPEEDLAB_HOME")
         with self.tx():
-            for stmt in _SCHEMA.split(";"):
+            for stmt in SCHEMA.split(";"):
                 if stmt.strip():
                     self.conn.execute(stmt)
-            for _version, table, column, decl in _ADDED_COLUMNS:
+            for _version, table, column, decl in ADDED_COLUMNS:
                 have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
                 if column not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
+
+    def _ensure_tables(self) -> None:
+        """The comparisons and tuned_baselines tables, made once here so that no read has to:
+        a store of schema 8 has them, so only a damaged one (created) or a read-only store of
+        an older schema (empty TEMP tables, in memory only) lacks them."""
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = [(name, sql) for name, sql in (("comparisons", COMPARISONS_TABLE),
+                                                 ("tuned_baselines", TUNED_BASELINES_TABLE)) if name not in have]
+        if not missing:
+            return
+        if self.readonly:
+            for name, sql in missing:
+                self.conn.execute(sql.replace(f"CREATE TABLE IF NOT EXISTS {name}",
+                                              f"CREATE TEMP TABLE IF NOT EXISTS {name}"))
+            return
+        with self.tx() as conn:
+            for _name, sql in missing:
+                conn.execute(sql)
 
     def _ensure_indexes(self) -> None:
         """The indexes the pages sort and filter by (`INDEXES`), created once on a store
@@ -519,13 +362,13 @@ class Store:
         """Rows that cannot be read whole (not trashed), newest first: {'id', 'status', 'created', 'reason'}
         (engine.store.rows names the reason). They are listed apart so that they break
         no table, and can be deleted (`delete_run`). SQLite picks the suspects
-        (`_LOOKS_WHOLE` fails), so a store of whole rows costs one scan in C, and none
+        (`LOOKS_WHOLE` fails), so a store of whole rows costs one scan in C, and none
         while the file is unchanged (`_memo`)."""
         return [dict(d) for d in self._memo("damaged", self._damaged_scan)]
 
     def _damaged_scan(self) -> list[dict]:
         out = []
-        for r in self.conn.execute(f"SELECT * FROM runs WHERE trashed IS NULL AND NOT COALESCE(({_LOOKS_WHOLE}), 0) "
+        for r in self.conn.execute(f"SELECT * FROM runs WHERE trashed IS NULL AND NOT COALESCE(({LOOKS_WHOLE}), 0) "
                                    "ORDER BY id DESC").fetchall():
             _, problem = parse_row(dict(r))
             if problem:
@@ -604,7 +447,7 @@ class Store:
         except sqlite3.OperationalError as e:
             if is_busy(e):
                 return 0
-            _raise_fault(e, self.path)
+            raise_fault(e, self.path)
             raise
 
     # --- trash ----------------------------------------------------------
@@ -761,7 +604,7 @@ def _open_read_only(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
             return conn
         except sqlite3.Error as e:
             last = e
-    _raise_fault(last, path)
+    raise_fault(last, path)
     raise last
 
 
@@ -780,7 +623,7 @@ class _Tx:
             except sqlite3.OperationalError as e:
                 left = deadline - time.monotonic()
                 if not is_busy(e):
-                    _raise_fault(e, self.store.path)
+                    raise_fault(e, self.store.path)
                     raise
                 if left <= 0:
                     raise StoreBusyError(
@@ -794,7 +637,7 @@ class _Tx:
         if exc_type:
             if self.conn.in_transaction:  # SQLite may have rolled back itself (e.g. SQLITE_FULL)
                 self.conn.execute("ROLLBACK")
-            _raise_fault(exc, self.store.path)  # a full disk or damaged file: one line
+            raise_fault(exc, self.store.path)  # a full disk or damaged file: one line
             return False
         try:
             self.conn.execute("COMMIT")
@@ -802,7 +645,7 @@ class _Tx:
             # Leave no transaction open on this connection: the next write starts clean.
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
-            _raise_fault(e, self.store.path)
+            raise_fault(e, self.store.path)
             raise
         return False
 

@@ -7,7 +7,7 @@ optimisation that a tuned baseline would also get (airbench and the NanoGPT spee
 report records against tuned baselines). Comparisons with ``baseline_kind='tuned'``
 (``run --baseline tuned``) take their baseline's settings from here (`config_fields`).
 
-Its table is part of the store's versioned schema (engine.store.db, since schema 8). Row: id, created (Unix s),
+Its table is part of the store's versioned schema (engine.store.schema, since schema 8). Row: id, created (Unix s),
 hostname, dataset, model, batch_size, optimizer, learning_rate (the winner's peak), target_accuracy,
 result (JSON: the winner's 'schedule', 'warmup_epochs', 'max_lr', 'label_smoothing', 'tuning_seeds',
 'reached' {'seeds', 'of'}, 'spread' {'min_sec', 'max_sec', 'sd_log'}, 'fingerprint' (the machine,
@@ -22,23 +22,10 @@ import time
 from typing import Callable, Optional
 
 from engine.store import Store
-from engine.store.db import TUNED_BASELINES_TABLE
 
 # The baseline settings a row fixes besides learning_rate (RunConfig fields), as a row stored
 # before the schedule was tuned has them: constant, no warmup, no smoothing.
 OLD_ROW = {"schedule": "constant", "warmup_epochs": 0.0, "max_lr": None, "label_smoothing": 0.0}
-
-
-def _has_table(store: Store) -> bool:
-    return bool(store.conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='tuned_baselines'").fetchone())
-
-
-def ensure_table(store: Store) -> None:
-    """Create the table if this store has none (a write only then)."""
-    if not _has_table(store):
-        with store.tx() as conn:
-            conn.execute(TUNED_BASELINES_TABLE)
 
 
 def key_of(cfg) -> dict:
@@ -53,7 +40,6 @@ def put(store: Store, cfg, learning_rate: float, target_accuracy: Optional[float
         hostname: str) -> int:
     """Store a tuned baseline for `cfg`'s key: its peak `learning_rate`, and in `result` its
     OLD_ROW fields, 'tuning_seeds', 'reached' and 'spread'; returns the row id. Older rows stay (history)."""
-    ensure_table(store)
     k = key_of(cfg)
     with store.tx() as conn:
         cur = conn.execute(
@@ -67,10 +53,8 @@ def put(store: Store, cfg, learning_rate: float, target_accuracy: Optional[float
 def get(store: Store, cfg, here: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
     """The newest tuned baseline for `cfg`'s key that `here` accepts (a row -> bool, e.g.
     engine.hardware.fingerprint.row_here: measured on this machine; None: any machine), as a
-    dict with 'result' parsed, or None. A read only: a store without the table (never tuned,
-    or read-only) has none."""
-    if not _has_table(store):
-        return None
+    dict with 'result' parsed, or None. A read only (a read-only store of an older schema
+    has an empty table: engine.store.db.Store._ensure_tables)."""
     k = key_of(cfg)
     for row in store.conn.execute(
             "SELECT * FROM tuned_baselines WHERE dataset=? AND model=? AND batch_size=? AND optimizer=? "

@@ -3,7 +3,9 @@
 The public import is ``from speedlab import SpeedLabCallback`` (speedlab/__init__.py). The callback
 reuses the worker's measuring code: engine.training.recorder.Recorder times every execution and its
 Writer thread commits the rows (the same append-only design, so the loop pays no more than a
-worker-run does); engine.training.summary builds the same summary a worker stores.
+worker-run does); engine.training.summary builds the same summary a worker stores. What it reads
+from the script and its fit (batch size, accuracy keys, samples counted) is engine.training.script_fit;
+this module is the callback: the run row, its plan and summary, the watch thread and the stop.
 
 It never makes the user's training fail: every store error is caught, and a home it cannot write
 to gives one warning, after which it does nothing.
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -34,6 +35,7 @@ import keras
 
 from engine.base.lines import one_line
 from engine.store.rows import OUTSIDE_SCRIPT_SOURCE  # stdlib only: nothing heavy in the user's script
+from engine.training import script_fit
 
 LABEL = "from an outside script"
 
@@ -46,229 +48,6 @@ def write_run_file(path: str, run_id: int, store: Optional[str] = None) -> None:
     with open(tmp, "w") as fh:
         json.dump({"run_id": run_id, **({"store": store} if store else {})}, fh)
     os.replace(tmp, path)
-
-
-def _global_batch(model) -> Optional[int]:
-    """The global batch size of the running `fit`, read from fit's own frame (batch_size, or the
-    first dimension of x / a tf.data element spec); None when it cannot be read."""
-    import inspect
-
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            if frame.f_code.co_name == "fit" and "batch_size" in frame.f_locals:
-                loc = frame.f_locals
-                x = loc.get("x")
-                if hasattr(x, "element_spec"):  # tf.data: the batch is inside the data set
-                    spec = x.element_spec
-                    first = spec[0] if isinstance(spec, tuple) else spec
-                    n = getattr(first, "shape", [None])[0]
-                    if n is not None:
-                        return int(n)
-                    b = getattr(x, "_batch_size", None)
-                    return int(b) if b is not None else None
-                if loc.get("batch_size"):
-                    return int(loc["batch_size"])
-                if hasattr(x, "__next__") or isinstance(x, keras.utils.PyDataset):
-                    return None  # a generator or PyDataset: its batches are its own
-                return 32  # Keras's default for arrays
-            frame = frame.f_back
-    finally:
-        del frame
-    return None
-
-
-def _replicas() -> int:
-    """Model replicas of the strategy or distribution in use (1 without one)."""
-    if keras.backend.backend() == "tensorflow" and "tensorflow" in sys.modules:
-        import tensorflow as tf
-
-        return int(tf.distribute.get_strategy().num_replicas_in_sync)
-    if keras.backend.backend() == "jax":
-        dist = keras.distribution.distribution()
-        if dist is not None:
-            return len(getattr(dist, "device_mesh").devices.flatten())
-    return 1
-
-
-def _lr(model) -> Optional[float]:
-    try:
-        lr = model.optimizer.learning_rate
-        return float(keras.ops.convert_to_numpy(lr))
-    except Exception:  # noqa: BLE001 - a schedule or no optimizer: unknown
-        return None
-
-
-# Where Keras logs accuracy: compile(metrics=["accuracy"]) logs 'accuracy', ["acc"] logs 'acc'
-# (keras #6104), an explicit metric object logs its own name. Validation adds 'val_'.
-ACCURACY_KEYS = ("accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy")
-
-
-def accuracy_key(logs: dict, validation: bool) -> Optional[str]:
-    """The key of `logs` holding accuracy (with 'val_': validation accuracy): the first of
-    ACCURACY_KEYS that Keras logged; None when none is there."""
-    prefix = "val_" if validation else ""
-    return next((prefix + k for k in ACCURACY_KEYS if prefix + k in logs), None)
-
-
-def target_key(logs: dict, target_metric: Optional[str]) -> Optional[str]:
-    """The key of `logs` the target is checked against: `target_metric` (its 'val_' form first,
-    when it was named without one and validation logs it), else validation accuracy under any
-    name Keras logs; None when it is not there."""
-    if not target_metric:
-        return accuracy_key(logs, True)
-    if not target_metric.startswith("val_") and "val_" + target_metric in logs:
-        return "val_" + target_metric
-    return target_metric if target_metric in logs else None
-
-
-def _fit_frame():
-    """The frame of the innermost running `fit` (Keras's trainer), or None."""
-    import inspect
-
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            if frame.f_code.co_name == "fit" and "epoch_iterator" in frame.f_locals:
-                return frame
-            frame = frame.f_back
-    finally:
-        del frame
-    return None
-
-
-class _ScriptRecorder:
-    """Mixed into engine.training.recorder.Recorder (built in SpeedLabCallback._begin) for a
-    user's script: accuracy under every name Keras logs, epochs that continue over several fit()
-    calls, and samples counted from the batches really run.
-
-    Samples per execution come, in this order, from: the training data's known sizes (arrays:
-    Keras's data adapter knows every batch, the last one short), when fit runs the data's own
-    number of batches; Keras's loss tracker, which every built-in train step updates with the
-    batch's real size (a generator or tf.data without length; not on JAX, which syncs it only
-    at epoch end); else None (unknown; the run's throughput is then None with a reason).
-    """
-
-    target_metric: Optional[str] = None
-    on_missing_target = None  # called once with a one-line message when the target metric is absent
-
-    def _setup_script(self):
-        self._shift = 0
-        self._last_epoch = -1
-        self._first_epoch_of_fit = True
-        self._known = None
-        self._count_seen = 0.0
-        self.unknown_samples = 0  # executions whose samples could not be counted
-        self.target_missing: Optional[str] = None
-        self.fit_sizes: list[Optional[int]] = []  # samples in each fit's epoch (its training-set size)
-        self._size_pending = False
-        self._epoch_seen: Optional[int] = 0
-
-    def read_fit(self, params: dict) -> None:
-        """At each fit's start: its steps per epoch (None: Keras does not know them) and the
-        sizes of its batches when the data adapter knows them."""
-        steps = params.get("steps")
-        self.steps_per_epoch = int(steps) if steps else None
-        self._first_epoch_of_fit = True
-        self._known = None
-        self._size_pending = True
-        frame = _fit_frame()
-        try:
-            adapter = getattr(frame.f_locals.get("epoch_iterator"), "data_adapter", None) if frame else None
-            if adapter is not None and steps:
-                nb, bs, partial = adapter.num_batches, adapter.batch_size, adapter.has_partial_batch
-                if partial is None and type(adapter).__name__ == "TFDatasetAdapter":
-                    partial = False  # a static batch dimension: every element has it
-                last = adapter.partial_batch_size if partial else bs
-                if nb and bs and last and partial is not None and int(nb) == int(steps):
-                    self._known = (int(bs), int(nb), int(last))
-        except Exception:  # noqa: BLE001 - an adapter without these: counted from the tracker
-            self._known = None
-        finally:
-            del frame
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if self._first_epoch_of_fit:  # a later fit restarts at epoch 0 (or initial_epoch): continue
-            self._shift = self._last_epoch + 1 - epoch if epoch <= self._last_epoch else 0
-            self._first_epoch_of_fit = False
-        self._count_seen = 0.0  # Keras resets its metrics before each epoch
-        self._epoch_seen = 0
-        super().on_epoch_begin(epoch + self._shift, logs)
-
-    def _tracked(self) -> Optional[float]:
-        tracker = getattr(self.model, "_loss_tracker", None)
-        if tracker is None or getattr(tracker, "count", None) is None:
-            return None
-        return float(keras.ops.convert_to_numpy(tracker.count))
-
-    def _count(self, batch: int, logs):
-        end = batch + 1 if self.steps_per_epoch is None else min(batch + 1, self.steps_per_epoch)
-        n = max(end - self._begin_step, 1)
-        if self._known is not None:
-            bs, nb, last = self._known
-            return n, n * bs - (bs - last if end == nb else 0)
-        samples = self._tracked_samples(n)
-        self._epoch_seen = None if samples is None or self._epoch_seen is None else self._epoch_seen + samples
-        return n, samples
-
-    def _tracked_samples(self, n: int) -> Optional[int]:
-        """The samples of the last `n` steps from Keras's loss tracker, or None (unknown)."""
-        samples = None
-        try:
-            seen = self._tracked()
-        except Exception:  # noqa: BLE001 - unreadable: unknown
-            seen = None
-        if seen is not None:
-            delta = seen - self._count_seen
-            self._count_seen = seen
-            # Nothing counted (JAX syncs at epoch end; a custom train_step that skips the
-            # tracker), or one per batch (a custom train_step without the batch size): unknown.
-            if delta > n:
-                samples = int(round(delta))
-        if samples is None:
-            self.unknown_samples += 1
-        return samples
-
-    def _epoch_size(self) -> Optional[int]:
-        """Samples in one epoch of the running fit: the data adapter's count (the last batch
-        short), else the samples counted in its first epoch, else None (some were unknown)."""
-        if self._known is not None:
-            bs, nb, last = self._known
-            return (nb - 1) * bs + last
-        return self._epoch_seen or None
-
-    def on_epoch_end(self, epoch, logs=None):
-        from engine.training.recorder import _f, reached
-
-        logs = dict(logs or {})
-        epoch += self._shift
-        self._last_epoch = epoch
-        if self._size_pending:  # each fit's first epoch: the size of the data it trains on
-            self.fit_sizes.append(self._epoch_size())
-            self._size_pending = False
-        key = target_key(logs, self.target_metric)
-        if self.target is not None and key is None and self.target_missing is None:
-            wanted = repr(self.target_metric) if self.target_metric else "validation accuracy (val_accuracy, val_acc, ...)"
-            self.target_missing = (f"SpeedLab: {wanted} is not in fit's logs (they hold: "
-                                   f"{', '.join(sorted(logs))[:150]}); time to target is not measured: "
-                                   "give fit validation data, or SpeedLabCallback(target_metric=...)")
-            if self.on_missing_target is not None:
-                self.on_missing_target(self.target_missing)
-        train_key, val_key = accuracy_key(logs, False), accuracy_key(logs, True)
-        if val_key is None and key is not None and key.startswith("val_"):
-            val_key = key  # a user-named validation metric is the run's validation accuracy
-        logs["accuracy"] = logs.get(train_key) if train_key else None
-        logs["val_accuracy"] = logs.get(val_key) if val_key else None
-        self.epoch_logs = logs
-        self.epochs_done += 1
-        t = self.now()
-        val_ce = logs.get("val_loss") if self.plain_val_loss else logs.get("val_ce")
-        self.sink("epochs", (epoch, t, self.step, _f(logs.get("loss")), _f(logs["accuracy"]),
-                             _f(logs.get("val_loss")), _f(logs["val_accuracy"]), self._lr(), _f(val_ce)))
-        value = logs.get(key) if key else None
-        if self.target is not None and self.time_to_target is None and value is not None \
-                and reached(float(value), self.target):
-            self.time_to_target = t
 
 
 def start_line(run_id: int, path) -> str:
@@ -384,12 +163,12 @@ class SpeedLabCallback(keras.callbacks.Callback):
         if self._off or self.run_id is None:
             return
         try:
-            frame = _fit_frame()
+            frame = script_fit.fit_frame()
             self._fit = (threading.get_ident(), frame) if frame is not None else None
             self._raised = None
             fn = getattr(self.model, "train_function", None)
             if fn is not None and not getattr(fn, "_speedlab", False):
-                self.model.train_function = _catching(fn, self)
+                self.model.train_function = script_fit.catching(fn, self)
             self._in_fit = True
             if self._watch is None or not self._watch.is_alive():
                 self._watch = threading.Thread(target=self._watching, daemon=True, name="speedlab-watch")
@@ -487,21 +266,22 @@ class SpeedLabCallback(keras.callbacks.Callback):
         tl.mark("startup")
         model = self.model
         params = self.params or {}
-        read_gb = self.batch_size or _global_batch(model)
+        read_gb = self.batch_size or script_fit.global_batch(model)
         self._gb_known = read_gb is not None
         gb = read_gb or 32
         spe = int(getattr(model, "steps_per_execution", None) or getattr(model, "_steps_per_execution", 1) or 1)
         steps = int(params.get("steps") or 0) or None  # None: a generator without length
         epochs = int(params.get("epochs") or 1)
         policy = keras.config.dtype_policy().name
-        replicas = _replicas()
+        replicas = script_fit.replicas()
         seed = int(os.environ.get("SPEEDLAB_SEED", "0") or 0)
-        lr = _lr(model)
+        lr = script_fit.learning_rate(model)
         self._read = dict(backend=keras.backend.backend(), batch_size=gb, steps_per_execution=spe,
                           learning_rate=lr, jit_compile=bool(getattr(model, "jit_compile", False)))
-        cfg = _config(RunConfig, **{**self._read, "learning_rate": lr if lr and 0 < lr <= 10 else 1e-3},
-                      precision=policy if policy in ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
-                      epochs=epochs, seed=seed, target_accuracy=self.target_accuracy, devices=max(replicas, 1))
+        cfg = script_fit.script_config(
+            RunConfig, **{**self._read, "learning_rate": lr if lr and 0 < lr <= 10 else 1e-3},
+            precision=policy if policy in ("float32", "mixed_float16", "mixed_bfloat16") else "float32",
+            epochs=epochs, seed=seed, target_accuracy=self.target_accuracy, devices=max(replicas, 1))
         self._policy = policy
         self._replicas = replicas
         script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
@@ -514,8 +294,10 @@ class SpeedLabCallback(keras.callbacks.Callback):
                       "name": self.name or script,
                       "argv": [str(a)[:200] for a in sys.argv[:20]], "steps_per_epoch": steps,
                       "epochs": epochs, "total_steps": steps * epochs if steps else None, "global_batch_size": gb,
-                      "replicas": replicas, "precision_policy": policy, "compute_dtype": _dtype(model, "compute"),
-                      "variable_dtype": _dtype(model, "variable"), "device_kind": _device_kind(),
+                      "replicas": replicas, "precision_policy": policy,
+                      "compute_dtype": script_fit.policy_dtype(model, "compute"),
+                      "variable_dtype": script_fit.policy_dtype(model, "variable"),
+                      "device_kind": script_fit.device_kind(),
                       "per_replica_batch_size": gb // max(replicas, 1), "dropped_samples_per_epoch": 0,
                       "effective_learning_rate": lr, "persistent_iterators": {},
                       "input_batches_per_sec": None}
@@ -525,7 +307,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         # live script's run running, and ends it failed once the script is gone.
         run_id = store.create_run(json.dumps(cfg.to_dict()), role=role, group_id=group, status="running",
                                   started=time.time(), pid=os.getpid(), pid_started=start_time(), plan=self._plan,
-                                  environment=_environment())
+                                  environment=script_fit.environment())
         self._store, self.run_id, self._tl, self._home = store, run_id, tl, home
         print(start_line(run_id, store.path), file=sys.stderr, flush=True)
         moved = old_store_line()
@@ -552,7 +334,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
                 return
             self._writer.push(table, row)
 
-        rec = _recorder_class(Recorder)(gb, steps or 1, sink, target_accuracy=self.target_accuracy,
+        rec = script_fit.recorder_class(Recorder)(gb, steps or 1, sink, target_accuracy=self.target_accuracy,
                                         on_start=on_start, timeline=tl, plain_val_loss=True)
         rec._setup_script()
         rec.target_metric, rec.on_missing_target = self.target_metric, self._missing_target
@@ -673,7 +455,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
             data = self.test_data
             args = list(data) if isinstance(data, (tuple, list)) else [data]
             logs = self.model.evaluate(*args, verbose=0, return_dict=True)
-            key = accuracy_key(logs, False)
+            key = script_fit.accuracy_key(logs, False)
             if key is None:
                 return {"test_accuracy": None, "test_note": f"not measured: evaluate() logs no accuracy (it logs: "
                                                             f"{', '.join(sorted(logs))[:150]})"}
@@ -701,7 +483,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         if not self._gb_known and rec.samples and not unknown:  # a generator's batches: the largest seen
             gb = max(n // max(b, 1) for n, b in zip(rec.samples, rec.batches))
         waits = [w for w, warm in zip(rec.data_waits, rec.warmups) if w is not None and not warm]
-        flops = _flops(model)
+        flops = script_fit.model_flops(model)
         s = RunSummary(
             **timing, persistent_iterators={}, replicas=self._replicas, workers=1, replicas_simulated=False,
             device_kind=plan["device_kind"], backend=cfg.backend, precision=self._policy,
@@ -710,8 +492,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
             global_batch_size=gb, per_replica_batch_size=gb // max(self._replicas, 1),
             dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate or 0.0, schedule="outside script",
             label_smoothing=0.0, mixup_alpha=0.0, train_accuracy_on_mixed_targets=False, init_from=None,
-            pretrained=False, loss_scale=_safe(loss_scale, model), fused_optimizer=bool(_safe(fused_optimizer_on,
-                                                                                               model)),
+            pretrained=False, loss_scale=script_fit.safe(loss_scale, model),
+            fused_optimizer=bool(script_fit.safe(fused_optimizer_on, model)),
             **progress(SimpleNamespace(stop_at_target=False), rec),
             data_wait_sec=sum(waits) if waits else None, data_wait_share=None, input_batches_per_sec=None,
             instrumentation={"batch_hooks_sec": rec.hook_sec}, validation_traced_ahead=None,
@@ -740,101 +522,3 @@ class SpeedLabCallback(keras.callbacks.Callback):
 
 WATCH_S = 0.25  # how often the watch thread looks for a fit that left without on_train_end (s)
 STOP_POLL_S = 1.0  # how often it reads the store for a stop request (s)
-_PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)(: .*)?$")
-
-
-def exception_line(e: BaseException) -> str:
-    """One line for an exception: its type and first line, or, for a TensorFlow error that
-    wraps a Python one (a generator's), the wrapped exception's line, which says what failed."""
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    inner = [ln for ln in lines[1:] if _PY_ERROR.match(ln)]
-    return one_line(f"{type(e).__name__}: {inner[-1] if inner else (lines[0] if lines else '')}")
-
-
-def _catching(fn, cb):
-    """`fn` (Keras's train function), noting the exception it raises on `cb` (one line)."""
-    def train_function(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except BaseException as e:
-            cb._raised = exception_line(e)
-            raise
-
-    train_function._speedlab = True
-    return train_function
-
-
-def _recorder_class(Recorder):
-    """Recorder with the script's counting (_ScriptRecorder first, so that its hooks win)."""
-    return type("ScriptRecorder", (_ScriptRecorder, Recorder), {})
-
-
-def _config(RunConfig, **read):
-    """A valid RunConfig holding what the callback read. Its data set is a placeholder
-    (synthetic, sized so that the batch and steps per execution fit): the script's own data is
-    not known. Fields that do not validate fall back to their defaults, one at a time."""
-    from engine.base.errors import ConfigError
-
-    gb, spe = read["batch_size"], read["steps_per_execution"]
-    base = {"dataset": "synthetic", "synthetic_samples": max(2048, 4 * gb * spe)}
-    for _ in range(len(read) + 1):
-        try:
-            return RunConfig(**base, **read)
-        except ConfigError as e:
-            if e.args and getattr(e, "field", None) in read:
-                read.pop(e.field)
-            elif read:
-                read.popitem()
-            else:
-                raise
-    return RunConfig(**base)
-
-
-def _safe(fn, *args):
-    try:
-        return fn(*args)
-    except Exception:  # noqa: BLE001 - an optional figure
-        return None
-
-
-def _flops(model) -> dict:
-    """engine.training.flops.count of the model ({} when it cannot count it)."""
-    try:
-        from engine.training import flops
-
-        return flops.count(model)
-    except Exception:  # noqa: BLE001 - FLOPs are optional; MFU is then None
-        return {}
-
-
-def _dtype(model, which: str) -> str:
-    policy = getattr(model, "dtype_policy", None) or keras.config.dtype_policy()
-    return str(getattr(policy, f"{which}_dtype", "float32"))
-
-
-def _device_kind() -> str:
-    """'GPU' when the backend has a GPU, else 'CPU'."""
-    try:
-        if keras.backend.backend() == "jax":
-            import jax
-
-            return "GPU" if jax.default_backend() == "gpu" else "CPU"
-        if "tensorflow" in sys.modules:
-            import tensorflow as tf
-
-            return "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
-    except Exception:  # noqa: BLE001
-        pass
-    return "CPU"
-
-
-def _environment() -> dict:
-    """Versions of what this script runs with."""
-    import platform
-
-    from engine.hardware.peak_store import fingerprint_with_clock
-
-    return {"fingerprint": fingerprint_with_clock(), "hostname": platform.node(),
-            "python": platform.python_version(), "keras": keras.__version__,
-            "backend": keras.backend.backend(), "source": OUTSIDE_SCRIPT_SOURCE, "pid": os.getpid(),
-            "threads": threading.active_count()}

@@ -1,7 +1,7 @@
 """One way to fill the Train page with settings: the Autopilot's winner, the Hardware page's
 benchmark cell and the Presets menu all go through `fill`.
 
-The Train page's controls are keyed by RunConfig field names (every field of FIELD_HELP that
+The Train page's controls are keyed by RunConfig field names (every field of SETTING_HELP that
 the page shows) and keep their values across pages (`persist_state="session"`), so a handoff
 sets those values in the session before the Train page draws its controls:
 
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import streamlit as st
 
-from engine.config import FIELD_HELP, RunConfig
+from engine.config import SETTING_HELP, RunConfig
 
 TRAIN_PAGE = "views/train/train.py"
 _PENDING = "_handoff_to_train"
@@ -36,8 +36,8 @@ def _control_value(value: Any) -> Any:
 
 def differing(config: Mapping[str, Any]) -> dict:
     """The settings of `config` (a RunConfig dict) that differ from RunConfig's defaults, for
-    every field the Train page has a control for (FIELD_HELP)."""
-    return {k: config[k] for k in FIELD_HELP
+    every field the Train page has a control for (SETTING_HELP)."""
+    return {k: config[k] for k in SETTING_HELP
             if k in config and config[k] is not None and config[k] != _DEFAULTS.get(k)}
 
 
@@ -45,7 +45,7 @@ def fill(changes: Mapping[str, Any], reset_others: bool) -> None:
     """Set the Train page's controls to `changes` (field -> RunConfig value); with `reset_others`
     every other control goes back to its default. Call it before the Train page's controls are
     drawn: as a button's on_click, or on the Train page before its controls."""
-    for name in FIELD_HELP:
+    for name in SETTING_HELP:
         if name in changes:
             st.session_state[name] = _control_value(changes[name])
         elif reset_others and name in st.session_state:

@@ -10,13 +10,13 @@ from engine.config import (
     BACKENDS,
     CYCLIC_MODES,
     DEVICE_TYPES,
-    FIELD_HELP,
     MODELS,
     MUON_CONV,
     NO_FLIP_DATASETS,
     OPTIMIZERS,
     PRECISIONS,
     SCHEDULES,
+    SETTING_HELP,
     TTA_MODES,
 )
 from engine.data import meta as datasets_meta
@@ -55,7 +55,7 @@ class Form:
             kw.pop("index", None)
         value = getattr(self.c, widget)(label, persist_state="session", **kw)
         self.values[name] = value
-        self.c.caption(FIELD_HELP[name])
+        self.c.caption(SETTING_HELP[name])
         # A container, not st.empty: a field may get several true messages at once (the
         # cached hardware hint and the live CPU's warning); each must stay visible.
         self.slots[name] = self.c.container()
@@ -188,7 +188,7 @@ def speed_controls(f: Form, sb) -> None:
     f.select("device_type", "Device type", DEVICE_TYPES)
     sb.caption(_machine_line())
     f.number("devices", "Number of devices (replicas per worker)", step=1)
-    if "workers" in FIELD_HELP:
+    if "workers" in SETTING_HELP:
         f.number("workers", "Worker processes", step=1)
     f.number("batch_size", "Global batch size (samples)", step=32)
     bs = f.values["batch_size"]

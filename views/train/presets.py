@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine.hardware import fingerprint
 from engine.config import presets
-from engine.config import FIELD_HELP, MODELS, RunConfig
+from engine.config import SETTING_HELP, MODELS, RunConfig
 from views.components import handoff
 from views.components.common import one_line_errors
 
@@ -37,7 +37,7 @@ def follow_running(link: dict | None) -> None:
     its link carries run settings: its top line and toggles then describe what is on screen
     (a second tab read "Next: digits · cnn" above a running mnist5k comparison, with the tuned
     baseline toggle greyed out under a "vs tuned" headline)."""
-    if link is None or set(link) & set(FIELD_HELP):
+    if link is None or set(link) & set(SETTING_HELP):
         return
     from engine.store import ACTIVE_STATUSES, Store, comparisons as cstore
     from views.train.live import current_comparison
@@ -53,7 +53,7 @@ def follow_running(link: dict | None) -> None:
         if cfg.get("model") not in MODELS:  # an own model's file is chosen in its own control
             return
         # The settings a control holds (numbers, words, switches); a field left unset keeps its default.
-        apply({k: v for k, v in cfg.items() if k in FIELD_HELP and k not in _NOT_FOLLOWED
+        apply({k: v for k, v in cfg.items() if k in SETTING_HELP and k not in _NOT_FOLLOWED
                and isinstance(v, (bool, int, float, str))})
         st.session_state["with_baseline"] = True
         st.session_state["tuned_baseline"] = ((comp or {}).get("settings") or {}).get("baseline_kind") == "tuned"

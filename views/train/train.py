@@ -15,7 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.base import plain
-from engine.config import FIELD_HELP, user_model
+from engine.config import SETTING_HELP, user_model
 from engine.jobs import background, runner
 from engine.lr_find import range_test as lr_find
 from engine.charts import style as chart_style
@@ -34,7 +34,7 @@ from views.train.lr_finder import lr_finder, lr_preview
 from views.train.presenter import presenter_main
 from views.train.presets import follow_running, presets_popover
 
-LINK_SETTINGS = frozenset(FIELD_HELP)  # every run setting a link may carry (RunConfig's fields)
+LINK_SETTINGS = frozenset(SETTING_HELP)  # every run setting a link may carry (RunConfig's fields)
 
 
 def prewarm() -> None:
