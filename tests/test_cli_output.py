@@ -76,6 +76,16 @@ def test_progress_on_a_pipe_prints_a_line_only_when_the_phase_changes(store_home
     ]
 
 
+def test_a_run_that_stops_at_its_target_has_at_most_its_time_left(store_home, monkeypatch, capsys):
+    from engine.cli.follow import progress_line
+
+    states = [("running", {**_state(1, 10, 50, 8.0, 6400.0, 1.5), "time_left_is_most": True})]
+    monkeypatch.setattr("engine.report.progress.progress", _Progress(s for _, s in states))
+    progress_line(17)({"status": "running"})
+    assert capsys.readouterr().err.splitlines() == [
+        "[run 17] epoch 1/2 step 10/50 | 6,400 samples/s | loss 1.5 | at most 8 s left"]
+
+
 def test_progress_on_a_terminal_rewrites_one_line_at_every_poll(store_home, monkeypatch):
     class Tty(io.StringIO):
         def isatty(self):

@@ -359,7 +359,6 @@ def test_a_candidate_that_diverges_in_pair_4_is_counted_and_rules_out_faster(no_
     # Issue 53: it used to stop, keep 3 pairs and read green "faster ... 3 of 3 seeds".
     from engine.cli.comparison import comparison_json
     from engine.report import headline as report_headline
-    from engine.report import stats
 
     cid = comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=5)
     _play_outcomes(store, lambda run: "failed" if run["role"] == "run" and run["config"]["seed"] == 3 else "reached")

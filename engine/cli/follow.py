@@ -31,7 +31,8 @@ def progress_line(run_id: int):
         elif not p["total_steps"]:
             phase, line = "setting up", f"[run {run_id}] setting up (devices, data, model)"
         else:
-            left = f"{p['time_left_sec']:.0f} s left" if p["time_left_sec"] is not None else "warm-up"
+            most = "at most " if p.get("time_left_is_most") else ""  # it stops at its target: maybe sooner
+            left = f"{most}{p['time_left_sec']:.0f} s left" if p["time_left_sec"] is not None else "warm-up"
             sps = f"{p['samples_per_sec']:,.0f} samples/s" if p["samples_per_sec"] else "- samples/s"
             line = (f"[run {run_id}] epoch {p['epoch']}/{p['epochs']} step {p['step']}/{p['total_steps']}"
                     f" | {sps} | loss {fmt(p['loss'])} | {left}")
