@@ -50,9 +50,11 @@ def lane(item) -> str:
     return "unit"
 
 
-# Test modules with a module-scoped fixture (one real search, one matrix subprocess):
+# Test modules with a module-scoped fixture (one real search, one matrix subprocess, one
+# Streamlit server and Chromium: tests/helpers/browser.py `stage`):
 # under xdist each runs whole on one worker, so that its fixture runs once.
-SHARED_MODULES = ("tests/test_autopilot.py", "tests/test_build.py", "tests/test_jax_steps.py")
+SHARED_MODULES = ("tests/test_app_browser.py", "tests/test_autopilot.py", "tests/test_build.py",
+                  "tests/test_jax_steps.py", "tests/test_presenter_browser.py", "tests/test_presenter_fit.py")
 
 
 def _shared_fixture(item) -> str | None:

@@ -1,11 +1,9 @@
 """Quick benchmark: matrix planning, speedup arithmetic, and a tiny real matrix."""
-import subprocess
-import sys
-
 import pytest
 
 from engine.config import words
 from engine.bench import quick as bench
+from tests.helpers import cli
 
 
 def test_plan_matrix_fits_the_machine():
@@ -149,7 +147,6 @@ def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):
     assert bench.load_latest()["cells"][1]["steps_per_execution"] == 4
 
 
-@pytest.mark.worker
 def test_cli_bench_refuses_while_a_run_is_active(store_home):
     from engine.config import RunConfig
     from engine.store import Store
@@ -157,7 +154,7 @@ def test_cli_bench_refuses_while_a_run_is_active(store_home):
     s = Store()
     rid = s.create_run(RunConfig().to_json(), status="queued")
     s.close()
-    out = subprocess.run([sys.executable, "-m", "engine", "bench", "--json"], capture_output=True, text=True)
+    out = cli.engine("bench", "--json")
     assert out.returncode == 2 and f"run #{rid} is queued" in out.stderr
 
 
@@ -210,7 +207,6 @@ def test_background_benchmark_refused_while_a_run_is_active(store_home):
     assert bench.read_progress() is None  # nothing was started
 
 
-@pytest.mark.worker
 def test_cli_progress_file_reports_a_refusal(store_home):
     from engine.config import RunConfig
     from engine.store import Store
@@ -219,8 +215,7 @@ def test_cli_progress_file_reports_a_refusal(store_home):
     rid = s.create_run(RunConfig().to_json(), status="queued")
     s.close()
     path = store_home / "progress.json"
-    out = subprocess.run([sys.executable, "-m", "engine", "bench", "--json", "--progress-file", str(path)],
-                         capture_output=True, text=True)
+    out = cli.engine("bench", "--json", "--progress-file", str(path))
     assert out.returncode == 2
     import json
 

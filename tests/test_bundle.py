@@ -17,6 +17,7 @@ import pytest
 from engine import bundle
 from engine.config import RunConfig
 from engine.store import SCHEMA_VERSION, Store
+from tests.helpers import cli as engine_cli
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True,
                           timeout=300, cwd=ROOT, env={**os.environ, "SPEEDLAB_HOME": str(home)})
+
+
+def cli_here(home: Path, *args: str) -> engine_cli.Result:
+    """`python -m engine ARGS` on the store at `home`, in this process: for a refusal, where the
+    process is not the point (in the unit lane the lane guard proves no framework import)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(home))
+        return engine_cli.engine(*args)
 
 
 def stored(home: Path, table: str, run_id: int) -> list[dict]:
@@ -152,14 +161,14 @@ def rewrite(src: Path, dest: Path, edit) -> None:
 
 def assert_refused(home: Path, path: Path, line: str) -> None:
     before = counts(home)
-    out = cli(home, "import", str(path))
+    out = cli_here(home, "import", str(path))
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.strip() == f"error: {line}"
     assert counts(home) == before
 
 
-@pytest.mark.worker
+@pytest.mark.unit  # the refusal runs in-process (cli_here)
 def test_truncated_bundle_is_one_line_and_changes_nothing(two_homes, tmp_path):
     _, b, path = two_homes
     data = path.read_bytes()
@@ -168,7 +177,7 @@ def test_truncated_bundle_is_one_line_and_changes_nothing(two_homes, tmp_path):
     assert_refused(b, cut, "cut.zip is corrupt or truncated (File is not a zip file); copy or export it again")
 
 
-@pytest.mark.worker
+@pytest.mark.unit  # the refusal runs in-process (cli_here)
 def test_tampered_member_fails_its_checksum(two_homes, tmp_path):
     _, b, path = two_homes
     bad = tmp_path / "bad.zip"
@@ -178,7 +187,7 @@ def test_tampered_member_fails_its_checksum(two_homes, tmp_path):
     assert_refused(b, bad, f"bad.zip is corrupt: {last} does not match its checksum; export the runs again")
 
 
-@pytest.mark.worker
+@pytest.mark.unit  # the refusal runs in-process (cli_here)
 def test_future_schema_is_one_line_and_changes_nothing(two_homes, tmp_path):
     _, b, path = two_homes
     future = tmp_path / "future.zip"
@@ -195,10 +204,10 @@ def test_future_schema_is_one_line_and_changes_nothing(two_homes, tmp_path):
                               f"this one reads up to {SCHEMA_VERSION}); upgrade SpeedLab here to import it")
 
 
-@pytest.mark.worker
+@pytest.mark.unit  # the refusal runs in-process (cli_here)
 def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_homes):
     a, b, path = two_homes
-    out = cli(b, "import", str(path))
+    out = cli_here(b, "import", str(path))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["run #1: imported from gpu-box-7 (run #1 there), baseline, completed",
                                        "run #2: imported from gpu-box-7 (run #2 there), run, completed"]
@@ -209,7 +218,7 @@ def test_second_import_of_the_same_bundle_is_one_line_and_changes_nothing(two_ho
                             "here already; nothing was added (import it into another store)")
 
 
-@pytest.mark.worker
+@pytest.mark.unit  # the refusal runs in-process (cli_here)
 def test_not_a_bundle(two_homes, tmp_path):
     _, b, _ = two_homes
     other = tmp_path / "photos.zip"

@@ -19,8 +19,10 @@ import pytest
 from engine.base.errors import ConfigError
 from engine.jobs import command_pairs
 from engine.store import Store
+from tests.helpers import cli
 
-# lanes (docs/testing.md): worker for the tests that start `python -m engine pairs`, page for the Train panel
+# lanes (docs/testing.md): worker for the tests that start `python -m engine pairs`, page for the Train
+# panel, unit for a refusal run in-process
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDE = f"{shlex.quote(sys.executable)} -m tests.helpers.command_side"
@@ -165,14 +167,14 @@ def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
     assert math.isclose(c["end_to_end_speedup"], 2.0, rel_tol=0.01)
 
 
-@pytest.mark.worker
-def test_bad_commands_are_refused_before_anything_runs(tmp_path):
+def test_bad_commands_are_refused_before_anything_runs(tmp_path, monkeypatch):
     for args, field in (((" ", "x", 2, 10.0), "baseline_cmd"), (("x", "python 'a", 2, 10.0), "cmd"),
                         (("x", "y", 0, 10.0), "pairs"), (("x", "y", 2, 0.0), "timeout_s")):
         with pytest.raises(ConfigError) as e:
             command_pairs.check(*args)
         assert e.value.field == field
-    proc = _cli(tmp_path, "--baseline-cmd", "python a.py", "--cmd", "", "--json")
+    monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
+    proc = cli.engine("pairs", "--baseline-cmd", "python a.py", "--cmd", "", "--json")  # in-process: unit lane
     assert proc.returncode == 2
     assert _last_json(proc)["exit_code"] == 2
     assert not (tmp_path / "runs.sqlite").exists()

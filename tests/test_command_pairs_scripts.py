@@ -55,7 +55,7 @@ def test_two_scripts_compared_get_the_split_and_the_test_accuracy_they_measured(
     assert c["overlap"] is None  # the pairs ran one process at a time
 
 
-def test_two_scripts_at_once_are_flagged_when_compared(tmp_path):
+def test_two_scripts_at_once_are_flagged_when_compared(tmp_path, monkeypatch):
     out = tmp_path / "own"
     out.mkdir()
     env = _env(tmp_path)
@@ -68,8 +68,10 @@ def test_two_scripts_at_once_are_flagged_when_compared(tmp_path):
         a, b = store.get_run(1), store.get_run(2)
     shared = min(a["ended"], b["ended"]) - max(a["started"], b["started"])
     assert shared > 0.5  # both slept 3 s inside fit, started together
-    cmp = subprocess.run([sys.executable, "-m", "engine", "compare", "1", "2", "--json"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    from tests.helpers import cli
+
+    monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
+    cmp = cli.engine("compare", "1", "2", "--json")  # reads the store: in this process
     got = json.loads(cmp.stdout.strip().splitlines()[-1])
     line = (f"these runs overlapped for {max(1, round(shared)):,} s on this machine: their times are not "
             "independent")

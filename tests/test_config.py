@@ -1,4 +1,5 @@
 """RunConfig validation: every bad value gets one line naming field, value and fix."""
+import importlib.util
 import json
 
 import pytest
@@ -149,3 +150,18 @@ def test_tpu_suggests_steps_per_execution():
     w = check_runnable(RunConfig(device_type="tpu"), tpu)
     assert any("steps_per_execution 32" in x for x in w)
     assert check_runnable(RunConfig(device_type="tpu", steps_per_execution=4), tpu) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="JAX is not installed: pip install -r requirements-dev.txt")
+@pytest.mark.parametrize("flags, field", [
+    (["--backend", "torch"], "backend: 'torch' is not supported yet; from the public registry it brings about 6 GB"),
+    (["--backend", "jax", "--workers", "2"], "workers: 2 needs backend tensorflow"),
+    (["--backend", "jax", "--device-type", "tpu"], "device_type: 'tpu' needs backend tensorflow"),
+])
+def test_unsupported_combinations_are_one_line_exit_2(store_home, flags, field):
+    # In the unit lane (moved from test_jax_steps.py): the lane guard proves no framework was imported.
+    proc = cli.engine("run", *flags, "--quiet")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: " + field), proc.stderr
+    assert "Traceback" not in proc.stderr

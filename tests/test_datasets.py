@@ -4,11 +4,8 @@ import hashlib
 import gzip
 import io
 import json
-import os
 import pickle
 import struct
-import subprocess
-import sys
 import tarfile
 import time
 
@@ -22,6 +19,7 @@ from engine.config import ConfigError, RunConfig
 from engine.config.preflight import check_runnable
 from engine.data.meta import DIGITS, dataset_info
 
+from tests.helpers import cli
 from tests.helpers.data import good_arrays, images
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
@@ -178,12 +176,10 @@ def test_the_autopilot_refuses_an_offline_uncached_data_set_before_it_starts(ker
     assert json.loads(out.splitlines()[-1])["exit_code"] == 2
 
 
-@pytest.mark.worker
 def test_cli_rejects_uncached_dataset_offline_with_exit_2(keras_home, store_home):
     if (keras_data.Path("/tmp/.keras/datasets/fashion-mnist")).exists():
         pytest.skip("Fashion-MNIST is cached in /tmp/.keras on this machine")
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--dataset", "fashion_mnist"],
-                         capture_output=True, text=True, env=dict(os.environ), timeout=60)
+    out = cli.engine("run", "--dataset", "fashion_mnist")
     assert out.returncode == 2
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "fashion-mnist/ (train-labels-idx1-ubyte.gz" in lines[0], out.stderr
@@ -323,18 +319,15 @@ def test_register_checks_first_and_leaves_nothing_behind(store_home, tmp_path):
         userdata.register("../evil", good)
 
 
-@pytest.mark.worker
 def test_cli_data_check_lists_every_problem(tmp_path, store_home):
     f = tmp_path / "bad.npz"
     np.savez(f, x_train=images(10, 4, 4), y_train=np.arange(9) % 2, x_test=images(2, 4, 4))
-    out = subprocess.run([sys.executable, "-m", "engine", "data", "check", str(f)],
-                         capture_output=True, text=True, timeout=60)
+    out = cli.engine("data", "check", str(f))
     assert out.returncode == 2
     assert out.stderr.splitlines() == [
         "error: x_test is given without y_test; give both x_test and y_test, or neither",
         "error: x_train has 10 samples but y_train has 9; give one label per image"]
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--dataset", str(f)],
-                         capture_output=True, text=True, timeout=60)
+    out = cli.engine("run", "--dataset", str(f))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert out.stderr.startswith("error: dataset: ")
 

@@ -12,6 +12,7 @@ from engine.base import cluster
 from engine.config import ConfigError, RunConfig
 from engine.data import keras_data
 from engine.config.preflight import check_runnable
+from tests.helpers import cli
 
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
@@ -71,8 +72,8 @@ def test_the_worker_names_a_weights_file_that_breaks_after_the_check(models_dir,
     assert line.endswith("; delete it so that it is downloaded again")
 
 
-@pytest.mark.worker
 def test_a_taken_cluster_port_is_refused_before_tensorflow_starts(store_home):
+    # In the unit lane: the lane guard proves the refusal imported no framework.
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
@@ -84,9 +85,8 @@ def test_a_taken_cluster_port_is_refused_before_tensorflow_starts(store_home):
         assert str(e.value) == (f"cluster: 'localhost:{port}' cannot be used: port {port} is already in use "
                                 "on this machine; stop the program that holds it or give this worker another port")
         cluster.check_port(f"localhost:{free}")  # a free port passes
-        out = subprocess.run([sys.executable, "-m", "engine", "worker", "--cluster",
-                              f"localhost:{port},localhost:{free}", "--task-index", "0", "--epochs", "1"],
-                             capture_output=True, text=True, timeout=60)
+        out = cli.engine("worker", "--cluster", f"localhost:{port},localhost:{free}", "--task-index", "0",
+                         "--epochs", "1")
     finally:
         taken.close()
     assert out.returncode == 2

@@ -208,18 +208,3 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(sto
     assert not tf["jax_imported"] and not tf["pandas_imported"]
     assert s["final_val_accuracy"] > 0.9
     assert abs(s["final_val_accuracy"] - tf["summary"]["final_val_accuracy"]) <= 0.02, (s, tf["summary"])
-
-
-@pytest.mark.parametrize("flags, field", [
-    (["--backend", "torch"], "backend: 'torch' is not supported yet; from the public registry it brings about 6 GB"),
-    (["--backend", "jax", "--workers", "2"], "workers: 2 needs backend tensorflow"),
-    (["--backend", "jax", "--device-type", "tpu"], "device_type: 'tpu' needs backend tensorflow"),
-])
-def test_unsupported_combinations_are_one_line_exit_2(store_home, flags, field):
-    from engine.base.process import worker_env
-
-    proc = subprocess.run([sys.executable, "-m", "engine", "run", *flags, "--quiet"], capture_output=True,
-                          text=True, timeout=120, env={**worker_env(), "SPEEDLAB_HOME": str(store_home)})
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert proc.stderr.startswith("error: " + field), proc.stderr
-    assert "Traceback" not in proc.stderr

@@ -1,7 +1,5 @@
 """Validation splits that keep every class in training, and .npz layouts
 diagnosed with the right fix."""
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,6 +8,7 @@ from engine.config import ConfigError, RunConfig
 from engine.data import datasets, userdata, userdata_read
 from engine.data.meta import class_warnings, dataset_info
 from engine.config.preflight import check_runnable
+from tests.helpers import cli
 
 CPU = {"gpus": 0, "tpu": False, "cpu_bf16": False}
 
@@ -23,7 +22,6 @@ def npz(path, counts, h=6, w=5):
 
 
 # --- splits ----------------------------------------------------------------------
-@pytest.mark.worker
 def test_a_lone_sample_class_is_trained_and_the_rest_stays_stratified(tmp_path):
     f = npz(tmp_path / "faces.npz", (40, 40, 1))
     cfg = RunConfig(dataset=f, seed=12, batch_size=8)
@@ -40,8 +38,7 @@ def test_a_lone_sample_class_is_trained_and_the_rest_stays_stratified(tmp_path):
     warn = ("dataset: 1 class ('2') has fewer than 2 samples: kept in training and never validated; "
             "add samples to validate them")
     assert check_runnable(cfg, CPU) == [warn]
-    out = subprocess.run([sys.executable, "-m", "engine", "data", "check", f], capture_output=True, text=True,
-                         timeout=60)
+    out = cli.engine("data", "check", f)
     assert out.returncode == 0 and out.stdout.startswith("ok: 81 images of 6x5x1, 3 classes")
     assert out.stderr.strip().splitlines() == [f"warning: {warn}"]
 

@@ -10,11 +10,19 @@ import sys
 import pytest
 
 from engine.base.process import worker_env
+from tests.helpers import cli
 
 
 def _cli(*args, home, timeout=240):
     p = subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True,
                        timeout=timeout, env={**worker_env(), "SPEEDLAB_HOME": str(home)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def _read(*args) -> str:
+    """A command that only reads the store ($SPEEDLAB_HOME), run in this process."""
+    p = cli.engine(*args)
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout
 
@@ -41,10 +49,10 @@ def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
     kept = next(v for k, v in cache.items() if k.startswith("peak|"))
     assert kept["clock"]["clock_hz"] == parts["clock_hz"]
 
-    runs = json.loads(_cli("runs", "--json", home=store_home))
+    runs = json.loads(_read("runs", "--json"))
     assert runs[0]["mfu"] == pytest.approx(out["mfu"]) and runs[0]["peak_source"] == out["peak_source"]
-    shown = _cli("show", "1", home=store_home)
+    shown = _read("show", "1")
     assert f"{out['flops_per_sample']:,} per training sample" in shown
     assert "MFU  " in shown and "bound by  " in shown
     # The column's width follows its values (pandas), so look for the name, not its padding.
-    assert "mfu" in _cli("runs", home=store_home).splitlines()[0].split()
+    assert "mfu" in _read("runs").splitlines()[0].split()

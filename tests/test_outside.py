@@ -117,15 +117,19 @@ def test_example_script_leaves_a_run_that_show_reports(store_home):
     env = _script_env(store_home)
     subprocess.run([sys.executable, "examples/train_with_callback.py", "--epochs", "2"], cwd=ROOT, env=env,
                    check=True, timeout=300)
-    runs = subprocess.run([sys.executable, "-m", "engine", "runs"], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=120).stdout
+    from tests.helpers import cli
+
+    shown = cli.engine("runs")  # reads the store: in this process
+    assert shown.returncode == 0, shown.stderr
+    runs = shown.stdout
     assert "a script run" in runs or "digits-example" in runs, runs
     from engine.store import Store
 
     with Store() as store:
         (run,) = store.list_runs()
-    out = subprocess.run([sys.executable, "-m", "engine", "show", str(run["id"]), "--json"], cwd=ROOT, env=env,
-                         check=True, capture_output=True, text=True, timeout=120).stdout
+    shown = cli.engine("show", str(run["id"]), "--json")
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
     s = json.loads(out.strip().splitlines()[-1])["summary"]
     assert s["samples_per_sec"] > 0 and s["mfu"] > 0 and "time_to_target_sec" in s
     for part in ("setup_sec", "warmup_sec", "train_sec", "validation_sec", "other_sec"):

@@ -7,15 +7,11 @@ Screenshots go to test-output/ (gitignored): fit_<page>.png.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 
 import pytest
 
-from tests.helpers.browser import (CHROMIUM, CHROMIUM_ARGS, OUT, playwright_api, settle,  # noqa: F401
-                                   start_streamlit, wait_for)
+from tests.helpers.browser import OUT, settle, stage, wait_for  # noqa: F401
 from tests.helpers.recorded_runs import seed_comparison, seed_pair
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
@@ -27,31 +23,6 @@ MAIN_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHe
 # JS: the text colour of Launch and Stop.
 BUTTON_COLORS = """() => Object.fromEntries(['launch', 'stop'].map(k => [k,
   getComputedStyle(document.querySelector(`.st-key-${k} button p`)).color]))"""
-
-
-@pytest.fixture(scope="module")
-def stage(tmp_path_factory):
-    """(url, browser, home): one server on a store of its own and one Chromium for the module."""
-    home = tmp_path_factory.mktemp("stage")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPEEDLAB_HOME", str(home))
-        proc, url = start_streamlit(home)
-        try:
-            with playwright_api.sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                try:
-                    yield url, browser, home
-                finally:
-                    browser.close()
-        finally:
-            from engine.jobs import runner
-
-            runner.cancel_active()
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def fits(page, url: str, name: str, ready: str, charts: int = 0) -> int:
@@ -66,7 +37,7 @@ def fits(page, url: str, name: str, ready: str, charts: int = 0) -> int:
     return page.evaluate(MAIN_HEIGHT)
 
 
-def test_every_presenter_page_fits_1280x720(stage):
+def test_every_presenter_page_fits_1280x720(stage):  # noqa: F811 (the fixture imported above)
     from engine.report import replay
     from engine.store import Store, comparisons as cstore
 
@@ -127,7 +98,7 @@ CLOCKS = """() => [document.querySelector('[id^="slq"]').id, [...document.queryS
                                                          e.querySelector('.slq-l').textContent])]"""
 
 
-def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage, tmp_path):
+def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage, tmp_path):  # noqa: F811
     """Issue 57 item 1: read once a second through a warm-up of over 10 s, the elapsed clock
     and the comparison's 'measuring for' clock never decrease (they stepped back 5 s at every
     read), and the running page fits 1280x720."""

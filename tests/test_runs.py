@@ -52,8 +52,9 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     from engine.hardware.fingerprint import fingerprint
 
     assert {k: env["fingerprint"][k] for k in ("id", "name", "cpu")} == {k: fingerprint()[k] for k in ("id", "name", "cpu")}
-    shown = subprocess.run([sys.executable, "-m", "engine", "show", str(s["run_id"]), "--json"], capture_output=True,
-                           text=True, timeout=60)
+    from tests.helpers import cli
+
+    shown = cli.engine("show", str(s["run_id"]), "--json")  # reads the store: in this process
     assert json.loads(shown.stdout.strip().splitlines()[-1])["environment"]["fingerprint"]["id"] == fingerprint()["id"]
 
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.store import Store, StoreReadOnlyError
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import cli as engine_cli
 
 
 @pytest.fixture
@@ -36,9 +34,11 @@ def ro_home(tmp_path):
         subprocess.run(["umount", "-l", str(home)], capture_output=True)
 
 
-def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "SPEEDLAB_HOME": str(home)}, timeout=120)
+def cli(home: Path, *args: str) -> engine_cli.Result:
+    """`python -m engine ARGS` on the store at `home`, in this process (the process is not the point)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(home))
+        return engine_cli.engine(*args)
 
 
 @pytest.mark.worker

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import time
 
-import pytest
 
 from engine.config import RunConfig
 from engine.store import EXEC_COLS, Store, fault_line
+from tests.helpers import cli
 
 N_RUNS, ROWS = 3000, 24  # the store: 24 execution rows a run
 
@@ -66,7 +64,6 @@ def test_the_disk_full_line_names_the_commands_that_free_space(tmp_path):
     assert "python -m engine trash --empty" in line and "python -m engine doctor --compact" in line
 
 
-@pytest.mark.worker
 def test_doctor_reports_free_pages_and_compacts(store_home):
     path = store_home / "runs.sqlite"
     old = sqlite3.connect(path)
@@ -77,12 +74,10 @@ def test_doctor_reports_free_pages_and_compacts(store_home):
         for rid in fill(store, 500):
             store.delete_run(rid, reclaim=False)  # as an older SpeedLab left it
         free = store.space()["free_pages"]
-    env = {"SPEEDLAB_HOME": str(store_home), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-m", "engine", "doctor"], capture_output=True, text=True, env=env)
+    out = cli.engine("doctor")
     assert out.returncode == 0, out.stderr
     assert f"{free:,} of " in out.stdout and "python -m engine doctor --compact" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "engine", "doctor", "--compact", "--json"], capture_output=True,
-                         text=True, env=env)
+    out = cli.engine("doctor", "--compact", "--json")
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["compacted_pages"] == free and got["space"]["free_pages"] == 0
     assert got["space"]["auto_vacuum"] == "incremental"

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import pytest
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from engine.config import RunConfig
 from engine.report.table import FIGURES, number
 from engine.store import Store
+from tests.helpers import cli
 from tests.helpers.apptest import app_test
 
 
@@ -40,13 +38,11 @@ def stored_run(store: Store, rate: float | None, ttt: float | None, **cfg) -> in
     return rid
 
 
-@pytest.mark.worker
 def test_cli_runs_writes_every_figure_one_way_and_blank_when_missing(store):
     stored_run(store, 16520.4, 2.5)
     stored_run(store, 9210.0, None, precision="mixed_bfloat16")
     stored_run(store, None, None, steps_per_execution=4)
-    out = subprocess.run([sys.executable, "-m", "engine", "runs"], capture_output=True, text=True,
-                         timeout=60, cwd=ROOT, env=os.environ)
+    out = cli.engine("runs")
     assert out.returncode == 0, out.stderr
     header, *rows = out.stdout.splitlines()
     names = header.split()

@@ -146,7 +146,8 @@ def test_a_target_never_reached_is_said_not_numbered(store_home):
     assert c["measure"] == "end_to_end" and "target not reached on both sides" in c["headline_note"]
     assert c["end_to_end_speedup"] > 0 and c["steady_speedup"] > 0
     bid, rid = c["baseline_ids"][0], c["run_ids"][0]
-    text = subprocess.run([sys.executable, "-m", "engine", "compare", str(bid), str(rid)],
-                          capture_output=True, text=True, timeout=60).stdout
+    from tests.helpers import cli
+
+    text = cli.engine("compare", str(bid), str(rid)).stdout  # reads the store: in this process
     assert "baseline not reached in 2 epochs; run not reached in 2 epochs; target 0.999" in text
     assert "where the time went" in text and "validation" in text

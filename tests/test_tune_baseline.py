@@ -299,15 +299,10 @@ def test_the_cli_prints_an_estimate_progress_and_the_json_fields(store_home, sto
     assert sum(" over 2 epochs, " in line for line in err[1:41]) == 16
 
 
-@pytest.mark.worker
-def test_the_cli_refuses_a_tuned_baseline_that_is_not_stored_in_one_line(tmp_path):
-    import os
-    import subprocess
-    import sys
+def test_the_cli_refuses_a_tuned_baseline_that_is_not_stored_in_one_line(store_home):
+    from tests.helpers import cli
 
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--dataset", "digits", "--model", "cnn",
-                          "--baseline", "tuned", "--pairs", "3"], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "SPEEDLAB_HOME": str(tmp_path)})
+    out = cli.engine("run", "--dataset", "digits", "--model", "cnn", "--baseline", "tuned", "--pairs", "3")
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "error: baseline: 'tuned' has no learning rate stored for digits/cnn, global batch 128, adam; run python -m "

@@ -157,11 +157,70 @@ def server(store_home):
     try:
         yield url
     finally:
-        from engine.jobs import runner
+        stop_server(proc)
 
-        runner.cancel_active()
-        os.killpg(proc.pid, signal.SIGTERM)
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Cancel what the store runs, then end the server and what it started (its session)."""
+    from engine.jobs import runner
+
+    runner.cancel_active()
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    """(url, browser, home): one Streamlit server on a store of its own and one Chromium for
+    the whole module (a new browser page per test); SPEEDLAB_HOME is `home` in this process too.
+    A module with it is in SHARED_MODULES (tests/conftest.py), so that it starts them once."""
+    home = tmp_path_factory.mktemp("stage")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(home))
+        proc, url = start_streamlit(home)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with playwright_api.sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    yield url, browser, home
+                finally:
+                    browser.close()
+        finally:
+            stop_server(proc)
+
+
+def empty_store(home: Path) -> None:
+    """Make the module server's store at `home` a new, empty one (as a server of its own would
+    start on): cancel what runs, wait until the queue has let go of the store (60 s at most),
+    then remove everything in `home` but the server's log: the store, its run folders, the
+    replay clock, the bench result. The server opens the store at every page run, so its next
+    page run creates a new one. Raises: AssertionError when the queue is still alive after 60 s."""
+    import shutil
+
+    from engine.jobs import runner
+    from engine.store import Store
+
+    runner.cancel_active()
+    with Store(home / "runs.sqlite") as store:
+        wait_for(lambda: not store.active_runs() and not runner.queue_alive(store), 60,
+                 "the queue to let go of the store")
+    for path in home.iterdir():
+        if path.name == "streamlit.log":
+            continue
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
+@pytest.fixture
+def fresh_stage(stage):
+    """`stage` with an empty store for this test (`empty_store`); the test's browser pages
+    (their contexts) are closed after it."""
+    url, browser, home = stage
+    empty_store(home)
+    try:
+        yield stage
+    finally:
+        for context in browser.contexts:
+            context.close()
