@@ -64,7 +64,8 @@ def test_a_slower_headline_is_whole_and_red_at_1280x720(server, store_home):
             ci = r["time_to_accuracy_ci95"]
             from engine.report.headline import interval_text
 
-            assert h["text"] == f"{r['time_to_accuracy_speedup']:.2f}x slower ({interval_text(ci)})"
+            # Slower reads as how many times as long it takes (1.30x slower, not 0.77x slower).
+            assert h["text"] == f"{1 / r['time_to_accuracy_speedup']:.2f}x slower ({interval_text(ci)})"
             page.get_by_text("3 pairs vs Keras-default Adam 1e-3").wait_for(timeout=10_000)
             # Under it: what the speedup is made of, every seed, the held-out test set.
             page.get_by_text("throughput × 1.00x fewer samples ×").wait_for(timeout=10_000)
