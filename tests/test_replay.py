@@ -219,10 +219,19 @@ def test_replay_page_mid_way_and_at_the_end(pair):
 def test_play_and_restart_buttons_write_the_clock(pair):
     store, b, r = pair
     at = page()
-    at.button(key="replay_play").click().run()
-    s = replay.load_state()
+    saved = []
+    real = replay.save_state
+    replay.save_state = lambda state: (saved.append(state), real(state))
+    try:
+        at.button(key="replay_play").click().run()
+    finally:
+        replay.save_state = real
+    # Play writes position 0, playing (the page drawn after it may already find a 2.2 s
+    # recording at its end on a loaded machine: then it shows Play again, paused there).
+    s = saved[0]
     assert not s.paused and s.offset == 0.0 and 0 < s.anchor <= time.time()
-    assert [b.key for b in at.button if b.key in ("replay_play", "replay_pause")] == ["replay_pause"]
+    if not replay.load_state().paused:
+        assert [b.key for b in at.button if b.key in ("replay_play", "replay_pause")] == ["replay_pause"]
     at.segmented_control(key="replay_speed").set_value(10).run()
     assert replay.load_state().speed == 10
     at.button(key="replay_pause").click().run()
