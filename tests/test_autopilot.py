@@ -91,8 +91,9 @@ def test_a_seed_without_room_for_the_reruns_is_refused_up_front(store_home, caps
                                                "seeds after it: use a value between 0 and 2147483644")
     autopilot.check_settings(60, 0.95, 3, seed=2147483644)                     # 2147483647 is the last re-run's
     autopilot.check_settings(60, 0.95, 0, seed=2147483647, explain=False)      # nothing runs on another seed
+    autopilot.check_settings(60, 0.95, 0, seed=2147483647)  # 0 re-runs: no ablation either
     with pytest.raises(ConfigError, match="the re-runs use the seed after it: use a value between 0 and 2147483646"):
-        autopilot.check_settings(60, 0.95, 0, seed=2147483647)                 # the ablation runs on seed + 1
+        autopilot.check_settings(60, 0.95, 1, seed=2147483647)
     with pytest.raises(ConfigError, match="seed: 2147483647 is out of range"):
         autopilot.Autopilot(DIGITS.replace(seed=2147483647), 0.95, 60, facts=cpu_facts())
 
@@ -465,9 +466,14 @@ def test_a_stop_during_the_lr_range_test_falls_back_at_once(store_home, monkeypa
 
 def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(store_home, monkeypatch):
     """confirm() with the ablation plan, with stand-in runs (no worker): every configuration runs
-    in every round, order reversed every other round; each technique's factor is the geometric
-    mean of (ablated time / winner's time) over the rounds, with its interval, and the split."""
+    in every round, order reversed every other round; the confirmation and each technique's
+    ablation are rows of the `comparisons` table with their plans and results (engine.report.
+    comparison.evaluate): the factor is the geometric mean of (ablated time / winner's time) over
+    the rounds, with its interval, and the split."""
+    from engine.autopilot import confirm
+    from engine.autopilot.explain import explanation
     from engine.store import Store
+    from engine.store import comparisons as cstore
 
     ap = autopilot.Autopilot(DIGITS, 0.95, 60, repeats=3, explain=True, lr_find="no", facts=cpu_facts())
     winner = ap.base.replace(**FAST)
@@ -507,34 +513,65 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     conf = ap.confirm(winner, plan)
     names = ["baseline", "winner", "without bfloat16", "without 4 steps per execution"]
     assert order == [(1, n) for n in names] + [(2, n) for n in reversed(names)] + [(3, n) for n in names]
-    out = ap.explain_from_pairs(plan, conf)
-    bf16 = out[0]
-    # Ablated / winner: 1.5, 1.5, 1.5: geometric mean 1.5, a zero-width interval: faster (bf16 helps), but
-    # the winner's test accuracy against its ablation, +2, +1, 0 points, has the interval −1.5 to +3.5: the
-    # accuracy did not hold by 3 pairs, so the verdict is not plain 'faster' (the comparisons' rule).
+    rid = {(x["round"] - 1, x["name"]): x["run_id"] for x in conf["runs"]}
+    ids = conf["comparisons"]
+    assert set(ids) == {"confirmation", "extra", "ablation"} and ids["extra"] == {}
+    assert set(ids["ablation"]) == {"precision", "steps_per_execution"}
+    with Store(store_home / "runs.sqlite") as store:
+        rows = {c["id"]: c for c in cstore.list_all(store)}
+        comps = confirm.stored(store, conf)
+    # One row per comparison, each its own group, all ended by the autopilot's process.
+    assert sorted(rows) == sorted([ids["confirmation"], *ids["ablation"].values()])
+    assert len({c["group_id"] for c in rows.values()}) == 3
+    c = rows[ids["confirmation"]]
+    assert (c["kind"], c["status"], c["ended_by"]) == ("ab", "completed", "the 3 pairs asked for")
+    assert c["settings"]["baseline_kind"] == "default" and c["settings"]["pairs"] == 3
+    assert c["settings"]["autopilot"] == {"id": ap.id, "key": "confirmation", "role": "confirmation",
+                                          "kind": "autopilot confirmation"}
+    # Round 2 runs the names reversed: the winner before the baseline, so that pair is BA.
+    assert c["plan"] == [{"pair": r, "seed": r + 1, "order": o, "baseline_id": rid[r, "baseline"],
+                          "run_id": rid[r, "winner"]} for r, o in enumerate(["AB", "BA", "AB"])]
+    r = c["result"]
+    # Baseline / winner: 4/2, 5/2, 6/3 = 2.0, 2.5, 2.0: geometric mean exp((2 ln 2 + ln 2.5) / 3) = 2.1544.
+    assert r["time_to_accuracy"]["speedup"] == pytest.approx(math.exp((2 * math.log(2) + math.log(2.5)) / 3))
+    assert r["pairs"] == 3 and r["time"]["runs"] == 6
+    # Its split: 2x throughput (2000 / 1000 samples/s) x 1 x the rest.
+    assert r["factors"]["throughput"]["speedup"] == pytest.approx(2.0)
+    # And its test accuracy, winner minus baseline: mean +0.01, sd 0.01, half 4.302653 x 0.01 / sqrt(3)
+    # = 0.024842: [-0.014842, +0.034842], as a comparison of pairs gives it.
+    delta = r["test_accuracy_delta"]
+    assert delta["mean"] == pytest.approx(0.01) and delta["pairs"] == 3
+    assert delta["ci95"] == pytest.approx([-0.014842, 0.034842], abs=1e-6)
+    a = rows[ids["ablation"]["precision"]]
+    assert a["settings"]["autopilot"]["kind"] == "autopilot ablation: without bfloat16"
+    # Baseline side: the run without bfloat16; run side: the winner's run of the same round (the
+    # winner runs before it in rounds 1 and 3: BA).
+    assert a["plan"] == [{"pair": r, "seed": r + 1, "order": o, "baseline_id": rid[r, "without bfloat16"],
+                          "run_id": rid[r, "winner"]} for r, o in enumerate(["BA", "AB", "BA"])]
+    out = confirm.ablation_entries(ap.state["ablation"], comps["ablation"])
+    bf16, spe = out
+    # Ablated / winner: 1.5, 1.5, 1.5: geometric mean 1.5, a zero-width interval: faster (bf16 helps); the
+    # winner's test accuracy against its ablation, +2, +1, 0 points, has the interval −1.5 to +3.5: the
+    # comparison's verdict is not plain 'faster' (the comparisons' rule).
     assert bf16["factor"] == pytest.approx(1.5) and bf16["ci95"] == pytest.approx([1.5, 1.5])
-    assert bf16["verdict"] == "faster, accuracy not held" and bf16["interval_pairs"] == 3 and len(bf16["run_ids"]) == 3
+    assert bf16["verdict"] == "faster" and bf16["interval_pairs"] == 3
+    assert a["result"]["verdict"] == "faster, accuracy not held"
+    assert bf16["run_ids"] == [rid[r, "without bfloat16"] for r in range(3)]
     # Its split: throughput 2000 / 1500 = 1.333x, samples 2000 / 2000 = 1.0, the rest 1.5 / 1.333 = 1.125.
-    f = bf16["factors"]
+    f = a["result"]["factors"]
     assert f["throughput"]["speedup"] == pytest.approx(4 / 3) and f["sample_efficiency"]["speedup"] == pytest.approx(1)
     assert f["outside_training"]["speedup"] == pytest.approx(1.125)
     # Steps per execution: 1.1, 0.95, 1.1: logs 0.09531, -0.05129, 0.09531; interval holds 1: inconclusive.
-    spe = out[1]
     assert spe["factor"] == pytest.approx(math.exp((2 * math.log(1.1) + math.log(0.95)) / 3))
     assert spe["verdict"] == "inconclusive"
-    assert "each factor from 3 interleaved pairs with the winner" in ap.state["explanation"]
-    # The confirmed speedup has its split too: 4/2, 5/2, 6/3 = 2.0, 2.5, 2.0 = 2x throughput x 1 x the rest.
-    assert conf["speedup"]["factors"]["throughput"]["speedup"] == pytest.approx(2.0)
-    # And its test accuracy, winner minus baseline: mean +0.01, sd 0.01, half 4.302653 x 0.01 / sqrt(3)
-    # = 0.024842: [-0.014842, +0.034842], as a comparison of pairs gives it.
-    delta = conf["speedup"]["test_accuracy_delta"]
-    assert delta["mean"] == pytest.approx(0.01) and delta["pairs"] == 3
-    assert delta["ci95"] == pytest.approx([-0.014842, 0.034842], abs=1e-6)
+    assert "each factor from 3 interleaved pairs with the winner" in explanation(out)
 
 
 def test_an_ablation_that_contradicts_the_winner_says_so():
     ab = [{"label": "bfloat16", "factor": 0.9}, {"label": "4 steps per execution", "factor": 0.95}]
-    line = autopilot.explanation(ab)
+    from engine.autopilot.explain import explanation
+
+    line = explanation(ab)
     assert line.startswith("4 steps per execution 0.95x (faster without it), bfloat16 0.90x (faster without it)")
     assert "every factor is below 1: without any one of its techniques the winner was faster" in line
-    assert "every factor is below 1" not in autopilot.explanation([{"label": "bfloat16", "factor": 1.2}, ab[1]])
+    assert "every factor is below 1" not in explanation([{"label": "bfloat16", "factor": 1.2}, ab[1]])

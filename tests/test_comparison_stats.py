@@ -154,36 +154,6 @@ def test_a_real_speedup_is_found_and_never_called_slower():
     assert max(widths) <= 0.5
 
 
-def test_one_pair_interval_by_hand():
-    # Reference pairs 2.0, 2.5, 1.5: sd of their logs 0.256092; half 4.302653 * 0.256092 = 1.101878,
-    # sqrt(3) times the reference pairs' own half width (0.636169).
-    lo, hi = stats.one_pair_interval(2.0, [2.0, 2.5, 1.5])
-    assert lo == pytest.approx(math.exp(math.log(2.0) - 1.101878), abs=1e-4)   # 0.66450
-    assert hi == pytest.approx(math.exp(math.log(2.0) + 1.101878), abs=1e-4)   # 6.01961
-    # Quiet reference pairs (sd 0.0395608, t(0.975, 4) = 2.776445): 1.1x is within noise, 1.3x is not.
-    ref = [2.0, 2.1, 1.9, 2.05, 1.95]
-    half = 2.776445 * 0.0395608
-    assert stats.one_pair_interval(1.1, ref) == pytest.approx((1.1 * math.exp(-half), 1.1 * math.exp(half)), abs=1e-5)
-    assert stats.verdict(stats.one_pair_interval(1.1, ref)) == "inconclusive"
-    assert stats.verdict(stats.one_pair_interval(1.3, ref)) == "faster"
-    assert stats.verdict(stats.one_pair_interval(0.7, ref)) == "slower"
-    assert stats.one_pair_interval(1.3, [2.0]) is None
-    with pytest.raises(ValueError):
-        stats.one_pair_interval(0.0, ref)
-
-
-def test_one_pair_interval_covers_the_true_ratio_95_percent_of_the_time():
-    # 2,000 simulated ablations: one pair at a true 1.2x, the noise read off 3 reference pairs
-    # (lognormal, the same sigma as the pair measured).
-    rng = np.random.default_rng(31)
-    hits = 0
-    for _ in range(2000):
-        ref = np.exp(rng.normal(math.log(2.0), 0.2, 3))
-        lo, hi = stats.one_pair_interval(1.2 * math.exp(rng.normal(0, 0.2)), list(ref))
-        hits += lo <= 1.2 <= hi
-    assert 0.93 <= hits / 2000 <= 0.97
-
-
 def test_interval_ends_as_percentages_never_plus_minus():
     assert report_headline.interval_text([0.26, 3.86]) == "−74% to +286%"
     assert report_headline.interval_text([1.18, 1.45]) == "+18% to +45%"

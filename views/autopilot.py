@@ -16,12 +16,14 @@ from engine.base import plain
 from engine.store import tuned_baselines
 from engine.config import MODELS, ConfigError, RunConfig
 from engine.data import meta as datasets_meta
-from engine.autopilot import rerun_time, search as autopilot
+from engine.autopilot import confirm, rerun_time, search as autopilot
+from engine.autopilot.explain import explanation
+from engine.report import headline as report_headline
 from engine.jobs.background import ACTIVE_STATES
 from engine.charts import style as chart_style, train as train_charts
 from engine.autopilot import charts as autopilot_charts
 from engine.store import Store
-from views.components import handoff
+from views.components import comparison as cmp_view, handoff
 from views.components.common import number_format, one_line_errors
 
 LIVE_REFRESH_S = 1.0   # while the autopilot runs
@@ -72,8 +74,9 @@ def settings_form(p: dict | None = None) -> tuple[list[str] | None, str | None]:
     budget = c[3].number_input("Search budget (s)", value=d["budget"], step=30, key="ap_budget",
                                help="wall-clock seconds for the search; the re-runs and the ablation follow")
     repeats = c[4].number_input("Re-runs each", value=d["repeats"], step=1, key="ap_repeats",
-                                help="the winner and the baseline re-run alternately this many times each; the "
-                                     "speedup is their median ratio (0: no re-runs)")
+                                help="rounds of interleaved re-runs of the baseline and the winner (and the winner "
+                                     "without each technique): the confirmed speedup and the ablation are "
+                                     "comparisons of these pairs, shown on the Runs page too. " + autopilot.NO_REPEATS)
     with st.expander("More settings", icon=":material/tune:"):
         e = st.columns(5, vertical_alignment="bottom")
         batch = e[0].number_input("Baseline global batch", value=d["batch"], step=32, key="ap_batch",
@@ -87,7 +90,8 @@ def settings_form(p: dict | None = None) -> tuple[list[str] | None, str | None]:
                                       "the budget is at least 120 s; yes = reuse or run one; no = none, stored "
                                       "or new (one-cycle peaks at 5x the base LR)")
         explain = e[4].toggle("Explain the winner", value=d["explain"], key="ap_explain",
-                              help="leave-one-out ablation: one run per technique the winner uses")
+                              help="leave-one-out ablation: in each re-run round, one run per technique the "
+                                   "winner uses, without it (none with 0 re-runs)")
     try:
         cfg = RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
                         target_accuracy=float(target), stop_at_target=True)
@@ -276,57 +280,47 @@ def live(was_running: bool) -> None:
 
 # --- the result --------------------------------------------------------------------------
 
-def median_line(sp: dict) -> str:
-    """The medians, beside the one central value (the geometric mean of the per-round ratios)."""
-    return (f"Medians: winner {sp['median_time']:.2f} s, baseline {sp['baseline_median']:.2f} s "
-            f"({sp['pairs']} re-run pair{'s' if sp['pairs'] != 1 else ''}, each round on its own seed).")
+def confirmed(p: dict) -> dict:
+    """The autopilot's stored comparisons (engine.autopilot.confirm.stored), with its ablation's
+    entries and their figures ('ablation_entries'), read from the store."""
+    with Store() as store:
+        comps = confirm.stored(store, p.get("confirm"))
+    return {**comps, "ablation_entries": confirm.ablation_entries(p.get("ablation") or [], comps["ablation"])}
 
 
 def result(p: dict) -> None:
     w = p["winner"]
     target = p.get("target_accuracy") or 0.0
-    conf = p.get("confirm") or {}
-    sp = conf.get("speedup") or {}
+    comps = confirmed(p)
+    comp = comps["confirmation"]
+    r = (comp or {}).get("result") or {}
+    entries = comps["ablation_entries"]
     st.markdown("#### The winner")
     a, b = st.columns([1, 2.2], gap="medium")
     finished = p["state"] not in ACTIVE_STATES
-    # Slower by the verdict; under 3 pairs, by the central value (and said as one pair's or two's).
-    slower = sp.get("verdict") == "slower" or (sp.get("verdict") is None and (sp.get("speedup") or 1) < 1)
     machine, elsewhere = measured_on(p)
     with a:
         if elsewhere:  # another CPU (or before fingerprints): its figures are not this machine's
             st.warning(f"Measured elsewhere ({plain.md(machine)}): check it here before you use its figures.",
                        icon=":material/fingerprint:")
-        if sp.get("median"):
-            from engine.report import stats
-            from engine.report import headline as report_headline
-
-            # One central value: the geometric mean with its interval and verdict, as every comparison.
-            st.metric(("Measured elsewhere · " if elsewhere else "") +
-                      f"Time to {target:g}: vs {p.get('baseline_label') or 'the baseline'}",
-                      report_headline.ratio_text(sp['speedup'], report_headline.PAGE_SIGN), border=True,
-                      # A range, not a change: no arrow (an up arrow beside a 0.87x loss read as a gain).
-                      delta=(f"{report_headline.interval_text(sp['ci95'])} · {sp['verdict']}" if sp.get("ci95")
-                             else stats.ONE_PAIR_LABEL if sp["pairs"] == 1 else "no interval under 3 pairs"),
-                      delta_color="off", delta_arrow="off",
-                      help=f"geometric mean over {sp['pairs']} interleaved re-run pairs of baseline time / winner "
-                           "time, on seeds the search did not use, with its 95% t interval")
-            for line in (sp.get("headline"), *report_headline.made_of_lines(sp), median_line(sp)):
-                if line:
-                    st.caption(line)
-            tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
-            if tuned and tuned.get("headline"):
-                tuned_label = p.get("tuned_label") or "tuned baseline"
-                st.caption(f"Against the {tuned_label}: {tuned['headline']}")
-                for line in report_headline.made_of_lines(tuned, f"the {tuned_label}"):
-                    st.caption(line)
-            if slower:
-                st.warning(f"Re-run, the winner was slower than the baseline ({report_headline.ratio_text(1 / sp['speedup'], report_headline.PAGE_SIGN)} as long): "
+        if comp is not None:
+            # The Train and Runs pages' verdict box, of the stored comparison (engine.autopilot.confirm).
+            st.caption(f"Confirmed: the winner vs {p.get('baseline_label') or 'the baseline'}, on seeds the "
+                       "search did not use")
+            cmp_view.verdict_box(comp, key="ap_confirmation")
+            for name, pair in comps["extra"].items():
+                tuned = (pair.get("winner") or {}).get("result")
+                if tuned:
+                    label = p.get("tuned_label") if name == confirm.TUNED and p.get("tuned_label") else f"the {name}"
+                    st.caption(f"Against {label}: {report_headline.comparison_headline(tuned)['text']}")
+            tta = r.get("time_to_accuracy") or {}
+            if tta.get("speedup") and (r.get("verdict") == "slower" or (r.get("verdict") is None and tta["speedup"] < 1)):
+                st.warning(f"Re-run, the winner was slower than the baseline "
+                           f"({report_headline.ratio_text(1 / tta['speedup'], report_headline.PAGE_SIGN)} as long): "
                            "its time in the search did not hold up. Keep the baseline's settings, or search longer.",
                            icon=":material/trending_down:")
-        elif conf:
-            st.metric(f"Time to {target:g}: confirmed speedup", "–", border=True)
-            st.caption("The re-runs have no complete pair yet (or a side did not reach the target).")
+        elif p.get("repeats") == 0:
+            st.caption(f":material/info: {autopilot.NO_REPEATS}.")
         st.markdown(f"**{w['label']}**")
         st.caption(f":material/fingerprint: measured on {plain.md(machine)}" + ("" if elsewhere else " (this machine)"))
         secs = w.get("runoff_secs") or []
@@ -338,25 +332,26 @@ def result(p: dict) -> None:
                    f"{target:g} in the search{runoff}. " + chart_style.config_summary(w["config"]))
         # Not while the autopilot still runs: the Train page could not launch it before the end anyway.
         # Primary only for a confirmed 'faster': an inconclusive 1.32x (-51% to +256%) is no recommendation.
-        if st.button("Use this configuration", type="primary" if sp.get("verdict") == "faster" else "secondary",
+        if st.button("Use this configuration", type="primary" if r.get("verdict") == "faster" else "secondary",
                      icon=":material/arrow_forward:", key="ap_use_btn", disabled=not finished,
                      on_click=handoff.hand_over, args=(handoff.differing(w["config"]), True), width="stretch",
                      help="Fill the Train page with the winner's settings" if finished
                      else "Available when the autopilot has finished"):
             handoff.go_to_train()
     with b:
-        if p.get("ablation"):
-            st.plotly_chart(autopilot_charts.ablation_figure(p["ablation"], spread=p.get("ablation_spread")),
-                            key="ap_ablation", config=PLOTLY_CONFIG)
-            if p.get("explanation"):
-                st.caption(f"Without each technique the winner took this many times as long: {p['explanation']}. "
-                           + ("Bars: 95% intervals; one that holds 1x is inconclusive. "
-                              if any(a.get("ci95") for a in p["ablation"]) else "")
-                           + ("Shaded: the winner's own re-run spread. " if p.get("ablation_spread") else "")
-                           + ("Each from the confirming rounds' interleaved pairs. Leave-one-out factors do not "
-                              "multiply to the total." if any(a.get("run_ids") for a in p["ablation"])
-                              else "One run each: on a busy machine these are rough."))
-        # Without an ablation the re-runs' chart is already drawn above (live), not drawn twice.
+        if entries:
+            st.plotly_chart(autopilot_charts.ablation_figure(entries), key="ap_ablation", config=PLOTLY_CONFIG)
+            line = explanation(entries)
+            if line:
+                st.caption(f"Without each technique the winner took this many times as long: {line}. Bars: 95% "
+                           "intervals; one that holds 1x is inconclusive. Each is a comparison on the Runs page.")
+        elif comp is not None:
+            cmp_view.pairs_chart(comp, key="ap_pairs")
+    if comp is not None:
+        with st.expander(f"The confirmation, comparison #{comp['id']}: its pairs", icon=":material/compare_arrows:"):
+            cmp_view.details(comp)
+            if entries:
+                cmp_view.pairs_chart(comp, key="ap_pairs")
 
 
 def measured_on(p: dict) -> tuple[str, bool]:

@@ -118,15 +118,14 @@ def race_figure(curves: pd.DataFrame, target: float, best: Optional[float] = Non
 
 
 def ablation_figure(ablation: list[dict], title: Optional[str] = "What each technique bought",
-                    height: Optional[int] = None, spread: Optional[tuple] = None) -> go.Figure:
+                    height: Optional[int] = None) -> go.Figure:
     """Horizontal bars, one per technique of the winner: its time to target
     without that technique / the winner's (x; 1 = no effect, 1.4 = 1.4x slower
-    without it). A switched-back run that never reached the target is labelled so.
-    An entry's 'ci95' (engine.autopilot.explain.ablation_intervals) is drawn as an
-    error bar: a bar whose interval holds 1 is within noise.
-    spread: the winner's own re-runs' (lowest, highest) / median (x), shaded (the
-    older rule, without intervals: engine.autopilot.explain.rerun_spread)."""
-    rows = [a for a in ablation if a.get("run_id") or a.get("note")]
+    without it), the time-to-accuracy speedup of its stored comparison
+    (engine.autopilot.confirm.ablation_entries). A technique whose ablated runs never reached
+    the target is labelled so. An entry's 'ci95' is drawn as an error bar: a bar whose
+    interval holds 1 is within noise."""
+    rows = [a for a in ablation if a.get("factor") or a.get("note")]
     height = height or 140 + 46 * max(len(rows), 1)
     if not rows:
         return empty_figure("no ablation yet", height, "slower without it (x)", "", title)
@@ -134,9 +133,7 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     names = [a["label"] for a in rows]
     factors = [a.get("factor") or 0.0 for a in rows]
     cis = [a.get("ci95") if a.get("factor") else None for a in rows]
-    # Within noise: an interval that holds 1, or (the older rule) a factor inside the winner's re-run spread.
-    noise = [bool(ci and ci[0] <= 1 <= ci[1]) or bool(not ci and spread and f and spread[0] <= f <= spread[1])
-             for ci, f in zip(cis, factors)]
+    noise = [bool(ci and ci[0] <= 1 <= ci[1]) for ci in cis]  # within noise: an interval that holds 1
     text = [(ratio_text(a['factor']) + (" (within noise)" if quiet else "")) if a.get("factor")
             else (a.get("note") or "not run") for a, quiet in zip(rows, noise)]
     error = (dict(type="data", symmetric=False, color="#374151", thickness=1.5,
@@ -151,9 +148,6 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
         marker=dict(color=[NEUTRAL_COLOR if quiet else PALETTE[0] if f >= 1 else PALETTE[1]
                            for f, quiet in zip(factors, noise)]),
         hovertemplate="%{y}: %{customdata}<extra>without it / winner</extra>", showlegend=False))
-    if spread:
-        # No label inside: on a two-bar chart it had no room (the page's caption names the band).
-        fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="#9ca3af", opacity=0.18, line_width=0, layer="below")
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
     style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)
     fig.update_xaxes(rangemode="tozero")

@@ -14,15 +14,17 @@ Three phases, every run a real stored run in its own worker (engine.jobs.runner)
 2. **Runoff and confirm** (no winner's curse): the search's FINALISTS fastest trials that
    reached the target re-run on RUNOFF_SEEDS new seeds; the one that reached it on the most,
    then with the lowest mean time, wins (`choose_finalist`). Then the winner and the baseline
-   (engine.config.baseline_config) re-run alternately, AB, BA, AB, ..., `repeats` rounds on seeds
-   the search did not use; the speedup is the comparisons' (`paired_from_store`).
+   (engine.config.baseline_config) re-run in `repeats` rounds, AB, BA, AB, ..., on seeds the
+   search did not use: a stored comparison (engine.autopilot.confirm), as the Train page's.
 3. **Explain**: a leave-one-out ablation, the winner with one technique at a time
-   switched back to the baseline's setting, measured inside the confirming rounds: each
-   factor is a comparison of interleaved pairs with the winner (`explain_from_pairs`).
+   switched back to the baseline's setting, run inside the same rounds: each factor is a
+   stored comparison of the winner against the winner without it (engine.autopilot.confirm).
+   With `repeats` 0 there is neither (NO_REPEATS).
 
 Live state goes to `on_update(state)` (the Autopilot page follows it: engine.autopilot.job).
 Beside this module: `settings` (the check, the seeds), `watch` (one run followed and pruned),
-`peak_lr` (one-cycle's peak LR), `explain` (the ablation in words).
+`peak_lr` (one-cycle's peak LR), `confirm` (the confirmation's comparisons), `explain` (the
+ablation in words).
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ from typing import Callable, Optional
 from engine.config import RunConfig, baseline_config
 from engine.base.errors import ConfigError
 from engine.autopilot import space as space_mod
-from engine.autopilot.explain import ablation_intervals, explanation, rerun_spread, same_seed_time
+from engine.autopilot.confirm import TUNED, Rounds
 from engine.autopilot.peak_lr import choose_max_lr
 from engine.autopilot.settings import FINALISTS, RUNOFF_SEEDS, check_settings, runoff_seeds
 from engine.autopilot.watch import label_run, stop_why, submit_when_free, watch_run
@@ -59,6 +61,9 @@ MAX_DUPLICATES = 50
 # A backend other than the base's is left out once this many of its trials were all
 # pruned during their warm-up (`backends_left_out`).
 BACKEND_SLOW_WARMUPS = 2
+# What --repeats 0 (the page's 0 re-runs) means, said where it is set and in the state.
+NO_REPEATS = ("0 re-runs: no confirmation and no ablation (the winner's time is its search time alone, "
+              "one run on one seed)")
 # Roles of the runs an autopilot submits besides the re-run pairs ('baseline', 'run').
 ROLES = ("trial", "runoff", "ablation")
 
@@ -110,68 +115,6 @@ def search_end_note(left: float, need: float, have_best: bool) -> str:
             f"(worker start-up{' + the best time' if have_best else ''})")
 
 
-def paired_speedup(baseline_times: list, times: list, outcomes: Optional[list] = None,
-                   delta: Optional[dict] = None) -> dict:
-    """Speedup from alternating re-runs: pair i is (baseline_times[i], times[i]), time to
-    target in s (None: not reached, failed or not run). Ratio = baseline / run. The rules
-    are the comparisons' (engine.report.stats.summarize and overall_verdict: geometric mean,
-    95% t interval on the log ratios, every seed counted, a failed or missed side rules out
-    its claim, 'faster' needs the test accuracy `delta` to hold), so the autopilot and the
-    Train page agree.
-
-    outcomes: per pair {'baseline', 'run'} (the outcomes of engine.report.stats), e.g. from
-        engine.report.comparison.pair_rows; None: 'reached' where a time is given, else 'missed'.
-    Returns: {'median', 'min', 'max' (of the ratios; None without a complete
-    pair), 'ratios', 'pairs' (with a ratio), 'baseline_median', 'median_time' (s,
-    over the reached runs), 'missing' (pairs without a ratio), 'speedup' (geometric mean),
-    'ci95' ([low, high] or None), 'half_width', 'verdict' (engine.report.stats.VERDICTS or
-    None), 'headline' (its words), 'reached' ({'pairs', 'baseline', 'run', 'baseline_failed',
-    'run_failed'}), 'misses', 'pair_ratios', 'test_accuracy_delta' (`delta`)}.
-    """
-    from engine.report import headline as report_headline, stats
-
-    n = min(len(baseline_times), len(times))
-    s = stats.summarize([b or None for b in baseline_times[:n]], [t or None for t in times[:n]], False,
-                        outcomes=list(outcomes or [])[:n] or None, margin=stats.DEFAULT_MARGIN)
-    h = report_headline.summary_headline(s, delta=delta)
-    ratios = [r for r in s["pair_ratios"] if r is not None]
-    reached_b = [b for b in baseline_times[:n] if b]
-    reached_t = [t for t in times[:n] if t]
-    oc = s["outcomes"]
-    return {"median": statistics.median(ratios) if ratios else None,
-            "min": min(ratios) if ratios else None, "max": max(ratios) if ratios else None,
-            "ratios": ratios, "pairs": len(ratios), "missing": n - len(ratios),
-            "baseline_median": statistics.median(reached_b) if reached_b else None,
-            "median_time": statistics.median(reached_t) if reached_t else None,
-            "speedup": s["speedup"], "ci95": s["ci95"], "half_width": s["half_width"], "verdict": h["verdict"],
-            "headline": h["text"], "misses": s["misses"], "pair_ratios": s["pair_ratios"],
-            "test_accuracy_delta": delta,
-            "reached": {"pairs": n, **{side: sum(o[side] == "reached" for o in oc) for side in ("baseline", "run")},
-                        **{f"{side}_failed": sum(o[side] == "failed" for o in oc) for side in ("baseline", "run")},
-                        **{f"{side}_of": sum(o[side] != "not run" for o in oc) for side in ("baseline", "run")}}}
-
-
-def paired_from_store(store: Store, base_ids: list, run_ids: list, target: float) -> dict:
-    """`paired_speedup` of stored runs (base_ids[i] against run_ids[i], one round each) read as
-    every comparison reads its pairs (engine.report.comparison.pair_rows and judge_rows), with
-    what the speedup is made of: 'factors' (throughput x sample efficiency x fixed costs, with
-    each side's seconds outside steady training), 'with_setup' and 'setup' (the start-to-end
-    ratio, setup included), 'reached' and 'test_accuracy_delta' (run minus baseline, with its
-    interval). A round the user stopped is not a pair; a failed run is a miss of its side."""
-    from engine.report.comparison import judge_rows, pair_rows
-
-    plan = [{"pair": i, "baseline_id": b, "run_id": r} for i, (b, r) in enumerate(zip(base_ids, run_ids))
-            if b is not None and r is not None]
-    rows = [r for r in pair_rows(store, plan, target) if r["status"] == "complete"]
-    judged = judge_rows(rows, target)
-    sp = paired_speedup([r["baseline_time_to_accuracy"] for r in rows], [r["time_to_accuracy"] for r in rows],
-                        [r["outcomes"] for r in rows], judged["test_accuracy_delta"])
-    return {**sp, **{k: judged[k] for k in ("factors", "with_setup", "setup", "reached")}}
-
-
-TUNED = "tuned baseline"  # the name of the tuned baseline among the confirmation's extra configurations
-
-
 def _baseline_label(kind: str, cfg: RunConfig, tuned: Optional[dict] = None) -> Optional[str]:
     from engine.report.comparison import baseline_label
 
@@ -200,14 +143,6 @@ def choose_finalist(finalists: list[dict]) -> dict:
         return {**f, "missed": len(reruns) - len(reached), "mean_sec": sum(times) / len(times)}
 
     return min((scored(f) for f in finalists), key=lambda f: (f["missed"], f["mean_sec"], f["trial"]))
-
-
-def alternate(names: list[str], repeats: int) -> list[tuple[int, str]]:
-    """(round, name) in the order the re-runs go: every name once per round, the
-    order reversed every other round (AB, BA, AB, ... as a comparison's pairs,
-    engine.jobs.comparison), so that drift on a shared machine, and whatever the
-    run before leaves behind, hits all alike."""
-    return [(r, n) for r in range(repeats) for n in (names if r % 2 == 0 else names[::-1])]
 
 
 class Proposer:
@@ -339,7 +274,7 @@ class Autopilot:
             "trial_limit_sec": trial_limit(self.budget_s, share), "max_lr": None,
             "search_started": None, "search_deadline": None, "search_wall_sec": None,
             "trials": [], "best": None, "current": None, "notes": [], "confirm": None,
-            "runoff": None, "ablation": None, "ablation_spread": None, "explanation": None, "winner": None,
+            "runoff": None, "ablation": None, "winner": None,
             "tried": None, "fingerprint": fingerprint_short(),  # the machine every figure here was measured on
         }
 
@@ -525,140 +460,56 @@ class Autopilot:
 
     def confirm(self, winner: RunConfig, ablations: Optional[list] = None) -> dict:
         """Re-run the baseline and the winner (and `extra`, and the leave-one-out `ablations`:
-        space.ablation_configs entries) alternately, `repeats` rounds, round r on seed
-        base.seed + 1 + r: every configuration in every round, the order reversed every
-        other round, so each comparison (the winner against the baseline, against the
-        tuned baseline, against itself without one technique) is made of interleaved pairs.
-        Returns: {'repeats', 'seeds', 'runs', 'times', 'speedup' (`paired_speedup` of baseline
-        vs winner, with 'factors': the split of engine.jobs.comparison), 'extra' (per extra
-        name), 'ablation' (per technique: `paired_speedup` of the ablated run vs the winner,
-        factor > 1 = the technique helps, with 'factors')}."""
+        space.ablation_configs entries) in `repeats` rounds, round r on seed base.seed + 1 + r:
+        every configuration in every round, the order reversed every other round
+        (engine.autopilot.confirm.round_names). Each comparison they make (the winner against the
+        baseline, against each extra, each extra against the baseline, the winner against itself
+        without one technique) is a stored comparison (engine.autopilot.confirm.Rounds), its
+        plan and result stored after every run and ended when the rounds end or Stop.
+        Returns: {'repeats', 'seeds', 'runs' (per run: 'round', 'name', 'seed', watch_run's
+        outcome), 'planned' (runs), 'started' (Unix s), 'comparisons' (`Rounds.state`: their ids)}."""
         abl = {f"without {a['label']}": a for a in (ablations or []) if a.get("config") is not None}
         names = {"baseline": self.baseline, "winner": winner, **self.extra,
                  **{n: a["config"] for n, a in abl.items()}}
         seeds = [self.base.seed + 1 + r for r in range(self.repeats)]
         runs: list[dict] = []
-        order = alternate(list(names), self.repeats)
-        # 'planned' and 'started' let the page count the rounds down (engine.autopilot.rerun_time).
-        self._update(phase="confirm", confirm={"repeats": self.repeats, "seeds": seeds, "runs": runs,
-                                               "planned": len(order), "started": time.time()})
         store = Store(self.store_path)
         try:
+            rounds = Rounds(store, self.id, list(names), list(self.extra), abl, self.repeats, seeds,
+                            self.tuned if TUNED in self.extra else None, self.state["fingerprint"])
+            # 'planned' and 'started' let the page count the rounds down (engine.autopilot.rerun_time).
+            self._update(phase="confirm", confirm={"repeats": self.repeats, "seeds": seeds, "runs": runs,
+                                                   "planned": len(names) * self.repeats, "started": time.time(),
+                                                   "comparisons": rounds.state()},
+                         ablation=[{"technique": a["technique"], "label": a["label"], "note": a["error"],
+                                    "changes": space_mod.config_changes(a["config"], winner) if a["config"] else None}
+                                   for a in ablations or []] or None)
             base_ids = {}
-            for r, name in order:
-                if self.stop.is_set():
-                    break
-                cfg = names[name].replace(seed=seeds[r])
-                role = "baseline" if name == "baseline" else "ablation" if name in abl else "run"
-                rid = submit_when_free(cfg, role, f"{self.id}-c{r + 1}", self.store_path, self.stop, None,
-                                        baseline_id=base_ids.get(r))
-                if rid is None:
-                    break
-                if name == "baseline":
-                    base_ids[r] = rid
-                self._update(current={"phase": "confirm", "round": r + 1, "name": name, "run_id": rid,
-                                      "label": self._trial_label(cfg)})
-                out = watch_run(rid, store, self.target, stop=self.stop)
-                label_run(store, rid, {"id": self.id, "phase": "confirm", "round": r + 1, "name": name,
-                                        "kind": out["kind"], "reason": out["reason"]})
-                runs.append({"round": r + 1, "name": name, "seed": seeds[r], **out})
-                self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
-            ordered = sorted(runs, key=lambda x: x["round"])
-            times = {n: [x["time_to_target_sec"] for x in ordered if x["name"] == n] for n in names}
-            ids = {n: [x["run_id"] for x in ordered if x["name"] == n] for n in names}
-
-            def versus(a: str, b: str) -> dict:  # b against a: a's time / b's, with its split and test accuracy
-                return paired_from_store(store, ids[a], ids[b], self.target)
-
-            result = {"repeats": self.repeats, "seeds": seeds, "runs": runs, "times": times,
-                      "planned": len(order), "started": self.state["confirm"]["started"],
-                      "speedup": versus("baseline", "winner"),
-                      "extra": {n: {"speedup_vs_baseline": versus("baseline", n), "winner_speedup": versus(n, "winner")}
-                                for n in self.extra},
-                      "ablation": {abl[n]["technique"]: {**versus(n, "winner"), "name": n, "run_ids": ids[n]}
-                                   for n in abl}}
-        finally:
-            store.close()
-        self._update(confirm=result)
-        return result
-
-    # -- phase 3 ----------------------------------------------------------------
-    def explain(self, winner: RunConfig, winner_time: Optional[float], spread: Optional[tuple] = None,
-                pair_ratios: Optional[list] = None) -> list[dict]:
-        """One run per technique the winner uses, with that technique switched
-        back; factor = its time to target / `winner_time` (s: the winner's re-run on the
-        ablation's seed, else their median). spread: the winner's re-runs' (lowest,
-        highest) / `winner_time` (`rerun_spread`), stored as 'ablation_spread'. pair_ratios:
-        the confirming pairs' ratios (baseline / winner), which give each factor its 95%
-        interval and verdict (`ablation_intervals`); the spread is the fallback of
-        `explanation` without them."""
-        plan = space_mod.ablation_configs(winner, self.baseline)
-        out: list[dict] = []
-        self._update(phase="ablation", ablation=out)
-        store = Store(self.store_path)
-        seed = self.base.seed + 1
-        try:
-            for i, a in enumerate(plan, 1):
-                entry = {"technique": a["technique"], "label": a["label"], "run_id": None,
-                         "time_to_target_sec": None, "factor": None, "note": a["error"],
-                         "changes": space_mod.config_changes(a["config"], winner) if a["config"] else None}
-                if a["config"] is not None and not self.stop.is_set():
-                    cfg = a["config"].replace(seed=seed)
-                    rid = submit_when_free(cfg, "ablation", f"{self.id}-a{i}", self.store_path, self.stop, None)
+            for r, order in enumerate(rounds.order):
+                for name in order:
+                    if self.stop.is_set():
+                        break
+                    cfg = names[name].replace(seed=seeds[r])
+                    role = "baseline" if name == "baseline" else "ablation" if name in abl else "run"
+                    rid = submit_when_free(cfg, role, f"{self.id}-c{r + 1}", self.store_path, self.stop, None,
+                                            baseline_id=base_ids.get(r))
                     if rid is None:
                         break
-                    self._update(current={"phase": "ablation", "technique": a["technique"], "run_id": rid,
-                                          "label": f"without {a['label']}"})
-                    res = watch_run(rid, store, self.target, stop=self.stop)
-                    label_run(store, rid, {"id": self.id, "phase": "ablation", "technique": a["technique"],
-                                            "kind": res["kind"], "reason": res["reason"]})
-                    ttt = res["time_to_target_sec"]
-                    entry.update(run_id=rid, time_to_target_sec=ttt, kind=res["kind"],
-                                 factor=(ttt / winner_time) if ttt and winner_time else None,
-                                 note=None if ttt else res["reason"])
-                elif a["config"] is not None:
-                    entry.update(kind="not_run", note="not run: the autopilot was stopped")
-                out.append(entry)
-                self._update(ablation=list(out), current=None)
+                    if name == "baseline":
+                        base_ids[r] = rid
+                    rounds.submitted(store, r, name, rid)
+                    self._update(current={"phase": "confirm", "round": r + 1, "name": name, "run_id": rid,
+                                          "label": self._trial_label(cfg)})
+                    out = watch_run(rid, store, self.target, stop=self.stop)
+                    label_run(store, rid, {"id": self.id, "phase": "confirm", "round": r + 1, "name": name,
+                                            "kind": out["kind"], "reason": out["reason"]})
+                    rounds.ended(store, name)
+                    runs.append({"round": r + 1, "name": name, "seed": seeds[r], **out})
+                    self._update(confirm={**self.state["confirm"], "runs": runs}, current=None)
+            rounds.finish(store, stop_why(self.stop) if self.stop.is_set() else None)
         finally:
             store.close()
-        out = ablation_intervals(out, pair_ratios)
-        self._update(ablation=out, explanation=explanation(out, spread),
-                     ablation_spread=list(spread) if spread else None)
-        return out
-
-    def explain_from_pairs(self, plan: list[dict], conf: dict) -> list[dict]:
-        """The leave-one-out ablation measured inside the confirmation's interleaved rounds
-        (`confirm`'s 'ablation'): per technique the winner without it against the winner,
-        on every confirming seed. Entry: {'technique', 'label', 'changes', 'factor' (geometric
-        mean of ablated time / winner's time: > 1 = the technique helps), 'ci95', 'verdict'
-        (engine.report.stats: 'faster' = the winner is faster with it), 'interval_pairs'
-        (pairs), 'reached' (seeds each side reached), 'factors' (its split), 'run_id' (the
-        first ablated run), 'run_ids', 'time_to_target_sec' (median of the ablated runs that
-        reached), 'kind', 'note'}."""
-        out = []
-        for a in plan:
-            entry = {"technique": a["technique"], "label": a["label"], "run_id": None, "time_to_target_sec": None,
-                     "factor": None, "note": a["error"],
-                     "changes": space_mod.config_changes(a["config"], self.state_winner_config()) if a["config"] else None}
-            sp = (conf.get("ablation") or {}).get(a["technique"])
-            if a["config"] is not None and sp is None:
-                entry.update(kind="not_run", note="not run: the autopilot was stopped")
-            elif sp is not None:
-                reached = [t for t in conf["times"].get(sp["name"], []) if t]
-                entry.update(run_id=(sp.get("run_ids") or [None])[0], run_ids=sp.get("run_ids"),
-                             time_to_target_sec=statistics.median(reached) if reached else None,
-                             factor=sp["speedup"], ci95=sp["ci95"], verdict=sp["verdict"],
-                             interval_pairs=sp["pairs"], reached=sp.get("reached"), factors=sp.get("factors"),
-                             kind="reached" if sp["speedup"] else "not_reached",
-                             note=None if sp["speedup"] else "the target on no seed")
-            out.append(entry)
-        self._update(ablation=out, explanation=explanation(out), ablation_spread=None)
-        return out
-
-    def state_winner_config(self) -> RunConfig:
-        """The winner's configuration as stored in the state."""
-        return RunConfig.from_dict(self.state["winner"]["config"])
+        return self.state["confirm"]
 
     # -- all of it ----------------------------------------------------------------
     def run(self) -> dict:
@@ -682,19 +533,10 @@ class Autopilot:
             # The ablation runs inside the confirming rounds: each technique's factor is then
             # made of interleaved pairs with the winner, like the confirmed speedup.
             plan = space_mod.ablation_configs(winner, self.baseline) if self.do_explain else []
-            paired = bool(self.repeats) and len(plan) > 0
-            conf = self.confirm(winner, plan if paired else None) \
-                if self.repeats and not self.stop.is_set() else None
-            if paired and conf is not None:
-                self.explain_from_pairs(plan, conf)
-            elif self.do_explain and not self.stop.is_set():
-                median = (conf or {}).get("speedup", {}).get("median_time") if conf else None
-                # Like with like: the ablation runs on seed + 1, so the winner's re-run on that seed
-                # (a tester saw factors against a median set by a seed that needed one epoch fewer).
-                ref = same_seed_time(conf, self.base.seed + 1) or median
-                spread = rerun_spread(conf["times"]["winner"], ref) if ref and conf else None
-                self.explain(winner, ref or best["time_to_target_sec"], spread,
-                             (conf or {}).get("speedup", {}).get("ratios"))
+            if self.repeats and not self.stop.is_set():
+                self.confirm(winner, plan)
+            elif not self.repeats:
+                self._note(NO_REPEATS)
         self._update(phase="stopped" if self.stop.is_set() else "done", current=None,
                      wall_sec=time.monotonic() - t0)
         return self.state

@@ -26,8 +26,8 @@ RUNOFF_SEEDS = 4
 
 def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=None, learning_rate=None) -> None:
     """Check the autopilot's settings before anything runs: budget (s), target (0-1],
-    repeats; `seed` (the base seed: the re-runs use the `repeats` seeds after it, the
-    ablation the one after it when `explain`, the runoff the RUNOFF_SEEDS after those; none
+    repeats; `seed` (the base seed: the re-runs, with the ablation inside them, use the
+    `repeats` seeds after it, the runoff the RUNOFF_SEEDS after those; none
     may be a tuning seed, engine.config.seeds); `max_lr` (one-cycle's peak LR, in
     (0, 10] like RunConfig's, not below `learning_rate`, the base LR).
 
@@ -43,7 +43,7 @@ def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=No
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 0 <= repeats <= 10:
         raise ConfigError("repeats", repeats, "is out of range",
                           "use 0 (no re-runs) to 10 re-runs each of the winner and the baseline")
-    after = max(repeats, 1 if explain else 0)
+    after = repeats  # 0 re-runs: no confirmation and no ablation, nothing on another seed
     if isinstance(seed, int) and after and seed + after > MAX_SEED:
         raise ConfigError("seed", seed, "is out of range",
                           f"the re-runs use the {f'{after} seeds' if after > 1 else 'seed'} after it: "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from typing import Optional
 
 from engine.base import process
 from engine.cli.printing import print_json
@@ -28,9 +29,9 @@ def add_parser(sub) -> None:
                     "each ends at the target, or "
                     "as soon as its training runs longer than the best time so far, or than its share of "
                     "the budget. Then the winner and the baseline re-run in --repeats interleaved pairs "
-                    "(AB, BA, ...; the speedup is the comparisons' geometric mean with its 95% interval "
-                    "and verdict), and a leave-one-out ablation says what each technique bought, each "
-                    "factor with its interval from those pairs' spread.")
+                    "(AB, BA, ...), with the winner without each technique in the same rounds (a "
+                    "leave-one-out ablation: what each technique bought); each is a stored comparison "
+                    "(geometric mean, 95% interval and verdict), listed on the Runs page.")
     p.add_argument("--target", type=float, default=None, metavar="ACC",
                    help="validation accuracy to reach, 0-1 [the data set's default, e.g. 0.95 on digits]")
     p.add_argument("--budget", type=float, default=300.0, metavar="S",
@@ -51,8 +52,11 @@ def add_parser(sub) -> None:
                       help="JSON file of further run settings (e.g. synthetic_shape); the flags above win")
     how = p.add_argument_group("search")
     how.add_argument("--repeats", type=int, default=3, metavar="N",
-                     help="alternating re-runs each of the winner and the baseline; 0 = none [3]")
-    how.add_argument("--no-explain", action="store_true", help="skip the leave-one-out ablation")
+                     help="rounds of interleaved re-runs of the baseline and the winner (and the winner without "
+                          "each technique), each comparison stored as the Train page's; 0 = no re-runs: no "
+                          "confirmation and no ablation [3]")
+    how.add_argument("--no-explain", action="store_true",
+                     help="skip the leave-one-out ablation (the winner without each technique in every round)")
     how.add_argument("--lr-find", choices=("auto", "yes", "no"), default="auto",
                      help="LR range test for one-cycle's max LR: auto = reuse a stored one, else run one "
                           "when the budget is at least 120 s; yes = reuse or run one; no = none, stored or "
@@ -109,8 +113,10 @@ def trial_line(t: dict) -> str:
     return f"trial {t['trial']} (run #{t['run_id']}) {t['label']}: {t['reason']}"
 
 
-def summary_lines(state: dict) -> list[str]:
-    """The final report: best trial, confirmed speedup, explanation, notes."""
+def summary_lines(state: dict, comps: Optional[dict] = None) -> list[str]:
+    """The final report: best trial, confirmed speedup, explanation, notes. `comps`: the
+    autopilot's stored comparisons (engine.autopilot.confirm.stored), which every figure of the
+    confirmation and the ablation comes from."""
     out = []
     target = state["target_accuracy"]
     n = len(state["trials"])
@@ -136,34 +142,42 @@ def summary_lines(state: dict) -> list[str]:
     else:
         out.append(f"winner: trial {w['trial']} (run #{w['run_id']}): {w['label']}; "
                    f"{_secs(w['search_time_to_target_sec'])} to {target:g} in the search")
-    conf = state.get("confirm")
-    if conf and conf.get("speedup"):
-        from engine.report import headline as report_headline
-
-        sp, times = conf["speedup"], conf["times"]
-        if sp["median"]:
-            # One central value with its interval and verdict (the comparisons' words); medians beside it.
-            pairs = (f"{conf['repeats']} alternating re-run pairs" if sp["pairs"] == conf["repeats"] else
-                     f"{sp['pairs']} of {conf['repeats']} alternating re-run pairs complete")
-            label = state.get("baseline_label") or "baseline"
-            out.append(f"confirmed vs {label} ({pairs}, seeds {conf['seeds']}): {sp['headline']}; "
-                       f"winner {_secs(sp['median_time'])} vs baseline {_secs(sp['baseline_median'])} (medians)")
-            out += [f"  {line}" for line in report_headline.made_of_lines(sp)]
-        else:
-            out.append(f"re-runs: winner {times['winner']}, baseline {times['baseline']}: no complete pair")
-        for name, e in (conf.get("extra") or {}).items():
-            ws = e["winner_speedup"]
-            if ws["median"]:
-                label = state.get("tuned_label") if name == "tuned baseline" and state.get("tuned_label") else name
-                out.append(f"winner vs {label}: {ws['headline']}; {name} {_secs(ws['baseline_median'])} (median)")
-                out += [f"  {line}" for line in report_headline.made_of_lines(ws, label)]
-    if state.get("explanation"):
-        out.append(f"why (time to target without each technique / the winner's): {state['explanation']}")
+    out += confirmation_lines(state, comps or {})
     for note in state.get("notes") or []:
         out.append(f"note: {note}")
     if state.get("phase") == "stopped":
         out.append(f"{state.get('stopped_by') or 'stopped by the user'}: what is above is what had been "
                    "measured by then")
+    return out
+
+
+def confirmation_lines(state: dict, comps: dict) -> list[str]:
+    """The confirmation and the ablation in words, from their stored comparisons (`comps`:
+    engine.autopilot.confirm.stored): the headline of each as the Runs page's table says it."""
+    from engine.autopilot.confirm import TUNED, ablation_entries
+    from engine.autopilot.explain import explanation
+    from engine.report.headline import comparison_headline
+
+    out = []
+    conf, comp = state.get("confirm") or {}, comps.get("confirmation")
+    if comp is not None:
+        r = comp.get("result") or {}
+        h = comparison_headline(r, in_progress=comp["status"] == "running")
+        n, repeats = (r.get("time_to_accuracy") or {}).get("pairs", 0), conf.get("repeats")
+        pairs = (f"{repeats} interleaved re-run pairs" if n == repeats else
+                 f"{n} of {repeats} interleaved re-run pairs complete")
+        label = state.get("baseline_label") or "baseline"
+        out.append(f"confirmed vs {label} ({pairs}, seeds {conf.get('seeds')}; comparison #{comp['id']}): {h['text']}")
+        out += [f"  {h[k]}" for k in ("factors", "setup", "reached", "test", "note") if h.get(k)]
+    for name, pair in (comps.get("extra") or {}).items():
+        c = pair.get("winner")
+        if c is not None and c.get("result"):
+            label = state.get("tuned_label") if name == TUNED and state.get("tuned_label") else name
+            out.append(f"winner vs {label} (comparison #{c['id']}): {comparison_headline(c['result'])['text']}")
+    entries = ablation_entries(state.get("ablation") or [], comps.get("ablation") or {})
+    line = explanation(entries) if entries else ""
+    if line:
+        out.append(f"why (time to target without each technique / the winner's): {line}")
     return out
 
 
@@ -243,5 +257,9 @@ def main(args) -> int:
     if args.json:
         print_json(state)
     else:
-        print("\n".join(summary_lines(state)))
+        from engine.autopilot.confirm import stored
+        from engine.store import Store
+
+        with Store() as store:
+            print("\n".join(summary_lines(state, stored(store, state.get("confirm")))))
     return 1 if stopped or not state.get("winner") else 0

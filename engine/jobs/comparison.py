@@ -242,15 +242,20 @@ def finish_if_done(store: Store, comp: dict, result: Optional[dict] = None,
         stopped = any(r["status"] in ("incomplete", "not run") for r in rows)
         failed = bool(failures(rows))
         usable = (result.get(result.get("measure") or "time_to_accuracy") or {}).get("pairs", 0)
-        reason = reason or comp.get("ended_by") or _stop_reason(comp, result, time.time()) or \
-            f"all {len(rows)} planned pairs ran"
+        # A comparison whose process plans its pairs as they run (`store_plan`) and ended before
+        # planning all it asked for stopped short: never "all planned pairs ran".
+        own = comp.get("settings") or {}
+        short = own.get("pid") is not None and own.get("pairs") is not None and len(rows) < own["pairs"]
+        reason = reason or comp.get("ended_by") or _stop_reason(comp, result, time.time()) or (
+            f"its process ended after {len(rows)} of the {own['pairs']} pairs asked for" if short else
+            f"all {len(rows)} planned pairs ran")
         signalled = reason.startswith("stopped: ")  # a stop signal's (engine.jobs.stopping): pairs withdrawn
         if signalled and " kept" not in reason:
             reason += f"; {usable} complete pair{'s' if usable != 1 else ''} kept"
         ended = time.time()
         result["time"] = time_split(store, comp, ended)  # the comparison's wall time: runs, waiting, rest
         cols.update(status="failed" if failed and not usable else "stopped" if stopped or failed or signalled
-                    else "completed", ended=ended, ended_by=reason)
+                    or short else "completed", ended=ended, ended_by=reason)
         cstore.update(store, comp["id"], only_if_running=True, **cols)  # another process's end stays
         return cstore.get(store, comp["id"])
     if reason:
@@ -291,12 +296,8 @@ def settle_if_idle(store: Store, comp: dict) -> dict:
     so the queue's hook never ran). Returns the comparison as stored now."""
     if comp["status"] != "running":
         return comp
-    s = comp.get("settings") or {}
-    if s.get("baseline_kind") == "command":  # two commands (engine.jobs.command_pairs): its process settles it
-        from engine.base.process import process_alive
-
-        if process_alive(s.get("pid"), s.get("pid_started")):
-            return comp
+    if owner_alive(comp):  # its own process plans its pairs and ends it (two commands, the autopilot)
+        return comp
     for p in comp.get("plan") or []:
         for k in ("baseline_id", "run_id"):
             r = store.get_run(p[k]) if not p.get("dropped") else None
@@ -306,9 +307,49 @@ def settle_if_idle(store: Store, comp: dict) -> dict:
 
 
 def running(store: Store) -> Optional[dict]:
-    """The newest comparison still running (one whose runs all ended is settled first), or None."""
+    """The newest comparison still running (one whose runs all ended is settled first), or None.
+    The autopilot's (settings 'autopilot') are left out: the Autopilot page follows them."""
     for c in cstore.list_all(store):
-        if c["status"] == "running" and settle_if_idle(store, c)["status"] == "running":
+        if c["status"] == "running" and not (c.get("settings") or {}).get("autopilot") \
+                and settle_if_idle(store, c)["status"] == "running":
             return c
     return None
+
+
+def owner_alive(comp: dict) -> bool:
+    """Whether the process that owns a comparison still runs: one that plans its pairs itself
+    and stores its own end (settings 'pid' and 'pid_started': two commands,
+    engine.jobs.command_pairs; the autopilot's confirmation and ablation, engine.autopilot.confirm).
+    While it lives no other process settles the comparison (`settle_if_idle`) or withdraws its
+    runs (engine.jobs.stopping.stop_all signals it instead). False for a comparison the queue runs."""
+    s = comp.get("settings") or {}
+    if s.get("pid") is None:
+        return False
+    from engine.base.process import process_alive
+
+    return process_alive(s.get("pid"), s.get("pid_started"))
+
+
+def signal_owner(store: Store, comp: dict, reason: str) -> str:
+    """Stop a comparison its own process runs (`owner_alive`): record `reason` as why it ends
+    (the first stop's reason stays), then SIGTERM that process, which stops its running side and
+    ends the comparison with its complete pairs kept. Returns one line saying what was done."""
+    import signal
+
+    cstore.mark_stopping(store, comp["id"], reason)
+    pid = int(comp["settings"]["pid"])
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError) as e:
+        return f"comparison {comp['id']}: its process (pid {pid}) could not be signalled ({e})"
+    return f"comparison {comp['id']}: stop requested (its process, pid {pid}, ends it)"
+
+
+def store_plan(store: Store, comparison_id: int, plan: list[dict]) -> dict:
+    """For a comparison its own process runs (`owner_alive`): store its plan so far and the result
+    of it (`evaluate`) while it runs, without ending it (between two of its pairs nothing is
+    pending, yet more pairs are to come). Returns the comparison as stored now."""
+    comp = {**cstore.get(store, comparison_id), "plan": plan}
+    cstore.update(store, comparison_id, only_if_running=True, plan=plan, result=evaluate(store, comp))
+    return cstore.get(store, comparison_id)
 

@@ -5,7 +5,8 @@ or a comparison. One end for all (docs/reliability.md, "one rule for every signa
 - every comparison under way is marked with the reason (`ended_by`, e.g. "stopped: the
   queue got SIGTERM"), its queued runs withdrawn (deleted: they never ran) and, once its
   runs have ended, it ends `stopped` with its complete pairs kept
-  (engine.jobs.comparison.finish_if_done);
+  (engine.jobs.comparison.finish_if_done); one owned by a live process (two commands, the
+  autopilot's: engine.jobs.comparison.owner_alive) is ended by that process, which gets SIGTERM;
 - every other queued run ends `cancelled` before it started, and a running one is asked
   to stop (engine.jobs.runner.cancel with the reason, which its worker stores as its error).
 
@@ -27,7 +28,7 @@ def stop_all(reason: str, store_path: Optional[os.PathLike] = None) -> list[str]
     from engine.jobs import command_pairs
 
     store = Store(store_path)
-    pairs = []
+    pairs, lines, owners = [], [], set()
     try:
         for comp in cstore.list_all(store):
             if comp["status"] != "running":
@@ -35,13 +36,21 @@ def stop_all(reason: str, store_path: Optional[os.PathLike] = None) -> list[str]
             if (comp.get("settings") or {}).get("baseline_kind") == "command":
                 pairs.append((comp["id"], comp["group_id"]))  # their own process stops its side, ends them
                 continue
+            if comparison.owner_alive(comp):  # the autopilot's: its process stops its run and ends them
+                pid = comp["settings"]["pid"]
+                if pid in owners:  # one signal a process: its other comparisons get the reason only
+                    cstore.mark_stopping(store, comp["id"], reason)
+                else:
+                    owners.add(pid)
+                    lines.append(comparison.signal_owner(store, comp, reason))
+                continue
             cstore.mark_stopping(store, comp["id"], reason)  # the first stop's reason stays
             comparison.withdraw_queued(store, cstore.get(store, comp["id"]))
     finally:
         store.close()
     for cid, _group in pairs:
         command_pairs.stop(cid, store_path, reason)
-    lines = runner.cancel_active(store_path, reason=reason, skip_groups=tuple(g for _cid, g in pairs))
+    lines += runner.cancel_active(store_path, reason=reason, skip_groups=tuple(g for _cid, g in pairs))
     store = Store(store_path)
     try:
         settle_all(store)

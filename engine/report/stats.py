@@ -159,30 +159,6 @@ def log_ratio_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) 
     return (math.exp(lo), math.exp(hi))
 
 
-def one_pair_interval(ratio: float, reference_ratios: Sequence[float], confidence: float = CONFIDENCE
-                      ) -> Optional[tuple[float, float]]:
-    """Interval of a ratio measured from ONE pair, with the noise of one pair taken
-    from `reference_ratios`: n other pairs measured the same way on the same
-    machine (the autopilot's confirming pairs, for its ablation). With s the sample
-    sd of their log ratios, log(ratio) ± t(df = n - 1) * s, exponentiated: if every
-    pair's log ratio has the same spread, (log ratio - its true value) / s follows
-    Student's t with n - 1 degrees of freedom, so the interval holds the true ratio
-    with `confidence`. It is sqrt(n) times as wide as the reference pairs' own
-    interval (`log_ratio_interval`). None with fewer than 2 reference ratios.
-
-    Raises: ValueError for a ratio <= 0.
-    """
-    import statistics
-
-    if ratio <= 0 or any(r <= 0 for r in reference_ratios):
-        raise ValueError(f"ratios must be > 0: {ratio}, {list(reference_ratios)}")
-    n = len(reference_ratios)
-    if n < 2:
-        return None
-    half = _t(confidence, n - 1) * statistics.stdev([math.log(r) for r in reference_ratios])
-    return (math.exp(math.log(ratio) - half), math.exp(math.log(ratio) + half))
-
-
 def half_width(ci: Optional[Sequence[float]]) -> Optional[float]:
     """The interval's relative half width (0.08 = ±8%): sqrt(high / low) - 1, the
     ± of a symmetric interval in log space; None without an interval."""

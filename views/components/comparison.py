@@ -1,6 +1,7 @@
-"""The comparison block shared by the Train page, presenter mode, Replay and the
-Runs page: the headline of interleaved pairs (engine.report.headline.comparison_headline),
-its interval and verdict, coloured by the verdict, and the pair chart. UI only."""
+"""The comparison block shared by the Train page, presenter mode, Replay, the Runs page and
+the Autopilot page: the verdict box (the headline of interleaved pairs,
+engine.report.headline.comparison_headline, with its interval and verdict, coloured by the
+verdict), its details and the pair chart. UI only."""
 from __future__ import annotations
 
 import html
@@ -45,8 +46,8 @@ def _age(t: float | None) -> str:
     return f"at {time.strftime(fmt, time.localtime(t))} ({age_text(t)} when drawn)"
 
 
-def headline(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", compact: bool = False) -> None:
-    """The headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
+def verdict_box(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", compact: bool = False) -> None:
+    """The comparison's verdict box: its headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
     at 1280 px), coloured by the verdict, with its measure and note under it: the split,
     the start-to-end ratio, the seeds reached and the test accuracy, one line each (`compact`:
     one line together, so that presenter mode keeps its charts above the fold at 1280x720). The

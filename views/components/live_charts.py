@@ -97,7 +97,7 @@ def comparison_block(store: Store, comp: dict) -> None:
     """A comparison's headline, details and pair chart (views/components/comparison.py)."""
     left, right = st.columns([1.3, 2.4], gap="medium")
     with left:
-        cmp_view.headline(comp)
+        cmp_view.verdict_box(comp)
         cmp_view.details(comp)
     with right:
         cmp_view.pairs_chart(comp)

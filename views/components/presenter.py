@@ -161,7 +161,7 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     chart_h = CHART_HEIGHT - above_px - (COMP_CHART_CUT if comp is not None else 0)
     if comp is not None:
         with st.container(height=COMP_HEAD_HEIGHT, border=False):
-            cmp_view.headline(comp, size_rem=1.9, key="presenter_cmp_headline", compact=True)
+            cmp_view.verdict_box(comp, size_rem=1.9, key="presenter_cmp_headline", compact=True)
     src = source or live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
@@ -214,7 +214,7 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
     every = measure_refresh_s()
     top_l, top_r = st.columns([1.25, 2], gap="medium")
     with top_l.container(height=MEASURE_HEAD_HEIGHT, border=False):  # a long note scrolls, the charts stay
-        cmp_view.headline(comp, size_rem=1.3, key="presenter_cmp_headline",
+        cmp_view.verdict_box(comp, size_rem=1.3, key="presenter_cmp_headline",
                           compact=True)
     with top_r:
         since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
