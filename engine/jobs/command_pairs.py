@@ -55,7 +55,7 @@ from engine.base.errors import ConfigError
 from engine.jobs import comparison
 from engine.report.comparison import evaluate
 from engine.base import process
-from engine.base.process import process_alive, start_time
+from engine.base.process import start_time
 from engine.store import Store
 from engine.base.lines import last_error_line, one_line
 
@@ -170,12 +170,6 @@ def side_env(home: str, seed: int, group: str, role: str, run_file: str, base: O
     return env
 
 
-def alive(comp: dict) -> bool:
-    """Whether the process running a two-command comparison is still running (settings pid)."""
-    s = comp.get("settings") or {}
-    return process_alive(s.get("pid"), s.get("pid_started"))
-
-
 def stop(comparison_id: int, store_path: Optional[os.PathLike] = None, reason: str = USER_STOP) -> str:
     """The dashboard's Stop for a running two-command comparison: record `reason` ("stopped by
     the user"; engine.jobs.stopping.stop_all gives a signal's line) as its reason, then SIGTERM
@@ -187,7 +181,7 @@ def stop(comparison_id: int, store_path: Optional[os.PathLike] = None, reason: s
         if comp is None or comp["status"] != "running":
             return f"comparison {comparison_id} is not running"
         s = comp.get("settings") or {}
-        if not alive(comp):  # its process is gone: end it here, keeping what it stored
+        if not comparison.owner_alive(comp):  # its process is gone: end it here, keeping what it stored
             _finish(store, comparison_id, comp.get("plan") or [], int(s.get("pairs") or 0),
                     "its pairs process had ended", True)
             return f"comparison {comparison_id}: its pairs process had ended; marked stopped"

@@ -106,8 +106,10 @@ def comparisons_section(store: Store) -> None:
     for c in comps:
         r = c["result"]
         h = report_headline.comparison_headline(r, in_progress=c["status"] == "running")
-        kind = ("A/A (noise floor)" if c["kind"] == "aa" else "two commands"
-                if (c.get("settings") or {}).get("baseline_kind") == "command" else "baseline vs run")
+        s = c.get("settings") or {}
+        # The autopilot's say which of its comparisons they are (engine.autopilot.confirm).
+        kind = ("A/A (noise floor)" if c["kind"] == "aa" else (s.get("autopilot") or {}).get("kind")
+                or ("two commands" if s.get("baseline_kind") == "command" else "baseline vs run"))
         rows.append({"comparison": c["id"], "kind": kind,
                      "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
                      "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
