@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import os
 import time
+import uuid
 
 import psutil
 
@@ -15,6 +16,8 @@ from engine.hardware.fingerprint import short
 from engine.jobs import background
 from engine.autopilot import search as autopilot
 from engine.autopilot import space as sp
+from engine.charts import style as chart_style
+from tests.helpers.autopilot import plant_confirmation
 from tests.helpers.pages import app, no_errors, plotly_specs, texts, values
 
 
@@ -36,21 +39,33 @@ TRIALS = [trial(1, "reached", 3.0, best=3.0), trial(2, "pruned", None, 3.4, best
           trial(3, "reached", 2.5, best=2.5), trial(4, "share", None, 15.2, best=2.5)]
 
 
-def done_state() -> dict:
-    conf = {"repeats": 3, "seeds": [1, 2, 3], "runs": [], "times": {"baseline": [4.0, 5.0, 6.0],
-                                                                    "winner": [2.0, 2.0, 4.0]},
-            "speedup": autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]), "extra": {}}
-    ablation = [{"technique": "precision", "label": "bfloat16", "run_id": 20, "time_to_target_sec": 2.8,
-                 "factor": 1.4, "note": None},
-                {"technique": "schedule", "label": "one_cycle (max LR 0.005, 10 epochs)", "run_id": 21,
-                 "time_to_target_sec": None, "factor": None, "note": "not reached in 20 epochs"}]
+ABLATION = [{"technique": "precision", "label": "bfloat16", "note": None, "changes": {}},
+            {"technique": "schedule", "label": "one_cycle (max LR 0.005, 10 epochs)", "note": None, "changes": {}}]
+# Seconds to 0.95 per round (seeds 1, 2, 3): without bfloat16 1.4x the winner's every round; without
+# one-cycle never reached.
+SECS = {"baseline": [4.0, 5.0, 6.0], "winner": [2.0, 2.0, 4.0], "without bfloat16": [2.8, 2.8, 5.6],
+        "without one_cycle (max LR 0.005, 10 epochs)": [None, None, None]}
+
+
+def done_state(secs: dict | None = SECS, **kw) -> dict:
+    """A finished autopilot's state, its confirming rounds (seconds to 0.95 per name and round,
+    `secs`; None: none) planted in the store at $SPEEDLAB_HOME (tests.helpers.autopilot.
+    plant_confirmation: stored runs and comparisons; `kw` goes to it)."""
+    from engine.store import Store
+
+    ap_id = f"autopilot-{uuid.uuid4().hex[:6]}"  # a state's comparisons have groups of their own
+    conf = ablation = None
+    if secs is not None:
+        names = [k for k in secs if k.startswith("without ")]
+        with Store() as store:
+            conf = plant_confirmation(store, ap_id, secs, ablations={
+                n: {"technique": a["technique"], "label": a["label"]} for n, a in zip(names, ABLATION)}, **kw)
+        ablation = ABLATION[:len(names)] or None
     return {"state": "done", "pid": None, "started": time.time() - 400, "finished": time.time() - 5,
-            "phase": "done", "id": "autopilot-abc123", "target_accuracy": 0.95, "budget_sec": 300.0,
+            "phase": "done", "id": ap_id, "target_accuracy": 0.95, "budget_sec": 300.0,
             "baseline_label": "Keras-default Adam 1e-3", "fingerprint": short(),  # measured on this machine
             "trials": TRIALS, "best": {**TRIALS[2], "config": WINNER.to_dict()}, "current": None,
             "notes": ["search ended with 4 s of the budget left"], "confirm": conf, "ablation": ablation,
-            "explanation": autopilot.explanation(ablation, autopilot.rerun_spread(conf["times"]["winner"])),
-            "ablation_spread": list(autopilot.rerun_spread(conf["times"]["winner"])),
             "runoff": {"finalists": [3, 1], "seeds": [4, 5], "choice": 3, "mean_sec": 2.6, "missed": 0,
                        "runs": [{"trial": 3, "run_ids": [5, 7], "label": "config 3", "time_to_target_sec": 2.5,
                                  "rerun_secs": [2.7, 2.6], "reasons": ["reached 0.95 in 2.70 s of training"] * 2},
@@ -75,16 +90,14 @@ def test_empty_page_explains_and_can_start(store_home):
 
 @pytest.mark.page
 def test_slower_winner_is_said_and_not_pushed(store_home):
-    state = done_state()
-    state["confirm"]["speedup"] = autopilot.paired_speedup([2.0, 2.0, 2.0], [3.0, 3.1, 2.9])
+    state = done_state({"baseline": [2.0, 2.0, 2.0], "winner": [3.0, 3.1, 2.9]})
     background.write_json(autopilot.progress_path(), state)
     at = app(PAGE)
     no_errors(at)
     # Logs of 2/3, 2/3.1, 2/2.9: mean -0.405095 (0.6669x), sd 0.033347, half 4.302653 x 0.033347 / sqrt(3)
-    # = 0.082839: [0.6139, 0.7245], i.e. -39% to -28%: one central value, its interval and verdict.
-    metric = {m.label: m for m in at.metric}["Time to 0.95: vs Keras-default Adam 1e-3"]
-    assert metric.value == "0.67×" and metric.proto.delta == "−39% to −28% · slower"
-    assert metric.proto.direction == metric.proto.MetricDirection.Value("NONE")  # a range: no up arrow beside a loss
+    # = 0.082839: [0.6139, 0.7245], i.e. -39% to -28%: one central value, its interval and verdict, in the
+    # comparisons' verdict box.
+    assert texts(at.markdown).count(">1.50x slower (−39% to −28%)</div>") == 1
     assert ("Re-run, the winner was slower than the baseline (1.50× as long): its time in the search did not "
             "hold up. Keep the baseline's settings, or search longer.") in texts(at.warning)
     assert at.button(key="ap_use_btn").proto.type == "secondary"
@@ -144,21 +157,18 @@ def test_finished_search_shows_trials_speedup_and_what_each_technique_bought(sto
     assert values(by["best so far"]["y"]) == [3.0, 3.0, 2.5, 2.5] and by["best so far"]["line"]["shape"] == "hv"
     bars = specs["ap_ablation"]["data"][0]
     assert list(bars["y"]) == ["one_cycle (max LR 0.005, 10 epochs)", "bfloat16"]
+    # Without bfloat16: 2.8/2, 2.8/2, 5.6/4 = 1.4 every round, a zero-width interval: it helps.
     assert list(specs["ap_ablation"]["layout"]["yaxis"]["ticktext"]) == [
-        "one_cycle (max LR 0.005, 10 epochs)<br>not reached in 20 epochs", "bfloat16 · 1.40x (within noise)"]
-    assert bars["marker"]["color"][1] == "#9CA3AF"  # inside the winner's own spread: grey, no direction
-    # The winner's re-runs (2, 2, 4 s) span 1.0-2.0x of their median: shaded, and 1.40x said to be inside it.
-    [band] = [s for s in specs["ap_ablation"]["layout"]["shapes"] if s["type"] == "rect"]
-    assert (band["x0"], band["x1"]) == (1.0, 2.0)
-    assert ("bfloat16 1.40x (within noise), one_cycle (max LR 0.005, 10 epochs) (needed: not reached in 20 epochs "
-            "without it); the winner's own re-runs ranged 1.00-2.00x of the time compared with, so a factor inside that "
-            "range is within noise. Shaded: the winner's own re-run spread. One run each") in texts(at.caption)
+        "one_cycle (max LR 0.005, 10 epochs)<br>the target on no seed", "bfloat16 · 1.40x"]
+    assert bars["marker"]["color"][1] == chart_style.PALETTE[0]
+    assert ("Without each technique the winner took this many times as long: bfloat16 1.40x [1.40–1.40], "
+            "one_cycle (max LR 0.005, 10 epochs) (needed: the target on no seed without it); each factor from 3 "
+            "interleaved pairs with the winner on the confirming seeds") in texts(at.caption)
     # Stopped trials are drawn at the time they used: the axis title says so.
     assert specs["ap_trials"]["layout"]["yaxis"]["title"]["text"] == "time to target or to stop (s)"
-    metric = {m.label: m for m in at.metric}["Time to 0.95: vs Keras-default Adam 1e-3"]
-    # One central value: the geometric mean of 4/2, 5/2, 6/4 (2.0, 2.5, 1.5) = 1.957, not their median.
-    assert metric.value == "1.96×" and metric.proto.delta == "+4% to +270% · faster"
-    assert "Medians: winner 2.00 s, baseline 5.00 s (3 re-run pairs, each round on its own seed)." in texts(at.caption)
+    # One central value: the geometric mean of 4/2, 5/2, 6/4 (2.0, 2.5, 1.5) = 1.957, not their median, in the
+    # comparisons' verdict box with its interval (logs 0.6931, 0.9163, 0.4055: sd 0.2561, half 0.6362).
+    assert ">1.96x faster (+4% to +270%)</div>" in texts(at.markdown)
     assert "4 trials in the 300 s search, then the runoff, the re-runs and the ablation." in texts(at.markdown)
     assert not at.button(key="ap_use_btn").disabled and not at.warning
     assert at.button(key="ap_use_btn").proto.type == "primary"  # a confirmed 'faster'
@@ -280,50 +290,47 @@ def test_train_page_leaves_the_autopilots_runs_to_the_autopilot_page(store):
 
 def tuned_state() -> dict:
     """done_state() with the tuned baseline confirmed beside it: tuned 6, 4, 8 s against the
-    winner's 2, 2, 4 s (ratios 3, 2, 2: 2.29x), split and test accuracy as paired_from_store gives them."""
-    state = done_state()
-    ws = {**autopilot.paired_speedup([6.0, 4.0, 8.0], [2.0, 2.0, 4.0],
-                                     delta={"mean": -0.002, "ci95": [-0.011, 0.007], "pairs": 3}),
-          "factors": {"throughput": {"speedup": 1.9}, "sample_efficiency": {"speedup": 1.3},
-                      "outside_training": {"speedup": 0.93, "baseline_sec": 1.02, "run_sec": 0.95}}}
-    state["confirm"]["extra"] = {"tuned baseline": {"winner_speedup": ws, "speedup_vs_baseline":
-                                                    autopilot.paired_speedup([4.0, 5.0, 6.0], [6.0, 4.0, 8.0])}}
-    return {**state, "tuned_label": "tuned Adam 0.0049"}
+    winner's 2, 2, 4 s (ratios 3, 2, 2), the winner at 1,900 samples/s against everyone's 1,000,
+    its test accuracy 0.946, 0.950, 0.948 against everyone's 0.95."""
+    state = done_state({**{k: v for k, v in SECS.items() if not k.startswith("without ")},
+                        "tuned baseline": [6.0, 4.0, 8.0]}, extra=("tuned baseline",), rate={"winner": 1900.0},
+                       test={"winner": [0.946, 0.95, 0.948]}, tuned={"id": 1, "learning_rate": 0.001})
+    return {**state, "tuned_label": "tuned Adam 1e-3"}
 
 
-TUNED_LINES = ["2.29x = 1.90x throughput × 1.30x fewer samples × 0.93x fixed costs "
-               "(1.0 s → 0.9 s outside steady training)",
-               "reached the target on 3 of 3 seeds (baseline 3 of 3)",
-               "test accuracy −0.2 points (−1.1 to +0.7) vs {}, 3 pairs: not held (needs the lower end above −0.5)"]
-
+# Logs of 3, 2, 2: mean 0.828302 (2.2894x), sd 0.234168, half 4.302653 x 0.234168 / sqrt(3) = 0.581712:
+# [1.2798, 4.0955]. Test accuracy, winner minus tuned: -0.004, 0, -0.002: mean -0.2 points, sd 0.2, half
+# 4.302653 x 0.2 / sqrt(3) = 0.497: -0.7 to +0.3 points, below -0.5: not held. Throughput 1900 / 1000.
+TUNED_TEXT = "2.29x faster, accuracy not held (+28% to +310%), 3 pairs vs tuned Adam 1e-3"
 
 @pytest.mark.unit
-def test_the_winner_against_the_tuned_baseline_is_split_with_seeds_and_test_accuracy_in_the_cli():
+def test_the_winner_against_the_tuned_baseline_in_the_cli_is_its_stored_comparison(store_home):
+    from engine.autopilot import confirm
     from engine.cli.autopilot import summary_lines
+    from engine.store import Store
 
-    lines = summary_lines(tuned_state())
-    at = [i for i, line in enumerate(lines) if line.startswith("winner vs tuned Adam 0.0049: ")]
-    # −1.1 at the interval's lower end: the accuracy did not hold, so not plain 'faster'.
-    assert len(at) == 1 and lines[at[0]].startswith("winner vs tuned Adam 0.0049: 2.29x faster, accuracy not held")
-    assert lines[at[0] + 1:at[0] + 4] == [f"  {line}".format("tuned Adam 0.0049") for line in TUNED_LINES]
+    state = tuned_state()
+    with Store() as store:
+        comps = confirm.stored(store, state["confirm"])
+    lines = summary_lines(state, comps)
+    cid = state["confirm"]["comparisons"]["extra"]["tuned baseline"]["winner"]
+    at = [line for line in lines if line.startswith("winner vs tuned Adam 1e-3")]
+    assert at == [f"winner vs tuned Adam 1e-3 (comparison #{cid}): {TUNED_TEXT}"]
 
 
 @pytest.mark.page
-def test_the_winner_against_the_tuned_baseline_is_split_with_seeds_and_test_accuracy_on_the_page(store_home):
+def test_the_winner_against_the_tuned_baseline_on_the_page_is_its_stored_comparison(store_home):
     background.write_json(autopilot.progress_path(), tuned_state())
     at = app(PAGE)
     no_errors(at)
-    captions = texts(at.caption).splitlines()
-    at_line = [i for i, c in enumerate(captions) if c.startswith("Against the tuned Adam 0.0049: 2.29x faster")]
-    want = [line.format("the tuned Adam 0.0049") for line in TUNED_LINES]
-    assert len(at_line) == 1 and captions[at_line[0] + 1:at_line[0] + 4] == want
+    assert f"Against tuned Adam 1e-3: {TUNED_TEXT}" in texts(at.caption).splitlines()
 
 
 @pytest.mark.unit
-def test_cli_summary_names_the_runoff_and_the_winner():
+def test_cli_summary_names_the_runoff_and_the_winner(store_home):
     from engine.cli.autopilot import summary_lines
 
-    lines = summary_lines(done_state())
+    lines = summary_lines(done_state(None))
     assert lines[0] == "search: 4 trials"
     assert lines[1].startswith("tried (trials using each technique over the baseline): precision in 1 (bfloat16 1), "
                                "1 reached, best 2.5 s; ")
@@ -334,8 +341,8 @@ def test_cli_summary_names_the_runoff_and_the_winner():
                         "trial 3 2.50 s + 2.70 s, 2.60 s; trial 1 3.00 s + 2.10 s, missed")
     assert lines[2].startswith("winner: trial 3 (run #3): bfloat16") and lines[2].endswith("2.50 s to 0.95 in the search")
     # Ctrl-C during the search: a trial had reached the target (it read "no trial reached 0.95").
-    stopped = {**done_state(), "phase": "stopped", "winner": None, "runoff": None, "confirm": None, "tried": None,
-               "ablation": None, "explanation": None}
+    stopped = {**done_state(None), "phase": "stopped", "winner": None, "runoff": None,
+               "confirm": None, "tried": None, "ablation": None}
     assert summary_lines(stopped)[1] == ("no winner chosen (stopped); the fastest trial so far: trial 3 (run #3): "
                                          "config 3; 2.50 s to 0.95")
     assert summary_lines({**stopped, "best": None})[1] == "no trial reached 0.95"
@@ -344,7 +351,7 @@ def test_cli_summary_names_the_runoff_and_the_winner():
 @pytest.mark.page
 def test_later_phases_name_the_phase_the_run_and_the_winner(store_home):
     me = psutil.Process()
-    running = {**done_state(), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
+    running = {**done_state(None), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
                "started": time.time() - 100}
     background.write_json(autopilot.progress_path(), {
         **running, "phase": "runoff", "winner": None, "confirm": None, "ablation": None,
@@ -395,12 +402,12 @@ def test_the_ablation_chart_draws_each_factors_interval():
     from engine.autopilot.charts import ablation_figure
     from engine.charts import style as chart_style
 
-    ab = autopilot.ablation_intervals(
-        [{"label": "bfloat16", "run_id": 20, "factor": 1.4}, {"label": "one_cycle", "run_id": 21, "factor": 0.8},
-         {"label": "label smoothing 0.1", "run_id": None, "factor": None, "note": "not reached in 20 epochs"}],
-        [2.0, 2.1, 1.9, 2.05, 1.95])
+    # Intervals as engine.autopilot.confirm.ablation_entries reads them from the ablation's comparisons.
+    ab = [{"label": "bfloat16", "factor": 1.4, "ci95": [1.25437, 1.56254]},
+          {"label": "one_cycle", "factor": 0.8, "ci95": [0.71678, 0.89288]},
+          {"label": "label smoothing 0.1", "factor": None, "note": "not reached in 20 epochs"}]
     bar = ablation_figure(ab).data[0]
-    # Sorted by factor: the unreached one (0), one_cycle 0.8 [0.7168, 0.8929], bfloat16 1.4 [1.2544, 1.5625].
+    # Sorted by factor: the unreached one (0), one_cycle 0.8, bfloat16 1.4.
     assert list(bar.y) == ["label smoothing 0.1", "one_cycle", "bfloat16"]
     assert list(bar.error_x.arrayminus) == pytest.approx([0.0, 0.8 - 0.71678, 1.4 - 1.25437], abs=1e-4)
     assert list(bar.error_x.array) == pytest.approx([0.0, 0.89288 - 0.8, 1.56254 - 1.4], abs=1e-4)
@@ -410,10 +417,9 @@ def test_the_ablation_chart_draws_each_factors_interval():
     assert bar.textposition == "none"
     assert list(fig.layout.yaxis.ticktext) == ["label smoothing 0.1<br>not reached in 20 epochs",
                                                "one_cycle · 0.80x", "bfloat16 · 1.40x"]
-    assert ablation_figure([{"label": "bfloat16", "run_id": 20, "factor": 1.4}]).data[0].error_x.array is None
+    assert ablation_figure([{"label": "bfloat16", "factor": 1.4}]).data[0].error_x.array is None
     # Coloured by direction only where the interval excludes 1: 1.05x [0.9408, 1.1719] is grey.
-    ab = autopilot.ablation_intervals([{"label": "ema", "run_id": 22, "factor": 1.05},
-                                       {"label": "bfloat16", "run_id": 20, "factor": 1.4}], [2.0, 2.1, 1.9, 2.05, 1.95])
+    ab = [{"label": "ema", "factor": 1.05, "ci95": [0.9408, 1.1719]}, ab[0]]
     fig = ablation_figure(ab)
     assert list(fig.data[0].marker.color) == [charts_mod.NEUTRAL_COLOR, chart_style.PALETTE[0]]
     assert list(fig.layout.yaxis.ticktext) == ["ema · 1.05x (within noise)", "bfloat16 · 1.40x"]
@@ -466,9 +472,43 @@ def test_a_trial_that_did_not_reach_is_never_below_the_best_and_a_long_legend_ke
 
 @pytest.mark.page
 def test_an_inconclusive_winner_is_no_primary_recommendation(store_home):
-    state = done_state()
-    state["confirm"]["speedup"].update(verdict="inconclusive", ci95=[0.49, 3.56])  # issue 57: 1.32x (-51% to +256%)
+    # Issue 57: an inconclusive 1.32x (-51% to +256%). Here 4/2, 5/5, 6/8 = 2.0, 1.0, 0.75: logs 0.6931, 0,
+    # -0.2877, mean 0.1352 (1.1447x), sd 0.5042, half 4.302653 x 0.5042 / sqrt(3) = 1.2525: [0.3272, 4.0054].
+    state = done_state({"baseline": [4.0, 5.0, 6.0], "winner": [2.0, 5.0, 8.0]})
     background.write_json(autopilot.progress_path(), state)
     at = app(PAGE)
     no_errors(at)
+    assert ">inconclusive: 1.14x (−67% to +301%)</div>" in texts(at.markdown)
     assert at.button(key="ap_use_btn").proto.type == "secondary"
+
+
+@pytest.mark.page
+def test_the_autopilot_page_and_the_runs_page_read_the_same_confirmation(store_home):
+    """One confirmation (done_state's planted rounds: baseline 4, 5, 6 s, winner 2, 2, 4 s; without
+    bfloat16 2.8, 2.8, 5.6 s), read by the Autopilot page's verdict box and ablation caption and by
+    the Runs page's comparisons table: the same speedup, interval and verdict, from the same rows."""
+    state = done_state()
+    background.write_json(autopilot.progress_path(), state)
+    ap = app(PAGE)
+    no_errors(ap)
+    # Ratios 2.0, 2.5, 1.5: geometric mean 1.957, logs' sd 0.2561, half 4.302653 x 0.2561 / sqrt(3) = 0.6362:
+    # [1.0385, 3.6881]: "+4% to +270%", faster.
+    main = "1.96x faster (+4% to +270%)"
+    assert f">{main}</div>" in texts(ap.markdown)
+    assert "3 pairs vs Keras-default Adam 1e-3" in texts(ap.caption).splitlines()  # the box's detail line
+    assert "bfloat16 1.40x [1.40–1.40]" in texts(ap.caption)
+    runs = app("views/runs/runs.py")
+    no_errors(runs)
+    (table,) = [d.value for d in runs.dataframe if "headline" in d.value.columns]
+    ids = state["confirm"]["comparisons"]
+    rows = {r["comparison"]: r for r in table.to_dict("records")}
+    conf = rows[ids["confirmation"]]
+    assert (conf["kind"], conf["headline"], conf["verdict"], conf["pairs"]) == (
+        "autopilot confirmation", f"{main}, 3 pairs vs Keras-default Adam 1e-3", "faster", 3)
+    # The ablation: 2.8/2, 2.8/2, 5.6/4 = 1.4 each round, a zero-width interval; its baseline side is the
+    # winner without bfloat16.
+    bf16 = rows[ids["ablation"]["precision"]]
+    assert (bf16["kind"], bf16["headline"], bf16["verdict"]) == (
+        "autopilot ablation: without bfloat16", "1.40x faster (+40% to +40%), 3 pairs vs the winner without bfloat16",
+        "faster")
+    assert rows[ids["ablation"]["schedule"]]["kind"] == "autopilot ablation: without one_cycle (max LR 0.005, 10 epochs)"

@@ -85,6 +85,8 @@ class Rounds:
             settings = {"pairs": repeats, "max_pairs": repeats, "min_pairs": min(stats.MIN_PAIRS, repeats),
                         "target_half_width": None, "budget_s": None, "margin": None,
                         "baseline_kind": "tuned" if tuned_side else "default",
+                        # The ablated winner is no baseline configuration: its headline names it.
+                        "baseline_label": f"the winner {s['key']}" if s["role"] == "ablation" else None,
                         "tuned_baseline": {k: tuned.get(k) for k in comparison.TUNED_KEYS} if tuned_side else None,
                         "fingerprint": fingerprint, "pid": os.getpid(), "pid_started": start_time(os.getpid()),
                         "autopilot": {"id": autopilot_id, **{k: v for k, v in s.items() if k not in ("baseline", "run")}}}

@@ -354,7 +354,8 @@ def evaluate(store: Store, comparison: dict) -> dict:
     """The statistics of a comparison's counted pairs so far (`judge_rows` of `pair_rows`).
 
     Returns: `judge_rows`' dict plus {'kind', 'planned', 'pair_rows', 'baseline_kind'
-    ('default' | 'tuned' | 'command'), 'baseline_label' (`baseline_label`), 'tuned_baseline',
+    ('default' | 'tuned' | 'command'), 'baseline_label' (settings' 'baseline_label' when given:
+    the autopilot's ablation, "the winner without bfloat16"; else `baseline_label`), 'tuned_baseline',
     'baseline_ids', 'run_ids' (planned, not dropped), 'baselines_measured' (the baselines that
     started), 'baseline_measured' (Unix s the first baseline started), 'baseline_reused' (False)}.
     """
@@ -374,8 +375,8 @@ def evaluate(store: Store, comparison: dict) -> dict:
     out.update({"kind": comparison["kind"], "planned": len(plan), "pair_rows": rows,
                 "baseline_ids": [p["baseline_id"] for p in plan if "baseline_id" not in dropped_keys(p)],
                 "run_ids": [p["run_id"] for p in plan if "run_id" not in dropped_keys(p)], "baseline_reused": False,
-                "baseline_kind": kind, "baseline_label": baseline_label(kind, (base_run or {}).get("config"),
-                                                                 settings.get("tuned_baseline")),
+                "baseline_kind": kind, "baseline_label": settings.get("baseline_label") or baseline_label(
+                    kind, (base_run or {}).get("config"), settings.get("tuned_baseline")),
                 "tuned_baseline": settings.get("tuned_baseline")})
     started = [r for r in (store.get_run(i) for i in out["baseline_ids"]) if r and r.get("started")]
     out["baselines_measured"] = [r["id"] for r in started]  # not those cancelled before they started
