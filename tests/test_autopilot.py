@@ -212,40 +212,49 @@ def test_a_search_with_its_own_progress_file_also_keeps_the_pages_file(store_hom
     capsys.readouterr()
 
 
-def test_the_summary_says_when_the_winner_was_slower_when_re_run():
+def test_the_summary_says_when_the_winner_was_slower_when_re_run(store_home):
+    from engine.autopilot import confirm
     from engine.cli.autopilot import summary_lines
+    from engine.store import Store
 
-    def state(baseline, winner):
-        return {"target_accuracy": 0.95, "trials": [],
-                "winner": {"trial": 4, "run_id": 9, "label": "bfloat16", "search_time_to_target_sec": 1.5},
-                "confirm": {"repeats": 3, "seeds": [1, 2, 3], "times": {"baseline": baseline, "winner": winner},
-                            "speedup": autopilot.paired_speedup(baseline, winner)}}
+    from tests.helpers.autopilot import plant_confirmation
+
+    def lines(baseline, winner, **kw):
+        with Store() as store:
+            conf = plant_confirmation(store, f"autopilot-{len(baseline)}{winner[0]}", {"baseline": baseline,
+                                                                                    "winner": winner}, **kw)
+            state = {"target_accuracy": 0.95, "trials": [], "confirm": conf, "phase": kw and "stopped",
+                     "winner": {"trial": 4, "run_id": 9, "label": "bfloat16", "search_time_to_target_sec": 1.5}}
+            comps = confirm.stored(store, conf)
+            ended[:] = [comps["confirmation"][k] for k in ("status", "ended_by")]
+            return summary_lines(state, comps), conf["comparisons"]["confirmation"]
+
+    ended = []
 
     # Ratios 1.76/2.40 = 0.733, 1.70/2.30 = 0.739, 1.80/2.50 = 0.720: median 0.733, and 1/0.733 = 1.36.
-    # One central value (the geometric mean), its interval and verdict, the medians beside it.
+    # One central value (the geometric mean), its interval and verdict, from the stored comparison.
     # Logs of 0.7333, 0.7391, 0.7200: mean -0.31155 (0.7323x), sd 0.013449, half 4.302653 x 0.013449 /
     # sqrt(3) = 0.033409: [0.7082, 0.7572], i.e. -29% to -24%.
-    lines = summary_lines(state([1.76, 1.70, 1.80], [2.40, 2.30, 2.50]))
-    assert lines[2] == ("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): 1.37x slower "
-                        "(−29% to −24%), 3 pairs; winner 2.40 s vs baseline 1.76 s (medians)")
-    assert lines[3] == "  reached the target on 3 of 3 seeds (baseline 3 of 3)"
+    out, cid = lines([1.76, 1.70, 1.80], [2.40, 2.30, 2.50])
+    assert out[2] == (f"confirmed (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): 1.37x slower "
+                      "(−29% to −24%), 3 pairs vs Keras-default Adam 1e-3")
+    assert "  reached the target on 3 of 3 seeds (baseline 3 of 3)" in out
     # Ratios 2.0, 2.5, 1.5: geometric mean 1.96x [1.04, 3.70].
-    assert summary_lines(state([4.0, 5.0, 6.0], [2.0, 2.0, 4.0]))[2] == (
-        "confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): 1.96x faster (+4% to +270%), "
-        "3 pairs; winner 2.00 s vs baseline 5.00 s (medians)")
+    out, cid = lines([4.0, 5.0, 6.0], [2.0, 2.0, 4.0])
+    assert out[2] == (f"confirmed (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): 1.96x faster "
+                      "(+4% to +270%), 3 pairs vs Keras-default Adam 1e-3")
     # A median over 1 inside the noise is not called faster: the word follows the interval's verdict.
     # Ratios 4.0/3.8 = 1.0526, 5.0/5.5 = 0.9091, 6.0/5.4 = 1.1111.
-    lines = summary_lines(state([4.0, 5.0, 6.0], [3.8, 5.5, 5.4]))
-    assert lines[2].startswith("confirmed vs baseline (3 alternating re-run pairs, seeds [1, 2, 3]): "
-                               "inconclusive: 1.02x (−21% to +32%), 3 pairs; 80% power at this effect needs about 90-1000+ pairs")
+    out, cid = lines([4.0, 5.0, 6.0], [3.8, 5.5, 5.4])
+    assert out[2].startswith(f"confirmed (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): "
+                             "inconclusive: 1.02x (−21% to +32%), 3 pairs")
     # Ctrl-C during the re-runs (a tester's case): 1 complete pair, said, and the stop said.
-    stopped = {**state([1.14, 1.36], [0.81, None]), "phase": "stopped"}
-    lines = summary_lines(stopped)
+    out, cid = lines([1.14, 1.36, 1.2], [0.81, None, 0.9], stop_after=2)
     # 1.14 / 0.81 = 1.41, the one complete pair: a sample, labelled as such, not a result.
-    assert lines[2] == ("confirmed vs baseline (1 of 3 alternating re-run pairs complete, seeds [1, 2, 3]): 1.41x "
-                        "from one pair: not a result (an interval needs 3 pairs); winner 0.81 s vs baseline "
-                        "1.25 s (medians)")
-    assert lines[-1] == "stopped by the user: what is above is what had been measured by then"
+    assert out[2] == (f"confirmed (1 of 3 interleaved re-run pairs complete, seeds [1, 2, 3]; comparison #{cid}): "
+                      "1.41x from one pair: not a result (an interval needs 3 pairs) vs Keras-default Adam 1e-3")
+    assert out[-1] == "stopped by the user: what is above is what had been measured by then"
+    assert ended == ["stopped", "stopped by the user"]  # ended by the autopilot's Stop, its pair kept
 
 
 # --- real runs ------------------------------------------------------------------------------
@@ -262,8 +271,8 @@ RUNOFF = {"k": 2, "n_seeds": 1}  # the runoff's wiring at 2 runs, not the defaul
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
     """One BUDGET_S search on digits (cnn, epoch cap 10) whose first two trials are
-    planted: a fast one, then a slow one; then 1 re-run pair and the ablation of
-    the fast configuration (2 techniques, 2 runs)."""
+    planted: a fast one, then a slow one; then 1 confirming round of the fast configuration
+    with its ablation inside it (2 techniques: 4 runs, 3 stored comparisons)."""
     home = tmp_path_factory.mktemp("autopilot")
     old = os.environ.get("SPEEDLAB_HOME")
     os.environ["SPEEDLAB_HOME"] = str(home)
@@ -279,11 +288,14 @@ def searched(tmp_path_factory):
         search_wall = time.monotonic() - t0
         chosen = ap.runoff(**RUNOFF)
         fast = ap.base.replace(**PLANTED_FAST)
-        conf = ap.confirm(fast)
-        times = conf["times"]["winner"]
-        ablation = ap.explain(fast, times[0])
+        conf = ap.confirm(fast, sp.ablation_configs(fast, ap.baseline))
+        from engine.autopilot import confirm
+
+        with _store(home) as store:
+            comps = confirm.stored(store, conf)
+        ablation = confirm.ablation_entries(ap.state["ablation"], comps["ablation"])
         yield {"ap": ap, "search_wall": search_wall, "home": home, "fast": fast, "confirm": conf,
-               "ablation": ablation, "chosen": chosen}
+               "ablation": ablation, "chosen": chosen, "comparisons": comps}
     finally:
         from engine.jobs import runner
 
@@ -385,24 +397,33 @@ def test_runoff_reruns_the_fastest_trials_on_new_seeds_and_picks_by_reach_then_m
 @pytest.mark.worker
 def test_reruns_alternate_on_fresh_seeds_and_ablation_runs_differ_in_one_setting(searched):
     ap, conf, fast = searched["ap"], searched["confirm"], searched["fast"]
-    assert [(r["round"], r["name"], r["seed"]) for r in conf["runs"]] == [(1, "baseline", 1), (1, "winner", 1)]
+    abl = searched["ablation"]
+    assert [a["technique"] for a in abl] == ["steps_per_execution", "fused_optimizer"]
+    names = ["baseline", "winner", *(f"without {a['label']}" for a in abl)]
+    assert [(r["round"], r["name"], r["seed"]) for r in conf["runs"]] == [(1, n, 1) for n in names]
+    rid = {r["name"]: r["run_id"] for r in conf["runs"]}
+    comps = searched["comparisons"]
     store = _store(searched["home"])
     try:
-        b, w = (store.get_run(r["run_id"]) for r in conf["runs"])
+        b, w = store.get_run(rid["baseline"]), store.get_run(rid["winner"])
         assert (b["role"], w["role"], w["baseline_id"]) == ("baseline", "run", b["id"])
         assert RunConfig.from_dict(b["config"]) == ap.baseline.replace(seed=1)
-        assert conf["speedup"]["pairs"] == (1 if all(conf["times"][n][0] for n in ("baseline", "winner")) else 0)
-        abl = searched["ablation"]
-        assert [a["technique"] for a in abl] == ["steps_per_execution", "fused_optimizer"]
+        c = comps["confirmation"]
+        assert c["status"] == "completed" and c["plan"] == [{"pair": 0, "seed": 1, "order": "AB",
+                                                             "baseline_id": b["id"], "run_id": w["id"]}]
+        secs = {r["name"]: r["time_to_target_sec"] for r in conf["runs"]}  # as the autopilot watched them
+        assert c["result"]["time_to_accuracy"]["pairs"] == (1 if secs["baseline"] and secs["winner"] else 0)
         for a in abl:
-            run = store.get_run(a["run_id"])
-            assert run["role"] == "ablation"
+            run = store.get_run(a["run_ids"][0])
+            assert run["role"] == "ablation" and run["id"] == rid[f"without {a['label']}"]
             cfg = RunConfig.from_dict(run["config"])
             assert sp.techniques_used(cfg, fast) == [a["technique"]]
             assert cfg.replace(seed=fast.seed) == fast.replace(**{f: getattr(ap.baseline, f)
                                                                    for f in sp.TECHNIQUE_FIELDS[a["technique"]]})
-            if a["time_to_target_sec"] and conf["times"]["winner"][0]:
-                assert a["factor"] == pytest.approx(a["time_to_target_sec"] / conf["times"]["winner"][0])
+            # One pair: the factor is the ablated run's time over the winner's of the same round.
+            mine, win = secs[f"without {a['label']}"], secs["winner"]
+            if mine and win:
+                assert a["factor"] == pytest.approx(mine / win)
     finally:
         store.close()
 

@@ -3,13 +3,13 @@ hand-computed values: the search space per machine, trial configs, pruning, the 
 choice, re-runs, the ablation and the explanation."""
 from __future__ import annotations
 
-import math
 
 import pytest
 
 from engine.config import baseline_config
 from engine.autopilot import search as autopilot
 from engine.autopilot import space as sp
+from engine.autopilot.explain import explanation
 from engine.hardware.verdicts import verdicts
 
 from tests.helpers.autopilot import DIGITS, cpu_facts, gpu_facts
@@ -248,31 +248,6 @@ def test_a_new_trial_needs_the_median_start_up_plus_the_best_time():
     assert autopilot.time_needed(trials, {"time_to_target_sec": 0.9}) == pytest.approx(6.1)
 
 
-def test_paired_speedup_is_the_median_ratio_with_min_and_max():
-    r = autopilot.paired_speedup([4.0, 5.0, 6.0], [2.0, 2.0, 4.0])
-    assert r["ratios"] == [2.0, 2.5, 1.5]
-    assert (r["median"], r["min"], r["max"], r["pairs"], r["missing"]) == (2.0, 1.5, 2.5, 3, 0)
-    assert (r["baseline_median"], r["median_time"]) == (5.0, 2.0)
-    # The comparisons' statistics (engine.report.stats): logs 0.693147, 0.916291, 0.405465, mean 0.671634,
-    # sd 0.256092, sem 0.147855, half 4.302653 * 0.147855 = 0.636169.
-    assert r["speedup"] == pytest.approx(1.957434, abs=1e-5)
-    assert r["ci95"] == pytest.approx([1.036104, 3.698031], abs=1e-5)
-    assert r["verdict"] == "faster" and r["headline"] == "1.96x faster (+4% to +270%), 3 pairs"
-    assert r["reached"] == {"pairs": 3, "baseline": 3, "run": 3, "baseline_failed": 0, "run_failed": 0,
-                            "baseline_of": 3, "run_of": 3}
-    # A pair where one side did not reach the target has no ratio, and counts as that side's miss.
-    r = autopilot.paired_speedup([4.0, None, 6.0, 3.0], [2.0, 2.0, None, 3.0])
-    assert r["ratios"] == [2.0, 1.0] and r["median"] == 1.5 and r["missing"] == 2
-    assert r["reached"]["pairs"] == 4 and r["reached"]["baseline"] == 3 and r["reached"]["run"] == 3
-    # A winner that failed on a seed is a miss too: the other seeds' 'faster' does not stand.
-    r = autopilot.paired_speedup([4.0, 5.0, 6.0, 4.0], [2.0, 2.0, 2.1, None],
-                                 outcomes=[None, None, None, {"run": "failed"}])
-    assert r["ci95"][0] > 1 and r["verdict"] == "inconclusive" and r["reached"]["run_failed"] == 1
-    # ... and so is a plain miss: failing is never treated better than converging slowly.
-    assert autopilot.paired_speedup([4.0, 5.0, 6.0, 4.0], [2.0, 2.0, 2.1, None])["verdict"] == "inconclusive"
-    assert autopilot.paired_speedup([None], [1.0])["median"] is None
-
-
 def test_runoff_chooses_the_finalist_that_reaches_on_most_seeds_then_the_lowest_mean():
     f = [{"trial": 1, "time_to_target_sec": 0.90, "rerun_secs": [1.20, 1.50]},  # lucky in the search: mean 1.20
          {"trial": 7, "time_to_target_sec": 1.00, "rerun_secs": [0.96, 0.98]},  # mean 0.98
@@ -304,33 +279,28 @@ def test_runoff_seeds_follow_the_confirming_rounds_seeds():
     assert autopilot.runoff_seeds(autopilot.MAX_SEED, 0, 2) == [0, 1]
 
 
-def test_reruns_alternate():
-    # AB, BA, AB, as a comparison's pairs: neither side always runs first.
-    assert autopilot.alternate(["baseline", "winner"], 3) == [
-        (0, "baseline"), (0, "winner"), (1, "winner"), (1, "baseline"), (2, "baseline"), (2, "winner")]
-    assert autopilot.alternate(["baseline", "winner", "preset"], 2) == [
-        (0, "baseline"), (0, "winner"), (0, "preset"), (1, "preset"), (1, "winner"), (1, "baseline")]
+def test_rounds_alternate_as_a_comparisons_pairs():
+    from engine.autopilot.confirm import round_names
+
+    # AB, BA, AB, as a comparison's pairs (engine.jobs.comparison.orders): neither side always runs first.
+    assert round_names(["baseline", "winner"], 3) == [["baseline", "winner"], ["winner", "baseline"],
+                                                      ["baseline", "winner"]]
+    assert round_names(["baseline", "winner", "preset"], 2) == [["baseline", "winner", "preset"],
+                                                                ["preset", "winner", "baseline"]]
 
 
-def test_ablation_factors_are_judged_by_the_confirming_pairs_intervals():
-    # Confirming pairs 2.0, 2.5, 1.5 (sd of their logs 0.256092, t(0.975, 2) = 4.302653): one pair's
-    # 95% interval spans x / 3.01 to x * 3.01, so 1.4x is within noise; with quiet pairs it is not.
-    ab = [{"label": "bfloat16", "factor": 1.4}, {"label": "one_cycle", "factor": None, "note": "not reached"}]
-    out = autopilot.ablation_intervals(ab, [2.0, 2.5, None, 1.5])
-    k = math.exp(4.302653 * 0.256092)
-    assert out[0]["ci95"] == pytest.approx([1.4 / k, 1.4 * k], abs=1e-4)
-    assert (out[0]["verdict"], out[0]["interval_pairs"]) == ("inconclusive", 3)
-    assert out[1] == ab[1]  # no factor, nothing to judge
-    quiet = autopilot.ablation_intervals(
-        [{"label": "bfloat16", "factor": 1.4}, {"label": "label smoothing 0.1", "factor": 0.8},
-         {"label": "4 steps per execution", "factor": 1.05}], [2.0, 2.1, 1.9, 2.05, 1.95])
-    assert [a["verdict"] for a in quiet] == ["faster", "slower", "inconclusive"]
-    assert autopilot.explanation(quiet) == (
+def test_ablation_factors_are_said_with_their_comparisons_intervals():
+    # Entries as engine.autopilot.confirm.ablation_entries reads them from the ablation's comparisons.
+    quiet = [{"label": "bfloat16", "factor": 1.4, "ci95": [1.25, 1.56], "verdict": "faster", "interval_pairs": 5},
+             {"label": "label smoothing 0.1", "factor": 0.8, "ci95": [0.72, 0.89], "verdict": "slower",
+              "interval_pairs": 5},
+             {"label": "4 steps per execution", "factor": 1.05, "ci95": [0.94, 1.17], "verdict": "inconclusive",
+              "interval_pairs": 5}]
+    assert explanation(quiet) == (
         "bfloat16 1.40x [1.25–1.56], 4 steps per execution 1.05x [0.94–1.17] (inconclusive), "
-        "label smoothing 0.1 0.80x [0.72–0.89] (faster without it); each factor is one run against the "
-        "winner's on the same seed, its 95% interval from the spread of the 5 confirming pairs "
-        "(within noise: the interval holds 1x)")
-    assert autopilot.ablation_intervals(ab, [2.0]) == ab  # one pair: no spread, the older rule applies
+        "label smoothing 0.1 0.80x [0.72–0.89] (faster without it); each factor from 5 interleaved pairs with "
+        "the winner on the confirming seeds, geometric mean and 95% t interval (inconclusive: the interval holds "
+        "1x); leave-one-out factors do not multiply to the total")
 
 
 def test_stop_reason_rules():
@@ -352,39 +322,21 @@ def test_stop_reason_rules():
 
 
 def test_explanation_names_each_technique_largest_first():
-    line = autopilot.explanation([
+    line = explanation([
         {"label": "bfloat16", "factor": 1.4}, {"label": "one_cycle", "factor": 1.1},
         {"label": "8 steps per execution", "factor": 1.3},
         {"label": "label smoothing 0.1", "factor": None, "note": "not reached in 20 epochs"}])
     assert line == ("bfloat16 1.40x, 8 steps per execution 1.30x, one_cycle 1.10x, "
                     "label smoothing 0.1 (needed: not reached in 20 epochs without it)")
     # Stop during the ablation (a new user's case): the cut-off runs are not read as "needed".
-    line = autopilot.explanation([
+    line = explanation([
         {"label": "bfloat16", "factor": 1.03},
         {"label": "2 steps per execution", "factor": None, "note": "stopped by the user", "kind": "stopped"},
         {"label": "one_cycle", "factor": None, "note": "not run: the autopilot was stopped", "kind": "not_run"}])
     assert line == "bfloat16 1.03x, stopped before measuring 2 steps per execution, one_cycle"
     # Under 1x: the winner was faster without it, and the line says so.
-    line = autopilot.explanation([{"label": "label smoothing 0.1", "factor": 0.9}, {"label": "bfloat16", "factor": 1.2}])
+    line = explanation([{"label": "label smoothing 0.1", "factor": 0.9}, {"label": "bfloat16", "factor": 1.2}])
     assert line == "bfloat16 1.20x, label smoothing 0.1 0.90x (faster without it)"
-    # A new user's case: re-runs of the winner at 2.05, 2.60 and 3.41 s; each ablation is one run,
-    # so a factor inside the winner's own spread is not read as what a technique bought.
-    spread = autopilot.rerun_spread([2.05, 3.41, None, 2.60])
-    assert spread == pytest.approx((2.05 / 2.60, 3.41 / 2.60))  # 0.788x-1.312x
-    assert autopilot.rerun_spread([2.0, None]) is None
-    # Against the winner's re-run on the ablation's seed (like with like), not their median.
-    conf = {"seeds": [1, 2, 3], "times": {"winner": [1.23, 1.20, 0.87]}}
-    assert autopilot.same_seed_time(conf, 1) == 1.23 and autopilot.same_seed_time(conf, 7) is None
-    assert autopilot.same_seed_time({"seeds": [1, 2, 3], "times": {"winner": [None, 1.2, 0.9]}}, 1) is None
-    assert autopilot.rerun_spread(conf["times"]["winner"], 1.23) == pytest.approx((0.87 / 1.23, 1.0))
-    # "Within noise" as printed: 1.0136 beside a spread ending at 1.0081 both read 1.01.
-    assert autopilot.explanation([{"label": "batch 256 + scaled LR", "factor": 1.0136}], (0.67, 1.0081)).startswith(
-        "batch 256 + scaled LR 1.01x (within noise);")
-    line = autopilot.explanation([{"label": "bfloat16", "factor": 1.68}, {"label": "one_cycle", "factor": 1.2},
-                                  {"label": "label smoothing 0.1", "factor": 0.7}], spread)
-    assert line == ("bfloat16 1.68x, one_cycle 1.20x (within noise), label smoothing 0.1 0.70x (faster without it); "
-                    "the winner's own re-runs ranged 0.79-1.31x of the time compared with, so a factor inside that range "
-                    "is within noise")
 
 
 def test_same_seed_gives_the_same_proposals():

@@ -166,8 +166,7 @@ def confirmation_lines(state: dict, comps: dict) -> list[str]:
         n, repeats = (r.get("time_to_accuracy") or {}).get("pairs", 0), conf.get("repeats")
         pairs = (f"{repeats} interleaved re-run pairs" if n == repeats else
                  f"{n} of {repeats} interleaved re-run pairs complete")
-        label = state.get("baseline_label") or "baseline"
-        out.append(f"confirmed vs {label} ({pairs}, seeds {conf.get('seeds')}; comparison #{comp['id']}): {h['text']}")
+        out.append(f"confirmed ({pairs}, seeds {conf.get('seeds')}; comparison #{comp['id']}): {h['text']}")
         out += [f"  {h[k]}" for k in ("factors", "setup", "reached", "test", "note") if h.get(k)]
     for name, pair in (comps.get("extra") or {}).items():
         c = pair.get("winner")
