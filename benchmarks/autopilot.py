@@ -6,7 +6,8 @@ its winner (the runoff), then the winner, the baseline and the
 hand-tuned preset of benchmarks/time_to_accuracy.py re-run alternately
 (baseline, winner, preset; REPEATS rounds on fresh seeds). Prints every trial,
 the median time to the target of each, and the winner's speedup over the
-baseline and over the preset as the median of the per-round ratios with min-max.
+baseline and over the preset as their stored comparisons say it (engine.autopilot.confirm:
+geometric mean, 95% interval, verdict).
 Every run stops at the target (stop_at_target), so only the time to it is measured.
 
     python benchmarks/autopilot.py [--dataset digits] [--budget 180] [--repeats 3] [--target 0.95]
@@ -45,10 +46,13 @@ def _s(v) -> str:
     return "not reached" if v is None else f"{v:.2f} s"
 
 
-def _ratio(sp: dict) -> str:
-    if not sp.get("median"):
-        return "no complete pair"
-    return f"{sp['median']:.2f}x (min {sp['min']:.2f}x, max {sp['max']:.2f}x, {sp['pairs']} pairs)"
+def _ratio(comp: dict | None) -> str:
+    """A stored comparison's headline (engine.report.headline.comparison_headline), with its id."""
+    from engine.report.headline import comparison_headline
+
+    if not comp or not comp.get("result"):
+        return "no comparison stored"
+    return f"{comparison_headline(comp['result'])['text']} (comparison #{comp['id']})"
 
 
 def warmup_floor(conf: dict, target: float) -> None:
@@ -156,17 +160,24 @@ def main() -> None:
     conf = state.get("confirm") or {}
     if not conf:
         return
-    times = conf["times"]
     for name in ("baseline", "winner", "preset"):
-        xs = [x for x in times[name] if x is not None]
+        times = [r["time_to_target_sec"] for r in conf["runs"] if r["name"] == name]
+        xs = [x for x in times if x is not None]
         med = statistics.median(xs) if xs else None
-        print(f"{name:>8}: time to {a.target}: median {_s(med)} over {times[name]}")
+        print(f"{name:>8}: time to {a.target}: median {_s(med)} over {times}")
     warmup_floor(conf, a.target)
-    print(f"winner vs baseline: {_ratio(conf['speedup'])}")
-    print(f"winner vs preset:   {_ratio(conf['extra']['preset']['winner_speedup'])}")
-    print(f"preset vs baseline: {_ratio(conf['extra']['preset']['speedup_vs_baseline'])}")
-    if state.get("explanation"):
-        print(f"why: {state['explanation']}")
+    from engine.autopilot import confirm
+    from engine.autopilot.explain import explanation
+    from engine.store import Store
+
+    with Store() as store:  # every figure of the confirmation from its stored comparisons
+        comps = confirm.stored(store, conf)
+    print(f"winner vs baseline: {_ratio(comps['confirmation'])}")
+    print(f"winner vs preset:   {_ratio(comps['extra']['preset']['winner'])}")
+    print(f"preset vs baseline: {_ratio(comps['extra']['preset']['vs_baseline'])}")
+    line = explanation(confirm.ablation_entries(state.get("ablation") or [], comps["ablation"]))
+    if line:
+        print(f"why: {line}")
 
 
 if __name__ == "__main__":

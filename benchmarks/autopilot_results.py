@@ -106,10 +106,34 @@ def tuned_goal_line(sp: dict) -> str:
     return (f"goal vs tuned ({', '.join(parts)}): " + ("met" if not missed else f"not met: {', '.join(missed)}"))
 
 
+def paired(comp: Optional[dict]) -> dict:
+    """A stored comparison's result (engine.report.comparison.evaluate) with its time-to-accuracy
+    'speedup' and 'ci95' and its 'headline' (engine.report.headline.comparison_headline) on top,
+    as `goal_line`, `tuned_goal_line` and made_of_lines read it; {} without one."""
+    from engine.report.headline import comparison_headline
+
+    r = (comp or {}).get("result")
+    if not r:
+        return {}
+    tta = r.get("time_to_accuracy") or {}
+    return {**r, "speedup": tta.get("speedup"), "ci95": tta.get("ci95"), "verdict": r.get("verdict"),
+            "headline": comparison_headline(r)["text"]}
+
+
 def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] = None,
-           with_store: bool = True) -> str:
+           with_store: bool = True, comps: Optional[dict] = None) -> str:
     """Markdown for one invocation (see the module's docstring). loads: lines such
-    as '07:39:50 1.24 1.11 2.87' (time, then the 1/5/15-min load averages)."""
+    as '07:39:50 1.24 1.11 2.87' (time, then the 1/5/15-min load averages). comps: the
+    autopilot's stored comparisons (engine.autopilot.confirm.stored; None: read from the store
+    at $SPEEDLAB_HOME), which every figure of the confirmation and the ablation comes from."""
+    from engine.autopilot import confirm
+    from engine.autopilot.explain import explanation
+
+    if comps is None:
+        from engine.store import Store
+
+        with Store() as store:
+            comps = confirm.stored(store, state.get("confirm"))
     now = dt.datetime.now(dt.timezone.utc)
     target = state.get("target_accuracy")
     out = [f"## {state.get('dataset')}, {state.get('model')}, target {target}: invocation of "
@@ -151,7 +175,11 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
     out += ["", "### Winner", "", f"trial {w['trial']} (run #{w['run_id']}): **{w['label']}**", "",
             "changes from the baseline: `" + json.dumps(w.get("changes") or {}) + "`"]
     conf = state.get("confirm") or {}
-    sp = conf.get("speedup") or {}
+    sp = paired(comps.get("confirmation"))
+    times = {n: [r["time_to_target_sec"] for r in conf.get("runs") or [] if r["name"] == n and r.get("time_to_target_sec")]
+             for n in ("baseline", "winner")}
+    medians = {n: statistics.median(t) if t else None for n, t in times.items()}
+    ratios = [x for x in sp.get("pair_ratios") or [] if x]
     if conf.get("runs"):
         out += ["", "### Confirmation: interleaved pairs (AB, BA, ...) on fresh seeds", "",
                 "| pair | order | seed | baseline | winner | ratio |", "| --- | --- | --- | --- | --- | --- |"]
@@ -166,33 +194,38 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
             ratio = t["baseline"] / t["winner"] if t.get("baseline") and t.get("winner") else None
             order = "".join("B" if r["name"] == "baseline" else "W" for r in rs if r["name"] in ("baseline", "winner"))
             out.append(f"| {rnd} | {order} | {rs[0]['seed']} | {_s(t.get('baseline'))} | {_s(t.get('winner'))} | {_x(ratio)} |")
-        out += ["", f"- medians: baseline {_s(sp.get('baseline_median'))}, winner {_s(sp.get('median_time'))}",
-                f"- **confirmed speedup: {sp.get('headline')}** (geometric mean of the pair ratios, 95% t "
-                f"interval {_ci(sp.get('ci95'))}, verdict {sp.get('verdict')}); median of the pair ratios "
-                f"{_x(sp.get('median'))}, min {_x(sp.get('min'))}, max {_x(sp.get('max'))}",
+        cid = (comps.get("confirmation") or {}).get("id")
+        out += ["", f"- medians: baseline {_s(medians['baseline'])}, winner {_s(medians['winner'])}",
+                f"- **confirmed speedup: {sp.get('headline')}** (comparison #{cid}: geometric mean of the pair "
+                f"ratios, 95% t interval {_ci(sp.get('ci95'))}, verdict {sp.get('verdict')}); median of the pair "
+                f"ratios {_x(statistics.median(ratios) if ratios else None)}, min {_x(min(ratios, default=None))}, "
+                f"max {_x(max(ratios, default=None))}",
                 f"- {goal_line(sp)}"]
         from engine.report import headline as report_headline
 
         out += [f"- {line}" for line in report_headline.made_of_lines(sp)]
-        tuned = ((conf.get("extra") or {}).get("tuned baseline") or {}).get("winner_speedup")
+        tuned = paired(((comps.get("extra") or {}).get(confirm.TUNED) or {}).get("winner"))
         if tuned and tuned.get("headline"):
             out += ["", f"- **vs {state.get('tuned_label') or 'the tuned baseline'}: {tuned['headline']}**"]
             out += [f"- {line}" for line in report_headline.made_of_lines(tuned, state.get("tuned_label") or "the tuned baseline")]
             out.append(f"- {tuned_goal_line(tuned)}")
-    ab = state.get("ablation") or []
+    ab = confirm.ablation_entries(state.get("ablation") or [], comps.get("ablation") or {})
     if ab:
-        out += ["", "### Ablation: the winner with one technique switched back (seed "
-                f"{(state.get('seed') or 0) + 1}), factor = its time / the winner's", "",
-                "| technique | run | time to target | factor | 95% interval | verdict |",
+        out += ["", "### Ablation: the winner with one technique switched back, in every confirming round; "
+                "factor = its time / the winner's (a comparison each)", "",
+                "| technique | comparison | time to target (median) | factor | 95% interval | verdict |",
                 "| --- | --- | --- | --- | --- | --- |"]
         words = {"faster": "it helps", "slower": "faster without it", "inconclusive": "inconclusive",
                  "equivalent": "equivalent"}
         for a in ab:
-            out.append(f"| {a['label']} | {'#' + str(a['run_id']) if a.get('run_id') else '–'} | "
-                       f"{_s(a.get('time_to_target_sec'))} | {_x(a.get('factor'))} | {_ci(a.get('ci95'))} | "
+            mine = [r["time_to_target_sec"] for r in conf.get("runs") or []
+                    if r["name"] == f"without {a['label']}" and r.get("time_to_target_sec")]
+            out.append(f"| {a['label']} | {'#' + str(a['comparison_id']) if a.get('comparison_id') else '–'} | "
+                       f"{_s(statistics.median(mine) if mine else None)} | {_x(a.get('factor'))} | {_ci(a.get('ci95'))} | "
                        f"{words.get(a.get('verdict'), a.get('note') or '–')} |")
-        if state.get("explanation"):
-            out += ["", f"why: {state['explanation']}"]
+        line = explanation(ab)
+        if line:
+            out += ["", f"why: {line}"]
     if with_store and conf.get("runs"):
         out += ["", "### Where the time went (medians over the confirming runs, from the store)", "",
                 "| side | time to target | warm-up | training | validation | epochs | steady samples/s | MFU | data wait |",
@@ -211,7 +244,7 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
             out.append(f"| {name} | {_s(statistics.median(tt) if tt else None)} | {g('warmup_sec', '{:.2f} s')} | "
                        f"{g('train_sec', '{:.2f} s')} | {g('validation_sec', '{:.2f} s')} | {g('epochs_run', '{:.0f}')} | "
                        f"{g('samples_per_sec', '{:.0f}')} | {g('mfu', '{:.0%}')} | {g('data_wait_share', '{:.1%}')} |")
-        out += floor_lines(sp.get("speedup"), sp.get("median_time"), parts.get("winner") or {})
+        out += floor_lines(sp.get("speedup"), medians["winner"], parts.get("winner") or {})
     return "\n".join(out) + "\n"
 
 
@@ -253,24 +286,6 @@ def write(text: str, path: Path, title: str) -> Path:
     return path
 
 
-def fill_split(state: dict) -> None:
-    """Recompute the confirmation's speedups (vs the baseline, and the winner vs each extra
-    configuration) from the store at $SPEEDLAB_HOME, as engine.autopilot.search.paired_from_store
-    gives them to a confirmation now (split, setup, seeds reached, failures, test accuracy)."""
-    from engine.autopilot import search as autopilot
-    from engine.store import Store
-
-    conf = state["confirm"]
-    ids = {}
-    for r in sorted(conf["runs"], key=lambda x: x["round"]):
-        ids.setdefault(r["name"], []).append(r.get("run_id"))
-    target = state.get("target_accuracy")
-    with Store() as store:
-        conf["speedup"] = autopilot.paired_from_store(store, ids["baseline"], ids["winner"], target)
-        for name, e in (conf.get("extra") or {}).items():
-            e["winner_speedup"] = autopilot.paired_from_store(store, ids[name], ids["winner"], target)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from-json", required=True, help="the autopilot's --json output (its last line is the state)")
@@ -278,24 +293,10 @@ def main() -> None:
     p.add_argument("--loadavg", help="file of 'HH:MM:SS 1min 5min 15min ...' lines sampled during the run")
     p.add_argument("--wall", type=float, help="wall seconds of the whole invocation")
     p.add_argument("--out", help="file to append to [benchmarks/results/<date>-autopilot-<dataset>.md]")
-    p.add_argument("--recompute-intervals", action="store_true",
-                   help="give the ablation's factors their intervals from this state's confirming pairs "
-                        "(engine.autopilot.search.ablation_intervals), for a state written before they existed")
-    p.add_argument("--recompute-split", action="store_true",
-                   help="give the confirmed speedups their split and test accuracy from the store "
-                        "(engine.autopilot.search.paired_from_store), for a state written before they had both")
     a = p.parse_args()
     sys.path.insert(0, str(HERE.parent))
     lines = Path(a.from_json).read_text().strip().splitlines()
     state = json.loads(lines[-1]) if lines[-1].startswith("{") else json.loads("\n".join(lines))
-    if a.recompute_intervals and state.get("ablation") and state.get("confirm"):
-        from engine.autopilot import search as autopilot
-
-        state["ablation"] = autopilot.ablation_intervals(state["ablation"], state["confirm"]["speedup"]["ratios"])
-        state["explanation"] = (autopilot.explanation(state["ablation"], state.get("ablation_spread"))
-                                + " (intervals computed after the run from its own pairs: the run predates them)")
-    if a.recompute_split and state.get("confirm"):
-        fill_split(state)
     loads = [" ".join(x.split()[:4]) for x in Path(a.loadavg).read_text().splitlines()] if a.loadavg else []
     path = Path(a.out) if a.out else default_path(state.get("dataset") or "digits")
     write(render(state, a.command, loads, a.wall), path, f"Autopilot on {state.get('dataset')}")

@@ -6,45 +6,58 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import autopilot_results as ar  # noqa: E402
-from engine.autopilot import search as autopilot  # noqa: E402
 
 
-def state(baseline, winner):
-    conf = {"repeats": len(baseline), "seeds": list(range(1, len(baseline) + 1)),
-            "runs": [{"round": i + 1, "name": n, "seed": i + 1, "run_id": None, "time_to_target_sec": t}
-                     for i, (b, w) in enumerate(zip(baseline, winner))
-                     for n, t in (("baseline", b), ("winner", w))[:: 1 if i % 2 == 0 else -1]],
-            "times": {"baseline": baseline, "winner": winner},
-            "speedup": autopilot.paired_speedup(baseline, winner)}
-    ab = autopilot.ablation_intervals([{"label": "bfloat16", "run_id": 7, "time_to_target_sec": 14.0,
-                                        "factor": 1.4, "note": None}], conf["speedup"]["ratios"])
+def state(baseline, winner, ablated):
+    """A finished autopilot's state and its stored comparisons: the rounds planted in the store at
+    $SPEEDLAB_HOME (tests.helpers.autopilot.plant_confirmation), the winner without bfloat16 taking
+    `ablated` s."""
+    from engine.autopilot import confirm
+    from engine.store import Store
+    from tests.helpers.autopilot import plant_confirmation
+
+    with Store() as store:
+        conf = plant_confirmation(store, "autopilot-x", {"baseline": baseline, "winner": winner,
+                                                        "without bfloat16": ablated},
+                                  ablations={"without bfloat16": {"technique": "precision"}})
+        comps = confirm.stored(store, conf)
     return {"id": "autopilot-x", "dataset": "mnist5k", "model": "cnn", "target_accuracy": 0.965,
             "budget_sec": 900.0, "search_wall_sec": 890.0, "seed": 0, "trials": [], "notes": [],
             "winner": {"trial": 2, "run_id": 2, "label": "bfloat16 · one_cycle", "changes": {"precision": "mixed_bfloat16"}},
-            "confirm": conf, "ablation": ab, "explanation": autopilot.explanation(ab)}
+            "confirm": conf, "ablation": [{"technique": "precision", "label": "bfloat16", "note": None}]}, comps
 
 
-def test_render_states_the_confirmed_speedup_its_interval_the_goal_and_the_ablation():
+def test_render_states_the_confirmed_speedup_its_interval_the_goal_and_the_ablation(store_home):
     # Pairs 30/10, 33/11, 27/10: ratios 3.0, 3.0, 2.7; logs' mean 1.063492 (x 2.8965), sd 0.060830,
-    # sem 0.035120, half 4.302653 * 0.035120 = 0.151109: [2.4903, 3.3690]. One ablation pair at 1.4x:
-    # half 4.302653 * 0.060830 = 0.261731: [1.0777, 1.8187], above 1: it helps.
-    md = ar.render(state([30.0, 33.0, 27.0], [10.0, 11.0, 10.0]), "python -m engine autopilot --dataset mnist5k",
+    # sem 0.035120, half 4.302653 * 0.035120 = 0.151109: [2.4903, 3.3690]. Without bfloat16 14, 15.4,
+    # 14 s: 1.4x the winner's every round, a zero-width interval above 1: it helps.
+    st, comps = state([30.0, 33.0, 27.0], [10.0, 11.0, 10.0], [14.0, 15.4, 14.0])
+    md = ar.render(st, "python -m engine autopilot --dataset mnist5k",
                    ["07:39:50 1.24 1.11 2.87", "07:50:00 9.0 8.0 5.0", "08:00:00 4.0 5.0 5.0"], wall_s=1200.0,
-                   with_store=False)
+                   with_store=False, comps=comps)
     assert "python -m engine autopilot --dataset mnist5k" in md
     assert "at start 07:39:50 1.24 1.11 2.87; middle 07:50:00 9.0 8.0 5.0; end 08:00:00 4.0 5.0 5.0" in md
     assert "| 2 | WB | 2 | 33.00 s | 11.00 s | 3.00x |" in md   # the second pair ran winner first
-    assert "**confirmed speedup: 2.90x faster (+149% to +237%), 3 pairs**" in md
+    cid = st["confirm"]["comparisons"]
+    assert (f"**confirmed speedup: 2.90x faster (+149% to +237%), 3 pairs vs Keras-default Adam 1e-3** "
+            f"(comparison #{cid['confirmation']}: ") in md
     assert "goal (2.5x, interval's lower end >= 2.0x): met: 2.90x with the lower end at 2.49x" in md
-    assert "| bfloat16 | #7 | 14.00 s | 1.40x | [1.08–1.82] | it helps |" in md
+    assert f"| bfloat16 | #{cid['ablation']['precision']} | 14.00 s | 1.40x | [1.40–1.40] | it helps |" in md
     assert "wall time of the whole invocation: 1200 s (20.0 min)" in md
 
 
-def test_goal_not_met_and_the_file_is_appended_to(tmp_path):
-    sp = autopilot.paired_speedup([30.0, 20.0, 25.0], [10.0, 10.0, 12.0])
-    assert ar.goal_line(sp).startswith("goal (2.5x, interval's lower end >= 2.0x): not met: ")
-    assert ar.goal_line(autopilot.paired_speedup([30.0], [10.0])) == (
-        "goal not checked: no interval (fewer than 2 complete pairs)")
+def test_goal_not_met_and_the_file_is_appended_to(tmp_path, store_home):
+    from engine.autopilot import confirm
+    from engine.store import Store
+    from tests.helpers.autopilot import plant_confirmation
+
+    def goal(baseline, winner):
+        with Store() as store:
+            conf = plant_confirmation(store, f"autopilot-{len(baseline)}", {"baseline": baseline, "winner": winner})
+            return ar.goal_line(ar.paired(confirm.stored(store, conf)["confirmation"]))
+
+    assert goal([30.0, 20.0, 25.0], [10.0, 10.0, 12.0]).startswith("goal (2.5x, interval's lower end >= 2.0x): not met: ")
+    assert goal([30.0], [10.0]) == "goal not checked: no interval (fewer than 2 complete pairs)"
     path = tmp_path / "r.md"
     ar.write("one\n", path, "Autopilot on mnist5k")
     ar.write("two\n", path, "Autopilot on mnist5k")
