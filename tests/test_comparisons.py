@@ -435,3 +435,48 @@ def test_pairs_run_on_two_machines_are_not_comparable_and_said_first(no_queue, s
     assert h["text"].startswith("measured on two machines: ") and h["tone"] == "neutral"
     assert h["verdict"] == "not comparable" and h["main"] == "measured on two machines: 1.25x, not comparable"
     assert h["detail"].startswith(f"{here['name']} vs {zen3['name']} · 3 pairs")
+
+
+def test_a_comparison_its_own_process_runs_is_settled_by_no_one_else_while_it_lives(store_home, monkeypatch):
+    """The autopilot's confirmation (engine.autopilot.confirm) plans its pairs as its rounds run: between
+    two rounds nothing of it is pending, yet no other reader (the queue's settle_all, the Train page's
+    `running`, a stop signal) may end it as "all pairs ran". Once its process is gone, any reader does."""
+    from engine.autopilot.confirm import Rounds
+    from engine.jobs import stopping
+
+    def one_round(st, ap_id):  # round 1 of 3, both sides done; returns the confirmation's id
+        rounds = Rounds(st, ap_id, ["baseline", "winner"], [], {}, 3, [1, 2, 3], None, None)
+        for name in rounds.order[0]:
+            rid = st.create_run(RunConfig(model="mlp", epochs=1, seed=1).to_json(), role="run", group_id=f"{ap_id}-c1")
+            rounds.submitted(st, 0, name, rid)
+            _finish_split(st, rid, [(2.0 if name == "winner" else 4.0, 0.96)], 1000.0, 0.95)
+            rounds.ended(st, name)
+        return rounds.state()["confirmation"]
+
+    def gone(st, cid):  # its process ended (another pid now)
+        settings = cstore.get(st, cid)["settings"]
+        cstore.update(st, cid, settings={**settings, "pid": 2**22 + 12345, "pid_started": 99.0})
+
+    with Store() as st:
+        cid = one_round(st, "autopilot-own")
+        stopping.settle_all(st)
+        comp = cstore.get(st, cid)
+        assert comp["status"] == "running" and comp["result"]["pairs"] == 1  # its result grows meanwhile
+        assert comparison.owner_alive(comp) and comparison.running(st) is None  # the Autopilot page's, not Train's
+        # A stop signal to the store reaches the owner (SIGTERM), which ends its comparisons itself.
+        sent = []
+        monkeypatch.setattr("os.kill", lambda pid, sig: sent.append((pid, sig)))
+        lines = stopping.stop_all("stopped: the queue got SIGTERM")
+        assert sent == [(comp["settings"]["pid"], 15)] and any("its process" in x for x in lines)
+        assert cstore.get(st, cid)["status"] == "running" and cstore.get(st, cid)["ended_by"] == (
+            "stopped: the queue got SIGTERM")
+        # Its process gone: the next reader settles it, short of the pairs asked for, never "all ran".
+        gone(st, cid)
+        stopping.settle_all(st)
+        comp = cstore.get(st, cid)
+        assert comp["status"] == "stopped" and comp["ended_by"] == "stopped: the queue got SIGTERM; 1 complete pair kept"
+        cid = one_round(st, "autopilot-crashed")  # no stop signal: its process just ended
+        gone(st, cid)
+        stopping.settle_all(st)
+        comp = cstore.get(st, cid)
+        assert (comp["status"], comp["ended_by"]) == ("stopped", "its process ended after 1 of the 3 pairs asked for")
