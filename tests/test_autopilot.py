@@ -139,6 +139,12 @@ def test_a_stop_before_any_trial_reached_the_target_says_so(store_home, monkeypa
     monkeypatch.setattr(ap2, "search", lambda: None)
     assert ap2.run()["notes"] == ["no trial reached the target: nothing to confirm or explain (raise the epoch cap "
                                   "or the budget, or lower the target)"]
+    # 0 re-runs and a winner: no confirmation and no ablation (no one-run ablation instead), said in the state.
+    ap3 = autopilot.Autopilot(DIGITS, 0.95, 60, repeats=0, lr_find="no", facts=cpu_facts(), finalists=1)
+    monkeypatch.setattr(ap3, "search", lambda: {"trial": 1, "run_id": 1, "label": "bf16", "time_to_target_sec": 2.0,
+                                                "config": ap3.base.replace(**FAST).to_dict()})
+    state = ap3.run()
+    assert state["notes"] == [autopilot.NO_REPEATS] and state["confirm"] is None and state["ablation"] is None
 
 
 def test_a_bad_progress_file_is_refused_before_anything_runs(store_home, capsys):
@@ -216,21 +222,17 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run(store_home):
     from engine.autopilot import confirm
     from engine.cli.autopilot import summary_lines
     from engine.store import Store
-
     from tests.helpers.autopilot import plant_confirmation
 
     def lines(baseline, winner, **kw):
         with Store() as store:
-            conf = plant_confirmation(store, f"autopilot-{len(baseline)}{winner[0]}", {"baseline": baseline,
-                                                                                    "winner": winner}, **kw)
+            conf = plant_confirmation(store, f"ap-{winner[0]}", {"baseline": baseline, "winner": winner}, **kw)
             state = {"target_accuracy": 0.95, "trials": [], "confirm": conf, "phase": kw and "stopped",
                      "winner": {"trial": 4, "run_id": 9, "label": "bfloat16", "search_time_to_target_sec": 1.5}}
             comps = confirm.stored(store, conf)
             ended[:] = [comps["confirmation"][k] for k in ("status", "ended_by")]
             return summary_lines(state, comps), conf["comparisons"]["confirmation"]
-
     ended = []
-
     # Ratios 1.76/2.40 = 0.733, 1.70/2.30 = 0.739, 1.80/2.50 = 0.720: median 0.733, and 1/0.733 = 1.36.
     # One central value (the geometric mean), its interval and verdict, from the stored comparison.
     # Logs of 0.7333, 0.7391, 0.7200: mean -0.31155 (0.7323x), sd 0.013449, half 4.302653 x 0.013449 /
@@ -536,8 +538,7 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     assert order == [(1, n) for n in names] + [(2, n) for n in reversed(names)] + [(3, n) for n in names]
     rid = {(x["round"] - 1, x["name"]): x["run_id"] for x in conf["runs"]}
     ids = conf["comparisons"]
-    assert set(ids) == {"confirmation", "extra", "ablation"} and ids["extra"] == {}
-    assert set(ids["ablation"]) == {"precision", "steps_per_execution"}
+    assert ids["extra"] == {} and set(ids["ablation"]) == {"precision", "steps_per_execution"}
     with Store(store_home / "runs.sqlite") as store:
         rows = {c["id"]: c for c in cstore.list_all(store)}
         comps = confirm.stored(store, conf)
