@@ -343,15 +343,13 @@ def result(p: dict) -> None:
             st.plotly_chart(autopilot_charts.ablation_figure(entries), key="ap_ablation", config=PLOTLY_CONFIG)
             line = explanation(entries)
             if line:
-                st.caption(f"Without each technique the winner took this many times as long: {line}. Bars: 95% "
-                           "intervals; one that holds 1x is inconclusive. Each is a comparison on the Runs page.")
-        elif comp is not None:
-            cmp_view.pairs_chart(comp, key="ap_pairs")
+                st.caption(f"Without each technique the winner took this many times as long: {line}. Bars: "
+                           "their 95% intervals. Each is a comparison on the Runs page.")
+        if comp is not None:  # the confirmation's pairs, as the Train page draws a comparison's
+            cmp_view.pairs_chart(comp, key="ap_pairs", height=260)
     if comp is not None:
-        with st.expander(f"The confirmation, comparison #{comp['id']}: its pairs", icon=":material/compare_arrows:"):
+        with st.expander(f"The confirmation: comparison #{comp['id']}", icon=":material/compare_arrows:"):
             cmp_view.details(comp)
-            if entries:
-                cmp_view.pairs_chart(comp, key="ap_pairs")
 
 
 def measured_on(p: dict) -> tuple[str, bool]:
