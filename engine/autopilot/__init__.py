@@ -2,7 +2,8 @@
 accuracy, confirms the winner against the baseline and explains it.
 
 - search: the search itself (the Autopilot class: trials as queued runs, the runoff, the
-  confirmation, the ablation); settings: its check and its seeds; watch: one run followed
+  confirmation, the ablation); confirm: the confirmation and the ablation as stored
+  comparisons; settings: its check and its seeds; watch: one run followed
   and pruned; peak_lr: one-cycle's peak LR; explain: the ablation in words; job: the
   detached background job the Autopilot page follows;
 - space: the search space the hardware verdicts allow, and what each trial changes;

@@ -19,6 +19,11 @@ same two configurations, so a speedup is measured as a set of pairs:
   says which;
 - Stop (cancelling the runs) keeps the complete pairs.
 
+A comparison whose own process plans its pairs and ends it (two commands, engine.jobs.
+command_pairs; the autopilot's confirmation and ablation, engine.autopilot.confirm) carries that
+process in its settings ('pid', 'pid_started'): while it lives no other process settles it
+(`owner_alive`), and a stop signal reaches it (`signal_owner`).
+
 The statistics are engine.report.stats; results are stored in the comparisons
 table (engine.store.comparisons). No TF in this process.
 """
