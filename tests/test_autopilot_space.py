@@ -375,3 +375,14 @@ def test_a_runoff_with_one_finalist_is_skipped_with_a_word(store_home):
     assert ap.runoff() is None
     assert ap.state["notes"] == ["no runoff: 1 trial reached the target, so there was nothing to choose between "
                                  "on new seeds"]
+
+
+def test_an_ablation_without_its_comparison_says_why():
+    from engine.autopilot.confirm import ablation_entries
+
+    plan = [{"technique": "precision", "label": "bfloat16", "note": None},
+            {"technique": "backend", "label": "JAX", "note": "no baseline setting to switch back to"}]
+    out = ablation_entries(plan, {})  # stopped before its rounds; the second had no configuration to run
+    assert [(a["kind"], a["factor"]) for a in out] == [("not_run", None), ("no_config", None)]
+    assert explanation(out) == ("JAX (needed: no baseline setting to switch back to without it), "
+                                "stopped before measuring bfloat16")

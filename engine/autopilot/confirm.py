@@ -157,14 +157,15 @@ def ablation_entries(plan: list[dict], comps: dict) -> list[dict]:
     `plan` (the state's 'ablation': {'technique', 'label', 'changes', 'note'}) the entry with
     'factor' (the time-to-accuracy speedup of the winner over the winner without the technique:
     > 1 = it helps), 'ci95', 'verdict' (engine.report.stats, of that measure), 'interval_pairs',
-    'run_ids' (the runs without it), 'comparison_id', 'kind' ('reached', 'not_reached', 'not_run')
-    and 'note' (why there is no factor)."""
+    'run_ids' (the runs without it), 'comparison_id', 'kind' ('reached', 'not_reached', 'not_run',
+    'no_config': space.ablation_configs could not switch it back) and 'note' (why there is no factor)."""
     out = []
     for a in plan:
         comp = comps.get(a["technique"])
         entry = {**a, "factor": None}
-        if comp is None:
-            entry.update(kind="not_run", note=a.get("note") or "not run: the autopilot was stopped")
+        if comp is None:  # no configuration to run without it (its note says why), or stopped first
+            entry.update(kind="no_config" if a.get("note") else "not_run",
+                         note=a.get("note") or "not run: the autopilot was stopped")
             out.append(entry)
             continue
         r = comp.get("result") or {}
