@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import RunConfig  # noqa: E402
 from engine.config.presets import PRESETS  # noqa: E402
+from engine.report.headline import ratio_text  # noqa: E402
 
 # The baseline gets a generous epoch budget; the tuned run's one-cycle schedule spans its 10 epochs.
 BASELINE = dict(model="cnn", batch_size=128, epochs=20, learning_rate=1e-3)
@@ -71,7 +72,7 @@ def main() -> None:
     tb = [s["time_to_target_sec"] for s in res["baseline"] if s["time_to_target_sec"]]
     tt = [s["time_to_target_sec"] for s in res["tuned"] if s["time_to_target_sec"]]
     if tb and tt:
-        print(f"time-to-accuracy speedup (median/median): {statistics.median(tb) / statistics.median(tt):.2f}x")
+        print(f"time-to-accuracy speedup (median/median): {ratio_text(statistics.median(tb) / statistics.median(tt))}")
 
 
 if __name__ == "__main__":
