@@ -15,32 +15,14 @@ import streamlit as st
 
 from engine.base.process import start_time
 from views import gate, store_check
+from views.components import server_signals
 
 # The queue and spare worker this server starts leave within seconds of its exit when idle
 # (engine.jobs.queue_runner.Owner): they inherit these.
 if not os.environ.get("SPEEDLAB_OWNER_PID"):
     os.environ["SPEEDLAB_OWNER_PID"], os.environ["SPEEDLAB_OWNER_START"] = str(os.getpid()), str(start_time())
 
-
-@st.cache_resource(show_spinner=False)
-def _stop_on_signals() -> bool:
-    """Once per server: SIGTERM, SIGINT or SIGHUP to this server stops what the store runs,
-    naming the signal, before Streamlit shuts down (engine.jobs.stopping.stop_on_server_signals;
-    docs/reliability.md, "signals"). Signal handlers belong to the main thread, which runs
-    Streamlit's event loop: the install is handed to it."""
-    from streamlit.runtime import Runtime
-
-    from engine.jobs import stopping
-
-    try:
-        loop = Runtime.instance()._get_async_objs().eventloop  # private: no public handle in 1.67
-    except (RuntimeError, AttributeError):  # not a server (AppTest): nothing to install
-        return False
-    loop.call_soon_threadsafe(stopping.stop_on_server_signals)
-    return True
-
-
-_stop_on_signals()
+server_signals.install()  # a stop signal to this server stops what the store runs, naming it
 
 # Presenter mode (?mode=talk, views/components/presenter.py) starts with the settings bar collapsed.
 st.set_page_config(page_title="SpeedLab", page_icon=":material/speed:", layout="wide",

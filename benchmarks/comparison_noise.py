@@ -58,7 +58,7 @@ def describe(name: str, comp: dict) -> tuple[list, str]:
     for other in ("end_to_end", "steady"):
         o = r[other]
         if o["ci95"]:
-            print(f"  {report_headline.MEASURE_NAMES[other]}: {o['speedup']:.3f}x [{o['ci95'][0]:.3f}–{o['ci95'][1]:.3f}] "
+            print(f"  {report_headline.MEASURE_NAMES[other]}: {report_headline.ratio_text(o['speedup'], digits=3)} [{o['ci95'][0]:.3f}–{o['ci95'][1]:.3f}] "
                   f"{o['verdict']}")
     return ratios, m
 

@@ -20,7 +20,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from end_to_end import run  # noqa: E402  one CLI run in a fresh worker, its --json summary
+from engine.report.headline import ratio_text  # noqa: E402
 
 
 def train_step_warmup(summary: dict) -> float:
@@ -31,7 +33,7 @@ def train_step_warmup(summary: dict) -> float:
 
 def ratio(xs: list, ys: list) -> str:
     r = sorted(y / x for x, y in zip(xs, ys))
-    return f"{statistics.median(r):.2f}x (min {r[0]:.2f}x, max {r[-1]:.2f}x, {len(r)} pairs)"
+    return f"{ratio_text(statistics.median(r))} (min {ratio_text(r[0])}, max {ratio_text(r[-1])}, {len(r)} pairs)"
 
 
 def main() -> None:

@@ -197,6 +197,7 @@ def open_closed(pairs: int, epochs: int, model: str, presenter: bool = False) ->
     from engine.config import RunConfig
     from engine.jobs import comparison
     from engine.report import stats
+    from engine.report.headline import ratio_text
     from engine.store import Store
 
     home = Path(tempfile.mkdtemp(prefix="speedlab-openclosed-"))
@@ -265,7 +266,7 @@ def open_closed(pairs: int, epochs: int, model: str, presenter: bool = False) ->
     for key, name in (("steady", "steady samples/s"), ("e2e", "end-to-end samples/s")):
         s = stats.summarize([r[key] for r in rows["closed"]], [r[key] for r in rows["open"]], higher_is_better=True)
         ci = s["ci95"]
-        print(f"{name}, open / closed: {s['speedup']:.3f}x" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
+        print(f"{name}, open / closed: {ratio_text(s['speedup'], digits=3)}" + (f" [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else "")
               + f", {s['verdict'] or 'no interval'}; pairs: {', '.join(f'{x:.3f}' for x in s['pair_ratios'])}"
               + ("  (target >= 0.98)" if key == "steady" else ""))
     o = rows["open"]

@@ -28,6 +28,7 @@ def main() -> None:
     from engine.config import RunConfig
     from engine.jobs import runner
     from engine.report import forecast as fc
+    from engine.report.headline import ratio_text
 
     rows = {2: [], 4: []}
     for r in range(a.rounds):
@@ -50,7 +51,8 @@ def main() -> None:
     for n, got in rows.items():
         fs, ms, ph = (statistics.median(v[i] for v in got) for i in range(3))
         note = "  (c2 derived from it)" if n == 2 else ""
-        print(f"{n:>8} {fs:>20.3f}x {ms:>20.3f}x {fs / ms:>6.2f} {ph:>18.2f}x{note}")
+        print(f"{n:>8} {ratio_text(fs, digits=3):>21} {ratio_text(ms, digits=3):>21} {fs / ms:>6.2f} "
+              f"{ratio_text(ph):>19}{note}")
     with open("/proc/loadavg") as fh:
         print(f"\nload average: {fh.read().strip()}")
 

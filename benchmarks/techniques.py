@@ -34,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from engine.report.headline import ratio_text  # noqa: E402
 
 # name -> (data set, RunConfig changes, what it is)
 TECHNIQUES = {
@@ -109,9 +110,7 @@ def _headline(res: dict, key: str):
 
 
 def fmt_ratio(x, ci) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    return ratio_text(x) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if x is not None and ci else "")
 
 
 def factor_cell(f: dict, key: str) -> str:

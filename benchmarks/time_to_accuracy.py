@@ -1,6 +1,6 @@
-"""Does tuning help? Time to a validation accuracy, baseline vs tuned, on digits.
+"""Does the hand-made preset help? Time to a validation accuracy, baseline vs preset, on digits.
 
-Runs the baseline and the tuned configuration through the engine, alternating
+Runs the baseline and the preset configuration through the engine, alternating
 REPEATS times in one invocation (so drift on a shared machine hits both), and
 prints the median time to the target validation accuracy (s since training
 start, warm-up included: that is what a user waits), the spread, the steady
@@ -20,10 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import RunConfig  # noqa: E402
 from engine.config.presets import PRESETS  # noqa: E402
+from engine.report.headline import ratio_text  # noqa: E402
 
-# The baseline gets a generous epoch budget; the tuned run's one-cycle schedule spans its 10 epochs.
+# The baseline gets a generous epoch budget; the preset run's one-cycle schedule spans its 10 epochs.
 BASELINE = dict(model="cnn", batch_size=128, epochs=20, learning_rate=1e-3)
-TUNED = dict(PRESETS["digits"])  # the hand-tuned preset (engine.config.presets)
+PRESET = dict(PRESETS["digits"])  # the hand-made preset (engine.config.presets)
 
 
 def measure(cfg: RunConfig, store_path) -> dict:
@@ -51,11 +52,11 @@ def main() -> None:
     from engine.hardware.machine import cpu_model
 
     base = RunConfig(**BASELINE, target_accuracy=a.target)
-    tuned = RunConfig(**TUNED, target_accuracy=a.target)
+    preset = RunConfig(**PRESET, target_accuracy=a.target)
     store = Path(tempfile.mkdtemp(prefix="speedlab-tta-")) / "runs.sqlite"
-    res = {"baseline": [], "tuned": []}
+    res = {"baseline": [], "preset": []}
     for i in range(a.repeats):
-        for name, cfg in (("baseline", base), ("tuned", tuned)):
+        for name, cfg in (("baseline", base), ("preset", preset)):
             s = measure(cfg.replace(seed=i), store)
             res[name].append(s)
             print(f"repeat {i + 1} {name:>8}: time to {a.target} = {s['time_to_target_sec']} s, "
@@ -63,15 +64,15 @@ def main() -> None:
                   flush=True)
     print(f"machine: {cpu_model()}")
     print(f"baseline: {BASELINE}")
-    print(f"tuned:    {TUNED}")
+    print(f"preset:   {PRESET}")
     for name in res:
         tt = [s["time_to_target_sec"] for s in res[name]]
         sps = statistics.median(s["samples_per_sec"] for s in res[name])
         print(f"{name:>8}: time to {a.target}: {_fmt(tt)}; steady {sps:,.0f} samples/s")
     tb = [s["time_to_target_sec"] for s in res["baseline"] if s["time_to_target_sec"]]
-    tt = [s["time_to_target_sec"] for s in res["tuned"] if s["time_to_target_sec"]]
+    tt = [s["time_to_target_sec"] for s in res["preset"] if s["time_to_target_sec"]]
     if tb and tt:
-        print(f"time-to-accuracy speedup (median/median): {statistics.median(tb) / statistics.median(tt):.2f}x")
+        print(f"time-to-accuracy speedup (median/median): {ratio_text(statistics.median(tb) / statistics.median(tt))}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Trains a small CNN on the bundled digits (scikit-learn's 1,797 8x8 images) with
 SpeedLabCallback; the run then shows in ``python -m engine runs``, on the Runs page and, while it
-trains, on the Train page ("from an outside script").
+trains, on the Train page ("a script run").
 
     python examples/train_with_callback.py --epochs 5 --bf16
 

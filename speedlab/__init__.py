@@ -35,7 +35,7 @@ def _engine():
 def __getattr__(name: str):
     if name == "SpeedLabCallback":
         _engine()
-        from engine.training.outside import SpeedLabCallback
+        from engine.training.script_run import SpeedLabCallback
 
         _engine()  # the engine imported must be this repository's
         return SpeedLabCallback

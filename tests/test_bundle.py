@@ -258,5 +258,5 @@ def test_runs_page_imports_a_bundle_and_says_why_it_refuses_one(two_homes, monke
 
 
 def shown(markdown: str) -> str:
-    """What a Markdown line reads as: outside text is escaped (engine.base.plain.md)."""
+    """What a Markdown line reads as: untrusted text is escaped (engine.base.plain.md)."""
     return re.sub(r"\\(.)", r"\1", markdown)

@@ -177,6 +177,25 @@ def test_measuring_commands_refuse_while_the_autopilot_is_between_its_runs(store
     assert not (store_home / lr_find.LATEST_FILE).exists()
 
 
+def test_every_measuring_command_refuses_a_busy_machine_with_one_line(store_home):
+    """noise and tune-baseline printed "error: <why>", demo-transfer "error: not started: <why>",
+    hardware --noise "noise floor not measured: <why>": one refusal now (engine.cli.printing
+    refuse_if_busy), the same line and exit 2 from every command."""
+    from engine.store import Store
+    from tests.helpers import cli
+
+    _running(background.LR_FIND_FILE)
+    line = "error: not started: an LR range test is running: wait for it to end (usually under a minute)\n"
+    for argv in (["noise", "--pairs", "3"], ["tune-baseline"], ["demo-transfer", "--quiet"]):
+        got = cli.engine(*argv)
+        assert (got.returncode, got.stderr, got.stdout) == (2, line, ""), argv
+    store = Store()
+    try:
+        assert store.list_runs() == []  # nothing was queued
+    finally:
+        store.close()
+
+
 def test_only_the_pages_own_job_file_counts_as_the_jobs_own(store_home, monkeypatch):
     name = background.AUTOPILOT_FILE
     assert background.own_job_file(str(store_home / name), name) is True

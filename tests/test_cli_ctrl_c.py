@@ -53,3 +53,22 @@ def test_any_number_of_ctrl_c_cancels_in_one_line_and_exits_130(store_home, pres
     assert lines == ["cancelling run 1 (interrupted; more presses change nothing) ..."], err
     with Store(store_home / "runs.sqlite") as s:
         assert s.get_run(1)["status"] == "cancelled"
+
+
+def test_a_run_and_a_comparison_stop_on_ctrl_c_through_one_function(monkeypatch, capsys):
+    """engine.cli.follow.until_done: what `run` and `run --baseline` do on Ctrl-C while they
+    wait (the line once, everything stopped once, the stopped result returned, exit 130)."""
+    from engine.cli import follow
+
+    stops = []
+    monkeypatch.setattr(follow, "stop_all_for_signal", lambda: stops.append("stop"))
+
+    def pressed():
+        raise KeyboardInterrupt
+
+    assert follow.until_done(lambda: "completed", lambda: "cancelled", "stopping ...", quiet=True) == "completed"
+    assert (stops, follow.INTERRUPTED["by_user"], capsys.readouterr().err) == ([], False, "")
+    line = "stopping comparison 4 (complete pairs are kept; more presses change nothing) ..."
+    assert follow.until_done(pressed, lambda: "cancelled", line, quiet=True) == "cancelled"
+    assert (stops, follow.INTERRUPTED["by_user"], capsys.readouterr().err) == (["stop"], True, f"\n{line}\n")
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second press changes nothing

@@ -1,4 +1,4 @@
-"""Outside text is text (issue 42, item 3): a bundle whose host name, group, data set name,
+"""Untrusted text is text (issue 42, item 3): a bundle whose host name, group, data set name,
 error, stderr and warnings hold Markdown and HTML is imported, and every page shows them
 as plain characters: no image, link, tag or directive reaches the page, and no chart's
 title or hover label carries live HTML. engine.base.plain is the one escaping helper."""

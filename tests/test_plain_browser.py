@@ -1,4 +1,4 @@
-"""Outside text is text, in a real browser (issue 42, item 3): with a hostile bundle
+"""Untrusted text is text, in a real browser (issue 42, item 3): with a hostile bundle
 imported (Markdown image and link, raw HTML in the host name, group, data set, error,
 warnings), every page opens in Chromium without one request to another host, and no
 image or link from the bundle is in the page."""

@@ -1,7 +1,8 @@
 """One rule for every stop signal, the dashboard (issue 56, item 2): a SIGTERM to the Streamlit
 server while a comparison it could have launched trains stops that comparison naming the signal
 ("stopped: the dashboard got SIGTERM"), never "cancelled by the user", before the server shuts
-down (engine.jobs.stopping.stop_on_server_signals, installed by app.py on its first page)."""
+down (engine.jobs.stopping.stop_on_server_signals, installed by app.py on its first page through
+views/components/server_signals.py)."""
 from __future__ import annotations
 
 import os

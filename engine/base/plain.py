@@ -1,9 +1,9 @@
-"""Outside text as plain text: the one escaping helper of every page and chart.
+"""Untrusted text as plain text: the one escaping helper of every page and chart.
 
-Strings that come from outside SpeedLab (a bundle's host name, error and stderr, a run's
+Strings SpeedLab did not write itself (a bundle's host name, error and stderr, a run's
 group, an upload's or a user data set's file and class names, a user model's layer names,
 a config's free text) are untrusted (docs/reliability.md). Shown as they are they become
-markup: Streamlit renders Markdown (links, images: an image from an outside server is
+markup: Streamlit renders Markdown (links, images: an image from another server is
 fetched by the viewer's browser and logs the visit) in headings, captions, alerts, expander
 and metric labels and toasts; Plotly renders a subset of HTML (`<a href>`, `<b>`, `<br>`,
 `<span style>`) in titles, axis titles, legends and hover labels.

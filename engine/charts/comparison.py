@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from engine.charts.style import BASELINE_COLOR, PALETTE, clip_marks, empty_figure, style
 from engine.report.stats import pair_ratio
-from engine.report.headline import MEASURE_NAMES
+from engine.report.headline import MEASURE_NAMES, PAGE_SIGN, ratio_text
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
 
@@ -73,7 +73,7 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     shown = [(x, y, r) for x, y, r in zip(xs, ratios, done) if y is not None]
     fig.add_trace(go.Scatter(x=[x for x, _, _ in shown], y=[y for _, y, _ in shown], mode="markers",
                              marker=dict(size=12, color=PAIR_COLOR, line=dict(width=1, color="white")),
-                             name="one pair", text=[f"pair {r['pair'] + 1} ({r['order']}, seed {r['seed']}): {y:.2f}×"
+                             name="one pair", text=[f"pair {r['pair'] + 1} ({r['order']}, seed {r['seed']}): {ratio_text(y, PAGE_SIGN)}"
                                                     for _, y, r in shown],  # the value itself: y may be clipped
                              hovertemplate="%{text}<extra></extra>"))
     missing = [x for x, y in zip(xs, ratios) if y is None]

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.config import words
+from engine.report.headline import PAGE_SIGN, ratio_text
 from engine.charts.style import (
     BASELINE_COLOR, PALETTE, PRECISION_SHORT, REFERENCE_COLOR, empty_figure, style,
 )
@@ -81,7 +82,7 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
                                   width=[4 if b else 0 for b in best])),
             error_y=dict(type="data", symmetric=False, array=g["err_plus"], arrayminus=g["err_minus"],
                          color="#374151", thickness=1.5, width=4),
-            text=[f"{v:.2f}×" for v in g["speedup"]], textposition="inside", insidetextanchor="start",
+            text=[ratio_text(v, PAGE_SIGN) for v in g["speedup"]], textposition="inside", insidetextanchor="start",
             textangle=0, textfont=dict(size=13, color="white"), cliponaxis=False,
             customdata=np.stack([g["speedup_min"], g["speedup_max"], g["samples_per_sec"].fillna(0),
                                  g["repeats"]], axis=-1),
@@ -102,7 +103,7 @@ def bench_figure(cells: pd.DataFrame, title: Optional[str] = "Speedup of each op
             bars(rest, name, slot, BENCH_PRECISION_COLORS.get(prec, PALETTE[3]), int(dev) > 1)
     b = df.loc[best_i]
     # Legend-only entry that names the outlined bar.
-    fig.add_trace(go.Bar(x=[None], y=[None], name=f"best: {words.bench_cell(b)} ({b['speedup']:.2f}×)",
+    fig.add_trace(go.Bar(x=[None], y=[None], name=f"best: {words.bench_cell(b)} ({ratio_text(b['speedup'], PAGE_SIGN)})",
                          marker=dict(color="white", line=dict(color=BEST_COLOR, width=3)),
                          offsetgroup=f"{b['precision']}|{b['devices']}", hoverinfo="skip"))
     fig.add_hline(y=1.0, line=dict(color=BASELINE_COLOR, width=1.5, dash="dash"))

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from engine.charts.style import (
     BASELINE_COLOR, REFERENCE_COLOR, T_TITLE, empty_figure, run_groups, style,
 )
+from engine.report.headline import PAGE_SIGN, ratio_text
 
 
 # Speedup of a well-tuned synchronous data-parallel setup (devices -> x), shown
@@ -42,7 +43,7 @@ def speedup_figure(bars: pd.DataFrame, title: Optional[str] = "Speedup vs baseli
     notes = bars["note"].fillna("") if "note" in bars.columns else pd.Series("", index=bars.index)
     fig = go.Figure(go.Bar(
         x=bars["speedup"], y=bars["label"], orientation="h", marker_color=list(bars["color"]),
-        text=[f"{v:.2f}×" for v in bars["speedup"]], cliponaxis=False,
+        text=[ratio_text(v, PAGE_SIGN) for v in bars["speedup"]], cliponaxis=False,
         # A bar ending just short of 1.0: its label inside, not across the dashed baseline line.
         textposition=["inside" if SLOWER_INSIDE <= v < 1.0 else "outside" for v in bars["speedup"]],
         insidetextanchor="end",
@@ -87,7 +88,7 @@ def scaling_figure(points: pd.DataFrame, title: str = "Scaling: speedup vs repli
         x=ref_x, y=ref_y, name="well-tuned data parallel (reference)", mode="lines+markers+text",
         line=dict(color=REFERENCE_COLOR, width=1.5), marker=dict(color=REFERENCE_COLOR, size=11,
                                                                   symbol="diamond"),
-        text=[f"{y:.1f}×" if x > 1 else "" for x, y in zip(ref_x, ref_y)], textposition="top left",
+        text=[ratio_text(y, PAGE_SIGN, digits=1) if x > 1 else "" for x, y in zip(ref_x, ref_y)], textposition="top left",
         customdata=[100 * y / x for x, y in zip(ref_x, ref_y)],
         hovertemplate="reference: %{y:.1f}× on %{x} devices (%{customdata:.0f}% efficiency)"
                       "<extra></extra>"))

@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.config import MODELS, user_model, words
-from engine.store import from_outside_script
+from engine.store import from_script_run
 
 
 # Colour-blind-safe (Okabe-Ito / Tol) colours that stay distinct on a projector;
@@ -110,7 +110,7 @@ def run_label(run: Mapping) -> str:
     parts += _speed_parts(cfg)
     if cfg.get("init_from") is not None:
         parts.append(f"from #{cfg['init_from']}")
-    if from_outside_script(plan):  # SpeedLabCallback (engine.training.outside)
+    if from_script_run(plan):  # SpeedLabCallback (engine.training.script_run)
         parts.append("script run")
     return " · ".join(parts)
 
@@ -135,9 +135,9 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
     """One line describing a config for tables; speed options appear only when
     they are on, e.g. 'digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · 3 epochs'.
     A script run (SpeedLabCallback in a user's script: `plan` source 'callback') names its script and its name, not
-    the placeholder data set and model its stored config holds (engine.training.outside)."""
+    the placeholder data set and model its stored config holds (engine.training.script_run)."""
     summary = summary or {}
-    if from_outside_script(plan):
+    if from_script_run(plan):
         cfg = {**cfg, "dataset": f"script run {plan.get('script') or 'python'}",
                "model": str(plan.get("name") or "its own model"), "image_size": None}
     devices = cfg.get("devices", 1)

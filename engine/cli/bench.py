@@ -6,7 +6,8 @@ import sys
 import time
 
 from engine.config import words
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
+from engine.report.headline import ratio_text
 
 
 def add_parser(sub) -> None:
@@ -111,7 +112,7 @@ def format_table(result: dict) -> str:
     best = result.get("best")
     for c in result["cells"]:
         dev = f"{c['devices']}{'s' if c['simulated'] else ''}"
-        sp = f"{c['speedup']:.2f}x" if c["speedup"] is not None else "-"
+        sp = ratio_text(c["speedup"])
         ci = c.get("speedup_ci95")
         spread = f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-"
         verdict = c.get("verdict") or ("baseline" if c is result["cells"][0] else "-")
@@ -138,11 +139,9 @@ def main(args) -> int:
     # The autopilot (first: its trial is not the user's to cancel), a run, an LR range test,
     # the demo, another benchmark; only the Hardware page's own job may find its file active.
     own = background.own_job_file(getattr(args, "progress_file", None), background.BENCH_FILE)
-    why = background.busy(skip=(background.BENCH_FILE,) if own else ())
-    if why:
-        msg = f"not started: {why}"
+    msg = refuse_if_busy(skip=(background.BENCH_FILE,) if own else ())
+    if msg:
         write(state="failed", error=msg)
-        print(f"error: {msg}", file=sys.stderr)
         return 2
 
     facts = quick_facts()
@@ -211,7 +210,7 @@ def main(args) -> int:
         print(format_table(result))
         b = result["best"]
         print(f"best: {b.get('backend', 'tensorflow')}, {b['precision']}, steps_per_execution {b['steps_per_execution']}, "
-              f"XLA {'on' if b['jit_compile'] else 'off'}, {b['devices']} device(s): {b['speedup']:.2f}x")
+              f"XLA {'on' if b['jit_compile'] else 'off'}, {b['devices']} device(s): {ratio_text(b['speedup'])}")
         caution = bench.baseline_caution(result)
         if caution:
             print(f"caution: {caution}")

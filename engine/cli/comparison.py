@@ -60,7 +60,7 @@ def run_comparison(cfg, kind: str, args) -> dict:
 def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
     """Follow comparison `cid` of `cfg` with progress lines (unless --quiet); Ctrl-C stops it
     (complete pairs are kept). Returns the final comparison row."""
-    from engine.cli.follow import progress_line
+    from engine.cli.follow import progress_line, until_done
     from engine.jobs import comparison, runner
     from engine.store import Store
     from engine.store import comparisons as cstore
@@ -111,17 +111,8 @@ def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
                 return comp
             time.sleep(0.5)
 
-    try:
-        comp = follow()
-    except KeyboardInterrupt:
-        from engine.cli.follow import ignore_more_interrupts, stop_all_for_signal
-
-        ignore_more_interrupts(f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...")
-        stop_all_for_signal()
-        comp = comparison.wait(cid)
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
-    return comp
+    return until_done(follow, lambda: comparison.wait(cid),
+                      f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...", quiet)
 
 
 def comparison_json(comp: dict) -> dict:

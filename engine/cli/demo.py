@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
+from engine.report.headline import ratio_text
 
 
 def add_parser(subparsers) -> None:
@@ -53,9 +54,7 @@ def main(args) -> int:
 
     # The autopilot between its runs, a benchmark, an LR range test, a run. Not the demo's own
     # file: the Runs page starts this command after writing it.
-    why = background.busy(skip=(background.DEMO_FILE,))
-    if why:
-        print(f"error: not started: {why}", file=sys.stderr)
+    if refuse_if_busy(skip=(background.DEMO_FILE,)):
         return 2
     cfgs = demo.demo_configs(epochs=args.epochs, pretrain_epochs=args.pretrain_epochs, model=args.model,
                                  batch_size=args.batch_size, learning_rate=args.learning_rate)
@@ -96,6 +95,6 @@ def main(args) -> int:
               f"(final {c['scratch_final_val_accuracy'] or float('nan'):.3f})")
         if c["speedup"]:
             who, x = ("fine-tuning", c["speedup"]) if c["speedup"] >= 1 else ("training from scratch", 1 / c["speedup"])
-            print(f"{who} reached {t} {x:.2f}x sooner (times from the start of training, warm-up and "
+            print(f"{who} reached {t} {ratio_text(x)} sooner (times from the start of training, warm-up and "
                   "recompilation included)")
     return 0 if all(r["status"] == "completed" for r in runs) else 1

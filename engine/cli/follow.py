@@ -1,9 +1,12 @@
 """Following what a command started: a run's progress line (`progress_line`, `follow`) and
-what Ctrl-C, SIGTERM and SIGHUP do meanwhile (`ignore_more_interrupts`, `stop_all_for_signal`,
-`INTERRUPTED`: the command then exits 130)."""
+what Ctrl-C, SIGTERM and SIGHUP do meanwhile (`until_done`, `ignore_more_interrupts`,
+`stop_all_for_signal`, `INTERRUPTED`: the command then exits 130)."""
 from __future__ import annotations
 
 import sys
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 from engine.cli.printing import fmt
 
@@ -78,17 +81,26 @@ def stop_all_for_signal() -> None:
     stopping.stop_all(stop_reason("CLI"))
 
 
+def until_done(wait: Callable[[], T], wait_stopped: Callable[[], T], line: str, quiet: bool) -> T:
+    """`wait()` (a wait that draws progress) until it returns; on Ctrl-C, SIGTERM or SIGHUP
+    (KeyboardInterrupt: engine.cli.main) say `line` once, ignore further presses, stop what
+    the store runs and return `wait_stopped()` (a plain wait for the stop to land); the
+    command then exits 130. Ends a terminal's progress line unless `quiet`."""
+    try:
+        out = wait()
+    except KeyboardInterrupt:
+        ignore_more_interrupts(line)
+        stop_all_for_signal()
+        out = wait_stopped()
+    if not quiet and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    return out
+
+
 def follow(run_id: int, quiet: bool) -> dict:
     """Wait for a run with a progress line; Ctrl-C (any number of presses) cancels it."""
     from engine.jobs import runner
 
     on_poll = None if quiet else progress_line(run_id)
-    try:
-        run = runner.wait(run_id, on_poll=on_poll)
-    except KeyboardInterrupt:
-        ignore_more_interrupts(f"cancelling run {run_id} (interrupted; more presses change nothing) ...")
-        stop_all_for_signal()
-        run = runner.wait(run_id)
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
-    return run
+    return until_done(lambda: runner.wait(run_id, on_poll=on_poll), lambda: runner.wait(run_id),
+                      f"cancelling run {run_id} (interrupted; more presses change nothing) ...", quiet)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
 from engine.hardware.peaks import flops_text
 from engine.hardware.verdicts import ProbeError, probe
 
@@ -164,11 +164,9 @@ def measure_noise(quiet: bool = False) -> int:
     pairs are kept). Returns 0 with an interval, 1 without, 2 when the machine is busy."""
     from engine.base.errors import ActiveRunError
     from engine.jobs import noise
-    from engine.jobs import background, comparison
+    from engine.jobs import comparison
 
-    why = background.busy()
-    if why:
-        print(f"noise floor not measured: {why}", file=sys.stderr)
+    if refuse_if_busy():
         return 2
     try:
         cid = noise.start()

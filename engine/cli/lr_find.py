@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
 from engine.config import ConfigError
 
 HELP = "LR range test: short sweep with exponentially increasing learning rate; suggests a max LR"
@@ -97,9 +97,7 @@ def main(args) -> int:
         lr_find.check_sweep(args.start_lr, args.end_lr, args.steps)
         # The autopilot between its runs, a benchmark, the demo, a run. Not the LR range
         # test's own file: the page starts this command after writing it.
-        why = background.busy(skip=(background.LR_FIND_FILE,))
-        if why:
-            print(f"error: not started: {why}", file=sys.stderr)
+        if refuse_if_busy(skip=(background.LR_FIND_FILE,)):
             return 2
         if not args.json:
             print(f"lr-find: {cfg.model} on {cfg.dataset}, {cfg.optimizer}, batch {cfg.batch_size}: "

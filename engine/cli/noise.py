@@ -1,10 +1,9 @@
 """``python -m engine noise``: this machine's noise floor, an A/A comparison of the baseline against itself."""
 from __future__ import annotations
 
-import sys
 
 from engine.cli.flags import add_config_args, config_from_args
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
 from engine.cli.comparison import add_pair_args, check_pair_args, comparison_json, comparison_rows, run_comparison
 
 
@@ -24,7 +23,6 @@ def add_parser(sub) -> None:
 
 def cmd_noise(args) -> int:
     """Exit code 0 completed with at least 2 complete pairs, 1 otherwise, 2 invalid settings or busy."""
-    from engine.jobs import background
 
     cfg = config_from_args(args)
     check_pair_args(args)
@@ -32,9 +30,7 @@ def cmd_noise(args) -> int:
         from engine.base.errors import ConfigError
 
         raise ConfigError("pairs", args.pairs, "gives no interval", "give at least 3 pairs for a noise floor")
-    why = background.busy()
-    if why:
-        print(f"error: {why}", file=sys.stderr)
+    if refuse_if_busy():
         return 2
     comp = run_comparison(cfg, "aa", args)
     out = {"comparison": comparison_json(comp)}

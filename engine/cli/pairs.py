@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
 from engine.cli.comparison import comparison_json, comparison_rows
 
 
@@ -42,9 +42,7 @@ def cmd_pairs(args) -> int:
 
     command_pairs.check(args.baseline_cmd, args.cmd, args.pairs, args.timeout_s)
     own = background.own_job_file(args.progress_file, background.PAIRS_FILE)  # the page wrote it: ours
-    why = background.busy(skip=(background.PAIRS_FILE,) if own else ())
-    if why:
-        print(f"error: {why}", file=sys.stderr)
+    if refuse_if_busy(skip=(background.PAIRS_FILE,) if own else ()):
         return 2
 
     def started(cid):

@@ -1,10 +1,13 @@
 """What the commands print: strict JSON (`print_json`), numbers (`fmt`), a run's summary
 rows (`result_json`, `print_summary`, `mfu_rows`), speedups and where the time went
-(`speedup_rows`, `time_table`), and the one line for an unknown run (`get_run`)."""
+(`speedup_rows`, `time_table`), the one line for an unknown run (`get_run`) and for a busy
+machine (`refuse_if_busy`)."""
 from __future__ import annotations
 
 import sys
 from typing import Optional
+
+from engine.report.headline import MISSING, ratio_text
 
 
 def print_json(obj, **kw) -> None:
@@ -106,9 +109,9 @@ def print_summary(s: dict) -> None:
         c = s["backend_comparison"]
         tta = c.get("time_to_accuracy_speedup")
         rows.append(("backend speedup", f"{c['backend']} vs {c['other_backend']} (run {c['baseline_id']}, same "
-                                        f"configuration): {_x(c.get('steady_speedup'))} steady, "
-                                        f"{_x(c.get('end_to_end_speedup'))} end-to-end"
-                                        + (f", {tta:.2f}x time to accuracy" if tta else "")))
+                                        f"configuration): {ratio_text(c.get('steady_speedup'))} steady, "
+                                        f"{ratio_text(c.get('end_to_end_speedup'))} end-to-end"
+                                        + (f", {ratio_text(tta)} time to accuracy" if tta else "")))
     if s.get("error"):
         rows.append(("error", s["error"]))
     width = max([20, *(len(k) for k, _ in rows)])  # e.g. "time to 0.995 val acc" is 21
@@ -161,29 +164,37 @@ def get_run(store, run_id: int) -> Optional[dict]:
     return run
 
 
-def _x(v) -> str:
-    """A ratio as '1.23x' (2 decimals, as every speedup the CLI prints), or '-' when there
-    is none (not '-x')."""
-    return "-" if v is None else f"{v:.2f}x"
+def refuse_if_busy(skip: tuple = ()) -> Optional[str]:
+    """The one refusal of a command that would measure on a busy machine (a run queued or
+    running, a background job: engine.jobs.background.busy, which `skip`s the caller's own job
+    files). Prints 'error: not started: <why>' on stderr and returns 'not started: <why>' (the
+    caller exits 2); None when the machine is free."""
+    from engine.jobs import background
+
+    why = background.busy(skip=skip)
+    if not why:
+        return None
+    print(f"error: not started: {why}", file=sys.stderr)
+    return f"not started: {why}"
 
 
 def speedup_rows(c: dict) -> list[tuple[str, str]]:
     """The three speedups of an engine.report.pair.compare() result as (name, text) rows."""
     target = c.get("target_accuracy")
     if c.get("time_to_accuracy_speedup") is not None:
-        tta = (f"{c['time_to_accuracy_speedup']:.2f}x  ({c['baseline_time_to_accuracy_sec']:.2f} s -> "
+        tta = (f"{ratio_text(c['time_to_accuracy_speedup'])}  ({c['baseline_time_to_accuracy_sec']:.2f} s -> "
                f"{c['time_to_accuracy_sec']:.2f} s to {target:g} val accuracy)")
     elif target is None:
         tta = "no target accuracy (set --target-accuracy)"
     else:
         notes = [f"baseline {c['baseline_time_to_accuracy_note']}" if c.get("baseline_time_to_accuracy_note") else None,
                  f"run {c['time_to_accuracy_note']}" if c.get("time_to_accuracy_note") else None]
-        tta = "-  (" + "; ".join(n for n in notes if n) + f"; target {target:g} val accuracy)"
+        tta = f"{MISSING}  (" + "; ".join(n for n in notes if n) + f"; target {target:g} val accuracy)"
     rows = [
         ("time to accuracy", tta),
-        ("end-to-end", f"{_x(c.get('end_to_end_speedup'))}  (training samples / wall time of training: "
+        ("end-to-end", f"{ratio_text(c.get('end_to_end_speedup'))}  (training samples / wall time of training: "
                        f"{fmt(c.get('baseline_end_to_end_samples_per_sec'))} -> {fmt(c.get('end_to_end_samples_per_sec'))} samples/s)"),
-        ("steady", f"{_x(c.get('steady_speedup'))}  (median samples/s per execution after warm-up: "
+        ("steady", f"{ratio_text(c.get('steady_speedup'))}  (median samples/s per execution after warm-up: "
                    f"{fmt(c.get('baseline_samples_per_sec'))} -> {fmt(c.get('samples_per_sec'))})"),
     ]
     for key in ("notice", "setup_notice"):

@@ -5,7 +5,7 @@ import json
 
 from engine.cli.printing import get_run, print_json, print_summary, result_json, time_table
 from engine.report.pair import breakdown
-from engine.store import from_outside_script
+from engine.store import from_script_run
 
 
 def add_parser(sub) -> None:
@@ -33,7 +33,7 @@ def cmd_show(args) -> int:
         return 0
     print(f"run {run['id']}  {run['status']}  ({run['role']})")
     plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
-    if from_outside_script(plan):  # SpeedLabCallback (engine.training.outside): config is what it read
+    if from_script_run(plan):  # SpeedLabCallback (engine.training.script_run): config is what it read
         print(f"a script run: {plan.get('script')} (name {plan.get('name')!r}); "
               "dataset and model in the config are placeholders")
     if run.get("error"):  # a cancelled run's line says why it was stopped: not an error

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from engine.cli.flags import add_config_args, config_from_args
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
 
 
 def add_parser(sub) -> None:
@@ -46,14 +46,11 @@ def config_text(r: dict) -> str:
 def cmd_tune(args) -> int:
     from engine.autopilot import tune
     from engine.base.errors import ConfigError
-    from engine.jobs import background
 
     cfg = config_from_args(args)
     if args.center_lr is not None and not args.center_lr > 0:
         raise ConfigError("center_lr", args.center_lr, "is not positive", "give e.g. 0.001")
-    why = background.busy()
-    if why:
-        print(f"error: {why}", file=sys.stderr)
+    if refuse_if_busy():
         return 2
 
     def plan(p):

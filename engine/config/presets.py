@@ -14,7 +14,7 @@ from __future__ import annotations
 from engine.config import RunConfig
 from engine.store import tuned_baselines
 
-# digits: benchmarks/time_to_accuracy.py's hand-made configuration (kept there as TUNED).
+# digits: benchmarks/time_to_accuracy.py's hand-made configuration (kept there as PRESET).
 PRESETS = {
     "digits": dict(model="cnn", batch_size=256, epochs=10, learning_rate=1e-3, scale_lr=True,
                    reference_batch_size=128, schedule="one_cycle", max_lr=0.005, label_smoothing=0.1,

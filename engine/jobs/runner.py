@@ -26,7 +26,7 @@ from engine.base.errors import ActiveRunError
 from engine.config.preflight import check_runnable
 from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
 from engine.base.process import USER_CANCEL
-from engine.store import ACTIVE_STATUSES, Store, from_outside_script
+from engine.store import ACTIVE_STATUSES, Store, from_script_run
 
 def idle_exit_s() -> float:
     """Seconds an idle queue (and its spare) stays up: $SPEEDLAB_QUEUE_IDLE_S, default 600."""
@@ -149,7 +149,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
     if active and (queue_alive(store) or queue_starting(store)):
         # A script's run (SpeedLabCallback) is no queue's: a live queue never settles it, so
         # a script killed before its atexit (SIGKILL, SIGTERM) left it running for good.
-        active = [r for r in active if from_outside_script(r.get("plan"))]
+        active = [r for r in active if from_script_run(r.get("plan"))]
     if not active:
         return
     if not locked and any(r["status"] == "queued" for r in active) and submitting(store):
@@ -159,7 +159,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
     for run in active:
         # A script's run is inserted with its pid; one without (an older SpeedLab, an edited
         # store) is given ORPHAN_GRACE_S.
-        if from_outside_script(run.get("plan")) and not run["pid"]:
+        if from_script_run(run.get("plan")) and not run["pid"]:
             if now - run["created"] > ORPHAN_GRACE_S:
                 store.finish_run(run["id"], "failed", "its script ended before it recorded its process",
                                  only_if_active=True)
@@ -167,7 +167,7 @@ def reconcile(store: Store, locked: bool = False) -> None:
         if run["status"] == "running" and run["pid"]:
             if process_alive(run["pid"], run["pid_started"]):
                 continue
-            if from_outside_script(run.get("plan")):
+            if from_script_run(run.get("plan")):
                 store.finish_run(run["id"], "failed", "its script ended before fit finished, without "
                                  "reporting (killed?); what it measured is kept", only_if_active=True)
                 continue
@@ -382,9 +382,9 @@ def cancel(run_id: int, store_path: Optional[os.PathLike] = None, reason: str = 
         if run["status"] != "running":
             return f"run {run_id} is already {run['status']}"
         store.update_run(run_id, cancel_requested=time.time(), error=reason)
-        if from_outside_script(run.get("plan")) and run["pid"] and process_alive(run["pid"], run["pid_started"]):
+        if from_script_run(run.get("plan")) and run["pid"] and process_alive(run["pid"], run["pid_started"]):
             # A user's script (a notebook kernel, perhaps) is never signalled: its SpeedLabCallback
-            # reads the request and stops training at its next batch (engine.training.outside).
+            # reads the request and stops training at its next batch (engine.training.script_run).
             return (f"run {run_id}: stop requested (its script stops training at its next batch; "
                     f"its process, pid {run['pid']}, is not signalled)")
         if process_alive(run["pid"], run["pid_started"]):

@@ -25,10 +25,11 @@ MISSING = "—"
 TEXT_SIGN, PAGE_SIGN = "x", "×"
 
 
-def ratio_text(v: Optional[float], sign: str = TEXT_SIGN) -> str:
+def ratio_text(v: Optional[float], sign: str = TEXT_SIGN, digits: int = 2) -> str:
     """A ratio (a speedup, x) as '1.23x' (2 decimals, as every SpeedLab speedup; `sign` '×'
-    on the pages: '1.23×'), MISSING when there is none."""
-    return MISSING if v is None else f"{v:.2f}{sign}"
+    on the pages: '1.23×'; `digits` 1 for a chart's reference line, 3 for a benchmark's
+    fine effects), MISSING when there is none."""
+    return MISSING if v is None else f"{v:.{digits}f}{sign}"
 
 
 def target_label(target: Optional[float]) -> str:

@@ -7,7 +7,7 @@ import math
 import time
 from typing import Optional
 
-from engine.store import from_outside_script
+from engine.store import from_script_run
 
 
 def incomplete_note(summary: Optional[dict]) -> Optional[str]:
@@ -87,12 +87,12 @@ def runs_frame(store, runs: Optional[list] = None):
     for r in store.list_runs() if runs is None else runs:
         c, s = r["config"], r.get("summary") or {}
         plan = r.get("plan") if isinstance(r.get("plan"), dict) else {}
-        outside = from_outside_script(plan)  # SpeedLabCallback in a user's script (engine.training.outside)
+        script_run = from_script_run(plan)  # SpeedLabCallback in a user's script (engine.training.script_run)
         recs.append({
             "id": r["id"], "status": r["status"], "role": r["role"],
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])),
-            "dataset": "(script run)" if outside else c["dataset"],
-            "model": (plan.get("name") or "script run") if outside else c["model"], "precision": c["precision"],
+            "dataset": "(script run)" if script_run else c["dataset"],
+            "model": (plan.get("name") or "script run") if script_run else c["model"], "precision": c["precision"],
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
             "schedule": c.get("schedule"), "learning_rate": peak_lr(c),
@@ -106,7 +106,7 @@ def runs_frame(store, runs: Optional[list] = None):
             **{k: s.get(k) for k in MFU_KEYS}, "bound_by": bound_by_cell(r),
             "error": r.get("error") or incomplete_note(s),
             "origin": (f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin")
-                       else f"a script run ({plan.get('script') or 'python'})" if outside else None),
+                       else f"a script run ({plan.get('script') or 'python'})" if script_run else None),
         })
     df = pd.DataFrame.from_records(recs, columns=[
         "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",

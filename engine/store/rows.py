@@ -22,13 +22,13 @@ STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 
 
 # A run's plan 'source' when SpeedLabCallback recorded it from a user's own script
-# (engine.training.outside): its config's data set and model are placeholders, and no queue owns it.
-OUTSIDE_SCRIPT_SOURCE = "callback"
+# (engine.training.script_run): its config's data set and model are placeholders, and no queue owns it.
+SCRIPT_RUN_SOURCE = "callback"
 
 
-def from_outside_script(plan: Any) -> bool:
+def from_script_run(plan: Any) -> bool:
     """Whether a run with this stored `plan` (dict, or None) comes from a user's own script."""
-    return isinstance(plan, dict) and plan.get("source") == OUTSIDE_SCRIPT_SOURCE
+    return isinstance(plan, dict) and plan.get("source") == SCRIPT_RUN_SOURCE
 
 
 def parse_row(row: dict) -> tuple[dict, Optional[str]]:

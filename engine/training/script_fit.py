@@ -1,4 +1,4 @@
-"""What SpeedLabCallback (engine.training.outside) reads from a user's script and its `fit`: the
+"""What SpeedLabCallback (engine.training.script_run) reads from a user's script and its `fit`: the
 global batch size, the replicas, the learning rate, accuracy under every name Keras logs, the
 samples each execution really ran (`ScriptRecorder`, mixed into the worker's Recorder), the
 config it can fill in and the environment. A figure it cannot read is None, never an error in
@@ -15,7 +15,7 @@ from typing import Optional
 import keras
 
 from engine.base.lines import one_line
-from engine.store.rows import OUTSIDE_SCRIPT_SOURCE  # stdlib only: nothing heavy in the user's script
+from engine.store.rows import SCRIPT_RUN_SOURCE  # stdlib only: nothing heavy in the user's script
 
 
 def global_batch(model) -> Optional[int]:
@@ -337,5 +337,5 @@ def environment() -> dict:
 
     return {"fingerprint": fingerprint_with_clock(), "hostname": platform.node(),
             "python": platform.python_version(), "keras": keras.__version__,
-            "backend": keras.backend.backend(), "source": OUTSIDE_SCRIPT_SOURCE, "pid": os.getpid(),
+            "backend": keras.backend.backend(), "source": SCRIPT_RUN_SOURCE, "pid": os.getpid(),
             "threads": threading.active_count()}

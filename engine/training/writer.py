@@ -1,7 +1,7 @@
 """The metrics writer: a background thread that commits the recorder's rows to the store.
 
 The worker that owns a run (engine.jobs.worker, or SpeedLabCallback in a user's own script,
-engine.training.outside) starts one; the recorder (engine.training.recorder) only appends
+engine.training.script_run) starts one; the recorder (engine.training.recorder) only appends
 rows to it. Commits happen about twice a second together with psutil samples, so a worker
 that dies loses at most the last second of metrics. No Keras here.
 """

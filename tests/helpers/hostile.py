@@ -1,4 +1,4 @@
-"""Hostile outside text: a bundle whose every text field holds Markdown, HTML and links,
+"""Hostile untrusted text: a bundle whose every text field holds Markdown, HTML and links,
 imported into a store (tests of engine.base.plain: pages under AppTest and in Chromium)."""
 from __future__ import annotations
 

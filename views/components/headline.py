@@ -10,7 +10,7 @@ from engine.autopilot import search as autopilot
 from engine.charts import train as train_charts
 from engine.report import headline, stats
 from engine.report.pair import backend_speedup
-from engine.store import ACTIVE_STATUSES, Store, from_outside_script
+from engine.store import ACTIVE_STATUSES, Store, from_script_run
 from views.components.common import PLOTLY_CONFIG
 
 
@@ -48,7 +48,7 @@ def no_baseline_caption(run: dict | None) -> str:
     if (run.get("group_id") or "").startswith("tune-"):  # engine.autopilot.tune's GROUP_PREFIX
         return ("A run of the tune-baseline sweep: it is a candidate baseline, not measured against one. "
                 "The sweep stores its winner; `run --baseline tuned` compares against it.")
-    if from_outside_script(run.get("plan")):  # Compare with baseline cannot launch a user's script
+    if from_script_run(run.get("plan")):  # Compare with baseline cannot launch a user's script
         return PAIRS_ADVICE
     return "No baseline for this run: turn on **Compare with baseline** and launch again to measure the speedup."
 

@@ -23,7 +23,7 @@ def figures(store, run: dict, src) -> dict:
     return {**summ, **mfu.of(summ, run.get("plan"))}
 
 
-def headline(store, run: dict | None, src) -> None:
+def mfu_lines(store, run: dict | None, src) -> None:
     """'MFU 32% of this machine's measured float32 peak (...)' and, once the run ended,
     its bound-by line, as captions under the speedup headline."""
     if run is None:

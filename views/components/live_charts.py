@@ -268,7 +268,7 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
         speedup_panel(base, run, cmp, own, pair_of=comp, replay=source is not None)
         if source is None:  # a replay's store holds its two runs only: no other backend's run to find
             backend_line(store, run)
-        limits.headline(store, run or base, src)
+        limits.mfu_lines(store, run or base, src)
     with right:
         st.plotly_chart(train_charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)

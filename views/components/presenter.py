@@ -107,7 +107,7 @@ def style() -> None:
     toasts_below()
 
 
-def headline(base: dict | None, run: dict | None, cmp: dict | None, own: dict | None = None) -> None:
+def speed_banner(base: dict | None, run: dict | None, cmp: dict | None, own: dict | None = None) -> None:
     """The headline speedup large (time to accuracy), end-to-end and steady beside it; the
     wording is engine.report.headline's, as on the Train page.
     own: views.components.headline.own_time of a run that is its own baseline (its time to target is shown)."""
@@ -167,7 +167,7 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
            else None)
     if comp is None:
-        headline(base, run, cmp, own_time(base, run, src))
+        speed_banner(base, run, cmp, own_time(base, run, src))
     frames = chart_frames(src, runs)
     medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}
                if cmp else {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)

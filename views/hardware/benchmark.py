@@ -14,6 +14,7 @@ from engine.charts import hardware as hardware_charts
 from engine.config import words
 from engine.hardware.machine import quick_facts
 from engine.jobs.background import ACTIVE_STATES
+from engine.report.headline import PAGE_SIGN, ratio_text
 from views.components import handoff
 from views.components.common import one_line_errors
 
@@ -100,7 +101,7 @@ def bench_results(res: dict) -> None:
     with side:
         # An arrow and a colour only for a verdict: 1.00x "+0%" with a green up-arrow read as a gain.
         moved = best.get("verdict") not in ("inconclusive", "equivalent") and round((best["speedup"] - 1) * 100) != 0
-        st.metric("Best configuration", f"{best['speedup']:.2f}×", border=True,
+        st.metric("Best configuration", ratio_text(best["speedup"], PAGE_SIGN), border=True,
                   delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline" + ("" if moved else " · within noise"),
                   delta_color="normal" if moved else "off", delta_arrow="auto" if moved else "off",
                   help="median over repeats of its samples/s / the baseline's")
@@ -109,7 +110,7 @@ def bench_results(res: dict) -> None:
             st.caption("Nothing beat the float32 baseline here: keep the defaults.")
         order = list(range(len(res["cells"])))
         pick = st.selectbox("Configuration to use", order, index=best_i, key="bench_pick", format_func=lambda i: words.bench_cell(
-            res["cells"][i]) + (f": {res['cells'][i]['speedup']:.2f}×" if res["cells"][i]["speedup"] is not None else ""))
+            res["cells"][i]) + (f": {ratio_text(res['cells'][i]['speedup'], PAGE_SIGN)}" if res["cells"][i]["speedup"] is not None else ""))
         if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:",
                      key="bench_use", on_click=handoff.hand_over, width="stretch",
                      args=({**bench.to_config_changes(res["cells"][pick]), "workers": 1}, False),

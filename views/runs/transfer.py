@@ -9,6 +9,7 @@ import streamlit as st
 from engine.base import plain
 from engine.jobs import background, demo, runner
 from engine.charts import style as chart_style, runs as runs_charts
+from engine.report.headline import PAGE_SIGN, ratio_text
 from engine.report.progress import progress
 from engine.store import ACTIVE_STATUSES, Store
 from views.components.common import PLOTLY_CONFIG, one_line_errors
@@ -126,7 +127,7 @@ def transfer_pair(store: Store, pairs: list[tuple[int, int]]) -> None:
         x = c.get("speedup")
         if x:
             who, k = ("Fine-tuning", x) if x >= 1 else ("Training from scratch", 1 / x)
-            st.markdown(f"**{who} reached {target:g} {k:.2f}× sooner.**")
+            st.markdown(f"**{who} reached {target:g} {ratio_text(k, PAGE_SIGN)} sooner.**")
         st.caption(f"Fine-tuned from run #{cfg.get('init_from')}: {cfg.get('freeze_epochs')} frozen epoch(s), "
                    f"then {cfg.get('finetune_lr_factor', 0.1):g}× the learning rate. Times from the start of "
                    "training, warm-up and recompilation included.")

@@ -9,7 +9,7 @@ from engine.config import ConfigError, RunConfig, baseline_config
 from engine.jobs import runner
 from engine.base.plain import md
 from engine.report import live_refresh
-from engine.store import FINAL_STATUSES, Store, from_outside_script
+from engine.store import FINAL_STATUSES, Store, from_script_run
 from engine.autopilot.tune import GROUP_PREFIX as TUNE_PREFIX
 from engine.report.table import peak_lr
 from views.components import comparison as cmp_view
@@ -144,8 +144,8 @@ def live_view(was_active: bool, drawn: tuple | None = None, phase: str | None = 
                 if run is not None and (run.get("group_id") or "").startswith(TUNE_PREFIX) else None
             if sweep:
                 st.caption(md(sweep))
-            if run is not None and from_outside_script(run.get("plan")):
-                plan = run["plan"]  # engine.training.outside: SpeedLabCallback in a user's script
+            if run is not None and from_script_run(run.get("plan")):
+                plan = run["plan"]  # engine.training.script_run: SpeedLabCallback in a user's script
                 st.caption(md(f"Run {run['id']} is a script run: {plan.get('name') or ''} "
                                       f"({plan.get('script') or 'python'})"))
             render_comparison(store, group, base, run)

@@ -165,7 +165,7 @@ def upload_controls(sb) -> None:
 def uploads_allowed() -> bool:
     """A .keras upload is offered only where the server listens on this machine alone
     (server.address localhost) or the shared-secret gate is on (views/gate.py): a model file
-    is code and weights from outside (docs/reliability.md). Python files are never uploaded."""
+    is untrusted code and weights (docs/reliability.md). Python files are never uploaded."""
     import os
 
     # views/gate.py's variable, read here (a page may not import another page's module); the

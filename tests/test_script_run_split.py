@@ -40,7 +40,7 @@ def _stored(run_id):
 
 def test_arrays_store_the_split_and_the_test_accuracy_the_script_measures(store_home):
     from engine.report.target import samples_to_accuracy
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     (x, y), test = _data()
     model = _model()
@@ -58,7 +58,7 @@ def test_arrays_store_the_split_and_the_test_accuracy_the_script_measures(store_
 def test_a_generator_without_length_counts_its_epoch_and_num_samples_overrides(store_home):
     import numpy as np
 
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     (x, y), _ = _data()
     x, y = x[:1200], y[:1200]
@@ -84,7 +84,7 @@ def test_a_generator_without_length_counts_its_epoch_and_num_samples_overrides(s
 
 
 def test_two_fits_on_different_data_say_the_size_is_not_known(store_home):
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     (x, y), test = _data()
     model, cb = _model(), SpeedLabCallback(name="two", test_data=(test[0], test[1]))

@@ -17,7 +17,7 @@ script used; kept in the config).
 
 The run's config is a RunConfig dict filled with what the callback can read (backend, precision,
 global batch size, epochs, steps per execution, learning rate, target, seed); its plan holds
-``source: "callback"`` and the script's name, which readers show as "from an outside script".
+``source: "callback"`` and the script's name, which readers show as "a script run".
 """
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ from typing import Optional
 import keras
 
 from engine.base.lines import one_line
-from engine.store.rows import OUTSIDE_SCRIPT_SOURCE  # stdlib only: nothing heavy in the user's script
+from engine.store.rows import SCRIPT_RUN_SOURCE  # stdlib only: nothing heavy in the user's script
 from engine.training import script_fit
 
-LABEL = "from an outside script"
+LABEL = "a script run"
 
 
 def write_run_file(path: str, run_id: int, store: Optional[str] = None) -> None:
@@ -290,7 +290,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         store.writable()
         role = os.environ.get("SPEEDLAB_ROLE") or "run"
         group = os.environ.get("SPEEDLAB_GROUP") or None
-        self._plan = {"source": OUTSIDE_SCRIPT_SOURCE, "label": LABEL, "script": script,
+        self._plan = {"source": SCRIPT_RUN_SOURCE, "label": LABEL, "script": script,
                       "name": self.name or script,
                       "argv": [str(a)[:200] for a in sys.argv[:20]], "steps_per_epoch": steps,
                       "epochs": epochs, "total_steps": steps * epochs if steps else None, "global_batch_size": gb,
@@ -426,7 +426,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         if self._writer.lost_total:  # as engine.jobs.worker.incomplete_summary
             summary.update(metrics_incomplete=self._writer.lost_total, metrics_lost=dict(self._writer.lost))
         summary.update(run_id=self.run_id, status=status, error=error, warnings=list(self.warnings), warm_worker=False,
-                       source=OUTSIDE_SCRIPT_SOURCE)
+                       source=SCRIPT_RUN_SOURCE)
         (store or self._store).finish_run(self.run_id, status, error, summary=summary, only_if_active=True)
         self._finished = True
         if store is None:
@@ -490,7 +490,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
             compute_dtype=plan["compute_dtype"], variable_dtype=plan["variable_dtype"],
             steps_per_execution=cfg.steps_per_execution, jit_compile=cfg.jit_compile,
             global_batch_size=gb, per_replica_batch_size=gb // max(self._replicas, 1),
-            dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate or 0.0, schedule="outside script",
+            dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate or 0.0, schedule="script run",
             label_smoothing=0.0, mixup_alpha=0.0, train_accuracy_on_mixed_targets=False, init_from=None,
             pretrained=False, loss_scale=script_fit.safe(loss_scale, model),
             fused_optimizer=bool(script_fit.safe(fused_optimizer_on, model)),

@@ -51,7 +51,7 @@ def test_accuracy_key_finds_every_name_keras_logs():
 
 @pytest.mark.tf
 def test_acc_metric_reaches_its_target(store_home):
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     cb = SpeedLabCallback(name="acc", target_accuracy=0.8)
@@ -68,7 +68,7 @@ def test_acc_metric_reaches_its_target(store_home):
 
 @pytest.mark.tf
 def test_a_missing_target_metric_is_said_once_at_the_first_epoch_end(store_home, capfd):
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     cb = SpeedLabCallback(name="noval", target_accuracy=0.8)
@@ -89,7 +89,7 @@ def test_a_missing_target_metric_is_said_once_at_the_first_epoch_end(store_home,
 def test_two_fits_under_one_callback_are_one_run(store_home, initial_epoch):
     """Phase 1: 2 epochs at lr 1e-5 (validation accuracy stays far below 0.8); phase 2: 3 more
     at lr 1e-2 (its own epochs 0-2, or 2-4 with initial_epoch=2). 1437 / 64 -> 23 steps an epoch."""
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     cb = SpeedLabCallback(name="two-phase", target_accuracy=0.8)
@@ -115,7 +115,7 @@ def test_two_fits_under_one_callback_are_one_run(store_home, initial_epoch):
 @pytest.mark.tf
 def test_short_last_batches_are_counted_as_run(store_home):
     """1437 training samples in batches of 64: 22 full batches and one of 1437 - 22 * 64 = 29."""
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     cb = SpeedLabCallback(name="short")
@@ -136,7 +136,7 @@ def test_a_tf_data_set_counts_its_batches_as_run(store_home, drop):
     drop_remainder, 22 of a static 64."""
     import tensorflow as tf
 
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     ds = tf.data.Dataset.from_tensor_slices((x[:1437], y[:1437])).batch(64, drop_remainder=drop)
@@ -154,7 +154,7 @@ def test_a_generator_without_length_gives_the_scripts_own_throughput(store_home)
 
     import keras
 
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     yielded = []
@@ -194,7 +194,7 @@ def test_samples_it_cannot_count_give_no_throughput_with_a_reason(store_home):
     import keras
     import tensorflow as tf
 
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     class Plain(keras.Sequential):
         def train_step(self, data):
@@ -233,7 +233,7 @@ def _wait_final(run_id, timeout_s: float = 10.0) -> dict:
 @pytest.mark.tf
 def test_a_fit_that_raises_in_a_living_process_ends_its_run_failed_at_once(store_home):
     """A generator whose fourth batch raises: the notebook (here: pytest) lives on."""
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
 
@@ -257,7 +257,7 @@ def test_a_fit_that_raises_in_a_living_process_ends_its_run_failed_at_once(store
 def test_a_callback_that_raises_in_a_living_process_ends_its_run_failed(store_home):
     import keras
 
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     class Boom(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -283,7 +283,7 @@ def test_stop_on_a_script_run_stops_training_and_never_signals_its_process(store
     import keras
 
     from engine.jobs import runner
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     lines, seen = [], []

@@ -1,4 +1,4 @@
-"""SpeedLabCallback (engine/training/outside.py, public as `speedlab`): a user's fit() as a run.
+"""SpeedLabCallback (engine/training/script_run.py, public as `speedlab`): a user's fit() as a run.
 
 Digits (1,797 samples) with validation_split=0.2: Keras trains on floor(1797 * 0.8) = 1437
 samples, so batch 64 gives ceil(1437 / 64) = 23 steps per epoch.
@@ -40,7 +40,7 @@ def _model(spe: int = 1):
 @pytest.mark.tf
 def test_fit_leaves_a_completed_run_with_a_worker_summary(store_home):
     from engine.store import Store
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
     from engine.training.summary import RunSummary
 
     x, y = _digits()
@@ -74,7 +74,7 @@ def test_fit_leaves_a_completed_run_with_a_worker_summary(store_home):
 
 @pytest.mark.tf
 def test_unwritable_home_warns_once_and_training_completes(tmp_path, monkeypatch):
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     home = tmp_path / "file-not-folder"
     home.write_text("x")  # a file where the folder should be: nothing can be created under it
@@ -90,7 +90,7 @@ def test_unwritable_home_warns_once_and_training_completes(tmp_path, monkeypatch
 @pytest.mark.tf
 def test_env_contract_group_role_and_run_file(store_home, monkeypatch):
     from engine.store import Store
-    from engine.training.outside import SpeedLabCallback
+    from engine.training.script_run import SpeedLabCallback
 
     run_file = store_home / "side.json"
     monkeypatch.setenv("SPEEDLAB_GROUP", "pairs-7")
