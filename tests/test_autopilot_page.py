@@ -512,3 +512,20 @@ def test_the_autopilot_page_and_the_runs_page_read_the_same_confirmation(store_h
         "autopilot ablation: without bfloat16", "1.40x faster (+40% to +40%), 3 pairs vs the winner without bfloat16",
         "faster")
     assert rows[ids["ablation"]["schedule"]]["kind"] == "autopilot ablation: without one_cycle (max LR 0.005, 10 epochs)"
+
+
+def test_an_ablation_whose_test_accuracy_did_not_hold_reads_so_on_both_pages(store_home):
+    """The ablation's verdict is its comparison's own, test accuracy applied: the winner 1.4x faster
+    with bfloat16 every round, but 0.90 on the test set where the winner without it got 0.95 (a
+    constant -0.05, its interval [-0.05, -0.05] below 0): "faster, accuracy not held" in the
+    Autopilot page's ablation line and in the Runs page's table, never a plain "faster"."""
+    test = {"baseline": [0.95] * 3, "winner": [0.90] * 3, "without bfloat16": [0.95] * 3}
+    state = done_state({k: SECS[k] for k in ("baseline", "winner", "without bfloat16")}, test=test)
+    background.write_json(autopilot.progress_path(), state)
+    ap = app(PAGE)
+    no_errors(ap)
+    assert "bfloat16 1.40x [1.40–1.40] (faster, accuracy not held)" in texts(ap.caption)
+    runs = app("views/runs/runs.py")
+    (table,) = [d.value for d in runs.dataframe if "headline" in d.value.columns]
+    rows = {r["comparison"]: r for r in table.to_dict("records")}
+    assert rows[state["confirm"]["comparisons"]["ablation"]["precision"]]["verdict"] == "faster, accuracy not held"

@@ -156,7 +156,8 @@ def ablation_entries(plan: list[dict], comps: dict) -> list[dict]:
     """The ablation's figures, from its stored comparisons (`stored`'s 'ablation'): per entry of
     `plan` (the state's 'ablation': {'technique', 'label', 'changes', 'note'}) the entry with
     'factor' (the time-to-accuracy speedup of the winner over the winner without the technique:
-    > 1 = it helps), 'ci95', 'verdict' (engine.report.stats, of that measure), 'interval_pairs',
+    > 1 = it helps), 'ci95', 'verdict' (the comparison's own verdict, as the Runs page shows it:
+    engine.report.stats.overall_verdict, test accuracy and noise floor applied), 'interval_pairs',
     'run_ids' (the runs without it), 'comparison_id', 'kind' ('reached', 'not_reached', 'not_run',
     'no_config': space.ablation_configs could not switch it back) and 'note' (why there is no factor)."""
     out = []
@@ -171,7 +172,7 @@ def ablation_entries(plan: list[dict], comps: dict) -> list[dict]:
         r = comp.get("result") or {}
         tta = r.get("time_to_accuracy") or {}
         factor = tta.get("speedup")
-        entry.update(comparison_id=comp["id"], factor=factor, ci95=tta.get("ci95"), verdict=tta.get("verdict"),
+        entry.update(comparison_id=comp["id"], factor=factor, ci95=tta.get("ci95"), verdict=r.get("verdict"),
                      interval_pairs=tta.get("pairs"), run_ids=r.get("baseline_ids") or [],
                      run_id=(r.get("baseline_ids") or [None])[0],
                      kind="reached" if factor else "not_run" if not r.get("pairs") else "not_reached",

@@ -4,6 +4,7 @@ line. No TF here.
 """
 from __future__ import annotations
 
+from engine.report import stats
 from engine.report.headline import ratio_text
 
 
@@ -18,7 +19,8 @@ def explanation(ablation: list[dict]) -> str:
         ci = a.get("ci95")
         if ci:  # judged by its interval, as a comparison's verdict
             word = {"inconclusive": " (inconclusive)", "equivalent": " (equivalent)",
-                    "slower": " (faster without it)"}.get(a.get("verdict"), "")
+                    "slower": " (faster without it)",
+                    stats.FASTER_NOT_HELD: f" ({stats.FASTER_NOT_HELD})"}.get(a.get("verdict"), "")
             return f"{a['label']} {ratio_text(a['factor'])} [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
         return f"{a['label']} {ratio_text(a['factor'])}" + (" (faster without it)" if a["factor"] < 1 else "")
 
