@@ -95,7 +95,7 @@ def settings_form(p: dict | None = None) -> tuple[list[str] | None, str | None]:
     try:
         cfg = RunConfig(dataset=dataset, model=model, batch_size=int(batch), epochs=int(epochs), seed=int(seed),
                         target_accuracy=float(target), stop_at_target=True)
-        autopilot.check_settings(float(budget), float(target), int(repeats), seed=int(seed), explain=explain)
+        autopilot.check_settings(float(budget), float(target), int(repeats), seed=int(seed))
     except ConfigError as e:
         return None, str(e)
     st.caption(rerun_line(cfg, int(budget), int(repeats), explain))

@@ -228,7 +228,7 @@ class Autopilot:
                  stop: Optional[threading.Event] = None, share: float = TRIAL_SHARE, finalists: int = FINALISTS):
         from engine.hardware.verdicts import verdicts
 
-        check_settings(budget_s, target, repeats, seed=base.seed, explain=explain, max_lr=max_lr,
+        check_settings(budget_s, target, repeats, seed=base.seed, max_lr=max_lr,
                        learning_rate=base.learning_rate)
         if lr_find not in ("auto", "yes", "no"):
             raise ConfigError("lr_find", lr_find, "is not supported", "use auto, yes or no")

@@ -24,7 +24,7 @@ FINALISTS = 3
 RUNOFF_SEEDS = 4
 
 
-def check_settings(budget_s, target, repeats, seed=None, explain=True, max_lr=None, learning_rate=None) -> None:
+def check_settings(budget_s, target, repeats, seed=None, max_lr=None, learning_rate=None) -> None:
     """Check the autopilot's settings before anything runs: budget (s), target (0-1],
     repeats; `seed` (the base seed: the re-runs, with the ablation inside them, use the
     `repeats` seeds after it, the runoff the RUNOFF_SEEDS after those; none
