@@ -71,3 +71,14 @@ def test_a_stopped_run_that_missed_the_target_says_stopped():
     assert not_reached({"status": "cancelled"}, [], 0.95) == "not reached: stopped before its first validation"
     assert not_reached({"status": "failed"}, [], 0.95) == "not reached: failed before its first validation"
     assert not_reached({"status": "cancelled"}, epochs, 0.5) is None           # reached at epoch 1
+
+
+def test_a_test_accuracy_lower_end_at_the_margin_shows_which_side_it_is_on():
+    """'(−0.5 to +6.4) ... not held (needs the lower end above −0.5)' read as a contradiction (an
+    autopilot's confirmation, 2026-12-06): a lower end that rounds to the margin gets two decimals."""
+    text = headline.test_accuracy_text
+    assert text({"mean": 0.03, "ci95": [-0.0052, 0.064], "pairs": 3}) == (
+        "test accuracy +3.0 points (−0.52 to +6.40) vs the baseline, 3 pairs: not held (needs the lower end above −0.5)")
+    assert text({"mean": 0.03, "ci95": [-0.0048, 0.064], "pairs": 3}).endswith("(−0.48 to +6.40) vs the baseline, "
+                                                                               "3 pairs: held")
+    assert "(−0.8 to +0.2)" in text({"mean": -0.003, "ci95": [-0.008, 0.002], "pairs": 5})  # clear of it: one decimal

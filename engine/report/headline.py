@@ -294,7 +294,9 @@ def test_accuracy_text(delta: Optional[dict], versus: str = "the baseline") -> O
     if not delta or delta.get("mean") is None:
         return None
     m, ci, n = delta["mean"] * 100, delta.get("ci95"), delta.get("pairs", 0)
-    span = f" ({ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})" if ci else ""
+    # A lower end that rounds to the margin gets a second decimal: "−0.52 ... not held", not "−0.5 ... not held".
+    d = 2 if ci and f"{ci[0] * 100:.1f}" == f"{-TEST_ACCURACY_MARGIN * 100:.1f}" else 1
+    span = f" ({ci[0] * 100:+.{d}f} to {ci[1] * 100:+.{d}f})" if ci else ""
     held = accuracy_held(delta)
     word = ("held" if held else f"not held (needs the lower end above −{TEST_ACCURACY_MARGIN * 100:.1f}"
             + (")" if ci else f"; an interval needs {MIN_PAIRS} pairs)"))
