@@ -53,7 +53,7 @@ def lane(item) -> str:
 # Test modules with a module-scoped fixture (one real search, one matrix subprocess, one
 # Streamlit server and Chromium: tests/helpers/browser.py `stage`):
 # under xdist each runs whole on one worker, so that its fixture runs once.
-SHARED_MODULES = ("tests/test_app_browser.py", "tests/test_autopilot.py", "tests/test_build.py",
+SHARED_MODULES = ("tests/test_app_browser.py", "tests/test_autopilot.py", "tests/test_bench.py", "tests/test_build.py",
                   "tests/test_jax_steps.py", "tests/test_presenter_fit.py")
 
 

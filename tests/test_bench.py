@@ -1,4 +1,6 @@
 """Quick benchmark: matrix planning, speedup arithmetic, and a tiny real matrix."""
+import copy
+
 import pytest
 
 from engine.config import words
@@ -110,15 +112,25 @@ def test_warm_up_is_the_compiling_repeats():
     assert bench.summarize(cells, samples)["cells"][0]["warmup_sec"] == pytest.approx(1.025)
 
 
-@pytest.mark.worker
-def test_repeats_refit_each_cells_compiled_model(store_home):
+@pytest.fixture(scope="module")
+def tiny_matrix():
+    """One tiny real matrix, read by the two tests below: float32 (the baseline) and bf16 with 4
+    steps per execution, 2 repeats, an MLP on 8x8 synthetic data. Returns (result, progress calls
+    as (done, total, sample)). bench.run writes nothing to the store."""
     cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
               "simulated": False},
-             {"precision": "mixed_bfloat16", "steps_per_execution": 2, "jit_compile": False, "devices": 1,
+             {"precision": "mixed_bfloat16", "steps_per_execution": 4, "jit_compile": False, "devices": 1,
               "simulated": False}]
     work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2}
     seen = []
-    r = bench.run(repeats=2, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append(s))
+    r = bench.run(repeats=2, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append((d, t, s)))
+    return r, seen
+
+
+@pytest.mark.worker
+def test_repeats_refit_each_cells_compiled_model(tiny_matrix):
+    r, calls = tiny_matrix
+    seen = [s for _, _, s in calls]
     # Interleaved: both cells, then both again; the second round reuses the models built in the first.
     assert [(s["cell"], s["repeat"], s["compiled"]) for s in seen] == [
         (0, 0, True), (1, 0, True), (0, 1, False), (1, 1, False)]
@@ -131,19 +143,13 @@ def test_repeats_refit_each_cells_compiled_model(store_home):
 
 
 @pytest.mark.worker
-def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(store_home):
-    cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
-              "simulated": False},
-             {"precision": "float32", "steps_per_execution": 4, "jit_compile": False, "devices": 1,
-              "simulated": False}]
-    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2}
-    seen = []
-    r = bench.run(repeats=1, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append((d, t)))
-    assert seen == [(1, 2), (2, 2)]
+def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(tiny_matrix, store_home):
+    r, calls = tiny_matrix
+    assert [(d, t) for d, t, _ in calls] == [(1, 4), (2, 4), (3, 4), (4, 4)]  # one call per cell and repeat
     assert len(r["cells"]) == 2
     assert r["cells"][0]["speedup"] == 1.0
     assert r["cells"][1]["samples_per_sec"] > 0 and r["best"] is not None
-    bench.save(r)
+    bench.save(copy.deepcopy(r))  # into this test's own store; the fixture's result stays as measured
     assert bench.load_latest()["cells"][1]["steps_per_execution"] == 4
 
 

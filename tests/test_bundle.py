@@ -80,13 +80,14 @@ def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_pro
     assert out.returncode == 0, out.stderr
     rid = json.loads(out.stdout.strip().splitlines()[-1])["run_id"]
     zpath = tmp_path / "talk.zip"
-    out = cli(a, "export", str(rid), "-o", str(zpath))
+    # Only the run needs a process (a real worker); the rest reads and writes stores in this one.
+    out = cli_here(a, "export", str(rid), "-o", str(zpath))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"wrote 1 run to {zpath}"
     assert not Path(str(zpath) + ".part").exists()
 
-    cli(b, "runs")  # b already has a store (empty): the imported run gets b's next id
-    out = cli(b, "import", str(zpath))
+    cli_here(b, "runs")  # b already has a store (empty): the imported run gets b's next id
+    out = cli_here(b, "import", str(zpath))
     assert out.returncode == 0, out.stderr
     src = Store(a / "runs.sqlite").get_run(rid)
     host = src["environment"]["hostname"]
@@ -106,10 +107,10 @@ def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_pro
     assert len(stored(b, "executions", 1)) == 24  # 2 epochs x 12 steps, one execution each
 
     # The table marks it; compare works on the imported copy as on the original.
-    out = cli(b, "runs", "--json")
+    out = cli_here(b, "runs", "--json")
     (row,) = json.loads(out.stdout)
     assert row["origin"] == f"imported from {host}"
-    out = cli(b, "compare", "1", "1", "--json")
+    out = cli_here(b, "compare", "1", "1", "--json")
     assert json.loads(out.stdout)["throughput_speedup"] == pytest.approx(1.0)
 
 

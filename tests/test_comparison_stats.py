@@ -1,6 +1,7 @@
 """engine.report.stats: hand-computed intervals, verdicts, pairs without a ratio, and
 the false-verdict rate of the adaptive rule on simulated lognormal noise (no TF)."""
 import math
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -116,22 +117,86 @@ def test_stein_interval_by_hand():
     assert stats.stein_interval([1.1, 1.2], 3) is None
 
 
+def _engine_rule(base: Sequence[float], run: Sequence[float], margin=None) -> tuple[str, float, int]:
+    """One adaptive comparison as engine.jobs.comparison runs it, on drawn times (s) of up to
+    MAX_PAIRS pairs: stats.summarize after each pair, until stats.adaptive_stop; its
+    (verdict, half width, pairs)."""
+    for k in range(1, len(base) + 1):
+        s = stats.summarize(base[:k], run[:k], higher_is_better=False, first_stage=stats.MIN_PAIRS, margin=margin)
+        if stats.adaptive_stop(s, k):
+            return s["verdict"], s["half_width"], k
+    raise AssertionError(f"no stop after {len(base)} pairs")
+
+
+def _rule(base: np.ndarray, run: np.ndarray, margin=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The same rule as `_engine_rule` on many comparisons at once (NumPy): base, run are times (s),
+    shape (comparisons, MAX_PAIRS). Stops at the first k >= MIN_PAIRS with k >= Stein's pairs_needed
+    (first stage's spread, and all k pairs' spread past it), else at MAX_PAIRS; the interval there is
+    Stein's, widened to the plain t interval when wider. Returns (verdicts, half widths, pairs);
+    `test_the_vectorised_rule_is_the_engines` holds it to the engine's on drawn comparisons."""
+    from scipy import stats as sps
+
+    logs = np.log(base / run)  # time: the ratio is baseline / run
+    first, last = stats.MIN_PAIRS, stats.MAX_PAIRS
+    t = {df: sps.t.ppf((1 + stats.CONFIDENCE) / 2, df) for df in range(first - 1, last)}
+    width = math.log1p(stats.TARGET_HALF_WIDTH)
+    s0 = logs[:, :first].std(axis=1, ddof=1)
+    need0 = np.maximum(first, np.ceil((t[first - 1] * s0 / width) ** 2))
+    pairs = np.full(len(logs), last)
+    stopped = np.zeros(len(logs), bool)
+    for k in range(first, last + 1):
+        need = need0
+        if k > first:
+            need = np.maximum(need, np.maximum(k, np.ceil((t[k - 1] * logs[:, :k].std(axis=1, ddof=1) / width) ** 2)))
+        now = ~stopped & (k >= need)
+        pairs[now], stopped = k, stopped | now
+    used = np.arange(last) < pairs[:, None]
+    mean = np.where(used, logs, 0).sum(axis=1) / pairs
+    sd = np.sqrt(np.where(used, (logs - mean[:, None]) ** 2, 0).sum(axis=1) / (pairs - 1))
+    half = t[first - 1] * s0 / np.sqrt(pairs)  # Stein's
+    plain = np.array([t[k - 1] for k in pairs]) * sd / np.sqrt(pairs)
+    half = np.where(pairs > first, np.maximum(half, plain), half)
+    lo, hi = np.exp(mean - half), np.exp(mean + half)
+    verdicts = np.where(lo > 1, "faster", np.where(hi < 1, "slower", "inconclusive")).astype(object)
+    if margin:
+        verdicts[(verdicts == "inconclusive") & (lo >= 1 / (1 + margin)) & (hi <= 1 + margin)] = "equivalent"
+    return verdicts, np.sqrt(hi / lo) - 1, pairs
+
+
+def _drift_times(rng, true_speedup: float, sigma: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n comparisons' times (s) of MAX_PAIRS pairs: per run, time = drift * base / speedup *
+    lognormal(sigma); drift (the machine's load) is shared by the two sides of a pair."""
+    shape = (n, stats.MAX_PAIRS)
+    drift = np.exp(rng.normal(0, 0.3, shape))
+    return drift * np.exp(rng.normal(0, sigma, shape)), drift / true_speedup * np.exp(rng.normal(0, sigma, shape))
+
+
 def _simulate(rng, true_speedup: float, sigma: float, n: int = 1000) -> tuple[list, list]:
-    """n adaptive comparisons (the rule engine.jobs.comparison applies): per run, time = drift * base / speedup * lognormal(sigma);
-    drift (the machine's load) is shared by the two sides of a pair."""
-    verdicts, widths = [], []
-    for _ in range(n):
-        base, run = [], []
-        while True:
-            drift = math.exp(rng.normal(0, 0.3))
-            base.append(drift * math.exp(rng.normal(0, sigma)))
-            run.append(drift / true_speedup * math.exp(rng.normal(0, sigma)))
-            s = stats.summarize(base, run, higher_is_better=False, first_stage=stats.MIN_PAIRS)
-            if stats.adaptive_stop(s, len(base)):
-                break
-        verdicts.append(s["verdict"])
-        widths.append(s["half_width"])
-    return verdicts, widths
+    """n adaptive comparisons (the rule engine.jobs.comparison applies) of `_drift_times`: verdicts, half widths."""
+    verdicts, widths, _ = _rule(*_drift_times(rng, true_speedup, sigma, n))
+    return list(verdicts), list(widths)
+
+
+def test_the_vectorised_rule_is_the_engines():
+    # `_rule` against stats.summarize and stats.adaptive_stop pair by pair, on each simulation's kind of
+    # draws: up to 3 comparisons of every (verdict, pairs) outcome drawn, so every stop and verdict counts.
+    rng = np.random.default_rng(58)
+    seen = set()
+    for (base, run), margin in ((_drift_times(rng, 1.0, 0.08, 300), None), (_drift_times(rng, 1.0, 0.2, 300), None),
+                                (_drift_times(rng, 1.3, 0.05, 100), None), (_stall_times(rng, 1.0, 0.1, 300), None),
+                                (_stall_times(rng, 1.10, 0.1, 300), stats.DEFAULT_MARGIN),
+                                (_drift_times(rng, 1.0, 0.01, 100), stats.DEFAULT_MARGIN)):
+        verdicts, widths, pairs = _rule(base, run, margin)
+        picked: dict = {}
+        for i, outcome in enumerate(zip(verdicts, pairs)):
+            picked.setdefault(outcome, []).append(i)
+        for outcome, rows in picked.items():
+            for i in rows[:3]:
+                verdict, width, k = _engine_rule(list(base[i]), list(run[i]), margin)
+                assert (verdict, k) == outcome and width == pytest.approx(widths[i], rel=1e-9)
+        seen |= set(picked)
+    assert {v for v, _ in seen} == {"faster", "slower", "inconclusive", "equivalent"}
+    assert {int(k) for _, k in seen} == {3, 4, 5}
 
 
 @pytest.mark.parametrize("sigma", [0.08, 0.2])
@@ -185,10 +250,16 @@ def test_pairs_for_power_gives_80_percent_in_simulation():
     # the time; and the range drawn from 3 pairs holds the n the truth needs about 80% of the time.
     rng = np.random.default_rng(7)
     effect, sd = math.log(1.1), 0.2
+    from scipy import stats as sps
+
     n = stats._n_for_power(effect, sd, 0.8, 1000, 0.95)
-    faster = sum(stats.summarize([1.0] * n, list(np.exp(rng.normal(effect, sd, n))), True)["verdict"] == "faster"
-                 for _ in range(2000))
-    assert 0.76 <= faster / 2000 <= 0.85
+    logs = rng.normal(effect, sd, (2000, n))  # the very draws of 2000 calls of rng.normal(effect, sd, n)
+    # 'faster': the t interval of the mean log ratio (fixed n pairs) lies above 0, as stats.summarize
+    # finds on the first 40 comparisons.
+    faster = np.exp(logs.mean(axis=1) - sps.t.ppf(0.975, n - 1) * logs.std(axis=1, ddof=1) / math.sqrt(n)) > 1
+    assert [stats.summarize([1.0] * n, list(np.exp(x)), True)["verdict"] == "faster" for x in logs[:40]] == \
+        list(faster[:40])
+    assert 0.76 <= faster.mean() <= 0.85
     covered, drawn = 0, 0
     for _ in range(600):
         ratios = list(np.exp(rng.normal(effect, sd, 3)))
@@ -203,21 +274,14 @@ def test_pairs_for_power_gives_80_percent_in_simulation():
     assert 0.7 <= covered / drawn <= 0.92
 
 
-def _adaptive(rng, effect: float, stall_share: float, margin: float) -> str:
-    """One adaptive comparison as engine.jobs.comparison runs it (Stein's first stage, then up to
-    MAX_PAIRS): per run log time N(0, 0.05), the run faster by `effect`, and for `stall_share` of
-    runs a stall of log U(1.5, 3)."""
-    def run_time(speed):
-        x = rng.normal(0, 0.05) + (math.log(rng.uniform(1.5, 3)) if rng.random() < stall_share else 0.0)
-        return math.exp(x) / speed
-
-    base, run = [], []
-    while True:
-        base.append(run_time(1.0))
-        run.append(run_time(effect))
-        s = stats.summarize(base, run, higher_is_better=False, first_stage=stats.MIN_PAIRS, margin=margin)
-        if stats.adaptive_stop(s, len(base)):
-            return s["verdict"]
+def _stall_times(rng, effect: float, stall_share: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n comparisons' times (s) of MAX_PAIRS pairs: per run log time N(0, 0.05), the run faster by
+    `effect`, and for `stall_share` of runs a stall of log U(1.5, 3)."""
+    shape = (n, stats.MAX_PAIRS, 2)
+    x = rng.normal(0, 0.05, shape) + np.where(rng.random(shape) < stall_share,
+                                              np.log(rng.uniform(1.5, 3, shape)), 0.0)
+    times = np.exp(x)
+    return times[..., 0], times[..., 1] / effect
 
 
 @pytest.mark.parametrize("stall_share", [0.0, 0.1])
@@ -225,7 +289,7 @@ def test_true_10_percent_effects_are_rarely_called_equivalent(stall_share):
     # Issue 53: with a margin taken from a 3-pair A/A (t with 2 df), true 10-15% effects read
     # "equivalent" 12-14% of the time (29-33% with stalls). The fixed 5% default: at most 5%.
     rng = np.random.default_rng(53 + int(stall_share * 10))
-    verdicts = [_adaptive(rng, 1.10, stall_share, stats.DEFAULT_MARGIN) for _ in range(800)]
+    verdicts = list(_rule(*_stall_times(rng, 1.10, stall_share, 800), margin=stats.DEFAULT_MARGIN)[0])
     assert verdicts.count("equivalent") / len(verdicts) <= 0.05
 
 
@@ -283,31 +347,11 @@ def test_an_outlier_pair_is_flagged_by_its_modified_z_score():
     assert "pair 5 flagged as outlier" in report_headline.summary_headline(s)["note"]
 
 
-def _simulate_stalls(rng, n: int = 1000, stall_share: float = 0.1) -> list:
-    """n adaptive A/A comparisons, as engine.jobs.comparison runs them: per run,
-    log time = N(0, 0.05) plus, for `stall_share` of runs, log U(1.5, 3) (a stall)."""
-    def run_time():
-        x = rng.normal(0, 0.05)
-        return math.exp(x + (math.log(rng.uniform(1.5, 3)) if rng.random() < stall_share else 0.0))
-
-    verdicts = []
-    for _ in range(n):
-        base, run = [], []
-        while True:
-            base.append(run_time())
-            run.append(run_time())
-            s = stats.summarize(base, run, higher_is_better=False, first_stage=stats.MIN_PAIRS)
-            if stats.adaptive_stop(s, len(base)):
-                break
-        verdicts.append(s["verdict"])
-    return verdicts
-
-
 def test_stalls_do_not_break_the_adaptive_rule():
     # With Stein's interval alone (its width from the first 3 pairs), a stall in pair 4 or 5
     # moved the mean without widening it: 9.7% wrong verdicts in this simulation.
     rng = np.random.default_rng(40)
-    verdicts = _simulate_stalls(rng, 1200)
+    verdicts = list(_rule(*_stall_times(rng, 1.0, 0.1, 1200))[0])
     wrong = sum(v in ("faster", "slower") for v in verdicts) / len(verdicts)
     assert wrong <= 0.06
     assert "equivalent" not in verdicts or verdicts.count("equivalent") == 0  # no margin given: never

@@ -146,10 +146,12 @@ def _against_xla(cases: list) -> list:
     xla = xla_flops.stored()
     if xla is None:  # recorded under other versions: count live (minutes; re-record the file)
         xla = {json.dumps(r["case"]): r["xla"] for r in xla_flops.count(cases)}
-    off = []
+    off, built = [], {}
     for case in cases:
         name, shape, size, frozen, _compiled = case
-        m = models.build(name, tuple(shape), 10, image_size=size)
+        if (name, tuple(shape), size) not in built:  # a backbone counted frozen and fine-tuned is built once
+            built[name, tuple(shape), size] = models.build(name, tuple(shape), 10, image_size=size)
+        m = built[name, tuple(shape), size]
         if frozen is not None:
             transfer.set_frozen(transfer.taken_part(m), frozen)
         ours, theirs = flops.count(m)["flops_per_sample"], xla[json.dumps(case)]

@@ -10,6 +10,7 @@ which imports no page.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,16 @@ WORKER_SIDE = ("engine.training", "engine.jobs.worker", "engine.bench.worker", "
 SHARED = "views.components"
 
 
+# The engine's import graph and each file's syntax tree, read once per test process: several
+# tests below walk them (each read of every file is about 0.5-2 s).
+_graph = functools.cache(graph)
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def _in(mod: str, prefixes) -> bool:
     return any(mod == p or mod.startswith(p + ".") for p in prefixes)
 
@@ -65,7 +76,7 @@ def _layer(mod: str):
 
 
 def test_no_import_cycles():
-    cycle = find_cycle(graph())
+    cycle = find_cycle(_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
@@ -97,7 +108,7 @@ def test_find_cycle_lists_a_planted_cycle(tmp_path: Path):
 
 def test_every_engine_module_has_a_layer_and_imports_only_what_its_layer_may():
     bad = []
-    for mod, deps in graph().items():
+    for mod, deps in _graph().items():
         layer = _layer(mod)
         if layer is None:
             bad.append(f"{mod} is in no layer: add it to docs/architecture.md and RULES in tests/test_imports.py")
@@ -110,7 +121,7 @@ def test_every_engine_module_has_a_layer_and_imports_only_what_its_layer_may():
 
 def _imports(path: Path, top_level_only: bool) -> set[str]:
     """Every module name `path` imports (absolute imports; `from a import b` gives a and a.b)."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = _tree(path)
     nodes = tree.body if top_level_only else ast.walk(tree)
     if top_level_only:  # module level, including under if / try at module level
         nodes = [n for stmt in tree.body for n in ast.walk(stmt)
