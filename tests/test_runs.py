@@ -110,25 +110,51 @@ def test_killed_worker_ends_failed_with_reason(start_long_run):
     assert len(st.metrics("executions", rid)) >= 3
 
 
+# The launched run's configuration: a warm-up cosine schedule in executions of 4 steps; its
+# baseline is float32 with a constant learning rate in executions of 1 step (baseline_config).
+LAUNCHED = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5,
+                     schedule="warmup_cosine", warmup_epochs=1.0)
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    """LAUNCHED launched with its baseline, then launched again (which reuses that baseline),
+    both waited for, in a store of this module: {"home", "first": (baseline id, run id, reused),
+    "second": (...), "run": the first run once final}. Its tests only read the store."""
+    home = tmp_path_factory.mktemp("launched")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(home))
+        first = runner.launch_with_baseline(LAUNCHED)
+        run = runner.wait(first[1], timeout_s=180)
+        second = runner.launch_with_baseline(LAUNCHED)
+        runner.wait(second[1], timeout_s=180)
+    return {"home": home, "first": first, "second": second, "run": run}
+
+
+def _launched_store(launched) -> Store:
+    return Store(launched["home"] / "runs.sqlite")
+
+
 @pytest.mark.worker
-def test_baseline_launch_reuse_and_compare(store_home):
-    cfg = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5)
-    bid, rid, reused = runner.launch_with_baseline(cfg)
+def test_baseline_launch_reuse_and_compare(launched):
+    bid, rid, reused = launched["first"]
     assert not reused and bid != rid
-    assert runner.wait(rid, timeout_s=180)["status"] == "completed"
-    st = Store()
-    base = st.get_run(bid)
-    assert base["role"] == "baseline" and base["status"] == "completed"
-    assert base["config"]["steps_per_execution"] == 1
-    c = compare(st, bid, rid)
-    b, r = base["summary"]["samples_per_sec"], st.get_run(rid)["summary"]["samples_per_sec"]
-    assert c["throughput_speedup"] == pytest.approx(r / b)
-    assert c["caveats"] == []
-    assert st.get_run(rid)["baseline_id"] == bid and base["baseline_id"] == bid
-    bid2, rid2, reused2 = runner.launch_with_baseline(cfg)
-    assert reused2 and bid2 == bid
-    runner.wait(rid2, timeout_s=180)
-    assert st.get_run(rid2)["baseline_id"] == bid
+    assert launched["run"]["status"] == "completed", launched["run"]["error"]
+    st = _launched_store(launched)
+    try:
+        base = st.get_run(bid)
+        assert base["role"] == "baseline" and base["status"] == "completed"
+        assert base["config"]["steps_per_execution"] == 1 and base["config"]["schedule"] == "constant"
+        c = compare(st, bid, rid)
+        b, r = base["summary"]["samples_per_sec"], st.get_run(rid)["summary"]["samples_per_sec"]
+        assert c["throughput_speedup"] == pytest.approx(r / b)
+        assert c["caveats"] == []
+        assert st.get_run(rid)["baseline_id"] == bid and base["baseline_id"] == bid
+        bid2, rid2, reused2 = launched["second"]
+        assert reused2 and bid2 == bid and rid2 != rid
+        assert st.get_run(rid2)["baseline_id"] == bid
+    finally:
+        st.close()
 
 
 @pytest.mark.worker
@@ -140,20 +166,22 @@ def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
 
 
 @pytest.mark.worker
-def test_recorded_learning_rate_follows_the_schedule(store_home):
+def test_recorded_learning_rate_follows_the_schedule(launched):
     import numpy as np
 
     from engine.config.lr_math import lr_at
 
-    cfg = RunConfig(model="mlp", epochs=2, schedule="warmup_cosine", warmup_epochs=1.0,
-                    steps_per_execution=4)
-    run = run_and_wait(cfg)
+    run = launched["run"]
     assert run["status"] == "completed", run["error"]
-    ex = Store().metrics("executions", run["id"])
+    st = _launched_store(launched)
+    try:
+        ex = st.metrics("executions", run["id"])
+    finally:
+        st.close()
     steps = np.array([e["step"] for e in ex])
     assert steps.tolist() == [4, 8, 12, 16, 20, 24]  # 12 steps per epoch in executions of 4
     # The LR recorded with an execution is the one its last step used (optimizer iteration step - 1).
-    np.testing.assert_allclose([e["lr"] for e in ex], lr_at(cfg, steps - 1, 12), rtol=1e-6)
+    np.testing.assert_allclose([e["lr"] for e in ex], lr_at(LAUNCHED, steps - 1, 12), rtol=1e-6)
     # Warmup: lr * (step + 1) / 12 at iteration 3 = 1e-3 * 4 / 12.
     assert ex[0]["lr"] == pytest.approx(1e-3 * 4 / 12)
 
