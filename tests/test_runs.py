@@ -58,11 +58,26 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     assert json.loads(shown.stdout.strip().splitlines()[-1])["environment"]["fingerprint"]["id"] == fingerprint()["id"]
 
 
+# Two simulated replicas in bf16, executions of 2 steps; then the same on 1 device in mixed_float16.
+TWO_REPLICAS = RunConfig(model="mlp", devices=2, batch_size=256, epochs=2, precision="mixed_bfloat16",
+                         steps_per_execution=2)
+
+
+@pytest.fixture(scope="module")
+def back_to_back(tmp_path_factory):
+    """TWO_REPLICAS, then its 1-device mixed_float16 variant in the next worker, both waited
+    for, in a store of this module: (the 2-replica run, the 1-device run), final. Its tests
+    only read them."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(tmp_path_factory.mktemp("back_to_back")))
+        r2 = run_and_wait(TWO_REPLICAS)
+        r1 = run_and_wait(TWO_REPLICAS.replace(devices=1, precision="mixed_float16"))
+    return r2, r1
+
+
 @pytest.mark.worker
-def test_two_simulated_replicas_then_one_back_to_back(store_home):
-    cfg = RunConfig(model="mlp", devices=2, batch_size=256, epochs=2, precision="mixed_bfloat16",
-                    steps_per_execution=2)
-    r2 = run_and_wait(cfg)
+def test_two_simulated_replicas_then_one_back_to_back(back_to_back):
+    r2, r1 = back_to_back
     assert r2["status"] == "completed", r2["error"]
     s = r2["summary"]
     assert s["replicas"] == 2 and s["replicas_simulated"] is True
@@ -72,14 +87,14 @@ def test_two_simulated_replicas_then_one_back_to_back(store_home):
     assert s["steps"] == 10  # 2 epochs x floor(1437/256); executions of 2, 2, 1 steps each epoch
     assert s["executions"] == 6
     assert any("simulated" in w for w in s["warnings"])
-    r1 = run_and_wait(cfg.replace(devices=1, precision="float32"))
     assert r1["status"] == "completed", r1["error"]
     assert r1["summary"]["replicas"] == 1 and r1["summary"]["steps"] == 12  # 2 x ceil(1437/256)
+    assert r1["summary"]["replicas_simulated"] is False
 
 
 @pytest.mark.worker
-def test_mixed_float16_records_loss_scale(store_home):
-    r = run_and_wait(RunConfig(model="mlp", epochs=1, precision="mixed_float16"))
+def test_mixed_float16_records_loss_scale(back_to_back):
+    _, r = back_to_back
     assert r["status"] == "completed", r["error"]
     assert r["summary"]["compute_dtype"] == "float16" and r["summary"]["loss_scale"] > 0
 
