@@ -155,8 +155,7 @@ def test_baseline_launch_reuse_and_compare(launched):
     bid, rid, reused = launched["first"]
     assert not reused and bid != rid
     assert launched["run"]["status"] == "completed", launched["run"]["error"]
-    st = _launched_store(launched)
-    try:
+    with _launched_store(launched) as st:
         base = st.get_run(bid)
         assert base["role"] == "baseline" and base["status"] == "completed"
         assert base["config"]["steps_per_execution"] == 1 and base["config"]["schedule"] == "constant"
@@ -168,8 +167,6 @@ def test_baseline_launch_reuse_and_compare(launched):
         bid2, rid2, reused2 = launched["second"]
         assert reused2 and bid2 == bid and rid2 != rid
         assert st.get_run(rid2)["baseline_id"] == bid
-    finally:
-        st.close()
 
 
 @pytest.mark.worker
@@ -188,11 +185,8 @@ def test_recorded_learning_rate_follows_the_schedule(launched):
 
     run = launched["run"]
     assert run["status"] == "completed", run["error"]
-    st = _launched_store(launched)
-    try:
+    with _launched_store(launched) as st:
         ex = st.metrics("executions", run["id"])
-    finally:
-        st.close()
     steps = np.array([e["step"] for e in ex])
     assert steps.tolist() == [4, 8, 12, 16, 20, 24]  # 12 steps per epoch in executions of 4
     # The LR recorded with an execution is the one its last step used (optimizer iteration step - 1).
