@@ -58,11 +58,26 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     assert json.loads(shown.stdout.strip().splitlines()[-1])["environment"]["fingerprint"]["id"] == fingerprint()["id"]
 
 
+# Two simulated replicas in bf16, executions of 2 steps; then the same on 1 device in mixed_float16.
+TWO_REPLICAS = RunConfig(model="mlp", devices=2, batch_size=256, epochs=2, precision="mixed_bfloat16",
+                         steps_per_execution=2)
+
+
+@pytest.fixture(scope="module")
+def back_to_back(tmp_path_factory):
+    """TWO_REPLICAS, then its 1-device mixed_float16 variant in the next worker, both waited
+    for, in a store of this module: (the 2-replica run, the 1-device run), final. Its tests
+    only read them."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(tmp_path_factory.mktemp("back_to_back")))
+        r2 = run_and_wait(TWO_REPLICAS)
+        r1 = run_and_wait(TWO_REPLICAS.replace(devices=1, precision="mixed_float16"))
+    return r2, r1
+
+
 @pytest.mark.worker
-def test_two_simulated_replicas_then_one_back_to_back(store_home):
-    cfg = RunConfig(model="mlp", devices=2, batch_size=256, epochs=2, precision="mixed_bfloat16",
-                    steps_per_execution=2)
-    r2 = run_and_wait(cfg)
+def test_two_simulated_replicas_then_one_back_to_back(back_to_back):
+    r2, r1 = back_to_back
     assert r2["status"] == "completed", r2["error"]
     s = r2["summary"]
     assert s["replicas"] == 2 and s["replicas_simulated"] is True
@@ -72,14 +87,14 @@ def test_two_simulated_replicas_then_one_back_to_back(store_home):
     assert s["steps"] == 10  # 2 epochs x floor(1437/256); executions of 2, 2, 1 steps each epoch
     assert s["executions"] == 6
     assert any("simulated" in w for w in s["warnings"])
-    r1 = run_and_wait(cfg.replace(devices=1, precision="float32"))
     assert r1["status"] == "completed", r1["error"]
     assert r1["summary"]["replicas"] == 1 and r1["summary"]["steps"] == 12  # 2 x ceil(1437/256)
+    assert r1["summary"]["replicas_simulated"] is False
 
 
 @pytest.mark.worker
-def test_mixed_float16_records_loss_scale(store_home):
-    r = run_and_wait(RunConfig(model="mlp", epochs=1, precision="mixed_float16"))
+def test_mixed_float16_records_loss_scale(back_to_back):
+    _, r = back_to_back
     assert r["status"] == "completed", r["error"]
     assert r["summary"]["compute_dtype"] == "float16" and r["summary"]["loss_scale"] > 0
 
@@ -110,25 +125,48 @@ def test_killed_worker_ends_failed_with_reason(start_long_run):
     assert len(st.metrics("executions", rid)) >= 3
 
 
+# The launched run's configuration: a warm-up cosine schedule in executions of 4 steps; its
+# baseline is float32 with a constant learning rate in executions of 1 step (baseline_config).
+LAUNCHED = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5,
+                     schedule="warmup_cosine", warmup_epochs=1.0)
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    """LAUNCHED launched with its baseline, then launched again (which reuses that baseline),
+    both waited for, in a store of this module: {"home", "first": (baseline id, run id, reused),
+    "second": (...), "run": the first run once final}. Its tests only read the store."""
+    home = tmp_path_factory.mktemp("launched")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPEEDLAB_HOME", str(home))
+        first = runner.launch_with_baseline(LAUNCHED)
+        run = runner.wait(first[1], timeout_s=180)
+        second = runner.launch_with_baseline(LAUNCHED)
+        runner.wait(second[1], timeout_s=180)
+    return {"home": home, "first": first, "second": second, "run": run}
+
+
+def _launched_store(launched) -> Store:
+    return Store(launched["home"] / "runs.sqlite")
+
+
 @pytest.mark.worker
-def test_baseline_launch_reuse_and_compare(store_home):
-    cfg = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5)
-    bid, rid, reused = runner.launch_with_baseline(cfg)
+def test_baseline_launch_reuse_and_compare(launched):
+    bid, rid, reused = launched["first"]
     assert not reused and bid != rid
-    assert runner.wait(rid, timeout_s=180)["status"] == "completed"
-    st = Store()
-    base = st.get_run(bid)
-    assert base["role"] == "baseline" and base["status"] == "completed"
-    assert base["config"]["steps_per_execution"] == 1
-    c = compare(st, bid, rid)
-    b, r = base["summary"]["samples_per_sec"], st.get_run(rid)["summary"]["samples_per_sec"]
-    assert c["throughput_speedup"] == pytest.approx(r / b)
-    assert c["caveats"] == []
-    assert st.get_run(rid)["baseline_id"] == bid and base["baseline_id"] == bid
-    bid2, rid2, reused2 = runner.launch_with_baseline(cfg)
-    assert reused2 and bid2 == bid
-    runner.wait(rid2, timeout_s=180)
-    assert st.get_run(rid2)["baseline_id"] == bid
+    assert launched["run"]["status"] == "completed", launched["run"]["error"]
+    with _launched_store(launched) as st:
+        base = st.get_run(bid)
+        assert base["role"] == "baseline" and base["status"] == "completed"
+        assert base["config"]["steps_per_execution"] == 1 and base["config"]["schedule"] == "constant"
+        c = compare(st, bid, rid)
+        b, r = base["summary"]["samples_per_sec"], st.get_run(rid)["summary"]["samples_per_sec"]
+        assert c["throughput_speedup"] == pytest.approx(r / b)
+        assert c["caveats"] == []
+        assert st.get_run(rid)["baseline_id"] == bid and base["baseline_id"] == bid
+        bid2, rid2, reused2 = launched["second"]
+        assert reused2 and bid2 == bid and rid2 != rid
+        assert st.get_run(rid2)["baseline_id"] == bid
 
 
 @pytest.mark.worker
@@ -140,20 +178,19 @@ def test_device_type_tpu_fails_fast_without_traceback(store_home, monkeypatch):
 
 
 @pytest.mark.worker
-def test_recorded_learning_rate_follows_the_schedule(store_home):
+def test_recorded_learning_rate_follows_the_schedule(launched):
     import numpy as np
 
     from engine.config.lr_math import lr_at
 
-    cfg = RunConfig(model="mlp", epochs=2, schedule="warmup_cosine", warmup_epochs=1.0,
-                    steps_per_execution=4)
-    run = run_and_wait(cfg)
+    run = launched["run"]
     assert run["status"] == "completed", run["error"]
-    ex = Store().metrics("executions", run["id"])
+    with _launched_store(launched) as st:
+        ex = st.metrics("executions", run["id"])
     steps = np.array([e["step"] for e in ex])
     assert steps.tolist() == [4, 8, 12, 16, 20, 24]  # 12 steps per epoch in executions of 4
     # The LR recorded with an execution is the one its last step used (optimizer iteration step - 1).
-    np.testing.assert_allclose([e["lr"] for e in ex], lr_at(cfg, steps - 1, 12), rtol=1e-6)
+    np.testing.assert_allclose([e["lr"] for e in ex], lr_at(LAUNCHED, steps - 1, 12), rtol=1e-6)
     # Warmup: lr * (step + 1) / 12 at iteration 3 = 1e-3 * 4 / 12.
     assert ex[0]["lr"] == pytest.approx(1e-3 * 4 / 12)
 

@@ -23,7 +23,15 @@ from engine.jobs import runner
 from engine.store import Store
 from tests.helpers.apptest import app_test
 
+from tests.helpers import cli as in_process
 from tests.helpers.faults import ROOT, cli, finished, one_line
+
+
+def engine(home: Path, *args: str) -> in_process.Result:
+    """`python -m engine ARGS` on the store at `home` (this test's SPEEDLAB_HOME), in this process:
+    the tables and one-line refusals are the point, not the process (tests/helpers/cli.py)."""
+    assert os.environ.get("SPEEDLAB_HOME") == str(home), (os.environ.get("SPEEDLAB_HOME"), home)
+    return in_process.engine(*args)
 
 
 # --- 1. local by default ------------------------------------------------------------
@@ -103,25 +111,24 @@ def _damage(store: Store) -> tuple[int, int, int]:
     return good, no_model, bad_json
 
 
-@pytest.mark.worker
 def test_damaged_rows_break_no_command_and_can_be_deleted(store):
     good, no_model, bad_json = _damage(store)
     home = store.path.parent
-    p = cli(home, "runs")
+    p = engine(home, "runs")
     assert p.returncode == 0 and "Traceback" not in p.stderr
     assert f"run #{no_model} is damaged (config lacks 'model'): delete it with python -m engine delete {no_model}" \
         in p.stdout
     assert f"run #{bad_json} is damaged (config is not valid JSON (JSONDecodeError))" in p.stdout
-    runs = json.loads(cli(home, "runs", "--json").stdout)
+    runs = json.loads(engine(home, "runs", "--json").stdout)
     assert [r["id"] for r in runs] == [good, bad_json, no_model]
-    assert one_line(cli(home, "show", str(no_model))) == (
+    assert one_line(engine(home, "show", str(no_model))) == (
         f"error: run #{no_model} is damaged (config lacks 'model'); it cannot be shown: delete it with "
         f"python -m engine delete {no_model} (or on the Runs page)")
-    assert "is damaged" in one_line(cli(home, "compare", str(good), str(bad_json)))
-    assert cli(home, "show", str(good)).returncode == 0
-    d = cli(home, "delete", str(no_model), str(bad_json))
+    assert "is damaged" in one_line(engine(home, "compare", str(good), str(bad_json)))
+    assert engine(home, "show", str(good)).returncode == 0
+    d = engine(home, "delete", str(no_model), str(bad_json))
     assert d.returncode == 0 and f"moved 2 runs to the trash: #{no_model}, #{bad_json}" in d.stdout
-    assert "damaged" not in cli(home, "runs").stdout
+    assert "damaged" not in engine(home, "runs").stdout
 
 
 def test_pages_show_damaged_rows_apart(store):
@@ -179,7 +186,6 @@ def _filled_store(home: Path, n=4) -> Path:
     return home / "runs.sqlite"
 
 
-@pytest.mark.worker
 @pytest.mark.parametrize("damage", ["zeroed header", "truncated"])
 def test_damaged_store_is_one_line_and_doctor_salvages_it(store_home, damage):
     path = _filled_store(store_home)
@@ -190,16 +196,16 @@ def test_damaged_store_is_one_line_and_doctor_salvages_it(store_home, damage):
         else:  # a copy that stopped short: the last tenth is gone
             fh.truncate(int(size * 0.9) // 4096 * 4096)
     for args in (("runs",), ("show", "1"), ("runs", "--json")):
-        p = cli(store_home, *args)
+        p = engine(store_home, *args)
         line = p.stderr.strip().splitlines()[-1]
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
         assert str(path) in line and "python -m engine doctor" in line, line
-    d = cli(store_home, "doctor")
+    d = engine(store_home, "doctor")
     assert d.returncode == 1 and "Traceback" not in d.stderr, d.stderr
     kept = list(store_home.glob("runs.sqlite.damaged-*"))
     assert [k.name for k in kept if not k.name.endswith(("-wal", "-shm"))], kept
     assert f"the damaged file is kept as {kept[0]}" in d.stdout
-    after = cli(store_home, "runs", "--json")
+    after = engine(store_home, "runs", "--json")
     assert after.returncode == 0, after.stderr
     ids = [r["id"] for r in json.loads(after.stdout)]
     assert "(header rebuilt)" in d.stdout and ids == [4, 3, 2, 1]  # the runs' pages are all there
@@ -209,7 +215,7 @@ def test_damaged_store_is_one_line_and_doctor_salvages_it(store_home, damage):
     finally:
         s.close()
     assert system == 1600 if damage == "zeroed header" else 0 < system < 1600  # the cut pages are lost
-    assert cli(store_home, "doctor").stdout.startswith(f"{path}: integrity check ok")
+    assert engine(store_home, "doctor").stdout.startswith(f"{path}: integrity check ok")
 
 
 def test_pages_show_the_damaged_store_line_and_the_command(store_home):
@@ -222,10 +228,9 @@ def test_pages_show_the_damaged_store_line_and_the_command(store_home):
     assert [c.value for c in at.code] == ["python -m engine doctor"]
 
 
-@pytest.mark.worker
 def test_doctor_on_a_sound_store_changes_nothing(store_home):
     path = _filled_store(store_home, n=2)
-    p = cli(store_home, "doctor", "--json")
+    p = engine(store_home, "doctor", "--json")
     assert p.returncode == 0
     got = json.loads(p.stdout)
     assert {k: got[k] for k in ("store", "ok", "runs", "damaged_runs")} == {
@@ -408,32 +413,30 @@ def test_really_killed_queue_process_is_recovered(store_home):
 
 # --- 5. deleting is recoverable ----------------------------------------------------
 
-@pytest.mark.worker
 def test_trash_restore_empty_and_retention(store):
     a, b, c = finished(store), finished(store), finished(store)
     home = store.path.parent
-    p = cli(home, "delete", str(a), str(b))
+    p = engine(home, "delete", str(a), str(b))
     assert p.stdout.strip() == f"moved 2 runs to the trash: #{a}, #{b}; restore with python -m engine trash --restore {a} {b}"
-    assert [r["id"] for r in json.loads(cli(home, "runs", "--json").stdout)] == [c]
-    assert "in the trash" in one_line(cli(home, "show", str(a)))
-    trash = json.loads(cli(home, "trash", "--json").stdout)
+    assert [r["id"] for r in json.loads(engine(home, "runs", "--json").stdout)] == [c]
+    assert "in the trash" in one_line(engine(home, "show", str(a)))
+    trash = json.loads(engine(home, "trash", "--json").stdout)
     assert {r["id"] for r in trash} == {a, b}
-    assert cli(home, "trash", "--restore", str(a)).stdout.strip() == f"restored 1 run: #{a}"
+    assert engine(home, "trash", "--restore", str(a)).stdout.strip() == f"restored 1 run: #{a}"
     assert store.frame("executions", a).shape[0] == 3  # metrics came back with it
-    assert "not in the trash" in one_line(cli(home, "trash", "--restore", str(c)))
+    assert "not in the trash" in one_line(engine(home, "trash", "--restore", str(c)))
     # Retention: b was trashed 31 days ago: the next listing empties it.
     store.conn.execute("UPDATE runs SET trashed=? WHERE id=?", (time.time() - 31 * 86400, b))
-    assert cli(home, "trash").stdout.strip() == "the trash is empty"
+    assert engine(home, "trash").stdout.strip() == "the trash is empty"
     assert store.get_run(b) is None and store.frame("executions", b).empty
-    cli(home, "delete", str(c))
-    assert cli(home, "trash", "--empty").stdout.strip() == f"deleted 1 trashed run for good: #{c}"
-    assert one_line(cli(home, "delete", "999")) == "error: run_id: #999 not in this store; see python -m engine runs"
+    engine(home, "delete", str(c))
+    assert engine(home, "trash", "--empty").stdout.strip() == f"deleted 1 trashed run for good: #{c}"
+    assert one_line(engine(home, "delete", "999")) == "error: run_id: #999 not in this store; see python -m engine runs"
 
 
-@pytest.mark.worker
 def test_active_runs_cannot_be_deleted(store):
     q = store.create_run(RunConfig(epochs=1).to_json())
-    assert "still queued or running" in one_line(cli(store.path.parent, "delete", str(q)))
+    assert "still queued or running" in one_line(engine(store.path.parent, "delete", str(q)))
     assert store.trash_runs([q]) == []
 
 
@@ -461,18 +464,17 @@ def _strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.worker
 def test_show_and_runs_json_are_strict_and_name_the_non_finite(store):
     rid = finished(store, samples_per_sec=math.inf)
     store.update_run(rid, summary={"samples_per_sec": math.inf, "final_loss": math.nan, "wall_sec": 0.4})
     home = store.path.parent
-    show = _strict(cli(home, "show", str(rid), "--json").stdout)
+    show = _strict(engine(home, "show", str(rid), "--json").stdout)
     assert show["summary"]["samples_per_sec"] is None and show["summary"]["final_loss"] is None
     assert set(show["non_finite"]) >= {"summary.samples_per_sec", "summary.final_loss"}
-    runs = _strict(cli(home, "runs", "--json").stdout)
+    runs = _strict(engine(home, "runs", "--json").stdout)
     assert runs[0]["samples_per_sec"] is None and runs[0]["non_finite"] == ["samples_per_sec"]
     other = finished(store)
-    comp = _strict(cli(home, "compare", str(other), str(rid), "--json").stdout)
+    comp = _strict(engine(home, "compare", str(other), str(rid), "--json").stdout)
     assert isinstance(comp, dict)
 
 

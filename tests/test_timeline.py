@@ -101,7 +101,7 @@ def _stored_run(store, cfg, extra=None) -> int:
 
 @pytest.mark.tf
 def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
-    cfg = RunConfig(model="mlp", epochs=3, batch_size=64)
+    cfg = RunConfig(model="mlp", epochs=2, batch_size=64)
     _stored_run(store, cfg.replace(epochs=1))  # the process's first run pays TF's one-off start-up
     plain = _stored_run(store, cfg)
     slept = _stored_run(store, cfg, [SleepAtEpochEnd(1.0)])
@@ -113,11 +113,11 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
         assert all(abs(a[2] - b[1]) < 1e-3 for a, b in zip(spans, spans[1:]))
         assert spans[-1][2] == pytest.approx(s["wall_sec"], abs=1e-3)
     s = store.get_run(slept)["summary"]
-    assert s["other_sec"] == pytest.approx(3.0, abs=0.3)  # 3 epochs x 1.0 s
+    assert s["other_sec"] == pytest.approx(2.0, abs=0.3)  # 2 epochs x 1.0 s
     # Each sleep sits between an epoch's end and the next epoch's first step (the last: end of fit).
     after = [b - a for k, a, b, _, note in s["timeline"]
              if k == "other" and (note.startswith("epoch start") or note == "end of fit")]
-    assert sum(after) >= 2.9
+    assert sum(after) >= 1.9
     c = pair.compare(store, plain, slept)
     assert c["end_to_end_speedup"] < 1
     # The steps themselves did not change (a wide band: medians of two runs on a shared CPU;
@@ -128,11 +128,12 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
 
 @pytest.mark.worker
 def test_a_target_never_reached_is_said_not_numbered(store_home):
-    # Two pairs (the comparison of issue 28): neither side reaches 0.999 in 2 epochs.
+    # Two pairs (the comparison of issue 28): neither side reaches 0.999 in 2 epochs. The run's
+    # technique is float32 (4 steps per execution): as fast on every CPU, where bf16 is 20x slower
+    # without AVX-512 (docs/testing.md).
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet", "--baseline", "--pairs", "2",
-                          "--model", "mlp", "--epochs", "2", "--precision", "mixed_bfloat16",
-                          "--target-accuracy", "0.999", "--allow-slow"],  # whatever this CPU's bf16
-                         capture_output=True, text=True, timeout=600)
+                          "--model", "mlp", "--epochs", "2", "--steps-per-execution", "4",
+                          "--target-accuracy", "0.999"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["time_to_target_sec"] is None and res["target_accuracy"] == 0.999
