@@ -8,7 +8,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, playwright_api, server, settle  # noqa: F401 (fixture)
+from tests.helpers.browser import (CHROMIUM, CHROMIUM_ARGS, playwright_api, script_idle, server,  # noqa: F401 (fixture)
+                                   settle)
 from tests.helpers.hostile import hostile_store
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
@@ -37,7 +38,7 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(hostile_home, s
             for path in PAGES:
                 page.goto(f"{server}/{path}")
                 page.wait_for_selector('[data-testid="stMainBlockContainer"]', timeout=60_000)
-                page.wait_for_timeout(2500)  # the page's script run and its charts
+                script_idle(page, 120_000)  # its script run (the Hardware page probes first), then its charts
                 settle(page)
                 found = page.evaluate("""() => ({
                     imgs: [...document.querySelectorAll('img')].map(i => i.getAttribute('src') || ''),

@@ -15,8 +15,8 @@ import sys
 import time
 
 
-from tests.helpers.browser import (CHROMIUM, CHROMIUM_ARGS, OUT, THROUGHPUT_POINTS, playwright_api,  # noqa: F401
-                                server, settle, wait_for)
+from tests.helpers.browser import (OUT, THROUGHPUT_POINTS, chromium, module_chromium, server,  # noqa: F401
+                                   settle, wait_for)
 from tests.helpers.recorded_runs import recorded, seed_many, seed_pair
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
@@ -102,51 +102,50 @@ def save_bench_result() -> None:
     bench.save(result)
 
 
-def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_home):
+def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_home, chromium):
     from engine.report import replay
     from engine.store import Store
 
     OUT.mkdir(exist_ok=True)
     store = Store(store_home / "runs.sqlite")
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    try:
+        pages = {size: chromium.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
+        # The empty Train page (no chart) and the Hardware page (one chart, no legend) are checked
+        # at the smaller size only, where text is cut off first (the suite's time); the rest at both.
+        # Each size is a page opened at that size: a page resized to it keeps Plotly's margins
+        # of the first size (the legends 16-51 px higher at 1920x1080 than in a page opened there).
+        small = {SIZES[0]: pages[SIZES[0]]}
+        check_page(small, server + "/", "train_empty", 0, ready="No runs yet")  # empty store
+        seed_many(store)
+        b, r = seed_pair(store)
+        save_bench_result()
+        replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
+        assert len(store.list_runs()) == 20
+        check_page(pages, server + "/", "train_finished", 9, ready="completed in")
+        check_page(pages, server + "/runs", "runs_20", 4, ready="20 of 20 runs")
+        check_page(pages, server + "/replay", "replay_paused", 8, ready="25.0 s of")
+        check_page(pages, server + "/?mode=talk", "train_presenter", 2, ready="× faster")
+        check_page(pages, server + "/replay?mode=talk", "replay_presenter", 2, ready="25.0 s of")
+        check_page(small, server + "/hardware", "hardware", 1, ready="Which speed options should pay off")
+        # Live: a sleeping process stands in for the worker of a 'running' run.
+        from engine.config import RunConfig
+
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         try:
-            pages = {size: browser.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
-            # The empty Train page (no chart) and the Hardware page (one chart, no legend) are checked
-            # at the smaller size only, where text is cut off first (the suite's time); the rest at both.
-            small = {SIZES[0]: pages[SIZES[0]]}
-            check_page(small, server + "/", "train_empty", 0, ready="No runs yet")  # empty store
-            seed_many(store)
-            b, r = seed_pair(store)
-            save_bench_result()
-            replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
-            assert len(store.list_runs()) == 20
-            check_page(pages, server + "/", "train_finished", 9, ready="completed in")
-            check_page(pages, server + "/runs", "runs_20", 4, ready="20 of 20 runs")
-            check_page(pages, server + "/replay", "replay_paused", 8, ready="25.0 s of")
-            check_page(pages, server + "/?mode=talk", "train_presenter", 2, ready="× faster")
-            check_page(pages, server + "/replay?mode=talk", "replay_presenter", 2, ready="25.0 s of")
-            check_page(small, server + "/hardware", "hardware", 1, ready="Which speed options should pay off")
-            # Live: a sleeping process stands in for the worker of a 'running' run.
-            from engine.config import RunConfig
-
-            worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-            try:
-                live = recorded(store, RunConfig(epochs=8, batch_size=32, devices=2, device_type="gpu",
-                                                 precision="mixed_float16"), "run", "live", n_exec=150,
-                                status="running", pid=worker.pid)
-                store.update_run(live, baseline_id=b)
-                check_page(pages, server + "/", "train_live", 7, ready="s elapsed")
-                store.finish_run(live, "cancelled", "cancelled by the user")
-            finally:
-                worker.kill()
-                worker.wait()
+            live = recorded(store, RunConfig(epochs=8, batch_size=32, devices=2, device_type="gpu",
+                                             precision="mixed_float16"), "run", "live", n_exec=150,
+                            status="running", pid=worker.pid)
+            store.update_run(live, baseline_id=b)
+            check_page(pages, server + "/", "train_live", 7, ready="s elapsed")
+            store.finish_run(live, "cancelled", "cancelled by the user")
         finally:
-            browser.close()
-            store.close()
+            worker.kill()
+            worker.wait()
+    finally:
+        store.close()
 
 
-def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, store_home):
+def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, store_home, chromium):
     from engine.report.pair import compare
     from engine.store import Store
 
@@ -156,39 +155,34 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
     cmp = compare(store, b, r)
     day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
     store.close()
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            page.goto(server + "/replay")
-            page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
-            page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
-            page.get_by_text("10×", exact=True).click()
-            page.wait_for_function("document.body.innerText.includes('· 10× ·')", timeout=30_000)
-            page.get_by_role("button", name="Play").click()
-            n1 = wait_for(lambda: page.evaluate(THROUGHPUT_POINTS), 30, "the first replayed points")
-            page.screenshot(path=str(OUT / "replay_1.png"))
-            n2 = wait_for(lambda: (lambda n: n if n > n1 else 0)(page.evaluate(THROUGHPUT_POINTS)), 30,
-                          "more replayed points")
-            page.screenshot(path=str(OUT / "replay_2.png"))
-            assert 0 < n1 < n2
-            # A reload re-attaches to the playing replay (its clock is in SPEEDLAB_HOME).
-            page.reload()
-            wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) >= n2, 30, "the replay after a reload")
-            page.get_by_text("recorded · 10× · finished").wait_for(timeout=60_000)
-            settle(page)
-            page.screenshot(path=str(OUT / "replay_end.png"))
-            replayed = page.evaluate(METRICS)
-            assert replayed["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "3.20×"
-            # ... and every headline figure as the Train page shows it for the same stored pair.
-            page.goto(server + "/")
-            page.get_by_text("completed in").first.wait_for(timeout=60_000)
-            # The metrics draw after the status line (on a busy machine, seconds after).
-            shown = wait_for(lambda: (lambda m: m if len(m) >= len(replayed) else None)(page.evaluate(METRICS)),
-                             60, "the Train page's headline metrics")
-            assert shown == replayed
-        finally:
-            browser.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server + "/replay")
+    page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
+    page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
+    page.get_by_text("10×", exact=True).click()
+    page.wait_for_function("document.body.innerText.includes('· 10× ·')", timeout=30_000)
+    page.get_by_role("button", name="Play").click()
+    n1 = wait_for(lambda: page.evaluate(THROUGHPUT_POINTS), 30, "the first replayed points")
+    page.screenshot(path=str(OUT / "replay_1.png"))
+    n2 = wait_for(lambda: (lambda n: n if n > n1 else 0)(page.evaluate(THROUGHPUT_POINTS)), 30,
+                  "more replayed points")
+    page.screenshot(path=str(OUT / "replay_2.png"))
+    assert 0 < n1 < n2
+    # A reload re-attaches to the playing replay (its clock is in SPEEDLAB_HOME).
+    page.reload()
+    wait_for(lambda: page.evaluate(THROUGHPUT_POINTS) >= n2, 30, "the replay after a reload")
+    page.get_by_text("recorded · 10× · finished").wait_for(timeout=60_000)
+    settle(page)
+    page.screenshot(path=str(OUT / "replay_end.png"))
+    replayed = page.evaluate(METRICS)
+    assert replayed["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "3.20×"
+    # ... and every headline figure as the Train page shows it for the same stored pair.
+    page.goto(server + "/")
+    page.get_by_text("completed in").first.wait_for(timeout=60_000)
+    # The metrics draw after the status line (on a busy machine, seconds after).
+    shown = wait_for(lambda: (lambda m: m if len(m) >= len(replayed) else None)(page.evaluate(METRICS)),
+                     60, "the Train page's headline metrics")
+    assert shown == replayed
 
 
 # JS: where the headline metric and the presenter charts are on screen (px).
@@ -207,7 +201,7 @@ TALK_BOXES = """() => {
 }"""
 
 
-def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(server, store_home):
+def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(server, store_home, chromium):
     from engine.report.pair import compare
     from engine.store import Store
 
@@ -216,34 +210,29 @@ def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the
     b, r = seed_pair(store)
     headline = f"{compare(store, b, r)['time_to_accuracy_speedup']:.2f}× faster"
     store.close()
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            page.goto(server + "/?mode=talk")
-            page.get_by_text(headline).wait_for(timeout=60_000)
-            page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
-            settle(page)
-            page.screenshot(path=str(OUT / "presenter_1280x720.png"))
-            seen = page.evaluate(TALK_BOXES)
-            assert seen["sidebarCollapsed"] == "true"                      # the settings bar is collapsed
-            text, *h = seen["headline"]
-            assert text == headline and h[3] <= 720
-            assert set(seen["charts"]) == {"Throughput", "Loss: validation ◆, training thin"}
-            (tl, tt, tr, tb), (ll, lt, lr, lb) = seen["charts"].values()
-            assert tb <= 720 and lb <= 720 and tt > h[3]                   # both charts under the headline, on screen
-            assert tr <= ll and abs(tt - lt) < 2                           # side by side
-            assert not page.evaluate(CUT_OFF)
-            # The toggle leaves presenter mode; the sidebar and the full page come back.
-            page.get_by_text("Presenter mode").click()
-            page.get_by_text("Compare with baseline").wait_for(timeout=30_000)
-            assert "mode=talk" not in page.url
-            assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
-        finally:
-            browser.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server + "/?mode=talk")
+    page.get_by_text(headline).wait_for(timeout=60_000)
+    page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
+    settle(page)
+    page.screenshot(path=str(OUT / "presenter_1280x720.png"))
+    seen = page.evaluate(TALK_BOXES)
+    assert seen["sidebarCollapsed"] == "true"                      # the settings bar is collapsed
+    text, *h = seen["headline"]
+    assert text == headline and h[3] <= 720
+    assert set(seen["charts"]) == {"Throughput", "Loss: validation ◆, training thin"}
+    (tl, tt, tr, tb), (ll, lt, lr, lb) = seen["charts"].values()
+    assert tb <= 720 and lb <= 720 and tt > h[3]                   # both charts under the headline, on screen
+    assert tr <= ll and abs(tt - lt) < 2                           # side by side
+    assert not page.evaluate(CUT_OFF)
+    # The toggle leaves presenter mode; the sidebar and the full page come back.
+    page.get_by_text("Presenter mode").click()
+    page.get_by_text("Compare with baseline").wait_for(timeout=30_000)
+    assert "mode=talk" not in page.url
+    assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
 
 
-def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(server, store_home):
+def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(server, store_home, chromium):
     """Issue 43: on a projector nothing stands still while a comparison trains. Screenshots at
     1280x720 every 5 s from the first run's start to the comparison's end: each differs from
     the one before (progress lines and clocks move on in the browser each second; the run's
@@ -260,43 +249,38 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(serv
     OUT.mkdir(exist_ok=True)
     for old in OUT.glob("presenter_live_*.png"):
         old.unlink()
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            page.goto(server + "/?mode=talk")
-            page.get_by_text("No runs yet").wait_for(timeout=60_000)
-            cid = comparison.start(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=12), pairs=3)
-            page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
-            shots, texts, titles = [], [], set()
-            while True:
-                with Store() as store:
-                    status = cstore.get(store, cid)["status"]
-                if status != "running":
-                    break
-                png = page.screenshot(path=str(OUT / f"presenter_live_{len(shots):02d}.png"))
-                shots.append(Image.open(io.BytesIO(png)).convert("RGB"))
-                texts.append(page.inner_text("body"))
-                titles |= set(page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                                            ".map(g => ((g.layout && g.layout.title && g.layout.title.text) || '').replace(/<[^>]+>/g, ''))"))
-                assert len(shots) < 120, "the comparison did not end in 10 min"
-                # Screenshots 5 s apart; the text is read every second in between: with a warm
-                # spare worker the last pair can start and end inside one 5-s gap.
-                for _ in range(5):
-                    time.sleep(1.0)
-                    texts.append(page.inner_text("body"))
-            assert len(shots) >= 4, f"only {len(shots)} screenshots: the comparison ended too soon to judge"
-            still = [i for i in range(1, len(shots)) if ImageChops.difference(shots[i - 1], shots[i]).getbbox() is None]
-            assert not still, f"presenter_live_{still[0]:02d}.png is the same as the one 5 s before it"
-            assert {"Throughput", "Loss (◆ validation)"} <= titles        # the run's curves, while it trains
-            assert any("pair 3 of 3" in t for t in texts)                  # the pair chart as pairs arrive
-            assert "Pairs ● · mean so far" in titles
-            assert any("measuring for" in t for t in texts)
-        finally:
-            browser.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server + "/?mode=talk")
+    page.get_by_text("No runs yet").wait_for(timeout=60_000)
+    cid = comparison.start(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=12), pairs=3)
+    page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
+    shots, texts, titles = [], [], set()
+    while True:
+        with Store() as store:
+            status = cstore.get(store, cid)["status"]
+        if status != "running":
+            break
+        png = page.screenshot(path=str(OUT / f"presenter_live_{len(shots):02d}.png"))
+        shots.append(Image.open(io.BytesIO(png)).convert("RGB"))
+        texts.append(page.inner_text("body"))
+        titles |= set(page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                                    ".map(g => ((g.layout && g.layout.title && g.layout.title.text) || '').replace(/<[^>]+>/g, ''))"))
+        assert len(shots) < 120, "the comparison did not end in 10 min"
+        # Screenshots 5 s apart; the text is read every second in between: with a warm
+        # spare worker the last pair can start and end inside one 5-s gap.
+        for _ in range(5):
+            time.sleep(1.0)
+            texts.append(page.inner_text("body"))
+    assert len(shots) >= 4, f"only {len(shots)} screenshots: the comparison ended too soon to judge"
+    still = [i for i in range(1, len(shots)) if ImageChops.difference(shots[i - 1], shots[i]).getbbox() is None]
+    assert not still, f"presenter_live_{still[0]:02d}.png is the same as the one 5 s before it"
+    assert {"Throughput", "Loss (◆ validation)"} <= titles        # the run's curves, while it trains
+    assert any("pair 3 of 3" in t for t in texts)                  # the pair chart as pairs arrive
+    assert "Pairs ● · mean so far" in titles
+    assert any("measuring for" in t for t in texts)
 
 
-def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_listed(server, store_home):
+def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_listed(server, store_home, chromium):
     """Issue 43 item 8: Stop's toast covered Stop and the Presenter switch; every Stop left the
     comparison's unstarted runs as empty 'cancelled' rows on the Runs page."""
     from engine.config import RunConfig
@@ -306,27 +290,22 @@ def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_liste
     overlap = """([a, b]) => { const r = document.querySelector(a).getBoundingClientRect();
         const s = document.querySelector(b).getBoundingClientRect();
         return Math.min(r.right, s.right) > Math.max(r.left, s.left) && Math.min(r.bottom, s.bottom) > Math.max(r.top, s.top); }"""
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            page.goto(server + "/?mode=talk")
-            page.get_by_text("No runs yet").wait_for(timeout=60_000)
-            cid = comparison.start(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=40), pairs=3)
-            page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
-            # The first run trains: its worker imports TensorFlow first, which took over 60 s once
-            # beside the FLOP cross-check's XLA compiles on the other test process.
-            page.locator(".slq-s").first.wait_for(timeout=150_000)
-            page.get_by_role("button", name="Stop").click()
-            page.locator('[data-testid="stToast"]').first.wait_for(timeout=30_000)
-            page.screenshot(path=str(OUT / "presenter_after_stop.png"))
-            for control in ('.st-key-stop', '[data-testid="stCheckbox"]'):
-                assert not page.evaluate(overlap, ['[data-testid="stToast"]', control]), f"the toast covers {control}"
-            page.goto(server + "/runs")
-            page.get_by_text("cancelled before they started, not listed").wait_for(timeout=60_000)
-            page.screenshot(path=str(OUT / "runs_after_stop.png"))
-        finally:
-            browser.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server + "/?mode=talk")
+    page.get_by_text("No runs yet").wait_for(timeout=60_000)
+    cid = comparison.start(RunConfig(dataset="digits", precision="mixed_bfloat16", epochs=40), pairs=3)
+    page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
+    # The first run trains: its worker imports TensorFlow first, which took over 60 s once
+    # beside the FLOP cross-check's XLA compiles on the other test process.
+    page.locator(".slq-s").first.wait_for(timeout=150_000)
+    page.get_by_role("button", name="Stop").click()
+    page.locator('[data-testid="stToast"]').first.wait_for(timeout=30_000)
+    page.screenshot(path=str(OUT / "presenter_after_stop.png"))
+    for control in ('.st-key-stop', '[data-testid="stCheckbox"]'):
+        assert not page.evaluate(overlap, ['[data-testid="stToast"]', control]), f"the toast covers {control}"
+    page.goto(server + "/runs")
+    page.get_by_text("cancelled before they started, not listed").wait_for(timeout=60_000)
+    page.screenshot(path=str(OUT / "runs_after_stop.png"))
 
 
 # JS: every speedup-looking text ("1.33×", "5.81x faster") outside the charts and the sidebar that
@@ -347,7 +326,7 @@ LARGE_OR_GREEN = """() => {
 }"""
 
 
-def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_plain_run(server, store_home):
+def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_plain_run(server, store_home, chromium):
     """Issue 43 item 2: after a stored baseline and a plain `engine run` (no --baseline), Train,
     presenter mode, Replay (which plays the two as one pair) and Runs show no single pair's
     speedup in large or green type."""
@@ -366,21 +345,16 @@ def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_pla
     pages = (("train", "/", "SpeedLab · Train"), ("presenter", "/?mode=talk", "Presenter mode"),
              ("replay", "/replay", "SpeedLab · Replay"), ("replay_presenter", "/replay?mode=talk", "Presenter mode"),
              ("runs", "/runs", "SpeedLab · Runs"))
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            bad, texts = [], {}
-            for name, path, ready in pages:
-                page.goto(server + path)
-                page.get_by_text(ready).first.wait_for(timeout=60_000)
-                page.wait_for_function(f"{CHARTS} >= 1", timeout=60_000)
-                settle(page)
-                page.screenshot(path=str(OUT / f"one_pair_{name}.png"), full_page=True)
-                bad += [f"{name}: {b}" for b in page.evaluate(LARGE_OR_GREEN)]
-                texts[name] = page.inner_text("body")
-            assert not bad, "\n".join(bad)
-            assert "Stored baseline" not in texts["train"] and "faster" not in texts["train"]
-            assert "one pair: not a result" in texts["replay"] and "one pair: not a result" in texts["replay_presenter"]
-        finally:
-            browser.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    bad, texts = [], {}
+    for name, path, ready in pages:
+        page.goto(server + path)
+        page.get_by_text(ready).first.wait_for(timeout=60_000)
+        page.wait_for_function(f"{CHARTS} >= 1", timeout=60_000)
+        settle(page)
+        page.screenshot(path=str(OUT / f"one_pair_{name}.png"), full_page=True)
+        bad += [f"{name}: {b}" for b in page.evaluate(LARGE_OR_GREEN)]
+        texts[name] = page.inner_text("body")
+    assert not bad, "\n".join(bad)
+    assert "Stored baseline" not in texts["train"] and "faster" not in texts["train"]
+    assert "one pair: not a result" in texts["replay"] and "one pair: not a result" in texts["replay_presenter"]

@@ -91,7 +91,7 @@ def build(input_shape, num_classes):
     x = SlowTrace()(layers.Flatten()(inputs))
     return keras.Model(inputs, layers.Dense(num_classes, activation="softmax")(x))
 """
-WARM_S = 30
+WARM_S = 20  # 10 reads a second apart need 10 s; twice that for a loaded machine
 # JS: the progress block's clocks as shown: [the block's id (new at every store read), comparison's 'measuring for', [elapsed, time left] per run].
 CLOCKS = """() => [document.querySelector('[id^="slq"]').id, [...document.querySelectorAll('[data-clock]')].map(e => Number(e.textContent)),
   [...document.querySelectorAll('[data-frames]')].map(e => [Number(e.querySelector('.slq-e').textContent),

@@ -110,6 +110,17 @@ def settle(page, quiet_ms: int = 600, timeout_ms: int = 5000) -> None:
     page.evaluate(SETTLE, [quiet_ms, timeout_ms])
 
 
+# JS: the page's script run has ended (Streamlit marks stApp; "initial" before the first run).
+SCRIPT_IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
+
+
+def script_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the page's script run has ended (at most `timeout_ms` ms): what it draws is
+    on the page, charts perhaps still laying out (`settle`). Raises playwright's TimeoutError."""
+    page.wait_for_function(SCRIPT_IDLE, timeout=timeout_ms)
+
+
 def full_screenshot(page, path: Path) -> None:
     """The whole page: Streamlit scrolls inside its main area, so grow the
     viewport to the content instead of using full_page."""
@@ -190,6 +201,29 @@ def stage(tmp_path_factory):
                     browser.close()
         finally:
             stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def module_chromium():
+    """One Chromium for the whole module (`chromium` is what a test takes). A module with it is
+    in SHARED_MODULES (tests/conftest.py), so that it starts it once."""
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def chromium(module_chromium):
+    """The module's Chromium; the test's pages (their contexts) are closed after it, so the
+    next test starts with none (for a module whose tests each keep their own `server`)."""
+    try:
+        yield module_chromium
+    finally:
+        for context in module_chromium.contexts:
+            context.close()
 
 
 def empty_store(home: Path) -> None:
