@@ -220,9 +220,11 @@ def test_cli_refuses_bad_model_files_before_queueing(store_home, tmp_path):
 def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_path):
     # The model file waits at import for a file the test writes only once it has read the CLI's
     # first line: a CLI silent until the check ends would show the file's refusal first.
-    go = tmp_path / "go"
+    # build() also writes which of JAX and pandas the check's process holds once Keras is
+    # imported: none, as in the run's worker (engine.training.backends.UNUSED_IN_WORKER).
+    go, held = tmp_path / "go", tmp_path / "held"
     (tmp_path / "waits.py").write_text(textwrap.dedent(f"""
-        import os, time
+        import os, sys, time
         for _ in range(600):
             if os.path.exists({str(go)!r}):
                 break
@@ -231,6 +233,7 @@ def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_p
             raise RuntimeError("the test never said go")
 
         def build(input_shape, num_classes):
+            open({str(held)!r}, "w").write(" ".join(m for m in ("jax", "pandas") if m in sys.modules))
             raise ValueError("checked after the first line")
     """))
     from engine.base.process import worker_env
@@ -249,7 +252,8 @@ def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_p
                      "takes 5-30 s) ...")
     assert p.returncode == 2
     assert rest.strip().splitlines()[-1] == (f"error: model: {spec!r} raises in build(): ValueError: checked after "
-                                              "the first line (waits.py, line 11); fix the model file")
+                                              "the first line (waits.py, line 12); fix the model file")
+    assert held.read_text() == ""
 
 
 @pytest.mark.worker
