@@ -410,8 +410,11 @@ def test_shell_syntax_is_refused_in_one_line_naming_it():
         assert command_pairs.shell_syntax(text) is None, text
 
 
-@pytest.mark.worker
-def test_a_command_that_cannot_start_is_one_line_before_any_pair_trains(tmp_path):
+def test_a_command_that_cannot_start_is_one_line_before_any_pair_trains(tmp_path, monkeypatch):
+    # Refused before any side starts: the command runs in this process (unit lane), from the
+    # repository root as _cli runs it.
+    monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
+    monkeypatch.chdir(ROOT)
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/sh\nexit 0\n")  # not executable
     for baseline, cmd, line in (
@@ -425,7 +428,7 @@ def test_a_command_that_cannot_start_is_one_line_before_any_pair_trains(tmp_path
              f"error: cmd: 'no-such-train.py' cannot start: {os.path.basename(sys.executable)} has no such script "
              f"file; give its path from {ROOT}"),
             (SIDE, f"{SIDE} --sec 1 > {tmp_path / 'out.txt'}", None)):
-        proc = _cli(tmp_path, "--baseline-cmd", baseline, "--cmd", cmd, "--pairs", "2")
+        proc = cli.engine("pairs", "--baseline-cmd", baseline, "--cmd", cmd, "--pairs", "2")
         assert proc.returncode == 2, proc.stderr
         err = proc.stderr.strip().splitlines()
         assert len(err) == 1 and (line is None or err[0] == line), proc.stderr

@@ -165,19 +165,18 @@ def test_nan_after_skipped_updates_says_so(float16):
 
 
 @pytest.mark.worker
-def test_a_jax_float16_run_reads_its_updates_and_completes(tmp_path):
+def test_a_jax_float16_run_reads_its_updates_and_completes(tmp_path, monkeypatch):
     """On JAX, Keras keeps the model's state off its variables during an epoch: reading the loss-scale
     optimizer's iterations there failed every JAX float16 run ("'NoneType' object is not callable";
     seen as two failed autopilot trials on mnist5k). The tracker syncs the state first."""
     import json
-    import os
-    import subprocess
-    import sys
 
-    env = {**os.environ, "SPEEDLAB_HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--backend", "jax", "--precision", "mixed_float16",
-                          "--model", "mlp", "--epochs", "1", "--allow-slow", "--json", "--quiet"],
-                         capture_output=True, text=True, timeout=300, env=env)
+    from tests.helpers import cli
+
+    monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
+    # The CLI in this process: the run trains in the worker it queues (float16 never in here).
+    out = cli.engine("run", "--backend", "jax", "--precision", "mixed_float16", "--model", "mlp", "--epochs", "1",
+                     "--allow-slow", "--json", "--quiet")
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["status"] == "completed"

@@ -195,22 +195,18 @@ def test_example_flops_by_hand_and_a_keras_file_rebuilt_under_bf16_keeps_its_wei
 
 # --- worker: the CLI, real runs --------------------------------------------------------------
 
-def _engine(*args, home, timeout=300):
-    from engine.base.process import worker_env
-
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, env={**worker_env(), "SPEEDLAB_HOME": str(home)})
-
-
 @pytest.mark.worker
 def test_cli_refuses_bad_model_files_before_queueing(store_home, tmp_path):
     from engine.store import Store
 
     # One case through the CLI's fresh-process check (16 s of the suite for three); every
     # case's line is checked in-process by test_each_bad_model_is_one_line.
+    from tests.helpers import cli
+
     for case in ("raises",):
         spec = _write(tmp_path, case)
-        p = _engine("run", "--dataset", "digits", "--model", spec, "--epochs", "1", "--quiet", home=store_home)
+        # The CLI in this process (the check's own fresh process is what this test starts).
+        p = cli.engine("run", "--dataset", "digits", "--model", spec, "--epochs", "1", "--quiet")
         assert p.returncode == 2, p.stderr
         assert p.stderr.strip() == f"error: model: {spec!r} {BAD[case][2]}"
     store = Store()
@@ -224,9 +220,11 @@ def test_cli_refuses_bad_model_files_before_queueing(store_home, tmp_path):
 def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_path):
     # The model file waits at import for a file the test writes only once it has read the CLI's
     # first line: a CLI silent until the check ends would show the file's refusal first.
-    go = tmp_path / "go"
+    # build() also writes which of JAX and pandas the check's process holds once Keras is
+    # imported: none, as in the run's worker (engine.training.backends.UNUSED_IN_WORKER).
+    go, held = tmp_path / "go", tmp_path / "held"
     (tmp_path / "waits.py").write_text(textwrap.dedent(f"""
-        import os, time
+        import os, sys, time
         for _ in range(600):
             if os.path.exists({str(go)!r}):
                 break
@@ -235,6 +233,7 @@ def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_p
             raise RuntimeError("the test never said go")
 
         def build(input_shape, num_classes):
+            open({str(held)!r}, "w").write(" ".join(m for m in ("jax", "pandas") if m in sys.modules))
             raise ValueError("checked after the first line")
     """))
     from engine.base.process import worker_env
@@ -253,14 +252,19 @@ def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_p
                      "takes 5-30 s) ...")
     assert p.returncode == 2
     assert rest.strip().splitlines()[-1] == (f"error: model: {spec!r} raises in build(): ValueError: checked after "
-                                              "the first line (waits.py, line 11); fix the model file")
+                                              "the first line (waits.py, line 12); fix the model file")
+    assert held.read_text() == ""
 
 
 @pytest.mark.worker
 def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_file(store_home, tmp_path):
+    from tests.helpers import cli
+
     def run(spec):
-        p = _engine("run", "--dataset", "digits", "--model", spec, "--precision", "mixed_bfloat16",
-                    "--epochs", "3", "--json", "--quiet", "--allow-slow", home=store_home)  # whatever this CPU's bf16
+        # The CLI in this process: the runs train in the workers it queues (bf16 never in here).
+        # One epoch (12 executions, 11 of them steady) is enough for samples/s and so MFU.
+        p = cli.engine("run", "--dataset", "digits", "--model", spec, "--precision", "mixed_bfloat16",
+                       "--epochs", "1", "--json", "--quiet", "--allow-slow")  # whatever this CPU's bf16
         assert p.returncode == 0, p.stderr[-2000:]
         return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -269,12 +273,16 @@ def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_f
     assert out["flops_per_sample"] == 133120  # the hand count of the tf test
     assert 0 < out["mfu"] <= 1
     # The same model saved as .keras (its weights kept): counted the same, trained the same way.
-    code = (f"import keras, importlib.util as u; s = u.spec_from_file_location('m', {str(EXAMPLE)!r}); "
-            f"m = u.module_from_spec(s); s.loader.exec_module(m); m.build((8, 8, 1), 10).save({str(tmp_path)!r} + "
-            "'/mine.keras')")
-    from engine.base.process import worker_env
+    # Built and saved in float32 in this process (no TensorFlow process of its own to start).
+    import importlib.util
 
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=worker_env())
+    import keras
+
+    s = importlib.util.spec_from_file_location("my_model", EXAMPLE)
+    m = importlib.util.module_from_spec(s)
+    s.loader.exec_module(m)
+    keras.mixed_precision.set_dtype_policy("float32")
+    m.build((8, 8, 1), 10).save(tmp_path / "mine.keras")
     out2 = run(os.path.join(tmp_path, "mine.keras"))
     assert out2["status"] == "completed" and out2["flops_per_sample"] == 133120 and 0 < out2["mfu"] <= 1
 

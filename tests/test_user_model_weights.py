@@ -10,16 +10,11 @@ epoch validates alike (bf16 training belongs in a worker process: docs/testing.m
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from engine.base.errors import ConfigError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # A tiny digits MLP; build() loads the weights the test pretrained (WEIGHTS: their path).
 PRETRAINED = textwrap.dedent("""
@@ -36,36 +31,27 @@ PRETRAINED = textwrap.dedent("""
         return model
 """)
 
-# Pretrain it in float32 on scikit-learn's digits (engine.data.datasets.digits) and save the weights.
-PRETRAIN = textwrap.dedent("""
-    import importlib.util as u, sys
+def _pretrained(tmp_path) -> str:
+    """The path:build of a pretrained build() file in `tmp_path`: its MLP pretrained in float32
+    in this process on scikit-learn's digits (engine.data.datasets.digits), weights saved."""
     import keras
-    from engine.data.datasets import digits
-    path, weights = sys.argv[1], sys.argv[2]
-    keras.utils.set_random_seed(0)
     from keras import layers
+
+    from engine.data.datasets import digits
+
+    weights = tmp_path / "digits.weights.h5"
+    py = tmp_path / "pretrained.py"
+    py.write_text(PRETRAINED.format(weights=str(weights)))
+    keras.mixed_precision.set_dtype_policy("float32")
+    keras.utils.set_random_seed(0)
     inp = keras.Input((8, 8, 1))
     x = layers.Dense(32, activation="relu")(layers.Flatten()(inp))
     m = keras.Model(inp, layers.Dense(10, activation="softmax")(x))
     m.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     x, y = digits()
     m.fit(x, y, batch_size=64, epochs=40, verbose=0)
-    print(m.evaluate(x, y, verbose=0)[1])
+    assert m.evaluate(x, y, verbose=0)[1] > 0.95  # it learned digits: weights worth keeping
     m.save_weights(weights)
-""")
-
-
-def _pretrained(tmp_path) -> str:
-    """The path:build of a pretrained build() file in `tmp_path` (pretrained in a process of its own)."""
-    from engine.base.process import worker_env
-
-    weights = tmp_path / "digits.weights.h5"
-    py = tmp_path / "pretrained.py"
-    py.write_text(PRETRAINED.format(weights=str(weights)))
-    p = subprocess.run([sys.executable, "-c", PRETRAIN, str(py), str(weights)], capture_output=True, text=True,
-                       timeout=300, env=worker_env(), cwd=ROOT)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert float(p.stdout.strip().splitlines()[-1]) > 0.95  # it learned digits: weights worth keeping
     return f"{py}:build"
 
 
@@ -124,17 +110,16 @@ def test_a_keras_file_with_a_layer_class_of_your_own_names_file_py_build(tmp_pat
 
 @pytest.mark.worker
 def test_a_pretrained_build_validates_alike_in_float32_and_bf16_in_its_first_epoch(store_home, tmp_path):
-    from engine.base.process import worker_env
+    from tests.helpers import cli
 
     spec = _pretrained(tmp_path)
     acc = {}
     for precision in ("float32", "mixed_bfloat16"):
         # One epoch (12 steps of 128) at a small learning rate: the first validation reads the
-        # pretrained weights, whatever this CPU's bf16 speed (--allow-slow).
-        p = subprocess.run([sys.executable, "-m", "engine", "run", "--dataset", "digits", "--model", spec,
-                            "--precision", precision, "--epochs", "1", "--learning-rate", "1e-5", "--json",
-                            "--quiet", "--allow-slow"], capture_output=True, text=True, cwd=ROOT, timeout=400,
-                           env={**worker_env(), "SPEEDLAB_HOME": str(store_home)})
+        # pretrained weights, whatever this CPU's bf16 speed (--allow-slow). The CLI runs in this
+        # process (it checks the file once for both) and the runs train in the workers it queues.
+        p = cli.engine("run", "--dataset", "digits", "--model", spec, "--precision", precision, "--epochs", "1",
+                       "--learning-rate", "1e-5", "--json", "--quiet", "--allow-slow")
         assert p.returncode == 0, p.stderr[-2000:]
         out = json.loads(p.stdout.strip().splitlines()[-1])
         assert out["status"] == "completed"

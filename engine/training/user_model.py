@@ -257,5 +257,10 @@ if __name__ == "__main__":
     if len(sys.argv) != 5 or sys.argv[1] != "check":
         print("usage: python -m engine.training.user_model check SPEC H,W,C CLASSES", file=sys.stderr)
         sys.exit(64)
+    from engine.training import backends
+
+    # What the run's worker keeps out, kept out here too (JAX under TensorFlow, pandas: ~1.5 CPU-s
+    # of imports), so that a build() the worker cannot import is refused here as well.
+    backends.keep_out(backends.UNUSED_IN_WORKER.get(os.environ.get("KERAS_BACKEND", "tensorflow"), ()))
     sys.exit(_check_main(*sys.argv[2:]))
 
