@@ -305,8 +305,9 @@ def result(p: dict) -> None:
                        icon=":material/fingerprint:")
         if comp is not None:
             # The Train and Runs pages' verdict box, of the stored comparison (engine.autopilot.confirm).
-            st.caption(f"Confirmed: the winner vs {p.get('baseline_label') or 'the baseline'}, on seeds the "
-                       "search did not use")
+            # Another machine's figure says so beside the figure, not only in the warning above it.
+            st.caption(("Measured elsewhere · " if elsewhere else "") + f"Confirmed: the winner vs "
+                       f"{p.get('baseline_label') or 'the baseline'}, on seeds the search did not use")
             cmp_view.verdict_box(comp, key="ap_confirmation")
             for name, pair in comps["extra"].items():
                 tuned = (pair.get("winner") or {}).get("result")
