@@ -50,7 +50,7 @@ def test_start_a_search_and_watch_the_trials_chart_grow(server, store_home):
             assert "Searching:" in body or "re-running" in body or "Done" in body, body[-1500:]
             full_screenshot(page, OUT / "autopilot_live.png")
             page.get_by_role("button", name="Stop").click()
-            page.get_by_text("The autopilot was stopped after").wait_for(timeout=60_000)
+            page.get_by_text("The autopilot was stopped in its").wait_for(timeout=60_000)
             job = autopilot.read_progress()
             assert job["state"] == "cancelled" and len(job["trials"]) >= 2
         finally:

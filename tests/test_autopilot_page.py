@@ -529,3 +529,19 @@ def test_an_ablation_whose_test_accuracy_did_not_hold_reads_so_on_both_pages(sto
     (table,) = [d.value for d in runs.dataframe if "headline" in d.value.columns]
     rows = {r["comparison"]: r for r in table.to_dict("records")}
     assert rows[state["confirm"]["comparisons"]["ablation"]["precision"]]["verdict"] == "faster, accuracy not held"
+
+
+def test_a_stopped_autopilot_says_where_it_stopped_and_why(store_home):
+    """'stopped after 3 trials' was all the page said of an autopilot a SIGTERM stopped in its
+    confirming rounds (2026-12-06): where it was and the signal's line are said too."""
+    state = {**done_state(), "state": "cancelled", "phase": "stopped", "stopped_by": "stopped: the autopilot got SIGTERM"}
+    background.write_json(autopilot.progress_path(), state)
+    ap = app(PAGE)
+    no_errors(ap)
+    assert (f"The autopilot was stopped in its confirming rounds, after {len(TRIALS)} trials (stopped: the autopilot "
+            "got SIGTERM); what it found so far is below.") in texts(ap.warning)
+    background.write_json(autopilot.progress_path(), {**state, "confirm": None, "runoff": None, "winner": None,
+                                                      "stopped_by": "cancelled by the user"})
+    ap = app(PAGE)
+    assert (f"The autopilot was stopped in its search, after {len(TRIALS)} trials (cancelled by the user); what it "
+            "found so far is below.") in texts(ap.warning)

@@ -176,8 +176,12 @@ def status(p: dict) -> None:
     elif p["state"] == "failed":
         st.error(f"The autopilot failed: {plain.md(p.get('error') or 'no message')}", icon=":material/error:")
     elif p["state"] == "cancelled":
-        st.warning(f"The autopilot was stopped after {len(trials)} trials; what it found so far is below.",
-                   icon=":material/stop_circle:")
+        # Where it stopped, and why (a signal names itself; Stop reads "cancelled by the user").
+        where = ("in its confirming rounds" if (p.get("confirm") or {}).get("comparisons") else
+                 "in its runoff" if p.get("runoff") else "in its search")
+        why = f" ({plain.md(p['stopped_by'])})" if p.get("stopped_by") else ""
+        st.warning(f"The autopilot was stopped {where}, after {len(trials)} trials{why}; what it found so far "
+                   "is below.", icon=":material/stop_circle:")
     else:
         after = [what for what, ran in (("the runoff", (p.get("runoff") or {}).get("runs")),
                                         ("the re-runs", (p.get("confirm") or {}).get("repeats")),
