@@ -514,6 +514,7 @@ def test_the_autopilot_page_and_the_runs_page_read_the_same_confirmation(store_h
     assert rows[ids["ablation"]["schedule"]]["kind"] == "autopilot ablation: without one_cycle (max LR 0.005, 10 epochs)"
 
 
+@pytest.mark.page
 def test_an_ablation_whose_test_accuracy_did_not_hold_reads_so_on_both_pages(store_home):
     """The ablation's verdict is its comparison's own, test accuracy applied: the winner 1.4x faster
     with bfloat16 every round, but 0.90 on the test set where the winner without it got 0.95 (a
@@ -531,6 +532,7 @@ def test_an_ablation_whose_test_accuracy_did_not_hold_reads_so_on_both_pages(sto
     assert rows[state["confirm"]["comparisons"]["ablation"]["precision"]]["verdict"] == "faster, accuracy not held"
 
 
+@pytest.mark.page
 def test_a_stopped_autopilot_says_where_it_stopped_and_why(store_home):
     """'stopped after 3 trials' was all the page said of an autopilot a SIGTERM stopped in its
     confirming rounds (2026-12-06): where it was and the signal's line are said too."""
