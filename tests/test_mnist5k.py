@@ -171,7 +171,7 @@ def test_the_shipped_recording_imports_as_a_comparison_for_replay(store):
     comp = cstore.by_group(store, runs[0]["group_id"])
     tta = comp["result"]["time_to_accuracy"]
     assert comp["status"] == "completed" and comp["result"]["pairs"] == 5 and tta["ci95"] is not None
-    # The recording's own figures (engine/jobs/recorded/mnist5k-baseline-vs-tuned.zip). Pair 2's
+    # The recording's own figures (engine/jobs/recorded/mnist5k-baseline-vs-preset.zip). Pair 2's
     # baseline missed 0.965 in its epochs: no ratio for that seed (a bound is not an estimate), counted.
     assert tta["pair_ratios"][1] is None and tta["missing"] == [{"pair": 1, "side": "baseline", "why": "baseline missed"}]
     assert tta["speedup"] == pytest.approx(5.70, abs=0.01) and tta["pairs"] == 4

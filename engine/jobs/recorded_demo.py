@@ -1,6 +1,6 @@
 """The recorded mnist5k comparison that ships for Replay (no TF here).
 
-A baseline (RunConfig's defaults on mnist5k) and the hand-tuned preset
+A baseline (RunConfig's defaults on mnist5k) and the hand-made preset
 (engine.config.presets), measured as a comparison of interleaved pairs on one machine to the
 data set's default target and exported with the comparison as a run bundle
 (engine.bundle) to RECORDED_BUNDLE. The Replay page plays it with one click at any
@@ -20,22 +20,22 @@ from typing import Optional
 
 from engine.store import Store
 
-RECORDED_BUNDLE = Path(__file__).with_name("recorded") / "mnist5k-baseline-vs-tuned.zip"
+RECORDED_BUNDLE = Path(__file__).with_name("recorded") / "mnist5k-baseline-vs-preset.zip"
 
 
 def configs(seed: int = 0) -> tuple:
-    """(baseline, tuned) RunConfigs of the recording: the preset (engine.config.presets) and
+    """(baseline, preset) RunConfigs of the recording: the preset (engine.config.presets) and
     its like-for-like baseline (engine.config.baseline_config: RunConfig's defaults on
     mnist5k), both measured to the default target (engine.data.meta.DEFAULT_TARGETS)."""
     from engine.config import baseline_config
     from engine.config.presets import preset
 
-    tuned = preset("mnist5k", seed=seed)
-    return baseline_config(tuned), tuned
+    made = preset("mnist5k", seed=seed)
+    return baseline_config(made), made
 
 
 def record(dest: os.PathLike = RECORDED_BUNDLE, seed: int = 0, pairs: int = 5, timeout_s: float = 900) -> dict:
-    """Run the tuned preset against its baseline as a comparison of `pairs` interleaved pairs
+    """Run the preset against its baseline as a comparison of `pairs` interleaved pairs
     (engine.jobs.comparison; each run ends at the target: engine.config.comparison_config) in a
     fresh store (a temporary SPEEDLAB_HOME) and export every run, with the comparison, to
     `dest`: Replay then shows the comparison's interval, not one pair. Returns the manifest.
@@ -46,11 +46,11 @@ def record(dest: os.PathLike = RECORDED_BUNDLE, seed: int = 0, pairs: int = 5, t
     from engine.config import comparison_config
     from engine.jobs import comparison
 
-    _, tuned = configs(seed)
+    _, made = configs(seed)
     old = os.environ.get("SPEEDLAB_HOME")
     os.environ["SPEEDLAB_HOME"] = tempfile.mkdtemp(prefix="speedlab-recorded-")
     try:
-        cid = comparison.start(comparison_config(tuned), pairs=pairs)
+        cid = comparison.start(comparison_config(made), pairs=pairs)
         comp = comparison.wait(cid, timeout_s=timeout_s)
         done = (comp.get("result") or {}).get("pairs", 0)
         if comp["status"] != "completed" or done < pairs:
