@@ -377,6 +377,12 @@ def decoded_limit_problem(n: int, h: int, w: int, c: int, itemsize: int, what: s
             f"{fmt_bytes(cap)} (SPEEDLAB_MAX_DECODED_MB); use fewer or smaller images")
 
 
+
+def _first_three(items: list[tuple], line, more: str) -> list[str]:
+    """One problem line per item for the first three (`line(*item)`), then 'N <more>' for the rest:
+    a folder of 5,000 bad images gets four lines, not 5,000."""
+    return [line(*it) for it in items[:3]] + ([f"{len(items) - 3} {more}"] if len(items) > 3 else [])
+
 def read_images(path: os.PathLike) -> tuple[dict, tuple]:
     """({'x_train': (N, H, W, C), 'y_train': int32 (N,)}, class names) from a
     folder or zip of class folders, read as a viewer shows them (engine.data.images):
@@ -460,20 +466,16 @@ def read_images(path: os.PathLike) -> tuple[dict, tuple]:
                 srcs.append(src)
         if len(empty) > 3:
             problems.append(f"{len(empty) - 3} more class folders have no images; put images in them or remove them")
-        for rel, hd in big[:3]:
-            problems.append(f"{rel!r} is {hd.width}x{hd.height} pixels; images may be 2 to {MAX_SIDE} pixels a "
-                            "side; downscale them (e.g. to 224x224) before adding them")
-        if len(big) > 3:
-            problems.append(f"{len(big) - 3} more images are outside 2 to {MAX_SIDE} pixels a side; downscale them")
+        problems += _first_three(big, lambda rel, hd: f"{rel!r} is {hd.width}x{hd.height} pixels; images may be 2 "
+                                 f"to {MAX_SIDE} pixels a side; downscale them (e.g. to 224x224) before adding them",
+                                 f"more images are outside 2 to {MAX_SIDE} pixels a side; downscale them")
         if heads:
             sizes = Counter((hd.width, hd.height) for hd in heads)
             (w, h), _ = sizes.most_common(1)[0]
             odd = [(n, hd) for n, hd in zip(names, heads) if (hd.width, hd.height) != (w, h)]
-            for n, hd in odd[:3]:
-                problems.append(f"{n!r} is {hd.width}x{hd.height} pixels but most images are {w}x{h}; "
-                                "give all images one size")
-            if len(odd) > 3:
-                problems.append(f"{len(odd) - 3} more images are not {w}x{h} pixels; give all images one size")
+            problems += _first_three(odd, lambda n, hd: f"{n!r} is {hd.width}x{hd.height} pixels but most images "
+                                     f"are {w}x{h}; give all images one size",
+                                     f"more images are not {w}x{h} pixels; give all images one size")
         if problems:
             raise DataError(problems)
         gray = all(hd.gray for hd in heads)
