@@ -256,3 +256,13 @@ def test_a_class_folder_linking_above_the_data_folder_is_a_fault(tmp_path):
     (root / "up").unlink()
     (root / "cow").symlink_to(make_folder(tmp_path / "elsewhere", classes=("cow",)) / "cow")
     assert userdata.read_images(root)[1] == ("cat", "cow", "dog")  # other linked class folders are read
+
+
+def test_bad_images_are_listed_three_then_counted():
+    from engine.data.userdata_read import _first_three
+
+    items = [(f"{i}.png", i) for i in range(5)]
+    assert _first_three(items, lambda n, i: f"{n} is bad", "more are bad") == \
+        ["0.png is bad", "1.png is bad", "2.png is bad", "2 more are bad"]
+    assert _first_three(items[:3], lambda n, i: f"{n} is bad", "more are bad") == ["0.png is bad", "1.png is bad",
+                                                                                     "2.png is bad"]
