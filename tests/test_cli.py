@@ -186,7 +186,8 @@ def test_every_measuring_command_refuses_a_busy_machine_with_one_line(store_home
 
     _running(background.LR_FIND_FILE)
     line = "error: not started: an LR range test is running: wait for it to end (usually under a minute)\n"
-    for argv in (["noise", "--pairs", "3"], ["tune-baseline"], ["demo-transfer", "--quiet"]):
+    for argv in (["noise", "--pairs", "3"], ["tune-baseline"], ["demo-transfer", "--quiet"],
+                 ["autopilot", "--budget", "60", "--quiet"]):
         got = cli.engine(*argv)
         assert (got.returncode, got.stderr, got.stdout) == (2, line, ""), argv
     store = Store()

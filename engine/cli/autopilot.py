@@ -13,7 +13,7 @@ import threading
 from typing import Optional
 
 from engine.base import process
-from engine.cli.printing import print_json
+from engine.cli.printing import print_json, refuse_if_busy
 
 HELP = "search for the fastest route to a target validation accuracy on this machine, and explain it"
 
@@ -216,9 +216,10 @@ def main(args) -> int:
     except ConfigError as e:
         return fail(str(e))
     own = background.own_job_file(args.progress_file, background.AUTOPILOT_FILE)
-    why = background.busy(skip=(background.AUTOPILOT_FILE,) if own else ())
-    if why:
-        return fail(f"not started: {why}")
+    refused = refuse_if_busy(skip=(background.AUTOPILOT_FILE,) if own else ())  # prints the one line
+    if refused:
+        write(state="failed", error=refused)  # the progress file says it too
+        return 2
     if not own:  # the page and busy() follow a search started here through the page's file too
         writers.append(progress_writer(autopilot.progress_path()))
     def on_signal(_name):  # SIGINT, SIGTERM, SIGHUP: the search stops alike, saying why
