@@ -72,3 +72,31 @@ def test_a_run_and_a_comparison_stop_on_ctrl_c_through_one_function(monkeypatch,
     assert follow.until_done(pressed, lambda: "cancelled", line, quiet=True) == "cancelled"
     assert (stops, follow.INTERRUPTED["by_user"], capsys.readouterr().err) == (["stop"], True, f"\n{line}\n")
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second press changes nothing
+
+
+def test_ctrl_c_during_the_noise_measurement_stops_it_like_every_other_command(store_home, monkeypatch, capsys):
+    """`engine hardware --noise` had a Ctrl-C block of its own: no "more presses change nothing"
+    (a second press was a traceback) and exit 0/1 as if it had ended by itself. Now the family's
+    one path (engine.cli.follow.until_done): the line once, everything stopped, exit 130."""
+    from engine.cli import follow
+    from engine.cli.hardware import measure_noise
+    from engine.jobs import comparison, noise
+
+    stops, waits = [], []
+    monkeypatch.setattr(follow, "stop_all_for_signal", lambda: stops.append("stop"))
+    monkeypatch.setattr(noise, "start", lambda: 7)
+
+    def wait(cid, **kw):  # the first wait is interrupted; the second sees the stopped comparison
+        waits.append(cid)
+        if len(waits) == 1:
+            raise KeyboardInterrupt
+        return {"id": cid, "status": "stopped", "kind": "aa", "result": {"pairs": 1}}
+
+    monkeypatch.setattr(comparison, "wait", wait)
+    # measure_noise is what `hardware --noise` runs after the probe (a process: not in this lane);
+    # engine.cli.main turns INTERRUPTED into exit 130 for every command.
+    assert measure_noise(quiet=True) == 1  # no floor from one pair
+    assert (stops, waits, follow.INTERRUPTED["by_user"]) == (["stop"], [7, 7], True)
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second press changes nothing
+    assert capsys.readouterr().err.endswith("stopping the noise measurement (complete pairs are kept; more presses "
+                                            "change nothing) ...\n")

@@ -162,17 +162,12 @@ def measure_noise(quiet: bool = False) -> int:
     """Run the hardware check's A/A comparison (engine.jobs.noise) to its end,
     one progress line per pair on stderr unless `quiet`; Ctrl-C stops it (complete
     pairs are kept). Returns 0 with an interval, 1 without, 2 when the machine is busy."""
-    from engine.base.errors import ActiveRunError
     from engine.jobs import noise
     from engine.jobs import comparison
 
     if refuse_if_busy():
         return 2
-    try:
-        cid = noise.start()
-    except ActiveRunError as e:
-        print(f"noise floor not measured: {e}", file=sys.stderr)
-        return 2
+    cid = noise.start()  # a run queued since the check: ActiveRunError, engine.cli.main's one line
     if not quiet:
         print(f"measuring the noise floor: A/A comparison #{cid}, {noise.NOISE_PAIRS} pairs of "
               f"digits/{noise.NOISE_MODEL} ({noise.NOISE_EPOCHS} epochs), each run in a fresh worker ...", file=sys.stderr)
@@ -184,12 +179,9 @@ def measure_noise(quiet: bool = False) -> int:
             shown[0] = done
             print(f"  pair {done}/{noise.NOISE_PAIRS} done", file=sys.stderr)
 
-    try:
-        comp = comparison.wait(cid, poll_s=1.0, on_poll=on_poll)
-    except KeyboardInterrupt:
-        from engine.cli.follow import stop_all_for_signal
+    from engine.cli.follow import until_done
 
-        print("stopping the noise measurement (complete pairs are kept) ...", file=sys.stderr)
-        stop_all_for_signal()
-        comp = comparison.wait(cid)
+    comp = until_done(lambda: comparison.wait(cid, poll_s=1.0, on_poll=on_poll), lambda: comparison.wait(cid),
+                      "stopping the noise measurement (complete pairs are kept; more presses change nothing) ...",
+                      quiet=True)  # its progress is whole lines: no line to end
     return 0 if noise.floor_of(comp) is not None else 1
