@@ -286,6 +286,7 @@ def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_liste
     comparison's unstarted runs as empty 'cancelled' rows on the Runs page."""
     from engine.config import RunConfig
     from engine.jobs import comparison
+    from engine.store import Store
 
     OUT.mkdir(exist_ok=True)
     overlap = """([a, b]) => { const r = document.querySelector(a).getBoundingClientRect();
@@ -300,7 +301,15 @@ def test_after_stop_the_toast_covers_no_control_and_unstarted_runs_are_not_liste
     # beside the FLOP cross-check's XLA compiles on the other test process.
     page.locator(".slq-s").first.wait_for(timeout=150_000)
     page.get_by_role("button", name="Stop").click()
-    page.locator('[data-testid="stToast"]').first.wait_for(timeout=30_000)
+    try:
+        page.locator('[data-testid="stToast"]').first.wait_for(timeout=30_000)
+    except Exception:  # playwright's TimeoutError: say what the page, the server and the store saw
+        page.screenshot(path=str(OUT / "presenter_after_stop_no_toast.png"))
+        with Store(store_home / "runs.sqlite") as store:
+            runs = [(r["id"], r["status"], r.get("error")) for r in store.list_runs()]
+        log = (store_home / "streamlit.log").read_text(errors="replace")[-3000:]
+        pytest.fail(f"no toast 30 s after Stop.\nruns: {runs}\npage:\n{page.inner_text('body')[:1500]}\n"
+                    f"server log:\n{log}")
     page.screenshot(path=str(OUT / "presenter_after_stop.png"))
     for control in ('.st-key-stop', '[data-testid="stCheckbox"]'):
         assert not page.evaluate(overlap, ['[data-testid="stToast"]', control]), f"the toast covers {control}"
