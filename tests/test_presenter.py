@@ -140,3 +140,24 @@ def test_a_new_tab_during_a_comparison_starts_from_its_settings(store):
     for rid in ids:
         store.finish_run(rid, "cancelled", "cancelled by the user")
     assert app(presenter=False).session_state["precision"] == "float32"  # nothing runs: the defaults
+
+
+def test_launch_in_presenter_mode_says_what_it_queued_once(store, fake_cpu, monkeypatch):
+    """Presenter mode's Launch says what it queued in a toast, once (views/components/toasts.py).
+    The browser test test_presenter_browser.py::test_launch_and_stop_say_so_in_toasts_that_cover_no_control
+    holds what AppTest cannot show: the toast survives the fragment's rerun of the page."""
+    from engine.jobs import runner
+
+    fake_cpu({"avx512f", "avx512_bf16"})  # bf16 is native: Launch needs no second click
+    monkeypatch.setattr(runner, "ensure_queue", lambda *a, **k: False)  # no training: the runs stay queued
+    at = app_test()
+    at.query_params.update(mode="talk", precision="mixed_bfloat16", model="mlp")
+    at.run()
+    assert not at.exception and not at.toast
+    at.button(key="launch").click().run()
+    assert not at.exception
+    assert [t.value for t in at.toast] == [
+        "Queued comparison #1: up to 5 interleaved pairs of baseline and run (first: baseline #1, run #2), "
+        "until the 95% interval is within ±10% or 15 min; each run stops at the target accuracy"]
+    at.run()  # said once
+    assert not at.toast

@@ -20,7 +20,7 @@ from engine.report.live import LiveMetrics
 from engine.report.table import incomplete_note
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
 from views.components import comparison as cmp_view
-from views.components import limits, quiet_progress
+from views.components import limits, quiet_progress, toasts
 from views.components.common import PLOTLY_CONFIG, SMALL_CONFIG, autopilot_run
 from views.components.headline import backend_line, own_time, speedup_panel, time_row
 
@@ -60,19 +60,11 @@ def cancel_own() -> list[str]:
 def stop_clicked() -> None:
     """Stop's callback. It runs before the live fragment's body, which may redraw the whole page
     first (a pair has ended): a click read from the button's return value was lost to that.
-    The body then redraws the page (`stop_redraw`), so that `quiet_refresh_s` applies."""
-    # Said by the page run that follows (`said_stopped`): an element drawn in a fragment's callback
-    # is not supported, and Streamlit warns of it in the server log.
-    st.session_state["stop_said"] = stop_toast(cancel_own())
+    The body then redraws the page (`stop_redraw`), so that `quiet_refresh_s` applies. What was
+    stopped is said in a toast at the end of the page run (views/components/toasts.py)."""
+    toasts.say(stop_toast(cancel_own()))
     st.session_state["stop_clicked_at"] = time.time()
     st.session_state["stop_redraw"] = True
-
-
-def said_stopped() -> None:
-    """The toast of what Stop cancelled (`stop_clicked`), once, on the page run after the click."""
-    line = st.session_state.pop("stop_said", None)
-    if line:
-        st.toast(line)
 
 
 def stop_toast(lines: list[str]) -> str:

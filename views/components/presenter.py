@@ -20,7 +20,7 @@ from engine.report.pair import compare
 from engine.report.progress import live_summary
 from views.components import comparison as cmp_view
 from views.components.headline import own_time
-from views.components import quiet_progress
+from views.components import quiet_progress, toasts
 from views.components.live_charts import chart_frames, live_metrics  # the Train page's frames: same charts, same colours
 from views.components.live_charts import STOPPING_REFRESH_S, STOPPING_S, quiet_line
 
@@ -81,30 +81,10 @@ def toggle(container) -> bool:
     return on
 
 
-class Toasts:
-    """Where launch() writes its one-line outcome in presenter mode: a toast,
-    which takes no room from the charts (same methods as a container)."""
-
-    def _toast(self, body: str, icon: str | None = None, **_) -> None:
-        st.toast(body, icon=icon)
-
-    success = warning = error = info = _toast
-
-
-# Toasts open at the top right by default, over Stop and the Presenter switch (issue 43): at the
-# bottom right they cover a corner of a chart for a few seconds, never a control.
-TOAST_CSS = "<style>.stToastContainer { top: auto !important; bottom: 1rem !important; }</style>"
-
-
-def toasts_below() -> None:
-    """Move this page's toasts to the bottom right (TOAST_CSS)."""
-    st.markdown(TOAST_CSS, unsafe_allow_html=True)
-
-
 def style() -> None:
     """Apply presenter mode's type and contrast to the page."""
     st.markdown(CSS, unsafe_allow_html=True)
-    toasts_below()
+    toasts.below()
 
 
 def speed_banner(base: dict | None, run: dict | None, cmp: dict | None, own: dict | None = None) -> None:

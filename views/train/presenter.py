@@ -9,9 +9,9 @@ from engine.config import RunConfig
 from engine.jobs import runner
 from engine.charts import style as chart_style
 from engine.store import Store
-from views.components import presenter, url_params
+from views.components import presenter, toasts, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import own_active, said_stopped, stop_clicked
+from views.components.live_charts import own_active, stop_clicked
 from views.train.launch import launch, machine_busy, stored_tuned
 from views.train.live import LIVE_REFRESH_S, WATCH_REFRESH_S, any_active, current_comparison, measuring
 
@@ -32,7 +32,6 @@ def presenter_main(cfg: RunConfig | None, error: str | None, pending: list[str])
     stop_col.button("Stop", icon=":material/stop:", key="stop", disabled=not active, width="stretch",
                     on_click=stop_clicked)
     st.session_state.pop("stop_redraw", None)  # this run is the whole page already
-    said_stopped()
     presenter.toggle(mode)
     if ap_busy:
         st.info(ap_busy, icon=":material/travel_explore:")
@@ -41,12 +40,13 @@ def presenter_main(cfg: RunConfig | None, error: str | None, pending: list[str])
     if clicked and cfg is not None and not pending:
         with_baseline = st.query_params.get("with_baseline", "true").lower() != "false"
         tuned = st.query_params.get("tuned_baseline", "false").lower() == "true" and stored_tuned(cfg) is not None
-        launch(cfg, with_baseline, presenter.Toasts(),  # the fragment notices the new run and redraws
+        launch(cfg, with_baseline, toasts.Sink(),  # the fragment notices the new run and redraws
                baseline_kind="tuned" if tuned else "default")
         if st.session_state.get("launched"):
-            st.toast(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
+            toasts.say(st.session_state["launched"]["msg"], icon=":material/rocket_launch:")
     st.fragment(presenter_view, run_every=(presenter.measure_refresh_s() if measuring() else LIVE_REFRESH_S) if active
                 else WATCH_REFRESH_S)(active, bool(ap_busy))
+    toasts.flush()  # last: the fragment above may rerun the page (views/components/toasts.py)
 
 
 def presenter_config_line(cfg: RunConfig | None, error: str | None) -> str:

@@ -21,9 +21,9 @@ from engine.lr_find import range_test as lr_find
 from engine.charts import style as chart_style
 from engine.report import live_refresh
 from engine.store import Store
-from views.components import presenter, url_params
+from views.components import presenter, toasts, url_params
 from views.components.common import one_line_errors
-from views.components.live_charts import comparison_block, quiet_refresh_s, said_stopped
+from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
 from views.train.commands import commands_panel
 from views.train.controls import advanced_controls, controls, schedule_controls
@@ -80,8 +80,7 @@ def main() -> None:
         return presenter_main(cfg, error, url_params.check(link, [*f.values, "synthetic_shape"], LINK_SETTINGS))
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.markdown("### SpeedLab · Train")
-    presenter.toasts_below()  # Stop's toast must not cover Stop
-    said_stopped()
+    toasts.below()  # Stop's toast must not cover Stop
     presenter.toggle(mode)
     c1, c2, c3 = st.columns([2, 1.3, 3.2], vertical_alignment="center")
     with_baseline = c1.toggle("Compare with baseline", value=True, key="with_baseline",
@@ -132,6 +131,7 @@ def main() -> None:
                 else None)(active, signature(live), phase)
     if not active:
         st.fragment(watch, run_every=WATCH_REFRESH_S)(bool(ap_busy))
+    toasts.flush()  # last: a fragment above may rerun the page (views/components/toasts.py)
 
 
 if __name__ == "__main__":
