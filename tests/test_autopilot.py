@@ -278,10 +278,12 @@ def searched(tmp_path_factory):
 
     The queue keeps a warm spare worker, ready before the search starts, as the dashboard's
     queue does (its pages prewarm one): the first trial then starts without the ~5 CPU-s of
-    TensorFlow imports inside the budget. Started cold, a loaded machine (load average 10 on
-    2 cores) spent 15-25 s of the 30 s on that start-up alone, and the search, which starts a
-    trial only while the budget left holds the median start-up + the best time, ended after
-    the first trial (`time_needed`)."""
+    TensorFlow imports inside the budget. Started cold on a loaded machine (a cold start took
+    12.6 s at load 8 on 2 cores, a spare's imports 17-28 s at load 12-16), the search, which
+    starts a trial only while the budget left holds the median start-up + the best time
+    (`time_needed`), ended after the first trial, or cut the slow one at the deadline before it
+    passed the best time. The slow trial still starts cold: its start-up and its training past
+    the best time must fit in what the first trial left (8 s to spare at load 8)."""
     from engine.jobs import runner
 
     home = tmp_path_factory.mktemp("autopilot")
