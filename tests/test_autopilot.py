@@ -12,9 +12,12 @@ import pytest
 
 from engine.config import RunConfig
 from engine.base.errors import ConfigError
-from engine.jobs import background
+from engine.jobs import background, runner
+from engine.autopilot import confirm
 from engine.autopilot import search as autopilot
 from engine.autopilot import space as sp
+from engine.autopilot.space import facts_from_quick
+from engine.hardware.machine import quick_facts
 
 from tests.helpers.autopilot import DIGITS, cpu_facts
 from tests.helpers.queue import end_queue, ready_spare
@@ -219,7 +222,6 @@ def test_a_search_with_its_own_progress_file_also_keeps_the_pages_file(store_hom
 
 
 def test_the_summary_says_when_the_winner_was_slower_when_re_run(store_home):
-    from engine.autopilot import confirm
     from engine.cli.autopilot import summary_lines
     from engine.store import Store
     from tests.helpers.autopilot import plant_confirmation
@@ -276,25 +278,16 @@ def searched(tmp_path_factory):
     planted: a fast one, then a slow one; then 1 confirming round of the fast configuration
     with its ablation inside it (2 techniques: 4 runs, 3 stored comparisons).
 
-    The queue keeps a warm spare worker, ready before the search starts, as the dashboard's
-    queue does (its pages prewarm one): the first trial then starts without the ~5 CPU-s of
-    TensorFlow imports inside the budget. Started cold on a loaded machine (a cold start took
-    12.6 s at load 8 on 2 cores, a spare's imports 17-28 s at load 12-16), the search, which
-    starts a trial only while the budget left holds the median start-up + the best time
-    (`time_needed`), ended after the first trial, or cut the slow one at the deadline before it
-    passed the best time. The slow trial still starts cold: its start-up and its training past
-    the best time must fit in what the first trial left (8 s to spare at load 8)."""
-    from engine.jobs import runner
-
+    A spare worker is ready before the search starts, as the dashboard prewarms one. Started
+    cold (12.6 s at load 8 on 2 cores), the first trial's start-up counted twice against the
+    30 s (`time_needed`: the search ended after it), or left the slow trial too little to pass
+    the best time before the deadline. The slow trial still starts cold (8 s to spare at load 8)."""
     home = tmp_path_factory.mktemp("autopilot")
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("SPEEDLAB_HOME", str(home))
             mp.setenv("SPEEDLAB_WARM_WORKER", "1")
             mp.setenv("SPEEDLAB_QUEUE_IDLE_S", "120")  # the spare waits for the search; end_queue ends both
-            from engine.autopilot.space import facts_from_quick
-            from engine.hardware.machine import quick_facts
-
             assert runner.prewarm() is True
             ready_spare(home)
             base = RunConfig(dataset="digits", model="cnn", batch_size=128, epochs=10)
@@ -306,8 +299,6 @@ def searched(tmp_path_factory):
             chosen = ap.runoff(**RUNOFF)
             fast = ap.base.replace(**PLANTED_FAST)
             conf = ap.confirm(fast, sp.ablation_configs(fast, ap.baseline))
-            from engine.autopilot import confirm
-
             with _store(home) as store:
                 comps = confirm.stored(store, conf)
             ablation = confirm.ablation_entries(ap.state["ablation"], comps["ablation"])
@@ -503,7 +494,6 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     ablation are rows of the `comparisons` table with their plans and results (engine.report.
     comparison.evaluate): the factor is the geometric mean of (ablated time / winner's time) over
     the rounds, with its interval, and the split."""
-    from engine.autopilot import confirm
     from engine.autopilot.explain import explanation
     from engine.store import Store
     from engine.store import comparisons as cstore
