@@ -2,8 +2,6 @@
 import json
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -11,6 +9,8 @@ from engine.jobs import runner
 from engine.report.pair import compare
 from engine.config import RunConfig
 from engine.store import Store
+
+from tests.helpers.queue import queue_gone
 
 
 def run_and_wait(cfg, timeout=180):
@@ -20,8 +20,10 @@ def run_and_wait(cfg, timeout=180):
 
 @pytest.mark.worker
 def test_cli_digits_run_reaches_095_and_prints_json(store_home):
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--json", "--quiet",
-                          "--target-accuracy", "0.9"], capture_output=True, text=True, timeout=300)
+    from tests.helpers import cli
+
+    # In this process (the run is the worker's; the CLI only submits, follows and prints it).
+    out = cli.engine("run", "--json", "--quiet", "--target-accuracy", "0.9")
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout.strip().splitlines()[-1])
     assert s["status"] == "completed" and s["error"] is None
@@ -52,8 +54,6 @@ def test_cli_digits_run_reaches_095_and_prints_json(store_home):
     from engine.hardware.fingerprint import fingerprint
 
     assert {k: env["fingerprint"][k] for k in ("id", "name", "cpu")} == {k: fingerprint()[k] for k in ("id", "name", "cpu")}
-    from tests.helpers import cli
-
     shown = cli.engine("show", str(s["run_id"]), "--json")  # reads the store: in this process
     assert json.loads(shown.stdout.strip().splitlines()[-1])["environment"]["fingerprint"]["id"] == fingerprint()["id"]
 
@@ -100,16 +100,22 @@ def test_mixed_float16_records_loss_scale(back_to_back):
 
 
 @pytest.mark.worker
-def test_second_launch_is_refused_and_cancel_keeps_partial_metrics(start_long_run):
-    rid, st = start_long_run()
+def test_second_launch_is_refused_and_stop_during_an_epoch_keeps_the_executions_before_it(start_long_run):
+    rid, st = start_long_run(n=12)
     with pytest.raises(runner.ActiveRunError, match=f"run {rid} is running"):
         runner.submit([RunConfig()])
+    before = len(st.metrics("executions", rid))
     assert "stop requested" in runner.cancel(rid)
     run = runner.wait(rid, timeout_s=60)
     assert run["status"] == "cancelled"
-    n = len(st.metrics("executions", rid))
+    execs = st.metrics("executions", rid)
+    n = len(execs)
     assert 5 <= n < 1600  # partial: 400 epochs x 4 steps were planned
     assert run["summary"]["executions"] == n
+    # Every execution stored before the stop is kept, in order, and the summary ends at the last one.
+    assert n >= before and [e["idx"] for e in execs] == list(range(n))
+    assert execs[-1]["epoch"] < 399 and run["summary"]["steps"] == execs[-1]["step"]
+    st.close()
 
 
 @pytest.mark.worker
@@ -133,16 +139,21 @@ LAUNCHED = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accura
 
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory):
-    """LAUNCHED launched with its baseline, then launched again (which reuses that baseline),
-    both waited for, in a store of this module: {"home", "first": (baseline id, run id, reused),
-    "second": (...), "run": the first run once final}. Its tests only read the store."""
+    """LAUNCHED launched with its baseline and waited for, then launched again, in a store of
+    this module: {"home", "first": (baseline id, run id, reused), "second": (...), "run": the
+    first run once final}. Its tests only read the store. The second launch's point is its
+    choice (the stored baseline reused, with the run's baseline id), made before anything
+    runs: it is launched with no queue to claim it and cancelled while queued, so no worker
+    trains it."""
     home = tmp_path_factory.mktemp("launched")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPEEDLAB_HOME", str(home))
         first = runner.launch_with_baseline(LAUNCHED)
         run = runner.wait(first[1], timeout_s=180)
+        queue_gone(home)  # the first launch's queue: it would claim the second run
+        mp.setattr(runner, "ensure_queue", lambda *a, **k: False)
         second = runner.launch_with_baseline(LAUNCHED)
-        runner.wait(second[1], timeout_s=180)
+        assert runner.cancel(second[1]) == f"run {second[1]} {runner.NOT_STARTED}"
     return {"home": home, "first": first, "second": second, "run": run}
 
 
