@@ -196,30 +196,12 @@ def test_example_flops_by_hand_and_a_keras_file_rebuilt_under_bf16_keeps_its_wei
 # --- worker: the CLI, real runs --------------------------------------------------------------
 
 @pytest.mark.worker
-def test_cli_refuses_bad_model_files_before_queueing(store_home, tmp_path):
-    from engine.store import Store
-
-    # One case through the CLI's fresh-process check (16 s of the suite for three); every
-    # case's line is checked in-process by test_each_bad_model_is_one_line.
-    from tests.helpers import cli
-
-    for case in ("raises",):
-        spec = _write(tmp_path, case)
-        # The CLI in this process (the check's own fresh process is what this test starts).
-        p = cli.engine("run", "--dataset", "digits", "--model", spec, "--epochs", "1", "--quiet")
-        assert p.returncode == 2, p.stderr
-        assert p.stderr.strip() == f"error: model: {spec!r} {BAD[case][2]}"
-    store = Store()
-    try:
-        assert store.list_runs() == []
-    finally:
-        store.close()
-
-
-@pytest.mark.worker
-def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_path):
+def test_cli_says_what_it_checks_then_refuses_a_bad_model_before_queueing(store_home, tmp_path):
     # The model file waits at import for a file the test writes only once it has read the CLI's
-    # first line: a CLI silent until the check ends would show the file's refusal first.
+    # first line: a CLI silent until the check ends would show the file's refusal first. Its
+    # build() raises: the refusal is then one line after it, exit 2, nothing queued (one check
+    # process for both; every bad model's line is checked in-process by
+    # test_each_bad_model_is_one_line).
     # build() also writes which of JAX and pandas the check's process holds once Keras is
     # imported: none, as in the run's worker (engine.training.backends.UNUSED_IN_WORKER).
     go, held = tmp_path / "go", tmp_path / "held"
@@ -251,9 +233,13 @@ def test_cli_says_what_it_checks_before_the_check_starts_keras(store_home, tmp_p
     assert first == (f"checking your model {spec}: building it for digits in a fresh process (starting Keras "
                      "takes 5-30 s) ...")
     assert p.returncode == 2
-    assert rest.strip().splitlines()[-1] == (f"error: model: {spec!r} raises in build(): ValueError: checked after "
-                                              "the first line (waits.py, line 12); fix the model file")
+    assert rest.strip().splitlines() == [f"error: model: {spec!r} raises in build(): ValueError: checked after "
+                                         "the first line (waits.py, line 12); fix the model file"]
     assert held.read_text() == ""
+    from engine.store import Store
+
+    with Store(store_home / "runs.sqlite") as store:
+        assert store.list_runs() == []  # refused before anything was queued
 
 
 @pytest.mark.worker
