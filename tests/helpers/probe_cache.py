@@ -25,7 +25,7 @@ def plant_probe(facts: dict | None = None) -> dict:
     """Write `facts` (default FACTS) as this machine's cached probe in $SPEEDLAB_HOME/hardware.json
     (engine.hardware.verdicts.cache_path, under its cache_key; the file's other entries, such as
     the peak record, kept), so that the Hardware page and the Train page's hints read it and start
-    no probe. Returns the facts written."""
+    no probe. Returns the facts written. Raises: ValueError when the file there is not JSON."""
     from engine.hardware import verdicts
 
     facts = dict(FACTS if facts is None else facts)
