@@ -5,7 +5,7 @@ Launches a short digits run (mixed_bfloat16 on 2 devices, 3 epochs) with its
 baseline, waits for live throughput points and a speedup number, and saves
 screenshots under test-output/ (gitignored): train_live.png while it runs,
 train.png and runs.png when both runs are done; hardware.png of the Hardware
-page with a (pre-written) quick-benchmark result.
+page with a planted probe and a (pre-written) quick-benchmark result.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from tests.helpers.probe_cache import plant_probe
 from tests.helpers.recorded_runs import recorded
 from tests.helpers.browser import (HEADLINE, OUT, SPEEDUP_VALUE, THROUGHPUT_POINTS, TIME_PARTS, VIEWPORT,  # noqa: F401
                                    fresh_stage, full_screenshot, playwright_api, settle, stage, wait_for)
@@ -101,12 +102,14 @@ def test_launch_watch_and_review_in_chromium(fresh_stage):
 
 
 def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
-    """The Hardware page (real probe) with a saved quick-benchmark result
-    (pre-written: the real one takes over a minute): cards, verdicts, chart,
-    table; 'Use this configuration' fills the Train page. Saves hardware.png."""
+    """The Hardware page with a planted probe (the real one, a TensorFlow and JAX process, is
+    tests/test_hardware.py's) and a saved quick-benchmark result (pre-written: the real one
+    takes over a minute): cards, verdicts, chart, table; 'Use this configuration' fills the
+    Train page. Saves hardware.png."""
     from engine.bench import quick as bench
 
     server, browser, store_home = fresh_stage
+    plant_probe()
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
     rates = [3200, 2500, 3600, 2300, 4700, 2000, 5300, 1900]  # samples/s per cell, as measured on a 2-core CPU
     samples = [{"cell": i, "repeat": r, "samples_per_sec": rates[i] * (1 + 0.04 * r * (-1) ** i), "warmup_sec": 1.0}
@@ -119,7 +122,8 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
     page = browser.new_page(viewport=VIEWPORT)
     # Opened by URL, the page still runs inside app.py's navigation (the top nav shows).
     page.goto(server + "/hardware")
-    page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)  # after the probe
+    page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)
+    assert "Checked on testhost at" in page.inner_text("body")  # the planted probe: none ran
     page.get_by_role("link", name="Train", exact=True).wait_for(timeout=10_000)
     page.goto(server + "/?epochs=3")
     page.get_by_role("button", name="Launch").wait_for(timeout=60_000)

@@ -11,6 +11,7 @@ import pytest
 from tests.helpers.browser import (CHROMIUM, CHROMIUM_ARGS, playwright_api, script_idle, server,  # noqa: F401 (fixture)
                                    settle)
 from tests.helpers.hostile import hostile_store
+from tests.helpers.probe_cache import plant_probe
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
@@ -25,6 +26,7 @@ def hostile_home(store_home, monkeypatch, tmp_path):
 
     with Store(store_home / "runs.sqlite") as store:
         hostile_store(store, tmp_path)
+    plant_probe()  # the Hardware page reads it: the real probe (a TensorFlow process) is not the point here
     return store_home
 
 
@@ -38,7 +40,7 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(hostile_home, s
             for path in PAGES:
                 page.goto(f"{server}/{path}")
                 page.wait_for_selector('[data-testid="stMainBlockContainer"]', timeout=60_000)
-                script_idle(page, 120_000)  # its script run (the Hardware page probes first), then its charts
+                script_idle(page, 120_000)  # its script run, then its charts
                 settle(page)
                 found = page.evaluate("""() => ({
                     imgs: [...document.querySelectorAll('img')].map(i => i.getAttribute('src') || ''),
@@ -46,6 +48,8 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(hostile_home, s
                     text: document.body.innerText})""")
                 assert not [s for s in found["imgs"] if "HOST" in s or s == "x"], (path, found["imgs"])
                 assert not [h for h in found["links"] if "HOST" in h], (path, found["links"])
+                if path == "hardware":  # the planted probe, not a real one
+                    assert "Checked on testhost at" in found["text"], found["text"][:1500]
                 if path == "replay":  # the text is there, as characters (the Runs table is a canvas)
                     shown = found["text"].replace("\u2060", "")  # word joiners: invisible (engine.base.plain)
                     assert "[Session expired: sign in again](http://HOST/phish)" in shown, shown

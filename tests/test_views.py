@@ -28,15 +28,13 @@ def test_pages_never_import_tensorflow(store_home):
         for path in sorted(Path({str(ROOT)!r}, "views").rglob("*.py")):
             name = ".".join(path.relative_to({str(ROOT)!r}).with_suffix("").parts)
             importlib.import_module(name.removesuffix(".__init__"))
-        import json
         from engine.hardware import verdicts
         from engine.store import SYSTEM_COLS, Store
         from tests.helpers.pages import finished_pair, app, demo_pair
+        from tests.helpers.probe_cache import plant_probe
         # The Hardware page's probe, cached as `engine hardware` leaves it: the real probe is a
         # child process (TensorFlow and JAX imports, 20 s) that says nothing of this process.
-        verdicts.cache_path().write_text(json.dumps({{verdicts.cache_key(): {{
-            "hostname": "testhost", "host": {{"cpu_model": "Test CPU", "cpu_flags": ["avx2", "fma"]}},
-            "software": {{"tensorflow": "2.21.0"}}, "gpus": [], "tpu": {{"cores": 0}}, "errors": []}}}}))
+        plant_probe()
         finished_pair(Store())
         demo_pair(Store())
         for page in [None] + pages:
