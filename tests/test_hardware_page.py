@@ -10,6 +10,7 @@ import time
 import psutil
 import pytest
 
+from engine.base import plain
 from engine.jobs import background
 from engine.bench import quick as bench
 from engine.hardware import verdicts as hardware
@@ -108,7 +109,7 @@ def test_gpu_cards_verdicts_per_device_and_diagnosis(store_home):
     broken = facts(driver=["Tesla T4"], cuda_build=False)
     cache(store_home, broken)
     at = app(PAGE)
-    assert hardware.gpu_diagnosis(broken) in texts(at.error)
+    assert plain.md(hardware.gpu_diagnosis(broken)) in texts(at.error)  # it names the driver's GPUs: plain text
     assert "The driver shows Tesla T4" in texts(at.caption)
 
 

@@ -97,7 +97,9 @@ def test_every_page_shows_a_hostile_bundle_as_plain_text(store, tmp_path, page):
     if page == "views/hardware/hardware.py":  # this machine's probe, as if its host name were hostile too
         from tests.test_hardware_page import cache, facts
 
-        cache(tmp_path, {**facts(), "hostname": HOSTILE, "errors": [HOSTILE]})
+        f = facts(gpus=[(HOSTILE, (8, 0), 16_000)], flags=("avx512f", HOSTILE))  # the OS's and driver's words too
+        f["host"].update(cpu_model=HOSTILE, os=HOSTILE, arch=HOSTILE)
+        cache(tmp_path, {**f, "hostname": HOSTILE, "errors": [HOSTILE]})
     assert ids and store.get_run(ids[0])["environment"]["hostname"] == HOSTILE
     at = app(page)
     no_errors(at)
@@ -108,3 +110,9 @@ def test_every_page_shows_a_hostile_bundle_as_plain_text(store, tmp_path, page):
     assert not bad, bad
     charts = [s for s in chart_strings(at) if re.search(r"<(img|a|b)\b|HOST/", s, re.I) and "HOST" in s]
     assert not [s for s in charts if re.search(r"<(img|a|b)\b", s, re.I)], charts
+    if page == "views/hardware/hardware.py":  # no GPU, but the driver names one: its words, plain
+        cache(tmp_path, {**facts(driver=[HOSTILE]), "hostname": HOSTILE})
+        at = app(page)
+        no_errors(at)
+        bad = {s: live_markup(s) for s in markdown_strings(at) if live_markup(s)}
+        assert not bad, bad

@@ -53,15 +53,16 @@ def cpu_card(facts: dict) -> None:
     h = facts.get("host") or {}
     flags = list(h.get("cpu_flags") or [])
     st.markdown("**:material/memory: Host CPU**")
-    st.markdown(h.get("cpu_model") or "unknown CPU")
+    st.markdown(plain.md(h.get("cpu_model") or "unknown CPU"))  # the OS's (a VM's) words: untrusted
     usable = h.get("usable_cpus")
     usable = f" ({usable} usable)" if usable not in (None, h.get("logical_cores")) else ""
     st.caption(f"{h.get('physical_cores') or '?'} physical / {h.get('logical_cores') or '?'} logical "
-               f"cores{usable} · {h.get('ram_gib') or '?'} GiB RAM · {h.get('os') or '?'} {h.get('arch') or ''}")
+               f"cores{usable} · {h.get('ram_gib') or '?'} GiB RAM · {plain.md(h.get('os') or '?')} "
+               f"{plain.md(h.get('arch') or '')}")
     native = [f for f in flags if f in hardware.CPU_BF16_FLAGS + hardware.CPU_FP16_FLAGS]
     for f in flags:
         color = "green" if f in native else "gray"
-        st.markdown(f":{color}-badge[{f}] :small[{FLAG_MEANING.get(f, '')}]")
+        st.markdown(f":{color}-badge[{plain.md(f)}] :small[{FLAG_MEANING.get(f, '')}]")
     if not native:
         st.caption("No native bfloat16 or float16 instructions (avx512_bf16, amx_bf16, avx512_fp16, "
                    "amx_fp16): low precision is emulated on this CPU.")
@@ -71,7 +72,7 @@ def gpu_card(gpu: dict, index: int) -> None:
     cc = gpu.get("compute_capability")
     cc_text = ".".join(map(str, cc[:2])) if cc else "unknown"
     st.markdown(f"**:material/developer_board: GPU {index}**")
-    st.markdown(gpu.get("name") or "unknown GPU")
+    st.markdown(plain.md(gpu.get("name") or "unknown GPU"))
     mem = gpu.get("memory_mib")
     st.caption(f"compute capability {cc_text} · "
                + (f"{mem / 1024:.0f} GiB memory" if mem else "memory unknown"))
@@ -88,7 +89,7 @@ def no_gpu_card(facts: dict) -> None:
     st.markdown("**:material/developer_board_off: GPU**")
     st.markdown("none visible to TensorFlow")
     if driver:
-        st.caption(f"The driver shows {', '.join(sorted(set(driver)))}: see the box below.")
+        st.caption(f"The driver shows {plain.md(', '.join(sorted(set(driver))))}: see the box below.")
     else:
         st.caption("No NVIDIA driver or device found: training runs on the CPU.")
 
@@ -167,7 +168,7 @@ def probe_section() -> None:
     devices_section(facts)
     diagnosis = hardware.gpu_diagnosis(facts)
     if diagnosis:
-        st.error(diagnosis, icon=":material/warning:")
+        st.error(plain.md(diagnosis), icon=":material/warning:")  # names the driver's GPUs: untrusted
     for err in facts.get("errors") or []:
         st.warning(f"Probe: {plain.md(err)}", icon=":material/info:")
     peaks_section(facts)
