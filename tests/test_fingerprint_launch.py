@@ -13,6 +13,7 @@ from engine.hardware import verdicts
 from engine.jobs import runner
 from engine.jobs.launch import SlowHere, launch
 from tests.helpers.pages import app, no_errors, texts
+from tests.helpers.probe_cache import plant_probe
 
 ZEN3 = {"avx2", "fma"}
 ZEN4 = {"avx2", "fma", "avx512f", "avx512_bf16"}
@@ -30,7 +31,7 @@ def no_queue(store_home, monkeypatch):
 
 def _probe(peak=PEAK):
     """The cached hardware probe of this (faked) machine, keyed as `python -m engine hardware` keys it."""
-    verdicts.cache_path().write_text(json.dumps({verdicts.cache_key(): {"hostname": "vm", "peak": peak}}))
+    plant_probe({"hostname": "vm", "peak": peak})
 
 
 def test_the_line_comes_from_the_probe_or_the_flags(store_home):
@@ -111,9 +112,8 @@ def test_the_hardware_page_and_command_name_the_machine(store_home, fake_cpu, mo
 
     fake_cpu(ZEN3)
     fp = fingerprint()
-    verdicts.cache_path().write_text(json.dumps({verdicts.cache_key(): {
-        "hostname": "vm", "probed_at": 1_700_000_000.0, "host": {"cpu_flags": []}, "gpus": [],
-        "driver": {"gpus": [], "version": None}, "tpu": {}, "software": {}, "errors": []}}))
+    plant_probe({"hostname": "vm", "probed_at": 1_700_000_000.0, "host": {"cpu_flags": []}, "gpus": [],
+                 "driver": {"gpus": [], "version": None}, "tpu": {}, "software": {}, "errors": []})
     monkeypatch.setattr(verdicts, "_stale", lambda facts: False)
     at = app("views/hardware/hardware.py")
     no_errors(at)

@@ -3,7 +3,6 @@ verdicts (from fixed facts, never a real probe), the GPU diagnosis, the quick
 benchmark's progress, result, and 'Use this configuration' on the Train page."""
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -16,6 +15,7 @@ from engine.bench import quick as bench
 from engine.hardware import verdicts as hardware
 from engine.config import RunConfig
 from tests.helpers.pages import app, no_errors, plotly_specs, texts, values
+from tests.helpers.probe_cache import plant_probe
 
 pytestmark = pytest.mark.page  # lane: docs/testing.md
 
@@ -39,7 +39,7 @@ def facts(gpus=(), flags=("avx512_bf16", "avx512f"), driver=None, cuda_build=Tru
 
 def cache(store_home, f: dict) -> None:
     """Pre-write the probe cache for this machine, as `python -m engine hardware` would."""
-    hardware.cache_path().write_text(json.dumps({hardware.cache_key(): f}))
+    plant_probe(f)
 
 
 def saved_result() -> dict:

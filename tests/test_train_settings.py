@@ -3,7 +3,6 @@ schedules, the LR finder, uploads, data set choices and starting from a saved ru
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 import zipfile
@@ -18,6 +17,7 @@ from engine.data import meta as datasets_meta
 from engine.config import ConfigError, RunConfig
 from engine.config.preflight import check_runnable
 from tests.helpers.pages import (app, fake_run, lr_sweep, no_errors, npz_bytes, plotly_specs, registry, texts)
+from tests.helpers.probe_cache import plant_probe
 
 
 @pytest.mark.page
@@ -82,10 +82,9 @@ def test_schedule_expander_previews_the_learning_rate(store_home):
 def test_hardware_hint_from_the_cached_check(store_home, fake_cpu, live_flags):
     """The cached probe's hint stays beside precision whatever the live CPU says; where the
     live CPU lacks native bf16 its warning shows too (issue 52: it used to replace the hint)."""
-    hardware = pytest.importorskip("engine.hardware.verdicts")
     fake_cpu(live_flags)
     facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
-    (store_home / "hardware.json").write_text(json.dumps({hardware.cache_key(): facts}))
+    plant_probe(facts)
     at = app()
     at.selectbox(key="precision").set_value("mixed_bfloat16").run()
     no_errors(at)
@@ -98,13 +97,12 @@ def test_hardware_hint_from_the_cached_check(store_home, fake_cpu, live_flags):
 
 @pytest.mark.page
 def test_hardware_link_when_no_check_is_cached_and_verdicts_when_it_is(store_home):
-    hardware = pytest.importorskip("engine.hardware.verdicts")
     at = app()
     no_errors(at)
     link = at.get("page_link")
     assert link and link[0].proto.label == "Run the hardware check" and link[0].proto.page == "hardware"
     facts = {"gpus": [], "host": {"cpu_flags": ["avx512_bf16"]}, "tpu": {"cores": 0}}
-    (store_home / "hardware.json").write_text(json.dumps({hardware.cache_key(): facts}))
+    plant_probe(facts)
     at = app()
     assert not at.get("page_link")
     captions = texts(at.caption)
