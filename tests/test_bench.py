@@ -1,5 +1,8 @@
 """Quick benchmark: matrix planning, speedup arithmetic, and a tiny real matrix."""
 import copy
+import json
+import subprocess
+import types
 
 import pytest
 
@@ -112,24 +115,65 @@ def test_warm_up_is_the_compiling_repeats():
     assert bench.summarize(cells, samples)["cells"][0]["warmup_sec"] == pytest.approx(1.025)
 
 
+class _Watched(subprocess.Popen):
+    """A benchmark worker whose JSON lines are kept as bench.run reads them, each with whether
+    the worker was still alive when it was read."""
+
+    seen: list = []  # set per matrix: [(process, [(line as JSON, alive)])]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        lines: list = []
+        self.seen.append((self, lines))
+        self.stdout = _Lines(self.stdout, self, lines)
+
+
+class _Lines:
+    """`stdout` read line by line, the JSON lines also kept in `lines`."""
+
+    def __init__(self, f, proc, lines):
+        self.f, self.proc, self.lines = f, proc, lines
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        line = next(self.f)
+        if line.startswith("{"):
+            self.lines.append((json.loads(line), self.proc.poll() is None))
+        return line
+
+    def close(self):
+        self.f.close()
+
+
 @pytest.fixture(scope="module")
 def tiny_matrix():
-    """One tiny real matrix, read by the two tests below: float32 (the baseline) and bf16 with 4
-    steps per execution, 2 repeats, an MLP on 8x8 synthetic data. Returns (result, progress calls
-    as (done, total, sample)). bench.run writes nothing to the store."""
+    """One tiny real matrix, read by the three tests below: float32 (the baseline) and bf16 with
+    4 steps per execution, 2 repeats, an MLP on 8x8 synthetic data, 40 steps x 2 epochs a fit but
+    each fit may stop once 4 steady steps are in (no minimum time). Returns (result, progress calls
+    as (done, total, sample), the worker's JSON lines as (line, alive when read), its exit code).
+    bench.run writes nothing to the store; both cells share one worker (one layout)."""
     cells = [{"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
               "simulated": False},
              {"precision": "mixed_bfloat16", "steps_per_execution": 4, "jit_compile": False, "devices": 1,
               "simulated": False}]
-    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 8, "epochs": 2}
+    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 40, "epochs": 2,
+            "steady_min_steps": 4, "steady_min_s": 0.0}
     seen = []
-    r = bench.run(repeats=2, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append((d, t, s)))
-    return r, seen
+    watched = types.ModuleType("subprocess")
+    watched.__dict__.update(vars(subprocess), Popen=_Watched)
+    _Watched.seen = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bench, "subprocess", watched)
+        r = bench.run(repeats=2, cells=cells, workload=work, on_progress=lambda d, t, s: seen.append((d, t, s)))
+    ((proc, lines),) = _Watched.seen
+    return r, seen, lines, proc.returncode
 
 
 @pytest.mark.worker
 def test_repeats_refit_each_cells_compiled_model(tiny_matrix):
-    r, calls = tiny_matrix
+    r, calls, _, _ = tiny_matrix
     seen = [s for _, _, s in calls]
     # Interleaved: both cells, then both again; the second round reuses the models built in the first.
     assert [(s["cell"], s["repeat"], s["compiled"]) for s in seen] == [
@@ -143,8 +187,20 @@ def test_repeats_refit_each_cells_compiled_model(tiny_matrix):
 
 
 @pytest.mark.worker
+def test_a_worker_waits_for_go_and_a_slow_fit_stops_once_steady(tiny_matrix):
+    _, calls, lines, code = tiny_matrix
+    (ready, alive), *after = lines
+    assert ready == {"ready": True} and alive  # nothing measured before 'go'
+    samples = [line for line, _ in after]
+    assert samples == [s for _, _, s in calls] and code == 0  # after 'go': the four samples, then exit 0
+    # One warm-up execution, then 4 steady steps (4 executions of one batch, or one of 4 at 4 steps per
+    # execution): every fit stopped long before its 80 steps.
+    assert [s["steady_steps"] for s in samples] == [4, 4, 4, 4] and all(s["samples_per_sec"] > 0 for s in samples)
+
+
+@pytest.mark.worker
 def test_tiny_real_matrix_one_row_per_cell_and_baseline_exactly_one(tiny_matrix, store_home):
-    r, calls = tiny_matrix
+    r, calls, _, _ = tiny_matrix
     assert [(d, t) for d, t, _ in calls] == [(1, 4), (2, 4), (3, 4), (4, 4)]  # one call per cell and repeat
     assert len(r["cells"]) == 2
     assert r["cells"][0]["speedup"] == 1.0
@@ -302,35 +358,3 @@ def test_a_fit_has_enough_steady_state_after_16_steps_and_2_s():
     assert enough_steady([0.5] + [0.2] * 16, [1] * 17)  # 16 steps, 3.2 s
     assert not enough_steady([0.5] + [0.1] * 19, [1] * 20)  # 19 steps but 1.9 s: a fast cell runs on
     assert enough_steady([9.0, 0.7, 0.7, 0.7], [8, 8, 8, 8])  # steps per execution 8: 24 steps, 2.1 s
-
-
-@pytest.mark.worker
-def test_a_worker_waits_for_go_and_a_slow_fit_stops_once_steady(store_home):
-    import json
-    import subprocess
-    import sys
-
-    from engine.base.process import worker_env
-
-    cell = {"precision": "float32", "steps_per_execution": 1, "jit_compile": False, "devices": 1,
-            "simulated": False, "index": 0}
-    # 40 steps x 2 epochs, but the fit may stop once 4 steady steps are in (no minimum time).
-    work = {"model": "mlp", "synthetic_shape": [8, 8, 1], "batch_size": 32, "steps": 40, "epochs": 2,
-            "steady_min_steps": 4, "steady_min_s": 0.0}
-    proc = subprocess.Popen([sys.executable, "-m", "engine.bench.worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=worker_env())
-    try:
-        proc.stdin.write(json.dumps({"workload": work, "repeats": 1, "backend": "tensorflow", "devices": 1,
-                                     "cells": [cell], "wait_go": True}) + "\n")
-        proc.stdin.flush()
-        first = next(json.loads(x) for x in iter(proc.stdout.readline, "") if x.startswith("{"))
-        assert first == {"ready": True} and proc.poll() is None  # nothing measured before 'go'
-        proc.stdin.write("go\n")
-        proc.stdin.close()
-        (sample,) = [json.loads(x) for x in proc.stdout if x.startswith("{")]
-        assert proc.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    # One warm-up execution, then 4 steady ones of one batch each: stopped long before 80 steps.
-    assert sample["cell"] == 0 and sample["steady_steps"] == 4 and sample["samples_per_sec"] > 0

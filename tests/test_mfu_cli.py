@@ -4,24 +4,15 @@ the same fields."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from engine.base.process import worker_env
 from tests.helpers import cli
 
 
-def _cli(*args, home, timeout=240):
-    p = subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True,
-                       timeout=timeout, env={**worker_env(), "SPEEDLAB_HOME": str(home)})
-    assert p.returncode == 0, p.stderr[-2000:]
-    return p.stdout
-
-
-def _read(*args) -> str:
-    """A command that only reads the store ($SPEEDLAB_HOME), run in this process."""
+def _engine(*args) -> str:
+    """`python -m engine ARGS` in this process, on this test's store ($SPEEDLAB_HOME): the command
+    is not the point (a real run still trains in the worker it queues; the others only read)."""
     p = cli.engine(*args)
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout
@@ -31,8 +22,8 @@ def _read(*args) -> str:
 def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
     # 3 epochs: in 1 (12 executions) every execution can overlap the evaluation step's background
     # trace on a busy machine, all count as warm-up and the run has no steady figure (seen once).
-    out = json.loads(_cli("run", "--dataset", "digits", "--model", "mlp", "--epochs", "3", "--json", "--quiet",
-                          home=store_home).strip().splitlines()[-1])
+    out = json.loads(_engine("run", "--dataset", "digits", "--model", "mlp", "--epochs", "3", "--json",
+                             "--quiet").strip().splitlines()[-1])
     # The first layer costs forward + weight gradient (no gradient for the images), the others 3x.
     assert out["flops_per_sample"] == 2 * (2 * 64 * 256) + 3 * (2 * 256 * 128 + 2 * 128 * 10)
     assert out["model_flops_per_sec"] == out["samples_per_sec"] * out["flops_per_sample"]
@@ -49,10 +40,10 @@ def test_digits_mlp_run_reports_mfu_and_later_commands_read_it(store_home):
     kept = next(v for k, v in cache.items() if k.startswith("peak|"))
     assert kept["clock"]["clock_hz"] == parts["clock_hz"]
 
-    runs = json.loads(_read("runs", "--json"))
+    runs = json.loads(_engine("runs", "--json"))
     assert runs[0]["mfu"] == pytest.approx(out["mfu"]) and runs[0]["peak_source"] == out["peak_source"]
-    shown = _read("show", "1")
+    shown = _engine("show", "1")
     assert f"{out['flops_per_sample']:,} per training sample" in shown
     assert "MFU  " in shown and "bound by  " in shown
     # The column's width follows its values (pandas), so look for the name, not its padding.
-    assert "mfu" in _read("runs").splitlines()[0].split()
+    assert "mfu" in _engine("runs").splitlines()[0].split()

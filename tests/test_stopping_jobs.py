@@ -48,9 +48,11 @@ def test_sigterm_to_the_autopilot_alone_stops_its_trial_naming_the_signal(store_
 
     cfg = store_home / "tiny.json"  # the synthetic shape and size come from --config (the flags name the rest)
     cfg.write_text(json.dumps({"synthetic_shape": [8, 8, 1], "synthetic_samples": 80, "validation_fraction": 0.2}))
+    # --lr-find no: with a 120-s budget the search would first run an LR range test (a worker
+    # that imports TensorFlow, about 6 CPU-s) before the trial this test signals.
     pid = search.start_background(["--config", str(cfg), "--dataset", "synthetic", "--model", "mlp", "--batch-size", "16",
                                    "--epochs", "400", "--target", "0.999", "--budget", "120", "--repeats", "0",
-                                   "--no-explain"])
+                                   "--no-explain", "--lr-find", "no"])
     job = lambda: background.read_json(search.progress_path()) or {}  # noqa: E731
     with Store() as s:
         _until(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, pid=pid,
