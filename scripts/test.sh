@@ -20,10 +20,11 @@ fi
 # Unused code fails too (pyproject.toml [tool.vulture]; what only a framework calls: tests/helpers/vulture_whitelist.py).
 .venv/bin/vulture
 # --fast: the unit lane (no TensorFlow, no processes; about a minute), for use while working.
-# Otherwise the whole suite on two test processes (pytest-xdist), in lane order (tests/conftest.py):
-# page tests first, then the long browser and worker tests. Lanes and one test: docs/testing.md.
+# Otherwise the whole suite on three test processes (pytest-xdist), in lane order (tests/conftest.py):
+# page tests first, then the long browser and worker tests. Three on two cores: the tests wait on
+# workers, servers and browsers, and two left the cores 12% idle (docs/testing.md, "Suite time").
 if [ "${1:-}" = "--fast" ]; then
   shift
   exec .venv/bin/python -m pytest -q -p no:xdist -m unit "$@"
 fi
-exec .venv/bin/python -m pytest -q -n 2 "$@"
+exec .venv/bin/python -m pytest -q -n 3 "$@"

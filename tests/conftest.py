@@ -1,6 +1,6 @@
 """Shared fixtures: every test gets its own store folder (SPEEDLAB_HOME).
 
-Under pytest-xdist (scripts/test.sh runs `-n 2`), the hooks below start the
+Under pytest-xdist (scripts/test.sh runs `-n 3`), the hooks below start the
 longest tests first, so that no worker is left alone with a 90-s test at the
 end, and keep the tests that share a module-scoped fixture (one real search,
 one matrix subprocess) on one worker, so that it runs once.

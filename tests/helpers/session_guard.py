@@ -21,7 +21,7 @@ import uuid
 import psutil
 
 MARK = "SPEEDLAB_TEST_RUN"
-LIMIT_S = 2700.0  # the whole suite takes 12-15 min on 2 cores; CI allows 90 min in all
+LIMIT_S = 2700.0  # the whole suite takes 11-14 min on 2 cores; CI allows 90 min in all
 GRACE_S = 60.0
 
 
