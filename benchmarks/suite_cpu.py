@@ -1,0 +1,112 @@
+"""Where the test suite's CPU goes: run a pytest command and sum the CPU time of it and of every
+process it starts (workers, queues, commands, Streamlit servers, Chromium), by kind.
+
+The suite is CPU-bound on two cores, so CPU seconds, not wall seconds, say what a change to a test
+saves; on a shared machine they also move far less with the neighbours' load. Every process that
+inherits this run's environment is counted: a tag variable (CPU_TAG) is set for the command and
+/proc is read every POLL_S s (utime + stime of each process carrying the tag, its last reading).
+A process that lives under POLL_S s may be missed.
+
+    .venv/bin/python benchmarks/suite_cpu.py tests/test_runs.py            # pytest -p no:xdist FILE
+    .venv/bin/python benchmarks/suite_cpu.py -- -n 3 -m "worker or browser"  # any pytest arguments
+
+Prints one line: the exit code, wall s, total CPU-s and CPU-s by kind (docs/testing.md,
+"Suite time", holds the figures measured with it).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+POLL_S = 0.3
+# (kind, what its command line contains), first match wins; "other python" and "other" after.
+KINDS = (("worker", "engine.jobs.worker"), ("queue", "engine.jobs.queue_runner"), ("probe", "engine.hardware.probe"),
+         ("job worker", "engine.lr_find.worker"), ("job worker", "engine.bench.worker"),
+         ("model check", "engine.training.user_model"), ("streamlit", "streamlit"), ("chromium", "chrom"),
+         ("playwright", "playwright/driver"), ("pytest", "-m pytest"), ("engine command", "-m engine"))
+
+
+def kind(cmd: str) -> str:
+    """The kind of a process by its command line (KINDS)."""
+    for name, part in KINDS:
+        if part in cmd:
+            return name
+    return "other python" if "python" in cmd else "other"
+
+
+def _read(pid: str, tag: bytes, tick: int, seen: dict, skip: set) -> None:
+    """Record process `pid`'s CPU seconds and command line in `seen` when it carries `tag`."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        rest = stat[stat.rfind(")") + 2:].split()
+        key = (pid, rest[19])  # the pid and its start time: a reused pid is another process
+        if key in skip:
+            return
+        if key not in seen:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if tag not in f.read().split(b"\0"):
+                    skip.add(key)
+                    return
+            seen[key] = {"cmd": ""}
+        seen[key]["cpu"] = (int(rest[11]) + int(rest[12])) / tick
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        if cmd:  # empty once it has exited (a zombie): keep what it was
+            seen[key]["cmd"] = cmd
+    except (OSError, ValueError, IndexError):
+        pass
+
+
+def measure(pytest_args: list[str]) -> tuple[int, float, dict]:
+    """Run `python -m pytest -q -p no:cacheprovider *pytest_args` in the repository root and
+    return (exit code, wall s, {kind: CPU-s})."""
+    tag = f"suite-cpu-{os.getpid()}"
+    seen: dict = {}
+    skip: set = set()
+    done = threading.Event()
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def sample() -> None:
+        while not done.is_set():
+            for pid in os.listdir("/proc"):
+                if pid.isdigit():
+                    _read(pid, f"CPU_TAG={tag}".encode(), tick, seen, skip)
+            time.sleep(POLL_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    t0 = time.monotonic()
+    code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args],
+                           cwd=ROOT, env={**os.environ, "CPU_TAG": tag})
+    wall = time.monotonic() - t0
+    time.sleep(2 * POLL_S)  # what is still exiting
+    done.set()
+    sampler.join()
+    by_kind: dict = collections.Counter()
+    for p in seen.values():
+        by_kind[kind(p["cmd"])] += p.get("cpu", 0.0)
+    return code, wall, dict(by_kind)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("args", nargs="*", help="test files (run with -p no:xdist), or after -- any pytest arguments")
+    ns = parser.parse_args(argv)
+    raw = sys.argv[1:] if argv is None else argv
+    args = ns.args if "--" in raw else ["-p", "no:xdist", *ns.args]
+    code, wall, by_kind = measure(args)
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))
+    print(f"exit {code} · wall {wall:.1f} s · CPU {sum(by_kind.values()):.1f} s · {parts}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
