@@ -10,11 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.waiting import wait_for  # noqa: F401 (browser tests import it from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "test-output"
@@ -72,16 +73,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.5):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 # Chart and metric boxes (and Plotly's own layout size): unchanged for quiet_ms means the

@@ -6,6 +6,8 @@ import time
 
 import psutil
 
+from tests.helpers.waiting import wait_for
+
 
 def _procs(store_home, match) -> list[psutil.Process]:
     out = []
@@ -29,22 +31,14 @@ def warm_pids(store_home) -> set[int]:
 def ready_spare(store_home, timeout=120) -> int:
     """The pid of a spare of this store once it is ready (its imports done: its ready file
     exists). Raises: AssertionError after `timeout` s."""
-    t0 = time.monotonic()
-    while True:
-        ready = list((store_home / "spares").glob("*.ready")) if (store_home / "spares").exists() else []
-        if ready:
-            return int(ready[0].read_text())
-        assert time.monotonic() - t0 < timeout, "no spare worker became ready"
-        time.sleep(0.1)
+    ready = wait_for(lambda: sorted((store_home / "spares").glob("*.ready")), timeout, "a ready spare worker", 0.1)
+    return int(ready[0].read_text())
 
 
 def queue_gone(store_home, timeout=30) -> None:
     """Wait for this store's queue process to exit by itself (SPEEDLAB_QUEUE_IDLE_S after its
     last run). Raises: AssertionError after `timeout` s."""
-    t0 = time.monotonic()
-    while queue_procs(store_home):
-        assert time.monotonic() - t0 < timeout, "the queue did not exit"
-        time.sleep(0.1)
+    wait_for(lambda: not queue_procs(store_home), timeout, "the queue to exit", 0.1)
 
 
 def end_queue(store_home, timeout=15) -> None:
