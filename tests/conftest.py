@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 
 import pytest
@@ -115,19 +116,14 @@ def _unit(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook; without xdist it is never called
 def pytest_xdist_make_scheduler(config, log):
-    """Load scheduling by the units above, in the workers' (sorted) collection order.
-    (xdist's own --dist loadgroup does not group under pytest 9.2: its @group
-    suffix no longer reaches the node ids.)"""
+    """Load scheduling by the units above, in the workers' (sorted) collection order, mended
+    where xdist hangs after a worker dies (tests/helpers/scheduling.py). (xdist's own --dist
+    loadgroup does not group under pytest 9.2: its @group suffix no longer reaches the node ids.)"""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None  # --dist each / loadfile / worksteal ...: xdist's own
-    from xdist.scheduler import LoadScopeScheduling
+    from tests.helpers.scheduling import scheduler
 
-    class Units(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _unit(nodeid)
-
-    config.option.loadscopereorder = False
-    return Units(config, log)
+    return scheduler(config, log, _unit)
 
 
 # A test still running after twice its lane's seconds, and at least STACKS_AFTER_S, gets every
@@ -184,6 +180,9 @@ def pytest_configure(config):
         from tests.helpers import session_guard
 
         session_guard.start()
+    else:
+        for s in _STRAY_SIGNALS:
+            signal.signal(s, _stray_signal)
 
 
 def pytest_unconfigure(config):
@@ -240,19 +239,37 @@ def lane_guard(request, monkeypatch):
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# xdist never sends its workers either (it ends them over their channel, then SIGKILL): one
+# that arrives was sent by something a test ran, which took this process for one it may stop
+# (a stored owner or job pid, say). By default it would end the worker without a word ("node
+# down: Not properly terminated", CI 2026-12-06, twice); here the test goes on and the session
+# says so (`signal_state_restored`).
+_STRAY_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_STRAY: list[str] = []
+
+
+def _stray_signal(signum, frame) -> None:
+    where = "".join(traceback.format_stack(frame)[-6:]) if frame else "(no frame)\n"
+    _STRAY.append(f"{signal.Signals(signum).name}, received at:\n{where}")
+    sys.stderr.write(f"this test process (pid {os.getpid()}) got {_STRAY[-1]}")
 
 
 @pytest.fixture(autouse=True)
-def signal_state_restored():
+def signal_state_restored(request):
     """A command run in-process (engine.cli.main.main) installs its SIGINT, SIGTERM and SIGHUP
     handlers, or ignores the three after a first Ctrl-C, and records the signal it got: none of
-    it may outlive the test in this test process (a worker that ignores SIGTERM, or raises
-    KeyboardInterrupt on it, is not one xdist can stop)."""
+    it may outlive the test in this test process (a later test's SIGINT would be ignored, a
+    stray SIGTERM raise KeyboardInterrupt). A stray SIGTERM or SIGHUP the test got
+    (`_stray_signal`) is said as a warning."""
     saved = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
     yield
     for s, handler in saved.items():
         if signal.getsignal(s) is not handler:
             signal.signal(s, handler)
+    while _STRAY:
+        warnings.warn(f"{request.node.nodeid}: this test process (pid {os.getpid()}) got {_STRAY.pop(0)}"
+                      "xdist sends its workers no such signal: something the test ran took this process "
+                      "for one it may stop; the test went on", pytest.PytestWarning)
     if "engine.base.process" in sys.modules:
         sys.modules["engine.base.process"].RECEIVED["signal"] = None
     if "engine.cli.follow" in sys.modules:

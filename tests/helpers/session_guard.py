@@ -1,7 +1,7 @@
 """No test session outlives its limit or leaves a process behind (docs/testing.md, "A crashed
-test process"). CI once waited 90 minutes on a suite that had finished its tests: one xdist
-worker died mid-test ("node down: Not properly terminated"), the servers, queues and browsers
-its tests had started in sessions of their own lived on, and the run never ended.
+test process"). A worker that dies mid-test never runs the teardown that stops the servers,
+queues and browsers its tests started in sessions of their own; and CI once waited 90 minutes
+on a session that never ended (xdist's scheduler, since mended: tests/helpers/scheduling.py).
 
 The controller (the one `pytest` process, not an xdist worker) marks every process of the
 session with SPEEDLAB_TEST_RUN in the environment that all of them inherit, kills the marked
