@@ -4,6 +4,9 @@ Runs, Replay and Hardware at 1280x720 and 1920x1080, empty, live and
 finished; a replay at 10x that draws points over time and ends with the
 store's numbers; presenter mode above the fold at 1280x720.
 
+One Streamlit server and one Chromium for the module (`fresh_stage`: the store emptied
+before each test); the Launch and Stop toast test keeps a server of its own.
+
 Screenshots go to test-output/ (gitignored): talk_<page>_<state>_<size>.png,
 replay_1.png / replay_2.png, presenter_1280x720.png.
 """
@@ -15,8 +18,8 @@ import sys
 import time
 
 
-from tests.helpers.browser import (OUT, THROUGHPUT_POINTS, chromium, module_chromium, server,  # noqa: F401
-                                   settle, wait_for)
+from tests.helpers.browser import (OUT, THROUGHPUT_POINTS, fresh_stage, server, settle, stage,  # noqa: F401
+                                   wait_for)
 from tests.helpers.probe_cache import plant_probe
 from tests.helpers.recorded_runs import recorded, seed_many, seed_pair
 
@@ -103,32 +106,33 @@ def save_bench_result() -> None:
     bench.save(result)
 
 
-def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_home, chromium):
+def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(fresh_stage):  # noqa: F811 (fixture above)
     from engine.report import replay
     from engine.store import Store
 
+    url, browser, home = fresh_stage
     OUT.mkdir(exist_ok=True)
-    store = Store(store_home / "runs.sqlite")
+    store = Store(home / "runs.sqlite")
     try:
-        pages = {size: chromium.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
+        pages = {size: browser.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
         # The empty Train page (no chart) and the Hardware page (one chart, no legend) are checked
         # at the smaller size only, where text is cut off first (the suite's time); the rest at both.
         # Each size is a page opened at that size: a page resized to it keeps Plotly's margins
         # of the first size (the legends 16-51 px higher at 1920x1080 than in a page opened there).
         small = {SIZES[0]: pages[SIZES[0]]}
-        check_page(small, server + "/", "train_empty", 0, ready="No runs yet")  # empty store
+        check_page(small, url + "/", "train_empty", 0, ready="No runs yet")  # empty store
         seed_many(store)
         b, r = seed_pair(store)
         save_bench_result()
         replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
         assert len(store.list_runs()) == 20
-        check_page(pages, server + "/", "train_finished", 9, ready="completed in")
-        check_page(pages, server + "/runs", "runs_20", 4, ready="20 of 20 runs")
-        check_page(pages, server + "/replay", "replay_paused", 8, ready="25.0 s of")
-        check_page(pages, server + "/?mode=talk", "train_presenter", 2, ready="× faster")
-        check_page(pages, server + "/replay?mode=talk", "replay_presenter", 2, ready="25.0 s of")
+        check_page(pages, url + "/", "train_finished", 9, ready="completed in")
+        check_page(pages, url + "/runs", "runs_20", 4, ready="20 of 20 runs")
+        check_page(pages, url + "/replay", "replay_paused", 8, ready="25.0 s of")
+        check_page(pages, url + "/?mode=talk", "train_presenter", 2, ready="× faster")
+        check_page(pages, url + "/replay?mode=talk", "replay_presenter", 2, ready="25.0 s of")
         plant_probe()  # the page's layout is the point, not the real probe (a TensorFlow process)
-        check_page(small, server + "/hardware", "hardware", 1, ready="Which speed options should pay off")
+        check_page(small, url + "/hardware", "hardware", 1, ready="Which speed options should pay off")
         assert "Checked on testhost at" in small[SIZES[0]].inner_text("body")  # the planted probe: none ran
         # Live: a sleeping process stands in for the worker of a 'running' run.
         from engine.config import RunConfig
@@ -139,7 +143,7 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_h
                                              precision="mixed_float16"), "run", "live", n_exec=150,
                             status="running", pid=worker.pid)
             store.update_run(live, baseline_id=b)
-            check_page(pages, server + "/", "train_live", 7, ready="s elapsed")
+            check_page(pages, url + "/", "train_live", 7, ready="s elapsed")
             store.finish_run(live, "cancelled", "cancelled by the user")
         finally:
             worker.kill()
@@ -148,18 +152,19 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(server, store_h
         store.close()
 
 
-def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, store_home, chromium):
+def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(fresh_stage):  # noqa: F811
     from engine.report.pair import compare
     from engine.store import Store
 
+    url, browser, home = fresh_stage
     OUT.mkdir(exist_ok=True)
-    store = Store(store_home / "runs.sqlite")
+    store = Store(home / "runs.sqlite")
     b, r = seed_pair(store)
     cmp = compare(store, b, r)
     day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
     store.close()
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(server + "/replay")
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url + "/replay")
     page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
     page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
     page.get_by_text("10×", exact=True).click()
@@ -180,7 +185,7 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(server, 
     replayed = page.evaluate(METRICS)
     assert replayed["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "3.20×"
     # ... and every headline figure as the Train page shows it for the same stored pair.
-    page.goto(server + "/")
+    page.goto(url + "/")
     page.get_by_text("completed in").first.wait_for(timeout=60_000)
     # The metrics draw after the status line (on a busy machine, seconds after).
     shown = wait_for(lambda: (lambda m: m if len(m) >= len(replayed) else None)(page.evaluate(METRICS)),
@@ -204,17 +209,18 @@ TALK_BOXES = """() => {
 }"""
 
 
-def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(server, store_home, chromium):
+def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the_fold(fresh_stage):  # noqa: F811
     from engine.report.pair import compare
     from engine.store import Store
 
+    url, browser, home = fresh_stage
     OUT.mkdir(exist_ok=True)
-    store = Store(store_home / "runs.sqlite")
+    store = Store(home / "runs.sqlite")
     b, r = seed_pair(store)
     headline = f"{compare(store, b, r)['time_to_accuracy_speedup']:.2f}× faster"
     store.close()
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(server + "/?mode=talk")
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url + "/?mode=talk")
     page.get_by_text(headline).wait_for(timeout=60_000)
     page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
     settle(page)
@@ -235,7 +241,7 @@ def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the
     assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
 
 
-def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(server, store_home, chromium):
+def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(fresh_stage):  # noqa: F811
     """Issue 43: on a projector nothing stands still while a comparison trains. Screenshots at
     1280x720 every 5 s from the first run's start to the comparison's end: each differs from
     the one before (progress lines and clocks move on in the browser each second; the run's
@@ -249,11 +255,12 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(serv
     from engine.jobs import comparison
     from engine.store import Store
 
+    url, browser, home = fresh_stage  # SPEEDLAB_HOME is `home` here too: the comparison runs in its store
     OUT.mkdir(exist_ok=True)
     for old in OUT.glob("presenter_live_*.png"):
         old.unlink()
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(server + "/?mode=talk")
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url + "/?mode=talk")
     page.get_by_text("No runs yet").wait_for(timeout=60_000)
     # A float32 technique: bf16 trains ~20x slower on a CPU without native bf16 (docs/testing.md, Any CPU).
     cid = comparison.start(RunConfig(dataset="digits", steps_per_execution=2, epochs=12), pairs=3)
@@ -300,16 +307,19 @@ def wait_for_toast(page, text: str, home, what: str) -> None:
                     f"page:\n{page.inner_text('body')[:1500]}\nserver log:\n{log}")
 
 
-def test_launch_and_stop_say_so_in_toasts_that_cover_no_control(server, store_home, chromium):
+def test_launch_and_stop_say_so_in_toasts_that_cover_no_control(fresh_stage, server, store_home):  # noqa: F811
     """Issue 43 item 8: Stop's toast covered Stop and the Presenter switch; every Stop left the
     comparison's unstarted runs as empty 'cancelled' rows on the Runs page. Launch's toast was
     never seen (the live fragment reran the page, a run having started, and Streamlit drops a
     toast said before a rerun), nor, once in CI, Stop's (its run ended during the page run)."""
+    # A server of its own on store_home (its toast went missing on a shared one once, docs/testing.md);
+    # fresh_stage first: it empties the module's store while SPEEDLAB_HOME is still the module's.
+    browser = fresh_stage[1]
     OUT.mkdir(exist_ok=True)
     overlap = """([a, b]) => { const r = document.querySelector(a).getBoundingClientRect();
         const s = document.querySelector(b).getBoundingClientRect();
         return Math.min(r.right, s.right) > Math.max(r.left, s.left) && Math.min(r.bottom, s.bottom) > Math.max(r.top, s.top); }"""
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
     # float32 with 2 steps per execution: a speed option that is not slow on any CPU (docs/testing.md).
     page.goto(server + "/?mode=talk&steps_per_execution=2&epochs=40")
     page.get_by_text("No runs yet").wait_for(timeout=60_000)
@@ -346,15 +356,16 @@ LARGE_OR_GREEN = """() => {
 }"""
 
 
-def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_plain_run(server, store_home, chromium):
+def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_plain_run(fresh_stage):  # noqa: F811
     """Issue 43 item 2: after a stored baseline and a plain `engine run` (no --baseline), Train,
     presenter mode, Replay (which plays the two as one pair) and Runs show no single pair's
     speedup in large or green type."""
     from engine.config import RunConfig
     from engine.store import Store
 
+    url, browser, home = fresh_stage
     OUT.mkdir(exist_ok=True)
-    store = Store(store_home / "runs.sqlite")
+    store = Store(home / "runs.sqlite")
     common = dict(dataset="digits", model="cnn", batch_size=32, epochs=8, target_accuracy=0.95, device_type="gpu")
     b = recorded(store, RunConfig(**common), "baseline", "g1", step_sec=0.16, target_epoch=5)
     r = recorded(store, RunConfig(**common, precision="mixed_bfloat16"), "run", "g2", step_sec=0.05, target_epoch=4)
@@ -365,10 +376,10 @@ def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_pla
     pages = (("train", "/", "SpeedLab · Train"), ("presenter", "/?mode=talk", "Presenter mode"),
              ("replay", "/replay", "SpeedLab · Replay"), ("replay_presenter", "/replay?mode=talk", "Presenter mode"),
              ("runs", "/runs", "SpeedLab · Runs"))
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
     bad, texts = [], {}
     for name, path, ready in pages:
-        page.goto(server + path)
+        page.goto(url + path)
         page.get_by_text(ready).first.wait_for(timeout=60_000)
         page.wait_for_function(f"{CHARTS} >= 1", timeout=60_000)
         settle(page)

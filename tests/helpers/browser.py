@@ -194,29 +194,6 @@ def stage(tmp_path_factory):
             stop_server(proc)
 
 
-@pytest.fixture(scope="module")
-def module_chromium():
-    """One Chromium for the whole module (`chromium` is what a test takes). A module with it is
-    in SHARED_MODULES (tests/conftest.py), so that it starts it once."""
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def chromium(module_chromium):
-    """The module's Chromium; the test's pages (their contexts) are closed after it, so the
-    next test starts with none (for a module whose tests each keep their own `server`)."""
-    try:
-        yield module_chromium
-    finally:
-        for context in module_chromium.contexts:
-            context.close()
-
-
 def empty_store(home: Path) -> None:
     """Make the module server's store at `home` a new, empty one (as a server of its own would
     start on): cancel what runs, wait until the queue has let go of the store (60 s at most),
