@@ -17,6 +17,7 @@ import textwrap
 import pytest
 
 from tests.helpers.combinations import COMBINATIONS
+from tests.helpers.xla_flops import FAST_COMPILE
 
 # find_spec, not importorskip: collecting this file must not import JAX (docs/testing.md)
 pytestmark = [pytest.mark.worker, pytest.mark.skipif(importlib.util.find_spec("jax") is None,
@@ -107,10 +108,9 @@ def _run(script: str, timeout: int = 900, env: dict | None = None, args: tuple =
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# XLA's CPU code generation without LLVM's optimisations: the matrix checks how the techniques
-# compose (dtypes, loss scaling, smoothing, mixup, the LR used), not the speed of the code, and
-# its compiles then take ~48 s instead of ~65 s alone on the 2-core VM (for all 24 combinations).
-FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0"}
+# The matrix checks how the techniques compose (dtypes, loss scaling, smoothing, mixup, the LR
+# used), not the speed of the code: its compiles took ~48 s instead of ~65 s alone on the 2-core
+# VM (for all 24 combinations) without LLVM's optimisations.
 
 
 @pytest.fixture(scope="module")
