@@ -1,7 +1,5 @@
 """Fused optimizer updates (engine.training.fused_optimizer): the same numbers as
 Keras's own update, with one kernel per variable in the traced step."""
-import functools
-
 import numpy as np
 import pytest
 
@@ -69,19 +67,12 @@ def _op_types(step):
     return types
 
 
-@functools.cache
-def _traced(name: str, fused: bool) -> tuple:
-    """(weights after each step, the step's op types, the optimizer) of OPTIMIZERS[name] under the
-    default strategy: each pair is run and traced once per test process, and the tests only read it."""
-    out, step, opt, _ = _run(OPTIMIZERS[name], fused=fused)
-    return out, _op_types(step), opt
-
-
 @pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_fused_update_equals_keras_update(name):
-    keras_out, keras_types, _ = _traced(name, False)
-    fused_out, types, opt = _traced(name, True)
+    keras_out, keras_step, _, _ = _run(OPTIMIZERS[name], fused=False)
+    keras_types = _op_types(keras_step)
+    fused_out, step, opt, _ = _run(OPTIMIZERS[name], fused=True)
     assert fused_optimizer.is_fused(opt)
     for k, f in zip(keras_out, fused_out):
         for a, b in zip(k, f):
@@ -91,14 +82,15 @@ def test_fused_update_equals_keras_update(name):
     assert max(float(np.abs(a - w).max()) for a, w in zip(keras_out[-1], W0)) > 1e-3
     kernel = ("ResourceApplyAdam" if name.startswith("adam") else
               "ResourceApplyGradientDescent" if name == "sgd" else "ResourceApplyKerasMomentum")
+    types = _op_types(step)
     assert types.count(kernel) == len(W0)  # one kernel per variable
     assert kernel not in keras_types
 
 
 @pytest.mark.tf
 def test_fused_adam_traces_fewer_ops_and_shares_the_step_scalars():
-    k = _traced("adam", False)[1]
-    f = _traced("adam", True)[1]
+    k = _op_types(_run(OPTIMIZERS["adam"], fused=False)[1])
+    f = _op_types(_run(OPTIMIZERS["adam"], fused=True)[1])
     # Keras: beta_1 ** t and beta_2 ** t, and assign-adds to m and v, for every variable.
     assert k.count("Pow") == 2 * len(W0) and k.count("AssignAddVariableOp") >= 2 * len(W0)
     # Fused: the two powers once for all variables, no separate assignments to the slots.
@@ -116,7 +108,7 @@ def test_one_cycle_momentum_is_traced_once_per_step(fused):
         tf.TensorSpec([], tf.int64))
     sines = [op.type for op in schedule_only.graph.get_operations()].count("Sin")
     assert sines >= 1
-    types = _traced("adam_one_cycle_momentum", fused)[1]
+    types = _op_types(_run(OPTIMIZERS["adam_one_cycle_momentum"], fused=fused)[1])
     assert types.count("Sin") == sines
 
 
