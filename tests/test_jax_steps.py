@@ -3,8 +3,9 @@ the same seeded digits run reaches the same accuracy on both backends, the LR th
 optimizer really uses on JAX is the schedule's, and unsupported combinations are refused.
 
 JAX runs need a fresh process (KERAS_BACKEND and XLA's simulated CPU device count are
-read once, at import): each scenario is one subprocess, kept small (JAX compiles each
-train step for seconds on a 2-core CPU).
+read once, at import): one JAX process runs the digits run as a worker, then the matrix,
+kept small (JAX compiles each train step for seconds on a 2-core CPU); the TensorFlow run
+is a process of its own.
 """
 from __future__ import annotations
 
@@ -17,17 +18,42 @@ import textwrap
 import pytest
 
 from tests.helpers.combinations import COMBINATIONS
+from tests.helpers.xla_flops import FAST_COMPILE
 
 # find_spec, not importorskip: collecting this file must not import JAX (docs/testing.md)
 pytestmark = [pytest.mark.worker, pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                                  reason="JAX is not installed: pip install -r requirements-dev.txt")]
 
+# A stored run executed by the real worker entry point in this fresh process: `worker_out`.
+WORKER = textwrap.dedent("""
+    import json, sqlite3, sys
+    from engine.config import RunConfig
+    from engine.store import Store
+    cfg = RunConfig.from_json(sys.argv[1])
+    store = Store()
+    rid = store.create_run(cfg.to_json(), status="running")
+    store.close()
+    from engine.jobs import worker
+    worker.main([str(rid), str(Store().path)])
+    store = Store()
+    run = store.get_run(rid)
+    execs = store.metrics("executions", rid)
+    worker_out = {"status": run["status"], "error": run["error"], "summary": run["summary"],
+                  "environment": run["environment"], "waits": [e["data_wait"] for e in execs],
+                  "warmups": [e["warmup"] for e in execs],
+                  "tf_imported": "tensorflow" in sys.modules, "jax_imported": "jax" in sys.modules,
+                  "pandas_imported": "pandas" in sys.modules}
+""")
+
+# The JAX digits run of the worker test first (WORKER: the process is a fresh worker until it
+# ends; one JAX process instead of two), with the 2 simulated devices the matrix needs set
+# before (the worker's own backends.use for its 1 device then changes nothing); then
 # 3 precisions x label smoothing x mixup x 1-2 replicas, all pairs (tests/helpers/combinations.py): two steps each through the engine's
 # own prepare(), then the LR the optimizer really uses under one-cycle with 2 steps per execution.
 COMPOSITION = textwrap.dedent("""
-    import json, sys
     from engine.training import backends
     backends.use("jax", "cpu", 2)
+""") + WORKER + textwrap.dedent("""
     import keras
     import numpy as np
     from engine.config import RunConfig
@@ -42,7 +68,7 @@ COMPOSITION = textwrap.dedent("""
             self.losses = getattr(self, "losses", []) + [float(logs["loss"])]
 
     out = []
-    for precision, eps, alpha, replicas in json.loads(sys.argv[1]):
+    for precision, eps, alpha, replicas in json.loads(sys.argv[2]):
         keras.backend.clear_session()
         setup = jax_devices.configure("cpu", replicas)
         cfg = RunConfig(backend="jax", model="mlp", batch_size=64, epochs=1, precision=precision,
@@ -94,7 +120,8 @@ COMPOSITION = textwrap.dedent("""
           "momentum": [m for _, _, m in used.rows],
           "momentum_formula": [float(v) for v in lr_math.momentum_at(cfg, np.array(steps), prep.steps_per_epoch)],
           "executions": len(rows), "steps": rec.step, "steps_per_epoch": prep.steps_per_epoch}
-    print(json.dumps({"combos": out, "mixup": mixup, "lr": lr, "tf_imported": "tensorflow" in sys.modules}))
+    print(json.dumps({"combos": out, "mixup": mixup, "lr": lr, "tf_imported": "tensorflow" in sys.modules,
+                      "worker": worker_out}))
 """)
 
 
@@ -107,15 +134,19 @@ def _run(script: str, timeout: int = 900, env: dict | None = None, args: tuple =
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# XLA's CPU code generation without LLVM's optimisations: the matrix checks how the techniques
-# compose (dtypes, loss scaling, smoothing, mixup, the LR used), not the speed of the code, and
-# its compiles then take ~48 s instead of ~65 s alone on the 2-core VM (for all 24 combinations).
-FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0"}
+DIGITS = dict(dataset="digits", model="mlp", batch_size=128, epochs=10, seed=0)
 
 
 @pytest.fixture(scope="module")
-def composition():
-    return _run(COMPOSITION, env=FAST_COMPILE, args=(json.dumps(COMBINATIONS),))
+def composition(tmp_path_factory):
+    """The JAX run and the matrix: FAST_COMPILE, as they check how the techniques compose (dtypes,
+    loss scaling, smoothing, mixup, the LR used) and what a run records, not the speed of the code
+    (the matrix's compiles took ~48 s instead of ~65 s alone on the 2-core VM, all 24 combinations)."""
+    from engine.config import RunConfig
+
+    jax_run = RunConfig(**DIGITS, backend="jax").to_json()
+    return _run(COMPOSITION, env={**FAST_COMPILE, "SPEEDLAB_HOME": str(tmp_path_factory.mktemp("jax_run"))},
+                args=(jax_run, json.dumps(COMBINATIONS)))
 
 
 def test_every_pair_of_settings_train_two_steps_on_jax(composition):
@@ -157,39 +188,10 @@ def test_lr_and_momentum_used_on_jax_equal_the_schedule(composition):
     assert not composition["tf_imported"]
 
 
-# A stored run executed by the real worker entry point in this fresh process.
-WORKER = textwrap.dedent("""
-    import json, sqlite3, sys
-    from engine.config import RunConfig
-    from engine.store import Store
-    cfg = RunConfig.from_json(sys.argv[1])
-    store = Store()
-    rid = store.create_run(cfg.to_json(), status="running")
-    store.close()
-    from engine.jobs import worker
-    worker.main([str(rid), str(Store().path)])
-    store = Store()
-    run = store.get_run(rid)
-    execs = store.metrics("executions", rid)
-    print(json.dumps({"status": run["status"], "error": run["error"], "summary": run["summary"],
-                      "environment": run["environment"], "waits": [e["data_wait"] for e in execs],
-                      "warmups": [e["warmup"] for e in execs],
-                      "tf_imported": "tensorflow" in sys.modules, "jax_imported": "jax" in sys.modules,
-                      "pandas_imported": "pandas" in sys.modules}))
-""")
-
-DIGITS = dict(dataset="digits", model="mlp", batch_size=128, epochs=10, seed=0)
-
-
-def _worker_run(store_home, **fields) -> dict:
+def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(composition, store_home):
     from engine.config import RunConfig
 
-    cfg = RunConfig(**{**DIGITS, **fields})
-    return _run(WORKER.replace("sys.argv[1]", repr(cfg.to_json())), env={"SPEEDLAB_HOME": str(store_home)})
-
-
-def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(store_home):
-    jx = _worker_run(store_home, backend="jax")
+    jx = composition["worker"]  # the JAX run: WORKER in the composition's process, before the matrix
     assert jx["status"] == "completed", jx["error"]
     assert jx["jax_imported"] and not jx["tf_imported"]  # the worker's sys.modules after a JAX run
     assert not jx["pandas_imported"]  # Keras would import it, unused (backends.UNUSED_IN_WORKER)
@@ -200,7 +202,8 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(sto
     assert len(jx["warmups"]) == 120 and jx["warmups"][0] and jx["warmups"][11] and sum(jx["warmups"]) == 2
     # The NumPy pipeline's meter records every execution's wait for data.
     assert all(w is not None and w >= 0 for w in jx["waits"]) and s["data_wait_share"] is not None
-    tf = _worker_run(store_home, backend="tensorflow")
+    tf = _run(WORKER + "print(json.dumps(worker_out))\n", env={"SPEEDLAB_HOME": str(store_home)},
+              args=(RunConfig(**DIGITS, backend="tensorflow").to_json(),))
     assert tf["status"] == "completed", tf["error"]
     assert tf["environment"]["backend"] == "tensorflow"
     # tf.lite would import JAX, and Keras pandas, both unused: kept out, and digits still loads

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.xla_flops import FAST_COMPILE
+
 DATA = Path(__file__).resolve().parent / "data"
 BUILD = f"{DATA / 'mnist_convnet.py'}:build"
 KERAS = str(DATA / "mnist_convnet.keras")
@@ -79,7 +81,7 @@ def test_mnist_convnet_as_keras_file_and_bf16_build_is_within_10_percent_of_xla(
 
     cases = [["float32", KERAS], ["mixed_bfloat16", BUILD]]
     p = subprocess.run([sys.executable, "-c", XLA_CHECK, json.dumps(cases)], capture_output=True, text=True,
-                       timeout=600, env={**worker_env(), "KERAS_BACKEND": "jax"})
+                       timeout=600, env={**worker_env(), "KERAS_BACKEND": "jax", **FAST_COMPILE})
     assert p.returncode == 0, p.stderr[-3000:]
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     assert [r["case"] for r in rows] == cases
