@@ -123,6 +123,7 @@ def test_example_script_leaves_a_run_that_show_reports(store_home, monkeypatch):
         monkeypatch.delenv(k)
     monkeypatch.setattr(sys, "argv", ["examples/train_with_callback.py", "--epochs", "2"])
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", [*sys.path])  # the script puts ROOT first: undone after the test
     runpy.run_path(str(ROOT / "examples/train_with_callback.py"), run_name="__main__")
     from tests.helpers import cli
 
