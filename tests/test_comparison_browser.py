@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.browser import OUT, fresh_stage, settle, stage  # noqa: F401 (fixtures)
-from tests.helpers.recorded_runs import recorded
+from tests.helpers.recorded_runs import recorded, seed_slower_comparison
 
 HEADLINE = """() => [...document.querySelectorAll('.speedlab-headline')].map(e => {
   const r = e.getBoundingClientRect(), box = e.closest('[data-testid="stVerticalBlockBorderWrapper"]') || e.parentElement;
@@ -14,29 +14,6 @@ HEADLINE = """() => [...document.querySelectorAll('.speedlab-headline')].map(e =
   return {text: e.textContent, color: getComputedStyle(e).color, right: r.right, bottom: r.bottom,
           boxRight: b.right, scroll: e.scrollWidth, client: e.clientWidth};
 })"""
-
-
-def seed_slower_comparison(store) -> int:
-    """Three pairs (AB, BA, AB; seeds 0-2) in which the run takes 1.45-1.55x the
-    baseline's time to 0.95: stored and evaluated as the queue process does."""
-    from engine.store import comparisons as cstore
-    from engine.config import RunConfig
-    from engine.jobs import comparison
-
-    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95)
-    plan = []
-    for i, (order, slow) in enumerate(zip(comparison.orders(3), (1.45, 1.5, 1.55))):
-        ids = {}
-        for side in order:
-            cfg = RunConfig(**common, seed=i, **({"precision": "mixed_bfloat16"} if side == "B" else {}))
-            ids[side] = recorded(store, cfg, "baseline" if side == "A" else "run", "cmp-seeded",
-                                 step_sec=0.02 * (slow if side == "B" else 1.0), target_epoch=3, host="vm")
-        store.update_run(ids["B"], baseline_id=ids["A"])
-        plan.append({"pair": i, "seed": i, "order": order, "baseline_id": ids["A"], "run_id": ids["B"]})
-    cid = cstore.create(store, "ab", "cmp-seeded", {"pairs": 3, "max_pairs": 3, "target_half_width": 0.1,
-                                                     "budget_s": None, "min_pairs": 3}, plan, "vm")
-    comparison.finish_if_done(store, cstore.get(store, cid))
-    return cid
 
 
 @pytest.mark.browser
