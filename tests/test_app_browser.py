@@ -1,21 +1,28 @@
 """End to end in a real browser: `streamlit run app.py` headless on a free
-loopback port with a temporary store, Chromium driven by Python playwright.
+loopback port with a temporary store, Chromium driven by Python playwright; one
+server and one Chromium for the module (`stage`; each start costs a few CPU-s),
+an empty store per test (`fresh_stage`).
 
 Launches a short digits run (mixed_bfloat16 on 2 devices, 3 epochs) with its
 baseline, waits for live throughput points and a speedup number, and saves
 screenshots under test-output/ (gitignored): train_live.png while it runs,
 train.png and runs.png when both runs are done; hardware.png of the Hardware
-page with a planted probe and a (pre-written) quick-benchmark result.
+page with a planted probe and a (pre-written) quick-benchmark result. The
+comparison headline at 1280x720 on seeded comparisons; the Autopilot page's
+search from Start to Stop (autopilot_live.png).
 """
 from __future__ import annotations
 
+import os
 import platform
 import re
+import subprocess
+import time
 
 import pytest
 
 from tests.helpers.probe_cache import plant_probe
-from tests.helpers.recorded_runs import recorded
+from tests.helpers.recorded_runs import recorded, seed_slower_comparison
 from tests.helpers.browser import (HEADLINE, OUT, SPEEDUP_VALUE, THROUGHPUT_POINTS, TIME_PARTS, VIEWPORT,  # noqa: F401
                                    fresh_stage, full_screenshot, playwright_api, settle, stage, wait_for)
 
@@ -188,3 +195,143 @@ def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(fresh_stag
     assert f"vs TensorFlow run #{tf_id}, same configuration" in page.inner_text("body")
     settle(page)
     full_screenshot(page, OUT / "train_jax.png")
+
+
+# JS: each comparison headline's text, colour and box (is it whole, inside its box, above the fold?).
+HEADLINE_BOX = """() => [...document.querySelectorAll('.speedlab-headline')].map(e => {
+  const r = e.getBoundingClientRect(), box = e.closest('[data-testid="stVerticalBlockBorderWrapper"]') || e.parentElement;
+  const b = box.getBoundingClientRect();
+  return {text: e.textContent, color: getComputedStyle(e).color, right: r.right, bottom: r.bottom,
+          boxRight: b.right, scroll: e.scrollWidth, client: e.clientWidth};
+})"""
+
+
+def test_a_slower_headline_is_whole_and_red_at_1280x720(fresh_stage):
+    """A 'slower' verdict is shown whole (it read "0.73× (slo…"), coloured red, with the pair
+    chart beside it. The comparison is seeded as the queue would store it (no training)."""
+    from engine.report.headline import interval_text
+    from engine.store import Store
+    from engine.store import comparisons as cstore
+
+    server, browser, store_home = fresh_stage
+    OUT.mkdir(exist_ok=True)
+    store = Store(store_home / "runs.sqlite")
+    cid = seed_slower_comparison(store)
+    comp = cstore.get(store, cid)
+    store.close()
+    r = comp["result"]
+    assert comp["status"] == "completed" and r["verdict"] == "slower" and r["pairs"] == 3
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server)
+    page.locator(".speedlab-headline").wait_for(timeout=60_000)
+    page.get_by_text("Pairs: time to accuracy speedup").wait_for(timeout=60_000)
+    settle(page)
+    page.screenshot(path=str(OUT / "comparison_slower_1280x720.png"))
+    (h,) = page.evaluate(HEADLINE_BOX)
+    ci = r["time_to_accuracy_ci95"]
+    # Slower reads as how many times as long it takes (1.30x slower, not 0.77x slower).
+    assert h["text"] == f"{1 / r['time_to_accuracy_speedup']:.2f}x slower ({interval_text(ci)})"
+    page.get_by_text("3 pairs vs Keras-default Adam 1e-3").wait_for(timeout=10_000)
+    # Under it: what the speedup is made of, every seed, the held-out test set.
+    page.get_by_text("throughput × 1.00x fewer samples ×").wait_for(timeout=10_000)
+    page.get_by_text("reached the target on 3 of 3 seeds (baseline 3 of 3)").wait_for(timeout=10_000)
+    page.get_by_text("test accuracy +0.0 points").wait_for(timeout=10_000)
+    assert h["color"] == "rgb(185, 28, 28)"                        # red: the interval lies below 1
+    assert h["scroll"] <= h["client"] and h["right"] <= h["boxRight"] + 1 and h["right"] <= 1280
+    assert h["bottom"] <= 720                                      # above the fold
+
+
+LINE = """() => [...document.querySelectorAll('[id^=slq] [data-frames]')].map(e => ({
+  text: e.textContent, width: parseFloat(e.querySelector('.slq-bar').style.width),
+  elapsed: +e.querySelector('.slq-e').textContent, step: +e.querySelector('.slq-s').textContent}))"""
+
+
+def test_a_measuring_comparison_moves_its_progress_on_between_reads(fresh_stage):
+    """While pairs measure, the page reads the store every QUIET_REFRESH_S (15 s); in
+    between, the browser moves the running run's bar, step and clocks on once a second."""
+    from engine.config import RunConfig
+    from engine.store import Store
+    from engine.store import comparisons as cstore
+
+    server, browser, store_home = fresh_stage
+    OUT.mkdir(exist_ok=True)
+    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95)
+    worker = subprocess.Popen(["sleep", "600"])  # stands in for the run's worker (Stop signals it)
+    store = Store(store_home / "runs.sqlite")
+    try:
+        # 45 steps an epoch, 270 in all; the run has done 100 at 0.05 s a step: ~9 s left.
+        base = recorded(store, RunConfig(**common, seed=0), "baseline", "cmp-live", step_sec=0.05, host="vm")
+        run = recorded(store, RunConfig(**common, seed=0, precision="mixed_bfloat16"), "run", "cmp-live",
+                       step_sec=0.05, n_exec=100, status="running", pid=worker.pid, host="vm")
+        store.update_run(run, baseline_id=base)
+        cstore.create(store, "ab", "cmp-live", {"pairs": 2, "max_pairs": 2, "target_half_width": 0.1,
+                                                "budget_s": None, "min_pairs": 2},
+                      [{"pair": 0, "seed": 0, "order": "AB", "baseline_id": base, "run_id": run}], os.uname().nodename)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(server)
+        page.get_by_text("Quiet while measuring").wait_for(timeout=60_000)
+        page.wait_for_function(f"({LINE})().length === 1", timeout=30_000)
+        (a,) = page.evaluate(LINE)
+        time.sleep(3.2)
+        (b,) = page.evaluate(LINE)
+        page.screenshot(path=str(OUT / "comparison_measuring_1280x720.png"))
+    finally:
+        worker.kill()
+        worker.wait()
+        store.finish_run(run, "cancelled", "test over")
+        store.close()
+    assert a["step"] >= 100 and "/270" in a["text"] and "s left" in a["text"], a
+    # ~20 steps a second: 3.2 s on, the clock, bar and step have moved (a read in between moves
+    # them too; a busy machine may delay the browser's timer, so no upper bound on the clock).
+    assert b["elapsed"] - a["elapsed"] >= 2, (a, b)
+    assert b["step"] >= a["step"] + 30 and b["width"] > a["width"], (a, b)
+
+
+# JS: markers drawn in the Autopilot page's trials chart (one per ended trial, none for the step line).
+TRIAL_POINTS = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (gd.layout && gd.layout.title && gd.layout.title.text) || '';
+    if (title.includes('Trials: time to'))
+      return gd.querySelectorAll('.scatterlayer .trace .points path.point').length;
+  }
+  return -1;
+}"""
+
+
+def test_start_a_search_and_watch_the_trials_chart_grow(fresh_stage):
+    """Start a short search from the Autopilot page, see the trials chart grow as trials end,
+    then Stop. Saves autopilot_live.png (taken while the second trial runs)."""
+    from engine.autopilot import search as autopilot
+
+    server, browser, store_home = fresh_stage
+    OUT.mkdir(exist_ok=True)
+    try:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(server + "/autopilot")
+        start = page.get_by_role("button", name="Start autopilot")
+        start.wait_for(timeout=60_000)
+        assert page.get_by_text("No search yet").is_visible()
+        budget = page.get_by_role("spinbutton", name="Search budget (s)")
+        # Under load a trial takes 15-45 s from start-up to its end: with 90 s the search could end
+        # after one or two (the runoff then). Under 120 s: no LR range test, no JAX trials.
+        budget.fill("119")
+        budget.press("Enter")
+        page.wait_for_timeout(1500)
+        start.click()
+        t0 = time.monotonic()
+        page.get_by_role("button", name="Stop").wait_for(timeout=60_000)
+        first = wait_for(lambda: max(page.evaluate(TRIAL_POINTS), 0), 180, "the first trial's point")
+        print(f"\nStart -> first trial on the chart: {time.monotonic() - t0:.1f} s")
+        # Taken while the second trial runs: after the chart grows the search starts a third
+        # trial's worker, which trains until Stop, so Stop follows the growth at once.
+        full_screenshot(page, OUT / "autopilot_live.png")
+        wait_for(lambda: page.evaluate(TRIAL_POINTS) > first, 150, "the trials chart to grow")
+        body = page.inner_text("body")
+        # The runoff and confirm phases read "Re-running ..." (PHASES, capitalized).
+        assert "Searching:" in body or "Re-running" in body or "Done" in body, body[-1500:]
+        page.get_by_role("button", name="Stop").click()
+        page.get_by_text("The autopilot was stopped in its").wait_for(timeout=60_000)
+        job = autopilot.read_progress()
+        assert job["state"] == "cancelled" and len(job["trials"]) >= 2
+    finally:
+        autopilot.cancel_background()

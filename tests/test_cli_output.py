@@ -153,7 +153,7 @@ def test_run_baseline_prints_the_last_run_then_the_comparison_without_a_tracebac
 
     from engine.store import comparisons as cstore
     from engine.cli import run as cli_run
-    from tests.test_comparison_browser import seed_slower_comparison
+    from tests.helpers.recorded_runs import seed_slower_comparison
 
     cid = seed_slower_comparison(store)
     comp = cstore.get(store, cid)

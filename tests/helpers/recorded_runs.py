@@ -5,7 +5,8 @@ summary by engine.report.measure.steady_state), without training.
 `seed_pair` is a baseline and a 2-GPU mixed-bfloat16 run recorded on a
 machine called dgx-07 (a minute and 18 s of training); `seed_many` adds runs
 of many kinds (devices, precisions, failed, cancelled, imported, no target) so
-that the Runs page holds 20.
+that the Runs page holds 20; `seed_comparison` and `seed_slower_comparison` are
+finished comparisons of pairs (the second's run 1.45-1.55x slower).
 """
 from __future__ import annotations
 
@@ -133,4 +134,26 @@ def seed_comparison(store: Store, pairs: int = 3, group: str = "cmp-talk") -> in
     comp = cstore.get(store, cid)
     cstore.update(store, cid, status="completed", ended=time.time(), result=evaluate(store, comp),
                   ended_by="all planned pairs measured")
+    return cid
+
+
+def seed_slower_comparison(store: Store) -> int:
+    """Three pairs (AB, BA, AB; seeds 0-2) in which the run takes 1.45-1.55x the
+    baseline's time to 0.95: stored and evaluated as the queue process does. Returns its id."""
+    from engine.jobs import comparison
+    from engine.store import comparisons as cstore
+
+    common = dict(dataset="digits", model="cnn", batch_size=32, epochs=6, target_accuracy=0.95)
+    plan = []
+    for i, (order, slow) in enumerate(zip(comparison.orders(3), (1.45, 1.5, 1.55))):
+        ids = {}
+        for side in order:
+            cfg = RunConfig(**common, seed=i, **({"precision": "mixed_bfloat16"} if side == "B" else {}))
+            ids[side] = recorded(store, cfg, "baseline" if side == "A" else "run", "cmp-seeded",
+                                 step_sec=0.02 * (slow if side == "B" else 1.0), target_epoch=3, host="vm")
+        store.update_run(ids["B"], baseline_id=ids["A"])
+        plan.append({"pair": i, "seed": i, "order": order, "baseline_id": ids["A"], "run_id": ids["B"]})
+    cid = cstore.create(store, "ab", "cmp-seeded", {"pairs": 3, "max_pairs": 3, "target_half_width": 0.1,
+                                                     "budget_s": None, "min_pairs": 3}, plan, "vm")
+    comparison.finish_if_done(store, cstore.get(store, cid))
     return cid
