@@ -35,11 +35,12 @@ def _runs(home: Path) -> list[dict]:
         return store.list_runs()
 
 
-def _training(home: Path, procs: list, which) -> bool:
-    """Whether a run `which` picks is running in `home`'s store; fails when one of `procs` ended."""
+def _training(home: Path, procs: list, which) -> int | None:
+    """The id of a running run `which` picks in `home`'s store, or None; fails when one of `procs`
+    ended."""
     ended = [p.args for p in procs if p.poll() is not None]
-    assert not ended, f"ended early: {ended}"
-    return any(r["status"] == "running" and which(r) for r in _runs(home))
+    assert not ended, f"ended early: {ended} (their output: {home})"
+    return next((r["id"] for r in _runs(home) if r["status"] == "running" and which(r)), None)
 
 
 @pytest.fixture(scope="module")
@@ -50,34 +51,40 @@ def scripts(tmp_path_factory):
     epoch's end until the lone script has begun training, then sleeps 1 s at each epoch's end,
     and the lone script sleeps 1 s at each of its three: they train at once for at least 2 s
     whatever the machine's load. Returns {'home', 'own', 'pairs': (code, stdout, stderr),
-    'alone': (code, stderr), 'alone_id'}."""
+    'alone': (code, stderr), 'held_id': that baseline's run id, 'alone_id': the lone script's}."""
     home = tmp_path_factory.mktemp("scripts")
     own, alone_out, go = home / "own", home / "alone", home / "go"
     own.mkdir()
     alone_out.mkdir()
     env = _env(home)
+    # files, not pipes: nothing reads a pipe while the fixture waits on the other process
+    out, err, alone_err = (open(home / name, "w+") for name in ("pairs.out", "pairs.err", "alone.err"))
     pairs = subprocess.Popen(
         [sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SCRIPT} --out {own} --sleep 1 --hold {go}",
          "--cmd", f"{SCRIPT} --out {own} --batch-size 128", "--pairs", "2", "--json"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
     alone = None
     try:
-        wait_for(lambda: _training(home, [pairs], lambda r: r["role"] == "baseline"), 300, "pair 1's baseline",
-                 poll_s=0.1)
+        held_id = wait_for(lambda: _training(home, [pairs], lambda r: r["role"] == "baseline"), 300,
+                           "pair 1's baseline", poll_s=0.1)
         alone = subprocess.Popen([sys.executable, "tests/user_scripts/train_digits.py", "--out", str(alone_out),
-                                  "--sleep", "1"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: _training(home, [pairs, alone], lambda r: r["group_id"] is None), 300, "the lone script",
-                 poll_s=0.1)
+                                  "--sleep", "1"], cwd=ROOT, env=env, stderr=alone_err, text=True)
+        alone_id = wait_for(lambda: _training(home, [pairs, alone], lambda r: r["group_id"] is None), 300,
+                            "the lone script", poll_s=0.1)
         go.touch()
-        alone_err = alone.communicate(timeout=300)[1]
-        out, err = pairs.communicate(timeout=600)
+        alone.wait(timeout=300)
+        pairs.wait(timeout=600)
     finally:
         for p in (pairs, alone):
             if p is not None and p.poll() is None:
                 p.kill()
-    (alone_id,) = [r["id"] for r in _runs(home) if r["group_id"] is None]
-    return {"home": home, "own": own, "pairs": (pairs.returncode, out, err), "alone": (alone.returncode, alone_err),
-            "alone_id": alone_id}
+        texts = []
+        for f in (out, err, alone_err):
+            f.seek(0)
+            texts.append(f.read())
+            f.close()
+    return {"home": home, "own": own, "pairs": (pairs.returncode, *texts[:2]), "alone": (alone.returncode, texts[2]),
+            "held_id": held_id, "alone_id": alone_id}
 
 
 def test_two_scripts_compared_get_the_split_and_the_test_accuracy_they_measured(scripts):
@@ -111,9 +118,8 @@ def test_two_scripts_compared_get_the_split_and_the_test_accuracy_they_measured(
 def test_two_scripts_at_once_are_flagged_when_compared(scripts, monkeypatch):
     code, err = scripts["alone"]
     assert code == 0, err
-    c = json.loads(scripts["pairs"][1].strip().splitlines()[-1])["comparison"]
     with Store(scripts["home"] / "runs.sqlite") as store:
-        a, b = store.get_run(c["baseline_ids"][0]), store.get_run(scripts["alone_id"])
+        a, b = store.get_run(scripts["held_id"]), store.get_run(scripts["alone_id"])
     shared = min(a["ended"], b["ended"]) - max(a["started"], b["started"])
     assert shared > 0.5  # pair 1's baseline waited for the lone script to train, then both slept 2 s or more
     from tests.helpers import cli
