@@ -65,12 +65,13 @@ def scripts(tmp_path_factory):
         cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
     alone = None
     try:
+        # polled every 0.5 s: the baseline holds until `go`, so a later look shortens no overlap
         held_id = wait_for(lambda: _training(home, [pairs], lambda r: r["role"] == "baseline"), 300,
-                           "pair 1's baseline", poll_s=0.1)
+                           "pair 1's baseline")
         alone = subprocess.Popen([sys.executable, "tests/user_scripts/train_digits.py", "--out", str(alone_out),
                                   "--sleep", "1"], cwd=ROOT, env=env, stderr=alone_err, text=True)
         alone_id = wait_for(lambda: _training(home, [pairs, alone], lambda r: r["group_id"] is None), 300,
-                            "the lone script", poll_s=0.1)
+                            "the lone script")
         go.touch()
         alone.wait(timeout=300)
         pairs.wait(timeout=600)
