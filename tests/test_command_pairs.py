@@ -21,17 +21,21 @@ from engine.jobs import command_pairs
 from engine.store import Store
 from tests.helpers import cli
 
-# lanes (docs/testing.md): worker for the tests that start `python -m engine pairs`, page for the Train
-# panel, unit for a refusal run in-process
+# lanes (docs/testing.md): worker for the tests that start sides (`engine pairs` in-process, or its
+# process where a signal to it is the point), page for the Train panel, unit for a refusal run in-process
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDE = f"{shlex.quote(sys.executable)} -m tests.helpers.command_side"
 
 
-def _cli(home, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SPEEDLAB_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "engine", "pairs", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+def _pairs(monkeypatch, home, *args) -> cli.Result:
+    """`engine pairs ARGS` in this process, from the repository root: the sides are still processes,
+    the pairs process is not what these tests prove (the signal tests below start it). Its
+    comparison, owned by this process, is in `home`, which no queue or server reads."""
+    monkeypatch.setenv("SPEEDLAB_HOME", str(home))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.chdir(ROOT)
+    return cli.engine("pairs", *args, files=True)
 
 
 def _last_json(proc) -> dict:
@@ -39,10 +43,10 @@ def _last_json(proc) -> dict:
 
 
 @pytest.mark.worker
-def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path):
+def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path, monkeypatch):
     # Pair i runs both sides on seed i: baseline 2, 3, 4 s to the target, the command 1, 2, 1 s.
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2,3,4", "--cmd", f"{SIDE} --sec 1,2,1",
-                "--pairs", "3", "--json")
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --sec 2,3,4", "--cmd", f"{SIDE} --sec 1,2,1",
+                  "--pairs", "3", "--json")
     assert proc.returncode == 0, proc.stderr
     out = _last_json(proc)
     c = out["comparison"]
@@ -75,9 +79,10 @@ def test_known_times_give_the_geometric_mean_of_pair_ratios(tmp_path):
 
 
 @pytest.mark.worker
-def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path):
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --fail 'ValueError: boom'",
-                "--pairs", "2", "--json")
+def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path, monkeypatch):
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --sec 2",
+                  "--cmd", f"{SIDE} --fail 'ValueError: boom'",
+                  "--pairs", "2", "--json")
     assert proc.returncode == 1
     c = _last_json(proc)["comparison"]
     # Both pairs count, each with its candidate failed (a miss of that side), and none has a ratio.
@@ -92,7 +97,7 @@ def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path)
 
 
 @pytest.mark.worker
-def test_a_candidate_that_writes_to_another_store_is_refused_and_no_other_run_changes(tmp_path):
+def test_a_candidate_that_writes_to_another_store_is_refused_and_no_other_run_changes(tmp_path, monkeypatch):
     """The pairs' store already holds an unrelated run #1; the candidate sets its own
     SPEEDLAB_HOME, so its run is #1 of another store. Nothing of the pairs' store's #1 may change."""
     from engine.config import RunConfig
@@ -104,8 +109,9 @@ def test_a_candidate_that_writes_to_another_store_is_refused_and_no_other_run_ch
     finally:
         store.close()
     elsewhere = tmp_path / "elsewhere"
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1 --home {elsewhere}",
-                "--pairs", "1")
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --sec 2",
+                  "--cmd", f"{SIDE} --sec 1 --home {elsewhere}",
+                  "--pairs", "1")
     assert proc.returncode == 1 and proc.stdout == ""
     line = f"error: the candidate wrote to another store: {os.path.realpath(elsewhere / 'runs.sqlite')}"
     assert proc.stderr.strip().splitlines()[-1] == line
@@ -121,9 +127,9 @@ def test_a_candidate_that_writes_to_another_store_is_refused_and_no_other_run_ch
 
 
 @pytest.mark.worker
-def test_a_megabyte_stderr_line_gives_a_reason_of_one_short_line(tmp_path):
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --fail-chars 200000", "--cmd", f"{SIDE} --sec 1",
-                "--pairs", "1", "--json")
+def test_a_megabyte_stderr_line_gives_a_reason_of_one_short_line(tmp_path, monkeypatch):
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --fail-chars 200000", "--cmd", f"{SIDE} --sec 1",
+                  "--pairs", "1", "--json")
     assert proc.returncode == 1
     c = _last_json(proc)["comparison"]
     for reason in (c["pair_rows"][0]["error"], c["ended_by"]):
@@ -133,8 +139,9 @@ def test_a_megabyte_stderr_line_gives_a_reason_of_one_short_line(tmp_path):
 
 
 @pytest.mark.worker
-def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --no-run", "--cmd", f"{SIDE} --sec 1", "--pairs", "1")
+def test_a_side_that_records_no_run_fails_its_pair(tmp_path, monkeypatch):
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --no-run", "--cmd", f"{SIDE} --sec 1",
+                  "--pairs", "1")
     assert proc.returncode == 1
     assert "recorded no run" in proc.stdout and "trained without the callback" in proc.stdout
     # pair 1 is AB: the baseline failed first, so the command never ran
@@ -146,12 +153,13 @@ def test_a_side_that_records_no_run_fails_its_pair(tmp_path):
 
 
 @pytest.mark.worker
-def test_json_comparison_has_the_fields_of_run_baseline(tmp_path):
+def test_json_comparison_has_the_fields_of_run_baseline(tmp_path, monkeypatch):
     from engine.store import comparisons as cstore
     from engine.cli.comparison import comparison_json
     from engine.report import comparison
 
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1", "--pairs", "2", "--json")
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1",
+                  "--pairs", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     c = _last_json(proc)["comparison"]
     assert c["pair_ratios"] == pytest.approx([2.0, 2.0])
@@ -209,10 +217,11 @@ def test_train_panel_is_local_only_and_refuses_bad_commands_before_starting(stor
 
 
 @pytest.mark.worker
-def test_the_bf16_example_compares_two_real_scripts(tmp_path):
+def test_the_bf16_example_compares_two_real_scripts(tmp_path, monkeypatch):
     # examples/train_with_callback.py (SpeedLabCallback, digits), float32 against bf16: one pair.
     script = f"{shlex.quote(sys.executable)} examples/train_with_callback.py --epochs 2"
-    proc = _cli(tmp_path, "--baseline-cmd", script, "--cmd", f"{script} --bf16", "--pairs", "1", "--json")
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", script, "--cmd", f"{script} --bf16", "--pairs", "1",
+                  "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     c = _last_json(proc)["comparison"]
     assert c["status"] == "completed" and c["pairs"] == 1 and c["baseline_kind"] == "command"
@@ -322,7 +331,7 @@ def test_stop_on_the_page_or_a_signal_elsewhere_stops_a_hanging_side(tmp_path, w
 
 
 @pytest.mark.worker
-def test_a_two_command_comparison_survives_export_and_import_with_its_failed_pair(tmp_path):
+def test_a_two_command_comparison_survives_export_and_import_with_its_failed_pair(tmp_path, monkeypatch):
     """Export of a comparison of two commands whose pair 2 failed (its command exited 3, its
     baseline never ran), then import into another store: a comparison again, of the imported
     runs, with the failed pair and the same ratio; each run names the host it ran on."""
@@ -334,8 +343,9 @@ def test_a_two_command_comparison_survives_export_and_import_with_its_failed_pai
     from engine.report import replay
     from engine.store import comparisons as cstore
 
-    proc = _cli(tmp_path, "--baseline-cmd", f"{SIDE} --sec 2", "--cmd", f"{SIDE} --sec 1 --fail boom --fail-seed 1",
-                "--pairs", "2", "--json")
+    proc = _pairs(monkeypatch, tmp_path, "--baseline-cmd", f"{SIDE} --sec 2",
+                  "--cmd", f"{SIDE} --sec 1 --fail boom --fail-seed 1",
+                  "--pairs", "2", "--json")
     assert proc.returncode == 1, proc.stderr
     with Store(tmp_path / "runs.sqlite") as s:
         (comp,) = cstore.list_all(s)

@@ -1,5 +1,8 @@
 """Real user scripts (tests/user_scripts/) through SpeedLabCallback and `engine pairs` (issue 55,
-item 9): the stored figures are held against what each script measured itself."""
+item 9): the stored figures are held against what each script measured itself.
+
+One module fixture runs them (each script's `import keras` is most of its 8 CPU-s): `engine pairs`
+on two pairs, and a fifth script trained alone while pair 1's baseline trains, for the overlap."""
 from __future__ import annotations
 
 import json
@@ -12,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.store import Store
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.worker
 
@@ -24,14 +28,71 @@ def _env(home: Path) -> dict:
     return {**env, "SPEEDLAB_HOME": str(home), "PYTHONPATH": str(ROOT), "SPEEDLAB_WARM_WORKER": "0"}
 
 
-def test_two_scripts_compared_get_the_split_and_the_test_accuracy_they_measured(tmp_path):
-    out = tmp_path / "own"
-    out.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SCRIPT} --out {out}",
-                           "--cmd", f"{SCRIPT} --out {out} --batch-size 128", "--pairs", "2", "--json"],
-                          cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    c = json.loads(proc.stdout.strip().splitlines()[-1])["comparison"]
+def _runs(home: Path) -> list[dict]:
+    if not (home / "runs.sqlite").exists():
+        return []
+    with Store(home / "runs.sqlite") as store:
+        return store.list_runs()
+
+
+def _training(home: Path, procs: list, which) -> int | None:
+    """The id of a running run `which` picks in `home`'s store, or None; fails when one of `procs`
+    ended."""
+    ended = [p.args for p in procs if p.poll() is not None]
+    assert not ended, f"ended early: {ended} (their output: {home})"
+    return next((r["id"] for r in _runs(home) if r["status"] == "running" and which(r)), None)
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory):
+    """`engine pairs` on two pairs of train_digits.py (the baseline at 64, the candidate at 128
+    samples a batch), and one more train_digits.py started alone once pair 1's baseline trains
+    (after pairs' own busy check, which refuses a running run). That baseline waits at its first
+    epoch's end until the lone script has begun training, then sleeps 1 s at each epoch's end,
+    and the lone script sleeps 1 s at each of its three: they train at once for at least 2 s
+    whatever the machine's load. Returns {'home', 'own', 'pairs': (code, stdout, stderr),
+    'alone': (code, stderr), 'held_id': that baseline's run id, 'alone_id': the lone script's}."""
+    home = tmp_path_factory.mktemp("scripts")
+    own, alone_out, go = home / "own", home / "alone", home / "go"
+    own.mkdir()
+    alone_out.mkdir()
+    env = _env(home)
+    # files, not pipes: nothing reads a pipe while the fixture waits on the other process
+    out, err, alone_err = (open(home / name, "w+") for name in ("pairs.out", "pairs.err", "alone.err"))
+    pairs = subprocess.Popen(
+        [sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SCRIPT} --out {own} --sleep 1 --hold {go}",
+         "--cmd", f"{SCRIPT} --out {own} --batch-size 128", "--pairs", "2", "--json"],
+        cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+    alone = None
+    try:
+        # polled every 0.5 s: the baseline holds until `go`, so a later look shortens no overlap
+        held_id = wait_for(lambda: _training(home, [pairs], lambda r: r["role"] == "baseline"), 300,
+                           "pair 1's baseline")
+        alone = subprocess.Popen([sys.executable, "tests/user_scripts/train_digits.py", "--out", str(alone_out),
+                                  "--sleep", "1"], cwd=ROOT, env=env, stderr=alone_err, text=True)
+        alone_id = wait_for(lambda: _training(home, [pairs, alone], lambda r: r["group_id"] is None), 300,
+                            "the lone script")
+        go.touch()
+        alone.wait(timeout=300)
+        pairs.wait(timeout=600)
+    finally:
+        for p in (pairs, alone):
+            if p is not None and p.poll() is None:
+                p.kill()
+        texts = []
+        for f in (out, err, alone_err):
+            f.seek(0)
+            texts.append(f.read())
+            f.close()
+    return {"home": home, "own": own, "pairs": (pairs.returncode, *texts[:2]), "alone": (alone.returncode, texts[2]),
+            "held_id": held_id, "alone_id": alone_id}
+
+
+def test_two_scripts_compared_get_the_split_and_the_test_accuracy_they_measured(scripts):
+    tmp_path, out = scripts["home"], scripts["own"]
+    code, stdout, stderr = scripts["pairs"]
+    assert code == 0, stderr[-3000:]
+    c = json.loads(stdout.strip().splitlines()[-1])["comparison"]
     own = {(role, seed): json.loads((out / f"{role}-{seed}.json").read_text())
            for role in ("baseline", "run") for seed in (0, 1)}
     with Store(tmp_path / "runs.sqlite") as store:
@@ -55,23 +116,17 @@ def test_two_scripts_compared_get_the_split_and_the_test_accuracy_they_measured(
     assert c["overlap"] is None  # the pairs ran one process at a time
 
 
-def test_two_scripts_at_once_are_flagged_when_compared(tmp_path, monkeypatch):
-    out = tmp_path / "own"
-    out.mkdir()
-    env = _env(tmp_path)
-    argv = [sys.executable, "tests/user_scripts/train_digits.py", "--out", str(out), "--sleep", "1"]
-    procs = [subprocess.Popen(argv, cwd=ROOT, env={**env, "SPEEDLAB_SEED": str(s)}, stderr=subprocess.PIPE,
-                              text=True) for s in (0, 1)]
-    errs = [p.communicate(timeout=300)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], errs
-    with Store(tmp_path / "runs.sqlite") as store:
-        a, b = store.get_run(1), store.get_run(2)
+def test_two_scripts_at_once_are_flagged_when_compared(scripts, monkeypatch):
+    code, err = scripts["alone"]
+    assert code == 0, err
+    with Store(scripts["home"] / "runs.sqlite") as store:
+        a, b = store.get_run(scripts["held_id"]), store.get_run(scripts["alone_id"])
     shared = min(a["ended"], b["ended"]) - max(a["started"], b["started"])
-    assert shared > 0.5  # both slept 3 s inside fit, started together
+    assert shared > 0.5  # pair 1's baseline waited for the lone script to train, then both slept 2 s or more
     from tests.helpers import cli
 
-    monkeypatch.setenv("SPEEDLAB_HOME", str(tmp_path))
-    cmp = cli.engine("compare", "1", "2", "--json")  # reads the store: in this process
+    monkeypatch.setenv("SPEEDLAB_HOME", str(scripts["home"]))
+    cmp = cli.engine("compare", str(a["id"]), str(b["id"]), "--json")  # reads the store: in this process
     got = json.loads(cmp.stdout.strip().splitlines()[-1])
     line = (f"these runs overlapped for {max(1, round(shared)):,} s on this machine: their times are not "
             "independent")

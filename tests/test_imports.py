@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.imports import find_cycle, graph, modules, package_graph
+from tests.helpers.imports import find_cycle, graph, import_nodes, modules, package_graph
 
 pytestmark = pytest.mark.unit
 
@@ -56,14 +56,9 @@ WORKER_SIDE = ("engine.training", "engine.jobs.worker", "engine.bench.worker", "
 SHARED = "views.components"
 
 
-# The engine's import graph and each file's syntax tree, read once per test process: several
-# tests below walk them (each read of every file is about 0.5-2 s).
+# The engine's import graph, read once per test process: several tests below walk it (each file's
+# imports are read once too: tests.helpers.imports.import_nodes).
 _graph = functools.cache(graph)
-
-
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(), str(path))
 
 
 def _in(mod: str, prefixes) -> bool:
@@ -83,7 +78,7 @@ def test_no_import_cycles():
 def test_no_package_imports_a_package_that_imports_it_back():
     """Modules of one package may import each other; across packages the arrows go one way
     (engine.jobs -> engine.bundle, never back through another package)."""
-    cycle = find_cycle(package_graph())
+    cycle = find_cycle(package_graph(modules_graph=_graph()))
     assert cycle is None, "package loop: " + " -> ".join(cycle)
 
 
@@ -121,13 +116,8 @@ def test_every_engine_module_has_a_layer_and_imports_only_what_its_layer_may():
 
 def _imports(path: Path, top_level_only: bool) -> set[str]:
     """Every module name `path` imports (absolute imports; `from a import b` gives a and a.b)."""
-    tree = _tree(path)
-    nodes = tree.body if top_level_only else ast.walk(tree)
-    if top_level_only:  # module level, including under if / try at module level
-        nodes = [n for stmt in tree.body for n in ast.walk(stmt)
-                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     out = set()
-    for node in nodes:
+    for node in import_nodes(path, top_level_only):  # top level: module level, under if / try too
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import tempfile
 from dataclasses import dataclass
 
 
@@ -17,14 +18,26 @@ class Result:
     stderr: str
 
 
-def engine(*argv: str) -> Result:
-    """Run the command in-process; SystemExit (argparse's usage errors) gives its code."""
+def engine(*argv: str, files: bool = False) -> Result:
+    """Run the command in-process; SystemExit (argparse's usage errors) gives its code.
+    files: capture into real files (line-buffered, so their lines keep the order they were
+    written in), for a command whose child processes write to its stdout or stderr (`engine
+    pairs` gives its sides this process's stderr): an in-memory stream has no file descriptor."""
     from engine.cli.main import main
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
-    return Result(code, out.getvalue(), err.getvalue())
+    with contextlib.ExitStack() as stack:
+        if files:
+            out, err = (stack.enter_context(tempfile.TemporaryFile("w+", buffering=1, encoding="utf-8",
+                                                                   errors="backslashreplace")) for _ in range(2))
+        else:
+            out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(argv))
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 2
+        if files:
+            for f in (out, err):
+                f.flush()
+                f.seek(0)
+        return Result(code, out.read() if files else out.getvalue(), err.read() if files else err.getvalue())

@@ -7,6 +7,7 @@ still a dependency). No TensorFlow, no engine imports.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Optional
 
@@ -26,11 +27,32 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
     return {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
 
 
+@functools.cache
+def _tree(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename)
+
+
+@functools.cache
+def _import_nodes(text: str, filename: str, top_level_only: bool) -> tuple:
+    body = _tree(text, filename).body
+    if top_level_only:
+        body = [stmt for stmt in body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return tuple(n for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def import_nodes(path: Path, top_level_only: bool = False) -> tuple:
+    """Every ``import`` and ``from ... import`` statement of `path`: also inside functions, or with
+    `top_level_only` those run at import time (module level, under if / try too, not in a def or
+    class). Parsed and walked once per text in this process: tests/test_imports.py reads every
+    file in several tests (a parse and walk of engine/ is about 1 CPU-s)."""
+    return _import_nodes(path.read_text(), str(path), top_level_only)
+
+
 def imports_of(path: Path, known: set[str]) -> set[str]:
     """The engine modules `path` imports (``from engine.x import y`` counts as
     engine.x.y when that is a module, else engine.x)."""
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in import_nodes(path):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name in known)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -55,14 +77,15 @@ def graph(root: Path = ROOT) -> dict[str, set[str]]:
     return g
 
 
-def package_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """`graph` with each module folded into its engine package ('engine.jobs.runner' ->
-    'engine.jobs'; 'engine' and 'engine.__main__' stay): {package: packages it imports}."""
+def package_graph(root: Path = ROOT, modules_graph: Optional[dict[str, set[str]]] = None) -> dict[str, set[str]]:
+    """`graph` (`modules_graph` when given, else read from `root`) with each module folded into
+    its engine package ('engine.jobs.runner' -> 'engine.jobs'; 'engine' and 'engine.__main__'
+    stay): {package: packages it imports}."""
     def pkg(m: str) -> str:
         return ".".join(m.split(".")[:2])
 
     out: dict[str, set[str]] = {}
-    for name, deps in graph(root).items():
+    for name, deps in (modules_graph if modules_graph is not None else graph(root)).items():
         out.setdefault(pkg(name), set()).update(pkg(d) for d in deps if pkg(d) != pkg(name))
     return out
 
