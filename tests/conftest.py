@@ -183,6 +183,7 @@ def pytest_configure(config):
     else:
         for s in _STRAY_SIGNALS:
             signal.signal(s, _stray_signal)
+    _BASELINE.update({s: signal.getsignal(s) for s in _STOP_SIGNALS})
 
 
 def pytest_unconfigure(config):
@@ -246,6 +247,9 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # says so (`signal_state_restored`).
 _STRAY_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _STRAY: list[str] = []
+# This test process's own handlers of _STOP_SIGNALS (pytest_configure): every test starts and
+# ends with them, whatever a test, a fixture of a wider scope or code it ran installed.
+_BASELINE: dict = {}
 
 
 def _stray_signal(signum, frame) -> None:
@@ -259,11 +263,20 @@ def signal_state_restored(request):
     """A command run in-process (engine.cli.main.main) installs its SIGINT, SIGTERM and SIGHUP
     handlers, or ignores the three after a first Ctrl-C, and records the signal it got: none of
     it may outlive the test in this test process (a later test's SIGINT would be ignored, a
-    stray SIGTERM raise KeyboardInterrupt). A stray SIGTERM or SIGHUP the test got
-    (`_stray_signal`) is said as a warning."""
-    saved = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
+    stray SIGTERM raise KeyboardInterrupt). Every test starts and ends with the process's own
+    handlers (`_BASELINE`); one that starts with another handler, left by a module fixture or
+    by what ran between two tests, says so as a warning. A stray SIGTERM or SIGHUP the test got
+    (`_stray_signal`) is said as a warning too."""
+    baseline = _BASELINE or {s: signal.getsignal(s) for s in _STOP_SIGNALS}
+    left = {s: h for s in _STOP_SIGNALS if (h := signal.getsignal(s)) is not baseline[s]}
+    for s in left:
+        signal.signal(s, baseline[s])
+    if left:
+        warnings.warn(f"{request.node.nodeid} started with stop-signal handlers this test process does not set: "
+                      + ", ".join(f"{signal.Signals(s).name}: {getattr(h, '__qualname__', h)}" for s, h in left.items())
+                      + " (left by a module fixture or by what ran before; put back)", pytest.PytestWarning)
     yield
-    for s, handler in saved.items():
+    for s, handler in baseline.items():
         if signal.getsignal(s) is not handler:
             signal.signal(s, handler)
     while _STRAY:
