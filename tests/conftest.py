@@ -250,6 +250,10 @@ _STRAY: list[str] = []
 # This test process's own handlers of _STOP_SIGNALS (pytest_configure): every test starts and
 # ends with them, whatever a test, a fixture of a wider scope or code it ran installed.
 _BASELINE: dict = {}
+# signal.signal itself, as imported: a test that monkeypatches it away (to keep an in-process
+# command from installing handlers) still has it patched when this fixture puts handlers back
+# (monkeypatch is undone after it), and its first command's handlers then outlived it.
+_SET_HANDLER = signal.signal
 
 
 def _stray_signal(signum, frame) -> None:
@@ -270,7 +274,7 @@ def signal_state_restored(request):
     baseline = _BASELINE or {s: signal.getsignal(s) for s in _STOP_SIGNALS}
     left = {s: h for s in _STOP_SIGNALS if (h := signal.getsignal(s)) is not baseline[s]}
     for s in left:
-        signal.signal(s, baseline[s])
+        _SET_HANDLER(s, baseline[s])
     if left:
         warnings.warn(f"{request.node.nodeid} started with stop-signal handlers this test process does not set: "
                       + ", ".join(f"{signal.Signals(s).name}: {getattr(h, '__qualname__', h)}" for s, h in left.items())
@@ -278,7 +282,7 @@ def signal_state_restored(request):
     yield
     for s, handler in baseline.items():
         if signal.getsignal(s) is not handler:
-            signal.signal(s, handler)
+            _SET_HANDLER(s, handler)
     while _STRAY:
         warnings.warn(f"{request.node.nodeid}: this test process (pid {os.getpid()}) got {_STRAY.pop(0)}"
                       "xdist sends its workers no such signal: something the test ran took this process "
