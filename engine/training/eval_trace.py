@@ -18,6 +18,7 @@ type specs are the traces' keys.
 """
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from typing import Optional
@@ -86,18 +87,29 @@ class EvalTraceAhead:
             self.thread.join()
 
     def callback(self):
-        import keras
+        """The Keras callback that starts the tracing and waits for it (one instance per run)."""
+        return _callback_class()(self)
 
-        ahead = self
 
-        class _Ahead(keras.callbacks.Callback):
-            def on_train_batch_begin(self, batch, logs=None):
-                ahead.start()
+@functools.lru_cache(maxsize=None)
+def _callback_class():
+    # One class for the process: a class made per run is a reference cycle (a type always is),
+    # and its methods' closure held this run's EvalTraceAhead and so the train iterator, whose
+    # tf.data threads then ran until a full collection, which waited for them (up to 60 s seen).
+    import keras
 
-            def on_test_begin(self, logs=None):
-                ahead.wait()
+    class _Ahead(keras.callbacks.Callback):
+        def __init__(self, ahead: EvalTraceAhead):
+            super().__init__()
+            self.ahead = ahead
 
-        return _Ahead()
+        def on_train_batch_begin(self, batch, logs=None):
+            self.ahead.start()
+
+        def on_test_begin(self, logs=None):
+            self.ahead.wait()
+
+    return _Ahead
 
 
 def _line(what: str, e: BaseException) -> str:
