@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 from engine.cli.printing import get_run, print_json, print_summary, result_json, time_table
-from engine.report.pair import breakdown
 from engine.store import from_script_run
 
 
@@ -16,6 +15,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_show(args) -> int:
+    from engine.report.pair import breakdown  # here: it imports pandas, which no other command's start needs
     from engine.report.progress import live_summary
     from engine.store import Store
 
