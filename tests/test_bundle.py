@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -18,14 +15,8 @@ from engine import bundle
 from engine.config import RunConfig
 from engine.store import SCHEMA_VERSION, Store
 from tests.helpers import cli as engine_cli
+from tests.helpers import trained_store
 
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT, env={**os.environ, "SPEEDLAB_HOME": str(home)})
 
 
 def cli_here(home: Path, *args: str) -> engine_cli.Result:
@@ -74,13 +65,13 @@ def small_pair(store: Store) -> tuple[int, int]:
 
 
 @pytest.mark.worker
-def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_provenance(tmp_path):
+def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_provenance(tmp_path, tmp_path_factory):
     a, b = tmp_path / "a", tmp_path / "b"
-    out = cli(a, "run", "--model", "mlp", "--epochs", "2", "--json", "--quiet")
-    assert out.returncode == 0, out.stderr
-    rid = json.loads(out.stdout.strip().splitlines()[-1])["run_id"]
+    # A real run (2 epochs of digits, one step per execution) from the session's trained store
+    # (tests/helpers/trained_store.py: built once, its runs trained by real workers), copied to a.
+    rid = trained_store.copy_into(a, tmp_path_factory)["baseline"]
     zpath = tmp_path / "talk.zip"
-    # Only the run needs a process (a real worker); the rest reads and writes stores in this one.
+    # Only the run needed processes; the rest reads and writes stores in this one.
     out = cli_here(a, "export", str(rid), "-o", str(zpath))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"wrote 1 run to {zpath}"
@@ -91,7 +82,7 @@ def test_real_run_exported_and_imported_into_a_second_home_keeps_metrics_and_pro
     assert out.returncode == 0, out.stderr
     src = Store(a / "runs.sqlite").get_run(rid)
     host = src["environment"]["hostname"]
-    assert out.stdout.strip() == f"run #1: imported from {host} (run #{rid} there), run, completed"
+    assert out.stdout.strip() == f"run #1: imported from {host} (run #{rid} there), baseline, completed"
 
     new = Store(b / "runs.sqlite").get_run(1)
     for key in ("config", "environment", "plan", "summary", "status", "role", "group_id", "created",

@@ -10,7 +10,8 @@ from engine.report.pair import compare
 from engine.config import RunConfig
 from engine.store import Store
 
-from tests.helpers.queue import queue_gone
+from tests.helpers import trained_store
+from tests.helpers.trained_store import LAUNCHED
 
 
 def run_and_wait(cfg, timeout=180):
@@ -131,30 +132,24 @@ def test_killed_worker_ends_failed_with_reason(start_long_run):
     assert len(st.metrics("executions", rid)) >= 3
 
 
-# The launched run's configuration: a warm-up cosine schedule in executions of 4 steps; its
-# baseline is float32 with a constant learning rate in executions of 1 step (baseline_config).
-LAUNCHED = RunConfig(model="mlp", epochs=2, steps_per_execution=4, target_accuracy=0.5,
-                     schedule="warmup_cosine", warmup_epochs=1.0)
-
-
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory):
-    """LAUNCHED launched with its baseline and waited for, then launched again, in a store of
-    this module: {"home", "first": (baseline id, run id, reused), "second": (...), "run": the
-    first run once final}. Its tests only read the store. The second launch's point is its
-    choice (the stored baseline reused, with the run's baseline id), made before anything
-    runs: it is launched with no queue to claim it and cancelled while queued, so no worker
-    trains it."""
+    """LAUNCHED launched with its baseline and waited for (the session's trained store,
+    tests/helpers/trained_store.py, copied into a store of this module), then launched again:
+    {"home", "first": (baseline id, run id, reused), "second": (...), "run": the first run,
+    final}. Its tests only read the store. The second launch's point is its choice (the stored
+    baseline reused, with the run's baseline id), made before anything runs: it is launched
+    with no queue to claim it and cancelled while queued, so no worker trains it."""
     home = tmp_path_factory.mktemp("launched")
+    built = trained_store.copy_into(home, tmp_path_factory)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPEEDLAB_HOME", str(home))
-        first = runner.launch_with_baseline(LAUNCHED)
-        run = runner.wait(first[1], timeout_s=180)
-        queue_gone(home)  # the first launch's queue: it would claim the second run
         mp.setattr(runner, "ensure_queue", lambda *a, **k: False)
         second = runner.launch_with_baseline(LAUNCHED)
         assert runner.cancel(second[1]) == f"run {second[1]} {runner.NOT_STARTED}"
-    return {"home": home, "first": first, "second": second, "run": run}
+    with Store(home / "runs.sqlite") as st:
+        run = st.get_run(built["run"])
+    return {"home": home, "first": (built["baseline"], built["run"], built["reused"]), "second": second, "run": run}
 
 
 def _launched_store(launched) -> Store:

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -24,7 +25,7 @@ from engine.store import Store
 from tests.helpers.apptest import app_test
 
 from tests.helpers import cli as in_process
-from tests.helpers.faults import ROOT, cli, finished, one_line
+from tests.helpers.faults import ROOT, finished, one_line
 
 
 def engine(home: Path, *args: str) -> in_process.Result:
@@ -249,20 +250,20 @@ def _tmpfs(path: Path, size: str) -> None:
 
 
 @pytest.mark.worker
-def test_full_disk_during_a_real_run_fails_it_with_the_cause(tmp_path):
+def test_full_disk_during_a_real_run_fails_it_with_the_cause(tmp_path, monkeypatch):
     """A real digits run on a 24 MB tmpfs that a filler file fills after epoch 2: the run
     ends failed with 'disk full: N metric rows not stored', the rows committed before
-    are kept, the CLI prints no traceback; once space is freed, the store works."""
+    are kept, the CLI ends with no traceback; once space is freed, the store works. The
+    commands run in this process (their output is the point; tests/helpers/cli.py: an
+    exception would fail the test), the run in its worker."""
     home = tmp_path / "small"
     _tmpfs(home, "24m")
-    try:
-        env = {**os.environ, "SPEEDLAB_HOME": str(home), "SPEEDLAB_WARM_WORKER": "0"}
-        proc = subprocess.Popen([sys.executable, "-m", "engine", "run", "--dataset", "digits", "--model", "mlp",
-                                 "--epochs", "40", "--json"], cwd=ROOT, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 240
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before epoch 2"
+    monkeypatch.setenv("SPEEDLAB_HOME", str(home))
+    monkeypatch.setenv("SPEEDLAB_WARM_WORKER", "0")
+    ended, filled = threading.Event(), threading.Event()
+
+    def fill_after_epoch_2():
+        while not ended.is_set():
             try:
                 s = Store(home / "runs.sqlite")
                 try:
@@ -273,6 +274,8 @@ def test_full_disk_during_a_real_run_fails_it_with_the_cause(tmp_path):
             except Exception:  # noqa: BLE001 - the store may not exist yet
                 pass
             time.sleep(0.2)
+        else:
+            return  # the run ended before epoch 2
         with open(home / "filler", "wb") as fh:
             try:
                 while True:
@@ -280,9 +283,19 @@ def test_full_disk_during_a_real_run_fails_it_with_the_cause(tmp_path):
                     fh.flush()
             except OSError:
                 pass
-        out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 1 and "Traceback" not in err, err[-2000:]
-        result = json.loads(out.strip().splitlines()[-1])
+        filled.set()
+
+    filler = threading.Thread(target=fill_after_epoch_2, daemon=True)
+    filler.start()
+    try:
+        try:
+            out = engine(home, "run", "--dataset", "digits", "--model", "mlp", "--epochs", "40", "--json")
+        finally:
+            ended.set()
+            filler.join(60)
+        assert filled.is_set(), "the run ended before epoch 2"
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+        result = json.loads(out.stdout.strip().splitlines()[-1])
         assert result["status"] == "failed"
         assert result["error"].startswith(f"disk full: {result['metrics_incomplete']:,} metric rows not stored")
         assert result["metrics_incomplete"] > 0
@@ -294,8 +307,8 @@ def test_full_disk_during_a_real_run_fails_it_with_the_cause(tmp_path):
             s.close()
         assert kept >= 2
         (home / "filler").unlink()
-        assert cli(home, "runs").returncode == 0
-        assert cli(home, "delete", "1").returncode == 0
+        assert engine(home, "runs").returncode == 0
+        assert engine(home, "delete", "1").returncode == 0
     finally:
         subprocess.run(["umount", "-l", str(home)], capture_output=True)
 
