@@ -146,8 +146,8 @@ _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<frozen runp
 class _GcClock:
     """Seconds spent in Python's cyclic garbage collector during the current test: a stalled
     page test's script thread was caught in pure-Python work (ast.parse, copy.deepcopy); this
-    clock then showed one generation-2 collection of 37.5 s (2026-12-02); 18 and 39.6 s later,
-    cause still open (see `pytest_configure`)."""
+    clock then showed one generation-2 collection of 37.5 s (2026-12-02), 18-49 s later. The
+    cause: an earlier test's TensorFlow garbage destroyed there (`garbage_collected_after`)."""
 
     def __init__(self):
         self.t0, self.count, self.total, self.longest = None, 0, 0.0, (0.0, None)
@@ -170,9 +170,9 @@ def pytest_configure(config):
     # train() freezes the heap before fit (gc.freeze: right for a worker, which exits after its
     # run). A test process runs many, and each froze its own and all earlier garbage until some
     # unfreeze handed it back. Tests run train() unfrozen (test_recorder switches it back
-    # on to test it). The 18-41 s generation-2 collections that now and then stalled a page test
-    # were first blamed on that; they outlived it, in processes holding TF's heap. Page tests
-    # now run in processes without TF (docs/testing.md, "Page tests and TensorFlow").
+    # on to test it). The 18-49 s generation-2 collections that now and then stalled a test
+    # were first blamed on that; they were earlier tests' TF garbage (`garbage_collected_after`).
+    # Page tests run in processes without TF (docs/testing.md, "Page tests and TensorFlow").
     import engine.training.train as train_module
 
     train_module.FREEZE_HEAP = False
