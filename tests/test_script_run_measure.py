@@ -305,3 +305,36 @@ def test_stop_on_a_script_run_stops_training_and_never_signals_its_process(store
     assert lines and "stop requested" in lines[0] and "not signalled" in lines[0]
     assert run["status"] == "cancelled" and "not signalled" in run["error"]
     assert 3 <= len(seen) < 400 and run["summary"]["steps"] == len(seen)
+
+
+@pytest.mark.tf
+def test_the_watch_thread_ends_with_each_fit_and_the_next_fit_has_its_own(store_home):
+    """The watch thread (a fit that raises, a Stop) runs while a fit runs: a process that lives
+    on after its runs (a notebook) keeps no thread per finished run waking 4 times a second and
+    holding the run's callback; a second fit() with the same callback is watched again."""
+    import time
+
+    import keras
+
+    from engine.training.script_run import WATCH_S, SpeedLabCallback
+
+    x, y = _digits()
+    cb = SpeedLabCallback(name="watched")
+    during = []
+
+    class Watched(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            during.append((cb._watch, cb._watch is not None and cb._watch.is_alive()))
+
+    m = _model(["accuracy"])
+    for fit in (1, 2):
+        m.fit(x[:256], y[:256], batch_size=64, epochs=1, verbose=0, callbacks=[cb, Watched()])
+        thread, alive = during[-1]
+        assert alive  # watched while the fit ran
+        deadline = time.monotonic() + 40 * WATCH_S
+        while thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(WATCH_S / 5)
+        assert not thread.is_alive(), f"fit {fit}: the watch thread outlived its fit"
+    assert during[0][0] is not during[1][0]
+    run, epochs, _ = _stored(cb.run_id)
+    assert run["status"] == "completed" and [e["epoch"] for e in epochs] == [0, 1]

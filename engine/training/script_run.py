@@ -117,7 +117,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._fit = None  # (thread id, frame) of the running fit
         self._raised: Optional[str] = None  # the train step's exception, one line
         self._stop_asked = False
-        self._watch: Optional[threading.Thread] = None
+        self._watch: Optional[threading.Thread] = None  # alive while a fit runs (`_watching`)
+        self._watch_lock = threading.Lock()
 
     # --- failure handling -------------------------------------------------
     def _disable(self, what: str, exc: BaseException) -> None:
@@ -170,9 +171,10 @@ class SpeedLabCallback(keras.callbacks.Callback):
             if fn is not None and not getattr(fn, "_speedlab", False):
                 self.model.train_function = script_fit.catching(fn, self)
             self._in_fit = True
-            if self._watch is None or not self._watch.is_alive():
-                self._watch = threading.Thread(target=self._watching, daemon=True, name="speedlab-watch")
-                self._watch.start()
+            with self._watch_lock:
+                if self._watch is None or not self._watch.is_alive():  # ended between fits, or broke
+                    self._watch = threading.Thread(target=self._watching, daemon=True, name="speedlab-watch")
+                    self._watch.start()
         except Exception as e:  # noqa: BLE001 - never fail the user's training
             self._disable("watch", e)
 
@@ -202,6 +204,12 @@ class SpeedLabCallback(keras.callbacks.Callback):
             while not self._off:
                 time.sleep(WATCH_S)
                 if not self._in_fit or self._finished:
+                    # Between fits the thread ends (the next fit starts another): a process that
+                    # lives on (a notebook) keeps no thread waking 4 times a second per run.
+                    with self._watch_lock:
+                        if not self._in_fit or self._finished:
+                            self._watch = None
+                            return
                     continue
                 if not self._fit_running():
                     if self._in_fit and not self._finished:
