@@ -323,7 +323,7 @@ class StandInQueue:
         store.update_run(rid, environment=made["environment"], plan={**made["plan"], "train_started_at": time.time()})
         t0 = time.monotonic()
         while any(rows.values()):
-            if self.done.wait(0.25):  # the worker's writer commits about twice a second
+            if self.done.wait(0.25):  # each row once its clock has passed (a worker commits twice a second)
                 return
             now, at = time.monotonic() - t0, {t: cols[t].index("t") for t in cols}
             due = {t: [r for r in rs if r[at[t]] <= now] for t, rs in rows.items()}
