@@ -70,56 +70,55 @@ def test_every_presenter_page_fits_1280x720(stage):  # noqa: F811 (the fixture i
         page.close()
 
 
-# A model whose training step takes WARM_S s to trace: a long first compile (as a GPU's XLA
-# compile), so that the run warms up for over 10 s on any CPU. Only the training trace sleeps
-# (training=True): the model check and validation build it without.
-SLOW_MODEL = """
-import time
-import keras
-from keras import layers
-
-
-class SlowTrace(layers.Layer):
-    def call(self, x, training=None):
-        if training:
-            time.sleep(%d)
-        return x
-
-
-def build(input_shape, num_classes):
-    inputs = keras.Input(input_shape)
-    x = SlowTrace()(layers.Flatten()(inputs))
-    return keras.Model(inputs, layers.Dense(num_classes, activation="softmax")(x))
-"""
-WARM_S = 20  # 10 reads a second apart need 10 s; twice that for a loaded machine
 # JS: the progress block's clocks as shown: [the block's id (new at every store read), comparison's 'measuring for', [elapsed, time left] per run].
 CLOCKS = """() => [document.querySelector('[id^="slq"]').id, [...document.querySelectorAll('[data-clock]')].map(e => Number(e.textContent)),
   [...document.querySelectorAll('[data-frames]')].map(e => [Number(e.querySelector('.slq-e').textContent),
                                                          e.querySelector('.slq-l').textContent, e.dataset.key])]"""
 
 
-def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage, tmp_path, monkeypatch):  # noqa: F811
+# A sleeping process: the stand-in queue (holding the store's queue lock, so that no real queue
+# starts) and the stand-in worker of the comparison's first run.
+HOLD = "import fcntl, sys, time\nif sys.argv[1:]:\n    lock = open(sys.argv[1], 'a')\n    fcntl.flock(lock, fcntl.LOCK_EX)\ntime.sleep(600)"
+
+
+def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage):  # noqa: F811
     """Issue 57 item 1: read once a second through a warm-up of over 10 s, the elapsed clock
     and the comparison's 'measuring for' clock never decrease (they stepped back 5 s at every
-    read), and the running page fits 1280x720."""
-    from engine.config import RunConfig, preflight
+    read), and the running page fits 1280x720. The page and its store reads are the point, not
+    training: the comparison is queued as Launch queues it, its first run claimed as the queue
+    claims it and given the plan and training start a worker stores before its first execution,
+    and sleeping processes stand in for the queue and the worker (a warm-up that lasts)."""
+    import subprocess
+    import sys
+
+    from engine.base.process import start_time
+    from engine.config import RunConfig
     from engine.jobs import comparison, runner
+    from engine.jobs.queue_runner import _claim_next
+    from engine.store import Store
 
     url, browser, home = stage
-    model = tmp_path / "slow_trace.py"
-    model.write_text(SLOW_MODEL % WARM_S)
-    # The model check's answer for this model (Flatten, then Dense 64x10+10 on digits): its
-    # process (Keras imported, 6 CPU-s) is not this test's point; the worker still builds it.
-    monkeypatch.setattr(preflight, "_run_check", lambda c, shape, classes, timeout_s: {"ok": True, "params": 650})
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    queue = subprocess.Popen([sys.executable, "-c", HOLD, str(home / "queue.lock")])
+    worker = subprocess.Popen([sys.executable, "-c", HOLD])
+    store = Store()
     try:
+        wait_for(lambda: runner.queue_alive(store), 60, "the stand-in queue to hold the queue lock")
         page.goto(url + "/?mode=talk")
         page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
-        cid = comparison.start(RunConfig(dataset="digits", model=f"{model}:build", epochs=2), pairs=3)
+        cfg = RunConfig(dataset="digits", epochs=2)
+        cid = comparison.start(cfg, pairs=3)
+        rid = _claim_next(store)
+        spe = cfg.steps_per_epoch()
+        store.update_run(rid, pid=worker.pid, pid_started=start_time(worker.pid))
+        store.update_run(rid, environment={"hostname": "testhost"},
+                         plan={"steps_per_epoch": spe, "total_steps": spe * cfg.epochs, "epochs": cfg.epochs,
+                               "replicas": 1, "per_replica_batch_size": cfg.batch_size, "device_kind": "CPU",
+                               "train_started_at": time.time()})
         page.get_by_text(f"Comparison #{cid}").wait_for(timeout=120_000)
         page.locator(".slq-e").first.wait_for(timeout=180_000)  # the first run's training has started
         reads = []
-        while len(reads) < 40:
+        while len(reads) < 20:  # 20 s or more: two store reads at least (one each MEASURE_REFRESH_S, 10 s)
             block, clocks, lines = page.evaluate(CLOCKS)
             # Until the first run's warm-up ends: its line leaves "warming up", or (between two
             # page reads) the next run's line, warming up from 0 s, takes its place.
@@ -138,9 +137,12 @@ def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage, tmp_p
             assert seen[-1] - seen[0] >= len(seen) - 4  # it moved on with the wall clock (a loaded machine: 3 s slack)
         assert height <= HEIGHT
     finally:
-        from engine.store import Store
-
-        runner.cancel_active()
+        runner.cancel_active()  # the queued runs; the stand-in worker gets its SIGTERM
         page.close()
-        with Store() as store:  # the worker and the queue end before the next test
-            wait_for(lambda: not store.active_runs(), 60, "the cancelled comparison's runs to end")
+        for p in (worker, queue):
+            p.kill()
+            p.wait()
+        # the queue settles a signalled worker's run; its stand-in cannot
+        for run in store.active_runs():
+            store.finish_run(run["id"], "cancelled", "cancelled by the user", only_if_active=True)
+        store.close()

@@ -50,13 +50,16 @@ def test_accuracy_key_finds_every_name_keras_logs():
 
 
 @pytest.mark.tf
-def test_acc_metric_reaches_its_target(store_home):
+def test_acc_metric_reaches_its_target_and_short_last_batches_are_counted_as_run(store_home):
+    """One fit, two checks. `metrics=["acc"]`: Keras logs acc and val_acc, and the target is read
+    from them. 1437 training samples in batches of 64: 22 full batches and one of
+    1437 - 22 * 64 = 29 an epoch, each counted as run."""
     from engine.training.script_run import SpeedLabCallback
 
     x, y = _digits()
     cb = SpeedLabCallback(name="acc", target_accuracy=0.8)
     hist = _model(["acc"]).fit(x, y, batch_size=64, epochs=3, validation_split=0.2, verbose=0, callbacks=[cb])
-    run, epochs, _ = _stored(cb.run_id)
+    run, epochs, execs = _stored(cb.run_id)
     assert "val_acc" in hist.history and "val_accuracy" not in hist.history  # what Keras logs
     assert [e["val_accuracy"] for e in epochs] == pytest.approx(hist.history["val_acc"])
     assert [e["accuracy"] for e in epochs] == pytest.approx(hist.history["acc"])
@@ -64,6 +67,11 @@ def test_acc_metric_reaches_its_target(store_home):
     s = run["summary"]
     assert s["time_to_target_sec"] == pytest.approx(epochs[first]["t"]) and s["time_to_target_note"] is None
     assert s["final_val_accuracy"] == pytest.approx(hist.history["val_acc"][-1]) and s["warnings"] == []
+    # the short last batches
+    assert cb._rec.samples == ([64] * 22 + [29]) * 3
+    last = execs[22]  # epoch 0's short batch: its rate is 29 samples over its own duration
+    assert last["samples_per_sec"] == pytest.approx(29 / last["duration"])
+    assert s["end_to_end_samples_per_sec"] == pytest.approx(3 * 1437 / s["fit_sec"])
 
 
 @pytest.mark.tf
@@ -110,22 +118,6 @@ def test_two_fits_under_one_callback_are_one_run(store_home, initial_epoch):
     first = next(i for i, a in enumerate(val) if a >= 0.8)
     assert s["time_to_target_sec"] == pytest.approx(epochs[first]["t"]) and s["time_to_target_note"] is None
     assert [sum(e["epoch"] == k for e in execs) for k in range(5)] == [23] * 5
-
-
-@pytest.mark.tf
-def test_short_last_batches_are_counted_as_run(store_home):
-    """1437 training samples in batches of 64: 22 full batches and one of 1437 - 22 * 64 = 29."""
-    from engine.training.script_run import SpeedLabCallback
-
-    x, y = _digits()
-    cb = SpeedLabCallback(name="short")
-    _model(["accuracy"]).fit(x, y, batch_size=64, epochs=2, validation_split=0.2, verbose=0, callbacks=[cb])
-    assert cb._rec.samples == ([64] * 22 + [29]) * 2
-    run, _, execs = _stored(cb.run_id)
-    last = execs[22]  # epoch 0's short batch: its rate is 29 samples over its own duration
-    assert last["samples_per_sec"] == pytest.approx(29 / last["duration"])
-    s = run["summary"]
-    assert s["end_to_end_samples_per_sec"] == pytest.approx(2 * 1437 / s["fit_sec"])
 
 
 @pytest.mark.tf
