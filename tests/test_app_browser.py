@@ -9,7 +9,8 @@ screenshots under test-output/ (gitignored): train_live.png while it runs,
 train.png and runs.png when both runs are done; hardware.png of the Hardware
 page with a planted probe and a (pre-written) quick-benchmark result. The
 comparison headline at 1280x720 on seeded comparisons; the Autopilot page's
-search from Start to Stop (autopilot_live.png).
+search from Start to Stop (autopilot_live.png). Untrusted text is text (issue 42,
+item 3): every page opened by URL with a hostile bundle imported.
 """
 from __future__ import annotations
 
@@ -18,13 +19,16 @@ import platform
 import re
 import subprocess
 import time
+from urllib.parse import urlparse
 
 import pytest
 
+from tests.helpers.hostile import hostile_store
 from tests.helpers.probe_cache import plant_probe
 from tests.helpers.recorded_runs import recorded, seed_slower_comparison
 from tests.helpers.browser import (HEADLINE, OUT, SPEEDUP_VALUE, THROUGHPUT_POINTS, TIME_PARTS, VIEWPORT,  # noqa: F401
-                                   fresh_stage, full_screenshot, playwright_api, settle, stage, wait_for)
+                                   fresh_stage, full_screenshot, playwright_api, script_idle, settle, stage,
+                                   wait_for)
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
@@ -111,8 +115,8 @@ def test_launch_watch_and_review_in_chromium(fresh_stage):
 def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
     """The Hardware page with a planted probe (the real one, a TensorFlow and JAX process, is
     tests/test_hardware.py's) and a saved quick-benchmark result (pre-written: the real one
-    takes over a minute): cards, verdicts, chart, table; 'Use this configuration' fills the
-    Train page. Saves hardware.png."""
+    takes over a minute), reached from the Train page's nav: cards, verdicts, chart, table;
+    'Use this configuration' fills the Train page. Saves hardware.png."""
     from engine.bench import quick as bench
 
     server, browser, store_home = fresh_stage
@@ -127,11 +131,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
 
     OUT.mkdir(exist_ok=True)
     page = browser.new_page(viewport=VIEWPORT)
-    # Opened by URL, the page still runs inside app.py's navigation (the top nav shows).
-    page.goto(server + "/hardware")
-    page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)
-    assert "Checked on testhost at" in page.inner_text("body")  # the planted probe: none ran
-    page.get_by_role("link", name="Train", exact=True).wait_for(timeout=10_000)
+    # The page opened by URL (the top nav shows, the planted probe read): the hostile-bundle test's.
     page.goto(server + "/?epochs=3")
     page.get_by_role("button", name="Launch").wait_for(timeout=60_000)
     page.get_by_role("link", name="Hardware", exact=True).click()
@@ -141,6 +141,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
     settle(page)
     full_screenshot(page, OUT / "hardware.png")
     body = page.inner_text("body")
+    assert "Checked on testhost at" in body  # the planted probe: none ran
     assert "Host CPU" in body and "Best configuration" in body
     assert "mixed bf16 · spe 8 · XLA off · 1 device" in body
 
@@ -335,3 +336,45 @@ def test_start_a_search_and_watch_the_trials_chart_grow(fresh_stage):
         assert job["state"] == "cancelled" and len(job["trials"]) >= 2
     finally:
         autopilot.cancel_background()
+
+
+PAGES = ("", "runs", "replay", "hardware", "autopilot")
+STREAMLIT_OWN = ("fonts.gstatic.com",)
+
+
+def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(fresh_stage, tmp_path):
+    """With a hostile bundle imported (Markdown image and link, raw HTML in the host name,
+    group, data set, error, warnings), every page opened by URL loads without one request to
+    another host, and no image or link from the bundle is in the page. The Hardware page opened
+    by URL still runs inside app.py's navigation and reads the planted probe."""
+    from engine.store import Store
+
+    server, browser, store_home = fresh_stage
+    with Store(store_home / "runs.sqlite") as store:
+        hostile_store(store, tmp_path)
+    plant_probe()  # the Hardware page reads it: the real probe (a TensorFlow process) is not the point here
+    requests: list[str] = []
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.on("request", lambda r: requests.append(r.url))
+    for path in PAGES:
+        page.goto(f"{server}/{path}")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"]', timeout=60_000)
+        script_idle(page, 120_000)  # its script run, then its charts
+        settle(page)
+        found = page.evaluate("""() => ({
+            imgs: [...document.querySelectorAll('img')].map(i => i.getAttribute('src') || ''),
+            links: [...document.querySelectorAll('a')].map(a => a.getAttribute('href') || ''),
+            text: document.body.innerText})""")
+        assert not [s for s in found["imgs"] if "HOST" in s or s == "x"], (path, found["imgs"])
+        assert not [h for h in found["links"] if "HOST" in h], (path, found["links"])
+        if path == "hardware":  # the planted probe, not a real one; the top nav shows
+            assert "Checked on testhost at" in found["text"], found["text"][:1500]
+            page.get_by_role("link", name="Train", exact=True).wait_for(timeout=10_000)
+        if path == "replay":  # the text is there, as characters (the Runs table is a canvas)
+            shown = found["text"].replace("\u2060", "")  # word joiners: invisible (engine.base.plain)
+            assert "[Session expired: sign in again](http://HOST/phish)" in shown, shown
+    assert not [u for u in requests if "HOST" in u], requests  # nothing the bundle named
+    # Streamlit's own: the tab's icon (page_icon=":material/speed:") comes from Google's font server.
+    outside = [u for u in requests if urlparse(u).hostname not in ("127.0.0.1", "localhost", None, *STREAMLIT_OWN)
+               and not u.startswith(("data:", "blob:"))]
+    assert not outside, outside
