@@ -10,13 +10,16 @@ train.png and runs.png when both runs are done; hardware.png of the Hardware
 page with a planted probe and a (pre-written) quick-benchmark result. The
 comparison headline at 1280x720 on seeded comparisons; the Autopilot page's
 search from Start to Stop (autopilot_live.png). Untrusted text is text (issue 42,
-item 3): every page opened by URL with a hostile bundle imported.
+item 3): every page opened by URL with a hostile bundle imported. A SIGTERM to a
+dashboard (a server of its own) stops the comparison it could have launched, naming the
+signal (issue 56, item 2).
 """
 from __future__ import annotations
 
 import os
 import platform
 import re
+import signal
 import subprocess
 import time
 from urllib.parse import urlparse
@@ -26,9 +29,10 @@ import pytest
 from tests.helpers.hostile import hostile_store
 from tests.helpers.probe_cache import plant_probe
 from tests.helpers.recorded_runs import recorded, seed_slower_comparison
+from tests.conftest import LONG_RUN
 from tests.helpers.browser import (HEADLINE, OUT, SPEEDUP_VALUE, THROUGHPUT_POINTS, TIME_PARTS, VIEWPORT,  # noqa: F401
                                    fresh_stage, full_screenshot, playwright_api, script_idle, settle, stage,
-                                   wait_for)
+                                   start_streamlit, wait_for)
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
@@ -378,3 +382,44 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(fresh_stage, tm
     outside = [u for u in requests if urlparse(u).hostname not in ("127.0.0.1", "localhost", None, *STREAMLIT_OWN)
                and not u.startswith(("data:", "blob:"))]
     assert not outside, outside
+
+
+def test_sigterm_to_the_dashboard_during_a_comparison_stops_it_naming_the_signal(stage, store_home):
+    """One rule for every stop signal, the dashboard (issue 56, item 2): a SIGTERM to the Streamlit
+    server while a comparison it could have launched trains stops that comparison naming the signal
+    ("stopped: the dashboard got SIGTERM"), never "cancelled by the user", before the server shuts
+    down (engine.jobs.stopping.stop_on_server_signals, installed by app.py on its first page through
+    views/components/server_signals.py). The server is this test's own, on its own store (it gets
+    the SIGTERM); the module's Chromium opens its first page."""
+    from engine.config import RunConfig
+    from engine.jobs import background, comparison, runner
+    from engine.store import Store
+    from engine.store import comparisons as cstore
+
+    _url, browser, _home = stage
+    proc, url = start_streamlit(store_home)
+    try:
+        page = browser.new_page()  # a first page: app.py installs the handler
+        try:
+            page.goto(url)
+            page.get_by_role("button", name="Launch").first.wait_for(timeout=120_000)
+        finally:
+            page.context.close()
+        cid = comparison.start(RunConfig(**LONG_RUN, precision="float32", target_accuracy=0.999), pairs=2)
+        with Store() as s:
+            wait_for(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, 240,
+                     "the comparison's first run training")
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    with Store() as s:
+        wait_for(lambda: runner.active_run(s) is None and comparison.running(s) is None, 60,
+                 "the comparison's end")
+        comp = cstore.get(s, cid)
+        runs = s.list_runs()
+    why = (comp, [(r["id"], r["status"], r["error"]) for r in runs], (store_home / "streamlit.log").read_text()[-2000:])
+    assert (comp["status"], comp["ended_by"]) == ("stopped", "stopped: the dashboard got SIGTERM; 0 complete pairs kept"), why
+    assert [(r["status"], r["error"]) for r in runs] == [("cancelled", "stopped: the dashboard got SIGTERM")], why
+    assert background.busy() is None  # the next launch goes through at once
