@@ -316,6 +316,10 @@ def test_start_a_search_and_watch_the_trials_chart_grow(fresh_stage):
         start = page.get_by_role("button", name="Start autopilot")
         start.wait_for(timeout=60_000)
         assert page.get_by_text("No search yet").is_visible()
+        # Trials stop at the target: a low one ends each in an epoch or two (the chart counts trials, not times).
+        target = page.get_by_role("spinbutton", name="Target val accuracy")
+        target.fill("0.8")
+        target.press("Enter")
         budget = page.get_by_role("spinbutton", name="Search budget (s)")
         # Under load a trial takes 15-45 s from start-up to its end: with 90 s the search could end
         # after one or two (the runoff then). Under 120 s: no LR range test, no JAX trials.
@@ -337,7 +341,7 @@ def test_start_a_search_and_watch_the_trials_chart_grow(fresh_stage):
         page.get_by_role("button", name="Stop").click()
         page.get_by_text("The autopilot was stopped in its").wait_for(timeout=60_000)
         job = autopilot.read_progress()
-        assert job["state"] == "cancelled" and len(job["trials"]) >= 2
+        assert job["state"] == "cancelled" and len(job["trials"]) >= 2 and job["target_accuracy"] == 0.8, job
     finally:
         autopilot.cancel_background()
 
