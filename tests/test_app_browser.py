@@ -16,6 +16,7 @@ signal (issue 56, item 2).
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import re
@@ -166,11 +167,13 @@ BACKEND_SPEEDUP = """() => {
 }"""
 
 
+# find_spec, not importorskip: JAX trains in the worker; importing it here cost this process 1.3 CPU-s.
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="JAX is not installed: pip install -r requirements-dev.txt")
 def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(fresh_stage):
     """A TensorFlow run of a configuration is stored; the same configuration launched
     on JAX from the browser shows its backend speedup over it. Saves train_jax.png."""
     server, browser, store_home = fresh_stage
-    pytest.importorskip("jax", reason="JAX is not installed: pip install -r requirements-dev.txt")
     from engine.config import RunConfig
     from engine.hardware.fingerprint import fingerprint
     from engine.report.pair import backend_speedup
