@@ -391,6 +391,33 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(fresh_stage, tm
     assert not outside, outside
 
 
+def test_the_progress_block_plays_by_the_clock_when_its_timer_runs_late(stage):
+    """The measuring comparison's progress block (views/components/quiet_progress.py) moves its
+    bars and clocks by the browser's clock, not by counting its once-a-second ticks: a browser
+    short of CPU runs its timers late (1 s shown in 3.2 s, seen at load 60). Playwright's clock
+    jumps 5 s and fires the late timer once: the block shows 5 s later, not 1."""
+    from views.components import quiet_progress
+
+    p = {"fraction": 0.1, "elapsed_sec": 20.0, "time_left_sec": 90.0, "epoch": 1, "epochs": 10, "step": 10,
+         "total_steps": 100}
+    html = quiet_progress.block([quiet_progress.running_line("#1 baseline", p, 30, key="r1"),
+                                 quiet_progress.static_line("**#2**: setting up", None, since_s=7, key="r2")])
+    _url, browser, _home = stage
+    page = browser.new_page()
+    try:
+        page.clock.install()
+        page.set_content(html)
+        texts = lambda: page.evaluate("""() => [...document.querySelectorAll('.slq-e, [data-clock]')]
+                                          .map(e => e.textContent)""")  # noqa: E731
+        assert texts() == ["20", "7"]
+        page.clock.fast_forward(5_000)  # the 1-s timer fires once, 5 s late
+        assert texts() == ["25", "12"]
+        page.clock.run_for(2_000)  # on time again
+        assert texts() == ["27", "14"]
+    finally:
+        page.context.close()
+
+
 def test_sigterm_to_the_dashboard_during_a_comparison_stops_it_naming_the_signal(stage, store_home):
     """One rule for every stop signal, the dashboard (issue 56, item 2): a SIGTERM to the Streamlit
     server while a comparison it could have launched trains stops that comparison naming the signal

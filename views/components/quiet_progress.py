@@ -15,13 +15,15 @@ BAR, TRACK, ORANGE = "#0072B2", "#E5E7EB", "#D55E00"  # the theme's primary colo
 _serial = itertools.count()  # element ids: a block's script finds its own lines
 
 # Plays each line's frames (data-frames: [[fraction, elapsed s, left s or null, epoch, step], ...]) one a
-# second, and stops when a rerun has replaced the block. Numbers only come in, as JSON. No "<"
-# before a letter or digit: DOMPurify drops a script whose text looks like it holds a tag.
+# second by the clock, not by counting ticks (a browser short of CPU runs its timers late: counted,
+# 1 s showed in 3.2 s), and stops when a rerun has replaced the block. Numbers only come in, as
+# JSON. No "<" before a letter or digit: DOMPurify drops a script whose text looks like it holds a tag.
 # A clock with a data-key never steps back by up to 2 s across reruns (window.slqSeen keeps what
 # it showed): each read anchors it to the run's start again, and the browser's count of the
 # block before may have run a second ahead (rounding, a slow rerun). A larger step is a reset.
 _PLAYER = """<script>(function(){const root=document.getElementById("%s");if(!root)return;
 const left=(l,m)=>l===null?"warming up":(1>l?"< 1 s left":(m?"at most ":"")+l+" s left");let t=0;
+const t0=performance.now();
 const seen=window.slqSeen||(window.slqSeen={});
 const show=(el,k,v)=>{if(k&&seen[k]>v&&seen[k]-v<=2)v=seen[k];if(k)seen[k]=v;el.textContent=v;};
 const tick=function(){
@@ -32,7 +34,7 @@ el.querySelector(".slq-l").textContent=left(f[2],el.dataset.most);
 el.querySelector(".slq-ep").textContent=f[3];el.querySelector(".slq-s").textContent=f[4];});
 root.querySelectorAll("[data-clock]").forEach(function(el){
 show(el,el.dataset.key&&"c"+el.dataset.key,Number(el.dataset.clock)+Math.min(t,Number(el.dataset.h)));});};
-tick();const id=setInterval(function(){if(!root.isConnected){clearInterval(id);return;}t+=1;tick();},1000);})();
+tick();const id=setInterval(function(){if(!root.isConnected){clearInterval(id);return;}t=Math.floor((performance.now()-t0)/1000);tick();},1000);})();
 </script>"""
 
 
