@@ -243,8 +243,12 @@ def test_cli_says_what_it_checks_then_refuses_a_bad_model_before_queueing(store_
 
 
 @pytest.mark.worker
-def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_file(store_home, tmp_path):
-    from tests.helpers import cli
+def test_example_model_trains_in_bf16_with_flops_and_mfu_and_so_does_its_keras_file(store_home, tmp_path,
+                                                                                       monkeypatch):
+    from tests.helpers import cli, model_check
+
+    # The model checks in this process too (the check's own process is the first-line test's).
+    model_check.in_process(monkeypatch)
 
     def run(spec):
         # The CLI in this process: the runs train in the workers it queues (bf16 never in here).
