@@ -22,6 +22,7 @@ import time
 from tests.helpers.browser import (OUT, THROUGHPUT_POINTS, fresh_stage, server, settle, stage,  # noqa: F401
                                    wait_for)
 from tests.helpers.probe_cache import plant_probe
+from tests.helpers.queue import StandInQueue
 from tests.helpers.recorded_runs import recorded, seed_many, seed_pair
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
@@ -240,96 +241,6 @@ def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the
     page.get_by_text("Compare with baseline").wait_for(timeout=30_000)
     assert "mode=talk" not in page.url
     assert page.evaluate(TALK_BOXES)["sidebarCollapsed"] == "false"
-
-
-class StandInQueue:
-    """The queue process and its workers, played (the page is the point, not training: a real
-    3-pair comparison trained 6 workers, 5-9 CPU-s each, mostly importing TensorFlow). Holds the
-    store's queue lock from the start, so that `comparison.start` starts no queue and no reader
-    settles the queued runs as orphans; `start()` then serves the store as the queue does: claims
-    each queued run in order (`queue_runner._claim_next`), gives it a stand-in worker (a sleeping
-    process: a stop signals it, never this test process), writes in real time what `recorded`
-    stores for the run's config (the plan after SETUP_S of set-up, then each execution and epoch
-    as its clock passes: the baseline 0.06 s a step, the run 0.045 s, 144 steps, about 10 s a
-    run), ends it with its summary and calls the queue's comparison hook (`comparison.on_run_end`),
-    until no run is queued. `check()` raises what went wrong in it; leaving the block stops it."""
-
-    SETUP_S = 1.5  # the worker's devices, data, model and tracing, before its first execution
-    STEP_S = {"baseline": 0.06, "run": 0.045}
-
-    def __init__(self, home, scratch):
-        import fcntl
-        import threading
-
-        self.home, self.scratch, self.errors = home, scratch, []
-        self.lock = open(home / "queue.lock", "a")
-        fcntl.flock(self.lock, fcntl.LOCK_EX)
-        self.worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.done.set()
-        if self.thread.is_alive():
-            self.thread.join(timeout=30)
-        self.worker.kill()
-        self.worker.wait()
-        self.lock.close()  # lets go of the queue lock
-        if exc[0] is None:
-            self.check()
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def check(self) -> None:
-        if self.errors:
-            raise AssertionError(f"the stand-in queue failed: {self.errors[0]!r}") from self.errors[0]
-
-    def _serve(self) -> None:
-        from engine.jobs import comparison, queue_runner
-        from engine.store import Store
-
-        try:
-            with Store(self.home / "runs.sqlite") as store, Store(self.scratch / "recorded.sqlite") as rec:
-                while not self.done.is_set():
-                    rid = queue_runner._claim_next(store)
-                    if rid is None:
-                        return
-                    self._train(store, rec, rid)
-                    comparison.on_run_end(store, rid)
-                    self.done.wait(0.5)  # the next run's worker starts
-        except Exception as e:  # noqa: BLE001 - said by check() in the test's thread
-            self.errors.append(e)
-
-    def _train(self, store, rec, rid: int) -> None:
-        import os
-
-        from engine.base.process import start_time
-        from engine.config import RunConfig
-        from engine.store import EPOCH_COLS, EXEC_COLS, SYSTEM_COLS
-
-        run = store.get_run(rid)
-        store.update_run(rid, pid=self.worker.pid, pid_started=start_time(self.worker.pid))
-        src = recorded(rec, RunConfig.from_dict(run["config"]), run["role"], step_sec=self.STEP_S[run["role"]],
-                       host=os.uname().nodename, kind="CPU")
-        made = rec.get_run(src)
-        cols = {"executions": EXEC_COLS, "epochs": EPOCH_COLS, "system": SYSTEM_COLS}
-        rows = {t: [tuple(r[c] for c in cols[t]) for r in rec.metrics(t, src)] for t in cols}
-        if self.done.wait(self.SETUP_S):
-            return
-        store.update_run(rid, environment=made["environment"], plan={**made["plan"], "train_started_at": time.time()})
-        t0 = time.monotonic()
-        while any(rows.values()):
-            if self.done.wait(0.25):  # each row once its clock has passed (a worker commits twice a second)
-                return
-            now, at = time.monotonic() - t0, {t: cols[t].index("t") for t in cols}
-            due = {t: [r for r in rs if r[at[t]] <= now] for t, rs in rows.items()}
-            rows = {t: rs[len(due[t]):] for t, rs in rows.items()}
-            store.add_metrics(rid, due["executions"], due["epochs"], due["system"])
-        store.finish_run(rid, "completed", summary=made["summary"])
 
 
 def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(fresh_stage, tmp_path):  # noqa: F811

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.helpers.browser import OUT, settle, stage, wait_for  # noqa: F401
+from tests.helpers.queue import StandInQueue
 from tests.helpers.recorded_runs import seed_comparison, seed_pair
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
@@ -76,73 +77,52 @@ CLOCKS = """() => [document.querySelector('[id^="slq"]').id, [...document.queryS
                                                          e.querySelector('.slq-l').textContent, e.dataset.key])]"""
 
 
-# A sleeping process: the stand-in queue (holding the store's queue lock, so that no real queue
-# starts) and the stand-in worker of the comparison's first run.
-HOLD = "import fcntl, sys, time\nif sys.argv[1:]:\n    lock = open(sys.argv[1], 'a')\n    fcntl.flock(lock, fcntl.LOCK_EX)\ntime.sleep(600)"
-
-
 def test_the_presenter_clocks_never_run_backwards_through_a_warm_up(stage):  # noqa: F811
     """Issue 57 item 1: read once a second through a warm-up of over 10 s, the elapsed clock
     and the comparison's 'measuring for' clock never decrease (they stepped back 5 s at every
     read), and the running page fits 1280x720. The page and its store reads are the point, not
     training: the comparison is queued as Launch queues it, its first run claimed as the queue
     claims it and given the plan and training start a worker stores before its first execution,
-    and sleeping processes stand in for the queue and the worker (a warm-up that lasts)."""
-    import subprocess
-    import sys
-
-    from engine.base.process import start_time
+    and a stand-in queue holds it there (tests/helpers/queue.py `StandInQueue`: a warm-up that lasts)."""
     from engine.config import RunConfig
     from engine.jobs import comparison, runner
-    from engine.jobs.queue_runner import _claim_next
     from engine.store import Store
 
     url, browser, home = stage
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    queue = subprocess.Popen([sys.executable, "-c", HOLD, str(home / "queue.lock")])
-    worker = subprocess.Popen([sys.executable, "-c", HOLD])
-    store = Store()
-    try:
-        wait_for(lambda: runner.queue_alive(store), 60, "the stand-in queue to hold the queue lock")
-        page.goto(url + "/?mode=talk")
-        page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
-        cfg = RunConfig(dataset="digits", epochs=2)
-        cid = comparison.start(cfg, pairs=3)
-        rid = _claim_next(store)
-        spe = cfg.steps_per_epoch()
-        store.update_run(rid, pid=worker.pid, pid_started=start_time(worker.pid))
-        store.update_run(rid, environment={"hostname": "testhost"},
-                         plan={"steps_per_epoch": spe, "total_steps": spe * cfg.epochs, "epochs": cfg.epochs,
-                               "replicas": 1, "per_replica_batch_size": cfg.batch_size, "device_kind": "CPU",
-                               "train_started_at": time.time()})
-        page.get_by_text(f"Comparison #{cid}").wait_for(timeout=120_000)
-        page.locator(".slq-e").first.wait_for(timeout=180_000)  # the first run's training has started
-        reads = []
-        while len(reads) < 20:  # 20 s or more: two store reads at least (one each MEASURE_REFRESH_S, 10 s)
-            block, clocks, lines = page.evaluate(CLOCKS)
-            # Until the first run's warm-up ends: its line leaves "warming up", or (between two
-            # page reads) the next run's line, warming up from 0 s, takes its place.
-            if not lines or lines[0][1] != "warming up" or (reads and lines[0][2] != reads[0][3]):
-                break
-            reads.append((clocks[0], lines[0][0], block, lines[0][2]))
-            time.sleep(1.0)
-        page.screenshot(path=str(OUT / "fit_train_running.png"))
-        height = page.evaluate(MAIN_HEIGHT)
-        assert len(reads) >= 10, f"the warm-up was read {len(reads)} times: {reads}"
-        assert len({r[2] for r in reads}) >= 2, f"no store read during the warm-up: {reads}"
-        for k, name in enumerate(("measuring for", "elapsed")):
-            seen = [r[k] for r in reads]
-            back = [(a, b) for a, b in zip(seen, seen[1:]) if b < a]
-            assert not back, f"the {name} clock ran backwards: {seen}"
-            assert seen[-1] - seen[0] >= len(seen) - 4  # it moved on with the wall clock (a loaded machine: 3 s slack)
-        assert height <= HEIGHT
-    finally:
-        runner.cancel_active()  # the queued runs; the stand-in worker gets its SIGTERM
-        page.close()
-        for p in (worker, queue):
-            p.kill()
-            p.wait()
-        # the queue settles a signalled worker's run; its stand-in cannot
-        for run in store.active_runs():
-            store.finish_run(run["id"], "cancelled", "cancelled by the user", only_if_active=True)
-        store.close()
+    with StandInQueue(home) as queue, Store() as store:  # its end settles the claimed run, as the queue would
+        try:
+            page.goto(url + "/?mode=talk")
+            page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
+            cfg = RunConfig(dataset="digits", epochs=2)
+            cid = comparison.start(cfg, pairs=3)
+            rid = queue.claim(store)
+            spe = cfg.steps_per_epoch()
+            store.update_run(rid, environment={"hostname": "testhost"},
+                             plan={"steps_per_epoch": spe, "total_steps": spe * cfg.epochs, "epochs": cfg.epochs,
+                                   "replicas": 1, "per_replica_batch_size": cfg.batch_size, "device_kind": "CPU",
+                                   "train_started_at": time.time()})
+            page.get_by_text(f"Comparison #{cid}").wait_for(timeout=120_000)
+            page.locator(".slq-e").first.wait_for(timeout=180_000)  # the first run's training has started
+            reads = []
+            while len(reads) < 20:  # 20 s or more: two store reads at least (one each MEASURE_REFRESH_S, 10 s)
+                block, clocks, lines = page.evaluate(CLOCKS)
+                # Until the first run's warm-up ends: its line leaves "warming up", or (between two
+                # page reads) the next run's line, warming up from 0 s, takes its place.
+                if not lines or lines[0][1] != "warming up" or (reads and lines[0][2] != reads[0][3]):
+                    break
+                reads.append((clocks[0], lines[0][0], block, lines[0][2]))
+                time.sleep(1.0)
+            page.screenshot(path=str(OUT / "fit_train_running.png"))
+            height = page.evaluate(MAIN_HEIGHT)
+            assert len(reads) >= 10, f"the warm-up was read {len(reads)} times: {reads}"
+            assert len({r[2] for r in reads}) >= 2, f"no store read during the warm-up: {reads}"
+            for k, name in enumerate(("measuring for", "elapsed")):
+                seen = [r[k] for r in reads]
+                back = [(a, b) for a, b in zip(seen, seen[1:]) if b < a]
+                assert not back, f"the {name} clock ran backwards: {seen}"
+                assert seen[-1] - seen[0] >= len(seen) - 4  # it moved on with the wall clock (a loaded machine: 3 s slack)
+            assert height <= HEIGHT
+        finally:
+            runner.cancel_active()  # the queued runs; the stand-in worker gets its SIGTERM
+            page.close()
