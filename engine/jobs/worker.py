@@ -7,7 +7,6 @@ with one line; the traceback goes to the worker's log (stderr).
 """
 from __future__ import annotations
 
-import gc
 import os
 import socket
 import sys
@@ -248,17 +247,13 @@ def warm_main(ready_path: str) -> int:
     """
     from engine.training import backends
 
+    # Keras on TensorFlow, as every run it may claim (JAX runs start cold); no device is set
+    # up yet, so the run's own backends.use then only checks the backend.
+    os.environ["KERAS_BACKEND"] = "tensorflow"
     backends.keep_out(backends.UNUSED_IN_WORKER["tensorflow"])
-    import keras  # noqa: F401
-    import tensorflow  # noqa: F401
-
-    import engine.training.train  # noqa: F401
+    backends.import_keras("tensorflow", "engine.training.train")
     from engine.training.timeline import Timeline
 
-    # While nothing is measured: collect the imports' garbage once and keep the rest out of
-    # later full collections (train() freezes again before fit).
-    gc.collect()
-    gc.freeze()
     Path(ready_path).write_text(str(os.getpid()))
     line = sys.stdin.readline()
     if not line.strip():

@@ -1,11 +1,13 @@
-"""Choosing the Keras backend of a worker process (no Keras, TensorFlow or JAX imported here).
+"""Choosing the Keras backend of a worker process and importing it.
 
 Keras reads ``KERAS_BACKEND`` once, when it is first imported, and XLA reads
 ``XLA_FLAGS`` (the simulated CPU device count) once, when JAX starts: so every worker
-entry point calls `use` with the run's settings before anything imports Keras.
+entry point calls `use` with the run's settings before anything else imports Keras,
+and `use` imports it then (no TensorFlow runtime or JAX backend is started by that).
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -16,6 +18,10 @@ _HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 # importers catch ImportError. Kept out, a TensorFlow worker starts ~0.8 s sooner (importing
 # TensorFlow, Keras and the training code: 4.9 s instead of 5.7 s, medians of 5, 2-core VM).
 UNUSED_IN_WORKER = {"tensorflow": ("jax", "pandas"), "jax": ("pandas",)}
+# Python's cyclic collector is off while Keras and its backend import: they make ~450,000
+# objects that live as long as the process and few cycles, and the collector would walk the
+# growing heap again and again meanwhile (a fifth of the imports' CPU in `perf`; 4.4 -> 3.7 CPU-s
+# for a TensorFlow worker's imports: benchmarks/import_cpu.py).
 
 
 def use(backend: str, device_type: str = "auto", devices: int = 1) -> None:
@@ -23,8 +29,8 @@ def use(backend: str, device_type: str = "auto", devices: int = 1) -> None:
 
     For JAX: `devices` > 1 on a CPU are simulated with XLA's host device count (they
     share its cores: labelled simulated); device_type 'cpu' hides any GPU from JAX.
-    Keeps UNUSED_IN_WORKER[backend] out of the process (`keep_out`): call it in
-    worker processes only.
+    Keeps UNUSED_IN_WORKER[backend] out of the process (`keep_out`), then imports Keras
+    (`import_keras`): call it in worker processes only.
     Raises RuntimeError when Keras was already imported with another backend (a
     programming error: the caller imported Keras too early).
     """
@@ -37,15 +43,33 @@ def use(backend: str, device_type: str = "auto", devices: int = 1) -> None:
         return
     os.environ["KERAS_BACKEND"] = backend
     keep_out(UNUSED_IN_WORKER.get(backend, ()))
-    if backend != "jax":
-        return
-    if device_type == "cpu":
-        os.environ["JAX_PLATFORMS"] = "cpu"
-    if devices > 1:
-        flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(_HOST_DEVICES_FLAG)]
-        os.environ["XLA_FLAGS"] = " ".join([*flags, f"{_HOST_DEVICES_FLAG}={devices}"])
-    # Like TF's memory growth: allocate GPU memory as needed, not 75% up front.
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if backend == "jax":
+        if device_type == "cpu":
+            os.environ["JAX_PLATFORMS"] = "cpu"
+        if devices > 1:
+            flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(_HOST_DEVICES_FLAG)]
+            os.environ["XLA_FLAGS"] = " ".join([*flags, f"{_HOST_DEVICES_FLAG}={devices}"])
+        # Like TF's memory growth: allocate GPU memory as needed, not 75% up front.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import_keras()
+
+
+def import_keras(*more: str) -> None:
+    """Import Keras (on $KERAS_BACKEND, which imports TensorFlow or JAX), then the modules
+    named in `more`, with Python's cyclic collector off; what they made is then frozen
+    (gc.freeze: it lives as long as the process, and later collections leave it alone).
+    For worker processes, before anything is measured."""
+    import importlib
+
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for name in ("keras", *more):
+            importlib.import_module(name)
+    finally:
+        gc.freeze()
+        if was_on:
+            gc.enable()
 
 
 class _KeptOut:

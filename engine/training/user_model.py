@@ -260,7 +260,9 @@ if __name__ == "__main__":
     from engine.training import backends
 
     # What the run's worker keeps out, kept out here too (JAX under TensorFlow, pandas: ~1.5 CPU-s
-    # of imports), so that a build() the worker cannot import is refused here as well.
+    # of imports), so that a build() the worker cannot import is refused here as well; Keras
+    # imported as the worker imports it.
     backends.keep_out(backends.UNUSED_IN_WORKER.get(os.environ.get("KERAS_BACKEND", "tensorflow"), ()))
+    backends.import_keras()
     sys.exit(_check_main(*sys.argv[2:]))
 
