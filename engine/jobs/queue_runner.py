@@ -161,13 +161,6 @@ def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
         run = store.get_run(run_id)
         asked = run.get("cancel_requested")
         if n > 1 and (failure or asked) and killed_at is None:
-            # The chief may have seen the dead peer first (its collective aborted) and
-            # stored that symptom: the cause, worker i's exit, replaces it.
-            if failure and (run["status"] == "running" or _peer_symptom(run)):
-                i, code = failure
-                tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
-                store.finish_run(run_id, "failed", f"worker {i} of {n}: {_describe_exit(code)}",
-                                 only_if_active=run["status"] == "running", stderr_tail=tail)
             for j, p in enumerate(procs):
                 if j not in codes:
                     # Workers block in collectives (TF ignores SIGTERM there) and must stop
@@ -175,6 +168,20 @@ def run_one(store: Store, run_id: int, spare: Spare | None = None) -> None:
                     # committed every 0.5 s.
                     p.kill()
             killed_at = time.monotonic()
+            if failure:
+                # Ended first, so that none writes after the cause below: the chief may see the dead
+                # peer (its collective aborted) and store that symptom, before or after this line.
+                for p in procs:
+                    try:
+                        p.wait(timeout=CANCEL_GRACE_S)
+                    except subprocess.TimeoutExpired:  # stuck in the kernel: its write cannot come later
+                        pass
+                run = store.get_run(run_id)
+                if run["status"] == "running" or _peer_symptom(run):
+                    i, code = failure
+                    tail = read_tail(store.run_dir(run_id) / ("worker.log" if i == 0 else f"worker-{i}.log"))
+                    store.finish_run(run_id, "failed", f"worker {i} of {n}: {_describe_exit(code)}",
+                                     only_if_active=run["status"] == "running", stderr_tail=tail)
         if n == 1 and asked and time.time() - asked > CANCEL_GRACE_S:
             for j, p in enumerate(procs):
                 if j not in codes:

@@ -25,8 +25,9 @@ DISK_RESERVE_BYTES = 1 << 20
 
 
 def _one_line(exc: BaseException) -> str:
-    # TF's graph errors start with boilerplate; keep the first line that says something.
-    noise = ("Graph execution error", "Detected at node", "[[", "Cf. ")
+    # TF's graph errors start with boilerplate and the Python stack where the op was defined;
+    # keep the first line that says something.
+    noise = ("Graph execution error", "Detected at node", "[[", "Cf. ", 'File "', "Traceback (most recent")
     text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(noise)]
     first = text[0] if text else ""
     name = type(exc).__name__
