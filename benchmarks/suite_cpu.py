@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -52,10 +53,13 @@ def _read(pid: str, tag: bytes, tick: int, seen: dict, skip: set) -> None:
             return
         if key not in seen:
             with open(f"/proc/{pid}/environ", "rb") as f:
-                if tag not in f.read().split(b"\0"):
-                    skip.add(key)
-                    return
-            seen[key] = {"cmd": ""}
+                env = f.read().split(b"\0")
+            if tag not in env:
+                skip.add(key)
+                return
+            # The test that started it (pytest sets this in its process; children inherit it).
+            test = next((v[len(b"PYTEST_CURRENT_TEST="):] for v in env if v.startswith(b"PYTEST_CURRENT_TEST=")), b"")
+            seen[key] = {"cmd": "", "test": test.decode(errors="replace").rsplit(" (", 1)[0]}
         seen[key]["cpu"] = (int(rest[11]) + int(rest[12])) / tick
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
@@ -65,9 +69,9 @@ def _read(pid: str, tag: bytes, tick: int, seen: dict, skip: set) -> None:
         pass
 
 
-def measure(pytest_args: list[str]) -> tuple[int, float, dict]:
+def measure(pytest_args: list[str]) -> tuple[int, float, dict, list]:
     """Run `python -m pytest -q -p no:cacheprovider *pytest_args` in the repository root and
-    return (exit code, wall s, {kind: CPU-s})."""
+    return (exit code, wall s, {kind: CPU-s}, [{'kind', 'cmd', 'test', 'cpu'} per process])."""
     tag = f"suite-cpu-{os.getpid()}"
     seen: dict = {}
     skip: set = set()
@@ -91,18 +95,24 @@ def measure(pytest_args: list[str]) -> tuple[int, float, dict]:
     done.set()
     sampler.join()
     by_kind: dict = collections.Counter()
+    rows = []
     for p in seen.values():
         by_kind[kind(p["cmd"])] += p.get("cpu", 0.0)
-    return code, wall, dict(by_kind)
+        rows.append({"kind": kind(p["cmd"]), "cmd": p["cmd"][:300], "test": p["test"], "cpu": p.get("cpu", 0.0)})
+    return code, wall, dict(by_kind), rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dump", type=Path, help="also write every process (kind, command, the test that "
+                        "started it, CPU-s) to this JSON file")
     parser.add_argument("args", nargs="*", help="test files (run with -p no:xdist), or after -- any pytest arguments")
     ns = parser.parse_args(argv)
     raw = sys.argv[1:] if argv is None else argv
     args = ns.args if "--" in raw else ["-p", "no:xdist", *ns.args]
-    code, wall, by_kind = measure(args)
+    code, wall, by_kind, rows = measure(args)
+    if ns.dump:
+        ns.dump.write_text(json.dumps(rows, indent=0))
     parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))
     print(f"exit {code} · wall {wall:.1f} s · CPU {sum(by_kind.values()):.1f} s · {parts}")
     return code
