@@ -55,7 +55,7 @@ def lane(item) -> str:
 # Streamlit server and Chromium: tests/helpers/browser.py `stage`):
 # under xdist each runs whole on one worker, so that its fixture runs once.
 SHARED_MODULES = ("tests/test_app_browser.py", "tests/test_autopilot.py", "tests/test_bench.py", "tests/test_build.py",
-                  "tests/test_command_pairs_scripts.py", "tests/test_jax_steps.py", "tests/test_presenter_browser.py",
+                  "tests/test_command_pairs_scripts.py", "tests/test_presenter_browser.py",
                   "tests/test_presenter_fit.py", "tests/test_queue_runner.py", "tests/test_runs.py",
                   "tests/test_saved_models.py")
 

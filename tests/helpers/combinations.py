@@ -1,5 +1,5 @@
-"""The settings matrix the composition tests train through (tests/test_build.py on TensorFlow,
-tests/test_jax_steps.py on JAX): precision x label smoothing x mixup x replicas.
+"""The settings matrix the composition tests train through (tests/test_build.py, on TensorFlow
+and on JAX): precision x label smoothing x mixup x replicas.
 
 The full product is 24 combinations; these 9 are an all-pairs cover of it (every value of
 each setting meets every value of each other setting at least once; Kuhn et al., "Software
