@@ -3,7 +3,7 @@ whose point is what the caller does with its runs (the autopilot's runoff and co
 rounds), not training: `tests/helpers/queue.py` `StandInQueue`, serving until the block ends."""
 from __future__ import annotations
 
-from tests.helpers.queue import StandInQueue
+from tests.helpers.queue import StandInQueue, queue_gone
 
 
 class PlayedQueue(StandInQueue):
@@ -14,6 +14,10 @@ class PlayedQueue(StandInQueue):
     `start()` until the block ends (an autopilot submits its next run after the last ended)."""
 
     BASE_RATE = 1000.0  # samples/s of a configuration without steps per execution or fused updates
+
+    def __init__(self, home, scratch=None):
+        queue_gone(home)  # the store's real queue holds its lock until it exits: fail, never wait forever
+        super().__init__(home, scratch)
 
     def _serve(self) -> None:
         from engine.jobs import comparison
