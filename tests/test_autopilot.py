@@ -1,6 +1,6 @@
 """The autopilot end to end: the CLI and the page following one search, its progress files,
 the LR range test inside it, and one real 30-s search on digits with a planted slow trial,
-the runoff, re-runs and an ablation on real runs."""
+then its runoff, re-runs and ablation, whose runs a played queue serves."""
 from __future__ import annotations
 
 import math
@@ -20,6 +20,7 @@ from engine.autopilot.space import facts_from_quick
 from engine.hardware.machine import quick_facts
 
 from tests.helpers.autopilot import DIGITS, cpu_facts
+from tests.helpers.played_queue import PlayedQueue
 from tests.helpers.queue import end_queue, ready_spare
 
 
@@ -274,14 +275,13 @@ RUNOFF = {"k": 2, "n_seeds": 1}  # the runoff's wiring at 2 runs, not the defaul
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    """One BUDGET_S search on digits (cnn, epoch cap 10) whose first two trials are
-    planted: a fast one, then a slow one; then 1 confirming round of the fast configuration
-    with its ablation inside it (2 techniques: 4 runs, 3 stored comparisons).
+    """One BUDGET_S search on digits (cnn, epoch cap 10), its first two trials planted (fast, slow);
+    then the runoff and 1 confirming round of the fast configuration with its ablation (4 runs, 3
+    comparisons), served by a played queue: their tests read what the autopilot stores, not training.
 
-    A spare worker is ready before the search starts, as the dashboard prewarms one. Started
-    cold (12.6 s at load 8 on 2 cores), the first trial's start-up counted twice against the
-    30 s (`time_needed`: the search ended after it), or left the slow trial too little to pass
-    the best time before the deadline. The slow trial still starts cold (8 s to spare at load 8)."""
+    A spare worker is ready before the search, as the dashboard prewarms one: the first trial
+    started cold (12.6 s at load 8) counted twice against the 30 s (`time_needed`), or left the
+    slow trial (still cold: 8 s to spare at load 8) too little to pass the best time in time."""
     home = tmp_path_factory.mktemp("autopilot")
     try:
         with pytest.MonkeyPatch.context() as mp:
@@ -296,9 +296,11 @@ def searched(tmp_path_factory):
             t0 = time.monotonic()
             ap.search()
             search_wall = time.monotonic() - t0
-            chosen = ap.runoff(**RUNOFF)
-            fast = ap.base.replace(**PLANTED_FAST)
-            conf = ap.confirm(fast, sp.ablation_configs(fast, ap.baseline))
+            end_queue(home)  # its spare would only import: the played queue serves from here
+            with PlayedQueue(home) as played:
+                played.start()
+                chosen, fast = ap.runoff(**RUNOFF), ap.base.replace(**PLANTED_FAST)
+                conf = ap.confirm(fast, sp.ablation_configs(fast, ap.baseline))
             with _store(home) as store:
                 comps = confirm.stored(store, conf)
             ablation = confirm.ablation_entries(ap.state["ablation"], comps["ablation"])

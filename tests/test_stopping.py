@@ -5,6 +5,7 @@ way ends `stopped` with its complete pairs kept and its queued runs withdrawn; t
 goes through at once (engine.base.process.on_stop_signals, engine.jobs.stopping)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from engine.jobs import background, comparison, runner, stopping
 from engine.store import Store
 from engine.store import comparisons as cstore
 from tests.helpers.pages import two_pair_comparison
+from tests.helpers.queue import StandInQueue
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = ["--dataset", "synthetic", "--synthetic-shape", "8,8,1", "--synthetic-samples", "80", "--model", "mlp",
@@ -88,9 +90,11 @@ def _store_processes(home: Path) -> list[int]:
     return [pid for pid in out if pid != os.getpid()]
 
 
-def _comparison_training(home: Path) -> subprocess.Popen:
+def _comparison_training(home: Path, played: StandInQueue | None = None) -> subprocess.Popen:
     """`engine run --baseline --pairs 2` of a long synthetic config in its own session, returned once
-    its first run has stored 3 executions (it trains: a signal now lands mid-comparison)."""
+    its first run has stored 3 executions (it trains: a signal now lands mid-comparison). With
+    `played` (holding the store's queue lock: no queue starts), the first run is claimed by it and
+    its 3 executions are stored here, as its worker stores them."""
     env = {**os.environ, "SPEEDLAB_HOME": str(home), "SPEEDLAB_WARM_WORKER": "0", "PYTHONPATH": str(ROOT)}
     cli = subprocess.Popen([sys.executable, "-m", "engine", "run", *LONG, "--baseline", "--pairs", "2",
                             "--target-accuracy", "0.999", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -101,6 +105,9 @@ def _comparison_training(home: Path) -> subprocess.Popen:
             assert cli.poll() is None and time.monotonic() < deadline, cli.stderr.read() if cli.poll() else "slow"
             try:
                 with Store(home / "runs.sqlite") as s:
+                    if played is not None and not played.claimed and (rid := played.claim(s)) is not None:
+                        s.add_metrics(rid, executions=[(i, 0, i + 1, 1, 0.2 * (i + 1), 0.2, 80.0, 2.3, 1e-3,
+                                                        int(i == 0), None) for i in range(3)])
                     if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
                         return cli
             except Exception:  # noqa: BLE001 - not created yet
@@ -109,6 +116,18 @@ def _comparison_training(home: Path) -> subprocess.Popen:
     except BaseException:
         cli.kill()
         raise
+
+
+def _worker_ends_as_asked(home: Path, played: StandInQueue) -> None:
+    """The played worker's end once it got its SIGTERM: the run `cancelled` with the reason its
+    canceller left (engine.jobs.worker._cancel_line), then the queue's hook (comparison.on_run_end)."""
+    played.worker.wait(timeout=60)
+    with Store(home / "runs.sqlite") as s:
+        (rid,) = played.claimed
+        run = s.get_run(rid)
+        assert run["cancel_requested"] and run["status"] == "running", run
+        s.finish_run(rid, "cancelled", run["error"], only_if_active=True)
+        comparison.on_run_end(s, rid)
 
 
 @pytest.mark.worker
@@ -162,19 +181,25 @@ def _one_process(home: Path, kind: str, cli: subprocess.Popen) -> int:
 @pytest.mark.parametrize("kind", ["CLI", "queue", "worker"])
 def test_sigterm_to_one_process_of_each_kind_ends_the_comparison_the_same_way(store_home, kind):
     """`kill <pid>` of the CLI, the queue or the worker alone during a 2-pair comparison: the
-    comparison ends stopped with the signal named, nothing keeps training, the next launch goes."""
-    cli = _comparison_training(store_home)
-    try:
-        pid = _one_process(store_home, kind, cli)
-        assert pid != os.getpid(), f"the {kind}'s stored pid is this test process's"
-        os.kill(pid, signal.SIGTERM)
-        out, err = cli.communicate(timeout=90)
-        deadline = time.monotonic() + 10
-        while [p for p in _store_processes(store_home) if p != cli.pid] and time.monotonic() < deadline:
-            time.sleep(0.2)
-    finally:
-        if cli.poll() is None:
-            cli.kill()
+    comparison ends stopped with the signal named, nothing keeps training, the next launch goes.
+    The CLI's queue and worker are played (StandInQueue; its worker a sleeping process): its
+    signal's path is the CLI's own stop; a real worker's end on that SIGTERM is the queue's case."""
+    with contextlib.ExitStack() as stack:
+        played = stack.enter_context(StandInQueue(store_home)) if kind == "CLI" else None
+        cli = _comparison_training(store_home, played)
+        try:
+            pid = _one_process(store_home, kind, cli)
+            assert pid != os.getpid(), f"the {kind}'s stored pid is this test process's"
+            os.kill(pid, signal.SIGTERM)
+            if played is not None:
+                _worker_ends_as_asked(store_home, played)
+            out, err = cli.communicate(timeout=90)
+            deadline = time.monotonic() + 10
+            while [p for p in _store_processes(store_home) if p != cli.pid] and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
     assert "Traceback" not in err, err
     with Store(store_home / "runs.sqlite") as s:
         runs = s.list_runs()

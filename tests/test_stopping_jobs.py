@@ -44,28 +44,38 @@ def _ended(pid: int) -> bool:
 
 
 def test_sigterm_to_the_autopilot_alone_stops_its_trial_naming_the_signal(store_home):
+    """The autopilot's process is real; its trial's queue and worker are played (StandInQueue:
+    the worker a sleeping process): the signal's path is the autopilot's, and a real worker
+    stopping on its SIGTERM is tests/test_stopping.py's."""
     from engine.autopilot import search
+    from tests.helpers.queue import StandInQueue
 
     cfg = store_home / "tiny.json"  # the synthetic shape and size come from --config (the flags name the rest)
     cfg.write_text(json.dumps({"synthetic_shape": [8, 8, 1], "synthetic_samples": 80, "validation_fraction": 0.2}))
-    # --lr-find no: with a 120-s budget the search would first run an LR range test (a worker
-    # that imports TensorFlow, about 6 CPU-s) before the trial this test signals.
-    pid = search.start_background(["--config", str(cfg), "--dataset", "synthetic", "--model", "mlp", "--batch-size", "16",
-                                   "--epochs", "400", "--target", "0.999", "--budget", "120", "--repeats", "0",
-                                   "--no-explain", "--lr-find", "no"])
     job = lambda: background.read_json(search.progress_path()) or {}  # noqa: E731
-    with Store() as s:
-        _until(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, pid=pid,
+    with StandInQueue(store_home) as queue, Store() as s:
+        # --lr-find no: with a 120-s budget the search would first run an LR range test.
+        pid = search.start_background(["--config", str(cfg), "--dataset", "synthetic", "--model", "mlp",
+                                       "--batch-size", "16", "--epochs", "400", "--target", "0.999", "--budget",
+                                       "120", "--repeats", "0", "--no-explain", "--lr-find", "no"])
+        rid = []
+        _until(lambda: rid.append(queue.claim(s)) or rid[-1] is not None, pid=pid,
                why=lambda: (job(), background.last_error(job().get("log"))))
-    os.kill(pid, signal.SIGTERM)
-    _until(lambda: _ended(pid), 60)
-    line = "stopped: the autopilot got SIGTERM"
-    end = job()
-    assert (end["state"], end["error"]) == ("cancelled", line), end
-    assert end["phase"] == "stopped" and end["stopped_by"] == line
-    assert not [n for n in end.get("notes") or [] if "by the user" in n], end["notes"]
-    with Store() as s:
-        _until(lambda: runner.active_run(s) is None, 60)  # its trial, asked to stop, ends
+        # Its first 3 executions, as its worker stores them: the trial trains when the signal lands.
+        s.add_metrics(rid[-1], executions=[(i, 0, i + 1, 1, 0.5 * (i + 1), 0.5, 32.0, 2.3, 1e-3, int(i == 0), None)
+                                           for i in range(3)])
+        os.kill(pid, signal.SIGTERM)
+        queue.worker.wait(timeout=60)  # the autopilot's stop of its trial: a SIGTERM to its worker
+        run = s.get_run(rid[-1])
+        assert run["cancel_requested"], run  # then the worker ends it with the reason left (worker._cancel_line)
+        s.finish_run(rid[-1], "cancelled", run["error"], only_if_active=True)
+        _until(lambda: _ended(pid), 60)
+        line = "stopped: the autopilot got SIGTERM"
+        end = job()
+        assert (end["state"], end["error"]) == ("cancelled", line), end
+        assert end["phase"] == "stopped" and end["stopped_by"] == line
+        assert not [n for n in end.get("notes") or [] if "by the user" in n], end["notes"]
+        assert runner.active_run(s) is None  # its trial ended
         runs = s.list_runs()
     assert [(r["status"], r["error"]) for r in runs] == [("cancelled", f"autopilot: {line}")]  # a trial's error
     assert background.busy() is None  # the next launch goes through at once
