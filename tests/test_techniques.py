@@ -340,8 +340,10 @@ def test_a_progressive_resizing_run_trains_at_two_sizes():
 
     from engine.training.train import train
 
-    cfg = RunConfig(dataset="synthetic", model="resnet", synthetic_shape=(16, 16, 3), synthetic_samples=160,
-                    batch_size=32, epochs=2, progressive_epochs=1, progressive_scale=0.5, ema_momentum=0.5)
+    # The fused optimizer: Keras's Adam update over the resnet's variables is traced once per phase.
+    cfg = RunConfig(dataset="synthetic", model="resnet", synthetic_shape=(16, 16, 3), synthetic_samples=64,
+                    batch_size=32, epochs=2, progressive_epochs=1, progressive_scale=0.5, ema_momentum=0.5,
+                    fused_optimizer=True)
     plans = []
     out = train(cfg, lambda table, row: None, threading.Event(), on_setup=lambda env, plan: plans.append(plan))
     assert out.status == "completed", out.error

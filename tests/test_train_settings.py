@@ -18,6 +18,7 @@ from engine.config import ConfigError, RunConfig
 from engine.config.preflight import check_runnable
 from tests.helpers.pages import (app, fake_run, lr_sweep, no_errors, npz_bytes, plotly_specs, registry, texts)
 from tests.helpers.probe_cache import plant_probe
+from tests.helpers.waiting import wait_for
 
 
 @pytest.mark.page
@@ -196,9 +197,7 @@ def test_lr_finder_runs_in_the_background(store_home):
         assert lr_find.read_progress()["state"] in ACTIVE_STATES
         assert "Sweeping the LR" in at.get("progress")[0].proto.text
         assert at.button(key="lr_find_cancel")
-        deadline = time.monotonic() + 120
-        while lr_find.read_progress()["state"] in ACTIVE_STATES and time.monotonic() < deadline:
-            time.sleep(0.5)
+        wait_for(lambda: lr_find.read_progress()["state"] not in ACTIVE_STATES, 120, "the LR sweep to end", 0.1)
     finally:
         lr_find.cancel_background()
     assert lr_find.read_progress()["state"] == "done", lr_find.read_progress()
