@@ -2,7 +2,8 @@
 item 9): the stored figures are held against what each script measured itself.
 
 One module fixture runs them (each script's `import keras` is most of its 8 CPU-s): `engine pairs`
-on two pairs, and a fifth script trained alone while pair 1's baseline trains, for the overlap."""
+on two pairs, and a fifth script trained alone while pair 1's baseline trains, for the overlap: it
+starts as soon as pairs has stored its comparison, so that its import overlaps the baseline's."""
 from __future__ import annotations
 
 import json
@@ -43,15 +44,29 @@ def _training(home: Path, procs: list, which) -> int | None:
     return next((r["id"] for r in _runs(home) if r["status"] == "running" and which(r)), None)
 
 
+def _compared(home: Path, procs: list) -> bool:
+    """Whether `engine pairs` stored its comparison in `home` (so it passed its busy check);
+    fails when one of `procs` ended."""
+    ended = [p.args for p in procs if p.poll() is not None]
+    assert not ended, f"ended early: {ended} (their output: {home})"
+    if not (home / "runs.sqlite").exists():
+        return False
+    from engine.store import comparisons as cstore
+
+    with Store(home / "runs.sqlite") as store:
+        return bool(cstore.list_all(store))
+
+
 @pytest.fixture(scope="module")
 def scripts(tmp_path_factory):
     """`engine pairs` on two pairs of train_digits.py (the baseline at 64, the candidate at 128
-    samples a batch), and one more train_digits.py started alone once pair 1's baseline trains
-    (after pairs' own busy check, which refuses a running run). That baseline waits at its first
-    epoch's end until the lone script has begun training, then sleeps 1 s at each epoch's end,
-    and the lone script sleeps 1 s at each of its three: they train at once for at least 2 s
-    whatever the machine's load. Returns {'home', 'own', 'pairs': (code, stdout, stderr),
-    'alone': (code, stderr), 'held_id': that baseline's run id, 'alone_id': the lone script's}."""
+    samples a batch), and one more train_digits.py started alone once pairs has stored its
+    comparison (after its busy check, which refuses a running run): the lone script imports Keras
+    while pair 1's baseline does. Both wait at their first epoch's end until both have begun
+    training, then sleep 0.5 s at each of their three epochs' ends: they train at once for at
+    least 1.5 s whatever the machine's load. Returns {'home', 'own', 'pairs': (code, stdout,
+    stderr), 'alone': (code, stderr), 'held_id': that baseline's run id, 'alone_id': the lone
+    script's}."""
     home = tmp_path_factory.mktemp("scripts")
     own, alone_out, go = home / "own", home / "alone", home / "go"
     own.mkdir()
@@ -60,16 +75,17 @@ def scripts(tmp_path_factory):
     # files, not pipes: nothing reads a pipe while the fixture waits on the other process
     out, err, alone_err = (open(home / name, "w+") for name in ("pairs.out", "pairs.err", "alone.err"))
     pairs = subprocess.Popen(
-        [sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SCRIPT} --out {own} --sleep 1 --hold {go}",
+        [sys.executable, "-m", "engine", "pairs", "--baseline-cmd", f"{SCRIPT} --out {own} --sleep 0.5 --hold {go}",
          "--cmd", f"{SCRIPT} --out {own} --batch-size 128", "--pairs", "2", "--json"],
         cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
     alone = None
     try:
-        # polled every 0.5 s: the baseline holds until `go`, so a later look shortens no overlap
-        held_id = wait_for(lambda: _training(home, [pairs], lambda r: r["role"] == "baseline"), 300,
-                           "pair 1's baseline")
+        wait_for(lambda: _compared(home, [pairs]), 300, "the pairs' comparison")
         alone = subprocess.Popen([sys.executable, "tests/user_scripts/train_digits.py", "--out", str(alone_out),
-                                  "--sleep", "1"], cwd=ROOT, env=env, stderr=alone_err, text=True)
+                                  "--sleep", "0.5", "--hold", str(go)], cwd=ROOT, env=env, stderr=alone_err, text=True)
+        # polled every 0.5 s: both hold until `go`, so a later look shortens no overlap
+        held_id = wait_for(lambda: _training(home, [pairs, alone], lambda r: r["role"] == "baseline"), 300,
+                           "pair 1's baseline")
         alone_id = wait_for(lambda: _training(home, [pairs, alone], lambda r: r["group_id"] is None), 300,
                             "the lone script")
         go.touch()
@@ -122,7 +138,7 @@ def test_two_scripts_at_once_are_flagged_when_compared(scripts, monkeypatch):
     with Store(scripts["home"] / "runs.sqlite") as store:
         a, b = store.get_run(scripts["held_id"]), store.get_run(scripts["alone_id"])
     shared = min(a["ended"], b["ended"]) - max(a["started"], b["started"])
-    assert shared > 0.5  # pair 1's baseline waited for the lone script to train, then both slept 2 s or more
+    assert shared > 0.5  # both waited for the other to train, then each slept 1.5 s or more
     from tests.helpers import cli
 
     monkeypatch.setenv("SPEEDLAB_HOME", str(scripts["home"]))
