@@ -77,45 +77,39 @@ METRICS = """() => Object.fromEntries([...document.querySelectorAll('[data-testi
   m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
 
 
-AHEAD = 1  # pages navigated ahead of the one waited on: two load at once, each wait covers two loads
-
-
-def loaded(todo, ready_ms: int = 120_000):
-    """Each (page, url, ready, charts) of `todo` in order, its page yielded once it shows the text
-    `ready` (None: none) and `charts` charts and has settled (Plotly's relayout to its container's
-    width). The next AHEAD pages are navigated before a page is waited on, so that their loads
-    overlap. Raises playwright's TimeoutError (`ready_ms` for `ready`, then 60 s for the charts)."""
-    todo = list(todo)
-    for i, (page, _, ready, charts) in enumerate(todo):
-        for ahead, url, *_ in todo[0 if i == 0 else i + AHEAD:i + AHEAD + 1]:
-            ahead.goto(url, wait_until="commit")
+def loaded(pages: list, todo, ready_ms: int = 120_000):
+    """Each (url, ready, charts) of `todo` in order on the page `pages[i % len(pages)]`, yielded once
+    it shows the text `ready` (None: none) and `charts` charts and has settled (Plotly's relayout to
+    its container's width). Every page is navigated before the first is waited on, and again as
+    soon as the caller is done with it, so that the pages' loads overlap (each wait covers
+    len(pages) loads at most; the pages are reused: a new one is a new Chromium renderer).
+    Raises playwright's TimeoutError (`ready_ms` for `ready`, then 60 s for the charts)."""
+    todo, n = list(todo), len(pages)
+    for i, (url, *_) in enumerate(todo[:n]):
+        pages[i].goto(url, wait_until="commit")
+    for i, (_, ready, charts) in enumerate(todo):
+        page = pages[i % n]
         if ready:
             page.get_by_text(ready).first.wait_for(timeout=ready_ms)
         page.wait_for_function(f"{CHARTS} >= {charts}", timeout=60_000)
         settle(page)
         yield page
+        if i + n < len(todo):
+            page.goto(todo[i + n][0], wait_until="commit")
 
 
-def check_pages(contexts: dict, checks, sizes=SIZES) -> dict:
-    """For each (url, name, charts, ready) of `checks`, a page opened at every size of `sizes` (in
-    that size's browser context of `contexts`: they share its cache): wait for `charts` charts
-    (and the text `ready`), save a screenshot, and assert that no chart text is cut off on any.
-    Returns {(name, size): the page's text}. Each page is closed once read (an idle Train page's
-    fragment reruns every 3 s while it is open)."""
-    todo = [(name, size, contexts[size].new_page(), url, charts, ready)
-            for url, name, charts, ready in checks for size in sizes]
+def check_pages(pages: dict, checks) -> dict:
+    """For each (url, name, charts, ready) of `checks`, `url` opened afresh at every size of `pages`
+    ({size: a page opened at that size}): wait for `charts` charts (and the text `ready`), save a
+    screenshot, and assert that no chart text is cut off on any. Returns {(name, size): the page's
+    text}."""
+    sizes = list(pages)
+    todo = [(name, size, url, ready, charts) for url, name, charts, ready in checks for size in sizes]
     bad, text = [], {}
-    try:
-        for (name, size, *_), page in zip(todo, loaded((pg, url, ready, charts)
-                                                        for _, _, pg, url, charts, ready in todo)):
-            page.screenshot(path=str(OUT / f"talk_{name}_{size[0]}x{size[1]}.png"))
-            bad += [f"{name} at {size[0]}x{size[1]}: {b}" for b in page.evaluate(CUT_OFF)]
-            text[name, size] = page.inner_text("body")
-            page.close()
-    finally:
-        for _, _, page, *_ in todo:
-            if not page.is_closed():
-                page.close()
+    for (name, size, *_), page in zip(todo, loaded([pages[size] for size in sizes], (t[2:] for t in todo))):
+        page.screenshot(path=str(OUT / f"talk_{name}_{size[0]}x{size[1]}.png"))
+        bad += [f"{name} at {size[0]}x{size[1]}: {b}" for b in page.evaluate(CUT_OFF)]
+        text[name, size] = page.inner_text("body")
     assert not bad, "\n".join(bad)
     return text
 
@@ -140,27 +134,26 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(fresh_stage):  
     url, browser, home = fresh_stage
     OUT.mkdir(exist_ok=True)
     store = Store(home / "runs.sqlite")
-    contexts = {size: browser.new_context(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
     try:
+        pages = {size: browser.new_page(viewport={"width": size[0], "height": size[1]}) for size in SIZES}
         # The empty Train page (no chart) and the Hardware page (one chart, no legend) are checked
         # at the smaller size only, where text is cut off first (the suite's time); the rest at both.
         # Each size is a page opened at that size: a page resized to it keeps Plotly's margins
         # of the first size (the legends 16-51 px higher at 1920x1080 than in a page opened there).
-        small = SIZES[:1]
-        check_pages(contexts, [(url + "/", "train_empty", 0, "No runs yet")], small)  # empty store
+        small = {SIZES[0]: pages[SIZES[0]]}
+        check_pages(small, [(url + "/", "train_empty", 0, "No runs yet")])  # empty store
         seed_many(store)
         b, r = seed_pair(store)
         save_bench_result()
         replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
         assert len(store.list_runs()) == 20
-        # These five read the same store.
-        check_pages(contexts, [(url + "/", "train_finished", 9, "completed in"),
-                              (url + "/runs", "runs_20", 4, "20 of 20 runs"),
-                              (url + "/replay", "replay_paused", 8, "25.0 s of"),
-                              (url + "/?mode=talk", "train_presenter", 2, "× faster"),
-                              (url + "/replay?mode=talk", "replay_presenter", 2, "25.0 s of")])
+        check_pages(pages, [(url + "/", "train_finished", 9, "completed in"),
+                             (url + "/runs", "runs_20", 4, "20 of 20 runs"),
+                             (url + "/replay", "replay_paused", 8, "25.0 s of"),
+                             (url + "/?mode=talk", "train_presenter", 2, "× faster"),
+                             (url + "/replay?mode=talk", "replay_presenter", 2, "25.0 s of")])
         plant_probe()  # the page's layout is the point, not the real probe (a TensorFlow process)
-        text = check_pages(contexts, [(url + "/hardware", "hardware", 1, "Which speed options should pay off")], small)
+        text = check_pages(small, [(url + "/hardware", "hardware", 1, "Which speed options should pay off")])
         assert "Checked on testhost at" in text[("hardware", SIZES[0])]  # the planted probe: none ran
         # Live: a sleeping process stands in for the worker of a 'running' run.
         from engine.config import RunConfig
@@ -171,7 +164,7 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(fresh_stage):  
                                              precision="mixed_float16"), "run", "live", n_exec=150,
                             status="running", pid=worker.pid)
             store.update_run(live, baseline_id=b)
-            check_pages(contexts, [(url + "/", "train_live", 7, "s elapsed")])
+            check_pages(pages, [(url + "/", "train_live", 7, "s elapsed")])
             store.finish_run(live, "cancelled", "cancelled by the user")
         finally:
             worker.kill()
@@ -191,11 +184,10 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(fresh_st
     cmp = compare(store, b, r)
     day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
     store.close()
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.goto(url + "/replay")
     # The Train page of the same stored pair, read at the end, loads while the replay plays.
-    train = context.new_page()
+    train = browser.new_page(viewport={"width": 1280, "height": 720})
     train.goto(url + "/", wait_until="commit")
     page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
     page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
@@ -414,14 +406,12 @@ def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_pla
     pages = (("train", "/", "SpeedLab · Train"), ("presenter", "/?mode=talk", "Presenter mode"),
              ("replay", "/replay", "SpeedLab · Replay"), ("replay_presenter", "/replay?mode=talk", "Presenter mode"),
              ("runs", "/runs", "SpeedLab · Runs"))
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    two = [browser.new_page(viewport={"width": 1280, "height": 720}) for _ in range(2)]
     bad, texts = [], {}
-    todo = [(context.new_page(), url + path, ready, 1) for _, path, ready in pages]
-    for (name, *_), page in zip(pages, loaded(todo, ready_ms=60_000)):
+    for (name, *_), page in zip(pages, loaded(two, ((url + path, ready, 1) for _, path, ready in pages), 60_000)):
         page.screenshot(path=str(OUT / f"one_pair_{name}.png"), full_page=True)
         bad += [f"{name}: {b}" for b in page.evaluate(LARGE_OR_GREEN)]
         texts[name] = page.inner_text("body")
-        page.close()  # an idle Train page's fragment reruns every 3 s while it is open
     assert not bad, "\n".join(bad)
     assert "Stored baseline" not in texts["train"] and "faster" not in texts["train"]
     assert "one pair: not a result" in texts["replay"] and "one pair: not a result" in texts["replay_presenter"]
