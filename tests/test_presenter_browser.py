@@ -77,22 +77,41 @@ METRICS = """() => Object.fromEntries([...document.querySelectorAll('[data-testi
   m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
 
 
-def check_page(pages: dict, url: str, name: str, charts: int, ready: str | None = None) -> None:
-    """Open `url` afresh at every size (one page per size), wait for `charts`
-    charts (and the text `ready`) on each, save a screenshot per size, and assert
-    that no chart text is cut off at any size."""
-    for page in pages.values():
-        page.goto(url)
+def loaded(pages: list, todo, ready_ms: int = 120_000):
+    """Each (url, ready, charts) of `todo` in order on the page `pages[i % len(pages)]`, yielded once
+    it shows the text `ready` (None: none) and `charts` charts and has settled (Plotly's relayout to
+    its container's width). Every page is navigated before the first is waited on, and again as
+    soon as the caller is done with it, so that the pages' loads overlap (each wait covers
+    len(pages) loads at most; the pages are reused: a new one is a new Chromium renderer).
+    Raises playwright's TimeoutError (`ready_ms` for `ready`, then 60 s for the charts)."""
+    todo, n = list(todo), len(pages)
+    for i, (url, *_) in enumerate(todo[:n]):
+        pages[i].goto(url, wait_until="commit")
+    for i, (_, ready, charts) in enumerate(todo):
+        page = pages[i % n]
         if ready:
-            page.get_by_text(ready).first.wait_for(timeout=120_000)
+            page.get_by_text(ready).first.wait_for(timeout=ready_ms)
         page.wait_for_function(f"{CHARTS} >= {charts}", timeout=60_000)
-    for page in pages.values():  # Plotly's relayout to the container's width
         settle(page)
-    bad = []
-    for size, page in pages.items():
+        yield page
+        if i + n < len(todo):
+            page.goto(todo[i + n][0], wait_until="commit")
+
+
+def check_pages(pages: dict, checks) -> dict:
+    """For each (url, name, charts, ready) of `checks`, `url` opened afresh at every size of `pages`
+    ({size: a page opened at that size}): wait for `charts` charts (and the text `ready`), save a
+    screenshot, and assert that no chart text is cut off on any. Returns {(name, size): the page's
+    text}."""
+    sizes = list(pages)
+    todo = [(name, size, url, ready, charts) for url, name, charts, ready in checks for size in sizes]
+    bad, text = [], {}
+    for (name, size, *_), page in zip(todo, loaded([pages[size] for size in sizes], (t[2:] for t in todo))):
         page.screenshot(path=str(OUT / f"talk_{name}_{size[0]}x{size[1]}.png"))
         bad += [f"{name} at {size[0]}x{size[1]}: {b}" for b in page.evaluate(CUT_OFF)]
+        text[name, size] = page.inner_text("body")
     assert not bad, "\n".join(bad)
+    return text
 
 
 def save_bench_result() -> None:
@@ -122,20 +141,20 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(fresh_stage):  
         # Each size is a page opened at that size: a page resized to it keeps Plotly's margins
         # of the first size (the legends 16-51 px higher at 1920x1080 than in a page opened there).
         small = {SIZES[0]: pages[SIZES[0]]}
-        check_page(small, url + "/", "train_empty", 0, ready="No runs yet")  # empty store
+        check_pages(small, [(url + "/", "train_empty", 0, "No runs yet")])  # empty store
         seed_many(store)
         b, r = seed_pair(store)
         save_bench_result()
         replay.save_state(replay.ReplayState(b, r, speed=10, offset=25.0))
         assert len(store.list_runs()) == 20
-        check_page(pages, url + "/", "train_finished", 9, ready="completed in")
-        check_page(pages, url + "/runs", "runs_20", 4, ready="20 of 20 runs")
-        check_page(pages, url + "/replay", "replay_paused", 8, ready="25.0 s of")
-        check_page(pages, url + "/?mode=talk", "train_presenter", 2, ready="× faster")
-        check_page(pages, url + "/replay?mode=talk", "replay_presenter", 2, ready="25.0 s of")
+        check_pages(pages, [(url + "/", "train_finished", 9, "completed in"),
+                             (url + "/runs", "runs_20", 4, "20 of 20 runs"),
+                             (url + "/replay", "replay_paused", 8, "25.0 s of"),
+                             (url + "/?mode=talk", "train_presenter", 2, "× faster"),
+                             (url + "/replay?mode=talk", "replay_presenter", 2, "25.0 s of")])
         plant_probe()  # the page's layout is the point, not the real probe (a TensorFlow process)
-        check_page(small, url + "/hardware", "hardware", 1, ready="Which speed options should pay off")
-        assert "Checked on testhost at" in small[SIZES[0]].inner_text("body")  # the planted probe: none ran
+        text = check_pages(small, [(url + "/hardware", "hardware", 1, "Which speed options should pay off")])
+        assert "Checked on testhost at" in text[("hardware", SIZES[0])]  # the planted probe: none ran
         # Live: a sleeping process stands in for the worker of a 'running' run.
         from engine.config import RunConfig
 
@@ -145,7 +164,7 @@ def test_no_chart_text_is_cut_off_on_any_page_at_projector_sizes(fresh_stage):  
                                              precision="mixed_float16"), "run", "live", n_exec=150,
                             status="running", pid=worker.pid)
             store.update_run(live, baseline_id=b)
-            check_page(pages, url + "/", "train_live", 7, ready="s elapsed")
+            check_pages(pages, [(url + "/", "train_live", 7, "s elapsed")])
             store.finish_run(live, "cancelled", "cancelled by the user")
         finally:
             worker.kill()
@@ -167,6 +186,9 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(fresh_st
     store.close()
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.goto(url + "/replay")
+    # The Train page of the same stored pair, read at the end, loads while the replay plays.
+    train = browser.new_page(viewport={"width": 1280, "height": 720})
+    train.goto(url + "/", wait_until="commit")
     page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
     page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
     page.get_by_text("10×", exact=True).click()
@@ -187,10 +209,9 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(fresh_st
     replayed = page.evaluate(METRICS)
     assert replayed["Steady"] == f"{cmp['steady_speedup']:.2f}×" == "3.20×"
     # ... and every headline figure as the Train page shows it for the same stored pair.
-    page.goto(url + "/")
-    page.get_by_text("completed in").first.wait_for(timeout=60_000)
+    train.get_by_text("completed in").first.wait_for(timeout=60_000)
     # The metrics draw after the status line (on a busy machine, seconds after).
-    shown = wait_for(lambda: (lambda m: m if len(m) >= len(replayed) else None)(page.evaluate(METRICS)),
+    shown = wait_for(lambda: (lambda m: m if len(m) >= len(replayed) else None)(train.evaluate(METRICS)),
                      60, "the Train page's headline metrics")
     assert shown == replayed
 
@@ -271,12 +292,13 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(fres
         queue.start()
         page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
         shots, texts, titles = [], [], set()
-        while True:
+
+        def running() -> bool:
             queue.check()
             with Store() as store:
-                status = cstore.get(store, cid)["status"]
-            if status != "running":
-                break
+                return cstore.get(store, cid)["status"] == "running"
+
+        while running():
             png = page.screenshot(path=str(OUT / f"presenter_live_{len(shots):02d}.png"))
             shots.append(Image.open(io.BytesIO(png)).convert("RGB"))
             texts.append(page.inner_text("body"))
@@ -284,10 +306,12 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(fres
                                         ".map(g => ((g.layout && g.layout.title && g.layout.title.text) || '').replace(/<[^>]+>/g, ''))"))
             assert len(shots) < 120, "the comparison did not end in 10 min"
             # Screenshots 5 s apart; the text is read every second in between: the last pair
-            # can start and end inside one 5-s gap.
+            # can start and end inside one 5-s gap. The comparison's end is seen within a second.
             for _ in range(5):
                 time.sleep(1.0)
                 texts.append(page.inner_text("body"))
+                if not running():
+                    break
     assert len(shots) >= 4, f"only {len(shots)} screenshots: the comparison ended too soon to judge"
     still = [i for i in range(1, len(shots)) if ImageChops.difference(shots[i - 1], shots[i]).getbbox() is None]
     assert not still, f"presenter_live_{still[0]:02d}.png is the same as the one 5 s before it"
@@ -382,13 +406,9 @@ def test_no_page_shows_one_pair_large_or_green_after_a_stored_baseline_and_a_pla
     pages = (("train", "/", "SpeedLab · Train"), ("presenter", "/?mode=talk", "Presenter mode"),
              ("replay", "/replay", "SpeedLab · Replay"), ("replay_presenter", "/replay?mode=talk", "Presenter mode"),
              ("runs", "/runs", "SpeedLab · Runs"))
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    two = [browser.new_page(viewport={"width": 1280, "height": 720}) for _ in range(2)]
     bad, texts = [], {}
-    for name, path, ready in pages:
-        page.goto(url + path)
-        page.get_by_text(ready).first.wait_for(timeout=60_000)
-        page.wait_for_function(f"{CHARTS} >= 1", timeout=60_000)
-        settle(page)
+    for (name, *_), page in zip(pages, loaded(two, ((url + path, ready, 1) for _, path, ready in pages), 60_000)):
         page.screenshot(path=str(OUT / f"one_pair_{name}.png"), full_page=True)
         bad += [f"{name}: {b}" for b in page.evaluate(LARGE_OR_GREEN)]
         texts[name] = page.inner_text("body")
