@@ -167,32 +167,46 @@ BACKEND_SPEEDUP = """() => {
 }"""
 
 
-# find_spec, not importorskip: JAX trains in the worker; importing it here cost this process 1.3 CPU-s.
+# find_spec, not importorskip: the page refuses backend=jax without JAX; importing it here cost 1.3 CPU-s.
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                     reason="JAX is not installed: pip install -r requirements-dev.txt")
-def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(fresh_stage):
+def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(fresh_stage, monkeypatch, tmp_path):
     """A TensorFlow run of a configuration is stored; the same configuration launched
-    on JAX from the browser shows its backend speedup over it. Saves train_jax.png."""
+    on JAX from the browser shows its backend speedup over it. Saves train_jax.png.
+    Both runs are stored as a worker on this machine stores one (its fingerprint): the
+    TensorFlow run planted, the JAX run the page queued played by a stand-in queue (the
+    figure on the page is the point; JAX training in a worker is tests/test_jax_steps.py's)."""
     server, browser, store_home = fresh_stage
     from engine.config import RunConfig
     from engine.hardware.fingerprint import fingerprint
     from engine.report.pair import backend_speedup
     from engine.store import Store
 
-    # The TensorFlow run is planted, stored as a worker on this machine stores one (its
-    # fingerprint): the JAX run launched from the page is the one that trains.
+    from tests.helpers import recorded_runs
+    from tests.helpers.queue import StandInQueue
+
+    here = fingerprint()
+
+    def fingerprinted(store, cfg, *args, **kwargs):
+        rid = recorded(store, cfg, *args, **kwargs)
+        store.update_run(rid, environment={**store.get_run(rid)["environment"], "fingerprint": here})
+        return rid
+
+    monkeypatch.setattr(recorded_runs, "recorded", fingerprinted)  # what the stand-in queue records
     with Store(store_home / "runs.sqlite") as store:
-        tf_id = recorded(store, RunConfig(model="mlp", epochs=2), host=platform.node(), kind="CPU")
-        env = store.get_run(tf_id)["environment"]
-        store.update_run(tf_id, environment={**env, "fingerprint": fingerprint()})
+        tf_id = fingerprinted(store, RunConfig(model="mlp", epochs=2), host=platform.node(), kind="CPU")
     OUT.mkdir(exist_ok=True)
-    page = browser.new_page(viewport=VIEWPORT)
-    page.goto(server + "/?backend=jax&model=mlp&epochs=2")
-    launch = page.get_by_role("button", name="Launch")
-    launch.wait_for(timeout=60_000)
-    assert "digits · mlp · fp32 · 1 device · batch 128 · JAX · 2 epochs" in page.inner_text("body")
-    launch.click()
-    value = wait_for(lambda: page.evaluate(BACKEND_SPEEDUP), 240, "the backend speedup")
+    with StandInQueue(store_home, tmp_path) as queue:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(server + "/?backend=jax&model=mlp&epochs=2")
+        launch = page.get_by_role("button", name="Launch")
+        launch.wait_for(timeout=60_000)
+        assert "digits · mlp · fp32 · 1 device · batch 128 · JAX · 2 epochs" in page.inner_text("body")
+        launch.click()
+        with Store(store_home / "runs.sqlite") as store:
+            wait_for(lambda: store.list_runs(["queued"]), 60, "the JAX run queued")
+        queue.start()
+        value = wait_for(lambda: queue.check() or page.evaluate(BACKEND_SPEEDUP), 240, "the backend speedup")
     store = Store(store_home / "runs.sqlite")
     try:
         (jax_run,) = [r for r in store.list_runs(["completed"]) if r["config"]["backend"] == "jax"]
@@ -328,7 +342,9 @@ def test_start_a_search_and_watch_the_trials_chart_grow(fresh_stage):
         # after one or two (the runoff then). Under 120 s: no LR range test, no JAX trials.
         budget.fill("119")
         budget.press("Enter")
-        page.wait_for_timeout(1500)
+        # Both values are in once the page names the new budget (the rerun after the target's).
+        page.get_by_text("The 119 s budget is the search's.").wait_for(timeout=60_000)
+        script_idle(page, 60_000)
         start.click()
         t0 = time.monotonic()
         page.get_by_role("button", name="Stop").wait_for(timeout=60_000)
@@ -365,10 +381,12 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(fresh_stage, tm
         hostile_store(store, tmp_path)
     plant_probe()  # the Hardware page reads it: the real probe (a TensorFlow process) is not the point here
     requests: list[str] = []
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.on("request", lambda r: requests.append(r.url))
-    for path in PAGES:
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.on("request", lambda r: requests.append(r.url))  # every page's
+    pages = [context.new_page() for _ in PAGES]
+    for path, page in zip(PAGES, pages):  # every page opened before any is awaited: their script runs overlap
         page.goto(f"{server}/{path}")
+    for path, page in zip(PAGES, pages):
         page.wait_for_selector('[data-testid="stMainBlockContainer"]', timeout=60_000)
         script_idle(page, 120_000)  # its script run, then its charts
         settle(page)
@@ -431,15 +449,16 @@ def test_sigterm_to_the_dashboard_during_a_comparison_stops_it_naming_the_signal
     from engine.store import comparisons as cstore
 
     _url, browser, _home = stage
+    # Started first: its worker imports TensorFlow while the server starts and its first page runs.
+    cid = comparison.start(RunConfig(**LONG_RUN, precision="float32", target_accuracy=0.999), pairs=2)
     proc, url = start_streamlit(store_home)
     try:
         page = browser.new_page()  # a first page: app.py installs the handler
         try:
             page.goto(url)
-            page.get_by_role("button", name="Launch").first.wait_for(timeout=120_000)
+            script_idle(page, 120_000)  # its first script run has ended
         finally:
             page.context.close()
-        cid = comparison.start(RunConfig(**LONG_RUN, precision="float32", target_accuracy=0.999), pairs=2)
         with Store() as s:
             wait_for(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, 240,
                      "the comparison's first run training")
