@@ -167,46 +167,32 @@ BACKEND_SPEEDUP = """() => {
 }"""
 
 
-# find_spec, not importorskip: the page refuses backend=jax without JAX; importing it here cost 1.3 CPU-s.
+# find_spec, not importorskip: JAX trains in the worker; importing it here cost this process 1.3 CPU-s.
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                     reason="JAX is not installed: pip install -r requirements-dev.txt")
-def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(fresh_stage, monkeypatch, tmp_path):
+def test_jax_run_with_a_tensorflow_baseline_shows_the_backend_speedup(fresh_stage):
     """A TensorFlow run of a configuration is stored; the same configuration launched
-    on JAX from the browser shows its backend speedup over it. Saves train_jax.png.
-    Both runs are stored as a worker on this machine stores one (its fingerprint): the
-    TensorFlow run planted, the JAX run the page queued played by a stand-in queue (the
-    figure on the page is the point; JAX training in a worker is tests/test_jax_steps.py's)."""
+    on JAX from the browser shows its backend speedup over it. Saves train_jax.png."""
     server, browser, store_home = fresh_stage
     from engine.config import RunConfig
     from engine.hardware.fingerprint import fingerprint
     from engine.report.pair import backend_speedup
     from engine.store import Store
 
-    from tests.helpers import recorded_runs
-    from tests.helpers.queue import StandInQueue
-
-    here = fingerprint()
-
-    def fingerprinted(store, cfg, *args, **kwargs):
-        rid = recorded(store, cfg, *args, **kwargs)
-        store.update_run(rid, environment={**store.get_run(rid)["environment"], "fingerprint": here})
-        return rid
-
-    monkeypatch.setattr(recorded_runs, "recorded", fingerprinted)  # what the stand-in queue records
+    # The TensorFlow run is planted, stored as a worker on this machine stores one (its
+    # fingerprint): the JAX run launched from the page is the one that trains.
     with Store(store_home / "runs.sqlite") as store:
-        tf_id = fingerprinted(store, RunConfig(model="mlp", epochs=2), host=platform.node(), kind="CPU")
+        tf_id = recorded(store, RunConfig(model="mlp", epochs=2), host=platform.node(), kind="CPU")
+        env = store.get_run(tf_id)["environment"]
+        store.update_run(tf_id, environment={**env, "fingerprint": fingerprint()})
     OUT.mkdir(exist_ok=True)
-    with StandInQueue(store_home, tmp_path) as queue:
-        page = browser.new_page(viewport=VIEWPORT)
-        page.goto(server + "/?backend=jax&model=mlp&epochs=2")
-        launch = page.get_by_role("button", name="Launch")
-        launch.wait_for(timeout=60_000)
-        assert "digits · mlp · fp32 · 1 device · batch 128 · JAX · 2 epochs" in page.inner_text("body")
-        launch.click()
-        with Store(store_home / "runs.sqlite") as store:
-            wait_for(lambda: store.list_runs(["queued"]), 60, "the JAX run queued")
-        queue.start()
-        value = wait_for(lambda: queue.check() or page.evaluate(BACKEND_SPEEDUP), 240, "the backend speedup")
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(server + "/?backend=jax&model=mlp&epochs=2")
+    launch = page.get_by_role("button", name="Launch")
+    launch.wait_for(timeout=60_000)
+    assert "digits · mlp · fp32 · 1 device · batch 128 · JAX · 2 epochs" in page.inner_text("body")
+    launch.click()
+    value = wait_for(lambda: page.evaluate(BACKEND_SPEEDUP), 240, "the backend speedup")
     store = Store(store_home / "runs.sqlite")
     try:
         (jax_run,) = [r for r in store.list_runs(["completed"]) if r["config"]["backend"] == "jax"]
@@ -381,12 +367,10 @@ def test_no_page_fetches_or_links_anything_from_a_hostile_bundle(fresh_stage, tm
         hostile_store(store, tmp_path)
     plant_probe()  # the Hardware page reads it: the real probe (a TensorFlow process) is not the point here
     requests: list[str] = []
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    context.on("request", lambda r: requests.append(r.url))  # every page's
-    pages = [context.new_page() for _ in PAGES]
-    for path, page in zip(PAGES, pages):  # every page opened before any is awaited: their script runs overlap
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.on("request", lambda r: requests.append(r.url))
+    for path in PAGES:
         page.goto(f"{server}/{path}")
-    for path, page in zip(PAGES, pages):
         page.wait_for_selector('[data-testid="stMainBlockContainer"]', timeout=60_000)
         script_idle(page, 120_000)  # its script run, then its charts
         settle(page)
