@@ -433,16 +433,15 @@ def test_sigterm_to_the_dashboard_during_a_comparison_stops_it_naming_the_signal
     from engine.store import comparisons as cstore
 
     _url, browser, _home = stage
-    # Started first: its worker imports TensorFlow while the server starts and its first page runs.
-    cid = comparison.start(RunConfig(**LONG_RUN, precision="float32", target_accuracy=0.999), pairs=2)
     proc, url = start_streamlit(store_home)
     try:
         page = browser.new_page()  # a first page: app.py installs the handler
         try:
             page.goto(url)
-            script_idle(page, 120_000)  # its first script run has ended
+            page.get_by_role("button", name="Launch").first.wait_for(timeout=120_000)
         finally:
             page.context.close()
+        cid = comparison.start(RunConfig(**LONG_RUN, precision="float32", target_accuracy=0.999), pairs=2)
         with Store() as s:
             wait_for(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, 240,
                      "the comparison's first run training")
