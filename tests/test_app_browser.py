@@ -328,7 +328,9 @@ def test_start_a_search_and_watch_the_trials_chart_grow(fresh_stage):
         # after one or two (the runoff then). Under 120 s: no LR range test, no JAX trials.
         budget.fill("119")
         budget.press("Enter")
-        page.wait_for_timeout(1500)
+        # Both values are in once the page names the new budget (the rerun after the target's).
+        page.get_by_text("The 119 s budget is the search's.").wait_for(timeout=60_000)
+        script_idle(page, 60_000)
         start.click()
         t0 = time.monotonic()
         page.get_by_role("button", name="Stop").wait_for(timeout=60_000)

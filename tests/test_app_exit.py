@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -32,21 +33,25 @@ def test_no_speedlab_process_is_left_10_s_after_the_server_stops(store_home):
            "SPEEDLAB_QUEUE_IDLE_S": "600", "PYTHONUNBUFFERED": "1"}
     env.pop("SPEEDLAB_OWNER_PID", None)  # this server is the owner, as when started from a shell
     env.pop("SPEEDLAB_OWNER_START", None)
-    server, url = start_streamlit(store_home, env)
-    try:
-        with playwright_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 720})
-                page.goto(url)
-                page.get_by_text("No runs yet").wait_for(timeout=60_000)
-                # Opening the Train page starts the queue with a warm spare worker.
-                wait_for(lambda: len(speedlab_processes(store_home)) >= 2, 60, "the queue and its spare")
-            finally:
-                browser.close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    with ThreadPoolExecutor(1) as pool:
+        starting = pool.submit(start_streamlit, store_home, env)  # the server starts while Chromium does
+        try:
+            with playwright_api.sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    _server, url = starting.result()
+                    page = browser.new_page(viewport={"width": 1280, "height": 720})
+                    page.goto(url)
+                    page.get_by_text("No runs yet").wait_for(timeout=60_000)
+                    # Opening the Train page starts the queue with a warm spare worker.
+                    wait_for(lambda: len(speedlab_processes(store_home)) >= 2, 60, "the queue and its spare")
+                finally:
+                    browser.close()
+        finally:
+            if starting.exception() is None:  # one that did not start was killed by start_streamlit
+                server = starting.result()[0]
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=30)
     stopped = time.monotonic()
     left = wait_for(lambda: not speedlab_processes(store_home), 10, "the queue and the spare to exit", poll_s=0.25)
     assert left and time.monotonic() - stopped <= 10.5
