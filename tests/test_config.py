@@ -160,7 +160,7 @@ def test_tpu_suggests_steps_per_execution():
     (["--backend", "jax", "--device-type", "tpu"], "device_type: 'tpu' needs backend tensorflow"),
 ])
 def test_unsupported_combinations_are_one_line_exit_2(store_home, flags, field):
-    # In the unit lane (moved from test_jax_steps.py): the lane guard proves no framework was imported.
+    # In the unit lane (moved from the JAX matrix module, now tests/test_build.py): the lane guard proves no framework was imported.
     proc = cli.engine("run", *flags, "--quiet")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("error: " + field), proc.stderr
