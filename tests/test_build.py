@@ -47,7 +47,8 @@ WORKER = textwrap.dedent("""
                   "environment": run["environment"], "waits": [e["data_wait"] for e in execs],
                   "warmups": [e["warmup"] for e in execs],
                   "tf_imported": "tensorflow" in sys.modules, "jax_imported": "jax" in sys.modules,
-                  "pandas_imported": "pandas" in sys.modules}
+                  "pandas_imported": "pandas" in sys.modules,
+                  "gc_enabled": __import__("gc").isenabled()}
 """)
 
 # The TensorFlow digits run (WORKER; backends.use keeps JAX and pandas out first, as a worker's
@@ -294,6 +295,7 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(mat
     assert jx["status"] == "completed", jx["error"]
     assert jx["jax_imported"] and not jx["tf_imported"]  # the worker's sys.modules after a JAX run
     assert not jx["pandas_imported"]  # Keras would import it, unused (backends.UNUSED_IN_WORKER)
+    assert jx["gc_enabled"]  # off only while backends.use imported Keras
     env, s = jx["environment"], jx["summary"]
     assert env["backend"] == "jax" and env["jax"] and s["backend"] == "jax" and s["jit_compile"] is True
     # 1,437 samples: 11 full batches and one of 29 per epoch; the short batch is compiled anew
@@ -307,5 +309,6 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(mat
     # tf.lite would import JAX, and Keras pandas, both unused: kept out, and digits still loads
     # through scikit-learn (which looks for pandas in sys.modules).
     assert not tf["jax_imported"] and not tf["pandas_imported"]
+    assert tf["gc_enabled"]  # off only while backends.use imported Keras
     assert s["final_val_accuracy"] > 0.9
     assert abs(s["final_val_accuracy"] - tf["summary"]["final_val_accuracy"]) <= 0.02, (s, tf["summary"])
