@@ -219,14 +219,18 @@ def test_the_combinations_cover_every_pair_of_settings():
                                                   (("alpha", 0.0), ("replicas", 2))]
 
 
-def test_every_pair_of_settings_train_two_steps(matrices):
-    results = matrices["tensorflow"]["combos"]
-    assert len(results) == len(COMBINATIONS)
-    for r in results:
+def trained_two_steps(combos: list[dict]) -> None:
+    """Every combination trained two finite steps, in its policy's compute dtype with a float32 head."""
+    assert len(combos) == len(COMBINATIONS)
+    for r in combos:
         assert len(r["losses"]) == 2 and all(x == x and x < 10 for x in r["losses"]), r
         assert r["out_dtype"] == "float32"  # the head, and so the loss, is float32 under every policy
         assert r["compute"] == {"float32": "float32", "mixed_float16": "float16",
                                 "mixed_bfloat16": "bfloat16"}[r["precision"]]
+
+
+def test_every_pair_of_settings_train_two_steps(matrices):
+    trained_two_steps(matrices["tensorflow"]["combos"])
 
 
 def test_first_step_loss_matches_float32_single_device(matrices):
@@ -249,12 +253,8 @@ def test_smoothing_and_mixup_are_really_applied(matrices):
 @needs_jax
 def test_every_pair_of_settings_train_two_steps_on_jax(matrices):
     combos = matrices["jax"]["combos"]
-    assert len(combos) == len(COMBINATIONS)
+    trained_two_steps(combos)
     for r in combos:
-        assert len(r["losses"]) == 2 and all(x == x and x < 10 for x in r["losses"]), r
-        assert r["out_dtype"] == "float32"  # the head, and so the loss, is float32 under every policy
-        assert r["compute"] == {"float32": "float32", "mixed_float16": "float16",
-                                "mixed_bfloat16": "bfloat16"}[r["precision"]]
         assert r["loss_scaled"] == (r["precision"] == "mixed_float16"), r  # Keras loss scaling for float16
         assert r["smoothing"] == pytest.approx(r["eps"]), r
         assert r["mixup_on"] == ("device (in the train step)" if r["alpha"] > 0 else None), r
