@@ -78,23 +78,6 @@ def test_two_workers_match_one_process(store_home):
     assert multi["plan"]["per_worker_batch_size"] == 64
 
 
-@pytest.mark.unit
-def test_a_peer_error_with_the_python_stack_in_it_is_stored_as_its_first_real_line():
-    # What the chief stored once when its peer was killed (TF puts the op's Python stack in the text).
-    from engine.jobs.worker import _one_line
-
-    class UnavailableError(Exception):
-        pass
-
-    text = ("Graph execution error:\n\nDetected at node CollectiveReduceV2 defined at (most recent call last):\n"
-            '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
-            '  File "/work/engine/training/train.py", line 90, in train\n'
-            "Collective ops is aborted by: failed to connect to all addresses\n"
-            "  [[{{node CollectiveReduceV2}}]]")
-    assert _one_line(UnavailableError(text)) == (
-        "UnavailableError: Collective ops is aborted by: failed to connect to all addresses")
-
-
 @pytest.mark.worker
 def test_killed_worker_fails_the_run_quickly_and_leaves_no_process(start_long_run):
     rid, st = start_long_run(workers=2)

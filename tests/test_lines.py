@@ -1,5 +1,5 @@
 """engine/base/lines.py: a reason is one line of at most 300 characters."""
-from engine.base.lines import one_line
+from engine.base.lines import error_line, one_line
 
 
 def test_a_short_first_line_is_kept_as_it_is():
@@ -18,3 +18,32 @@ def test_a_cut_reason_quoted_in_a_longer_one_keeps_its_log():
     inner = one_line("x" * 1000, limit=280, log="/l")
     outer = one_line(f"pair 1 failed (baseline command: {inner}); 0 complete pairs kept")
     assert len(outer) == 300 and outer.endswith("... (all of it: /l)") and outer.startswith("pair 1 failed (")
+
+
+def test_a_peer_error_with_the_python_stack_in_it_is_stored_as_its_first_real_line():
+    # Every process that trains reports an error through error_line: the worker, the LR range
+    # test's and the quick benchmark's.
+    # What the chief stored once when its peer was killed (TF puts the op's Python stack in the text).
+    class UnavailableError(Exception):
+        pass
+
+    text = ("Graph execution error:\n\nDetected at node CollectiveReduceV2 defined at (most recent call last):\n"
+            '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+            '  File "/work/engine/training/train.py", line 90, in train\n'
+            "Collective ops is aborted by: failed to connect to all addresses\n"
+            "  [[{{node CollectiveReduceV2}}]]")
+    assert error_line(UnavailableError(text)) == (
+        "UnavailableError: Collective ops is aborted by: failed to connect to all addresses")
+
+
+def test_out_of_memory_says_what_to_do_and_our_own_errors_keep_their_words():
+    class ResourceExhaustedError(Exception):
+        pass
+
+    class DeviceError(Exception):
+        pass
+
+    assert error_line(ResourceExhaustedError("OOM when allocating tensor")) == (
+        "out of memory: OOM when allocating tensor; use a smaller batch_size or model")
+    assert error_line(DeviceError("no GPU here; use device_type cpu")) == "no GPU here; use device_type cpu"
+    assert len(error_line(ValueError("x" * 1000))) == 300

@@ -26,6 +26,27 @@ def one_line(text, limit: int = MAX_LINE, log: Optional[str] = None) -> str:
     return line[:limit - len(tail)] + tail
 
 
+# What TensorFlow puts before an error's message: graph-execution boilerplate and the Python
+# stack where the failing op was defined (a peer's aborted collective quotes it whole).
+_TF_NOISE = ("Graph execution error", "Detected at node", "[[", "Cf. ", 'File "', "Traceback (most recent")
+# Errors SpeedLab raised with a line already written for the user (no class name before it).
+_WRITTEN = ("DeviceError", "RunFailed", "WeightsError")
+
+
+def error_line(exc: BaseException) -> str:
+    """The line a process that trains stores or prints for `exc`: its class name and the first
+    line of its message that says something (TensorFlow's boilerplate and quoted stack lines
+    skipped), at most MAX_LINE characters; out of memory with what to do about it."""
+    text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(_TF_NOISE)]
+    first = text[0] if text else ""
+    name = type(exc).__name__
+    if name in _WRITTEN:
+        return one_line(first)
+    if name == "ResourceExhaustedError":
+        return f"out of memory: {first[:200]}; use a smaller batch_size or model"
+    return one_line(f"{name}: {first}") if first else name
+
+
 # TensorFlow's C++ (absl) log lines, e.g. "E0000 00:00:1796203617.918733 25959 util.cc:131] oneDNN ...":
 # never the reason a worker ended, though often its last line.
 _ABSL_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d")

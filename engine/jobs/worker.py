@@ -16,26 +16,13 @@ import traceback
 from pathlib import Path
 
 from engine.base import process
+from engine.base.lines import error_line
 from engine.config import RunConfig
 from engine.store import LONG_PATIENCE_S, Store, StoreFullError
 
 # Space set aside at the start of a run and freed when the disk fills, so that the
 # run's failure and cause can still be stored (bytes; a ballast file in its folder).
 DISK_RESERVE_BYTES = 1 << 20
-
-
-def _one_line(exc: BaseException) -> str:
-    # TF's graph errors start with boilerplate and the Python stack where the op was defined;
-    # keep the first line that says something.
-    noise = ("Graph execution error", "Detected at node", "[[", "Cf. ", 'File "', "Traceback (most recent")
-    text = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(noise)]
-    first = text[0] if text else ""
-    name = type(exc).__name__
-    if name in ("DeviceError", "RunFailed", "WeightsError"):  # already written for the user
-        return first
-    if name == "ResourceExhaustedError":
-        return f"out of memory: {first[:200]}; use a smaller batch_size or model"
-    return f"{name}: {first[:300]}" if first else name
 
 
 def incomplete_summary(writer) -> dict:
@@ -167,7 +154,7 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         writer.disk_full = True
     except Exception as exc:  # noqa: BLE001 - every error must end as one line in the store
         traceback.print_exc()
-        error = _one_line(exc)
+        error = error_line(exc)
     finally:
         writer.stop(patience_s=LONG_PATIENCE_S)
     summary.update(incomplete_summary(writer))
@@ -250,9 +237,8 @@ def warm_main(ready_path: str) -> int:
 
     # Keras on TensorFlow, as every run it may claim (JAX runs start cold); no device is set
     # up yet, so the run's own backends.use then only checks the backend.
-    os.environ["KERAS_BACKEND"] = "tensorflow"
-    backends.keep_out(backends.UNUSED_IN_WORKER["tensorflow"])
-    backends.import_keras("tensorflow", "engine.training.train")
+    backends.use("tensorflow")
+    import engine.training.train  # noqa: F401
     from engine.training.timeline import Timeline
 
     Path(ready_path).write_text(str(os.getpid()))

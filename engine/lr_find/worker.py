@@ -131,8 +131,9 @@ def main() -> int:
         print(json.dumps(sweep(job)), flush=True)
     except Exception as exc:  # noqa: BLE001 - reported as one line to the caller
         traceback.print_exc()
-        msg = str(exc).splitlines()[0][:300] if str(exc) else ""
-        print(json.dumps({"error": f"{type(exc).__name__}: {msg}"}), flush=True)
+        from engine.base.lines import error_line
+
+        print(json.dumps({"error": error_line(exc)}), flush=True)
         return 1
     return 0
 
