@@ -18,10 +18,6 @@ _HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 # importers catch ImportError. Kept out, a TensorFlow worker starts ~0.8 s sooner (importing
 # TensorFlow, Keras and the training code: 4.9 s instead of 5.7 s, medians of 5, 2-core VM).
 UNUSED_IN_WORKER = {"tensorflow": ("jax", "pandas"), "jax": ("pandas",)}
-# Python's cyclic collector is off while Keras and its backend import: they make ~450,000
-# objects that live as long as the process and few cycles, and the collector would walk the
-# growing heap again and again meanwhile (a fifth of the imports' CPU in `perf`; 4.4 -> 3.7 CPU-s
-# for a TensorFlow worker's imports: benchmarks/import_cpu.py).
 
 
 def use(backend: str, device_type: str = "auto", devices: int = 1) -> None:
@@ -54,18 +50,16 @@ def use(backend: str, device_type: str = "auto", devices: int = 1) -> None:
     import_keras()
 
 
-def import_keras(*more: str) -> None:
-    """Import Keras (on $KERAS_BACKEND, which imports TensorFlow or JAX), then the modules
-    named in `more`, with Python's cyclic collector off; what they made is then frozen
-    (gc.freeze: it lives as long as the process, and later collections leave it alone).
-    For worker processes, before anything is measured."""
-    import importlib
-
+def import_keras() -> None:
+    """Import Keras (on $KERAS_BACKEND, which imports TensorFlow or JAX) with Python's cyclic
+    collector off; what it made is then frozen (gc.freeze: it lives as long as the process, and
+    later collections leave it alone). The imports make ~450,000 such objects and few cycles,
+    and the collector walked the growing heap again and again meanwhile: a fifth of the samples
+    in `perf`; a TensorFlow worker's imports 4.70 -> 3.53 CPU-s (benchmarks/import_cpu.py)."""
     was_on = gc.isenabled()
     gc.disable()
     try:
-        for name in ("keras", *more):
-            importlib.import_module(name)
+        import keras  # noqa: F401
     finally:
         gc.freeze()
         if was_on:

@@ -259,10 +259,9 @@ if __name__ == "__main__":
         sys.exit(64)
     from engine.training import backends
 
-    # What the run's worker keeps out, kept out here too (JAX under TensorFlow, pandas: ~1.5 CPU-s
-    # of imports), so that a build() the worker cannot import is refused here as well; Keras
-    # imported as the worker imports it.
-    backends.keep_out(backends.UNUSED_IN_WORKER.get(os.environ.get("KERAS_BACKEND", "tensorflow"), ()))
-    backends.import_keras()
+    # Keras imported as the run's worker imports it, keeping out what the worker keeps out (JAX
+    # under TensorFlow, pandas: ~1.5 CPU-s of imports), so that a build() the worker cannot
+    # import is refused here as well.
+    backends.use(os.environ.get("KERAS_BACKEND", "tensorflow"))
     sys.exit(_check_main(*sys.argv[2:]))
 
