@@ -126,6 +126,15 @@ def pytest_xdist_make_scheduler(config, log):
     return scheduler(config, log, _unit)
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, called in the controller
+def pytest_testnodedown(node, error):
+    """A worker that died: how it ended, in the log beside xdist's "Not properly terminated"."""
+    if error:
+        from tests.helpers.scheduling import death_line
+
+        sys.stderr.write(death_line(node) + "\n")
+
+
 # A test still running after twice its lane's seconds, and at least STACKS_AFTER_S, gets every
 # thread's stack taken: a failing test shows them in its report, a passing one as a warning in
 # the summary (a test that crawls on CI then says where it spent its time; the Train page's

@@ -29,6 +29,13 @@ from tests.helpers.scheduling import scheduler
 def pytest_xdist_make_scheduler(config, log):
     # test_b.py is one unit, as a shared module is in the suite; every other test its own
     return scheduler(config, log, lambda nodeid: nodeid.split("::")[0] if nodeid.startswith("test_b.py") else nodeid)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    if error:
+        import sys
+        from tests.helpers.scheduling import death_line
+        sys.stderr.write(death_line(node) + "\\n")
 """
 PASSING = "def test_1(): pass\ndef test_2(): pass\ndef test_3(): pass\n"
 DIES = """
@@ -63,6 +70,9 @@ def test_a_worker_that_dies_mid_test_fails_that_test_once_and_the_session_ends(t
     assert re.search(r"\b1 failed, 8 passed\b", out), out  # test_a 3, test_b's other 2, test_c 3
     assert "crashed while running 'test_b.py::test_dies'" in out, out
     assert (tmp_path / "ran_dies").read_text() == "x", out  # not run again on the replacement
+    # How it died, beside xdist's "Not properly terminated" (CI's deaths said nothing more).
+    assert re.search(r"^\[gw\d\] ended by SIGKILL; memory available [\d.]+ of [\d.]+ GiB; kernel OOM kills "
+                     r"since boot: \S+; largest: \d+ ", out, re.M), out
 
 
 def test_a_stray_sigterm_to_a_test_process_is_recorded_and_survived(request):

@@ -20,6 +20,8 @@ What xdist 3.8.0 does when a worker dies mid-test, and what `scheduler` does ins
 """
 from __future__ import annotations
 
+import signal
+import subprocess
 from typing import Callable
 
 
@@ -60,3 +62,37 @@ def scheduler(config, log, unit: Callable[[str], str]):
 
     config.option.loadscopereorder = False
     return Units(config, log)
+
+
+def death_line(node) -> str:
+    """One line on how xdist worker `node` ended, for the log: xdist says only "Not properly
+    terminated". Its exit status (a signal by name: SIGKILL is the OOM killer or a process that
+    took it for one it may stop; SIGSEGV and SIGABRT also print "Fatal Python error" above), the
+    machine's memory, the kernel's OOM kills since boot, the three largest processes."""
+    import psutil
+
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    try:
+        code = popen.wait(timeout=5) if popen is not None else None
+    except subprocess.TimeoutExpired:
+        code = None
+    if code is None:
+        how = "exit status unknown"
+    elif code < 0:
+        how = f"ended by {signal.Signals(-code).name}" if -code in signal.valid_signals() else f"signal {-code}"
+    else:
+        how = f"exited with status {code}"
+    mem = psutil.virtual_memory()
+    try:
+        with open("/proc/vmstat") as fh:
+            ooms = next((line.split()[1] for line in fh if line.startswith("oom_kill ")), "?")
+    except OSError:
+        ooms = "?"
+    big = []
+    for p in psutil.process_iter(["pid", "name", "memory_info"]):
+        if p.info["memory_info"] is not None:
+            big.append((p.info["memory_info"].rss, p.info["pid"], p.info["name"]))
+    top = ", ".join(f"{pid} {name} {rss / 2**30:.1f} GiB" for rss, pid, name in sorted(big, reverse=True)[:3])
+    gw = getattr(node, "gateway", None)
+    return (f"[{getattr(gw, 'id', node)}] {how}; memory available {mem.available / 2**30:.1f} of "
+            f"{mem.total / 2**30:.1f} GiB; kernel OOM kills since boot: {ooms}; largest: {top}")
