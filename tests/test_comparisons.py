@@ -205,12 +205,14 @@ def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store
     assert list(table["headline"]) == ["1.27x faster (+18% to +38%), 4 pairs vs Keras-default Adam 1e-3"]
     assert list(table["verdict"]) == ["faster"] and list(table["pairs"]) == [4]
     assert list(table["ended by"]) == ["the 4 pairs asked for"]
-    # Where its time went (issue 57): stored at its end; here by hand, 8 runs of 2 s own wall time after
-    # 1 s of waiting each, ended 30 s after submission: 16 s + 8 s + 6 s the rest.
+    # Where its time went (issue 57): stored at its end; here by hand, 8 runs of 2 s own wall time (1.5 s
+    # to the end of training, 0.5 s closing) after 1 s of waiting each, ended 30 s after submission:
+    # 16 s + 8 s + 6 s the rest.
     comp = cstore.list_all(store)[0]
     assert table["took"].iloc[0] == time_text(comp["result"]["time"]) and comp["result"]["time"]["runs"] == 8
     for rid in comp["result"]["baseline_ids"] + comp["result"]["run_ids"]:
-        store.update_run(rid, summary={**store.get_run(rid)["summary"], "wall_sec": 2.0, "waiting_sec": 1.0})
+        store.update_run(rid, summary={**store.get_run(rid)["summary"], "wall_sec": 1.5, "close_sec": 0.5,
+                                              "waiting_sec": 1.0})
     split = time_split(store, comp, comp["created"] + 30.0)
     assert split == {"wall_sec": 30.0, "runs_sec": 16.0, "waiting_sec": 8.0, "other_sec": 6.0, "runs": 8}
     assert time_text(split) == "took 30 s: its 8 runs 16 s, waiting for a worker 8 s, the rest 6 s"

@@ -176,6 +176,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
     if chief:
         summary.update(warnings=warnings, run_id=run_id, status=status, error=error,
                        warm_worker=warm, waiting_sec=waiting)
+        if summary.get("wall_sec") is not None:  # after the clock stopped: test set, saving, last rows
+            summary["close_sec"] = round(max(timeline.now() - summary["wall_sec"], 0.0), 3)
         try:
             store.finish_run(run_id, status, error, summary=summary)
         except StoreFullError:  # not even the reserve was enough: the outcome alone, no summary

@@ -327,15 +327,16 @@ def judge_rows(rows: list[dict], target: Optional[float], margin: float = stats.
 
 def time_split(store: Store, comparison: dict, ended: float) -> dict:
     """Where a comparison's time went, from its submission (`created`) to `ended` (Unix s):
-    {'wall_sec', 'runs_sec' (its runs' own wall time: worker clock start to end of training),
-    'waiting_sec' (its runs' summary 'waiting_sec': queued behind another run, a spare's
-    imports, the queue between runs), 'other_sec' (the rest: each run's close after training,
-    the queue's bookkeeping), 'runs' (runs that started)}, in s."""
+    {'wall_sec', 'runs_sec' (its runs' own wall time: worker clock start to the end of training,
+    summary 'wall_sec', and the close after it, 'close_sec': the test-set evaluation, saving,
+    the last rows), 'waiting_sec' (its runs' summary 'waiting_sec': queued behind another run,
+    a spare's imports, the queue between runs), 'other_sec' (the rest: the workers' exits, the
+    queue's bookkeeping), 'runs' (runs that started)}, in s."""
     runs = [store.get_run(p[k]) for p in comparison.get("plan") or [] for k in ("baseline_id", "run_id")
             if k not in dropped_keys(p)]
     summaries = [r.get("summary") or {} for r in runs if r and r.get("started")]
     wall = max(ended - comparison["created"], 0.0)
-    own = sum(s.get("wall_sec") or 0.0 for s in summaries)
+    own = sum((s.get("wall_sec") or 0.0) + (s.get("close_sec") or 0.0) for s in summaries)
     waiting = sum(s.get("waiting_sec") or 0.0 for s in summaries)
     return {"wall_sec": wall, "runs_sec": own, "waiting_sec": waiting, "other_sec": wall - own - waiting,
             "runs": len(summaries)}
