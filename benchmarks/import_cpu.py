@@ -8,7 +8,7 @@ variant and each variant's ratio to the first:
 
 - ``collector on``: ``import keras, <backend>, engine.training.train`` with the default gc;
 - ``use()``: what a worker does, ``backends.use(backend)`` (Keras imported with the collector
-  off) then the training code;
+  off and scikit-learn kept out while it loads) then the training code;
 - with ``--alt-path DIR``, both again with DIR first on PYTHONPATH (another version of a
   package installed there with ``pip install --target DIR PKG==VERSION``).
 

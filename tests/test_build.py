@@ -48,6 +48,7 @@ WORKER = textwrap.dedent("""
                   "warmups": [e["warmup"] for e in execs],
                   "tf_imported": "tensorflow" in sys.modules, "jax_imported": "jax" in sys.modules,
                   "pandas_imported": "pandas" in sys.modules,
+                  "sklearn_imported": [m for m in ("sklearn", "scipy.stats") if m in sys.modules],
                   "gc_enabled": __import__("gc").isenabled()}
 """)
 
@@ -295,6 +296,7 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(mat
     assert jx["status"] == "completed", jx["error"]
     assert jx["jax_imported"] and not jx["tf_imported"]  # the worker's sys.modules after a JAX run
     assert not jx["pandas_imported"]  # Keras would import it, unused (backends.UNUSED_IN_WORKER)
+    assert jx["sklearn_imported"] == []  # nor Keras's wrappers, nor digits and its split (0.8 CPU-s)
     assert jx["gc_enabled"]  # off only while backends.use imported Keras
     env, s = jx["environment"], jx["summary"]
     assert env["backend"] == "jax" and env["jax"] and s["backend"] == "jax" and s["jit_compile"] is True
@@ -306,9 +308,9 @@ def test_jax_worker_never_imports_tensorflow_and_matches_tensorflow_accuracy(mat
     tf = matrices["tensorflow"]["worker"]  # the TensorFlow run: WORKER in TF_MATRIX's process
     assert tf["status"] == "completed", tf["error"]
     assert tf["environment"]["backend"] == "tensorflow"
-    # tf.lite would import JAX, and Keras pandas, both unused: kept out, and digits still loads
-    # through scikit-learn (which looks for pandas in sys.modules).
-    assert not tf["jax_imported"] and not tf["pandas_imported"]
+    # tf.lite would import JAX, Keras pandas and scikit-learn, all unused: kept out; digits is read
+    # from scikit-learn's file and split as it splits (engine.data.datasets.stratified_indices).
+    assert not tf["jax_imported"] and not tf["pandas_imported"] and tf["sklearn_imported"] == []
     assert tf["gc_enabled"]  # off only while backends.use imported Keras
     assert s["final_val_accuracy"] > 0.9
     assert abs(s["final_val_accuracy"] - tf["summary"]["final_val_accuracy"]) <= 0.02, (s, tf["summary"])

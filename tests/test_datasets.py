@@ -227,6 +227,37 @@ def test_synthetic_shapes_state_the_real_limit(shape, message):
                             "positive integers H, W, C, e.g. 32,32,3")
 
 
+# --- digits and the stratified split without scikit-learn (a worker never imports it) --------
+def test_digits_are_scikit_learns_digits():
+    from sklearn.datasets import load_digits
+
+    x, y = datasets.digits()
+    d = load_digits()
+    assert x.shape == (1797, 8, 8, 1) and x.dtype == np.float32 and y.dtype == np.int32
+    np.testing.assert_array_equal(x[..., 0], (d.images / 16.0).astype(np.float32))
+    np.testing.assert_array_equal(y, d.target)
+    assert x.max() == 1.0 and x.min() == 0.0
+
+
+@pytest.mark.parametrize("counts, n_val, seed", [
+    ((178, 182, 177, 183, 181, 182, 181, 179, 174, 180), 360, 0),  # digits' classes, 20% held out
+    ((178, 182, 177, 183, 181, 182, 181, 179, 174, 180), 360, 1),
+    ((10, 10, 10, 7), 5, 42),         # three classes tie for the last places: the generator picks
+    ((2, 2, 2, 2, 2, 2), 6, 3),       # all ties: every place drawn by the generator
+    ((50, 3, 3, 40), 21, 7),
+])
+def test_stratified_indices_are_scikit_learns_train_test_split(counts, n_val, seed):
+    from sklearn.model_selection import train_test_split
+
+    y = np.random.default_rng(seed).permutation(np.repeat(np.arange(len(counts)), counts)).astype(np.int32)
+    pos = np.arange(len(y))
+    want_tr, want_va = train_test_split(pos, test_size=n_val, random_state=seed, stratify=y)
+    tr, va = datasets.stratified_indices(y, n_val, seed)
+    np.testing.assert_array_equal(tr, want_tr)
+    np.testing.assert_array_equal(va, want_va)
+    assert len(va) == n_val and len(np.union1d(tr, va)) == len(y)
+
+
 # --- label subsets ------------------------------------------------------------------
 def test_digits_counts_and_label_subset():
     from sklearn.datasets import load_digits

@@ -109,12 +109,63 @@ def load(cfg) -> Split:
 
 
 def digits() -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's 1,797 8x8 digits: x float32 (N, 8, 8, 1) in [0, 1], y int32."""
-    from sklearn.datasets import load_digits
+    """scikit-learn's 1,797 8x8 digits: x float32 (N, 8, 8, 1) in [0, 1], y int32.
 
-    d = load_digits()  # shipped inside scikit-learn: no network
-    x = (d.images.astype(np.float32) / 16.0)[..., None]  # pixel values are 0..16
-    return x, d.target.astype(np.int32)
+    Read from the file scikit-learn ships (sklearn/datasets/data/digits.csv.gz: 64 pixel
+    values 0..16 and the label a row), as its load_digits reads it, without importing
+    scikit-learn: a worker never does (engine.training.backends.import_keras; its
+    imports cost 0.8 CPU-s). Raises DataUnavailable when scikit-learn is not installed."""
+    import gzip
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("sklearn")  # finds the package, runs none of it
+    if spec is None or not spec.submodule_search_locations:
+        raise DataUnavailable("dataset digits ships with scikit-learn, which is not installed; "
+                              "pip install -r requirements.txt")
+    path = Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data" / "digits.csv.gz"
+    with gzip.open(path, "rt") as fh:
+        data = np.loadtxt(fh, delimiter=",")
+    x = (data[:, :-1].reshape(-1, 8, 8).astype(np.float32) / 16.0)[..., None]  # pixel values are 0..16
+    return x, data[:, -1].astype(np.int32)
+
+
+def _approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.RandomState) -> np.ndarray:
+    """How many of `n_draws` each class gets: its share floored, the rest to the largest
+    remainders, ties drawn by `rng`. scikit-learn's sklearn.utils.extmath._approximate_mode
+    (1.9; BSD-3-Clause), step for step, so that draws stay identical."""
+    continuous = class_counts / class_counts.sum() * n_draws
+    floored = np.floor(continuous)
+    need_to_add = int(n_draws - floored.sum())
+    if need_to_add > 0:
+        remainder = continuous - floored
+        for value in np.sort(np.unique(remainder))[::-1]:
+            (inds,) = np.where(remainder == value)
+            add_now = min(len(inds), need_to_add)
+            floored[rng.choice(inds, size=add_now, replace=False)] += 1
+            need_to_add -= add_now
+            if need_to_add == 0:
+                break
+    return floored.astype(int)
+
+
+def stratified_indices(y: np.ndarray, n_val: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train, validation) positions in `y`, exactly those of scikit-learn's
+    ``train_test_split(..., test_size=n_val, random_state=seed, stratify=y)``
+    (StratifiedShuffleSplit, sklearn 1.9; BSD-3-Clause; tests/test_datasets.py compares the two),
+    without importing scikit-learn in a worker. Needs every class of 2 or more samples and
+    n_val and len(y) - n_val each at least the number of classes (split_counts sees to it)."""
+    classes, y_indices, class_counts = np.unique(y, return_inverse=True, return_counts=True)
+    class_indices = np.split(np.argsort(y_indices, kind="stable"), np.cumsum(class_counts)[:-1])
+    rng = np.random.RandomState(seed)
+    n_i = _approximate_mode(class_counts, len(y) - n_val, rng)
+    t_i = _approximate_mode(class_counts - n_i, n_val, rng)
+    train, val = [], []
+    for i in range(len(classes)):
+        perm = class_indices[i].take(rng.permutation(class_counts[i]), mode="clip")
+        train.extend(perm[:n_i[i]])
+        val.extend(perm[n_i[i]:n_i[i] + t_i[i]])
+    return rng.permutation(train), rng.permutation(val)
 
 
 def synthetic(shape: tuple, classes: int, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +212,7 @@ def keep_labels(x: np.ndarray, y: np.ndarray, labels: tuple) -> tuple[np.ndarray
 def stratified_split(x, y, fraction: float, seed: int, count: Optional[int] = None):
     """(x_train, y_train, x_val, y_val) with ceil(fraction x N) validation samples
     (`count` of them when given),
-    drawn per class in proportion (scikit-learn's train_test_split), such that
+    drawn per class in proportion (scikit-learn's train_test_split: `stratified_indices`), such that
     every class keeps training samples (engine.data.meta.split_counts):
 
     - classes with fewer than MIN_CLASS_SAMPLES samples stay whole in training;
@@ -172,8 +223,6 @@ def stratified_split(x, y, fraction: float, seed: int, count: Optional[int] = No
     Raises: DataUnavailable when the validation samples cannot fit (config
     validation, engine.data.meta.check_split, refuses that first).
     """
-    from sklearn.model_selection import train_test_split
-
     from engine.data.meta import split_counts
 
     y = np.asarray(y)
@@ -182,8 +231,8 @@ def stratified_split(x, y, fraction: float, seed: int, count: Optional[int] = No
     n_val = sc["n_val"]
     if not sc["small"] and sc["stratified"]:  # the common case, as before
         # With every class of 2 or more and at most half held out, each keeps a training sample.
-        xt, xv, yt, yv = train_test_split(x, y, test_size=n_val, random_state=seed, stratify=y)
-        return xt, yt, xv, yv
+        tr, va = stratified_indices(y, n_val, seed)
+        return x[tr], y[tr], x[va], y[va]
     if not sc["feasible"]:
         raise DataUnavailable(f"{n_val} validation samples would leave a class with no training sample; "
                               "lower validation_fraction")
@@ -191,7 +240,7 @@ def stratified_split(x, y, fraction: float, seed: int, count: Optional[int] = No
     small = np.isin(y, sc["small"])
     rest = idx[~small]
     if sc["stratified"]:
-        tr, va = train_test_split(rest, test_size=n_val, random_state=seed, stratify=y[rest])
+        tr, va = (rest[i] for i in stratified_indices(y[rest], n_val, seed))
     else:
         perm = np.random.default_rng(seed).permutation(rest)
         _, first = np.unique(y[perm], return_index=True)  # one training sample per class

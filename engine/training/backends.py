@@ -55,12 +55,20 @@ def import_keras() -> None:
     collector off; what it made is then frozen (gc.freeze: it lives as long as the process, and
     later collections leave it alone). The imports make ~450,000 such objects and few cycles,
     and the collector walked the growing heap again and again meanwhile: a fifth of the samples
-    in `perf`; a TensorFlow worker's imports 4.70 -> 3.53 CPU-s (benchmarks/import_cpu.py)."""
+    in `perf`; a TensorFlow worker's imports 4.70 -> 3.53 CPU-s (benchmarks/import_cpu.py).
+    scikit-learn is kept out while Keras loads: its scikit-learn wrappers import it when it is
+    installed (with SciPy's stats, 0.8 CPU-s) and work without it; no worker uses them, and
+    code run later (a user's model file) may still import scikit-learn."""
     was_on = gc.isenabled()
     gc.disable()
+    finder = None if "sklearn" in sys.modules else _KeptOut(["sklearn"])
+    if finder:
+        sys.meta_path.insert(0, finder)
     try:
         import keras  # noqa: F401
     finally:
+        if finder:
+            sys.meta_path.remove(finder)
         gc.freeze()
         if was_on:
             gc.enable()
