@@ -100,3 +100,39 @@ def test_ctrl_c_during_the_noise_measurement_stops_it_like_every_other_command(s
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second press changes nothing
     assert capsys.readouterr().err.endswith("stopping the noise measurement (complete pairs are kept; more presses "
                                             "change nothing) ...\n")
+
+
+def test_a_signal_after_queueing_and_before_the_wait_still_stops_what_was_queued(store_home, monkeypatch, capsys):
+    """A SIGTERM that lands after `run --baseline --pairs 2` queued its comparison and before its
+    wait began (CI, loaded: the CLI exited "interrupted" and the comparison trained on with
+    nobody to stop it). engine.cli.main stops what the store runs, as the wait would have; a
+    command that queued nothing (a second command in this process) still says one line."""
+    from engine.base import process
+    from engine.cli import run as cli_run
+    from engine.cli.main import main
+    from engine.jobs import runner
+    from engine.store import comparisons as cstore
+
+    monkeypatch.setattr(runner, "ensure_queue", lambda *a, **k: False)  # queued, no queue process
+
+    def sigterm_lands(*_a, **_k):  # what engine.cli.main's handler does with a SIGTERM
+        process.RECEIVED["signal"] = "SIGTERM"
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr(cli_run, "_run_pairs", sigterm_lands)
+    args = ["run", "--model", "mlp", "--epochs", "1", "--baseline", "--pairs", "2", "--quiet"]
+    assert main(args) == 143  # 128 + SIGTERM
+    assert capsys.readouterr().err == "\nstopping what this command queued (interrupted before its wait began) ...\n"
+    with Store(store_home / "runs.sqlite") as s:
+        (comp,) = cstore.list_all(s)
+        assert (comp["status"], comp["ended_by"]) == ("stopped", "stopped: the CLI got SIGTERM; 0 complete pairs kept")
+        assert s.list_runs() == []  # its 4 queued runs withdrawn: none ever ran
+    # A second command in this process queues nothing and is interrupted: one line, nothing stopped.
+    for name in process.STOP_SIGNALS:  # as a fresh command's process starts
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    process.RECEIVED["signal"] = None
+    from engine.jobs import launch
+
+    monkeypatch.setattr(launch, "launch", lambda *_a, **_k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert main(args) == 130
+    assert capsys.readouterr().err == "\ninterrupted\n"

@@ -81,6 +81,13 @@ def stop_all_for_signal() -> None:
     stopping.stop_all(stop_reason("CLI"))
 
 
+def stop_for_interrupt(line: str) -> None:
+    """After a first Ctrl-C, SIGTERM or SIGHUP: say `line` once, ignore further presses and stop
+    what the store runs (`stop_all_for_signal`); the command then exits 128 + the signal."""
+    ignore_more_interrupts(line)
+    stop_all_for_signal()
+
+
 def until_done(wait: Callable[[], T], wait_stopped: Callable[[], T], line: str, quiet: bool) -> T:
     """`wait()` (a wait that draws progress) until it returns; on Ctrl-C, SIGTERM or SIGHUP
     (KeyboardInterrupt: engine.cli.main) say `line` once, ignore further presses, stop what
@@ -89,8 +96,7 @@ def until_done(wait: Callable[[], T], wait_stopped: Callable[[], T], line: str, 
     try:
         out = wait()
     except KeyboardInterrupt:
-        ignore_more_interrupts(line)
-        stop_all_for_signal()
+        stop_for_interrupt(line)
         out = wait_stopped()
     if not quiet and sys.stderr.isatty():
         sys.stderr.write("\n")

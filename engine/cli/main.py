@@ -96,8 +96,11 @@ def _signal_code() -> int:
 
 def _run(args) -> int:
     from engine.base.process import on_stop_signals
-    from engine.cli.follow import INTERRUPTED
+    from engine.cli.follow import INTERRUPTED, stop_for_interrupt
 
+    queued = getattr(sys.modules.get("engine.jobs.runner"), "QUEUED_HERE", None)
+    if queued:
+        queued.clear()  # what an earlier command in this process queued (tests run several) is not this one's
     on_stop_signals(_interrupt)
     moved = old_store_line()
     if moved:  # the default moved to the per-user folder: an older store in this folder is said, not lost
@@ -106,8 +109,12 @@ def _run(args) -> int:
         code = args.func(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
         return _signal_code() if INTERRUPTED["by_user"] else code  # 130 for Ctrl-C, as a shell reports it
-    except KeyboardInterrupt:  # Ctrl-C outside a wait that cancels (nothing was running): one line
-        sys.stderr.write("\ninterrupted\n")
+    except KeyboardInterrupt:  # Ctrl-C outside a wait that cancels
+        if getattr(sys.modules.get("engine.jobs.runner"), "QUEUED_HERE", None):
+            # Queued, and interrupted before the wait that would stop it began: stopped all the same.
+            stop_for_interrupt("stopping what this command queued (interrupted before its wait began) ...")
+        else:  # nothing was running: one line
+            sys.stderr.write("\ninterrupted\n")
         return _signal_code()
     except BrokenPipeError:
         # The reader went away (`... | head`): no traceback, nothing more to stdout. Python's

@@ -198,6 +198,11 @@ def current_run(store_path: Optional[os.PathLike] = None) -> Optional[dict]:
         store.close()
 
 
+# Run ids this process queued (`submit`), for the command that runs in it: one interrupted
+# after queueing and before its wait began still stops them (engine.cli.main).
+QUEUED_HERE: list[int] = []
+
+
 def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
            store_path: Optional[os.PathLike] = None, start: bool = True,
            baseline_id: Optional[int] = None, group_id: Optional[str] = None) -> list[int]:
@@ -237,6 +242,7 @@ def submit(configs: list[RunConfig], roles: Optional[list[str]] = None,
                     if role == "baseline":
                         baseline_id = rid
                     ids.append(rid)
+            QUEUED_HERE.extend(ids)
             if start:
                 ensure_queue(store_path)
     finally:
