@@ -288,7 +288,7 @@ def test_presenter_mode_changes_every_5_s_during_a_3_pair_digits_comparison(fres
     page.goto(url + "/?mode=talk")
     page.get_by_text("No runs yet").wait_for(timeout=60_000)
     with StandInQueue(home, tmp_path) as queue:
-        cid = comparison.start(RunConfig(dataset="digits", steps_per_execution=2, epochs=12), pairs=3)
+        cid = comparison.start(RunConfig(dataset="digits", steps_per_execution=2, epochs=5), pairs=3)
         queue.start()
         page.get_by_text(f"Comparison #{cid}").wait_for(timeout=60_000)
         shots, texts, titles = [], [], set()
