@@ -210,3 +210,26 @@ def test_sigterm_to_one_process_of_each_kind_ends_the_comparison_the_same_way(st
         assert not [r for r in runs if r["status"] in ("queued", "running")], why  # nothing keeps training
         assert comparison.running(s) is None and runner.active_run(s) is None
     assert background.busy() is None  # the next launch goes through at once
+
+
+def test_a_worker_stopped_while_importing_ends_cancelled_without_setting_up(store_home, monkeypatch):
+    """A SIGTERM to a worker still importing TensorFlow (an autopilot trial pruned, Stop right after
+    Launch): the run ends cancelled naming it as soon as the imports are done; the set-up (data,
+    model, tracing; ~1 CPU-s for digits, more for a backbone) is never begun."""
+    from engine.jobs import worker
+    from engine.training import backends
+
+    with Store() as st:
+        rid = st.create_run(RunConfig().to_json(), status="running")
+        path = str(st.path)
+
+    def imports_then_sigterm(*_a, **_k):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the worker's handler runs in the main thread between two bytecodes
+
+    monkeypatch.setattr(backends, "use", imports_then_sigterm)
+    monkeypatch.setitem(sys.modules, "engine.training.train", None)  # importing it fails: set-up never begins
+    assert worker.main([str(rid), path]) == 0
+    with Store() as st:
+        run = st.get_run(rid)
+    assert (run["status"], run["error"]) == ("cancelled", "stopped: the worker got SIGTERM")

@@ -133,6 +133,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
 
     status, error, summary = "failed", None, {}
     try:
+        if stop.is_set():  # stopped while importing: the run's set-up (data, model, tracing) is not begun
+            raise _StoppedInSetup
         from engine.training.train import train
 
         def on_start(t0):
@@ -150,6 +152,8 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
             from engine.training.saved import LOAD_LINE
 
             summary["model_load"] = LOAD_LINE  # how to load it with plain Keras elsewhere
+    except _StoppedInSetup:
+        status = "cancelled"
     except StoreFullError:  # the run's own writes (plan, environment) met the full disk
         writer.disk_full = True
     except Exception as exc:  # noqa: BLE001 - every error must end as one line in the store
@@ -186,6 +190,10 @@ def main(argv=None, timeline=None, warm: bool = False) -> int:
         reserve.unlink(missing_ok=True)
     store.close()
     return 0
+
+
+class _StoppedInSetup(Exception):
+    """A stop signal arrived before training began: the run ends cancelled at once."""
 
 
 def _cancel_line(store: Store, run_id: int) -> str:
