@@ -11,7 +11,9 @@ A process that lives under POLL_S s may be missed.
     .venv/bin/python benchmarks/suite_cpu.py -- -n 3 -m "worker or browser"  # any pytest arguments
 
 Prints one line: the exit code, wall s, total CPU-s and CPU-s by kind (docs/testing.md,
-"Suite time", holds the figures measured with it).
+"Suite time", holds the figures measured with it). `--dump FILE` writes every process with
+the test that started it; `--per-test FILE` each test's CPU in its own test process
+(benchmarks/per_test_cpu.py), and the files whose tests spent most there.
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def _read(pid: str, tag: bytes, tick: int, seen: dict, skip: set) -> None:
         pass
 
 
-def measure(pytest_args: list[str]) -> tuple[int, float, dict, list]:
+def measure(pytest_args: list[str], env: dict | None = None) -> tuple[int, float, dict, list]:
     """Run `python -m pytest -q -p no:cacheprovider *pytest_args` in the repository root and
     return (exit code, wall s, {kind: CPU-s}, [{'kind', 'cmd', 'test', 'cpu'} per process])."""
     tag = f"suite-cpu-{os.getpid()}"
@@ -89,7 +91,7 @@ def measure(pytest_args: list[str]) -> tuple[int, float, dict, list]:
     sampler.start()
     t0 = time.monotonic()
     code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args],
-                           cwd=ROOT, env={**os.environ, "CPU_TAG": tag})
+                           cwd=ROOT, env={**os.environ, **(env or {}), "CPU_TAG": tag})
     wall = time.monotonic() - t0
     time.sleep(2 * POLL_S)  # what is still exiting
     done.set()
@@ -106,11 +108,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dump", type=Path, help="also write every process (kind, command, the test that "
                         "started it, CPU-s) to this JSON file")
+    parser.add_argument("--per-test", type=Path, help="also write each test's CPU-s in its test process "
+                        "(JSON lines) to this file, and print the ten files that spent most")
     parser.add_argument("args", nargs="*", help="test files (run with -p no:xdist), or after -- any pytest arguments")
     ns = parser.parse_args(argv)
     raw = sys.argv[1:] if argv is None else argv
     args = ns.args if "--" in raw else ["-p", "no:xdist", *ns.args]
-    code, wall, by_kind, rows = measure(args)
+    env = None
+    if ns.per_test:
+        ns.per_test.unlink(missing_ok=True)
+        args, env = ["-p", "benchmarks.per_test_cpu", *args], {"SUITE_CPU_PER_TEST": str(ns.per_test.resolve())}
+    code, wall, by_kind, rows = measure(args, env)
+    if ns.per_test and ns.per_test.exists():
+        files: dict = collections.Counter()
+        for line in ns.per_test.read_text().splitlines():
+            t = json.loads(line)
+            files[t["test"].split("::")[0]] += t["cpu"]
+        print("in the test processes: " + ", ".join(f"{f} {c:.1f}" for f, c in files.most_common(10)))
     if ns.dump:
         ns.dump.write_text(json.dumps(rows, indent=0))
     parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))

@@ -44,3 +44,6 @@ registry, uses_cached_iterator
 # RunConfig's split of the data set, in the field's terms, for callers outside the engine
 # (the Runs page reads the stored figures; scripts and tests call these).
 _.per_replica_batch_size, _.test_size
+
+# A pytest hook of benchmarks/per_test_cpu.py, which pytest calls (`-p benchmarks.per_test_cpu`).
+pytest_runtest_protocol
