@@ -106,15 +106,19 @@ def _run(args) -> int:
     if moved:  # the default moved to the per-user folder: an older store in this folder is said, not lost
         print(moved, file=sys.stderr)
     try:
-        code = args.func(args)
+        try:
+            code = args.func(args)
+        except KeyboardInterrupt:
+            if not getattr(sys.modules.get("engine.jobs.runner"), "QUEUED_HERE", None):
+                raise
+            # Queued, and interrupted before the wait that would stop it began: stopped all the
+            # same (in this try: a locked store is one line below, not a traceback).
+            stop_for_interrupt("stopping what this command queued (interrupted before its wait began) ...")
+            code = _signal_code()
         sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
         return _signal_code() if INTERRUPTED["by_user"] else code  # 130 for Ctrl-C, as a shell reports it
-    except KeyboardInterrupt:  # Ctrl-C outside a wait that cancels
-        if getattr(sys.modules.get("engine.jobs.runner"), "QUEUED_HERE", None):
-            # Queued, and interrupted before the wait that would stop it began: stopped all the same.
-            stop_for_interrupt("stopping what this command queued (interrupted before its wait began) ...")
-        else:  # nothing was running: one line
-            sys.stderr.write("\ninterrupted\n")
+    except KeyboardInterrupt:  # Ctrl-C outside a wait that cancels (nothing was running): one line
+        sys.stderr.write("\ninterrupted\n")
         return _signal_code()
     except BrokenPipeError:
         # The reader went away (`... | head`): no traceback, nothing more to stdout. Python's
