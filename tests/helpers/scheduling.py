@@ -17,6 +17,9 @@ What xdist 3.8.0 does when a worker dies mid-test, and what `scheduler` does ins
 - It hands work to a replacement worker that has not finished collecting (KeyError in
   `_assign_work_unit`, an INTERNALERROR; #1362). Here a worker gets work once its collection
   is in.
+- A worker that dies right after reporting a test is sent more work when that report is read,
+  before its death is (OSError "cannot send (already closed?)", an INTERNALERROR). Here the
+  send's failure is left to the death that follows.
 """
 from __future__ import annotations
 
@@ -55,7 +58,14 @@ def scheduler(config, log, unit: Callable[[str], str]):
             if node not in self.registered_collections:
                 return  # still collecting: schedule() gives it work once its collection is in
             while True:
-                super()._reschedule(node)
+                try:
+                    super()._reschedule(node)
+                except OSError:
+                    # It died after its last test's report was sent and before that report was
+                    # read here: sending it work fails ("cannot send (already closed?)", an
+                    # INTERNALERROR, seen under load). Its death is the next event; remove_node
+                    # then puts back what it was given.
+                    return
                 if (node.shutting_down or not self.workqueue
                         or self._pending_of(self.assigned_work[node]) >= 2):
                     return
