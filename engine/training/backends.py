@@ -61,7 +61,7 @@ def import_keras() -> None:
     code run later (a user's model file) may still import scikit-learn."""
     was_on = gc.isenabled()
     gc.disable()
-    finder = None if "sklearn" in sys.modules else _KeptOut(["sklearn"])
+    finder = None if "sklearn" in sys.modules else _KeptOut(["sklearn"], "while Keras loads: import_keras")
     if finder:
         sys.meta_path.insert(0, finder)
     try:
@@ -79,13 +79,13 @@ class _KeptOut:
     as if they were not installed (`"pandas" in sys.modules` stays False, which
     libraries such as scikit-learn read as "not there")."""
 
-    def __init__(self, names):
-        self.names = frozenset(names)
+    def __init__(self, names, why: str = "engine.training.backends.UNUSED_IN_WORKER"):
+        self.names, self.why = frozenset(names), why
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"{fullname} is kept out of this worker process "
-                                      "(engine.training.backends.UNUSED_IN_WORKER)", name=fullname)
+            raise ModuleNotFoundError(f"{fullname} is kept out of this worker process ({self.why})",
+                                      name=fullname)
         return None
 
 
