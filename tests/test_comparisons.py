@@ -482,3 +482,16 @@ def test_a_comparison_its_own_process_runs_is_settled_by_no_one_else_while_it_li
         stopping.settle_all(st)
         comp = cstore.get(st, cid)
         assert (comp["status"], comp["ended_by"]) == ("stopped", "its process ended after 1 of the 3 pairs asked for")
+
+
+def test_a_comparison_interrupted_before_it_exists_leaves_no_runs(no_queue, store, monkeypatch):
+    """A stop signal between queueing a comparison's runs and creating its row (a helper hit it with
+    SIGTERM 0.35 s into `engine run --baseline --pairs 2`): the runs go with it, not left
+    cancelled in a group no comparison names."""
+    def signal_lands(*_a, **_k):
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr(cstore, "create", signal_lands)
+    with pytest.raises(KeyboardInterrupt):
+        comparison.start(RunConfig(model="mlp", precision="mixed_bfloat16", epochs=1), pairs=2)
+    assert store.list_runs() == []

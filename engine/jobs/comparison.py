@@ -147,6 +147,16 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
                     "margin": margin, "tuned_baseline": tuned and {k: tuned.get(k) for k in TUNED_KEYS},
                     "fingerprint": fingerprint.short()}  # the machine: what a noise floor lookup matches on
         cid = cstore.create(store, kind, group, settings, plan, os.uname().nodename)
+    except BaseException:
+        # Interrupted (a stop signal in the CLI) or failed before the comparison existed: its runs,
+        # queued and handed to no queue yet, go with it, all or nothing (they were left cancelled
+        # in a group no comparison named).
+        try:
+            with store.tx() as conn:
+                conn.executemany("DELETE FROM runs WHERE id=? AND status='queued'", [(i,) for i in ids])
+        except Exception:  # noqa: BLE001 - the store itself failed: reconcile settles them as orphans
+            pass
+        raise
     finally:
         store.close()
     runner.ensure_queue(store_path)
