@@ -94,13 +94,18 @@ def _signal_code() -> int:
     return 128 + int(getattr(signal, RECEIVED["signal"] or "SIGINT"))
 
 
+def _queued_here() -> list[int]:
+    """The runs this process queued (engine.jobs.runner.QUEUED_HERE); none when the command
+    never loaded the runner."""
+    runner = sys.modules.get("engine.jobs.runner")
+    return runner.QUEUED_HERE if runner is not None else []
+
+
 def _run(args) -> int:
     from engine.base.process import on_stop_signals
     from engine.cli.follow import INTERRUPTED, stop_for_interrupt
 
-    queued = getattr(sys.modules.get("engine.jobs.runner"), "QUEUED_HERE", None)
-    if queued:
-        queued.clear()  # what an earlier command in this process queued (tests run several) is not this one's
+    _queued_here().clear()  # what an earlier command in this process queued (tests run several) is not this one's
     on_stop_signals(_interrupt)
     moved = old_store_line()
     if moved:  # the default moved to the per-user folder: an older store in this folder is said, not lost
@@ -109,7 +114,7 @@ def _run(args) -> int:
         try:
             code = args.func(args)
         except KeyboardInterrupt:
-            if not getattr(sys.modules.get("engine.jobs.runner"), "QUEUED_HERE", None):
+            if not _queued_here():
                 raise
             # Queued, and interrupted before the wait that would stop it began: stopped all the
             # same (in this try: a locked store is one line below, not a traceback).
