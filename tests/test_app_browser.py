@@ -404,8 +404,8 @@ def test_the_progress_block_plays_by_the_clock_when_its_timer_runs_late(stage):
          "total_steps": 100}
     html = quiet_progress.block([quiet_progress.running_line("#1 baseline", p, 30, key="r1"),
                                  quiet_progress.static_line("**#2**: setting up", None, since_s=7, key="r2")])
-    _url, browser, _home = stage
-    page = browser.new_page()
+    _url, chromium, _home = stage
+    page = chromium.browser.new_page()  # a context of its own: the fake clock is the whole context's
     try:
         page.clock.install()
         page.set_content(html)
@@ -417,7 +417,7 @@ def test_the_progress_block_plays_by_the_clock_when_its_timer_runs_late(stage):
         page.clock.run_for(2_000)  # on time again
         assert texts() == ["27", "14"]
     finally:
-        page.context.close()
+        page.context.close()  # its own
 
 
 def test_sigterm_to_the_dashboard_during_a_comparison_stops_it_naming_the_signal(stage, store_home):
@@ -440,7 +440,7 @@ def test_sigterm_to_the_dashboard_during_a_comparison_stops_it_naming_the_signal
             page.goto(url)
             page.get_by_role("button", name="Launch").first.wait_for(timeout=120_000)
         finally:
-            page.context.close()
+            page.close()
         cid = comparison.start(RunConfig(**LONG_RUN, precision="float32", target_accuracy=0.999), pairs=2)
         with Store() as s:
             wait_for(lambda: s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3, 240,
