@@ -33,7 +33,7 @@ from tests.helpers.recorded_runs import recorded, seed_slower_comparison
 from tests.conftest import LONG_RUN
 from tests.helpers.browser import (HEADLINE, OUT, SPEEDUP_VALUE, THROUGHPUT_POINTS, TIME_PARTS, VIEWPORT,  # noqa: F401
                                    fresh_stage, full_screenshot, playwright_api, script_idle, settle, stage,
-                                   start_streamlit, wait_for)
+                                   start_streamlit, wait_for, wait_js)
 
 pytestmark = pytest.mark.browser  # lane: docs/testing.md
 
@@ -108,8 +108,7 @@ def test_launch_watch_and_review_in_chromium(fresh_stage):
 
     page.get_by_role("link", name="Runs").click()
     page.get_by_text("Speedup and scaling").wait_for(timeout=60_000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
-                           timeout=60_000)
+    wait_js(page, "document.querySelectorAll('.js-plotly-plot').length >= 4", 60_000)
     settle(page)
     full_screenshot(page, OUT / "runs.png")
     body = page.inner_text("body")
@@ -142,7 +141,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
     page.get_by_role("link", name="Hardware", exact=True).click()
     page.get_by_text("Which speed options should pay off").wait_for(timeout=60_000)
     page.get_by_role("button", name="Use this configuration").wait_for(timeout=30_000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1", timeout=30_000)
+    wait_js(page, "document.querySelectorAll('.js-plotly-plot').length >= 1", 30_000)
     settle(page)
     full_screenshot(page, OUT / "hardware.png")
     body = page.inner_text("body")
@@ -152,7 +151,7 @@ def test_hardware_page_with_a_finished_benchmark_in_chromium(fresh_stage):
 
     page.get_by_role("button", name="Use this configuration").click()
     page.get_by_role("button", name="Launch").wait_for(timeout=30_000)
-    page.wait_for_function("location.search.includes('precision=mixed_bfloat16')", timeout=10_000)
+    wait_js(page, "location.search.includes('precision=mixed_bfloat16')", 10_000)
     assert "steps_per_execution=8" in page.url and "epochs=3" in page.url
     summary = "digits · cnn · mixed bf16 · 1 device · batch 128 · spe 8 · 3 epochs"
     page.get_by_text(summary).wait_for(timeout=10_000)
@@ -278,7 +277,7 @@ def test_a_measuring_comparison_moves_its_progress_on_between_reads(fresh_stage)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(server)
         page.get_by_text("Quiet while measuring").wait_for(timeout=60_000)
-        page.wait_for_function(f"({LINE})().length === 1", timeout=30_000)
+        wait_js(page, f"({LINE})().length === 1", 30_000)
         (a,) = page.evaluate(LINE)
         time.sleep(3.2)
         (b,) = page.evaluate(LINE)

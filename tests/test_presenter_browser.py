@@ -20,7 +20,7 @@ import time
 
 
 from tests.helpers.browser import (OUT, THROUGHPUT_POINTS, fresh_stage, server, settle, stage,  # noqa: F401
-                                   wait_for)
+                                   wait_for, wait_js)
 from tests.helpers.probe_cache import plant_probe
 from tests.helpers.queue import StandInQueue
 from tests.helpers.recorded_runs import recorded, seed_many, seed_pair
@@ -91,7 +91,7 @@ def loaded(pages: list, todo, ready_ms: int = 120_000):
         page = pages[i % n]
         if ready:
             page.get_by_text(ready).first.wait_for(timeout=ready_ms)
-        page.wait_for_function(f"{CHARTS} >= {charts}", timeout=60_000)
+        wait_js(page, f"{CHARTS} >= {charts}", 60_000)
         settle(page)
         yield page
         if i + n < len(todo):
@@ -192,7 +192,7 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(fresh_st
     page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
     page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
     page.get_by_text("10×", exact=True).click()
-    page.wait_for_function("document.body.innerText.includes('· 10× ·')", timeout=30_000)
+    wait_js(page, "document.body.innerText.includes('· 10× ·')", 30_000)
     page.get_by_role("button", name="Play").click()
     n1 = wait_for(lambda: page.evaluate(THROUGHPUT_POINTS), 30, "the first replayed points")
     page.screenshot(path=str(OUT / "replay_1.png"))
@@ -245,7 +245,7 @@ def test_presenter_mode_at_1280x720_shows_the_headline_and_both_charts_above_the
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.goto(url + "/?mode=talk")
     page.get_by_text(headline).wait_for(timeout=60_000)
-    page.wait_for_function(f"{CHARTS} >= 2", timeout=60_000)
+    wait_js(page, f"{CHARTS} >= 2", 60_000)
     settle(page)
     page.screenshot(path=str(OUT / "presenter_1280x720.png"))
     seen = page.evaluate(TALK_BOXES)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers.browser import OUT, settle, stage, wait_for  # noqa: F401
+from tests.helpers.browser import OUT, settle, stage, wait_for, wait_js  # noqa: F401
 from tests.helpers.queue import StandInQueue
 from tests.helpers.recorded_runs import seed_comparison, seed_pair
 
@@ -32,7 +32,7 @@ def fits(page, url: str, name: str, ready: str, charts: int = 0) -> int:
     page.goto(url)
     page.get_by_text(ready).first.wait_for(timeout=120_000)
     page.get_by_text("Presenter mode").first.wait_for(timeout=60_000)
-    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {charts}", timeout=60_000)
+    wait_js(page, f"document.querySelectorAll('.js-plotly-plot').length >= {charts}", 60_000)
     settle(page)
     page.screenshot(path=str(OUT / f"fit_{name}.png"))
     return page.evaluate(MAIN_HEIGHT)

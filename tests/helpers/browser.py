@@ -106,10 +106,18 @@ SCRIPT_IDLE = """() => { const app = document.querySelector('[data-testid="stApp
   return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
 
 
+def wait_js(page, expression: str, timeout_ms: int) -> None:
+    """Wait until the JS `expression` is truthy in `page`, read every 100 ms, at most
+    `timeout_ms` ms. Raises playwright's TimeoutError. Playwright's default reads it at every
+    animation frame, which makes the page draw 60 frames a second while it waits: 0.27 CPU-s
+    of Chromium per second of waiting against 0.03-0.06 read every 200 ms (2026-12-07)."""
+    page.wait_for_function(expression, timeout=timeout_ms, polling=100)
+
+
 def script_idle(page, timeout_ms: int = 60_000) -> None:
     """Wait until the page's script run has ended (at most `timeout_ms` ms): what it draws is
     on the page, charts perhaps still laying out (`settle`). Raises playwright's TimeoutError."""
-    page.wait_for_function(SCRIPT_IDLE, timeout=timeout_ms)
+    wait_js(page, SCRIPT_IDLE, timeout_ms)
 
 
 def full_screenshot(page, path: Path) -> None:
