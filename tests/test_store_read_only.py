@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.report import replay
 from engine.store import Store, StoreReadOnlyError
 from tests.helpers import cli as engine_cli
 
@@ -66,6 +67,11 @@ def test_a_read_only_home_is_read_and_refuses_writes_in_one_line(ro_home, tmp_pa
     from tests.helpers.pages import app
 
     monkeypatch.setenv("SPEEDLAB_HOME", str(ro_home))
+    import tempfile
+
+    temp = tmp_path / "temp"  # the replay's clock goes to the system's temp folder: this test's
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     at = app("views/runs/runs.py")
     assert not at.exception
     assert sorted(at.dataframe[0].value["id"]) == [1, 2]
@@ -73,3 +79,4 @@ def test_a_read_only_home_is_read_and_refuses_writes_in_one_line(ro_home, tmp_pa
     assert not at.exception
     assert not [e.value for e in at.error], [e.value for e in at.error]
     assert at.get("plotly_chart")  # the pair plays from the read-only store
+    assert [f.name for f in temp.iterdir()] == [Path(replay.state_path()).name]  # the replay clock alone
