@@ -66,12 +66,16 @@ def test_a_run_and_a_comparison_stop_on_ctrl_c_through_one_function(monkeypatch,
     def pressed():
         raise KeyboardInterrupt
 
-    assert follow.until_done(lambda: "completed", lambda: "cancelled", "stopping ...", quiet=True) == "completed"
+    done, stopped = {"status": "completed"}, {"status": "stopped"}
+    assert follow.until_done(lambda: done, lambda: stopped, "stopping ...", True, "comparison 4") is done
     assert (stops, follow.INTERRUPTED["by_user"], capsys.readouterr().err) == ([], False, "")
     line = "stopping comparison 4 (complete pairs are kept; more presses change nothing) ..."
-    assert follow.until_done(pressed, lambda: "cancelled", line, quiet=True) == "cancelled"
+    assert follow.until_done(pressed, lambda: stopped, line, True, "comparison 4") is stopped
     assert (stops, follow.INTERRUPTED["by_user"], capsys.readouterr().err) == (["stop"], True, f"\n{line}\n")
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second press changes nothing
+    # It had ended before the signal: the stop found nothing to stop, and the line after says so.
+    assert follow.until_done(pressed, lambda: done, "cancelling run 3 ...", True, "run 3") is done
+    assert capsys.readouterr().err == "\ncancelling run 3 ...\nrun 3 had completed before the stop reached it: its results stand\n"
 
 
 def test_ctrl_c_during_the_noise_measurement_stops_it_like_every_other_command(store_home, monkeypatch, capsys):

@@ -112,7 +112,8 @@ def follow_comparison(cid: int, cfg, kind: str, args) -> dict:
             time.sleep(0.5)
 
     return until_done(follow, lambda: comparison.wait(cid),
-                      f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...", quiet)
+                      f"stopping comparison {cid} (complete pairs are kept; more presses change nothing) ...", quiet,
+                      f"comparison {cid}")
 
 
 def comparison_json(comp: dict) -> dict:

@@ -88,16 +88,21 @@ def stop_for_interrupt(line: str) -> None:
     stop_all_for_signal()
 
 
-def until_done(wait: Callable[[], T], wait_stopped: Callable[[], T], line: str, quiet: bool) -> T:
+def until_done(wait: Callable[[], T], wait_stopped: Callable[[], T], line: str, quiet: bool, name: str) -> T:
     """`wait()` (a wait that draws progress) until it returns; on Ctrl-C, SIGTERM or SIGHUP
     (KeyboardInterrupt: engine.cli.main) say `line` once, ignore further presses, stop what
     the store runs and return `wait_stopped()` (a plain wait for the stop to land); the
-    command then exits 130. Ends a terminal's progress line unless `quiet`."""
+    command then exits 128 + the signal. When what it waited for (`name`: "run 3") had
+    completed before the stop reached it (its result's 'status' is 'completed': the signal
+    came between its end and the wait's next look), that is said too, since the line before
+    said it was being stopped. Ends a terminal's progress line unless `quiet`."""
     try:
         out = wait()
     except KeyboardInterrupt:
         stop_for_interrupt(line)
         out = wait_stopped()
+        if isinstance(out, dict) and out.get("status") == "completed":
+            sys.stderr.write(f"{name} had completed before the stop reached it: its results stand\n")
     if not quiet and sys.stderr.isatty():
         sys.stderr.write("\n")
     return out
@@ -109,4 +114,5 @@ def follow(run_id: int, quiet: bool) -> dict:
 
     on_poll = None if quiet else progress_line(run_id)
     return until_done(lambda: runner.wait(run_id, on_poll=on_poll), lambda: runner.wait(run_id),
-                      f"cancelling run {run_id} (interrupted; more presses change nothing) ...", quiet)
+                      f"cancelling run {run_id} (interrupted; more presses change nothing) ...", quiet,
+                      f"run {run_id}")

@@ -183,5 +183,5 @@ def measure_noise(quiet: bool = False) -> int:
 
     comp = until_done(lambda: comparison.wait(cid, poll_s=1.0, on_poll=on_poll), lambda: comparison.wait(cid),
                       "stopping the noise measurement (complete pairs are kept; more presses change nothing) ...",
-                      quiet=True)  # its progress is whole lines: no line to end
+                      quiet=True, name="the noise measurement")  # its progress is whole lines: no line to end
     return 0 if noise.floor_of(comp) is not None else 1
