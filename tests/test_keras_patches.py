@@ -15,7 +15,6 @@ from engine.training import keras_patches
 from tests.helpers.imports import graph
 
 PATCHES = keras_patches.registry()
-GRAPH = graph()  # engine module -> the engine modules it imports
 
 
 def _resolve(internal: str):
@@ -33,12 +32,13 @@ def test_the_registry_lists_every_patch_module_once_with_a_complete_record():
     modules = {p.stem for p in Path(keras_patches.__file__).parent.glob("*.py")} - {"__init__", "patch"}
     assert sorted(keras_patches.NAMES) == sorted(modules)
     assert [p.name for p in PATCHES] == list(keras_patches.NAMES)
+    imports = graph()  # engine module -> its engine imports; read here, not when every test process collects
     for p in PATCHES:
         assert p.fixes and p.keras_versions and p.internals and p.used_by.startswith("engine.training.")
         assert p.upstream.startswith("https://github.com/") or p.upstream.startswith("no upstream issue found")
         assert f"| {p.name} |" in keras_patches.__doc__, f"{p.name} is missing from the package's table"
         # "applied by" is true: the module named imports the patch (every import counts, lazy ones too)
-        assert f"engine.training.keras_patches.{p.name}" in GRAPH[p.used_by], f"{p.used_by} does not apply {p.name}"
+        assert f"engine.training.keras_patches.{p.name}" in imports[p.used_by], f"{p.used_by} does not apply {p.name}"
 
 
 @pytest.mark.tf
