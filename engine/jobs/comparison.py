@@ -152,8 +152,7 @@ def start(cfg: RunConfig, kind: str = "ab", pairs: Optional[int] = None, max_pai
         # queued and handed to no queue yet, go with it, all or nothing (they were left cancelled
         # in a group no comparison named).
         try:
-            with store.tx() as conn:
-                conn.executemany("DELETE FROM runs WHERE id=? AND status='queued'", [(i,) for i in ids])
+            store.delete_queued(ids)
         except Exception:  # noqa: BLE001 - the store itself failed: reconcile settles them as orphans
             pass
         raise
@@ -168,17 +167,15 @@ def withdraw_queued(store: Store, comparison: dict) -> int:
     Each pair records which sides went ('dropped_keys'); 'dropped' when both did (a pair whose
     other side ran, e.g. failed, still counts: engine.report.comparison.pair_rows)."""
     plan = comparison["plan"]
-    dropped = 0
-    with store.tx() as conn:
-        for p in plan:
-            for key in ("baseline_id", "run_id"):
-                if conn.execute("DELETE FROM runs WHERE id=? AND status='queued'", (p[key],)).rowcount:
-                    dropped += 1
-                    p["dropped_keys"] = [*p.get("dropped_keys", []), key]
-            if len(p.get("dropped_keys", [])) == 2:
-                p["dropped"] = True
+    gone = store.delete_queued([p[key] for p in plan for key in ("baseline_id", "run_id")])
+    for p in plan:
+        for key in ("baseline_id", "run_id"):
+            if p[key] in gone:
+                p["dropped_keys"] = [*p.get("dropped_keys", []), key]
+        if len(p.get("dropped_keys", [])) == 2:
+            p["dropped"] = True
     cstore.update(store, comparison["id"], plan=plan)
-    return dropped
+    return len(gone)
 
 
 def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:

@@ -409,6 +409,13 @@ class Store:
         if reclaim:
             self.reclaim()
 
+    def delete_queued(self, run_ids) -> set[int]:
+        """Delete those of `run_ids` still queued (never started: no metrics, no folder), in one
+        transaction; returns the ids deleted. A run that started meanwhile stays."""
+        with self.tx() as conn:
+            delete = "DELETE FROM runs WHERE id=? AND status='queued'"
+            return {i for i in run_ids if conn.execute(delete, (i,)).rowcount}
+
     # --- space ----------------------------------------------------------
     def space(self) -> dict:
         """The file's pages: {'page_size' (bytes), 'pages', 'free_pages' (on SQLite's free
