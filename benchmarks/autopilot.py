@@ -175,7 +175,7 @@ def main() -> None:
     print(f"winner vs baseline: {_ratio(comps['confirmation'])}")
     print(f"winner vs preset:   {_ratio(comps['extra']['preset']['winner'])}")
     print(f"preset vs baseline: {_ratio(comps['extra']['preset']['vs_baseline'])}")
-    line = explanation(confirm.ablation_entries(state.get("ablation") or [], comps["ablation"]))
+    line = explanation(confirm.ablation_entries(state.get("ablation") or [], comps["ablation"], state))
     if line:
         print(f"why: {line}")
 

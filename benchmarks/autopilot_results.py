@@ -209,7 +209,7 @@ def render(state: dict, command: str, loads: list[str], wall_s: Optional[float] 
             out += ["", f"- **vs {state.get('tuned_label') or 'the tuned baseline'}: {tuned['headline']}**"]
             out += [f"- {line}" for line in report_headline.made_of_lines(tuned, state.get("tuned_label") or "the tuned baseline")]
             out.append(f"- {tuned_goal_line(tuned)}")
-    ab = confirm.ablation_entries(state.get("ablation") or [], comps.get("ablation") or {})
+    ab = confirm.ablation_entries(state.get("ablation") or [], comps.get("ablation") or {}, state)
     if ab:
         out += ["", "### Ablation: the winner with one technique switched back, in every confirming round; "
                 "factor = its time / the winner's (a comparison each)", "",

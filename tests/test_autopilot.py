@@ -303,7 +303,7 @@ def searched(tmp_path_factory):
                 conf = ap.confirm(fast, sp.ablation_configs(fast, ap.baseline))
             with _store(home) as store:
                 comps = confirm.stored(store, conf)
-            ablation = confirm.ablation_entries(ap.state["ablation"], comps["ablation"])
+            ablation = confirm.ablation_entries(ap.state["ablation"], comps["ablation"], ap.state)
     finally:  # before the module's tests read: the spare the idle queue starts would only import
         runner.cancel_active(home / "runs.sqlite")
         end_queue(home)
@@ -572,7 +572,7 @@ def test_the_ablation_is_measured_in_the_confirming_rounds_as_interleaved_pairs(
     # winner runs before it in rounds 1 and 3: BA).
     assert a["plan"] == [{"pair": r, "seed": r + 1, "order": o, "baseline_id": rid[r, "without bfloat16"],
                           "run_id": rid[r, "winner"]} for r, o in enumerate(["BA", "AB", "BA"])]
-    out = confirm.ablation_entries(ap.state["ablation"], comps["ablation"])
+    out = confirm.ablation_entries(ap.state["ablation"], comps["ablation"], ap.state)
     bf16, spe = out
     # Ablated / winner: 1.5, 1.5, 1.5: geometric mean 1.5, a zero-width interval: faster (bf16 helps); the
     # winner's test accuracy against its ablation, +2, +1, 0 points, has the interval −1.5 to +3.5: the

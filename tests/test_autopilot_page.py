@@ -547,3 +547,39 @@ def test_a_stopped_autopilot_says_where_it_stopped_and_why(store_home):
     ap = app(PAGE)
     assert (f"The autopilot was stopped in its search, after {len(TRIALS)} trials (cancelled by the user); what it "
             "found so far is below.") in texts(ap.warning)
+
+
+@pytest.mark.page
+def test_ablation_bars_say_not_measured_yet_while_the_rounds_run_and_stopped_only_when_stopped(store_home):
+    """A new user's case (30 s budget): during "Re-running the winner and the baseline · round 1"
+    every ablation bar read "not run: the autopilot was stopped", which it was not. Round 1 here
+    has run the baseline and the winner (stop_after=2), the comparisons still running: no pair of
+    either ablation yet."""
+    from engine.store import Store
+
+    ap_id = f"autopilot-{uuid.uuid4().hex[:6]}"
+    with Store() as store:
+        conf = plant_confirmation(store, ap_id, SECS, stop_after=2, end=False, ablations={
+            n: {"technique": a["technique"], "label": a["label"]} for n, a in zip(list(SECS)[2:], ABLATION)})
+    me = psutil.Process()
+    running = {**done_state(None), "state": "running", "pid": os.getpid(), "pid_started": me.create_time(),
+               "phase": "confirm", "confirm": conf, "ablation": ABLATION,
+               "winner": done_state(None)["winner"],
+               "current": {"phase": "confirm", "round": 1, "name": "without bfloat16", "run_id": 99,
+                           "label": "without bfloat16"}}
+    background.write_json(autopilot.progress_path(), running)
+    at = app(PAGE)
+    no_errors(at)
+    assert "**Re-running the winner and the baseline** · round 1" in texts(at.markdown)
+    ticks = list(plotly_specs(at)["ap_ablation"]["layout"]["yaxis"]["ticktext"])
+    assert len(ticks) == 2 and all(t.endswith("not measured yet: it runs in the re-run rounds") for t in ticks)
+    assert "the autopilot was stopped" not in " ".join(ticks) + texts(at.caption)
+    assert ("Without each technique the winner took this many times as long: not measured yet (in the re-run "
+            "rounds): bfloat16, one_cycle (max LR 0.005, 10 epochs).") in texts(at.caption)
+    # Stopped there: now, and only now, the bars say so.
+    background.write_json(autopilot.progress_path(), {**running, "state": "cancelled", "phase": "stopped",
+                                                      "current": None, "stopped_by": "cancelled by the user"})
+    at = app(PAGE)
+    no_errors(at)
+    ticks = list(plotly_specs(at)["ap_ablation"]["layout"]["yaxis"]["ticktext"])
+    assert all(t.endswith("not run: the autopilot was stopped") for t in ticks)

@@ -382,7 +382,31 @@ def test_an_ablation_without_its_comparison_says_why():
 
     plan = [{"technique": "precision", "label": "bfloat16", "note": None},
             {"technique": "backend", "label": "JAX", "note": "no baseline setting to switch back to"}]
-    out = ablation_entries(plan, {})  # stopped before its rounds; the second had no configuration to run
+    stopped = {"state": "cancelled", "phase": "stopped"}
+    out = ablation_entries(plan, {}, stopped)  # stopped before its rounds; the second had no configuration to run
     assert [(a["kind"], a["factor"]) for a in out] == [("not_run", None), ("no_config", None)]
     assert explanation(out) == ("JAX (needed: no baseline setting to switch back to without it), "
                                 "stopped before measuring bfloat16")
+
+
+def test_an_unmeasured_ablation_says_stopped_only_when_the_autopilot_was_stopped():
+    """A new user's case: during round 1 of the re-runs every ablation bar read "not run: the
+    autopilot was stopped"; the words follow the autopilot's status (its state file's 'state',
+    else the phase Autopilot.run left), and its comparison with no complete pair yet says so."""
+    from engine.autopilot.confirm import ablation_entries, job_status
+
+    plan = [{"technique": "precision", "label": "bfloat16", "note": None}]
+    no_pair = {"precision": {"id": 7, "status": "running", "result": {"pairs": 0, "time_to_accuracy": {}}}}
+    running = {"state": "running", "phase": "confirm"}
+    (a,) = ablation_entries(plan, no_pair, running)
+    assert (a["kind"], a["note"], a["comparison_id"]) == ("pending", "not measured yet: it runs in the re-run rounds", 7)
+    assert explanation([a]) == "not measured yet (in the re-run rounds): bfloat16"
+    for state, note in [({"state": "cancelled", "phase": "stopped"}, "not run: the autopilot was stopped"),
+                        ({"phase": "stopped"}, "not run: the autopilot was stopped"),  # Autopilot.run's own state
+                        ({"state": "failed", "phase": "confirm"}, "not run: the autopilot failed")]:
+        (a,) = ablation_entries(plan, no_pair, state)
+        assert (a["kind"], a["note"]) == ("not_run", note)
+    assert explanation([a]) == "stopped before measuring bfloat16"
+    # While the rounds go on, as Autopilot.confirm leaves it (no 'state' key): running; at its end, done.
+    assert [job_status(s) for s in ({"phase": "confirm"}, {"phase": "done"}, {"state": "starting"},
+                                    {"state": "done", "phase": "done"})] == ["running", "done", "running", "done"]

@@ -289,7 +289,7 @@ def confirmed(p: dict) -> dict:
     entries and their figures ('ablation_entries'), read from the store."""
     with Store() as store:
         comps = confirm.stored(store, p.get("confirm"))
-    return {**comps, "ablation_entries": confirm.ablation_entries(p.get("ablation") or [], comps["ablation"])}
+    return {**comps, "ablation_entries": confirm.ablation_entries(p.get("ablation") or [], comps["ablation"], p)}
 
 
 def result(p: dict) -> None:

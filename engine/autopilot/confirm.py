@@ -27,6 +27,7 @@ import os
 from typing import Optional
 
 from engine.jobs import comparison
+from engine.jobs.background import ACTIVE_STATES
 from engine.report import stats
 from engine.store import Store
 from engine.store import comparisons as cstore
@@ -152,21 +153,48 @@ def stored(store: Store, confirm: Optional[dict]) -> dict:
             "ablation": {t: row(c) for t, c in (ids.get("ablation") or {}).items()}}
 
 
-def ablation_entries(plan: list[dict], comps: dict) -> list[dict]:
+# What an ablation bar without a factor says, by the autopilot's status (`job_status`): its runs
+# come in the re-run rounds while the autopilot runs; "stopped" only when it was stopped.
+UNMEASURED = {"running": "not measured yet: it runs in the re-run rounds",
+              "stopped": "not run: the autopilot was stopped",
+              "failed": "not run: the autopilot failed",
+              "done": "not run: no complete pair"}
+
+
+def job_status(state: Optional[dict]) -> str:
+    """'running', 'stopped', 'failed' or 'done': the autopilot's status, from its state as the
+    page reads it (engine.autopilot.job.read_progress: 'state' 'starting' | 'running' | 'done' |
+    'failed' | 'cancelled', a process that died unseen reads 'failed') or as `Autopilot.run`
+    returns it (no 'state'; 'phase' 'stopped' or 'done' at its end, another phase while it runs)."""
+    s = (state or {}).get("state")
+    phase = (state or {}).get("phase")
+    if s == "failed":
+        return "failed"
+    if s == "cancelled" or phase == "stopped":
+        return "stopped"
+    if s in ACTIVE_STATES or (s is None and phase != "done"):
+        return "running"
+    return "done"
+
+
+def ablation_entries(plan: list[dict], comps: dict, state: Optional[dict]) -> list[dict]:
     """The ablation's figures, from its stored comparisons (`stored`'s 'ablation'): per entry of
     `plan` (the state's 'ablation': {'technique', 'label', 'changes', 'note'}) the entry with
     'factor' (the time-to-accuracy speedup of the winner over the winner without the technique:
     > 1 = it helps), 'ci95', 'verdict' (the comparison's own verdict, as the Runs page shows it:
     engine.report.stats.overall_verdict, test accuracy and noise floor applied), 'interval_pairs',
-    'run_ids' (the runs without it), 'comparison_id', 'kind' ('reached', 'not_reached', 'not_run',
-    'no_config': space.ablation_configs could not switch it back) and 'note' (why there is no factor)."""
+    'run_ids' (the runs without it), 'comparison_id', 'kind' ('reached', 'not_reached', 'pending':
+    no complete pair yet while the autopilot runs, 'not_run': none and it has ended, 'no_config':
+    space.ablation_configs could not switch it back) and 'note' (why there is no factor: UNMEASURED
+    by `job_status(state)`, the autopilot's state, for a pending or not_run entry)."""
+    status = job_status(state)
+    unmeasured = {"kind": "pending" if status == "running" else "not_run", "note": UNMEASURED[status]}
     out = []
     for a in plan:
         comp = comps.get(a["technique"])
         entry = {**a, "factor": None}
-        if comp is None:  # no configuration to run without it (its note says why), or stopped first
-            entry.update(kind="no_config" if a.get("note") else "not_run",
-                         note=a.get("note") or "not run: the autopilot was stopped")
+        if comp is None:  # no configuration to run without it (its note says why), or not started
+            entry.update({"kind": "no_config", "note": a["note"]} if a.get("note") else unmeasured)
             out.append(entry)
             continue
         r = comp.get("result") or {}
@@ -174,9 +202,12 @@ def ablation_entries(plan: list[dict], comps: dict) -> list[dict]:
         factor = tta.get("speedup")
         entry.update(comparison_id=comp["id"], factor=factor, ci95=tta.get("ci95"), verdict=r.get("verdict"),
                      interval_pairs=tta.get("pairs"), run_ids=r.get("baseline_ids") or [],
-                     run_id=(r.get("baseline_ids") or [None])[0],
-                     kind="reached" if factor else "not_run" if not r.get("pairs") else "not_reached",
-                     note=None if factor else "not run: the autopilot was stopped" if not r.get("pairs")
-                     else "the target on no seed")
+                     run_id=(r.get("baseline_ids") or [None])[0])
+        if factor:
+            entry.update(kind="reached", note=None)
+        elif r.get("pairs"):
+            entry.update(kind="not_reached", note="the target on no seed")
+        else:
+            entry.update(unmeasured)
         out.append(entry)
     return out

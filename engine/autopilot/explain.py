@@ -14,7 +14,8 @@ def explanation(ablation: list[dict]) -> str:
     winner without the technique), 'ci95', 'verdict', 'interval_pairs', 'note', 'kind'}), largest
     factor first; a factor under 1 says the winner ran faster without that technique; an
     ablation that did not reach the target reads 'needed to reach it'; one cut short by Stop
-    ('kind' 'stopped' or 'not_run') is named as not measured."""
+    ('kind' 'stopped' or 'not_run') is named as not measured, one whose runs are still to come
+    while the autopilot runs ('kind' 'pending') as not measured yet."""
     def factor(a: dict) -> str:
         ci = a.get("ci95")
         if ci:  # judged by its interval, as a comparison's verdict
@@ -25,11 +26,14 @@ def explanation(ablation: list[dict]) -> str:
         return f"{a['label']} {ratio_text(a['factor'])}" + (" (faster without it)" if a["factor"] < 1 else "")
 
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
+    pending = [a for a in ablation if a.get("kind") == "pending"]
     done = [a for a in ablation if a.get("factor")]
     done.sort(key=lambda a: -a["factor"])
     parts = [factor(a) for a in done]
     parts += [f"{a['label']} (needed: {a['note']} without it)" for a in ablation
-              if not a.get("factor") and a.get("note") and a not in cut]
+              if not a.get("factor") and a.get("note") and a not in cut and a not in pending]
+    if pending:
+        parts.append("not measured yet (in the re-run rounds): " + ", ".join(a["label"] for a in pending))
     if cut:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     line = ", ".join(parts)

@@ -173,7 +173,7 @@ def confirmation_lines(state: dict, comps: dict) -> list[str]:
         if c is not None and c.get("result"):
             label = state.get("tuned_label") if name == TUNED and state.get("tuned_label") else name
             out.append(f"winner vs {label} (comparison #{c['id']}): {comparison_headline(c['result'])['text']}")
-    entries = ablation_entries(state.get("ablation") or [], comps.get("ablation") or {})
+    entries = ablation_entries(state.get("ablation") or [], comps.get("ablation") or {}, state)
     line = explanation(entries) if entries else ""
     if line:
         out.append(f"why (time to target without each technique / the winner's): {line}")

@@ -19,7 +19,7 @@ def gpu_facts(n=4, cc=(8, 0)) -> dict:
 
 def plant_confirmation(store, ap_id: str, secs: dict, rate: dict | None = None, test: dict | None = None,
                        ablations: dict | None = None, extra: tuple = (), tuned: dict | None = None,
-                       stop_after: int | None = None) -> dict:
+                       stop_after: int | None = None, end: bool = True) -> dict:
     """An autopilot's confirming rounds as stored runs and comparisons, without training
     (engine.autopilot.confirm.Rounds driven as Autopilot.confirm drives it).
 
@@ -27,7 +27,8 @@ def plant_confirmation(store, ap_id: str, secs: dict, rate: dict | None = None, 
     'winner', each of `extra` and each key of `ablations` ({'without <label>': {'technique'}}).
     Every run trains 1,000 samples an epoch and validates twice (at t/2 and t; 0.96 at t when
     reached, else 0.90); rate: steady samples/s per name; test: test accuracy per name and round.
-    stop_after: end after this many runs (a Stop). Returns the state's confirm entry."""
+    stop_after: end after this many runs (a Stop); end=False leaves the comparisons running, as
+    while the rounds go on (their owner is this process). Returns the state's confirm entry."""
     from engine.autopilot.confirm import Rounds
 
     ablations = ablations or {}
@@ -54,6 +55,7 @@ def plant_confirmation(store, ap_id: str, secs: dict, rate: dict | None = None, 
                                                         "test_accuracy": ((test or {}).get(name) or [0.95] * repeats)[r]})
             rounds.ended(store, name)
             runs.append({"round": r + 1, "name": name, "seed": seeds[r], "run_id": rid, "time_to_target_sec": t})
-    rounds.finish(store, "stopped by the user" if stop_after is not None else None)
+    if end:
+        rounds.finish(store, "stopped by the user" if stop_after is not None else None)
     return {"repeats": repeats, "seeds": seeds, "runs": runs, "planned": len(names) * repeats, "started": 1.0,
             "comparisons": rounds.state()}
