@@ -477,7 +477,9 @@ def flops_plan(model, taken: Optional[list] = None, phases: Optional[list] = Non
         print(f"FLOPs not counted: {type(e).__name__}: {e}", file=sys.stderr)
         xla = _xla_fallback(model, shape)
         return {"flops_per_sample": round(xla) if xla else None, "forward_flops_per_sample": None,
-                "flops_uncounted": None, "flops_source": "xla" if xla else None}
+                "flops_uncounted": None, "flops_source": "xla" if xla else None,
+                **({} if xla else {"flops_note": f"MFU not shown: FLOPs not counted ({type(e).__name__}: "
+                                                 f"{str(e).splitlines()[0][:200] if str(e) else ''})"})}
     out = {"flops_per_sample": c["flops_per_sample"] or None, "forward_flops_per_sample": c["forward_flops_per_sample"],
            "flops_all_taps_per_sample": c["all_taps_flops_per_sample"], "flops_uncounted": c["uncounted"],
            "flops_source": "layers"}

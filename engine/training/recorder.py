@@ -107,6 +107,7 @@ class Recorder(keras.callbacks.Callback):
         self.time_to_target = None
         self.epoch_logs: dict = {}
         self.t0 = None
+        self._train_fn = None
         self.wall = 0.0
         self.hook_sec = 0.0
 
@@ -125,9 +126,18 @@ class Recorder(keras.callbacks.Callback):
         if self.data_wait_fn is not None:
             # Keras may pull a batch before training (symbolic build): not a step's wait.
             self._wait_seen = self.data_wait_fn()
+        # Keras makes the train function before on_train_begin; compile() drops it, so a new
+        # one is a new trace (a catching wrapper names what it wraps).
+        fn = getattr(self.model, "train_function", None)
+        fn = getattr(fn, "__wrapped__", fn)
         if self.t0 is not None:  # a later fit of the same run: the clock keeps running
-            self._gap("between fits (recompiled for the next phase)")
+            recompiled = fn is not self._train_fn
+            self._train_fn = fn
+            if recompiled:
+                self.expect_warmup()
+            self._gap("between fits (recompiled for the next phase)" if recompiled else "between fits")
             return
+        self._train_fn = fn
         self.t0 = time.perf_counter()
         if self.timeline is not None:
             self.timeline.add("setup", 0.0, self.timeline.at(self.t0))
@@ -186,8 +196,9 @@ class Recorder(keras.callbacks.Callback):
             self.hook_sec += time.perf_counter() - t_in
 
     def _batch_end(self, batch, logs):
-        # Reading the loss waits for the device: the timestamp after it is honest.
-        loss = float(logs["loss"]) if logs and "loss" in logs else float("nan")
+        # Reading the loss waits for the device: the timestamp after it is honest. A train step
+        # of the user's may report no "loss" (a GAN's d_loss, g_loss): unknown, never a NaN.
+        loss = float(logs["loss"]) if logs and "loss" in logs else None
         t_end = time.perf_counter()
         # Within an epoch, end-to-end spacing includes Keras's loop and callbacks.
         start = self._prev_end if self._prev_end is not None else self._t_begin
@@ -216,9 +227,10 @@ class Recorder(keras.callbacks.Callback):
         applied, skipped, scale = self.updates.after(n)
         lr = self._lr()
         self.sink("executions", (idx, self.epoch, self.step, n, t_end - self.t0, dur,
-                                 None if samples is None else execution_rate(samples, 1, dur), _finite(loss), lr,
+                                 None if samples is None else execution_rate(samples, 1, dur),
+                                 None if loss is None else _finite(loss), lr,
                                  int(warm), wait, applied, skipped, scale))
-        if not math.isfinite(loss):
+        if loss is not None and not math.isfinite(loss):
             self.nan_at = (self.epoch + 1, self.step)
             self.model.stop_training = True
         if self.updates.stalled:  # every update skipped for a while: training has stopped in all but name

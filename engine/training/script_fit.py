@@ -6,11 +6,12 @@ the user's training.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
 import threading
-from typing import Optional
+from typing import Optional, Sequence
 
 import keras
 
@@ -262,6 +263,7 @@ def catching(fn, cb):
             raise
 
     train_function._speedlab = True
+    train_function.__wrapped__ = fn
     return train_function
 
 
@@ -298,19 +300,43 @@ def safe(fn, *args):
         return None
 
 
-def model_flops(model) -> dict:
-    """engine.training.flops.count of the model ({} when it cannot count it)."""
+def trainable_size(model) -> Optional[int]:
+    """Trainable weights of `model` (scalars), or None when Keras cannot say."""
     try:
-        from engine.training import flops
+        return sum(math.prod(int(d) for d in w.shape) for w in model.trainable_weights)
+    except Exception:  # noqa: BLE001 - a check of the FLOPs, never a reason to fail training
+        return None
 
-        return flops.count(model)
-    except Exception:  # noqa: BLE001 - FLOPs are optional; MFU is then None
-        return {}
+
+def model_flops(model, trainable: Sequence[Optional[int]] = ()) -> dict:
+    """engine.training.build.flops_plan of a script's model, as for a user's model given to
+    `engine run` (counted, held against XLA's count on JAX), with a 'flops_note' wherever
+    there is no count. `trainable`: `trainable_size` at each fit's start; fits that trained
+    different weights (a fine-tune's frozen, then unfrozen base) ran different steps, and a
+    count of the model as it ends would charge the first fit's steps the second's FLOPs (MFU
+    157% measured): no count then."""
+    sizes = sorted({n for n in trainable if n is not None})
+    if len(sizes) > 1:
+        return {"flops_per_sample": None,
+                "flops_note": f"MFU not shown: the fit() calls trained different weights ({sizes[0]:,} to "
+                              f"{sizes[-1]:,} trainable scalars), so no one FLOPs-per-sample figure is the run's"}
+    try:
+        from engine.training.build import flops_plan
+
+        out = flops_plan(model, cross_check=True)
+    except Exception as e:  # noqa: BLE001 - FLOPs are optional; MFU is then missing, with the reason
+        return {"flops_per_sample": None, "flops_note": f"MFU not shown: FLOPs not counted ({exception_line(e)})"}
+    if not out.get("flops_per_sample") and not out.get("flops_note"):
+        out["flops_note"] = ("MFU not shown: the FLOP counter found no layer it counts (Dense, convolutions) in "
+                             "the model's graph" + (f"; not counted: {', '.join(map(str, out['flops_uncounted'][:6]))}"
+                                                    if out.get("flops_uncounted") else ""))
+    return out
 
 
 def policy_dtype(model, which: str) -> str:
+    """The model's dtype policy's `which` ('compute' or 'variable') dtype, e.g. 'bfloat16'."""
     policy = getattr(model, "dtype_policy", None) or keras.config.dtype_policy()
-    return str(getattr(policy, f"{which}policy_dtype", "float32"))
+    return str(getattr(policy, f"{which}_dtype", None) or "float32")
 
 
 def device_kind() -> str:

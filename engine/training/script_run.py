@@ -119,6 +119,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._stop_asked = False
         self._watch: Optional[threading.Thread] = None  # alive while a fit runs (`_watching`)
         self._watch_lock = threading.Lock()
+        self._trainable: list[Optional[int]] = []  # trainable scalars at each fit's start
 
     # --- failure handling -------------------------------------------------
     def _disable(self, what: str, exc: BaseException) -> None:
@@ -139,6 +140,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if self._off:
             return
+        self._trainable.append(script_fit.trainable_size(self.model))  # what this fit trains
         if self._rec is not None:  # a second fit with the same callback: the clock keeps running
             try:
                 self._reopen()
@@ -425,8 +427,14 @@ class SpeedLabCallback(keras.callbacks.Callback):
         summary = self.summary()
         n_train, note = self._n_train()
         db = store or self._store
-        stored = (db.get_run(self.run_id) or {}).get("plan") or self._plan  # keeps what was added since
-        db.update_run(self.run_id, plan={**stored, "n_train": n_train, "n_train_note": note})
+        row = db.get_run(self.run_id) or {}
+        stored = row.get("plan") or self._plan  # keeps what was added since
+        gb, fixed = summary.get("global_batch_size"), {}
+        if not self._gb_known:  # fit did not say (a generator): what the steps held, or unknown
+            fixed = {"global_batch_size": gb, "per_replica_batch_size": summary.get("per_replica_batch_size")}
+            if gb and row.get("config"):
+                db.update_run(self.run_id, config=json.dumps({**row["config"], "batch_size": gb}))
+        db.update_run(self.run_id, plan={**stored, **fixed, "n_train": n_train, "n_train_note": note})
         # Held-out accuracy, after every time above was taken; only where training ended well,
         # on the training thread (the watch thread ends runs whose fit raised).
         summary.update(self._test_accuracy() if status == "completed" and store is None else
@@ -439,6 +447,16 @@ class SpeedLabCallback(keras.callbacks.Callback):
         self._finished = True
         if store is None:
             self._store.close()
+
+    def _global_batch(self) -> Optional[int]:
+        """Samples per step over all replicas: as read from fit, else (a generator's, a
+        PyDataset's) the largest batch counted; None when neither is known."""
+        rec = self._rec
+        if self._gb_known:
+            return self._read["batch_size"]
+        if rec.samples and not rec.unknown_samples:
+            return max(n // max(b, 1) for n, b in zip(rec.samples, rec.batches))
+        return None
 
     def _n_train(self) -> tuple[Optional[int], Optional[str]]:
         """(training-set size in samples, None), or (None, why it is not known)."""
@@ -487,17 +505,15 @@ class SpeedLabCallback(keras.callbacks.Callback):
         if unknown:  # a throughput from guessed sample counts would be wrong: none
             timing.update(samples_per_sec=None, samples_per_sec_mean=None, samples_per_sec_iqr=None,
                           end_to_end_samples_per_sec=None)
-        gb = cfg.batch_size
-        if not self._gb_known and rec.samples and not unknown:  # a generator's batches: the largest seen
-            gb = max(n // max(b, 1) for n, b in zip(rec.samples, rec.batches))
+        gb = self._global_batch()
         waits = [w for w, warm in zip(rec.data_waits, rec.warmups) if w is not None and not warm]
-        flops = script_fit.model_flops(model)
+        flops = script_fit.model_flops(model, self._trainable)
         s = RunSummary(
             **timing, persistent_iterators={}, replicas=self._replicas, workers=1, replicas_simulated=False,
             device_kind=plan["device_kind"], backend=cfg.backend, precision=self._policy,
             compute_dtype=plan["compute_dtype"], variable_dtype=plan["variable_dtype"],
             steps_per_execution=cfg.steps_per_execution, jit_compile=cfg.jit_compile,
-            global_batch_size=gb, per_replica_batch_size=gb // max(self._replicas, 1),
+            global_batch_size=gb, per_replica_batch_size=gb // max(self._replicas, 1) if gb else None,
             dropped_samples_per_epoch=0, effective_learning_rate=cfg.learning_rate or 0.0, schedule="script run",
             label_smoothing=0.0, mixup_alpha=0.0, train_accuracy_on_mixed_targets=False, init_from=None,
             pretrained=False, loss_scale=script_fit.safe(loss_scale, model),
@@ -509,7 +525,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
             forward_flops_per_sample=flops.get("forward_flops_per_sample"),
             flops_uncounted=flops.get("flops_uncounted"), freeze_epochs=None, finetune_learning_rate=None,
             flops_all_taps_per_sample=flops.get("flops_all_taps_per_sample"),
-            flops_source="layers" if flops.get("flops_per_sample") else None)
+            flops_source=flops.get("flops_source"), flops_xla_per_sample=flops.get("flops_xla_per_sample"),
+            flops_note=flops.get("flops_note"))
         out = s.to_dict()
         out["instrumentation"]["writer_cpu_sec"] = self._writer.cpu_sec
         if unknown:
