@@ -139,3 +139,17 @@ def test_the_runs_table_restates_every_mfu_against_one_peak_per_dtype(store):
     assert set(df["mfu_denominator"]) == {"461 GFLOP/s theoretical float32 (2 cores x 3.60 GHz x 64 FLOPs/cycle)"}
     assert mfu_caption(df) == ("MFU against one peak per compute dtype: 461 GFLOP/s theoretical float32 "
                                "(2 cores x 3.60 GHz x 64 FLOPs/cycle)")
+
+
+def test_a_count_above_the_peak_is_no_mfu_but_a_reason():
+    """460.8 GFLOP/s peak; 10,000 samples/s x 69,120,000 FLOPs = 691.2 GFLOP/s = 150% of it:
+    a count the steps did not run (a fine-tune counted unfrozen, its steps run frozen)."""
+    m = mfu.fields({"samples_per_sec": 10_000.0, "device_kind": "CPU", "compute_dtype": "float32"}, 69_120_000,
+                   cpu=CPU_PEAKS, best=(200e9, 2048))
+    assert m["mfu"] is None and m["flops_per_sample"] is None and m["model_flops_per_sec"] is None
+    assert m["mfu_of_best_matmul"] is None and m["peak_flops_per_sec"] == pytest.approx(460.8e9)
+    assert m["flops_note"] == ("MFU not shown: 69,120,000 FLOPs per sample at 10,000 samples/s would be 150% of "
+                               "the theoretical peak (2 cores x 3.60 GHz x 64 FLOPs/cycle): the count is not what "
+                               "the steps ran")
+    assert "flops_note" not in mfu.fields({"samples_per_sec": 10_000.0, "device_kind": "CPU"}, 46_080_000,
+                                          cpu=CPU_PEAKS)  # exactly the peak: 100%, shown

@@ -45,7 +45,8 @@ def fields(summary: dict, flops_per_sample: Optional[float], gpu_name: Optional[
     all physical devices), 'peak_kind' ('theoretical' | 'datasheet' | None), 'peak_text' (the
     denominator's parts), 'peak_source' (one line), 'peak_parts', 'peak_dtype', 'mfu' (0..1;
     None without a rate, a count or a peak), 'best_matmul_flops_per_sec', 'best_matmul_n',
-    'mfu_of_best_matmul'}.
+    'mfu_of_best_matmul'}; above the peak (a count that is not what ran: a model whose trainable
+    layers changed after it was counted) no count and no MFU, with 'flops_note' saying why.
     """
     from engine.hardware.peaks import theoretical
 
@@ -56,7 +57,13 @@ def fields(summary: dict, flops_per_sample: Optional[float], gpu_name: Optional[
     achieved = rate * flops_per_sample if rate and flops_per_sample else None
     top = peak["peak_flops_per_sec"]
     best_rate = best[0] * devices if best and best[0] else None
-    return {"flops_per_sample": flops_per_sample, "model_flops_per_sec": achieved,
+    over = {}
+    if achieved and top and achieved > top:  # no step runs above its peak: the count is not what ran
+        over = {"flops_note": f"MFU not shown: {flops_per_sample:,} FLOPs per sample at {rate:,.0f} samples/s "
+                              f"would be {achieved / top:.0%} of the theoretical peak ({peak['peak_text']}): "
+                              "the count is not what the steps ran"}
+        flops_per_sample = achieved = best_rate = None
+    return {**over, "flops_per_sample": flops_per_sample, "model_flops_per_sec": achieved,
             "peak_flops_per_sec": top, "peak_kind": peak["peak_kind"], "peak_text": peak["peak_text"],
             "peak_source": peak["peak_source"], "peak_parts": peak["peak_parts"], "peak_dtype": dtype,
             "mfu": achieved / top if achieved and top else None,
