@@ -52,6 +52,9 @@ def test_breakdown_and_divergence_notice_by_hand():
          "wall_sec": 66.0, "data_wait_sec": 1.5}
     assert pair.breakdown(s) == {"waiting": 0.0, "setup": 5.0, "warmup": 2.0, "train": 8.5, "data_wait": 1.5,
                                 "validation": 41.0, "other": 8.0, "wall": 66.0}
+    # No data wait measured (a script's own input pipeline): unknown, not 0 s; training keeps its 10 s.
+    unmeasured = pair.breakdown({k: v for k, v in s.items() if k != "data_wait_sec"})
+    assert unmeasured["data_wait"] is None and unmeasured["train"] == 10.0
     # 13.3 s waiting for a spare's imports before the run's clock started: its own part, in the total.
     waited = pair.breakdown({**s, "waiting_sec": 13.3})
     assert waited["waiting"] == 13.3 and waited["setup"] == 5.0 and waited["wall"] == pytest.approx(79.3)

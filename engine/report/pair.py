@@ -39,16 +39,17 @@ def end_to_end_rate(summary: dict, execs) -> Optional[float]:
 def breakdown(summary: dict) -> Optional[dict]:
     """Where a finished run's time went: {'waiting', 'setup', 'warmup', 'train',
     'data_wait', 'validation', 'other', 'wall'} in s, 'train' without the steady
-    data wait (shown apart), 'waiting' the time before its worker's clock started
+    data wait (shown apart; 'data_wait' None where it was not measured), 'waiting' the time before its worker's clock started
     (summary 'waiting_sec': a free machine, a spare's imports; 0 when not recorded) and
     'wall' waiting plus the run's own wall time; None for a run without a timeline (older
     runs, or still running)."""
     if summary.get("setup_sec") is None:
         return None
-    wait = summary.get("data_wait_sec") or 0.0
+    wait = summary.get("data_wait_sec")
     out = {"waiting": summary.get("waiting_sec") or 0.0, **{k: summary.get(f"{k}_sec") or 0.0 for k in PARTS}}
-    out["data_wait"] = min(wait, out["train"])
-    out["train"] -= out["data_wait"]
+    # Not measured (a script's own input, multi-worker, TPU): unknown, never 0 s.
+    out["data_wait"] = None if wait is None else min(wait, out["train"])
+    out["train"] -= out["data_wait"] or 0.0
     out["wall"] = None if summary.get("wall_sec") is None else summary["wall_sec"] + out["waiting"]
     return out
 
