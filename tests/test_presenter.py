@@ -161,3 +161,31 @@ def test_launch_in_presenter_mode_says_what_it_queued_once(store, fake_cpu, monk
         "until the 95% interval is within ±10% or 15 min; each run stops at the target accuracy"]
     at.run()  # said once
     assert not at.toast
+
+
+def test_a_run_cancelled_before_it_started_against_a_stored_baseline_has_no_pair_figures(store):
+    """Reuse stored baseline, Launch, Stop while the run is queued: the run has no environment
+    and no metrics. Neither mode reads it as a pair ("measured on two machines: ... vs machine
+    unknown", "Speedup —"): one line says it never ran, the baseline is drawn alone."""
+    import os
+
+    from engine.config import RunConfig
+    from engine.jobs import runner
+    from tests.helpers.pages import fake_run
+
+    b = fake_run(store, RunConfig(epochs=3), "baseline", group="g0")
+    store.update_run(b, environment={"hostname": os.uname().nodename,
+                                     "fingerprint": {"id": "zen5-a", "name": "AMD EPYC Zen 5"}})
+    r = fake_run(store, RunConfig(epochs=3, precision="mixed_bfloat16"), "run", group="g1", status="queued")
+    store.update_run(r, baseline_id=b)
+    store.finish_run(r, "cancelled", runner.NOT_STARTED)
+    for presenter in (True, False):
+        at = app(presenter=presenter)
+        assert not at.exception
+        said = "\n".join(str(e.value) for kind in ("markdown", "caption", "warning") for e in getattr(at, kind))
+        assert said.count(f"run #{r} was cancelled before it started: this pair has no run") == 1, presenter
+        for wrong in ("two machines", "machine unknown", "ended in its warm-up", "waiting for the first"):
+            assert wrong not in said, (presenter, wrong)
+        assert not at.metric, presenter
+        throughput = charts_of(at)["presenter_throughput" if presenter else "throughput"]
+        assert {t.get("name") for t in throughput["data"]} - {None, "warm-up (compile)"} == {f"#{b} baseline fp32"}

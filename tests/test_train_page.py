@@ -110,13 +110,82 @@ def test_a_comparison_stopped_before_any_pair_completed_says_so_where_the_chart_
     no_errors(at)
     assert "No pair of this comparison completed, so there is no ratio to show." in texts(at.caption)
     assert "Waiting for the first complete pair" not in texts(at.caption) and "cmp_pairs" not in plotly_specs(at)
-    # Pair 1's run never started: said so (it read "cancelled at step 0/?"), and pair 2's baseline,
-    # never run either, is not listed as measured.
-    assert f"#{r0} mixed bf16**: cancelled before it started" in texts(at.markdown)
+    # Pair 1's run never started: said so, once (it read "cancelled at step 0/?"), and pair 2's
+    # baseline, never run either, is not listed as measured.
+    assert f"run #{r0} was cancelled before it started: this pair has no run" in texts(at.markdown)
+    assert texts(at.markdown).count(f"#{r0}") == 2  # "This pair ... vs run #r0" and that line
     # A clock time (a relative "30 s ago" froze where it was drawn), and how long before the draw.
 
     assert re.search(rf"Baselines measured fresh in this comparison \(#{b0}\), first at \d\d:\d\d:\d\d "
                      r"\(3\d s ago when drawn\)", texts(at.caption))
+
+
+@pytest.mark.page
+def test_a_pair_whose_run_was_cancelled_before_it_started_draws_the_baseline_alone(store):
+    """Stop during pair 1's baseline: its run, queued, never started. It has no environment, no
+    metrics: no "two machines" caveat (the baseline's machine vs "machine unknown"), no "ended in
+    its warm-up", no chart waiting for its first execution; one line says so."""
+    from engine.store import comparisons as cstore
+    from engine.jobs import comparison
+
+    cid, (b0, r0, b1, r1) = two_pair_comparison(store, "cmp-v", "queued")
+    env = {"hostname": os.uname().nodename, "fingerprint": {"id": "zen5-a", "name": "AMD EPYC Zen 5"}}
+    summary = store.get_run(b0)["summary"]
+    store.conn.execute("UPDATE runs SET status='running' WHERE id=?", (b0,))
+    store.conn.commit()
+    store.update_run(b0, environment=env)
+    store.finish_run(b0, "cancelled", "cancelled by the user", summary=summary)  # Stop, mid-run
+    for rid in (r0, b1, r1):
+        store.finish_run(rid, "cancelled", runner.NOT_STARTED)
+    assert comparison.finish_if_done(store, cstore.get(store, cid))["status"] == "stopped"
+    at = app()
+    no_errors(at)
+    said = texts(at.markdown) + texts(at.caption) + texts(at.warning)
+    assert f"run #{r0} was cancelled before it started: this pair has no run" in said
+    assert f"#{b0} baseline fp32**: cancelled at step" in said
+    for wrong in ("two machines", "machine unknown", "ended in its warm-up", "waiting for the first",
+                  f"#{r0} mixed bf16"):
+        assert wrong not in said, wrong
+    assert not at.metric  # no speedup panel for a pair with no run
+    specs = plotly_specs(at)
+    for key in ("throughput", "loss_t", "cpu", "mem", "lr"):
+        names = {t.get("name") for t in specs[key]["data"]} - {None, "warm-up (compile)"}
+        assert names and all(n.startswith(f"#{b0} baseline fp32") for n in names), (key, names)
+
+
+def test_never_ran_is_an_ended_run_with_no_start_time_nor_summary():
+    from views.components.common import never_ran, started
+
+    assert not started({"status": "queued", "started": None, "summary": None})
+    assert not never_ran({"status": "queued", "started": None, "summary": None})
+    unrun = {"status": "cancelled", "started": None, "summary": None, "error": runner.NOT_STARTED}
+    assert not started(unrun) and never_ran(unrun)
+    assert never_ran({"status": "failed", "started": None, "summary": None})
+    stopped = {"status": "cancelled", "started": 1.0e9, "summary": {"waiting_since": 1.0e9}}
+    assert started(stopped) and not never_ran(stopped)
+    assert started({"status": "running", "started": 1.0e9, "summary": None})
+
+
+def test_an_ended_run_waits_for_no_execution_in_the_data_wait_row():
+    """An ended run with no execution (it ended while setting up), or with warm-up ones only,
+    is said to have none: "waiting for the first ..." stayed on the page forever."""
+    import pandas as pd
+
+    from views.components.live_charts import _data_wait
+
+    run = {"id": 7, "role": "run", "config": RunConfig(epochs=3).to_dict(), "summary": None}
+    warm = pd.DataFrame({"step": [1], "t": [1.0], "duration": [1.0], "data_wait": [0.2], "warmup": [1]})
+    notes = {status: (_data_wait(None, {**run, "status": status}, None)[0],
+                      _data_wait(None, {**run, "status": status}, warm)[0])
+             for status in ("running", "cancelled", "failed")}
+    assert notes["running"] == ("**#7 fp32** · data wait vs compute: waiting for the first execution ...",
+                                ":material/info: **#7 fp32** · data wait vs compute: waiting for the first "
+                                "steady execution ...")
+    assert notes["cancelled"] == ("**#7 fp32** · data wait vs compute: no execution recorded (the run "
+                                  "cancelled before its first)",
+                                  ":material/info: **#7 fp32** · data wait vs compute: no steady execution "
+                                  "recorded (the run cancelled in its warm-up)")
+    assert notes["failed"][0].endswith("no execution recorded (the run failed before its first)")
 
 
 def test_the_stop_toast_names_running_runs_and_counts_queued_ones():

@@ -21,7 +21,7 @@ from engine.report.table import incomplete_note
 from engine.store import ACTIVE_STATUSES, EPOCH_COLS, Store
 from views.components import comparison as cmp_view
 from views.components import limits, quiet_progress, toasts
-from views.components.common import PLOTLY_CONFIG, SMALL_CONFIG, autopilot_run
+from views.components.common import PLOTLY_CONFIG, SMALL_CONFIG, autopilot_run, never_ran
 from views.components.headline import backend_line, own_time, speedup_panel, time_row
 
 # Learning rate, worker CPU and memory, data wait: redrawn at most this often while a run
@@ -206,7 +206,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     its headline, interval, verdict and pair chart lead; while it measures, the page
     stays quiet (progress only: the live charts would slow the run they measure)."""
     comp = comp or cmp_view.lookup(store, run)
-    shown = [r for r in ([base] if base and base not in group else []) + group]
+    runs, unrun = pair_sides(base, run)
+    shown = [r for r in ([base] if base and base not in group else []) + group if r not in unrun]
     active = any(r["status"] in ACTIVE_STATUSES for r in group)
     src = source or live_metrics(store)
     # A running comparison measures until its last run ends (lookup settles one with none left):
@@ -240,12 +241,13 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
         return
     if comp is not None and base and run and base["id"] != run["id"]:
         st.markdown(f"**This pair** (seed {run['config'].get('seed')}): baseline #{base['id']} vs run #{run['id']}")
+    for r in unrun:
+        st.markdown(f":material/stop_circle: {unrun_line(r)}")
+    if not runs:  # neither side started: nothing to draw
+        return
 
-    # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
-    runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     frames = chart_frames(src, runs)
-    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
-           else None)
+    cmp = (compare(store, base["id"], run["id"], source=src) if len(runs) == 2 else None)
     own = own_time(base, run, src)
     # compare() has just computed both steady medians: reuse them rather than recompute.
     medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}
@@ -257,10 +259,11 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
     with left:
         if comp is None and source is None:  # Replay has no Reuse switch to turn off
             cmp_view.reused_line(base, run)
-        speedup_panel(base, run, cmp, own, pair_of=comp, replay=source is not None)
+        if not unrun:  # else the one line above says why there is no speedup
+            speedup_panel(base, run, cmp, own, pair_of=comp, replay=source is not None)
         if source is None:  # a replay's store holds its two runs only: no other backend's run to find
             backend_line(store, run)
-        limits.mfu_lines(store, run or base, src)
+        limits.mfu_lines(store, runs[-1], src)
     with right:
         st.plotly_chart(train_charts.throughput_figure(frames["executions"], medians), key="throughput",
                         config=PLOTLY_CONFIG)
@@ -283,6 +286,27 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
         system, "cpu_percent", "CPU (% of a core)", "Worker CPU")), key="cpu", config=SMALL_CONFIG)
     s3.plotly_chart(_kept(slow, "mem", system, lambda: train_charts.system_figure(
         system, "rss_mb", "memory (RSS, MB)", "Worker memory")), key="mem", config=SMALL_CONFIG)
+
+
+def pair_sides(base: dict | None, run: dict | None) -> tuple[list[dict], list[dict]]:
+    """([the pair's sides to draw: baseline first], [its sides that ended before they started]).
+    A side that never ran (Stop while it was queued) has no metrics and no environment: it is
+    said once (`unrun_line`) and drawn nowhere: no status line, no chart waiting for it, no ratio
+    (engine.report.pair.compare read it as "on machine unknown", "ended in its warm-up")."""
+    # By id: the stored baseline found for a run may be that very run (its config is its own baseline).
+    sides = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
+    return [r for r in sides if not never_ran(r)], [r for r in sides if never_ran(r)]
+
+
+def unrun_line(run: dict) -> str:
+    """'run #23 was cancelled before it started: this pair has no run' for a side of a pair
+    that ended before it started (views.components.common.never_ran); its error is the
+    runner's reason (engine.jobs.runner.NOT_STARTED, or why its queue failed it)."""
+    side = "baseline" if run.get("role") == "baseline" else "run"
+    error = plain.md(run.get("error") or "")
+    said = (f"was {error}" if error.startswith("cancelled before") else
+            f"{run['status']} before it started" + (f" ({error})" if error else ""))
+    return f"{side} #{run['id']} {said}: this pair has no {side}"
 
 
 class SlowCharts:
@@ -347,14 +371,18 @@ def _data_wait(src: LiveMetrics, r: dict, rows: pd.DataFrame | None) -> tuple:
     """(a note instead of the chart, or None; the verdict line or None; the figure or None)
     for run `r`, whose display rows are `rows`."""
     label = chart_style.run_label(r)
-    if rows is None or rows.empty:
-        return f"**{label}** · data wait vs compute: waiting for the first execution ...", None, None
+    if rows is None or rows.empty:  # an ended run waits for nothing any more
+        note = ("waiting for the first execution ..." if r["status"] in ACTIVE_STATUSES
+                else f"no execution recorded (the run {r['status']} before its first)")
+        return f"**{label}** · data wait vs compute: {note}", None, None
     if train_charts.data_wait_frame(rows).empty:
         cfg = r.get("config") or {}
         why = ("multi-worker runs" if cfg.get("workers", 1) > 1 else "TPU runs"
                if cfg.get("device_type") == "tpu" else "this run")
-        note = ("waiting for the first steady execution ..." if rows["data_wait"].notna().any()
-                else f"not measured for {why} (the input meter does not run there)")
+        active = r["status"] in ACTIVE_STATUSES
+        note = (f"not measured for {why} (the input meter does not run there)" if rows["data_wait"].isna().all()
+                else "waiting for the first steady execution ..." if active
+                else f"no steady execution recorded (the run {r['status']} in its warm-up)")
         return f":material/info: **{label}** · data wait vs compute: {note}", None, None
     share = (r.get("summary") or {}).get("data_wait_share") if r["status"] == "completed" else None
     if share is None:

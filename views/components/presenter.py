@@ -22,7 +22,7 @@ from views.components import comparison as cmp_view
 from views.components.headline import own_time
 from views.components import quiet_progress, toasts
 from views.components.live_charts import chart_frames, live_metrics  # the Train page's frames: same charts, same colours
-from views.components.live_charts import STOPPING_REFRESH_S, STOPPING_S, quiet_line
+from views.components.live_charts import STOPPING_REFRESH_S, STOPPING_S, pair_sides, quiet_line, unrun_line
 
 PARAM, VALUE = "mode", "talk"
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
@@ -143,10 +143,11 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
         with st.container(height=COMP_HEAD_HEIGHT, border=False):
             cmp_view.verdict_box(comp, size_rem=1.9, key="presenter_cmp_headline", compact=True)
     src = source or live_metrics(store)
-    runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
-    cmp = (compare(store, base["id"], run["id"], source=src) if base and run and base["id"] != run["id"]
-           else None)
-    if comp is None:
+    runs, unrun = pair_sides(base, run)
+    cmp = compare(store, base["id"], run["id"], source=src) if len(runs) == 2 else None
+    for r in unrun:  # no ratio, no "machine unknown": the side never ran
+        st.markdown(f":material/stop_circle: {unrun_line(r)}")
+    if comp is None and not unrun:
         speed_banner(base, run, cmp, own_time(base, run, src))
     frames = chart_frames(src, runs)
     medians = ({chart_style.run_label(base): cmp["baseline_samples_per_sec"], chart_style.run_label(run): cmp["samples_per_sec"]}

@@ -13,7 +13,7 @@ from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
 from engine.store import Store
-from views.components.common import PLOTLY_CONFIG, autopilot_run
+from views.components.common import PLOTLY_CONFIG, autopilot_run, started
 
 # The speedup bars' three kinds (engine.report.pair.compare keys).
 SPEEDUP_KINDS = {"time to accuracy": "time_to_accuracy_speedup", "end-to-end": "end_to_end_speedup",
@@ -28,11 +28,6 @@ def pick_label(by_id: dict, rid: int) -> str:
 def subject(run: dict) -> tuple:
     """What a speedup must hold equal to mean anything: the run's data set and model."""
     return run["config"].get("dataset"), run["config"].get("model")
-
-
-def started(run: dict) -> bool:
-    """A run with something to draw: not queued and not cancelled before it started."""
-    return run["status"] != "queued" and bool(run.get("started") or run.get("summary"))
 
 
 def overlay_default(ids: list[int], by_id: dict) -> list[int]:

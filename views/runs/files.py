@@ -12,7 +12,8 @@ from engine import bundle
 from engine.base import csv_safe, plain
 from engine.charts import style as chart_style
 from engine.store import ACTIVE_STATUSES, FINAL_STATUSES, Store
-from views.runs.compare import pick_label, started
+from views.components.common import started
+from views.runs.compare import pick_label
 
 MULTI_PICKERS = ("delete_ids", "overlay", "bundle_ids")
 SINGLE_PICKERS = ("speedup_baseline", "export_run")
