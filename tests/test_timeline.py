@@ -134,3 +134,20 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
     base_rate = store.get_run(plain)["summary"]["samples_per_sec"]
     assert c["steady_speedup"] == pytest.approx(s["samples_per_sec"] / base_rate, rel=1e-6)
     assert c["notice"] is not None  # end-to-end and steady differ by more than 15%: said, with the largest part
+
+
+def test_like_with_like_of_script_runs_is_the_script_not_the_placeholders():
+    """A script run's config holds placeholders (synthetic, cnn): keras-io's MNIST convnet and
+    the antirectifier MLP compared as like for like. The script each ran decides."""
+    def run(script=None, **cfg):
+        plan = {"source": "callback", "script": script} if script else {}
+        return {"config": {"dataset": "synthetic", "model": "cnn", "batch_size": 128, **cfg}, "plan": plan}
+
+    assert pair.like_caveats(run("mnist_convnet.py"), run("mnist_convnet.py")) == []
+    assert pair.like_caveats(run("mnist_convnet.py"), run("antirectifier.py")) == [
+        "two scripts (mnist_convnet.py vs antirectifier.py): like with like only if they train the same model "
+        "on the same data"]
+    assert pair.like_caveats(run(), run("mnist_convnet.py")) == [
+        "a script run against a SpeedLab run: their data and model are not known to be alike"]
+    assert pair.like_caveats(run(), run(model="mlp", batch_size=64)) == [
+        "model differs (cnn vs mlp): not like with like", "batch_size differs (128 vs 64): not like with like"]

@@ -106,6 +106,24 @@ def ended_in_warmup(run: dict, execs) -> Optional[str]:
             f"{'all warm-up' if n else 'none stored'}): no end-to-end ratio")
 
 
+def like_caveats(base: dict, run: dict) -> list[str]:
+    """One line for each difference that makes two stored runs no longer like with like: their
+    config's data set, model, batch (`_LIKE_FIELDS`) or, for script runs, whose config holds
+    placeholders there (engine.store.rows.from_script_run), the script each ran."""
+    from engine.store.rows import from_script_run
+
+    scripts = [(r.get("plan") or {}).get("script") if from_script_run(r.get("plan")) else None for r in (base, run)]
+    if scripts == [None, None]:
+        return [f"{key} differs ({base['config'].get(key)} vs {run['config'].get(key)}): not like with like"
+                for key in _LIKE_FIELDS if base["config"].get(key) != run["config"].get(key)]
+    if None in scripts:
+        return ["a script run against a SpeedLab run: their data and model are not known to be alike"]
+    if scripts[0] != scripts[1]:
+        return [f"two scripts ({scripts[0]} vs {scripts[1]}): like with like only if they train the same "
+                "model on the same data"]
+    return []
+
+
 def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float] = None,
             source=None) -> dict:
     """Three speedups of run `run_id` over `baseline_id`, each named for what it is:
@@ -142,11 +160,7 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     rows_b, rows_r = src.executions(base), src.executions(run)
     ep_b, ep_r = src.epochs(base), src.epochs(run)
     b, r = live_summary(store, base, rows_b, ep_b, src), live_summary(store, run, rows_r, ep_r, src)
-    caveats = []
-    for key in _LIKE_FIELDS:
-        if base["config"].get(key) != run["config"].get(key):
-            caveats.append(f"{key} differs ({base['config'].get(key)} vs {run['config'].get(key)}): "
-                           "not like with like")
+    caveats = like_caveats(base, run)
     from engine.hardware.fingerprint import overlap, two_machines
 
     machines = two_machines(base.get("environment"), run.get("environment"))
