@@ -190,3 +190,29 @@ def test_runs_table_and_legend_label_a_callback_run():
     r = _callback_row()
     assert config_summary(r["config"], r["summary"], r["plan"]) == (
         "script run train.py · my-exp · mixed bf16 · 1 device · batch 128 · 10 epochs")
+
+
+@pytest.mark.worker
+def test_a_script_that_dies_of_its_generators_error_keeps_that_error_as_the_reason(store_home):
+    """The script does not catch it: it exits before the watch thread looks, and its run read
+    "the script ended before fit finished" (or, from `engine pairs`, TensorFlow's last line
+    "[[IteratorGetNext]]"). Under JAX the generator raises outside the train step."""
+    pytest.importorskip("jax")
+    code = ("import sys; sys.path.insert(0, '.'); import keras, numpy as np\n"
+            "from speedlab import SpeedLabCallback\n"
+            "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation='softmax')])\n"
+            "m.compile('adam', 'categorical_crossentropy')\n"
+            "def batches():\n"
+            "    for i in range(10):\n"
+            "        if i == 3: raise ValueError('corrupt record in shard 7')\n"
+            "        yield np.ones((16, 4), 'float32'), np.eye(3, dtype='float32')[np.arange(16) % 3]\n"
+            "cb = SpeedLabCallback(name='dies'); print(flush=True)\n"
+            "m.fit(batches(), epochs=1, verbose=0, callbacks=[cb])\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_script_env(store_home, KERAS_BACKEND="jax"),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "corrupt record in shard 7" in out.stderr
+    from engine.store import Store
+
+    with Store() as store:
+        (run,) = store.list_runs()
+    assert run["status"] == "failed" and run["error"] == "fit() raised: ValueError: corrupt record in shard 7"

@@ -216,8 +216,7 @@ class SpeedLabCallback(keras.callbacks.Callback):
                 if not self._fit_running():
                     if self._in_fit and not self._finished:
                         self._in_fit, self._fit = False, None  # the frame holds fit's data: let it go
-                        reason = one_line(f"fit() raised: {self._raised}" if self._raised else
-                                          "fit() ended without finishing (it raised or was interrupted)")
+                        reason = self._raised_line("fit() ended without finishing (it raised or was interrupted)")
                         s = Store(self._home)
                         try:
                             self._finish("failed", reason, store=s)
@@ -405,14 +404,23 @@ class SpeedLabCallback(keras.callbacks.Callback):
         with what it measured, so that nobody waits for it."""
         if self._off or self._finished or self._store is None:
             return
+        uncaught = getattr(sys, "last_value", None)  # set before atexit when the script dies of it
+        if self._raised is None and isinstance(uncaught, BaseException):  # raised outside the train step
+            self._raised = script_fit.exception_line(uncaught)
         try:
-            self._finish("failed", "the script ended before fit finished (fit raised or was interrupted)")
+            self._finish("failed", self._raised_line("the script ended before fit finished (fit raised or was "
+                                                     "interrupted)"))
         except Exception:  # noqa: BLE001 - exiting anyway
             try:
                 self._store.finish_run(self.run_id, "failed", "the script ended before fit finished",
                                        only_if_active=True)
             except Exception:  # noqa: BLE001
                 pass
+
+    def _raised_line(self, otherwise: str) -> str:
+        """The failed run's reason: the train step's exception when it raised one (an uncaught
+        one too: the script then exits before the watch thread looks), else `otherwise`."""
+        return one_line(f"fit() raised: {self._raised}" if self._raised else otherwise)
 
     def _finish(self, status: str, error: Optional[str], store=None) -> None:
         """End the run: stop the writer, store the summary. `store`: the watch thread's own
