@@ -173,6 +173,36 @@ def test_use_this_configuration_fills_the_train_page(store_home):
     assert at.query_params["steps_per_execution"] == "8"
 
 
+def test_use_this_configuration_fits_steps_per_execution_to_the_users_epoch(store_home):
+    """A new user's steps: the digits preset (batch 256), then the benchmark's best cell (spe 8,
+    measured on synthetic 16x16 at batch 64). digits at batch 256: 1,797 samples, ceil(0.2 x 1,797)
+    = 360 held out, 1,437 to train, ceil(1,437 / 256) = 6 steps an epoch: spe 8 cannot launch."""
+    cache(store_home, facts())
+    saved_result()
+    at = app()
+    at.button(key="preset_digits_2").click().run()  # the hand-made preset: batch 256, spe 2
+    assert (at.number_input(key="batch_size").value, at.selectbox(key="dataset").value) == (256, "digits")
+    at.switch_page(PAGE)
+    at.run()
+    use = at.button(key="bench_use")
+    assert use.help.startswith("Changes on the Train page: backend, precision, steps per execution, XLA and "
+                               "devices (1 worker). Keeps your data, model, batch size, epochs and every other "
+                               "setting. Measured on cnn on synthetic 16x16x3 at batch 64: ")
+    use.click().run()
+    no_errors(at)
+    assert "SpeedLab · Train" in at.markdown[0].value
+    assert at.number_input(key="steps_per_execution").value == 6  # clamped to one epoch
+    assert at.selectbox(key="precision").value == "mixed_bfloat16"  # the rest of the cell as measured
+    assert at.number_input(key="batch_size").value == 256 and at.selectbox(key="dataset").value == "digits"
+    assert at.query_params["steps_per_execution"] == "6"
+    assert "Launch is disabled" not in texts(at.error) and not at.button(key="launch").disabled
+    assert texts(at.info).count("from the benchmark") == 1
+    assert ("steps per execution 8 from the benchmark → 6: 8 is more than the 6 steps in one epoch "
+            "(digits at batch 256)") in texts(at.info)
+    at.number_input(key="steps_per_execution").set_value(3).run()  # changed by hand: the note has done its job
+    assert "from the benchmark" not in texts(at.info)
+
+
 def test_running_benchmark_shows_progress_and_blocks_a_second_start(store_home):
     cache(store_home, facts())
     me = psutil.Process()  # a live process stands in for the benchmark's

@@ -80,6 +80,17 @@ def bench_table(cells: pd.DataFrame, best_i: int) -> pd.DataFrame:
     return df
 
 
+def use_help(workload: dict) -> str:
+    """The help of "Use this configuration": what it changes, what it keeps, and what it does
+    with a value measured on the benchmark's data that does not fit the user's."""
+    return ("Changes on the Train page: backend, precision, steps per execution, XLA and devices "
+            "(1 worker). Keeps your data, model, batch size, epochs and every other setting. Measured "
+            f"on {bench.workload_text(workload)} at batch {workload.get('batch_size')}: a value that does not "
+            "fit your data (steps per execution above the steps of one of your epochs, devices that do not "
+            "divide your batch) is lowered to what fits, an option your settings rule out is not applied, "
+            "and the Train page says so in one line.")
+
+
 def bench_results(res: dict) -> None:
     cells = pd.DataFrame(res.get("cells") or [])
     if cells.empty or cells["speedup"].isna().all():
@@ -113,9 +124,8 @@ def bench_results(res: dict) -> None:
             res["cells"][i]) + (f": {ratio_text(res['cells'][i]['speedup'], PAGE_SIGN)}" if res["cells"][i]["speedup"] is not None else ""))
         if st.button("Use this configuration", type="primary", icon=":material/arrow_forward:",
                      key="bench_use", on_click=handoff.hand_over, width="stretch",
-                     args=({**bench.to_config_changes(res["cells"][pick]), "workers": 1}, False),
-                     help="Set precision, steps per execution, XLA and devices on the Train page "
-                          "(your data, model and batch stay)"):
+                     args=({**bench.to_config_changes(res["cells"][pick]), "workers": 1}, False, "the benchmark"),
+                     help=use_help(w)):
             handoff.go_to_train()
         st.caption("Measured on a small CNN: a larger model usually gains more from mixed precision "
                    "and XLA, a tiny one more from steps per execution. Launch on the Train page to "

@@ -21,7 +21,7 @@ from engine.lr_find import range_test as lr_find
 from engine.charts import style as chart_style
 from engine.report import live_refresh
 from engine.store import Store
-from views.components import presenter, toasts, url_params
+from views.components import handoff, presenter, toasts, url_params
 from views.components.common import one_line_errors
 from views.components.live_charts import comparison_block, quiet_refresh_s
 from views.train.checks import hardware_hints, validate, warning_field
@@ -60,6 +60,7 @@ def main() -> None:
     if checking is not None:
         checking.caption(":material/hourglass_top: Checking the model file (it is built once, a few seconds)…")
     cfg, error, err_field, warnings = validate(f.values)
+    handoff.remember(f.values)  # what the Hardware page's speed options are fitted to
     if checking is not None:
         checking.empty()
     hints = hardware_hints(cfg) if cfg else {}
@@ -103,6 +104,7 @@ def main() -> None:
         c3.error(f"Launch is disabled: {plain.md(error)}", icon=":material/block:")
     else:
         c3.caption(chart_style.config_summary(cfg.to_dict()) + f" · {cfg.steps_per_epoch()} steps/epoch")
+    handoff.notes(c3)  # a speed option from the Hardware page that was fitted to these settings
     allow_slow = slow_line(cfg, c3)
     if pending:
         url_params.show(pending, st.container())
