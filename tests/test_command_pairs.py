@@ -91,6 +91,13 @@ def test_a_failing_side_ends_its_pair_failed_with_its_last_stderr_line(tmp_path,
     assert [r["outcomes"] for r in c["pair_rows"]] == [{"baseline": "reached", "run": "failed"},
                                                        {"baseline": "not run", "run": "failed"}]
     assert c["pair_rows"][0]["error"] == "run command: exited with code 3: ValueError: boom"
+    # The side's run keeps its exception; stderr may end in a line that says less (TensorFlow's
+    # op name after a generator's error): the run's reason is the pair's.
+    proc = _pairs(monkeypatch, tmp_path / "tf", "--baseline-cmd", f"{SIDE} --sec 2",
+                  "--cmd", f"{SIDE} --fail 'ValueError: corrupt record' --last-line '[[IteratorGetNext]]'",
+                  "--pairs", "1", "--json")
+    assert _last_json(proc)["comparison"]["pair_rows"][0]["error"] == (
+        "run command: exited with code 3: ValueError: corrupt record")
     assert c["status"] == "failed" and c["pairs"] == 2 and c["time_to_accuracy"]["pairs"] == 0
     assert c["reached"]["run_failed"] == 2
     assert "ValueError: boom" in c["ended_by"]

@@ -289,12 +289,13 @@ def run_side(store: Store, argv: list[str], env: dict, group: str, role: str, ti
     if refused:
         return {"run_id": None, "exit_code": code, "error": refused, "refused": True}
     last = last_error_line(_tail(err_path))
-    if error is None and code != 0:
-        error = f"exited with code {code}" + (f": {last}" if last else "")
+    run = (store.get_run(rid) or {}) if rid is not None else {}
+    if error is None and code != 0:  # the run's own reason (its exception) says more than stderr's last line
+        why = run.get("error") if run.get("status") == "failed" else None
+        error = f"exited with code {code}" + (f": {why or last}" if why or last else "")
     if error is None and rid is None:
         error = "recorded no run (is SpeedLabCallback in its fit()?)" + (f"; last stderr line: {last}" if last else "")
     if rid is not None:
-        run = store.get_run(rid) or {}
         if error is None and run.get("status") != "completed":
             error = f"its run #{rid} ended {run.get('status')}" + (f": {run.get('error')}" if run.get("error") else "")
     if error is not None:

@@ -2,7 +2,7 @@
 (SPEEDLAB_HOME, SPEEDLAB_SEED, SPEEDLAB_GROUP, SPEEDLAB_ROLE, SPEEDLAB_RUN_FILE) and
 stores a finished run through the store API, as SpeedLabCallback would, without TF.
 
-    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG] [--no-run] [--sleep S] [--home DIR]
+    python -m tests.helpers.command_side --sec T1,T2,... [--fail MSG [--last-line L]] [--no-run] [--sleep S] [--home DIR]
         [--hang-seed N --pids FILE]
 
 --home DIR: the side sets its own SPEEDLAB_HOME (another store) and records its run there.
@@ -32,6 +32,7 @@ def main() -> int:
     p.add_argument("--sec", default="1.0", help="seconds per seed, comma-separated")
     p.add_argument("--fail", help="print this to stderr and exit 3 after storing the run")
     p.add_argument("--fail-seed", type=int, help="--fail on this seed only")
+    p.add_argument("--last-line", help="with --fail: stderr's last line (as TensorFlow's '[[IteratorGetNext]]')")
     p.add_argument("--no-run", action="store_true", help="exit 0 without recording a run")
     p.add_argument("--sleep", type=float, default=0.0, help="wait this many s first (a side still running)")
     p.add_argument("--fail-chars", type=int, help="--fail with a message of this many 'x' on one line")
@@ -80,6 +81,8 @@ def main() -> int:
         store.finish_run(rid, "failed", a.fail, summary=summary)
         print("Traceback (most recent call last):\n  ...", file=sys.stderr)
         print(a.fail, file=sys.stderr)
+        if a.last_line:
+            print(a.last_line, file=sys.stderr)
         return 3
     store.finish_run(rid, "completed", None, summary=summary)
     return 0
