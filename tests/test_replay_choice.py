@@ -28,3 +28,21 @@ def test_the_recording_plays_with_one_click_imported_or_not(store):
     assert store.get_run(b)["role"] == "baseline" and store.get_run(r)["role"] == "run"
     assert recorded_demo.open_recorded(store) == (b, r)  # a second click finds it: nothing imported twice
     assert len(store.list_runs()) == n
+
+
+def test_every_path_to_a_shipped_recording_in_the_docs_is_a_file_that_ships():
+    # benchmarks/results/2026-12-04-mnist5k-5-pairs.md named mnist5k-baseline-vs-tuned.zip, a file
+    # that never shipped (the recording is the preset's: mnist5k-baseline-vs-preset.zip).
+    import re
+    from pathlib import Path
+
+    from engine.jobs import recorded_demo
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [root / "README.md", *(root / "docs").glob("*.md"), *(root / "benchmarks").rglob("*.md"),
+             *(root / "engine").rglob("*.py")]
+    named = {(str(p.relative_to(root)), m) for p in texts
+             for m in re.findall(r"engine/jobs/recorded/[\w.-]+\.zip", p.read_text(errors="replace"))}
+    assert ("docs/datasets.md", "engine/jobs/recorded/mnist5k-baseline-vs-preset.zip") in named
+    assert sorted(n for n in named if not (root / n[1]).is_file()) == []
+    assert recorded_demo.RECORDED_BUNDLE.is_file()
