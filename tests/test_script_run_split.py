@@ -50,7 +50,7 @@ def test_arrays_store_the_split_and_the_test_accuracy_the_script_measures(store_
     run, epochs = _stored(cb.run_id)
     assert run["plan"]["n_train"] == 1200 and run["plan"]["n_train_note"] is None
     assert run["summary"]["test_accuracy"] == pytest.approx(own, abs=1e-6)
-    assert run["summary"]["test_note"] is None
+    assert run["summary"]["test_note"] is None and run["summary"]["test_samples"] == len(test[0])
     hit = next(e["epoch"] for e in epochs if e["val_accuracy"] >= 0.8 - 1e-6)
     assert samples_to_accuracy(run, epochs, 0.8) == (hit + 1) * 1200
 

@@ -87,8 +87,9 @@ def print_summary(s: dict) -> None:
           if s.get("skipped_updates") else []),
         ("final val accuracy", fmt(s.get("final_val_accuracy"))),
         # The held-out test set: nothing stops, selects or tunes on it (docs/comparisons.md).
-        ("test accuracy", f"{fmt(s['test_accuracy'])} on {s.get('test_samples')} held-out samples, with the "
-                          "weights it stopped with" if s.get("test_accuracy") is not None
+        ("test accuracy", f"{fmt(s['test_accuracy'])} on "
+                          + (f"{s['test_samples']:,} held-out samples" if s.get("test_samples") else "held-out data")
+                          + ", with the weights it stopped with" if s.get("test_accuracy") is not None
          else f"- ({s['test_note']})" if s.get("test_note") else "-"),
     ]
     target = s.get("target_accuracy")

@@ -480,7 +480,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
         return sizes[0], None
 
     def _test_accuracy(self) -> dict:
-        """{'test_accuracy' (fraction, or None), 'test_note' (why None)} from evaluating
+        """{'test_accuracy' (fraction, or None), 'test_note' (why None), 'test_samples' (the
+        arrays' rows; absent for a data set of batches)} from evaluating
         `test_data` with the model as fit left it."""
         if self.test_data is None:
             return {"test_accuracy": None,
@@ -493,7 +494,8 @@ class SpeedLabCallback(keras.callbacks.Callback):
             if key is None:
                 return {"test_accuracy": None, "test_note": f"not measured: evaluate() logs no accuracy (it logs: "
                                                             f"{', '.join(sorted(logs))[:150]})"}
-            return {"test_accuracy": float(logs[key]), "test_note": None}
+            n = len(args[0]) if len(args) > 1 and hasattr(args[0], "__len__") else None  # arrays: their rows
+            return {"test_accuracy": float(logs[key]), "test_note": None, "test_samples": n}
         except Exception as e:  # noqa: BLE001 - never fail the user's script
             return {"test_accuracy": None, "test_note": one_line(f"not measured: evaluate() raised "
                                                                  f"{type(e).__name__}: {e}")}
