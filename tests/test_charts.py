@@ -382,6 +382,45 @@ def test_median_labels_sit_in_the_right_margin_apart_from_each_other():
     assert fig.layout.margin.r == int(6 * chart_style.GLYPH * 13) + 12   # room for "10,400"
 
 
+def test_a_lone_sample_is_a_marker_on_a_sane_axis_in_every_line_chart():
+    """A short digits run stores one system sample: drawn as a line only, it was invisible, on an
+    x axis of -0.75..1.25 (or 0.248..0.254 s for two runs' one sample each, tick labels on top of
+    each other). A few points get markers; an axis of one value spans [0, 2v]."""
+    from engine.charts import mfu as mfu_charts
+
+    one = chart_style.tag(pd.DataFrame({"t": [0.25], "cpu_percent": [97.0], "rss_mb": [812.0]}), "#1", "#0072B2", 1)
+    for column in ("cpu_percent", "rss_mb"):
+        fig = train_charts.system_figure(one, column, "y", "Worker")
+        (trace,) = fig.data
+        assert trace.mode == "lines+markers" and list(trace.y) == [one[column][0]]
+        assert list(fig.layout.xaxis.range) == [0.0, 0.5]
+    other = chart_style.tag(pd.DataFrame({"t": [0.254], "cpu_percent": [80.0]}), "#2", "#D55E00", 2)
+    two = train_charts.system_figure(pd.concat([one.assign(t=0.248), other]), "cpu_percent", "y", "Worker CPU")
+    assert list(two.layout.xaxis.range) == [0.0, pytest.approx(0.502)]        # around (0.248 + 0.254) / 2
+    at_zero = train_charts.system_figure(one.assign(t=0.0), "cpu_percent", "y", "Worker CPU")
+    assert list(at_zero.layout.xaxis.range) == [0.0, 1.0]
+    # Many samples: a line, Plotly's own axis.
+    many = chart_style.tag(pd.DataFrame({"t": np.arange(20.0), "cpu_percent": 95.0}), "#1", "#0072B2", 1)
+    fig = train_charts.system_figure(many, "cpu_percent", "y", "Worker CPU")
+    assert fig.data[0].mode == "lines" and fig.layout.xaxis.range is None
+    # The other line charts of one execution: its point shows, the axis spans it.
+    e1 = execs(n=1).assign(warmup=0, loss_scale=32768.0, skipped=0)
+    lr = train_charts.lr_figure(e1)
+    assert lr.data[0].mode == "lines+markers" and list(lr.layout.xaxis.range) == [0.0, 2.0]   # step 1
+    loss = train_charts.loss_figure(e1, None, x="step")
+    assert loss.data[0].mode == "lines+markers" and list(loss.layout.xaxis.range) == [0.0, 2.0]
+    assert train_charts.loss_scale_figure(e1).data[0].mode == "lines+markers"
+    t1 = float(e1["t"][0])
+    assert list(train_charts.throughput_figure(e1).layout.xaxis.range) == [0.0, 2 * t1]
+    preview = pd.DataFrame({"step": [1], "lr": [1e-3]})
+    assert train_charts.lr_preview_figure(preview).data[0].mode == "lines+markers"
+    flops = mfu_charts.flops_figure(e1, {"#2 mixed bf16": {"flops_per_sample": 1e6}})
+    assert list(flops.layout.xaxis.range) == [0.0, 2 * t1]
+    assert train_charts.lr_figure(execs(n=50)).data[0].mode == "lines"
+    assert chart_style.lone_range([3.0, 3.1]) == [0.0, pytest.approx(6.1)] and chart_style.lone_range([1.0, 2.0]) is None
+    assert chart_style.lone_range([-2.0], floor=None) == [-4.0, 0.0] and chart_style.lone_range([None]) is None
+
+
 def test_long_y_titles_shrink_to_the_plot_height():
     # 164 px of plot (280 high, 56 above for the title, 60 below with no legend): a
     # 24-character title at 15 px is 24 x 0.58 x 15 = 209 px, so it is set at int(15 x 164 / 209) = 11 px.

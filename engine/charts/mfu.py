@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.hardware.peaks import flops_text
-from engine.charts.style import T_TITLE, empty_figure, run_groups, style
+from engine.charts.style import T_TITLE, empty_figure, run_groups, spread_lone_x, style
 
 FORECAST_COLOR = "#7C3AED"
 Y_TITLE = "model FLOP/s (training)"
@@ -59,7 +59,7 @@ def flops_figure(execs: Optional[pd.DataFrame], per_run: Mapping[str, Mapping], 
                       annotation_position="bottom left")
     style(fig, T_TITLE, Y_TITLE, title, height)
     fig.update_yaxes(rangemode="tozero", exponentformat="SI")  # 200G, not Plotly's 200B
-    return fig
+    return spread_lone_x(fig)  # one steady execution: its point, not an axis of -0.5..1
 
 
 def add_forecast(fig: go.Figure, fc: Optional[dict]) -> go.Figure:

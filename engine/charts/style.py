@@ -11,6 +11,8 @@ Conventions (units on every axis title):
 - ``step`` counts batches run (steps); the optimizer updates really applied
   (``updates``) are fewer when float16 loss scaling skips some, and the
   recorded learning rate is the one in effect at the updates applied.
+- a line of a few points draws its points too (`line_mode`: a short run has one system
+  sample), and an x axis whose values are all one number spans [0, 2v] (`spread_lone_x`).
 
 Metric frames are "long": one row per point with a ``label`` (legend name) and
 a ``color`` column per run; `tag` adds both.  A run keeps one colour in every
@@ -303,6 +305,44 @@ def empty_figure(message: str, height: int = 300, x_title: str = "", y_title: st
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False)
     return style(fig, x_title, y_title, title=title, height=height, legend=False)
+
+
+# A line trace of at most this many points also draws its points: one point alone is no line
+# at all (a short run's one system sample, its one execution), and a few are hard to see.
+FEW_POINTS = 12
+# Values closer together than this share of their size are one value to an axis (LONE_SPAN).
+LONE_SPAN = 0.05
+
+
+def line_mode(n: int) -> str:
+    """Plotly `mode` of a line trace of `n` points: 'lines+markers' up to FEW_POINTS, else 'lines'."""
+    return "lines+markers" if n <= FEW_POINTS else "lines"
+
+
+def lone_range(values, floor: Optional[float] = 0.0) -> Optional[list]:
+    """An axis range for `values` that are all (nearly: within LONE_SPAN of their size) one
+    number v: [v - |v|, v + |v|] ([v - 1, v + 1] for 0), not below `floor` (None: none).
+    Plotly zooms such an axis to -0.5..1 or to a sliver (0.248 to 0.254 s for two runs' one
+    sample each) whose tick labels overlap. None when the values spread, or there are none
+    (Plotly's own range then)."""
+    v = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").astype(float)
+    v = v[np.isfinite(v)]
+    if v.empty:
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    if hi - lo > LONE_SPAN * max(abs(lo), abs(hi)):
+        return None
+    mid = (lo + hi) / 2
+    span = abs(mid) or 1.0
+    return [mid - span if floor is None else max(floor, mid - span), mid + span]
+
+
+def spread_lone_x(fig: go.Figure, floor: Optional[float] = 0.0) -> go.Figure:
+    """Give `fig`'s x axis `lone_range` of all its traces' x values (when they are one value)."""
+    r = lone_range((x for t in fig.data if t.x is not None for x in t.x), floor)
+    if r is not None:
+        fig.update_xaxes(range=r)
+    return fig
 
 
 def break_at_epochs(df: pd.DataFrame) -> pd.DataFrame:

@@ -11,8 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.charts.style import (
-    PALETTE, STEP_TITLE, T_SHORT, T_TITLE, break_at_epochs, clip_marks, downsample, empty_figure,
-    median_labels, run_groups, style, tint,
+    PALETTE, STEP_TITLE, T_SHORT, T_TITLE, break_at_epochs, clip_marks, downsample, empty_figure, line_mode,
+    median_labels, run_groups, spread_lone_x, style, tint,
 )
 
 CLIP_MARKS_MOST = 5  # off-scale executions marked with their time in the data wait chart (all are counted)
@@ -70,7 +70,7 @@ def throughput_figure(execs: pd.DataFrame, medians: Optional[Mapping[str, Option
     top = 1.08 * max(highest) if highest and max(highest) > 0 else 1.0
     fig.update_yaxes(range=[0, top], tickformat=",.0f")
     median_labels(fig, labels, top)
-    return fig
+    return spread_lone_x(fig)
 
 
 def train_loss_kind(cfg: Optional[Mapping]) -> str:
@@ -109,8 +109,9 @@ def loss_figure(execs: pd.DataFrame, epochs: Optional[pd.DataFrame] = None, x: s
         kind = kinds.get(label) or ""
         name = f"{label} train ({kind})" if kind else f"{label} train"
         fig.add_trace(go.Scatter(
-            x=g[x], y=g["loss"], name=name, legendgroup=label, mode="lines",
+            x=g[x], y=g["loss"], name=name, legendgroup=label, mode=line_mode(len(g)),
             line=dict(color=tint(color, 0.55), width=1.5, dash="dot" if kind else "solid"),
+            marker=dict(color=tint(color, 0.55), size=5),
             hovertemplate=f"training loss{' (' + kind + ')' if kind else ''} %{{y:.4f}} at "
                           f"%{{x:,.2f}} {unit}<extra>{label}</extra>"))
     for label, color, g in run_groups(epochs):
@@ -128,7 +129,7 @@ def loss_figure(execs: pd.DataFrame, epochs: Optional[pd.DataFrame] = None, x: s
             hovertemplate=f"validation cross-entropy %{{y:.4f}} at %{{x:,.2f}} {unit}<extra>{label}</extra>"))
     style(fig, x_title, "cross-entropy (val: plain)", title, height)
     fig.update_yaxes(rangemode="tozero")
-    return fig
+    return spread_lone_x(fig)
 
 
 # Where the time went: one colour per part, the same on every page.
@@ -171,12 +172,12 @@ def lr_figure(execs: pd.DataFrame, title: str = "Learning rate", height: int = 2
         return empty_figure("no learning-rate data yet", height, STEP_TITLE, "learning rate", title)
     fig = go.Figure()
     for label, color, g in run_groups(downsample(execs, keep=None)):
-        fig.add_trace(go.Scatter(x=g["step"], y=g["lr"], name=label, mode="lines",
-                                 line=dict(color=color, width=2, shape="hv"),
+        fig.add_trace(go.Scatter(x=g["step"], y=g["lr"], name=label, mode=line_mode(len(g)),
+                                 line=dict(color=color, width=2, shape="hv"), marker=dict(color=color, size=5),
                                  hovertemplate="lr %{y:.3g} at step %{x}<extra>" + label + "</extra>"))
     style(fig, STEP_TITLE, "learning rate", title, height, legend=False)
     fig.update_yaxes(exponentformat="power", rangemode="tozero")
-    return fig
+    return spread_lone_x(fig)
 
 
 def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = None,
@@ -186,14 +187,16 @@ def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = No
     vertical lines at epoch boundaries. Sized for the narrow sidebar."""
     if preview is None or preview.empty:
         return empty_figure("no preview", height, STEP_TITLE, "learning rate", title)
-    fig = go.Figure(go.Scatter(x=preview["step"], y=preview["lr"], name="learning rate (left)", mode="lines",
-                               line=dict(color=PALETTE[0], width=2.5),
+    fig = go.Figure(go.Scatter(x=preview["step"], y=preview["lr"], name="learning rate (left)",
+                               mode=line_mode(len(preview)), line=dict(color=PALETTE[0], width=2.5),
+                               marker=dict(color=PALETTE[0], size=5),
                                hovertemplate="lr %{y:.3g} at step %{x}<extra></extra>"))
     mom = preview["momentum"] if "momentum" in preview.columns else None
     moving = mom is not None and mom.notna().any() and float(mom.max() - mom.min()) > 1e-12
     if moving:
-        fig.add_trace(go.Scatter(x=preview["step"], y=mom, name="momentum (right)", yaxis="y2", mode="lines",
-                                 line=dict(color=PALETTE[1], width=2, dash="dot"),
+        fig.add_trace(go.Scatter(x=preview["step"], y=mom, name="momentum (right)", yaxis="y2",
+                                 mode=line_mode(len(preview)), line=dict(color=PALETTE[1], width=2, dash="dot"),
+                                 marker=dict(color=PALETTE[1], size=5),
                                  hovertemplate="momentum %{y:.3f} at step %{x}<extra></extra>"))
     # Narrow: the legend names the axes (lr left, momentum right) instead of axis titles.
     style(fig, "step (steps)", "", title, height, legend=True)
@@ -214,24 +217,26 @@ def lr_preview_figure(preview: pd.DataFrame, steps_per_epoch: Optional[int] = No
         line = dict(color="#D1D5DB", width=1, dash="dot")
         fig.update_layout(shapes=[dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=line)
                                   for x in range(steps_per_epoch, int(preview["step"].max()) + 1, steps_per_epoch)])
-    return fig
+    return spread_lone_x(fig)
 
 
 def system_figure(system: pd.DataFrame, column: str, y_title: str, title: str,
                   height: int = 280) -> go.Figure:
     """One system metric (e.g. 'cpu_percent', %; 'rss_mb', MB) of the worker
     process over wall time since training start (s, T_SHORT: these charts are
-    narrow), runs overlaid."""
+    narrow), runs overlaid. A run of a few samples (a short run has one) shows
+    them as markers on its line."""
     if system is None or system.empty or column not in system or system[column].isna().all():
         return empty_figure("no samples yet", height, T_SHORT, y_title, title)
     fig = go.Figure()
     for label, color, g in run_groups(downsample(system, keep=None)):
-        fig.add_trace(go.Scatter(x=g["t"], y=g[column], name=label, mode="lines",
-                                 line=dict(color=color, width=2),
-                                 hovertemplate="%{y:,.1f} at %{x:.1f} s<extra>" + label + "</extra>"))
+        g = g.dropna(subset=[column])
+        fig.add_trace(go.Scatter(x=g["t"], y=g[column], name=label, mode=line_mode(len(g)),
+                                 line=dict(color=color, width=2), marker=dict(color=color, size=7),
+                                 hovertemplate="%{y:,.1f} at %{x:.2f} s<extra>" + label + "</extra>"))
     style(fig, T_SHORT, y_title, title, height, legend=False)
     fig.update_yaxes(rangemode="tozero")
-    return fig
+    return spread_lone_x(fig)
 
 
 # --- LR range test (engine.lr_find.range_test) -------------------------------------------------
@@ -404,8 +409,9 @@ def loss_scale_figure(execs: pd.DataFrame, title: str = "Loss scale and skipped 
     fig = go.Figure()
     scaled = execs[execs["loss_scale"].notna()]
     for label, color, g in run_groups(downsample(scaled, keep=None)):
-        fig.add_trace(go.Scatter(x=g["step"], y=g["loss_scale"], name=f"{label}: loss scale", mode="lines",
-                                 line=dict(color=color, width=2, shape="hv"),
+        fig.add_trace(go.Scatter(x=g["step"], y=g["loss_scale"], name=f"{label}: loss scale",
+                                 mode=line_mode(len(g)), line=dict(color=color, width=2, shape="hv"),
+                                 marker=dict(color=color, size=5),
                                  hovertemplate="loss scale %{y:g} after step %{x}<extra>" + label + "</extra>"))
         skips = g[g["skipped"].fillna(0) > 0]
         fig.add_trace(go.Scatter(x=skips["step"], y=skips["skipped"], name=f"{label}: skipped", yaxis="y2",
@@ -415,4 +421,4 @@ def loss_scale_figure(execs: pd.DataFrame, title: str = "Loss scale and skipped 
     fig.update_yaxes(type="log", exponentformat="power")
     fig.update_layout(yaxis2=dict(title=dict(text="skipped updates (per execution)", font=dict(size=13)),
                                   overlaying="y", side="right", rangemode="tozero", showgrid=False))
-    return fig
+    return spread_lone_x(fig)
