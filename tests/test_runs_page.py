@@ -188,7 +188,7 @@ def test_runs_page_defaults_pick_runs_of_one_data_set_and_model_never_a_queued_o
     bars = plotly_specs(at)["speedup_bars"]["data"][0]
     tta = store.metrics("epochs", b)[1]["t"] / store.metrics("epochs", r)[1]["t"]  # to 0.7, the 2nd epoch
     assert [round(x, 3) for x in values(bars["x"])] == [1.0, round(tta, 3)]
-    assert "Left out: 1 finished run(s) of another data set or model than the baseline" in texts(at.caption)
+    assert "Left out: 1 finished run(s) of another data set, model or script than the baseline" in texts(at.caption)
     # Overlay and Run metrics start from the newest started run (the sweep's), never the queued group.
     assert at.multiselect(key="overlay").value == [sweep]
     assert at.selectbox(key="export_run").value == sweep
@@ -206,3 +206,16 @@ def test_runs_page_speedup_says_there_is_no_baseline_of_the_same_data_set(store)
     assert "speedup_bars" not in plotly_specs(at)
     assert ("No finished baseline with another finished run of its data set and model in the table: pick one "
             "above, or launch a comparison on the Train page.") in texts(at.caption)
+
+
+def test_script_runs_are_one_subject_per_script():
+    """A script run's data set and model are placeholders (synthetic, cnn): the speedup bars put
+    keras-io's IMDB transformer beside an MNIST convnet baseline. Its script decides."""
+    from views.runs.compare import subject
+
+    def run(script=None):
+        return {"config": {"dataset": "synthetic", "model": "cnn"},
+                "plan": {"source": "callback", "script": script} if script else None}
+
+    assert subject(run()) == ("synthetic", "cnn")
+    assert subject(run("mnist_convnet.py")) == ("script run", "mnist_convnet.py") != subject(run("text_transformer.py"))

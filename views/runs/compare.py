@@ -12,7 +12,7 @@ from engine.report import headline as report_headline
 from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
-from engine.store import Store
+from engine.store import Store, from_script_run
 from views.components.common import PLOTLY_CONFIG, autopilot_run, started
 
 # The speedup bars' three kinds (engine.report.pair.compare keys).
@@ -26,7 +26,10 @@ def pick_label(by_id: dict, rid: int) -> str:
 
 
 def subject(run: dict) -> tuple:
-    """What a speedup must hold equal to mean anything: the run's data set and model."""
+    """What a speedup must hold equal to mean anything: the run's data set and model, or for a
+    script run (whose config holds placeholders there) the script it ran."""
+    if from_script_run(run.get("plan")):
+        return "script run", run["plan"].get("script")
     return run["config"].get("dataset"), run["config"].get("model")
 
 
@@ -212,7 +215,7 @@ def speedup_section(store: Store, by_id: dict, view: pd.DataFrame) -> None:
                "markers share hardware: simulated logical devices carved out of one physical device, "
                "or workers on one host sharing its cores, so expect no speedup from them.")
     if others:
-        c1.caption(f"Left out: {len(others)} finished run(s) of another data set or model than the baseline "
+        c1.caption(f"Left out: {len(others)} finished run(s) of another data set, model or script than the baseline "
                    "(pick one of theirs as the baseline to see them).")
     unlike = bars[~bars["note"].isin(["baseline", "like for like"])]
     if len(unlike):
