@@ -516,6 +516,36 @@ def test_a_clipped_pair_is_drawn_at_the_edge_with_its_value_as_text():
     assert not [t for t in pairs_figure(result).data if t.name == chart_style.CLIPPED_NAME]
 
 
+def test_the_interval_band_is_drawn_from_its_first_interval_at_three_pairs():
+    """A comparison that ended at 3 pairs has one interval (after pair 3): the band was a polygon
+    of no width at x = 3 (listed in the legend, drawn nowhere), on the Train and Autopilot pages."""
+    from engine.charts.comparison import pairs_figure
+
+    rows = [{"status": "complete", "pair": i, "order": "AB", "seed": i, "baseline_time_to_accuracy": 30.0,
+             "time_to_accuracy": r} for i, r in enumerate([20.0, 25.0, 15.0])]
+    result = {"measure": "time_to_accuracy", "pair_rows": rows, "planned": 5,
+              "time_to_accuracy": {"pairs": 3, "ci95": [1.1, 1.9]},
+              "history": [{"pairs": 1, "speedup": 1.5, "ci95": None}, {"pairs": 2, "speedup": 1.37, "ci95": None},
+                          {"pairs": 3, "speedup": 1.59, "ci95": [1.1, 1.9]}]}
+    band = next(t for t in pairs_figure(result).data if t.name == "95% interval so far")
+    assert band.fill == "toself"
+    assert list(band.x) == [2.7, 3, 3.3, 3.3, 3, 2.7]                 # a box 2 x BAND_PAD = 0.6 pair wide
+    assert list(band.y) == [1.9, 1.9, 1.9, 1.1, 1.1, 1.1]
+    # Four pairs: the band narrows from pair 3 to 4, held flat past each end.
+    four = dict(result, pair_rows=rows + [dict(rows[0], pair=3, seed=3)],
+                history=result["history"] + [{"pairs": 4, "speedup": 1.56, "ci95": [1.3, 1.8]}])
+    band = next(t for t in pairs_figure(four).data if t.name == "95% interval so far")
+    assert list(band.x) == [2.7, 3, 4, 4.3, 4.3, 4, 3, 2.7]
+    assert list(band.y) == [1.9, 1.9, 1.8, 1.8, 1.3, 1.3, 1.1, 1.1]
+    # A result whose history holds no interval still draws the one its headline gives, at its last pair.
+    bare = dict(result, history=[dict(h, ci95=None) for h in result["history"]])
+    band = next(t for t in pairs_figure(bare).data if t.name == "95% interval so far")
+    assert list(band.x) == [2.7, 3, 3.3, 3.3, 3, 2.7] and list(band.y) == [1.9, 1.9, 1.9, 1.1, 1.1, 1.1]
+    # Two pairs: no interval, no band.
+    two = dict(result, pair_rows=rows[:2], history=result["history"][:2], time_to_accuracy={"pairs": 2, "ci95": None})
+    assert not [t for t in pairs_figure(two).data if t.name == "95% interval so far"]
+
+
 def test_off_scale_data_waits_and_a_diverging_lr_test_are_marked_at_the_top():
     df = execs(40)
     df["data_wait"] = df["duration"] * 0.1

@@ -9,7 +9,7 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from engine.charts.style import BASELINE_COLOR, PALETTE, clip_marks, empty_figure, style
-from engine.report.stats import pair_ratio
+from engine.report.stats import comparison_interval, pair_ratio
 from engine.report.headline import MEASURE_NAMES, PAGE_SIGN, ratio_text
 
 NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: no green or red
@@ -18,6 +18,9 @@ NEUTRAL, PAIR_COLOR = PALETTE[0], "#111827"  # one pair's ratio is no verdict: n
 # The pair chart's y ticks: few, labelled in full ("0.5×", never a bare "5" under "1").
 TICKS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 LIMITS = (0.125, 8.0)  # the y axis never spans more: a ratio or band beyond is drawn at the edge
+# The interval band reaches this far (pairs) past its first and last interval: the first interval
+# comes with the third pair, and a band of one interval was a polygon of no width (not drawn).
+BAND_PAD = 0.3
 
 
 def log_range(values: list) -> tuple[float, float]:
@@ -45,7 +48,8 @@ def pairs_title(result: Optional[dict]) -> str:
 def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str] = None) -> go.Figure:
     """Ratio of each complete pair (markers; > 1 is faster) of the headline measure,
     and after each pair the running central value with its 95% interval (band),
-    against pair number; a dotted line at 1 (no difference). Log y axis: 2x and
+    against pair number (the band held flat BAND_PAD past its first and last interval, so that
+    the one interval of 3 pairs shows); a dotted line at 1 (no difference). Log y axis: 2x and
     0.5x are as far from 1. Pairs without a ratio are listed in the legend.
 
     `result`: a stored comparison result (engine.report.comparison.evaluate), or None."""
@@ -62,9 +66,12 @@ def pairs_figure(result: Optional[dict], height: int = 300, title: Optional[str]
     # History entry k is "after the k-th counted pair": drawn at pair k, whatever number of those
     # pairs has a ratio (a seed a side missed is counted, without one).
     with_ci = [(k, h["ci95"]) for k, h in enumerate(hist, 1) if h.get("ci95")]
-    if with_ci:
-        k = [p for p, _ in with_ci]
-        fig.add_trace(go.Scatter(x=k + k[::-1], y=[c[1] for _, c in with_ci] + [c[0] for _, c in with_ci][::-1],
+    if not with_ci and comparison_interval(result):  # a result stored without its history's intervals
+        with_ci = [(len(hist) or len(done), comparison_interval(result))]
+    if with_ci:  # each end held flat for BAND_PAD: one interval is a box
+        k = [with_ci[0][0] - BAND_PAD, *(p for p, _ in with_ci), with_ci[-1][0] + BAND_PAD]
+        ends = [with_ci[0][1], *(c for _, c in with_ci), with_ci[-1][1]]
+        fig.add_trace(go.Scatter(x=k + k[::-1], y=[c[1] for c in ends] + [c[0] for c in ends][::-1],
                                  fill="toself", fillcolor="rgba(0,114,178,0.15)", line=dict(width=0), mode="lines",
                                  name="95% interval so far", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[k for k, h in enumerate(hist, 1) if h.get("speedup")],
