@@ -205,6 +205,9 @@ def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store
     assert list(table["headline"]) == ["1.27x faster (+18% to +38%), 4 pairs vs Keras-default Adam 1e-3"]
     assert list(table["verdict"]) == ["faster"] and list(table["pairs"]) == [4]
     assert list(table["ended by"]) == ["the 4 pairs asked for"]
+    # What was compared, and where (a table of verdicts said neither): the candidate's configuration.
+    assert list(table["candidate"]) == ["digits · mlp · mixed bf16 · 1 device · batch 128 · 2 epochs"]
+    assert list(table["machine"]) == ["machine unknown"]  # played runs carry no environment
     # Where its time went (issue 57): stored at its end; here by hand, 8 runs of 2 s own wall time (1.5 s
     # to the end of training, 0.5 s closing) after 1 s of waiting each, ended 30 s after submission:
     # 16 s + 8 s + 6 s the rest.

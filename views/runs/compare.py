@@ -12,6 +12,7 @@ from engine.report import headline as report_headline
 from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
+from engine.hardware.fingerprint import name_of
 from engine.store import Store, from_script_run
 from views.components.common import PLOTLY_CONFIG, autopilot_run, started
 
@@ -108,7 +109,12 @@ def comparisons_section(store: Store) -> None:
         # The autopilot's say which of its comparisons they are (engine.autopilot.confirm).
         kind = ("A/A (noise floor)" if c["kind"] == "aa" else (s.get("autopilot") or {}).get("kind")
                 or ("two commands" if s.get("baseline_kind") == "command" else "baseline vs run"))
+        first = next((store.get_run(i) for i in r.get("run_ids", []) if i is not None), None) or {}
         rows.append({"comparison": c["id"], "kind": kind,
+                     # what was measured, and where: a table of verdicts alone says neither
+                     "candidate": chart_style.config_summary(first["config"], first.get("summary"), first.get("plan"))
+                     if first.get("config") else "–",
+                     "machine": name_of(first.get("environment")) if first else "–",
                      "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
                      "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
                      "split": h.get("factors") or "–", "with setup": h.get("setup") or "–",
