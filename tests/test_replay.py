@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import time
 
@@ -130,11 +131,33 @@ def test_replay_store_shows_the_run_as_it_stood_at_t(pair):
     assert compare(end, b, r)["throughput_speedup"] == pytest.approx(4.0)
 
 
-def test_label_names_host_devices_and_date(pair):
+def test_label_names_machine_devices_date_and_whether_it_is_this_machine(pair, monkeypatch):
     store, b, r = pair
+    monkeypatch.delenv("SPEEDLAB_USE_UNKNOWN_MACHINE", raising=False)
     day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
+    # Stored before fingerprints, with no CPU model either: the hostname (gpu-box-7) is no machine's name.
     assert replay.recorded_label([store.get_run(b), store.get_run(r)]) == \
-        f"replay of runs recorded on gpu-box-7, 1 GPU vs 2 GPUs, {day}"
+        f"replay of runs recorded on machine unknown, 1 GPU vs 2 GPUs, {day} · measured elsewhere, not on this machine"
+    # The shipped recording's environment: a hostname every machine of ours has, and the CPU's model.
+    old = {"id": 1, "created": store.get_run(b)["created"],
+           "environment": {"hostname": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "device_kind": "CPU",
+                           "devices": ["/device:CPU:0"], "logical_cores": 2}}
+    assert replay.recorded_label([old], here="0123456789ab") == (
+        f"replay of runs recorded on Intel(R) Xeon(R) Processor (no fingerprint), the CPU (2 cores), {day} · "
+        "measured elsewhere, not on this machine")
+    # A fingerprint names the machine; this machine's fingerprint id says it was measured here.
+    xeon = {"id": "0123456789ab", "name": "Intel Xeon Sapphire Rapids (family 6 model 143), AVX-512+AMX, bf16, 2 cores"}
+    new = {**old, "environment": {**old["environment"], "fingerprint": xeon}}
+    assert replay.recorded_label([new], here="0123456789ab") == (
+        f"replay of runs recorded on {xeon['name']}, the CPU (2 cores), {day} · measured on this machine")
+    assert replay.recorded_label([new], here="fedcba987654").endswith("· measured elsewhere, not on this machine")
+    assert replay.recorded_label([new, old], here="0123456789ab").endswith("· measured elsewhere, not on this machine")
+    # Runs stored here before fingerprints may count as this machine's (opted in); one imported
+    # from a bundle never does: its hostname is no evidence.
+    monkeypatch.setenv("SPEEDLAB_USE_UNKNOWN_MACHINE", "1")
+    mine = {**old, "environment": {**old["environment"], "hostname": os.uname().nodename}}
+    assert replay.measured_here([mine], here="0123456789ab")
+    assert not replay.measured_here([{**mine, "origin": {"host": "vm", "run_id": 10}}], here="0123456789ab")
     # A run whose MFU fields name its GPU (peak_device) is labelled with it.
     h200 = {**store.get_run(b), "summary": {**(store.get_run(b)["summary"] or {}), "peak_device": "NVIDIA H200"}}
     assert replay.devices_text(h200) == "1 GPU (NVIDIA H200)"
@@ -188,7 +211,7 @@ def test_replay_page_mid_way_and_at_the_end(pair):
     at = page()
     assert not at.exception
     day = time.strftime("%Y-%m-%d", time.localtime(store.get_run(b)["created"]))
-    label = f"replay of runs recorded on gpu-box-7, 1 GPU vs 2 GPUs, {day}"
+    label = f"replay of runs recorded on machine unknown, 1 GPU vs 2 GPUs, {day} · measured elsewhere, not on this machine"
     # The default pair, paused at 0: both runs 'running', nothing drawn yet.
     assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (b, r)
     prog = re.sub(r"\\(.)", r"\1", at.get("progress")[0].proto.text)  # host names are escaped (engine.base.plain)
@@ -259,7 +282,8 @@ def test_replay_page_empty_store(store_home):
     assert "Nothing to replay yet" in at.info[0].value
 
 
-def test_replay_page_imports_the_recorded_mnist5k_pair_when_empty(store_home):
+def test_replay_page_imports_the_recorded_mnist5k_pair_when_empty(store_home, monkeypatch):
+    monkeypatch.delenv("SPEEDLAB_USE_UNKNOWN_MACHINE", raising=False)
     at = page()
     at.button(key="replay_recorded").click().run(timeout=60)
     assert not at.exception and not at.error
@@ -275,6 +299,14 @@ def test_replay_page_imports_the_recorded_mnist5k_pair_when_empty(store_home):
     assert not [i for i in at.info if "Nothing to replay" in i.value]
     assert (at.selectbox(key="replay_base").value, at.selectbox(key="replay_run").value) == (last - 1, last)
     assert at.selectbox(key="replay_run").options[0].startswith(f"#{last} mixed bf16 · spe 4 · one_cycle · imported")
+    assert at.selectbox(key="replay_run").options[0].endswith(" · imported (run #10 there)")  # no hostname
     assert any("4 pairs" in c.value for c in at.caption) and any("5.70x faster" in m.value for m in at.markdown)
+    # Its header names the recording's hardware (not the hostname every machine here has) and says
+    # that its 5.70x was not measured on this machine.
+    day = time.strftime("%Y-%m-%d", time.localtime(next(r for r in runs if r["id"] == last)["created"]))
+    head = re.sub(r"\\(.)", r"\1", at.get("progress")[0].proto.text)
+    assert head.startswith(f":material/replay: replay of runs recorded on Intel(R) Xeon(R) Processor (no fingerprint), "
+                           f"the CPU (2 cores), {day} · measured elsewhere, not on this machine · 0.0 s of ")
+    assert " vm" not in head
     at.button(key="replay_recorded").click().run(timeout=60)            # a second click plays it again
     assert not at.error and len(Store().list_runs()) == 10

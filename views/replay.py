@@ -15,7 +15,6 @@ import streamlit as st
 
 from engine.base import plain
 from engine.store import comparisons as cstore
-from engine.bundle import provenance
 from engine.charts import style as chart_style
 from engine.report import replay
 from engine.store import Store
@@ -30,8 +29,11 @@ PICKER_RUNS = 500  # newest replayable runs offered in the pickers (older ones: 
 
 
 def _label(run: dict) -> str:
-    where = provenance(run)
-    return f"{chart_style.run_label(run)}" + (f" · {where}" if where else "")
+    """A picker's line: the run, and 'imported (run #N there)' for a run from a bundle. Not the
+    bundle's hostname (engine.bundle.provenance): ours all say `vm`; the line above the charts
+    names the machine (replay.recorded_label)."""
+    origin = run.get("origin")
+    return chart_style.run_label(run) + (f" · imported (run #{origin.get('run_id')} there)" if origin else "")
 
 
 def _picked() -> None:

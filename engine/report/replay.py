@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Mapping, Optional
 
+from engine.hardware import fingerprint
 from engine.report.live import StoreMetrics
 from engine.store import Store, home
 
@@ -246,14 +247,39 @@ def devices_text(run: Mapping) -> str:
     return f"{workers} workers × {text}" if workers > 1 else text
 
 
-def recorded_label(runs: list[Mapping]) -> str:
-    """'replay of runs recorded on HOST, DEVICES, DATE' for the replayed runs
-    (each part listed once; devices as 'baseline vs run' when they differ)."""
-    hosts = list(dict.fromkeys((r.get("environment") or {}).get("hostname") or "an unknown host" for r in runs))
+def machine_text(run: Mapping) -> str:
+    """The machine a run was recorded on, never its hostname (ours all say `vm`): its
+    fingerprint's name (engine.hardware.fingerprint.name_of); for a run stored before
+    fingerprints, the CPU model its environment holds, '(no fingerprint)' after it; else
+    fingerprint.UNKNOWN. The CPU model is the OS's words (untrusted: escape it to show it)."""
+    env = run.get("environment") or {}
+    if fingerprint.of(env):
+        return fingerprint.name_of(env)
+    cpu = env.get("cpu_model")
+    return f"{cpu} (no fingerprint)" if cpu else fingerprint.UNKNOWN
+
+
+def measured_here(runs: list[Mapping], here: Optional[str] = None) -> bool:
+    """Whether every one of `runs` was measured on this machine (`here`: its fingerprint id,
+    default engine.hardware.fingerprint.here_id()), as every other stored figure is matched
+    (fingerprint.matches: the same id; a run stored before fingerprints only where old runs
+    are opted in, and never one imported from a bundle: the hostname it carries places it
+    nowhere, ours all say `vm`)."""
+    return all(fingerprint.matches(fingerprint.of(r.get("environment")), (r.get("environment") or {}).get("hostname"),
+                                   here, unknown=False if r.get("origin") else None) for r in runs)
+
+
+def recorded_label(runs: list[Mapping], here: Optional[str] = None) -> str:
+    """'replay of runs recorded on MACHINE, DEVICES, DATE · measured elsewhere, not on this
+    machine' (or '· measured on this machine') for the replayed runs: each part listed once,
+    machines by `machine_text`, devices as 'baseline vs run' when they differ; `here` as for
+    `measured_here`. A replayed speedup is the recording machine's, so the line says which."""
+    machines = list(dict.fromkeys(machine_text(r) for r in runs))
     devices = list(dict.fromkeys(devices_text(r) for r in runs))
     dates = sorted({time.strftime("%Y-%m-%d", time.localtime(r["created"])) for r in runs})
     date = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    return f"replay of runs recorded on {' and '.join(hosts)}, {' vs '.join(devices)}, {date}"
+    where = "measured on this machine" if measured_here(runs, here) else "measured elsewhere, not on this machine"
+    return f"replay of runs recorded on {' and '.join(machines)}, {' vs '.join(devices)}, {date} · {where}"
 
 
 def default_pair(runs: list[Mapping]) -> Optional[tuple[int, int]]:
