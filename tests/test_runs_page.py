@@ -219,3 +219,18 @@ def test_script_runs_are_one_subject_per_script():
 
     assert subject(run()) == ("synthetic", "cnn")
     assert subject(run("mnist_convnet.py")) == ("script run", "mnist_convnet.py") != subject(run("text_transformer.py"))
+
+
+def test_the_runs_table_and_its_csv_carry_what_reproduces_a_run(store):
+    """A new user's CSV had the configuration in words but no seed, optimizer, backend, group or
+    machine: nothing to rerun it from, nor to tell which hardware a row came from."""
+    from engine.base import csv_safe
+    from engine.report.table import runs_frame
+
+    rid = fake_run(store, RunConfig(model="mlp", optimizer="sgd", seed=7, backend="jax"), group="cmp-3")
+    store.update_run(rid, environment={"hostname": "vm", "fingerprint": {"id": "fedcba987654", "name": "Zen 4 box"}})
+    row = runs_frame(store).iloc[0]
+    assert (row["backend"], row["optimizer"], row["seed"], row["group"]) == ("jax", "sgd", 7, "cmp-3")
+    assert (row["machine"], row["machine_id"]) == ("Zen 4 box", "fedcba987654")
+    header = [h.strip("\"") for h in csv_safe.to_csv(runs_frame(store)).splitlines()[0].split(",")]
+    assert {"backend", "optimizer", "seed", "group", "machine", "machine_id"} <= set(header)

@@ -29,15 +29,6 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_runs)
 
 
-def with_backend(df, runs: list[dict]):
-    """`runs_frame`'s table with a 'backend' column (tensorflow / jax, as --backend spells
-    it) before 'precision': a JAX run's 'xla yes' reads otherwise as a TensorFlow run's.
-    `runs`: the store's run rows; a run missing there (or stored before backends) is tensorflow."""
-    by_id = {r["id"]: r["config"].get("backend") or "tensorflow" for r in runs}
-    df.insert(df.columns.get_loc("precision"), "backend", [by_id.get(i, "tensorflow") for i in df["id"]])
-    return df
-
-
 def cmd_runs(args) -> int:
     from engine.jobs import runner
     from engine.report.table import runs_frame
@@ -53,7 +44,7 @@ def cmd_runs(args) -> int:
         runner.reconcile(store)
         runs = store.query_runs(where, params, limit=limit, offset=max(args.offset, 0))
         total = store.count_runs(where, params)
-        df = with_backend(runs_frame(store, runs), runs)
+        df = runs_frame(store, runs)  # with its backend: a JAX run's 'xla yes' reads otherwise as TF's
         # All of them with every run listed; else those among the runs read (older ones:
         # python -m engine doctor, the Runs page), so that a screenful costs a screenful.
         damaged = store.damaged_runs() if limit is None else store.skipped_damaged
@@ -76,7 +67,9 @@ def cmd_runs(args) -> int:
         from engine.report.table import mfu_caption
 
         extra = [k for k in (*MFU_KEYS, "mfu_stored", "mfu_denominator") if k != "mfu" and k in df.columns]
-        print(text_frame(df).drop(columns=["error", *extra, "bound_by"]).to_string(index=False))
+        # The reproduction columns (optimizer, seed, group, machine) are in --json and the CSV.
+        print(text_frame(df).drop(columns=["error", *extra, "bound_by", "optimizer", "seed", "group", "machine",
+                                           "machine_id"]).to_string(index=False))
         if mfu_caption(df):
             print(mfu_caption(df))
         if len(df) < total:

@@ -78,9 +78,11 @@ def runs_frame(store, runs: Optional[list] = None):
     steady and end-to-end samples/s, where the wall time went (s), final
     validation accuracy and time to the target accuracy (s), the MFU fields
     (engine.report.mfu.MFU_KEYS: FLOPs per sample, FLOP/s, peak FLOP/s, its source,
-    MFU 0..1) and the bound-by line."""
+    MFU 0..1), the bound-by line, and what reproduces a run: backend, optimizer, seed, its
+    group and its machine (fingerprint name and id)."""
     import pandas as pd
 
+    from engine.hardware import fingerprint
     from engine.report.mfu import MFU_KEYS
 
     recs = []
@@ -92,11 +94,12 @@ def runs_frame(store, runs: Optional[list] = None):
             "id": r["id"], "status": r["status"], "role": r["role"],
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])),
             "dataset": "(script run)" if script_run else c["dataset"],
-            "model": (plan.get("name") or "script run") if script_run else c["model"], "precision": c["precision"],
+            "model": (plan.get("name") or "script run") if script_run else c["model"],
+            "backend": c.get("backend") or "tensorflow", "precision": c["precision"],
             "devices": c["devices"], "simulated": s.get("replicas_simulated"),
             "batch": c["batch_size"], "spe": c["steps_per_execution"], "xla": c["jit_compile"],
-            "schedule": c.get("schedule"), "learning_rate": peak_lr(c),
-            "label_smoothing": c.get("label_smoothing"), "epochs": c["epochs"],
+            "optimizer": c.get("optimizer"), "schedule": c.get("schedule"), "learning_rate": peak_lr(c),
+            "label_smoothing": c.get("label_smoothing"), "epochs": c["epochs"], "seed": c.get("seed"),
             "samples_per_sec": s.get("samples_per_sec"),
             "end_to_end_samples_per_sec": s.get("end_to_end_samples_per_sec"),
             "waiting_sec": s.get("waiting_sec"), "setup_sec": s.get("setup_sec"), "warmup_sec": s.get("warmup_sec"),
@@ -107,12 +110,17 @@ def runs_frame(store, runs: Optional[list] = None):
             "error": r.get("error") or incomplete_note(s),
             "origin": (f"imported from {(r.get('origin') or {}).get('host') or '?'}" if r.get("origin")
                        else f"a script run ({plan.get('script') or 'python'})" if script_run else None),
+            # what reproduces it: its group (a comparison's pairs share one) and its machine
+            "group": r.get("group_id"), "machine": fingerprint.name_of(r.get("environment")),
+            "machine_id": (fingerprint.of(r.get("environment")) or {}).get("id"),
         })
     df = pd.DataFrame.from_records(recs, columns=[
-        "id", "status", "role", "created", "dataset", "model", "precision", "devices", "simulated",
-        "batch", "spe", "xla", "schedule", "learning_rate", "label_smoothing", "epochs", "samples_per_sec", "end_to_end_samples_per_sec",
+        "id", "status", "role", "created", "dataset", "model", "backend", "precision", "devices", "simulated",
+        "batch", "spe", "xla", "optimizer", "schedule", "learning_rate", "label_smoothing", "epochs", "seed",
+        "samples_per_sec", "end_to_end_samples_per_sec",
         "waiting_sec", "setup_sec", "warmup_sec", "validation_sec", "other_sec", "wall_sec",
-        "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin"])
+        "val_accuracy", "time_to_target_sec", *MFU_KEYS, "bound_by", "error", "origin", "group", "machine",
+        "machine_id"])
     df["mfu"] = pd.to_numeric(df["mfu"], errors="coerce")  # a number column also when no run has one
     return one_denominator(df)
 

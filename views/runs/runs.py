@@ -58,13 +58,20 @@ TABLE_COLUMNS = {
     "created": st.column_config.TextColumn("created"),
     "origin": st.column_config.TextColumn("origin", help="imported from a run bundle: the host it ran on"),
     "error": st.column_config.TextColumn("error"),
+    "backend": st.column_config.TextColumn("backend"),
+    "optimizer": st.column_config.TextColumn("optimizer"),
+    "seed": st.column_config.NumberColumn("seed", format="%d", width=64),
+    "machine": st.column_config.TextColumn("machine", help="the hardware the run measured on (its fingerprint's "
+                                           "name; never the hostname)"),
+    "group": st.column_config.TextColumn("group", help="runs launched together; a comparison's pairs share one"),
 }
 # Shown without scrolling at 1280 px; the others are one click away (column chooser).
 # Time to target right after the configuration (the headline's figure); "bound by", the widest, last.
 KEY_COLUMNS = ("id", "status", "role", "config", "time_to_target_sec", "samples_per_sec", "val_accuracy", "wall_sec",
                "mfu", "bound_by")
 MORE_COLUMNS = ("mfu_denominator", "end_to_end_samples_per_sec", "waiting_sec", "setup_sec", "warmup_sec", "validation_sec",
-                "other_sec", "schedule", "learning_rate", "label_smoothing", "created", "origin", "error")
+                "other_sec", "backend", "optimizer", "schedule", "learning_rate", "label_smoothing", "seed",
+                "machine", "group", "created", "origin", "error")
 
 
 def table(runs: list[dict], df: pd.DataFrame) -> pd.DataFrame:
