@@ -382,6 +382,24 @@ def test_median_labels_sit_in_the_right_margin_apart_from_each_other():
     assert fig.layout.margin.r == int(6 * chart_style.GLYPH * 13) + 12   # room for "10,400"
 
 
+def test_off_scale_labels_of_neighbouring_executions_do_not_overlap():
+    """Two off-scale executions a step apart among 120: their labels "0.0888 s" and "0.0504 s"
+    were drawn on top of each other and read "00.0888s s"."""
+    df = execs(121).assign(data_wait=lambda d: d["duration"] * 0.2)
+    df.loc[[41, 42], "duration"] = [0.0888, 0.0504]
+    fig = train_charts.data_wait_figure(df)
+    (mark,) = [t for t in fig.data if t.name == chart_style.CLIPPED_NAME]
+    assert list(mark.x) == [42, 43]
+    assert list(mark.text) == ["0.0888 s", "<br>0.0504 s"]          # the second a line further in
+    assert list(mark.customdata) == ["0.0888 s", "0.0504 s"]
+    assert list(mark.meta) == [[True, 0], [True, 1]] and mark.hovertemplate.startswith("%{customdata}")
+    # Far apart (steps 42 and 102, 250 px in a 300-px plot): both next to their markers.
+    df.loc[[42], "duration"] = 0.0128
+    df.loc[[102], "duration"] = 0.0504
+    (mark,) = [t for t in train_charts.data_wait_figure(df).data if t.name == chart_style.CLIPPED_NAME]
+    assert list(mark.text) == ["0.0888 s", "0.0504 s"]
+
+
 def test_a_lone_sample_is_a_marker_on_a_sane_axis_in_every_line_chart():
     """A short digits run stores one system sample: drawn as a line only, it was invisible, on an
     x axis of -0.75..1.25 (or 0.248..0.254 s for two runs' one sample each, tick labels on top of
@@ -503,8 +521,10 @@ def test_a_clipped_pair_is_drawn_at_the_edge_with_its_value_as_text():
     assert fig.layout.yaxis.range == (np.log10(0.125), np.log10(8.0))
     marks = [t for t in fig.data if t.name == chart_style.CLIPPED_NAME]
     # The first mean (0.08x, after pair 1) and the two pairs out of range: 8/100 = 0.08x, 90/10 = 9x.
+    # The pair's label sits a line above the mean's at the same edge and pair (they were drawn
+    # on top of each other).
     assert [(list(t.x), list(t.y), list(t.text)) for t in marks] == [
-        ([1], [0.125], ["0.08×"]), ([1, 2], [0.125, 8.0], ["0.08×", "9×"])]
+        ([1], [0.125], ["0.08×"]), ([1, 2], [0.125, 8.0], ["0.08×<br>", "9×"])]
     assert list(marks[1].marker.symbol) == ["triangle-down", "triangle-up"]
     assert list(marks[1].textposition) == ["top center", "bottom center"]    # inside the plot
     assert marks[1].cliponaxis is False                                       # the whole marker shows
@@ -553,7 +573,10 @@ def test_off_scale_data_waits_and_a_diverging_lr_test_are_marked_at_the_top():
     fig = train_charts.data_wait_figure(df)
     top = fig.layout.yaxis.range[1]
     mark = next(t for t in fig.data if t.name == chart_style.CLIPPED_NAME)
-    assert list(mark.x) == [10, 6] and list(mark.y) == [top, top] and list(mark.text) == ["2 s", "0.5 s"]  # farthest first
+    assert list(mark.x) == [10, 6] and list(mark.y) == [top, top]  # farthest first
+    # 4 steps of 38 apart: 32 px in a 300-px plot, under the labels' half widths (11 + 19 px) and
+    # 4 px between: the second a line lower.
+    assert list(mark.text) == ["2 s", "<br>0.5 s"] and list(mark.customdata) == ["2 s", "0.5 s"]
     lr = pd.DataFrame({"lr": [1e-5, 1e-4, 1e-3, 1e-2], "loss": [2.3, 2.0, 1.0, 40.0],
                        "smoothed": [2.3, 2.1, 1.5, 2.0]})
     fig = train_charts.lr_find_figure(lr)

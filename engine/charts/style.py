@@ -392,6 +392,45 @@ def median_labels(fig: go.Figure, labels: list, top: float, gap_px: float = 17, 
 
 
 CLIPPED_NAME = "beyond the axis"  # the trace of clip_marks: a point drawn at the edge, its value as text
+# The narrowest plot (px) that draws clip marks (a run's data-wait chart, two runs side by side at
+# 1280 px; presenter mode's pair chart): labels closer than their widths there would overlap.
+CLIP_PLOT_PX = 300
+CLIP_FONT = 13
+
+
+def _label_rows(fig: go.Figure, xs: list, texts: list, top: list) -> list[int]:
+    """The text row (0: next to its marker, 1: a line further into the plot, ...) of each new
+    clip-mark label, so that no two labels at one edge overlap in a plot CLIP_PLOT_PX wide: the
+    marks already on `fig` (an earlier clip_marks call: a pair chart marks its means, then its
+    pairs) keep theirs. Label widths are `text_px` estimates."""
+    axis = fig.layout.xaxis
+    log = axis.type == "log"
+
+    def pos(x):
+        return float(np.log10(x)) if log else float(x)
+
+    rng = axis.range
+    if rng is not None:
+        lo, hi = float(rng[0]), float(rng[1])  # a log axis's range is in log10 already
+    else:
+        vals = [pos(x) for t in fig.data if t.x is not None for x in t.x
+                if isinstance(x, (int, float, np.number)) and np.isfinite(x) and (x > 0 or not log)]
+        vals += [pos(x) for x in xs]
+        lo, hi = min(vals), max(vals)
+    per_px = ((hi - lo) or 1.0) / CLIP_PLOT_PX
+    placed = []  # (edge is top, position, half width in x units, row)
+    for t in fig.data:
+        if t.name == CLIPPED_NAME and t.customdata is not None:
+            for x, label, (up, row) in zip(t.x, t.customdata, t.meta or []):
+                placed.append((up, pos(x), text_px(label, CLIP_FONT) / 2 * per_px, row))
+    rows = []
+    for x, label, up in zip(xs, texts, top):
+        p, half = pos(x), text_px(label, CLIP_FONT) / 2 * per_px
+        taken = {row for u, q, h, row in placed if u == up and abs(q - p) < h + half + 4 * per_px}
+        row = next(r for r in range(len(placed) + 1) if r not in taken)
+        placed.append((up, p, half, row))
+        rows.append(row)
+    return rows
 
 
 def clip_marks(fig: go.Figure, xs, values, lo: Optional[float], hi: Optional[float], fmt,
@@ -399,9 +438,11 @@ def clip_marks(fig: go.Figure, xs, values, lo: Optional[float], hi: Optional[flo
     """Mark every value outside the y axis range [`lo`, `hi`] (None: open) at the edge it
     is beyond: a triangle pointing out of the plot (up at the top, down at the bottom) with
     the true value as text (`fmt(value)`, e.g. "0.08×") inside the plot beside it, so that a
-    reader who never hovers sees it. `most`: mark only that many, the farthest out (a chart
-    whose count is said elsewhere). Adds nothing when no value is out; returns how many it
-    marked. The caller still draws (or clips) the data itself."""
+    reader who never hovers sees it. Labels that would overlap (two off-scale executions a
+    step apart read "00.0888s s") go a line further into the plot (`_label_rows`). `most`:
+    mark only that many, the farthest out (a chart whose count is said elsewhere). Adds
+    nothing when no value is out; returns how many it marked. The caller still draws (or
+    clips) the data itself. The trace's customdata holds each label, its meta (top, row)."""
     out = [(x, float(v)) for x, v in zip(xs, values)
            if v is not None and np.isfinite(v) and ((hi is not None and v > hi) or (lo is not None and v < lo))]
     if most is not None:
@@ -411,14 +452,18 @@ def clip_marks(fig: go.Figure, xs, values, lo: Optional[float], hi: Optional[flo
     if not out:
         return 0
     top = [hi is not None and v > hi for _, v in out]
+    labels = [fmt(v) for _, v in out]
+    rows = _label_rows(fig, [x for x, _ in out], labels, top)
+    # A row further in is an empty line on the marker's side: below it at the top, above it at the bottom.
+    text = ["<br>" * r + s if t else s + "<br>" * r for s, t, r in zip(labels, top, rows)]
     fig.add_trace(go.Scatter(
         x=[x for x, _ in out], y=[hi if t else lo for (_, _), t in zip(out, top)], name=CLIPPED_NAME,
         mode="markers+text", cliponaxis=False, showlegend=False,
         marker=dict(symbol=["triangle-up" if t else "triangle-down" for t in top], size=13, color=color,
                     line=dict(width=1, color="white")),
-        text=[fmt(v) for _, v in out], textposition=["bottom center" if t else "top center" for t in top],
-        textfont=dict(size=13, color=color),
-        hovertemplate="%{text}: beyond the axis, drawn at its edge<extra></extra>"))
+        text=text, textposition=["bottom center" if t else "top center" for t in top],
+        textfont=dict(size=CLIP_FONT, color=color), customdata=labels, meta=[[t, r] for t, r in zip(top, rows)],
+        hovertemplate="%{customdata}: beyond the axis, drawn at its edge<extra></extra>"))
     return len(out)
 
 
