@@ -243,3 +243,22 @@ def test_children_started_from_another_folder_find_the_engine(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import engine.jobs.queue_runner, engine.jobs.worker; print('ok')"],
                          cwd=tmp_path, env=process.worker_env(), capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.worker
+def test_a_detached_child_is_reaped_when_it_ends_and_its_log_is_not_held(tmp_path):
+    """The dashboard starts jobs and queues and never waits for them: an ended autopilot stayed a
+    `<defunct>` child of the server for 6 minutes, and each queue start kept its log open."""
+    log = tmp_path / "job.log"
+    proc = process.detach([sys.executable, "-c", "print('done')"], log)
+    t0 = time.monotonic()
+    while psutil.pid_exists(proc.pid) and time.monotonic() - t0 < 30:
+        time.sleep(0.05)  # a zombie still exists: only a wait removes it
+    assert not psutil.pid_exists(proc.pid) and proc.returncode == 0
+    assert log.read_text() == "done\n"
+    assert str(log) not in [f.path for f in psutil.Process().open_files()]
+    sleeper = process.detach([sys.executable, "-c", "import time; time.sleep(30)"], log)
+    try:
+        assert os.getsid(sleeper.pid) == sleeper.pid != os.getsid(0)
+    finally:
+        sleeper.kill()

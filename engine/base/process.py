@@ -6,6 +6,7 @@ psutil only (no engine imports, no TensorFlow).
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Optional
 
@@ -23,6 +24,21 @@ def worker_env() -> dict:
     root = str(ROOT)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
+
+
+def detach(argv: list, log_path: os.PathLike) -> subprocess.Popen:
+    """Start `argv` from the repository in a session of its own (it outlives the caller's
+    page run or command), stdin closed, stdout and stderr appended to `log_path`. The log
+    file is closed here once the child holds it, and a daemon thread waits for the child,
+    so that no ended job stays a zombie of a long-lived dashboard (one did for 6 minutes
+    after the autopilot) nor leaks a file descriptor per start."""
+    import threading
+
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+                                cwd=str(ROOT), env=worker_env())
+    threading.Thread(target=proc.wait, daemon=True, name=f"reap-{proc.pid}").start()
+    return proc
 
 
 # Values of a stored start time at or above this are wall-clock create times (psutil's

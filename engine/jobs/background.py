@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env
+from engine.base.process import detach, process_alive, read_tail, start_time
 
 ACTIVE_STATES = ("starting", "running")
 # A job file still 'starting' without a pid this long after it was written is dead (s).
@@ -50,10 +49,7 @@ def spawn(argv: list[str], log_path: Path) -> tuple[int, float]:
     stdout and stderr appended to `log_path`). Returns (pid, `engine.base.process.start_time`)."""
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "engine", *argv], stdout=log, stderr=log,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                cwd=str(ROOT), env=worker_env())
+    proc = detach([sys.executable, "-m", "engine", *argv], log_path)
     return proc.pid, start_time(proc.pid)
 
 

@@ -25,7 +25,7 @@ from engine.config import RunConfig, baseline_config
 from engine.base.errors import ActiveRunError
 from engine.config.preflight import check_runnable
 from engine.base.process import ROOT, process_alive, read_tail, start_time, worker_env  # noqa: F401 (re-used by callers)
-from engine.base.process import USER_CANCEL
+from engine.base.process import USER_CANCEL, detach
 from engine.store import ACTIVE_STATUSES, Store, from_script_run
 
 def idle_exit_s() -> float:
@@ -280,11 +280,7 @@ def prewarm(store_path: Optional[os.PathLike] = None) -> bool:
 def start_queue(store_path: Optional[os.PathLike] = None) -> subprocess.Popen:
     """Start the detached queue process that runs queued runs in order."""
     path = Path(store_path) if store_path else Store().path
-    log = open(path.parent / "queue.log", "ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "engine.jobs.queue_runner", str(path)],
-        stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
-        cwd=str(ROOT), env=worker_env())
+    return detach([sys.executable, "-m", "engine.jobs.queue_runner", str(path)], path.parent / "queue.log")
 
 
 def _baseline_candidates(store: Store, cfg: RunConfig):
