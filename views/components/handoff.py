@@ -57,7 +57,9 @@ def differing(config: Mapping[str, Any]) -> dict:
 def fill(changes: Mapping[str, Any], reset_others: bool) -> None:
     """Set the Train page's controls to `changes` (field -> RunConfig value); with `reset_others`
     every other control goes back to its default. Call it before the Train page's controls are
-    drawn: as a button's on_click, or on the Train page before its controls."""
+    drawn: as a button's on_click, or on the Train page before its controls. The notes of an
+    earlier handoff (`notes`) end here: they were about settings this one replaces."""
+    st.session_state.pop(_NOTES, None)
     for name in SETTING_HELP:
         if name in changes:
             st.session_state[name] = _control_value(changes[name])
@@ -151,8 +153,8 @@ def hand_over(changes: Mapping[str, Any], reset_others: bool, fit_from: Optional
     found: list = []
     if fit_from and not reset_others:
         changes, found = fit(st.session_state.get(_VALUES) or {}, changes, fit_from)
-    st.session_state[_NOTES] = found
     fill(changes, reset_others)
+    st.session_state[_NOTES] = found
     st.session_state[_PENDING] = dict(changes)
 
 
