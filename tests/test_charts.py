@@ -50,6 +50,9 @@ def test_labels_and_summaries_name_the_speed_options():
     assert chart_style.run_label(base) == "#5 baseline fp32"
     s = chart_style.config_summary(run["config"], run["summary"])
     assert s == "digits · cnn · mixed bf16 · 2 devices (simulated) · batch 128 · spe 4 · XLA · 3 epochs"
+    # The hand-made preset's regularisers are in the line (a new user could not see them).
+    assert chart_style.config_summary({**run["config"], "label_smoothing": 0.1, "mixup_alpha": 0.2}).endswith(
+        "XLA · label smoothing 0.1 · mixup 0.2 · 3 epochs")
 
 
 def test_downsample_caps_points_and_keeps_warmup():

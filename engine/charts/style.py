@@ -159,6 +159,11 @@ def config_summary(cfg: Mapping, summary: Optional[Mapping] = None, plan: Option
         parts.append(f"{cfg['workers']} workers")
     parts.append(f"batch {cfg.get('batch_size')}")
     parts += _speed_parts(cfg)
+    # The regularisers a preset turns on change time to accuracy: a line that omits them hides why.
+    if cfg.get("label_smoothing"):
+        parts.append(f"label smoothing {cfg['label_smoothing']:g}")
+    if cfg.get("mixup_alpha"):
+        parts.append(f"mixup {cfg['mixup_alpha']:g}")
     # Input-pipeline options that differ from the defaults (cache off, parallel map and prefetch on).
     if cfg.get("data_cache"):
         parts.append("cache")
