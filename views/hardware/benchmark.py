@@ -110,10 +110,14 @@ def bench_results(res: dict) -> None:
     chart, side = st.columns([2.4, 1], gap="medium")
     chart.plotly_chart(hardware_charts.bench_figure(cells), key="bench_chart", config=PLOTLY_CONFIG)
     with side:
-        # An arrow and a colour only for a verdict: 1.00x "+0%" with a green up-arrow read as a gain.
-        moved = best.get("verdict") not in ("inconclusive", "equivalent") and round((best["speedup"] - 1) * 100) != 0
+        # An arrow and a colour only for a verdict: 1.00x "+0%" with a green up-arrow read as a gain,
+        # and so did the best of 10 cells at 2 repeats (no interval, so no verdict: samples).
+        verdict = best.get("verdict")
+        moved = verdict in ("faster", "slower") and round((best["speedup"] - 1) * 100) != 0
+        why = ("" if moved else " · within noise" if verdict in ("inconclusive", "equivalent") else
+               f" · {res.get('repeats')} repeats: no interval, a sample")
         st.metric("Best configuration", ratio_text(best["speedup"], PAGE_SIGN), border=True,
-                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline" + ("" if moved else " · within noise"),
+                  delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline" + why,
                   delta_color="normal" if moved else "off", delta_arrow="auto" if moved else "off",
                   help="median over repeats of its samples/s / the baseline's")
         st.markdown(f"**{words.bench_cell(best)}**")
