@@ -108,7 +108,9 @@ def test_replay_in_presenter_mode(store):
     assert not at.selectbox                                   # the pair stays as picked
     assert at.segmented_control(key="replay_speed").value == 10 and at.button(key="replay_play")
     line = [m.value for m in at.markdown if m.value.startswith(":material/replay:")]
-    assert len(line) == 1 and "replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs" in line[0]
+    # Named by the hardware its runs stored (no fingerprint: their CPU), never by their host (dgx-07).
+    assert len(line) == 1 and "replay of runs recorded on AMD EPYC 7B13 (no fingerprint), 1 GPU vs 2 GPUs" in line[0]
+    assert "measured elsewhere, not on this machine" in line[0] and "dgx-07" not in line[0]
     assert "25.0 s of 59.7 s recorded · 10× · paused" in line[0]
     assert set(charts_of(at)) == {"presenter_throughput", "presenter_loss"}
     # Mid-way: the baseline has not reached 0.95 yet; the steady speedup is known.

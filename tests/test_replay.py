@@ -239,9 +239,6 @@ def test_replay_page_mid_way_and_at_the_end(pair):
 
 
 @pytest.mark.page
-@pytest.mark.xfail(strict=True, reason="views/components/live_charts.render_comparison draws a run at step 0 "
-                   "with the live page's wall-clock block (quiet_progress) on Replay too; fix there: only when "
-                   "`source` is None")
 def test_a_paused_replay_at_step_0_has_no_clock_of_its_own(store_home):
     """Paused at 0.0 s, a run read '#20 ... step 0/120 · 5 s elapsed · warming up' and its seconds
     rose: a block whose script counts wall-clock seconds in the browser. Its elapsed time must

@@ -219,7 +219,8 @@ def render_comparison(store: Store, group: list[dict], base: dict | None, run: d
             st.html(quiet_progress.block([quiet_line(store, r, src) for r in shown]), unsafe_allow_javascript=True)
         for r in [] if quiet else shown:
             line, frac = status_line(store, r, src)
-            if r["status"] == "running" and r.get("started") and frac == 0.0:  # setting up: its seconds count on
+            # Setting up: its seconds count on in the browser; never on Replay (`source`), whose clock is its own.
+            if source is None and r["status"] == "running" and r.get("started") and frac == 0.0:
                 st.html(quiet_progress.block([quiet_line(store, r, src)]), unsafe_allow_javascript=True)
             elif frac is not None:
                 st.progress(min(max(frac, 0.0), 1.0), text=line)
