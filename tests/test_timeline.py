@@ -151,3 +151,19 @@ def test_like_with_like_of_script_runs_is_the_script_not_the_placeholders():
         "a script run against a SpeedLab run: their data and model are not known to be alike"]
     assert pair.like_caveats(run(), run(model="mlp", batch_size=64)) == [
         "model differs (cnn vs mlp): not like with like", "batch_size differs (128 vs 64): not like with like"]
+
+
+def test_a_run_that_never_started_is_one_caveat_not_another_machine(store):
+    """Stop during a comparison's first baseline: its run, still queued, ends cancelled with no
+    environment. compare() read that as 'measured on two machines: ... vs machine unknown' and
+    'ended in its warm-up (0 executions)'; `engine compare` and every page ask compare()."""
+    from tests.helpers.pages import fake_run
+
+    cfg = RunConfig(model="mlp", epochs=2)
+    base = fake_run(store, cfg, "baseline")
+    store.update_run(base, environment={"hostname": "vm", "fingerprint": {"id": "fedcba987654", "name": "Zen 4 box"}})
+    run = store.create_run(cfg.to_json(), role="run", status="queued")
+    store.finish_run(run, "cancelled", "cancelled before it started")
+    c = pair.compare(store, base, run)
+    assert c["machines"] is None and c["caveats"] == [f"run #{run} never started (cancelled): no ratio"]
+    assert c["end_to_end_speedup"] is None and c["steady_speedup"] is None

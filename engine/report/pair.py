@@ -163,7 +163,11 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     caveats = like_caveats(base, run)
     from engine.hardware.fingerprint import overlap, two_machines
 
-    machines = two_machines(base.get("environment"), run.get("environment"))
+    from engine.store import never_ran
+
+    unrun = [r for r, rows in ((base, rows_b), (run, rows_r)) if never_ran(r) and (rows is None or not len(rows))]
+    # A run that never started has no machine and no time: no caveat of either, one line instead.
+    machines = None if unrun else two_machines(base.get("environment"), run.get("environment"))
     overlapped = overlap(base, run)
     hb = (base.get("environment") or {}).get("hostname")
     hr = (run.get("environment") or {}).get("hostname")
@@ -178,7 +182,8 @@ def compare(store: Store, baseline_id: int, run_id: int, target: Optional[float]
     eb, er = end_to_end_rate(b, rows_b), end_to_end_rate(r, rows_r)
     steady = speedup(b.get("samples_per_sec"), r.get("samples_per_sec"))
     e2e = speedup(eb, er)
-    cut = [line for line in (ended_in_warmup(base, rows_b), ended_in_warmup(run, rows_r)) if line]
+    cut = [f"run #{r['id']} never started ({r['status']}): no ratio" for r in unrun] or [
+        line for line in (ended_in_warmup(base, rows_b), ended_in_warmup(run, rows_r)) if line]
     if cut:  # e.g. an autopilot trial pruned in its first execution read 0.12x end-to-end
         caveats.extend(cut)
         e2e = None

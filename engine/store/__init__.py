@@ -11,11 +11,12 @@ from engine.store.db import (ACTIVE_STATUSES, FINAL_STATUSES, LONG_PATIENCE_S, S
                              filter_sql, home, old_store_line, trash_retention_s)
 from engine.store.errors import (DOCTOR, DamagedRunError, StoreBusyError, StoreCorruptError, StoreError,
                                  StoreFullError, StoreReadOnlyError, fault_line, is_busy)
-from engine.store.rows import SCRIPT_RUN_SOURCE, from_script_run
+from engine.store.rows import SCRIPT_RUN_SOURCE, from_script_run, never_ran, started
 from engine.store.schema import EPOCH_COLS, EXEC_COLS, SCHEMA_VERSION, SYSTEM_COLS
 
 __all__ = ["ACTIVE_STATUSES", "DOCTOR", "EPOCH_COLS", "EXEC_COLS", "FINAL_STATUSES", "LONG_PATIENCE_S",
            "SCRIPT_RUN_SOURCE", "SCHEMA_VERSION", "SYSTEM_COLS", "DamagedRunError", "Store", "StoreBusyError",
            "StoreCorruptError",
            "StoreError", "StoreFullError", "StoreReadOnlyError", "config_field", "default_path", "fault_line",
-           "filter_sql", "from_script_run", "home", "is_busy", "old_store_line", "trash_retention_s"]
+           "filter_sql", "from_script_run", "home", "is_busy", "never_ran", "old_store_line", "started",
+           "trash_retention_s"]

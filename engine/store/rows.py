@@ -26,6 +26,18 @@ STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 SCRIPT_RUN_SOURCE = "callback"
 
 
+def started(run: dict) -> bool:
+    """Whether `run` (a stored row) has something to draw or compare: it is not queued, and it
+    did not end before it started (a queued run that Stop cancelled, engine.jobs.runner.NOT_STARTED,
+    or that its queue failed, has no start time and no summary)."""
+    return run["status"] != "queued" and bool(run.get("started") or run.get("summary"))
+
+
+def never_ran(run: dict) -> bool:
+    """Whether `run` ended without starting: nothing to draw, compare or wait for."""
+    return run["status"] in ("completed", "failed", "cancelled") and not started(run)
+
+
 def from_script_run(plan: Any) -> bool:
     """Whether a run with this stored `plan` (dict, or None) comes from a user's own script."""
     return isinstance(plan, dict) and plan.get("source") == SCRIPT_RUN_SOURCE

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from engine.base import plain
-from engine.store import FINAL_STATUSES
+from engine.store import never_ran, started  # noqa: F401 (the pages' one rule, engine.store.rows)
 
 log = logging.getLogger("speedlab.dashboard")
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -19,19 +19,6 @@ def autopilot_run(run: dict) -> bool:
     """Whether the autopilot submitted `run` (a trial, runoff, re-run or ablation
     run: its group id starts with the autopilot's id)."""
     return (run.get("group_id") or "").startswith("autopilot-")
-
-
-def started(run: dict) -> bool:
-    """Whether `run` has something to draw: it is not queued, and it did not end before it
-    started (a queued run that Stop cancelled, engine.jobs.runner.NOT_STARTED, or that its
-    queue failed, has no start time and no summary). The Runs page's pickers and the Train
-    page's pair both ask this."""
-    return run["status"] != "queued" and bool(run.get("started") or run.get("summary"))
-
-
-def never_ran(run: dict) -> bool:
-    """Whether `run` ended without starting: nothing to draw, and nothing to wait for."""
-    return run["status"] in FINAL_STATUSES and not started(run)
 
 
 @contextmanager
