@@ -17,7 +17,7 @@ from engine.base import plain
 from engine.store import comparisons as cstore
 from engine.charts import style as chart_style
 from engine.report import replay
-from engine.store import Store
+from engine.store import Store, started
 from views.components import comparison as cmp_view
 from views.components import presenter
 from views.components.common import one_line_errors
@@ -160,7 +160,7 @@ def main() -> None:
         saved = replay.load_state()
         for rid in (saved.baseline_id, saved.run_id) if saved else ():  # a pick older than the window stays
             r = store.get_run(rid) if rid not in {x["id"] for x in stored} else None
-            if r and r["status"] in FINAL and replay.started(r):
+            if r and r["status"] in FINAL and started(r):
                 stored.append(r)
     if not stored:
         st.info("Nothing to replay yet: finish a run with its baseline on **Train**, or import a run "

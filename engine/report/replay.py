@@ -22,7 +22,7 @@ from typing import Iterable, Mapping, Optional
 
 from engine.hardware import fingerprint
 from engine.report.live import StoreMetrics
-from engine.store import Store, home
+from engine.store import Store, home, started
 
 SPEEDS = (1, 2, 5, 10)
 STATE_FILE = "replay.json"
@@ -303,17 +303,11 @@ def default_pair(runs: list[Mapping]) -> Optional[tuple[int, int]]:
     return None
 
 
-def started(run: Mapping) -> bool:
-    """Whether a run ever trained (it completed, or has a start time): a run cancelled while
-    queued has nothing to replay ("0.0 s of 0.0 s recorded")."""
-    return run.get("status") == "completed" or bool(run.get("started"))
-
-
 def comparison_pair(comparisons: list[Mapping], runs: list[Mapping]) -> Optional[tuple[int, int]]:
     """(baseline id, run id) of the newest ended comparison's last pair whose two runs both
     completed (`comparisons`: engine.store.comparisons.list_all, newest first; `runs`: the
     stored runs that can be replayed). None when no ended comparison has such a pair."""
-    ok = {r["id"] for r in runs if r.get("status") == "completed" and started(r)}
+    ok = {r["id"] for r in runs if r.get("status") == "completed" and started(r)}  # engine.store.rows
     for comp in comparisons:
         if comp.get("status") == "running":
             continue
