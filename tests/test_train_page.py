@@ -522,3 +522,20 @@ def test_one_pair_of_a_comparison_without_an_interval_says_so_and_no_verdict(sto
     assert "the comparison above has no interval yet (it needs 3 pairs)" in captions
     assert "what to read" not in captions
     assert "from one pair: not a result (an interval needs 3 pairs)" in texts(at.markdown) + captions
+
+
+def test_a_script_run_fed_by_a_generator_reads_training_not_setting_up(store):
+    """A generator has no length: the run's plan has no total steps. After 60 s of stored
+    executions its line still said 'setting up (devices, data, model) · 81 s'."""
+    from views.components.live_charts import status_line
+
+    rid = store.create_run(RunConfig(epochs=3).to_json(), role="run", status="running",
+                           plan={"source": "callback", "script": "train.py", "total_steps": None})
+    line, frac = status_line(store, store.get_run(rid))
+    assert "setting up (devices, data, model)" in line and frac == 0.0
+    # (idx, epoch, step, batches, t, duration, samples/s, loss, lr, warmup)
+    store.add_metrics(rid, executions=[(0, 0, 1, 1, 1.5, 1.5, 85.0, 2.3, 1e-3, 1),
+                                       (1, 1, 42, 1, 60.2, 0.1, 1280.0, 0.4, 1e-3, 0)])
+    line, frac = status_line(store, store.get_run(rid))
+    assert line.endswith("script run**: epoch 2/3 · step 42 (steps per epoch unknown) · 60.2 s elapsed")
+    assert frac is None

@@ -136,6 +136,9 @@ def status_line(store: Store, run: dict, src: LiveMetrics | None = None) -> tupl
         return f":material/hourglass_empty: {name}: queued", None
     p = progress(store, run["id"], source=src) or {}
     if st_ == "running":
+        if not p.get("total_steps") and p.get("step"):  # a script's generator: no length, yet it trains
+            return (f":material/play_circle: {name}: epoch {p['epoch']}/{p['epochs']} · step {p['step']} "
+                    f"(steps per epoch unknown) · {p['elapsed_sec']:.1f} s elapsed"), None
         if not p.get("total_steps"):
             return f":material/settings: {name}: setting up (devices, data, model)", 0.0
         left = p.get("time_left_sec")
