@@ -421,3 +421,43 @@ def test_a_verdict_is_settled_when_no_remaining_pairs_in_the_seen_range_could_mo
     assert _ttas([1.18, 1.2, 1.22])["verdict"] == "faster"
     assert stats.verdict_settled(_ttas([1.18, 1.2, 1.22]), 3, 5)
     assert not stats.verdict_settled(_ttas([1.18, 1.2, 1.22]), 3, 5, floor=0.25)
+
+
+def _delta(diffs):
+    """engine.report.comparison.test_accuracy_delta of pairs whose run − baseline test accuracy is `diffs`."""
+    from engine.report.comparison import test_accuracy_delta
+
+    return test_accuracy_delta([{"run_test_accuracy": 0.5 + d, "baseline_test_accuracy": 0.5} for d in diffs])
+
+
+def test_a_faster_verdict_is_settled_only_when_test_accuracy_is_settled_too():
+    """A new user's case: stopped after 3 of 5 pairs over "1.12x faster, accuracy not held", test
+    accuracy +3.9 points (−4.4 to +12.2): the speed was settled, the accuracy part was not."""
+    fast = _ttas([1.18, 1.2, 1.22])  # 'faster', settled at every corner (above)
+    # +1.0, +3.0, +7.7 points: mean .039, sd .034395, half 4.302653 x .034395 / sqrt(3) = .085441:
+    # low end −.046441, not held. Two more at the highest, .077: mean .0542, sum of squares .0040988,
+    # sd .032011, half 2.776445 x .032011 / sqrt(5) = .039747: low end +.014453, held. Not settled.
+    user = _delta([0.010, 0.030, 0.077])
+    assert user["ci95"][0] == pytest.approx(-0.046441, abs=1e-6) and stats.accuracy_held(user) is False
+    assert stats.overall_verdict(fast["verdict"], fast["speedup"], user) == stats.FASTER_NOT_HELD
+    assert stats.verdict_settled(fast, 3, 5) and not stats.verdict_settled(fast, 3, 5, delta=user)
+    assert not stats.accuracy_settled(user, 2)
+    # Not held where only the inside of the range could make it hold: −0.2, −0.3, +3.0 points; two more
+    # at the lowest give low end −.014394, one at each end lower still, two at the highest −.005107, but
+    # two at +2.6: mean .0154, sum of squares .0010792, sd .016426, half 2.776445 x .016426 / sqrt(5) =
+    # .020395: low end −.004995 > −.005, held. A check of the corners alone would call it settled.
+    inside = _delta([-0.002, -0.003, 0.030])
+    assert stats.accuracy_held(inside) is False and not stats.accuracy_settled(inside, 2)
+    # Clearly not held: −3.0, −2.0, −2.5 points; the low end is at most the mean, at most (−.075 − .040) / 5
+    # = −.023 with two more within [−.03, −.02]: settled, and so is the verdict.
+    worse = _delta([-0.030, -0.020, -0.025])
+    assert stats.accuracy_settled(worse, 2) and stats.verdict_settled(fast, 3, 5, delta=worse)
+    # Held: 0.0, +0.2, +0.4 points (low end −.002968). The lowest corner, two more at 0.0: mean .0012, sum of
+    # squares 12.8e-6, sd .0017889, half .0022212: low end −.0010212 > −.005; held at every corner: settled.
+    held = _delta([0.0, 0.002, 0.004])
+    assert held["ci95"][0] == pytest.approx(-0.002968, abs=1e-6) and stats.accuracy_held(held)
+    assert stats.accuracy_settled(held, 2) and stats.verdict_settled(fast, 3, 5, delta=held)
+    # No interval yet (2 pairs with test accuracy): not held for want of one, and never settled.
+    assert not stats.accuracy_settled(_delta([0.0, 0.002]), 2)
+    # No test accuracy measured, or a speed verdict test accuracy does not decide ('slower'): speed alone.
+    assert stats.accuracy_settled(None, 2) and stats.verdict_settled(_ttas([0.08, 0.085, 0.09]), 3, 5, delta=user)

@@ -14,7 +14,8 @@ same two configurations, so a speedup is measured as a set of pairs:
   to `max_pairs` and, after each complete pair, the queue process (`on_run_end`)
   stops the comparison once the 95% interval of the headline ratio is within
   ±`target_half_width` (after at least engine.report.stats.MIN_PAIRS pairs), the
-  verdict cannot change within the pairs left (engine.report.stats.verdict_settled), the
+  verdict, test accuracy's part included, would not change if the pairs left fell within the
+  range of those seen (engine.report.stats.verdict_settled, its words state that), the
   pair limit is reached, or the next pair would overrun `budget_s`; 'ended_by'
   says which;
 - Stop (cancelling the runs) keeps the complete pairs.
@@ -197,9 +198,12 @@ def _stop_reason(comparison: dict, result: dict, now: float) -> Optional[str]:
     if why == "precise":
         return f"interval within ±{s['target_half_width'] * 100:.0f}% after {k} pairs"
     floor = ((result.get("noise_floor") or {}).get("half_width") or {}).get(result["measure"])
+    delta = result.get("test_accuracy_delta")
     if not result.get("machines") and stats.verdict_settled(summary, k, s["max_pairs"],
-                                                             s.get("min_pairs", stats.MIN_PAIRS), floor):
-        return f"stopped after {k} of {s['max_pairs']} pairs: the verdict cannot change"
+                                                             s.get("min_pairs", stats.MIN_PAIRS), floor, delta=delta):
+        # Test accuracy is part of a 'faster' verdict (held or not), and then of the stop's assumption.
+        accuracy = result.get("verdict") in ("faster", stats.FASTER_NOT_HELD) and stats.accuracy_held(delta) is not None
+        return report_headline.settled_text(k, s["max_pairs"], accuracy)
     if why == "pair limit":
         ci = summary.get("ci95")  # two ends, as every interval is written
         return f"pair limit ({s['max_pairs']}) reached" + (

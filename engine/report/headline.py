@@ -137,6 +137,18 @@ def verdict_text(summary: dict, v: Optional[str] = None) -> str:
     return f"{ratio_text(x)} {v} ({interval_text(ci)})"
 
 
+def settled_text(pairs_done: int, max_pairs: int, accuracy: bool) -> str:
+    """Why an adaptive comparison stopped early (engine.report.stats.verdict_settled), with the
+    assumption it rests on: 'stopped after 3 of 5 pairs: the verdict would not change if the
+    other 2 fell within the range of these 3 (speedup and test accuracy)'. `accuracy`: whether
+    test accuracy was part of the verdict (a 'faster' with test accuracy measured), else
+    '(speedup)'. Never 'cannot change': a pair outside that range, or a missed target, could."""
+    left = max_pairs - pairs_done
+    other = "the last one" if left == 1 else f"the other {left}"
+    return (f"stopped after {pairs_done} of {max_pairs} pairs: the verdict would not change if {other} fell "
+            f"within the range of these {pairs_done} ({'speedup and test accuracy' if accuracy else 'speedup'})")
+
+
 def misses_note(summary: dict) -> Optional[str]:
     """The seeds a side missed or failed on, in words, e.g. 'the candidate failed on 1 seed
     (diverged or crashed) and missed the target on 1: no 'faster''; None when every side of

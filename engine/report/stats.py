@@ -29,7 +29,9 @@ machine is multiplicative, so the statistics work on the log ratios:
   named as an outlier;
 - curtailment: an adaptive comparison also stops once no split of the pairs left between
   the lowest and highest ratio seen could change a 'faster', 'slower' or 'equivalent'
-  verdict (`verdict_settled`, checked at those corners);
+  verdict (`verdict_settled`, checked at those corners), nor, for a 'faster', whether test
+  accuracy held, with the pairs left within the range of the test accuracy differences seen
+  (`accuracy_settled`). An assumption, not a test: its words say so;
 - verdict (the wording of Criterion.rs and asv, not "no difference"): 'faster' when
   the interval lies above 1, 'slower' when below, 'equivalent' when it lies inside
   ±margin (symmetric in log space: [1/(1+m), 1+m]; m a fixed DEFAULT_MARGIN = 5% unless
@@ -196,7 +198,7 @@ def accuracy_held(delta: Optional[dict], margin: float = TEST_ACCURACY_MARGIN) -
     if not delta or delta.get("mean") is None:
         return None
     ci = delta.get("ci95")
-    return bool(ci) and ci[0] > -margin
+    return bool(ci) and bool(ci[0] > -margin)  # bool: a NumPy end gives numpy.bool_, never `is False`
 
 
 def overall_verdict(speed: Optional[str], speedup: Optional[float] = None, delta: Optional[dict] = None,
@@ -316,12 +318,18 @@ def pairs_interval(usable: Sequence[float], first_stage: Optional[int] = None, c
 
 
 def verdict_settled(summary: dict, pairs_done: int, max_pairs: int = MAX_PAIRS, first_stage: int = MIN_PAIRS,
-                    floor: Optional[float] = None, confidence: float = CONFIDENCE) -> bool:
-    """Whether the remaining `max_pairs - pairs_done` pairs cannot change a 'faster', 'slower'
-    or 'equivalent' speed verdict (`summarize`'s, with the noise floor `floor` applied as
-    `overall_verdict` does), provided each lands within the range of the log ratios seen so
-    far (a conservative curtailment, not a new test: a later pair outside that range, a
-    missed target or a test accuracy that stops holding could still change it).
+                    floor: Optional[float] = None, confidence: float = CONFIDENCE,
+                    delta: Optional[dict] = None) -> bool:
+    """Whether the remaining `max_pairs - pairs_done` pairs would not change a 'faster', 'slower',
+    'equivalent' or FASTER_NOT_HELD verdict (`overall_verdict` of `summarize`'s, with the noise
+    floor `floor` and the test accuracy difference `delta` applied), provided each lands within
+    the range of the log ratios seen so far and, for a 'faster' speed verdict, within the range of
+    the test accuracy differences seen so far (`accuracy_settled`). A conservative curtailment, not
+    a new test: a later pair outside those ranges or a missed target could still change it, so the
+    words of such a stop state the assumption (engine.report.headline.settled_text).
+
+    delta: engine.report.comparison.test_accuracy_delta ('per_pair': run − baseline, fractions),
+    or None when no test accuracy was measured (the speed verdict is then the verdict).
 
     Proof by the ends: the interval's low end (mean - t s/sqrt(n), either method) is concave
     and its high end convex in each added log ratio, so over the box [lowest, highest]^m
@@ -330,8 +338,10 @@ def verdict_settled(summary: dict, pairs_done: int, max_pairs: int = MAX_PAIRS, 
     False. False too with no pair left, under `first_stage` usable pairs, or no such verdict."""
     usable = [r for r in summary.get("pair_ratios") or [] if r is not None]
     left = max_pairs - pairs_done
-    now = overall_verdict(summary.get("verdict"), summary.get("speedup"), None, floor)
-    if now not in ("faster", "slower", "equivalent") or left <= 0 or len(usable) < max(first_stage, MIN_PAIRS):
+    speed = overall_verdict(summary.get("verdict"), summary.get("speedup"), None, floor)
+    now = overall_verdict(summary.get("verdict"), summary.get("speedup"), delta, floor)
+    if now not in ("faster", "slower", "equivalent", FASTER_NOT_HELD) or left <= 0 \
+            or len(usable) < max(first_stage, MIN_PAIRS):
         return False
     missed = [side for side in ("run", "baseline") if sum(((summary.get("misses") or {}).get(side) or {}).values())]
     lo, hi = min(usable), max(usable)
@@ -339,9 +349,52 @@ def verdict_settled(summary: dict, pairs_done: int, max_pairs: int = MAX_PAIRS, 
         ratios = [*usable, *[lo] * j, *[hi] * (left - j)]
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         ci = pairs_interval(ratios, first_stage, confidence)
-        if overall_verdict(verdict(ci, summary.get("margin"), missed), geo, None, floor) != now:
+        if overall_verdict(verdict(ci, summary.get("margin"), missed), geo, None, floor) != speed:
             return False
-    return True
+    # Test accuracy decides only a 'faster' (faster or FASTER_NOT_HELD): it must be settled too.
+    return speed != "faster" or accuracy_settled(delta, left, confidence=confidence)
+
+
+def accuracy_settled(delta: Optional[dict], left: int, margin: float = TEST_ACCURACY_MARGIN,
+                     confidence: float = CONFIDENCE) -> bool:
+    """Whether `accuracy_held` of the test accuracy difference `delta` (engine.report.comparison.
+    test_accuracy_delta: 'per_pair' run − baseline, fractions; 'ci95' Student's t interval) stays
+    as it is for any `left` more pairs whose differences lie within the range of those seen.
+    True when no test accuracy was measured (`delta` None: nothing to change); False with no
+    interval yet (under MIN_PAIRS differences) or no 'per_pair'.
+
+    The interval's low end L (mean − t s/sqrt(n), n fixed) is concave in the added differences.
+    Held (L > −margin) stays held iff L's minimum over the box [lowest, highest]^left is, and a
+    concave function's minimum is at a corner: j at the lowest, left − j at the highest. Not held
+    stays not held iff L's maximum is at most −margin; L is symmetric in the added values, so the
+    average of a maximiser's permutations (all equal to one x) is a maximiser too: the maximum of
+    the concave L(x, ..., x) over x in [lowest, highest], found by a bounded scalar search."""
+    held = accuracy_held(delta, margin)
+    if held is None or left <= 0:
+        return True
+    seen = list(delta.get("per_pair") or [])
+    if not delta.get("ci95") or len(seen) < MIN_PAIRS:
+        return False
+    lo, hi = min(seen), max(seen)
+    n = len(seen) + left
+    t = _t(confidence, n - 1)
+
+    def low_end(added: list[float]) -> float:
+        import statistics
+
+        xs = [*seen, *added]
+        return statistics.fmean(xs) - t * statistics.stdev(xs) / math.sqrt(n)
+
+    if held:
+        return all(low_end([lo] * j + [hi] * (left - j)) > -margin for j in range(left + 1))
+    from scipy.optimize import minimize_scalar
+
+    best = max(low_end([lo] * left), low_end([hi] * left))
+    if hi > lo:
+        found = minimize_scalar(lambda x: -low_end([x] * left), bounds=(lo, hi), method="bounded",
+                                options={"xatol": 1e-12})
+        best = max(best, -found.fun)
+    return best <= -margin
 
 
 def summarize(baseline: Sequence[Optional[float]], run: Sequence[Optional[float]], higher_is_better: bool,
