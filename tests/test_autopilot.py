@@ -241,22 +241,22 @@ def test_the_summary_says_when_the_winner_was_slower_when_re_run(store_home):
     # Logs of 0.7333, 0.7391, 0.7200: mean -0.31155 (0.7323x), sd 0.013449, half 4.302653 x 0.013449 /
     # sqrt(3) = 0.033409: [0.7082, 0.7572], i.e. -29% to -24%.
     out, cid = lines([1.76, 1.70, 1.80], [2.40, 2.30, 2.50])
-    assert out[2] == (f"confirmed (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): 1.37x slower "
+    assert out[2] == (f"confirmation (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): 1.37x slower "
                       "(−29% to −24%), 3 pairs vs Keras-default Adam 1e-3")
     assert "  reached the target on 3 of 3 seeds (baseline 3 of 3)" in out
     # Ratios 2.0, 2.5, 1.5: geometric mean 1.96x [1.04, 3.70].
     out, cid = lines([4.0, 5.0, 6.0], [2.0, 2.0, 4.0])
-    assert out[2] == (f"confirmed (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): 1.96x faster "
+    assert out[2] == (f"confirmation (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): 1.96x faster "
                       "(+4% to +270%), 3 pairs vs Keras-default Adam 1e-3")
     # A median over 1 inside the noise is not called faster: the word follows the interval's verdict.
     # Ratios 4.0/3.8 = 1.0526, 5.0/5.5 = 0.9091, 6.0/5.4 = 1.1111.
     out, cid = lines([4.0, 5.0, 6.0], [3.8, 5.5, 5.4])
-    assert out[2].startswith(f"confirmed (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): "
+    assert out[2].startswith(f"confirmation (3 interleaved re-run pairs, seeds [1, 2, 3]; comparison #{cid}): "
                              "inconclusive: 1.02x (−21% to +32%), 3 pairs")
     # Ctrl-C during the re-runs (a tester's case): 1 complete pair, said, and the stop said.
     out, cid = lines([1.14, 1.36, 1.2], [0.81, None, 0.9], stop_after=2)
     # 1.14 / 0.81 = 1.41, the one complete pair: a sample, labelled as such, not a result.
-    assert out[2] == (f"confirmed (1 of 3 interleaved re-run pairs complete, seeds [1, 2, 3]; comparison #{cid}): "
+    assert out[2] == (f"confirmation (1 of 3 interleaved re-run pairs complete, seeds [1, 2, 3]; comparison #{cid}): "
                       "1.41x from one pair: not a result (an interval needs 3 pairs) vs Keras-default Adam 1e-3")
     assert out[-1] == "stopped by the user: what is above is what had been measured by then"
     assert ended == ["stopped", "stopped by the user"]  # ended by the autopilot's Stop, its pair kept

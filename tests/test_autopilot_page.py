@@ -480,6 +480,10 @@ def test_an_inconclusive_winner_is_no_primary_recommendation(store_home):
     no_errors(at)
     assert ">inconclusive: 1.14x (−67% to +301%)</div>" in texts(at.markdown)
     assert at.button(key="ap_use_btn").proto.type == "secondary"
+    # Its heading claims no more than the verdict under it: "Confirmation", never "Confirmed".
+    assert ("Confirmation: the winner vs Keras-default Adam 1e-3, on seeds the search did not use"
+            in texts(at.caption).splitlines())
+    assert "Confirmed" not in texts(at.caption) + texts(at.markdown)
 
 
 @pytest.mark.page

@@ -169,7 +169,7 @@ def test_an_autopilot_winner_of_another_machine_reads_measured_elsewhere(store_h
     at = app("views/autopilot.py")
     no_errors(at)
     assert f"Measured elsewhere ({zen3['name']}): check it here before you use its figures." in texts(at.warning)
-    assert ("Measured elsewhere · Confirmed: the winner vs Keras-default Adam 1e-3, on seeds the search did not use"
+    assert ("Measured elsewhere · Confirmation: the winner vs Keras-default Adam 1e-3, on seeds the search did not use"
             in texts(at.caption).splitlines())
     assert f":material/fingerprint: measured on {zen3['name']}" in texts(at.caption)
     background.write_json(autopilot.progress_path(), {**done_state(), "fingerprint": short()})

@@ -1,5 +1,5 @@
 """Autopilot: search this machine for the fastest route to a target accuracy,
-watch the trials live, and see the confirmed winner explained.
+watch the trials live, and see the winner re-run against the baseline and explained.
 
 UI only: the search runs detached (engine.autopilot.search.start_background, i.e.
 ``python -m engine autopilot``) and writes its state to a JSON file that a
@@ -310,7 +310,9 @@ def result(p: dict) -> None:
         if comp is not None:
             # The Train and Runs pages' verdict box, of the stored comparison (engine.autopilot.confirm).
             # Another machine's figure says so beside the figure, not only in the warning above it.
-            st.caption(("Measured elsewhere · " if elsewhere else "") + f"Confirmed: the winner vs "
+            # "Confirmation", not "Confirmed": the verdict box under it says whether it was (an
+            # inconclusive 1.23x under "Confirmed" claimed more than its verdict).
+            st.caption(("Measured elsewhere · " if elsewhere else "") + f"Confirmation: the winner vs "
                        f"{p.get('baseline_label') or 'the baseline'}, on seeds the search did not use")
             cmp_view.verdict_box(comp, key="ap_confirmation")
             for name, pair in comps["extra"].items():

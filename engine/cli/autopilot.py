@@ -114,7 +114,7 @@ def trial_line(t: dict) -> str:
 
 
 def summary_lines(state: dict, comps: Optional[dict] = None) -> list[str]:
-    """The final report: best trial, confirmed speedup, explanation, notes. `comps`: the
+    """The final report: best trial, the confirmation's speedup, explanation, notes. `comps`: the
     autopilot's stored comparisons (engine.autopilot.confirm.stored), which every figure of the
     confirmation and the ablation comes from."""
     out = []
@@ -166,7 +166,8 @@ def confirmation_lines(state: dict, comps: dict) -> list[str]:
         n, repeats = (r.get("time_to_accuracy") or {}).get("pairs", 0), conf.get("repeats")
         pairs = (f"{repeats} interleaved re-run pairs" if n == repeats else
                  f"{n} of {repeats} interleaved re-run pairs complete")
-        out.append(f"confirmed ({pairs}, seeds {conf.get('seeds')}; comparison #{comp['id']}): {h['text']}")
+        # "confirmation", never "confirmed": the verdict that follows may be inconclusive or slower.
+        out.append(f"confirmation ({pairs}, seeds {conf.get('seeds')}; comparison #{comp['id']}): {h['text']}")
         out += [f"  {h[k]}" for k in ("factors", "setup", "reached", "test", "note") if h.get(k)]
     for name, pair in (comps.get("extra") or {}).items():
         c = pair.get("winner")
