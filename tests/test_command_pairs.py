@@ -457,3 +457,15 @@ def test_a_command_that_cannot_start_is_one_line_before_any_pair_trains(tmp_path
         with Store(tmp_path / "runs.sqlite") as store:
             assert store.count_runs() == 0
             assert store.conn.execute("SELECT COUNT(*) FROM comparisons").fetchone()[0] == 0
+
+
+def test_the_pairs_row_counts_pairs_that_ran_apart_from_those_kept():
+    """Two pairs ran to their end and both candidates failed: the row read '2 complete of 2
+    planned; ended by: ...; 0 complete pairs kept'. 'Complete' is a pair with a ratio."""
+    from engine.cli.comparison import comparison_rows
+
+    c = {"comparison_id": 4, "headline": "no ratio", "pairs": 2, "planned": 2,
+         "ended_by": "pair 1 failed (run command: exited with code 1: ValueError: x); 0 complete pairs kept"}
+    assert dict(comparison_rows(c))["pairs"] == (
+        "2 of 2 planned ran; ended by: pair 1 failed (run command: exited with code 1: ValueError: x); "
+        "0 complete pairs kept")

@@ -151,7 +151,9 @@ def comparison_rows(c: dict) -> list[tuple[str, str]]:
         rows.append((label, report_headline.ratio_text(s['speedup']) + (f" ({report_headline.interval_text(ci)})" if ci else "")
                      + f", {s['verdict'] or 'no interval'}; pairs: {ratios}"
                      + (f"; {s['not_reached']} without a ratio" if s.get("not_reached") else "")))
-    rows.append(("pairs", f"{c.get('pairs')} complete of {c.get('planned')} planned; ended by: {c.get('ended_by')}"))
+    # Pairs whose two sides ended (a failed side too): "complete" is kept for pairs with a ratio,
+    # as the ended-by line counts them ("0 complete pairs kept" after "2 complete" read as a contradiction).
+    rows.append(("pairs", f"{c.get('pairs')} of {c.get('planned')} planned ran; ended by: {c.get('ended_by')}"))
     # a pair of two commands whose side recorded no run has None there (engine.jobs.command_pairs)
     rows.append(("runs", "baseline " + ", ".join(f"#{i}" for i in c.get("baseline_ids") or [] if i is not None) +
                  "; run " + ", ".join(f"#{i}" for i in c.get("run_ids") or [] if i is not None)))
