@@ -264,21 +264,25 @@ def test_benchmark_refused_while_a_run_is_active_and_failures_shown(store):
             in texts(at.error))
 
 
-def test_a_best_configuration_within_noise_has_no_arrow(store_home):
-    # Issue 57: "1.00x ↑ +0%" with a green up-arrow read as a gain.
+def _best_metric(store_home, ratio, repeats: int):
+    """The page's Best configuration metric and the saved result of a benchmark whose cell i
+    runs at ratio(i, repeat) x the baseline's 1,000 samples/s."""
     cache(store_home, facts())
     cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
-    # Cell 6 against the baseline per repeat: 0.98, 1.002, 1.03 (median 1.002, interval holds 1); the rest 0.9.
-    ratio = {6: (0.98, 1.002, 1.03)}
-    samples = [{"cell": i, "repeat": r, "warmup_sec": 1.0,
-                "samples_per_sec": 1000.0 * (1.0 if i == 0 else ratio.get(i, (0.9,) * 3)[r])}
-               for r in range(3) for i in range(len(cells))]
+    samples = [{"cell": i, "repeat": r, "warmup_sec": 1.0, "samples_per_sec": 1000.0 * (1.0 if i == 0 else ratio(i, r))}
+               for r in range(repeats) for i in range(len(cells))]
     result = bench.summarize(cells, samples)
-    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=70.0, repeats=3)
+    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=70.0, repeats=repeats)
     bench.save(result)
     at = app(PAGE)
     no_errors(at)
-    m = {m.label: m for m in at.metric}["Best configuration"]
+    return {m.label: m for m in at.metric}["Best configuration"], result
+
+
+def test_a_best_configuration_within_noise_has_no_arrow(store_home):
+    # Issue 57: "1.00x ↑ +0%" with a green up-arrow read as a gain.
+    # Cell 6 against the baseline per repeat: 0.98, 1.002, 1.03 (median 1.002, interval holds 1); the rest 0.9.
+    m, result = _best_metric(store_home, lambda i, r: (0.98, 1.002, 1.03)[r] if i == 6 else 0.9, 3)
     assert m.value == "1.00×" and m.proto.delta == "+0% vs baseline · within noise"
     assert m.proto.color == 2 and m.proto.direction == 2  # MetricProto: delta colour GRAY, direction NONE
     assert result["best"]["speedup"] == pytest.approx(1.002) and result["best"]["verdict"] == "inconclusive"
@@ -287,17 +291,7 @@ def test_a_best_configuration_within_noise_has_no_arrow(store_home):
 def test_a_best_configuration_of_two_repeats_is_a_sample_without_an_arrow(store_home):
     """The default quick benchmark: 2 repeats, so no interval and no verdict (3 pairs are the
     fewest). Its best of 10 cells at 1.52x read as a green "+52%" gain."""
-    cache(store_home, facts())
-    cells = bench.plan_matrix({"gpus": 0, "tpu": False, "cpu_bf16": True})
-    samples = [{"cell": i, "repeat": r, "warmup_sec": 1.0,
-                "samples_per_sec": 1000.0 * (1.0 if i == 0 else 1.52 if i == 6 else 0.9)}
-               for r in range(2) for i in range(len(cells))]
-    result = bench.summarize(cells, samples)
-    result.update(workload=bench.QUICK, machine={"gpus": 0}, wall_sec=70.0, repeats=2)
-    bench.save(result)
-    at = app(PAGE)
-    no_errors(at)
-    m = {m.label: m for m in at.metric}["Best configuration"]
+    m, result = _best_metric(store_home, lambda i, r: 1.52 if i == 6 else 0.9, 2)
     assert result["best"]["verdict"] is None and result["best"]["speedup"] == pytest.approx(1.52)
     assert m.value == "1.52×" and m.proto.delta == "+52% vs baseline · 2 repeats: no interval, a sample"
     assert m.proto.color == 2 and m.proto.direction == 2  # grey, no arrow
