@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.report import replay
 from engine.report.pair import compare
-from tests.helpers.recorded_runs import seed_pair
+from tests.helpers.recorded_runs import seed_not_held_comparison, seed_pair
 from tests.helpers.apptest import app_test
 
 pytestmark = pytest.mark.page  # lane: docs/testing.md
@@ -191,3 +191,35 @@ def test_a_run_cancelled_before_it_started_against_a_stored_baseline_has_no_pair
         assert not at.metric, presenter
         throughput = charts_of(at)["presenter_throughput" if presenter else "throughput"]
         assert {t.get("name") for t in throughput["data"]} - {None, "warm-up (compile)"} == {f"#{b} baseline fp32"}
+
+
+def test_a_comparisons_card_shows_its_caveat_on_a_line_of_its_own_and_the_charts_make_room(store):
+    """The card of a comparison whose test accuracy did not hold: the caveat is a line of its own
+    (it was the end of one long line in a box of 126 px that scrolled, out of sight), the rest of
+    the lines one; the card is as tall as its lines, estimated at 1280 px, and the charts get what
+    is left of presenter.ROOM_PX. The browser test (test_presenter_browser.py) measures the card."""
+    from engine.store import comparisons as cstore
+    from views.components import presenter
+
+    cid = seed_not_held_comparison(store)
+    lines = presenter.card_lines(cstore.get(store, cid))
+    caveat = ("test accuracy +1.0 points (−4.0 to +6.0) vs the baseline, 3 pairs: not held "
+              "(needs the lower end above −0.5)")
+    assert lines == {
+        "label": "time to accuracy", "main": "3.17x faster, accuracy not held (+162% to +283%)",
+        "color": "#374151", "detail": "3 pairs vs Keras-default Adam 1e-3", "caveats": [caveat],
+        "rest": "3.17x = 2.92x throughput × 1.23x fewer samples × 0.88x fixed costs (2.1 s → 2.2 s outside "
+                "steady training)  ·  reached the target on 3 of 3 seeds (baseline 3 of 3)"}
+    # 1090 px wide, 1053.8 inside; a line is 1.3 x 19 = 24.7 px and wraps at 0.93 of the width:
+    # padding and border 19.1, label 23.5, verdict 1 x 1.15 x 36.1 = 41.5 (47 x 0.5 x 36.1 = 848 px),
+    # detail 24.7, caveat 24.7 + 6 (108 x 0.46 x 19 = 944 px of 967), rest 2 x 24.7 (152 characters,
+    # 1328 px), 4 to spare: 192.
+    assert presenter.card_height(lines, 1.9, 1090) == 192
+    assert presenter.card_height(lines, 1.9, 1090, rest=False) == 192 - 49
+    at = app()
+    assert not at.exception
+    card = [m.value for m in at.markdown if m.value.startswith('<div class="sl-card">')]
+    assert len(card) == 1 and f'<div class="sl-caveat">{caveat}</div>' in card[0]
+    specs = charts_of(at)
+    for key in ("presenter_throughput", "presenter_loss"):
+        assert specs[key]["layout"]["height"] == presenter.ROOM_PX - 192 == 340

@@ -46,11 +46,11 @@ def _age(t: float | None) -> str:
     return f"at {time.strftime(fmt, time.localtime(t))} ({age_text(t)} when drawn)"
 
 
-def verdict_box(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", compact: bool = False) -> None:
+def verdict_box(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline") -> None:
     """The comparison's verdict box: its headline as large text that wraps (a metric cut "0.73× (slower)" to "0.73× (slo…"
     at 1280 px), coloured by the verdict, with its measure and note under it: the split,
-    the start-to-end ratio, the seeds reached and the test accuracy, one line each (`compact`:
-    one line together, so that presenter mode keeps its charts above the fold at 1280x720). The
+    the start-to-end ratio, the seeds reached and the test accuracy, one line each (presenter
+    mode draws its own card: views.components.presenter.card). The
     noise floor is the one the result was judged with (a matching A/A comparison), if any."""
     running = comp["status"] == "running"
     h = report_headline.comparison_headline(comp.get("result"), in_progress=running)
@@ -63,11 +63,9 @@ def verdict_box(comp: dict, size_rem: float = 1.45, key: str = "cmp_headline", c
                  f"color:{color};overflow-wrap:anywhere'>{html.escape(h['main'])}</div>", unsafe_allow_html=True)
     if h.get("detail"):
         box.caption(h["detail"])
-    if compact and h.get("setup"):  # presenter mode: the ratio only, its interval and seconds are on the page
-        h["setup"] = report_headline.with_setup_text((comp.get("result") or {}).get("with_setup"), short=True)
-    lines = [h[k] for k in ("factors", "setup", "reached", "test") if h.get(k)]  # made of, setup, seeds, test
-    for line in (["  ·  ".join(lines)] if compact and lines else lines):
-        box.caption(line)
+    for k in ("factors", "setup", "reached", "test"):  # made of, setup, seeds, test
+        if h.get(k):
+            box.caption(h[k])
     if h["note"]:
         box.caption(f":material/info: {h['note']}")
 

@@ -27,17 +27,31 @@ from views.components.live_charts import STOPPING_REFRESH_S, STOPPING_S, pair_si
 PARAM, VALUE = "mode", "talk"
 PLOTLY_CONFIG = {"displaylogo": False, "displayModeBar": False}
 CHART_HEIGHT = 410  # px: the headline and both charts fit above the fold at 1280x720
-# A comparison's headline (verdict, interval, split, notes) is taller than one pair's metrics:
-# it gets a box of this height (a longer note scrolls inside it) and the charts COMP_CHART_CUT px less.
-COMP_HEAD_HEIGHT, COMP_CHART_CUT = 126, 10
+# A comparison's headline card holds every line it has, caveats included: no box of fixed height
+# (a line scrolled out of sight inside a card is a line nobody reads on a projector). The charts
+# under it get what is left of ROOM_PX, the card's height estimated at 1280 px (`card_height`),
+# and never less than MIN_CHART_HEIGHT: a card taller than that moves the charts down, not itself.
+# px at 1280x720 for the headline and the charts: 720 less the control row (to 146), the gap under the
+# headline (11) and the page's bottom padding (19) is 544; 12 kept for a line that wraps sooner than estimated.
+ROOM_PX = 532
+MIN_CHART_HEIGHT = 300   # px: a lower chart's plot is too flat to read on a projector
+MAIN_WIDTH_PX = 1090     # px: the page's main column at 1280 px wide (CSS below)
+COMP_MAIN_REM, MEASURE_MAIN_REM = 1.9, 1.3  # the verdict's size: ended, and beside the progress lines
+ROOT_PX = 19             # px: 1rem in presenter mode (CSS below)
+# The page's type (Source Sans) a character wide, in em: a little more than measured on the
+# card's lines at 1280 px (0.42-0.43; the caveats' semibold 0.41; the verdict's bold 0.45), so
+# that no line wraps more often than estimated.
+PAGE_GLYPH, BOLD_GLYPH = 0.46, 0.5
 # While a comparison measures, presenter mode reads the store this often and redraws the run's
 # throughput and loss and the pair chart; in between its progress lines move on in the browser
 # once a second (views/components/quiet_progress.py), so nothing on the projector stands still
 # for more than a second. 10 s keeps the observer cost within the machine's noise
 # (benchmarks/live_view.py --open-closed --presenter; docs/comparisons.md).
 MEASURE_REFRESH_S = 10.0
-MEASURE_CHART_HEIGHT = 330  # px: headline, progress and three charts above the fold at 1280x720
-MEASURE_HEAD_HEIGHT = 200   # px: the headline box while measuring (a longer note scrolls inside it)
+MEASURE_CHART_HEIGHT = 330  # px: at most, under the headline and the progress lines at 1280x720
+MEASURE_COLUMNS = (1.6, 1.65)  # the headline card beside the progress lines, while measuring
+MEASURE_GAP_PX = 38         # px: the gap between them ("medium": 2rem)
+PROGRESS_PX = 115           # px: the progress block (its head line and one line per run, at 1280 px)
 MEASURE_MAX_POINTS = 300    # executions drawn per run while measuring (the browser redraws them each read)
 # High contrast and larger type; the main area starts right under the navigation.
 CSS = """
@@ -56,6 +70,13 @@ html { font-size: 19px; }
 .st-key-presenter_headline [data-testid="stColumn"]:first-child [data-testid="stMetricValue"] { font-size: 2.7rem; }
 [data-testid="stMetricDelta"] div { font-size: 1rem; }
 .st-key-presenter_config p { font-size: 1.05rem; font-weight: 600; color: #000000; }
+[data-testid="stMain"] .st-key-presenter_cmp_headline { padding: 0.45rem 0.9rem; gap: 0; }
+[data-testid="stMarkdownContainer"]:has(> .sl-card) { margin-bottom: 0; }  /* -1rem is for a last <p>'s margin */
+.sl-card div { font-size: 1rem; line-height: 1.3; color: #1F2937; overflow-wrap: anywhere; }
+.sl-card .sl-label { font-size: 0.95rem; color: #374151; }
+.sl-card .sl-main { font-weight: 650; line-height: 1.15; }
+.sl-card .sl-caveat { color: #000000; font-weight: 600; border-left: 6px solid #B91C1C; padding-left: 8px;
+  margin: 3px 0; }
 </style>
 """
 
@@ -85,6 +106,76 @@ def style() -> None:
     """Apply presenter mode's type and contrast to the page."""
     st.markdown(CSS, unsafe_allow_html=True)
     toasts.below()
+
+
+def card_lines(comp: dict) -> dict:
+    """What a comparison's headline card says (engine.report.headline.comparison_headline of its
+    result), by weight: 'label' (the measure; 'in progress' while it measures), 'main' (the
+    verdict and interval) in 'color' (its tone's; neutral while it measures), 'detail' (pairs,
+    baseline, power), 'caveats' (one line each, never merged into another line or put last:
+    the note (runs that shared the machine, seeds missed or failed, the noise floor), test
+    accuracy not held, seeds that missed the target), 'rest' (one line: what the speedup is made
+    of, its ratio with setup, and the seeds and test accuracy when nothing is wrong with them).
+    Strings or None; 'caveats' a list. Pure."""
+    result = comp.get("result") or {}
+    running = comp["status"] == "running"
+    h = report_headline.comparison_headline(result, in_progress=running)
+    setup = report_headline.with_setup_text(result.get("with_setup"), short=True) if h.get("setup") else None
+    test_ok = stats.accuracy_held(result.get("test_accuracy_delta")) is not False
+    caveats = [x for x in (h["note"], None if test_ok else h["test"],
+                           None if all_reached(result.get("reached")) else h["reached"]) if x]
+    rest = [x for x in (h["factors"], setup, h["reached"] if all_reached(result.get("reached")) else None,
+                        h["test"] if test_ok else None) if x]
+    return {"label": (h["measure"] or "speedup") + (" · in progress: more pairs to come" if running else ""),
+            "main": h["main"], "color": cmp_view.TONE_COLORS["neutral" if running else h["tone"]],
+            "detail": h.get("detail"), "caveats": caveats, "rest": "  ·  ".join(rest) or None}
+
+
+def all_reached(reached: dict | None) -> bool:
+    """Whether every seed of both sides reached the target, none failed (engine.report.comparison's
+    'reached' counts); True without counts (nothing to warn of)."""
+    if not reached or not reached.get("pairs"):
+        return True
+    n = reached["pairs"]
+    return (reached["run"] == reached.get("run_of", n) and reached["baseline"] == reached.get("baseline_of", n)
+            and not reached.get("run_failed") and not reached.get("baseline_failed"))
+
+
+def _rows(text: str | None, size_px: float, width_px: float, glyph: float = PAGE_GLYPH) -> int:
+    """Lines `text` wraps to in `width_px` at `size_px` (0 for none); a line's last word that
+    does not fit moves down whole, so the line is taken as 0.93 of the width."""
+    if not text:
+        return 0
+    return max(1, -(-int(len(text) * glyph * size_px) // int(0.93 * width_px)))
+
+
+def card_height(lines: dict, size_rem: float, width_px: float, rest: bool = True) -> int:
+    """Estimated height in px of the card `card` draws for `lines` (`card_lines`), `width_px`
+    wide (its border included) with its main line at `size_rem`; `rest`: with the rest line.
+    Pure; a little more than the browser draws at the widths it was measured at (1280 px)."""
+    inner = width_px - 2 * 0.9 * ROOT_PX - 2
+    line = 1.3 * ROOT_PX
+    h = 2 * 0.45 * ROOT_PX + 2 + _rows(lines["label"], 0.95 * ROOT_PX, inner) * 0.95 * line
+    h += _rows(lines["main"], size_rem * ROOT_PX, inner, BOLD_GLYPH) * 1.15 * size_rem * ROOT_PX
+    h += _rows(lines["detail"], ROOT_PX, inner) * line
+    h += sum(_rows(c, ROOT_PX, inner - 14) * line + 6 for c in lines["caveats"])
+    h += _rows(lines["rest"], ROOT_PX, inner) * line if rest else 0
+    return int(h + 4)  # 4: the lines' rounding to whole px
+
+
+def card(lines: dict, size_rem: float, rest: bool = True) -> None:
+    """A comparison's headline card (`card_lines`), every line in plain text and in sight:
+    the label, the verdict large in its colour, the detail, each caveat on its own line with a
+    red bar, then (`rest`) the rest line."""
+    def div(cls: str, text: str | None, style: str = "") -> str:
+        return f'<div class="{cls}"{style}>{html.escape(text)}</div>' if text else ""
+
+    parts = [div("sl-label", lines["label"]),
+             div("sl-main", lines["main"], f' style="font-size:{size_rem}rem;color:{lines["color"]}"'),
+             div("sl-line", lines["detail"]), *(div("sl-caveat", c) for c in lines["caveats"]),
+             div("sl-line", lines["rest"] if rest else None)]
+    st.container(key="presenter_cmp_headline", border=True).markdown(
+        f'<div class="sl-card">{"".join(parts)}</div>', unsafe_allow_html=True)
 
 
 def speed_banner(base: dict | None, run: dict | None, cmp: dict | None, own: dict | None = None) -> None:
@@ -130,18 +221,20 @@ def comparison(store, base: dict | None, run: dict | None, source=None, comp: di
     baseline and the run. `store` may be an engine.report.replay.ReplayStore with
     `source` its metrics (default: the Train page's LiveMetrics of this session).
     `comp`: the comparison of interleaved pairs the runs belong to (default: looked
-    up): its headline (as on the Train page) and pair chart lead; while it measures
-    only they are drawn (the page must not slow the run it measures). `above_px`: px the
-    caller draws between its control row and the headline (Replay's line): the charts are
-    that much shorter, so that the page stays within 720 px."""
+    up): its headline card (`card`) leads, the charts as tall as the card leaves room for;
+    while it measures, `measuring` draws the page (it must not slow the run it measures).
+    `above_px`: px the caller draws between its control row and the headline (Replay's
+    line): the charts are that much shorter, so that the page stays within 720 px."""
 
     comp = comp or cmp_view.lookup(store, run)
     if comp is not None and source is None and comp["status"] == "running":
         return measuring(store, comp, base, run)
-    chart_h = CHART_HEIGHT - above_px - (COMP_CHART_CUT if comp is not None else 0)
+    chart_h = CHART_HEIGHT - above_px
     if comp is not None:
-        with st.container(height=COMP_HEAD_HEIGHT, border=False):
-            cmp_view.verdict_box(comp, size_rem=1.9, key="presenter_cmp_headline", compact=True)
+        lines = card_lines(comp)
+        card(lines, COMP_MAIN_REM)
+        chart_h = max(min(CHART_HEIGHT, ROOM_PX - card_height(lines, COMP_MAIN_REM, MAIN_WIDTH_PX)) - above_px,
+                      MIN_CHART_HEIGHT)
     src = source or live_metrics(store)
     runs, unrun = pair_sides(base, run)
     cmp = compare(store, base["id"], run["id"], source=src) if len(runs) == 2 else None
@@ -193,26 +286,34 @@ def measuring(store, comp: dict, base: dict | None, run: dict | None) -> None:
     src = live_metrics(store)
     runs = ([base] if base else []) + ([run] if run and (base is None or run["id"] != base["id"]) else [])
     every = measure_refresh_s()
-    top_l, top_r = st.columns([1.25, 2], gap="medium")
-    with top_l.container(height=MEASURE_HEAD_HEIGHT, border=False):  # a long note scrolls, the charts stay
-        cmp_view.verdict_box(comp, size_rem=1.3, key="presenter_cmp_headline",
-                          compact=True)
+    lines = card_lines(comp)
+    top_l, top_r = st.columns(MEASURE_COLUMNS, gap="medium")
+    with top_l:  # the card without its rest line: that goes under the progress lines, in sight
+        card(lines, MEASURE_MAIN_REM, rest=False)
     with top_r:
         since = max(time.time() - float(comp.get("created") or time.time()), 0.0)
         head = (f'<div style="margin-bottom:6px"><b>Comparison #{int(comp["id"])}</b> · '
                 f'{html.escape(_pair_position(comp, base, run))} · measuring for '
                 f'{quiet_progress.clock(since, int(2 * every), key="m%d" % int(comp["id"]))} s</div>')
         bar = {r["id"]: chart_style.run_color(r["id"], r["role"], r.get("config")) for r in runs}
-        lines = [f'<div style="border-left:7px solid {bar[r["id"]]};padding-left:9px">'
-                 f'{quiet_line(store, r, src, every)}</div>' for r in runs]
-        st.html(quiet_progress.block([head] + lines), unsafe_allow_javascript=True)
+        progress = [f'<div style="border-left:7px solid {bar[r["id"]]};padding-left:9px">'
+                    f'{quiet_line(store, r, src, every)}</div>' for r in runs]
+        st.html(quiet_progress.block([head] + progress), unsafe_allow_javascript=True)
+        if lines["rest"]:  # as in the card, in plain text
+            st.markdown(f'<div class="sl-card"><div class="sl-line">{html.escape(lines["rest"])}</div></div>',
+                        unsafe_allow_html=True)
+    left_w = (MAIN_WIDTH_PX - MEASURE_GAP_PX) * MEASURE_COLUMNS[0] / sum(MEASURE_COLUMNS)
+    right = PROGRESS_PX + (_rows(lines["rest"], ROOT_PX, MAIN_WIDTH_PX - MEASURE_GAP_PX - left_w) * 1.3 * ROOT_PX
+                           if lines["rest"] else 0)
+    h = max(min(MEASURE_CHART_HEIGHT, ROOM_PX - max(card_height(lines, MEASURE_MAIN_REM, left_w, rest=False), right)),
+            MIN_CHART_HEIGHT)
     frames = chart_frames(src, runs)
     if frames["executions"] is not None:  # a third of the page wide: fewer points draw faster, look the same
         frames["executions"] = chart_style.downsample(frames["executions"], MEASURE_MAX_POINTS)
     medians = {chart_style.run_label(r): live_summary(store, r, src.executions(r), src.epochs(r), src)
                .get("samples_per_sec") for r in runs}
     kinds = {chart_style.run_label(r): train_charts.train_loss_kind(r.get("config")) for r in runs}
-    h, w = MEASURE_CHART_HEIGHT, 400
+    w = 400
 
     def bare(fig):
         fig.update_layout(showlegend=False)
