@@ -59,6 +59,17 @@ def replayable(store: Store) -> list[dict]:
 
 
 REPLAY_LINE_PX = 40  # px: the replay's one line above the presenter headline (where, speed, state)
+REPLAY_WRAP_PX = 24  # px: each further line it wraps to (a long machine name: the recording's CPU)
+REPLAY_LINE_ROOM_PX = 1180  # px: the line's width at 1280 px in presenter mode (no sidebar)
+
+
+def line_px(text: str) -> int:
+    """Height (px) the replay's line takes above the presenter headline: one line, or more
+    where `text` (16 px) wraps at 1280 px, so that the charts below leave it that room."""
+    import math
+
+    lines = max(1, math.ceil(chart_style.text_px(text, 16) / REPLAY_LINE_ROOM_PX))
+    return REPLAY_LINE_PX + REPLAY_WRAP_PX * (lines - 1)
 
 
 def controls(runs: dict[int, dict], state: replay.ReplayState, duration: float, presenter_on: bool = False) -> None:
@@ -123,7 +134,7 @@ def body(was_playing: bool, presenter_on: bool = False) -> None:
                 f"{state.speed}× · {where}")
         if presenter_on:  # one line, the label first: the charts keep their room
             st.markdown(line)
-            presenter.comparison(view, base, run, source=view.source(), comp=comp, above_px=REPLAY_LINE_PX)
+            presenter.comparison(view, base, run, source=view.source(), comp=comp, above_px=line_px(line))
             return
         st.progress(min(t / end, 1.0) if end else 1.0, text=line)
         render_comparison(view, [base, run] if base["id"] != run["id"] else [run], base, run, stop=False,
