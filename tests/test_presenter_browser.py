@@ -191,7 +191,7 @@ def test_replay_at_10x_draws_over_time_and_ends_with_the_stored_numbers(fresh_st
     train = browser.new_page(viewport={"width": 1280, "height": 720})
     train.goto(url + "/", wait_until="commit")
     page.get_by_role("button", name="Play", exact=True).wait_for(timeout=60_000)
-    page.get_by_text(f"replay of runs recorded on dgx-07, 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
+    page.get_by_text(f"replay of runs recorded on AMD EPYC 7B13 (no fingerprint), 1 GPU vs 2 GPUs, {day}").wait_for(timeout=30_000)
     page.get_by_text("10×", exact=True).click()
     wait_js(page, "document.body.innerText.includes('· 10× ·')", 30_000)
     page.get_by_role("button", name="Play").click()
