@@ -263,6 +263,14 @@ def test_runs_page_lists_the_stored_comparison_with_its_headline(no_queue, store
     split = time_split(store, comp, comp["created"] + 30.0)
     assert split == {"wall_sec": 30.0, "runs_sec": 16.0, "waiting_sec": 8.0, "other_sec": 6.0, "runs": 8}
     assert time_text(split) == "took 30 s: its 8 runs 16 s, waiting for a worker 8 s, the rest 6 s"
+    # A stopped comparison's last run never started (no environment): the machine is a run's that ran.
+    comp = cstore.list_all(store)[0]
+    first = comp["result"]["run_ids"][0]
+    store.update_run(first, status="cancelled", started=None, summary=None)
+    store.update_run(comp["result"]["baseline_ids"][0],
+                     environment={"hostname": "vm", "fingerprint": {"id": "fedcba987654", "name": "Zen 4 box"}})
+    (table,) = [d.value for d in app("views/runs/runs.py").dataframe if "headline" in d.value.columns]
+    assert list(table["machine"]) == ["Zen 4 box"]
 
 
 def test_the_time_budget_ends_an_adaptive_comparison_at_a_pair_boundary(no_queue, store):

@@ -12,7 +12,7 @@ from engine.report import headline as report_headline
 from engine.report.comparison import time_text
 from engine.report.pair import compare
 from engine.report.progress import live_summary
-from engine.hardware.fingerprint import name_of
+from engine.hardware.fingerprint import name_of, of
 from engine.store import Store, from_script_run
 from views.components.common import PLOTLY_CONFIG, autopilot_run, started
 
@@ -109,12 +109,17 @@ def comparisons_section(store: Store) -> None:
         # The autopilot's say which of its comparisons they are (engine.autopilot.confirm).
         kind = ("A/A (noise floor)" if c["kind"] == "aa" else (s.get("autopilot") or {}).get("kind")
                 or ("two commands" if s.get("baseline_kind") == "command" else "baseline vs run"))
-        first = next((store.get_run(i) for i in r.get("run_ids", []) if i is not None), None) or {}
+        # Its candidate from the first run that ran (a stopped comparison's last may never have
+        # started), its machine from the first that carries one.
+        ran = [run for run in (store.get_run(i) for i in r.get("run_ids", []) + r.get("baseline_ids", [])
+                               if i is not None) if run and started(run)]
+        first = ran[0] if ran else {}
+        placed = next((run for run in ran if of(run.get("environment"))), first)
         rows.append({"comparison": c["id"], "kind": kind,
                      # what was measured, and where: a table of verdicts alone says neither
                      "candidate": chart_style.config_summary(first["config"], first.get("summary"), first.get("plan"))
                      if first.get("config") else "–",
-                     "machine": name_of(first.get("environment")) if first else "–",
+                     "machine": name_of(placed.get("environment")) if placed else "–",
                      "measured": pd.Timestamp(c["created"], unit="s").strftime("%Y-%m-%d %H:%M"),
                      "headline": h["text"], "verdict": r.get("verdict") or "–", "measure": h["measure"],
                      "split": h.get("factors") or "–", "with setup": h.get("setup") or "–",
