@@ -82,3 +82,6 @@ def test_a_test_accuracy_lower_end_at_the_margin_shows_which_side_it_is_on():
     assert text({"mean": 0.03, "ci95": [-0.0048, 0.064], "pairs": 3}).endswith("(−0.48 to +6.40) vs the baseline, "
                                                                                "3 pairs: held")
     assert "(−0.8 to +0.2)" in text({"mean": -0.003, "ci95": [-0.008, 0.002], "pairs": 5})  # clear of it: one decimal
+    # One pair: a gain read "not held" in red in presenter mode; there is no interval to hold yet.
+    assert text({"mean": 0.004, "ci95": None, "pairs": 1}) == (
+        "test accuracy +0.4 points vs the baseline, 1 pair: no interval yet (it needs 3 pairs)")

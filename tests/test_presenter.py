@@ -215,6 +215,10 @@ def test_a_comparisons_card_shows_its_caveat_on_a_line_of_its_own_and_the_charts
     # detail 24.7, caveat 24.7 + 6 (108 x 0.46 x 19 = 944 px of 967), rest 2 x 24.7 (152 characters,
     # 1328 px), 4 to spare: 192.
     assert presenter.card_height(lines, 1.9, 1090) == 192
+    # One pair, a gain of 0.4 points: no interval yet, so no caveat (it read "not held" in red).
+    early = {"status": "running", "result": {"speedup": 1.3, "pairs": 1, "pair_ratios": [1.3],
+                                             "test_accuracy_delta": {"mean": 0.004, "ci95": None, "pairs": 1}}}
+    assert presenter.card_lines(early)["caveats"] == []
     assert presenter.card_height(lines, 1.9, 1090, rest=False) == 192 - 49
     at = app()
     assert not at.exception

@@ -301,8 +301,8 @@ def reached_text(reached: Optional[dict]) -> Optional[str]:
 
 def test_accuracy_text(delta: Optional[dict], versus: str = "the baseline") -> Optional[str]:
     """'test accuracy +0.3 points (−0.4 to +1.0) vs the baseline, 5 pairs: held' (`versus` names
-    the other side; 'held' when `accuracy_held`, 'not held (lower end below −0.5)' when not),
-    or None."""
+    the other side; 'held' when `accuracy_held`, 'not held (lower end below −0.5)' when not,
+    'no interval yet' under MIN_PAIRS pairs), or None."""
     if not delta or delta.get("mean") is None:
         return None
     m, ci, n = delta["mean"] * 100, delta.get("ci95"), delta.get("pairs", 0)
@@ -310,8 +310,9 @@ def test_accuracy_text(delta: Optional[dict], versus: str = "the baseline") -> O
     d = 2 if ci and f"{ci[0] * 100:.1f}" == f"{-TEST_ACCURACY_MARGIN * 100:.1f}" else 1
     span = f" ({ci[0] * 100:+.{d}f} to {ci[1] * 100:+.{d}f})" if ci else ""
     held = accuracy_held(delta)
-    word = ("held" if held else f"not held (needs the lower end above −{TEST_ACCURACY_MARGIN * 100:.1f}"
-            + (")" if ci else f"; an interval needs {MIN_PAIRS} pairs)"))
+    # Under MIN_PAIRS pairs nothing is held or not: a gain read "not held" in red at pair 1.
+    word = ("held" if held else f"not held (needs the lower end above −{TEST_ACCURACY_MARGIN * 100:.1f})" if ci
+            else f"no interval yet (it needs {MIN_PAIRS} pairs)")
     figures = f"{m:+.1f} points{span}".replace("-", "−")  # minus signs in the figures, not in `versus`
     return f"test accuracy {figures} vs {versus}, {n} pair{'s' if n != 1 else ''}: {word}"
 

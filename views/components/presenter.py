@@ -121,7 +121,8 @@ def card_lines(comp: dict) -> dict:
     running = comp["status"] == "running"
     h = report_headline.comparison_headline(result, in_progress=running)
     setup = report_headline.with_setup_text(result.get("with_setup"), short=True) if h.get("setup") else None
-    test_ok = stats.accuracy_held(result.get("test_accuracy_delta")) is not False
+    delta = result.get("test_accuracy_delta") or {}
+    test_ok = stats.accuracy_held(delta) is not False or not delta.get("ci95")  # no interval yet: no caveat
     caveats = [x for x in (h["note"], None if test_ok else h["test"],
                            None if all_reached(result.get("reached")) else h["reached"]) if x]
     rest = [x for x in (h["factors"], setup, h["reached"] if all_reached(result.get("reached")) else None,
