@@ -101,6 +101,11 @@ def test_slower_winner_is_said_and_not_pushed(store_home):
     assert ("Re-run, the winner was slower than the baseline (1.50× as long): its time in the search did not "
             "hold up. Keep the baseline's settings, or search longer.") in texts(at.warning)
     assert at.button(key="ap_use_btn").proto.type == "secondary"
+    # One pair of the confirmation (no interval, no verdict): its 1.5x is a sample, not "slower".
+    background.write_json(autopilot.progress_path(), done_state({"baseline": [2.0], "winner": [3.0]}))
+    at = app(PAGE)
+    no_errors(at)
+    assert not [w for w in texts(at.warning) if "winner was slower" in w]
 
 
 @pytest.mark.page
@@ -423,6 +428,10 @@ def test_the_ablation_chart_draws_each_factors_interval():
     fig = ablation_figure(ab)
     assert list(fig.data[0].marker.color) == [charts_mod.NEUTRAL_COLOR, chart_style.PALETTE[0]]
     assert list(fig.layout.yaxis.ticktext) == ["ema · 1.05x (within noise)", "bfloat16 · 1.40x"]
+    # No interval yet (2 pairs of the re-run rounds): grey, and said, never a direction.
+    fig = ablation_figure([{"label": "batch 256", "factor": 0.99}, ab[1]])
+    assert list(fig.data[0].marker.color) == [charts_mod.NEUTRAL_COLOR, chart_style.PALETTE[0]]
+    assert list(fig.layout.yaxis.ticktext) == ["batch 256 · 0.99x (no interval yet)", "bfloat16 · 1.40x"]
 
 
 @pytest.mark.page

@@ -326,17 +326,18 @@ def test_explanation_names_each_technique_largest_first():
         {"label": "bfloat16", "factor": 1.4}, {"label": "one_cycle", "factor": 1.1},
         {"label": "8 steps per execution", "factor": 1.3},
         {"label": "label smoothing 0.1", "factor": None, "note": "not reached in 20 epochs"}])
-    assert line == ("bfloat16 1.40x, 8 steps per execution 1.30x, one_cycle 1.10x, "
-                    "label smoothing 0.1 (needed: not reached in 20 epochs without it)")
+    assert line == ("bfloat16 1.40x (no interval), 8 steps per execution 1.30x (no interval), one_cycle 1.10x (no "
+                    "interval), label smoothing 0.1 (needed: not reached in 20 epochs without it)")
     # Stop during the ablation (a new user's case): the cut-off runs are not read as "needed".
     line = explanation([
         {"label": "bfloat16", "factor": 1.03},
         {"label": "2 steps per execution", "factor": None, "note": "stopped by the user", "kind": "stopped"},
         {"label": "one_cycle", "factor": None, "note": "not run: the autopilot was stopped", "kind": "not_run"}])
-    assert line == "bfloat16 1.03x, stopped before measuring 2 steps per execution, one_cycle"
-    # Under 1x: the winner was faster without it, and the line says so.
-    line = explanation([{"label": "label smoothing 0.1", "factor": 0.9}, {"label": "bfloat16", "factor": 1.2}])
-    assert line == "bfloat16 1.20x, label smoothing 0.1 0.90x (faster without it)"
+    assert line == "bfloat16 1.03x (no interval), stopped before measuring 2 steps per execution, one_cycle"
+    # Under 1x: the winner was faster without it where the interval says so; without one, no direction.
+    line = explanation([{"label": "label smoothing 0.1", "factor": 0.9, "ci95": [0.85, 0.95], "verdict": "slower"},
+                        {"label": "bfloat16", "factor": 1.2, "pairs": 2}])
+    assert line == "bfloat16 1.20x (2 pairs, no interval), label smoothing 0.1 0.90x [0.85–0.95] (faster without it)"
 
 
 def test_same_seed_gives_the_same_proposals():

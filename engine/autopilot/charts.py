@@ -134,8 +134,10 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     factors = [a.get("factor") or 0.0 for a in rows]
     cis = [a.get("ci95") if a.get("factor") else None for a in rows]
     noise = [bool(ci and ci[0] <= 1 <= ci[1]) for ci in cis]  # within noise: an interval that holds 1
-    text = [(ratio_text(a['factor']) + (" (within noise)" if quiet else "")) if a.get("factor")
-            else (a.get("note") or "not run") for a, quiet in zip(rows, noise)]
+    # No interval yet (under 3 pairs, while the re-run rounds go on): a sample, no direction to colour.
+    early = [bool(a.get("factor")) and not ci for a, ci in zip(rows, cis)]
+    text = [(ratio_text(a['factor']) + (" (within noise)" if quiet else " (no interval yet)" if soon else ""))
+            if a.get("factor") else (a.get("note") or "not run") for a, quiet, soon in zip(rows, noise, early)]
     error = (dict(type="data", symmetric=False, color="#374151", thickness=1.5,
                   array=[ci[1] - f if ci else 0.0 for ci, f in zip(cis, factors)],
                   arrayminus=[f - ci[0] if ci else 0.0 for ci, f in zip(cis, factors)])
@@ -145,8 +147,8 @@ def ablation_figure(ablation: list[dict], title: Optional[str] = "What each tech
     fig = go.Figure(go.Bar(
         x=factors, y=names, orientation="h", customdata=text, textposition="none",
         cliponaxis=False, error_x=error,
-        marker=dict(color=[NEUTRAL_COLOR if quiet else PALETTE[0] if f >= 1 else PALETTE[1]
-                           for f, quiet in zip(factors, noise)]),
+        marker=dict(color=[NEUTRAL_COLOR if quiet or soon else PALETTE[0] if f >= 1 else PALETTE[1]
+                           for f, quiet, soon in zip(factors, noise, early)]),
         hovertemplate="%{y}: %{customdata}<extra>without it / winner</extra>", showlegend=False))
     fig.add_vline(x=1.0, line=dict(color="#111827", width=1.5, dash="dash"))
     style(fig, "time to target without it / the winner's (x)", "", title, height, legend=False)

@@ -12,7 +12,8 @@ def explanation(ablation: list[dict]) -> str:
     """'bfloat16 1.40x [1.21–1.62], 8 steps per execution 1.30x [...], ...' from ablation entries
     (engine.autopilot.confirm.ablation_entries: {'label', 'factor' (the winner's speedup over the
     winner without the technique), 'ci95', 'verdict', 'interval_pairs', 'note', 'kind'}), largest
-    factor first; a factor under 1 says the winner ran faster without that technique; an
+    factor first; a factor under 1 says the winner ran faster without that technique when its
+    interval says so (a factor without one, under 3 pairs, is '(no interval)', no direction); an
     ablation that did not reach the target reads 'needed to reach it'; one cut short by Stop
     ('kind' 'stopped' or 'not_run') is named as not measured, one whose runs are still to come
     while the autopilot runs ('kind' 'pending') as not measured yet."""
@@ -23,7 +24,11 @@ def explanation(ablation: list[dict]) -> str:
                     "slower": " (faster without it)",
                     stats.FASTER_NOT_HELD: f" ({stats.FASTER_NOT_HELD})"}.get(a.get("verdict"), "")
             return f"{a['label']} {ratio_text(a['factor'])} [{ci[0]:.2f}–{ci[1]:.2f}]{word}"
-        return f"{a['label']} {ratio_text(a['factor'])}" + (" (faster without it)" if a["factor"] < 1 else "")
+        # No interval (under 3 pairs, or still to come): a sample, never a direction ("faster
+        # without it" read from the second pair of the re-run rounds).
+        n = a.get("interval_pairs") or a.get("pairs")
+        return f"{a['label']} {ratio_text(a['factor'])} (" + (f"{n} pair{'s' if n != 1 else ''}, " if n else "") \
+            + "no interval)"
 
     cut = [a for a in ablation if a.get("kind") in ("stopped", "not_run")]
     pending = [a for a in ablation if a.get("kind") == "pending"]
@@ -37,7 +42,8 @@ def explanation(ablation: list[dict]) -> str:
     if cut:
         parts.append("stopped before measuring " + ", ".join(a["label"] for a in cut))
     line = ", ".join(parts)
-    if len(done) >= 2 and all(a["factor"] < 1 for a in done):
+    judged = [a for a in done if a.get("ci95")]
+    if len(judged) >= 2 and all(a["factor"] < 1 for a in judged):
         # Contradicts the winner: each technique alone makes it slower, yet together they won.
         line += ("; every factor is below 1: without any one of its techniques the winner was faster, so "
                  "they help only together, or the winner's edge over the baseline is noise (read its interval)")
