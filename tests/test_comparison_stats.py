@@ -69,6 +69,10 @@ def test_too_few_pairs_give_no_interval_and_no_verdict():
     assert report_headline.summary_headline(s)["text"] == "2.00x from one pair: not a result (an interval needs 3 pairs)"
     assert report_headline.summary_headline(stats.summarize([None], [1.0], False))["text"] == \
         "no speedup: no pair where both sides reached the target"
+    # Stop during the first baseline: no pair ran to its end, so nothing missed a target.
+    assert report_headline.summary_headline(stats.summarize([], [], False))["text"] == \
+        "no speedup: no pair ran to its end"
+    assert report_headline.summary_headline(None)["text"] == "no speedup: no pair ran to its end"
     with pytest.raises(ValueError):
         stats.summarize([1.0], [1.0, 2.0], False)
 

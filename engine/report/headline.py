@@ -190,8 +190,10 @@ def summary_headline(summary: Optional[dict], floor: Optional[float] = None, in_
     vs = f" vs {baseline_label}" if baseline_label else ""
     if not summary or summary.get("speedup") is None:
         n = (summary or {}).get("not_reached", 0)
-        main = "no speedup yet" if in_progress else "no speedup: no pair where both sides reached the target"
         notes = [x for x in (misses_note(summary or {}),) if x]
+        # Pairs that ran and missed, or none that ran to its end (Stop during the first baseline).
+        main = ("no speedup yet" if in_progress else "no speedup: no pair where both sides reached the target"
+                if n or notes else "no speedup: no pair ran to its end")
         if n and not notes:
             notes.append(f"{n} pair{'s' if n != 1 else ''} without a ratio")
         return {"text": main + vs, "main": main, "detail": vs.strip() or None,
