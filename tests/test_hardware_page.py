@@ -293,5 +293,6 @@ def test_a_best_configuration_of_two_repeats_is_a_sample_without_an_arrow(store_
     fewest). Its best of 10 cells at 1.52x read as a green "+52%" gain."""
     m, result = _best_metric(store_home, lambda i, r: 1.52 if i == 6 else 0.9, 2)
     assert result["best"]["verdict"] is None and result["best"]["speedup"] == pytest.approx(1.52)
-    assert m.value == "1.52×" and m.proto.delta == "+52% vs baseline · 2 repeats: no interval, a sample"
+    assert m.value == "1.52×" and m.proto.delta == "+52% vs baseline · no interval"  # as short as "within noise"
+    assert "2 repeats give no interval (3 are the fewest): a sample" in m.proto.help
     assert m.proto.color == 2 and m.proto.direction == 2  # grey, no arrow

@@ -114,12 +114,13 @@ def bench_results(res: dict) -> None:
         # and so did the best of 10 cells at 2 repeats (no interval, so no verdict: samples).
         verdict = best.get("verdict")
         moved = verdict in ("faster", "slower") and round((best["speedup"] - 1) * 100) != 0
-        why = ("" if moved else " · within noise" if verdict in ("inconclusive", "equivalent") else
-               f" · {res.get('repeats')} repeats: no interval, a sample")
+        why = ("" if moved else " · within noise" if verdict in ("inconclusive", "equivalent") else " · no interval")
         st.metric("Best configuration", ratio_text(best["speedup"], PAGE_SIGN), border=True,
                   delta=f"{(best['speedup'] - 1) * 100:+.0f}% vs baseline" + why,
                   delta_color="normal" if moved else "off", delta_arrow="auto" if moved else "off",
-                  help="median over repeats of its samples/s / the baseline's")
+                  help="median over repeats of its samples/s / the baseline's" + (
+                      "" if verdict else f"; {res.get('repeats')} repeats give no interval (3 are the fewest): a "
+                                         "sample, the best of every cell, so the likeliest to flatter"))
         st.markdown(f"**{words.bench_cell(best)}**")
         if best["speedup"] <= 1.0:
             st.caption("Nothing beat the float32 baseline here: keep the defaults.")
