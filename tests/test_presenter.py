@@ -219,6 +219,16 @@ def test_a_comparisons_card_shows_its_caveat_on_a_line_of_its_own_and_the_charts
     early = {"status": "running", "result": {"speedup": 1.3, "pairs": 1, "pair_ratios": [1.3],
                                              "test_accuracy_delta": {"mean": 0.004, "ci95": None, "pairs": 1}}}
     assert presenter.card_lines(early)["caveats"] == []
+    # The headline's note joins its facts with "; ": each is a caveat line of its own (an overlap and
+    # a seed missed read as one red line).
+    comp = cstore.get(store, cid)
+    overlap = "these runs overlapped for 3 s on this machine: their times are not independent"
+    missed = {**comp["result"]["reached"], "run": 2}  # the candidate reached on 2 of 3 seeds
+    many = {**comp, "result": {**comp["result"], "overlap": overlap, "reached": missed,
+                               "time_to_accuracy": {**comp["result"]["time_to_accuracy"],
+                                                    "misses": {"run": {"missed": 1}}}}}
+    got = presenter.card_lines(many)["caveats"]
+    assert got[0] == overlap and got[1].startswith("the candidate missed the target on 1 seed") and caveat in got
     assert presenter.card_height(lines, 1.9, 1090, rest=False) == 192 - 49
     at = app()
     assert not at.exception

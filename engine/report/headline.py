@@ -349,7 +349,7 @@ def comparison_headline(result: Optional[dict], in_progress: bool = False) -> di
     if measure != "time_to_accuracy" and result.get("target_accuracy") is not None and tta.get("not_reached"):
         k = tta["not_reached"]
         why = (f"time to {result['target_accuracy']:g} accuracy: {k} pair{'s' if k != 1 else ''} without a ratio "
-               "(target not reached on both sides); the headline is end-to-end samples/s")
+               "(target not reached on both sides), so the headline is end-to-end samples/s")
         h["note"] = why if not h["note"] else f"{why}; {h['note']}"
     if result.get("overlap"):  # runs that shared the machine: said before any other note
         h["note"] = result["overlap"] if not h["note"] else f"{result['overlap']}; {h['note']}"

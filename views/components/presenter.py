@@ -123,7 +123,8 @@ def card_lines(comp: dict) -> dict:
     setup = report_headline.with_setup_text(result.get("with_setup"), short=True) if h.get("setup") else None
     delta = result.get("test_accuracy_delta") or {}
     test_ok = stats.accuracy_held(delta) is not False or not delta.get("ci95")  # no interval yet: no caveat
-    caveats = [x for x in (h["note"], None if test_ok else h["test"],
+    # The headline's note joins its facts with "; " (pairs without a ratio; an outlier): a line each.
+    caveats = [x for x in (*(h["note"] or "").split("; "), None if test_ok else h["test"],
                            None if all_reached(result.get("reached")) else h["reached"]) if x]
     rest = [x for x in (h["factors"], setup, h["reached"] if all_reached(result.get("reached")) else None,
                         h["test"] if test_ok else None) if x]
