@@ -411,3 +411,23 @@ def test_an_unmeasured_ablation_says_stopped_only_when_the_autopilot_was_stopped
     # While the rounds go on, as Autopilot.confirm leaves it (no 'state' key): running; at its end, done.
     assert [job_status(s) for s in ({"phase": "confirm"}, {"phase": "done"}, {"state": "starting"},
                                     {"state": "done", "phase": "done"})] == ["running", "done", "running", "done"]
+
+
+def test_an_ablation_that_contradicts_the_winner_says_so():
+    ab = [{"label": "bfloat16", "factor": 0.9, "ci95": [0.85, 0.95], "verdict": "slower"},
+          {"label": "4 steps per execution", "factor": 0.95, "ci95": [0.91, 0.99], "verdict": "slower"}]
+    from engine.autopilot.explain import explanation
+
+    line = explanation(ab)
+    assert line.startswith("4 steps per execution 0.95x [0.91–0.99] (faster without it), "
+                           "bfloat16 0.90x [0.85–0.95] (faster without it)")
+    assert "every factor is below 1: without any one of its techniques the winner was faster" in line
+    assert "every factor is below 1" not in explanation([{"label": "bfloat16", "factor": 1.2, "ci95": [1.1, 1.3]},
+                                                         ab[1]])
+    # From 2 pairs (the re-run rounds still going): samples, no direction and no contradiction.
+    early = explanation([{"label": "bfloat16", "factor": 0.9, "interval_pairs": 2},
+                         {"label": "4 steps per execution", "factor": 0.95, "interval_pairs": 2}])
+    assert early == "4 steps per execution 0.95x (2 pairs, no interval), bfloat16 0.90x (2 pairs, no interval); " \
+                    "each factor from 2 interleaved pairs with the winner on the confirming seeds, geometric mean " \
+                    "and 95% t interval (inconclusive: the interval holds 1x); leave-one-out factors do not " \
+                    "multiply to the total"
