@@ -75,25 +75,28 @@ def test_breakdown_and_divergence_notice_by_hand():
 
 
 class SleepAtEpochEnd:
-    """Test-only Keras callback: 1.0 s of nothing at every epoch end."""
+    """Test-only Keras callback: `seconds` of nothing at every epoch end; each sleep's
+    (start, end) perf_counter values are appended to `slept`."""
 
-    def __new__(cls, seconds: float):
+    def __new__(cls, seconds: float, slept: list):
         import keras
 
         class _Sleep(keras.callbacks.Callback):
             def on_epoch_end(self, epoch, logs=None):
+                t0 = time.perf_counter()
                 time.sleep(seconds)
+                slept.append((t0, time.perf_counter()))
 
         return _Sleep()
 
 
-def _stored_run(store, cfg, extra=None) -> int:
+def _stored_run(store, cfg, extra=None, timeline=None) -> int:
     from engine.training.train import train
 
     rows = {"executions": [], "epochs": []}
     # A worker runs one run per process; here each run's clock starts at its own call.
     out = train(cfg, lambda table, row: rows[table].append(row), threading.Event(), extra_callbacks=extra,
-                timeline=Timeline(origin_perf=time.perf_counter()))
+                timeline=timeline or Timeline(origin_perf=time.perf_counter()))
     rid = store.create_run(cfg.to_json(), role="run", status="running")
     store.add_metrics(rid, rows["executions"], rows["epochs"])
     store.finish_run(rid, out.status, summary=out.summary)
@@ -105,7 +108,8 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
     cfg = RunConfig(model="mlp", epochs=2, batch_size=64)
     _stored_run(store, cfg.replace(epochs=1))  # the process's first run pays TF's one-off start-up
     plain = _stored_run(store, cfg)
-    slept = _stored_run(store, cfg, [SleepAtEpochEnd(1.0)])
+    sleeps, tl = [], Timeline(origin_perf=time.perf_counter())
+    slept = _stored_run(store, cfg, [SleepAtEpochEnd(1.0, sleeps)], tl)
     for rid in (plain, slept):
         s = store.get_run(rid)["summary"]
         parts = sum(s[f"{k}_sec"] for k in ("setup", "warmup", "train", "validation", "other"))
@@ -121,12 +125,16 @@ def test_epoch_end_sleep_is_other_and_lowers_end_to_end_but_not_steady(store):
     assert sum(after) >= 1.9
     c = pair.compare(store, plain, slept)
     assert c["end_to_end_speedup"] < 1
-    # The sleeps are in no step: the same executions, none as long as a sleep (one that held a
-    # 1.0 s sleep would last >= 1.0 s), and the steady figure is theirs. A ratio of the two runs'
-    # medians is no test of that: on a shared CPU it read 0.41 and 2.10 (CI, 2026-12-07).
+    # The sleeps are in no step: the same executions, no step's span (warm-up or train, on the
+    # run's clock) overlapping either sleep (ordering only, no speed), and the steady figure is
+    # theirs. A ratio of the two runs' medians is no test of that: on a shared CPU it read 0.41
+    # and 2.10 (CI, 2026-12-07).
     rows = {rid: store.metrics("executions", rid) for rid in (plain, slept)}
     assert [r["step"] for r in rows[slept]] == [r["step"] for r in rows[plain]]
-    assert max(r["duration"] for r in rows[slept]) < 1.0
+    assert len(sleeps) == 2
+    steps = [(a, b) for k, a, b, _, _ in s["timeline"] if k in ("warmup", "train")]
+    for z0, z1 in [(tl.at(a), tl.at(b)) for a, b in sleeps]:
+        assert all(b <= z0 + 1e-3 or a >= z1 - 1e-3 for a, b in steps), (z0, z1)
     steady = measure.steady_state([r["duration"] for r in rows[slept]], [r["batches"] for r in rows[slept]], 64,
                                   warmup_flags=[r["warmup"] for r in rows[slept]],
                                   samples=[r["samples_per_sec"] * r["duration"] for r in rows[slept]])
