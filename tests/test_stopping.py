@@ -108,7 +108,10 @@ def _comparison_training(home: Path, played: StandInQueue | None = None) -> subp
                     if played is not None and not played.claimed and (rid := played.claim(s)) is not None:
                         s.add_metrics(rid, executions=[(i, 0, i + 1, 1, 0.2 * (i + 1), 0.2, 80.0, 2.3, 1e-3,
                                                         int(i == 0), None) for i in range(3)])
-                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3:
+                    # Mid-comparison: its row exists (the CLI queues the runs first, and a queue, the
+                    # played one here, may claim one before the row is written: a signal then is
+                    # comparison.start's all-or-nothing case, tests/test_comparisons.py).
+                    if s.conn.execute("SELECT COUNT(*) FROM executions").fetchone()[0] >= 3 and cstore.list_all(s):
                         return cli
             except Exception:  # noqa: BLE001 - not created yet
                 pass
